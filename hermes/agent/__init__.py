@@ -1,0 +1,7 @@
+"""The agent engine: one async turn loop shared by the TUI, the server and the CLI.
+
+Public surface:
+    Agent.run_turn(TurnRequest) -> AsyncIterator[AgentEvent]  (ends with TurnCompleted)
+    events: the typed event vocabulary every front end consumes
+    Provider: the model seam (OpenAI-compatible by default)
+"""

@@ -1,0 +1,149 @@
+"""The typed event vocabulary of a turn.
+
+`Agent.run_turn` yields these, in order, and always ends with exactly one
+`TurnCompleted`. Front ends translate them at their edge (SSE frames, Textual
+messages, terminal lines); nothing else invents event dicts.
+
+Ordering invariants:
+- `TextDelta`s of one assistant segment arrive in upstream order and never interleave
+  with another attempt's (a retried request starts only when nothing was delivered).
+- `SegmentEnd` follows the last `TextDelta` of a segment whose message carries tool
+  calls, before any `ToolStarted` of that batch.
+- Every `ToolStarted` is followed by exactly one `ToolCompleted` with the same
+  `call_id` (interrupted calls complete with `is_error=True`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from hermes.agent.types import TurnResult
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    session_id: str
+    model: str
+    type: Literal["turn.started"] = "turn.started"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Visible assistant text."""
+
+    text: str
+    type: Literal["text.delta"] = "text.delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Model reasoning ("thinking"); never part of the answer text."""
+
+    text: str
+    type: Literal["reasoning.delta"] = "reasoning.delta"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentEnd:
+    """The current assistant text segment is closed; tools are about to run."""
+
+    type: Literal["segment.end"] = "segment.end"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallGenerating:
+    """A tool call's name is known while its arguments still stream."""
+
+    call_id: str
+    name: str
+    index: int
+    type: Literal["tool.generating"] = "tool.generating"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    preview: str
+    """One-line human summary of the arguments (e.g. the command)."""
+    type: Literal["tool.started"] = "tool.started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCompleted:
+    call_id: str
+    name: str
+    result: str
+    """Exactly what the model sees as the tool message content."""
+    duration: float
+    is_error: bool
+    arguments: dict[str, Any] = field(default_factory=dict)
+    type: Literal["tool.completed"] = "tool.completed"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """A command needs the user's approval; the approval callback is being asked."""
+
+    call_id: str
+    tool_name: str
+    command: str
+    reason: str
+    type: Literal["approval.requested"] = "approval.requested"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStalled:
+    """The stream went silent mid tool-call; those calls were not executed."""
+
+    tool_names: tuple[str, ...]
+    message: str
+    type: Literal["stream.stalled"] = "stream.stalled"
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """A model request failed transiently and is being retried."""
+
+    attempt: int
+    """The attempt about to start (2 for the first retry)."""
+    max_attempts: int
+    reason: str
+    delay: float
+    type: Literal["retrying"] = "retrying"
+
+
+StatusKind = Literal["waiting", "streaming_disabled", "max_iterations", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Lifecycle information for a status line (not part of the transcript)."""
+
+    kind: StatusKind
+    text: str
+    type: Literal["status"] = "status"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCompleted:
+    result: TurnResult
+    type: Literal["turn.completed"] = "turn.completed"
+
+
+AgentEvent: TypeAlias = (
+    TurnStarted
+    | TextDelta
+    | ReasoningDelta
+    | SegmentEnd
+    | ToolCallGenerating
+    | ToolStarted
+    | ToolCompleted
+    | ApprovalRequested
+    | StreamStalled
+    | Retrying
+    | Status
+    | TurnCompleted
+)

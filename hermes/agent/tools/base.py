@@ -1,0 +1,112 @@
+"""Tool, ToolContext and ToolRegistry: the contract between the engine and each tool.
+
+A tool is an async function `(args, ctx) -> str`. It raises `ToolError` for failures
+the model should read (bad path, no match); the engine turns any exception into an
+error result, so a tool can never crash a turn. Cancellation (interrupt) must be
+honoured: a tool that starts processes kills them when cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may use. One per turn; shared by the turn's tool calls."""
+
+    session_id: str
+    cwd: Path
+    call_id: str = ""
+    approve: ApprovalCallback | None = None
+    yolo: bool = False
+    session_approvals: set[str] = field(default_factory=set)
+    """Rule keys approved "for this session"; owned by the Agent, per session id."""
+    on_approval_request: Callable[[ApprovalRequest], None] | None = None
+    """Engine hook to surface an ApprovalRequested event before the callback is asked."""
+
+    async def request_approval(self, tool_name: str, command: str, reason: str, rule: str) -> bool:
+        """Ask the front end. No callback means deny; a SESSION answer is remembered."""
+        if self.yolo or rule in self.session_approvals:
+            return True
+        request = ApprovalRequest(
+            session_id=self.session_id,
+            call_id=self.call_id,
+            tool_name=tool_name,
+            command=command,
+            reason=reason,
+            rule=rule,
+        )
+        if self.on_approval_request is not None:
+            self.on_approval_request(request)
+        if self.approve is None:
+            return False
+        decision = await self.approve(request)
+        if decision == ApprovalDecision.SESSION:
+            self.session_approvals.add(rule)
+            return True
+        return decision == ApprovalDecision.ONCE
+
+
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments object."""
+    handler: ToolHandler
+    read_only: bool = False
+    """Read-only tools of one batch run concurrently; others run in call order."""
+    preview_key: str | None = None
+    """Argument shown as the one-line preview (e.g. "command", "path")."""
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def preview(self, args: dict[str, Any], width: int = 120) -> str:
+        value = args.get(self.preview_key) if self.preview_key else None
+        text = str(value) if value is not None else ", ".join(f"{k}={v!r}" for k, v in args.items())
+        text = " ".join(text.split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values()]
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._tools.values())

@@ -1,0 +1,114 @@
+"""Request and result types of a turn, and the OpenAI message shape used throughout."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal, TypeAlias
+
+# An OpenAI Chat Completions message: {"role": ..., "content": ..., "tool_calls": [...], ...}.
+# Kept as a plain dict because that is the wire shape every provider and client speaks.
+ChatMessage: TypeAlias = dict[str, Any]
+
+# User content: plain text, or OpenAI content parts ([{"type": "text", ...}, {"type": "image_url", ...}]).
+UserContent: TypeAlias = str | list[dict[str, Any]]
+
+TurnStatus = Literal["completed", "partial", "failed", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+class ApprovalDecision(str, Enum):
+    ONCE = "once"
+    """Run this command this one time."""
+    SESSION = "session"
+    """Run it, and approve the same kind of command for the rest of the session."""
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What a front end is asked to approve."""
+
+    session_id: str
+    call_id: str
+    tool_name: str
+    command: str
+    reason: str
+    """Why approval is needed, e.g. "recursive delete"."""
+    rule: str
+    """Stable key of the rule that matched; SESSION approvals are remembered by it."""
+
+
+ApprovalCallback: TypeAlias = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+
+@dataclass(slots=True)
+class TurnRequest:
+    """One user turn.
+
+    History comes from the session store unless `history` is given (the OpenAI-compatible
+    server passes the client's transcript). The user message and every finished step are
+    written to the store as they happen when `persist` is true.
+    """
+
+    input: UserContent
+    session_id: str | None = None
+    """Existing session to continue; None creates a new one."""
+    history: list[ChatMessage] | None = None
+    """Explicit prior transcript (without system prompt); overrides the store's history."""
+    system_prompt: str | None = None
+    """Replaces the default system prompt for this turn."""
+    model: str | None = None
+    source: str = "cli"
+    """Session source for a new session: cli, tui, api_server."""
+    title: str | None = None
+    persist: bool = True
+    approve: ApprovalCallback | None = None
+    """Asked for commands that need approval; None means deny."""
+    yolo: bool = False
+    max_iterations: int | None = None
+    cwd: str | None = None
+    """Working directory for tools; defaults to the process's."""
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """How a turn ended.
+
+    status:
+        completed   the model answered in text
+        partial     some text was delivered but the answer is incomplete
+                    (error_code "output_truncated" or "stream_stalled")
+        failed      no usable answer (error / error_code say why)
+        interrupted the turn was cancelled; final_text holds what was delivered
+    """
+
+    session_id: str
+    status: TurnStatus
+    final_text: str
+    messages: list[ChatMessage] = field(default_factory=list)
+    """This turn's transcript in OpenAI shape, user message first."""
+    usage: Usage = field(default_factory=Usage)
+    api_calls: int = 0
+    model: str = ""
+    error: str | None = None
+    error_code: str | None = None
+    reasoning: str | None = None
+
+    @property
+    def completed(self) -> bool:
+        return self.status == "completed"

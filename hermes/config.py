@@ -1,0 +1,282 @@
+"""Settings, resolved once: command-line flag > environment > config.toml > default.
+
+`Settings.load(overrides)` is called by the front end (the Typer callback, the app
+factories in tests) and the resulting object is passed down; nothing reads the
+environment at import time, and no module caches `HERMES_HOME`.
+
+Keys in `$HERMES_HOME/config.toml` are the field names below (flat, e.g.
+`model = "gpt-4o-mini"`, `server_port = 8642`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from hermes.errors import ConfigError
+
+CONFIG_FILE = "config.toml"
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one setting is found: its environment names (first wins) and help text."""
+
+    env: tuple[str, ...]
+    help: str
+    secret: bool = False
+
+
+# Field name -> where it comes from. Order is the order `hermes config show` prints.
+OPTIONS: dict[str, Option] = {
+    "home": Option(("HERMES_HOME",), "folder for config.toml, state.db and caches"),
+    "provider": Option(("HERMES_PROVIDER",), "model provider: auto, openai or local"),
+    "model": Option(("HERMES_MODEL",), "model name sent to the endpoint"),
+    "base_url": Option(("HERMES_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible endpoint URL"),
+    "api_key": Option(("HERMES_API_KEY", "OPENAI_API_KEY"), "key for the endpoint", secret=True),
+    "stream_retries": Option(("HERMES_STREAM_RETRIES",), "retries of a failed stream before any output"),
+    "stream_stale_timeout": Option(("HERMES_STREAM_STALE_TIMEOUT",), "seconds without a chunk before a stream is abandoned"),
+    "request_timeout": Option(("HERMES_REQUEST_TIMEOUT",), "seconds to connect to the endpoint"),
+    "max_iterations": Option(("HERMES_MAX_ITERATIONS",), "model calls per turn before a summary is forced"),
+    "tool_output_limit": Option(("HERMES_TOOL_OUTPUT_LIMIT",), "characters of tool output the model sees"),
+    "tool_stall_warning": Option(("HERMES_TOOL_STALL_WARNING",), "seconds before a running tool is reported as slow"),
+    "system_prompt": Option(("HERMES_SYSTEM_PROMPT",), "replaces the built-in system prompt"),
+    "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
+    "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
+    "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
+    "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
+    "server_key": Option(("API_SERVER_KEY",), "bearer key clients of hermes serve must send", secret=True),
+    "server_cors_origins": Option(("API_SERVER_CORS_ORIGINS",), "comma-separated browser origins allowed"),
+    "server_model_name": Option(("API_SERVER_MODEL_NAME",), "model id hermes serve advertises"),
+    "server_tool_progress_events": Option(("API_SERVER_TOOL_PROGRESS_EVENTS",), "auto, true or false"),
+    "server_keepalive_seconds": Option(("API_SERVER_KEEPALIVE_SECONDS",), "seconds of SSE silence before a keepalive"),
+    "server_max_concurrent_runs": Option(("API_SERVER_MAX_CONCURRENT_RUNS",), "turns the server runs at once"),
+    "server_response_store_size": Option(("API_SERVER_RESPONSE_STORE_SIZE",), "stored responses kept (LRU)"),
+}
+
+
+def default_home() -> Path:
+    return Path.home() / ".hermes"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, after precedence has been applied."""
+
+    home: Path = field(default_factory=default_home)
+    provider: str = "auto"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    stream_retries: int = 2
+    stream_stale_timeout: float = 180.0
+    request_timeout: float = 30.0
+    max_iterations: int = 90
+    tool_output_limit: int = 50_000
+    tool_stall_warning: float = 30.0
+    system_prompt: str | None = None
+    yolo: bool = False
+    local_model_path: Path | None = None
+    server_host: str = "127.0.0.1"
+    server_port: int = 8642
+    server_key: str | None = None
+    server_cors_origins: tuple[str, ...] = ()
+    server_model_name: str = "hermes-agent"
+    server_tool_progress_events: str = "auto"
+    server_keepalive_seconds: float = 10.0
+    server_max_concurrent_runs: int = 64
+    server_response_store_size: int = 1000
+
+    # ---- resolution -------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        overrides: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """Resolve settings: overrides (flags) > env > config.toml > defaults.
+
+        `None` values in `overrides` mean "flag not given".
+        """
+        env = os.environ if env is None else env
+        flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+        unknown = set(flags) - set(OPTIONS)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+
+        if "home" in flags:
+            home = Path(flags["home"]).expanduser()
+        elif env.get("HERMES_HOME"):
+            home = Path(env["HERMES_HOME"]).expanduser()
+        else:
+            home = default_home()
+
+        values: dict[str, Any] = {"home": home}
+        values.update(read_config_file(home / CONFIG_FILE))
+        for name, option in OPTIONS.items():
+            if name == "home":
+                continue
+            for env_name in option.env:
+                raw = env.get(env_name)
+                if raw not in (None, ""):
+                    values[name] = raw
+                    break
+        values.update(flags)
+        values["home"] = home
+        return cls(**{name: coerce(name, value) for name, value in values.items()})
+
+    # ---- paths (computed on call, created on demand) --------------------------------
+
+    def ensure_home(self) -> Path:
+        """Create `home` (mode 0700) if needed and return it."""
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return self.home
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / CONFIG_FILE
+
+    @property
+    def state_db_path(self) -> Path:
+        return self.home / "state.db"
+
+    @property
+    def response_db_path(self) -> Path:
+        return self.home / "response_store.db"
+
+    def public_items(self) -> list[tuple[str, str]]:
+        """(name, printable value) pairs with secrets masked; for `config show`."""
+        out = []
+        for name, option in OPTIONS.items():
+            value = getattr(self, name)
+            out.append((name, mask(value) if option.secret else render(value)))
+        return out
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **{k: coerce(k, v) for k, v in changes.items()})
+
+
+# ---- value handling -------------------------------------------------------------------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _field_types() -> dict[str, str]:
+    return {f.name: str(f.type) for f in fields(Settings)}
+
+
+def coerce(name: str, value: Any) -> Any:
+    """Turn a raw value (string from env/flags, or TOML value) into the field's type."""
+    kind = _field_types().get(name)
+    if kind is None:
+        raise ConfigError(f"unknown setting {name!r}")
+    try:
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError(value)
+        if kind == "int":
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError(value)
+            number = float(value)
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(value)
+            return number
+        if kind == "Path":
+            return Path(value).expanduser()
+        if kind == "Path | None":
+            return None if value in (None, "") else Path(value).expanduser()
+        if kind == "tuple[str, ...]":
+            if isinstance(value, str):
+                return tuple(part.strip() for part in value.split(",") if part.strip())
+            return tuple(str(v) for v in value)
+        if kind in ("str", "str | None"):
+            if value is None:
+                return None
+            if not isinstance(value, str):
+                raise ValueError(value)
+            return value
+    except (TypeError, ValueError):
+        raise ConfigError(f"invalid value for {name}: {value!r} (expected {kind})") from None
+    raise ConfigError(f"setting {name} has an unsupported type {kind}")
+
+
+def render(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
+
+
+def mask(value: Any) -> str:
+    if not value:
+        return ""
+    text = str(value)
+    return "****" + text[-4:] if len(text) >= 12 else "****"
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read config.toml; a missing file is empty, a broken one is a ConfigError."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    unknown = sorted(set(data) - set(OPTIONS) - {"home"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
+    data.pop("home", None)
+    return data
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    text = str(value)
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def write_config_value(settings: Settings, name: str, raw: str | None) -> None:
+    """Set (or with raw=None, remove) one key in config.toml, atomically, mode 0600."""
+    if name not in OPTIONS or name == "home":
+        raise ConfigError(f"unknown setting {name!r}; see `hermes config show`")
+    data = read_config_file(settings.config_path)
+    if raw is None:
+        data.pop(name, None)
+    else:
+        data[name] = coerce(name, raw)
+    settings.ensure_home()
+    lines = [f"{key} = {_toml_value(data[key])}" for key in OPTIONS if key in data]
+    tmp = settings.config_path.with_suffix(".toml.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + ("\n" if lines else ""))
+    os.replace(tmp, settings.config_path)

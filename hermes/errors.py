@@ -1,0 +1,117 @@
+"""Every error hermes raises on purpose, as one tree with structured fields.
+
+    HermesError
+    ├── UsageError            bad command-line input            (exit 2)
+    ├── ConfigError           missing or invalid configuration  (exit 2)
+    ├── ProviderError         the model endpoint failed          (exit 1)
+    │   ├── ProviderAuthError       401/403: never retried
+    │   ├── ProviderTimeout         connect/read timeout, stale stream
+    │   ├── ProviderConnectionError connection refused/reset/lost
+    │   ├── ProviderRateLimited     429
+    │   └── StreamingUnsupported    the endpoint cannot stream
+    ├── ToolError             a tool failed (becomes a tool result, never a crash)
+    ├── SessionNotFound / MessageNotFound                        (exit 1)
+    └── StoreError            the database is unusable           (exit 1)
+
+Front ends map these to exit codes or HTTP envelopes in one place each; nothing
+encodes a code inside a message string.
+"""
+
+from __future__ import annotations
+
+
+class HermesError(Exception):
+    """Base of every deliberate hermes error."""
+
+    exit_code: int = 1
+    code: str = "hermes_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(HermesError):
+    exit_code = 2
+    code = "usage_error"
+
+
+class ConfigError(HermesError):
+    exit_code = 2
+    code = "config_error"
+
+
+class ProviderError(HermesError):
+    """The model endpoint failed.
+
+    Attributes:
+        status: HTTP status from the upstream, when there was one.
+        retryable: whether a fresh request may succeed (transient network trouble, 429, 5xx).
+        retry_after: seconds the upstream asked us to wait, when it said.
+    """
+
+    code = "provider_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.provider = provider
+
+
+class ProviderAuthError(ProviderError):
+    code = "authentication_failed"
+
+
+class ProviderTimeout(ProviderError):
+    code = "provider_timeout"
+
+
+class ProviderConnectionError(ProviderError):
+    code = "provider_unreachable"
+
+
+class ProviderRateLimited(ProviderError):
+    code = "rate_limited"
+
+
+class StreamingUnsupported(ProviderError):
+    code = "streaming_unsupported"
+
+
+class ToolError(HermesError):
+    code = "tool_error"
+
+
+class SessionNotFound(HermesError):
+    code = "session_not_found"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session with id {session_id!r}")
+        self.session_id = session_id
+
+
+class MessageNotFound(HermesError):
+    code = "message_not_found"
+
+    def __init__(self, message_id: int | str, session_id: str | None = None) -> None:
+        where = f" in session {session_id!r}" if session_id else ""
+        super().__init__(f"no message with id {message_id!r}{where}")
+        self.message_id = message_id
+        self.session_id = session_id
+
+
+class StoreError(HermesError):
+    code = "store_error"
