@@ -1,0 +1,379 @@
+"""Durable run status and idempotency receipts for `hermes serve`.
+
+The run registry (`hermes.server.runs`) keeps live runs and their event logs in memory;
+this module keeps what must outlive them: the last known status of every run, so
+`GET /v1/runs/{id}` still answers after the events are gone or the server restarted,
+and the `Idempotency-Key` receipts of `POST /v1/runs`, so a client that retries after a
+lost response gets its original run back instead of a second one.
+
+Storage is its own SQLite file (`$HERMES_HOME/runs.db`, mode 0600, WAL), not `state.db`,
+so it never touches the session store's migrations. Schema (created IF NOT EXISTS):
+
+    runs      one row per run: status, session, output, usage, error, owner pid
+    receipts  one row per (scope, idempotency key): request fingerprint -> run id
+
+Invariants:
+- A run row whose status is not terminal and whose owner process is gone is stale:
+  `recover_orphans()` marks such rows `interrupted` at start-up, and the owner marks
+  its own in-flight rows `interrupted` when it shuts down.
+- Receipts are claimed inside `BEGIN IMMEDIATE`, so two processes sharing the file
+  cannot both start a run for one key; the loser sees the winner's receipt.
+- Receipts and terminal run rows are pruned `retention` seconds (24 h) after their last
+  update; non-terminal rows are never pruned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from hermes.errors import StoreError
+
+RunState = Literal[
+    "queued",
+    "running",
+    "waiting_for_approval",
+    "stopping",
+    "completed",
+    "failed",
+    "cancelled",
+    "interrupted",
+]
+
+TERMINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
+
+RETENTION_SECONDS = 24 * 3600.0
+"""How long receipts and settled run rows are kept after their last update."""
+
+ORPHAN_MESSAGE = "The server stopped before this run settled."
+
+_SCHEMA = (
+    """
+    CREATE TABLE IF NOT EXISTS runs (
+        run_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        session_id TEXT,
+        model TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_event TEXT,
+        output TEXT,
+        usage TEXT,
+        error TEXT,
+        error_code TEXT,
+        owner_pid INTEGER
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS runs_status ON runs(status)",
+    "CREATE INDEX IF NOT EXISTS runs_updated_at ON runs(updated_at)",
+    """
+    CREATE TABLE IF NOT EXISTS receipts (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (scope, key)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS receipts_updated_at ON receipts(updated_at)",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """The durable status of one run (the body of `GET /v1/runs/{id}`)."""
+
+    run_id: str
+    status: str
+    created_at: float
+    updated_at: float
+    session_id: str | None = None
+    model: str | None = None
+    last_event: str | None = None
+    """Name of the newest event the run emitted (e.g. `run.completed`)."""
+    output: str | None = None
+    """The final assistant text, once there is one."""
+    usage: dict[str, int] | None = None
+    error: str | None = None
+    error_code: str | None = None
+    owner_pid: int | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATES
+
+    def with_changes(self, **changes: Any) -> RunRecord:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "object": "hermes.run",
+            "run_id": self.run_id,
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "session_id": self.session_id,
+            "model": self.model,
+            "last_event": self.last_event,
+            "output": self.output,
+            "usage": self.usage,
+        }
+        if self.error is not None:
+            data["error"] = self.error
+        if self.error_code is not None:
+            data["error_code"] = self.error_code
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """An Idempotency-Key already used: which request (fingerprint) started which run."""
+
+    scope: str
+    key: str
+    fingerprint: str
+    run_id: str
+    created_at: float
+    updated_at: float = field(default=0.0)
+
+
+class RunStore:
+    """SQLite-backed run rows and receipts. Every call is short and synchronous."""
+
+    def __init__(self, path: str | Path, *, retention: float = RETENTION_SECONDS) -> None:
+        self.path = str(path)
+        self.retention = retention
+        self._db: sqlite3.Connection | None = None
+        try:
+            if self.path != ":memory:":
+                _create_private(Path(self.path))
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
+            db.row_factory = sqlite3.Row
+            if self.path != ":memory:":
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            for statement in _SCHEMA:
+                db.execute(statement)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the run store ({exc})") from None
+        self._db = db
+        if self.path != ":memory:":
+            for suffix in ("-wal", "-shm"):
+                extra = Path(self.path + suffix)
+                if extra.exists():
+                    os.chmod(extra, 0o600)
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError("the run store is closed")
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # ---- runs ---------------------------------------------------------------------
+
+    def put(self, record: RunRecord) -> None:
+        """Insert or replace the row of `record.run_id`."""
+        self._execute(
+            """
+            INSERT OR REPLACE INTO runs (run_id, status, session_id, model, created_at,
+                updated_at, last_event, output, usage, error, error_code, owner_pid)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            (
+                record.run_id,
+                record.status,
+                record.session_id,
+                record.model,
+                record.created_at,
+                record.updated_at,
+                record.last_event,
+                record.output,
+                json.dumps(record.usage) if record.usage is not None else None,
+                record.error,
+                record.error_code,
+                record.owner_pid,
+            ),
+        )
+
+    def get(self, run_id: str) -> RunRecord | None:
+        row = self._execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return _record(row) if row is not None else None
+
+    def mark_interrupted(self, run_ids: list[str], *, message: str = ORPHAN_MESSAGE) -> int:
+        """Settle the given non-terminal runs as `interrupted`. Returns how many changed."""
+        if not run_ids:
+            return 0
+        now = time.time()
+        changed = 0
+        for run_id in run_ids:
+            cursor = self._execute(
+                f"""
+                UPDATE runs SET status = 'interrupted', updated_at = ?, error = ?,
+                    error_code = 'interrupted', last_event = 'run.interrupted'
+                WHERE run_id = ? AND status NOT IN ({_terminal_sql()})
+                """,
+                (now, message, run_id),
+            )
+            changed += cursor.rowcount
+        return changed
+
+    def recover_orphans(self, *, alive: frozenset[int] | None = None) -> int:
+        """Mark `interrupted` every unsettled run whose owner process no longer runs.
+
+        Args:
+            alive: pids known to be alive (default: checked with `os.kill(pid, 0)`);
+                this process's own pid always counts as alive.
+        """
+        rows = self._execute(
+            f"SELECT run_id, owner_pid FROM runs WHERE status NOT IN ({_terminal_sql()})"
+        ).fetchall()
+        orphans = []
+        for row in rows:
+            pid = row["owner_pid"]
+            if pid == os.getpid():
+                continue
+            if alive is not None:
+                is_alive = pid in alive
+            else:
+                is_alive = pid is not None and _pid_alive(pid)
+            if not is_alive:
+                orphans.append(row["run_id"])
+        return self.mark_interrupted(orphans)
+
+    # ---- receipts -----------------------------------------------------------------
+
+    def find_receipt(self, scope: str, key: str, *, now: float | None = None) -> Receipt | None:
+        """The live receipt for (scope, key), or None (expired receipts do not count)."""
+        now = time.time() if now is None else now
+        row = self._execute(
+            "SELECT * FROM receipts WHERE scope = ? AND key = ? AND updated_at >= ?",
+            (scope, key, now - self.retention),
+        ).fetchone()
+        return _receipt(row) if row is not None else None
+
+    def claim_receipt(
+        self, scope: str, key: str, fingerprint: str, run_id: str, *, now: float | None = None
+    ) -> Receipt | None:
+        """Record that (scope, key) starts `run_id`.
+
+        Returns None when the claim succeeded, or the live receipt that got there first.
+        An expired receipt for the same key is replaced.
+        """
+        now = time.time() if now is None else now
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(
+                    "SELECT * FROM receipts WHERE scope = ? AND key = ?", (scope, key)
+                ).fetchone()
+                if row is not None and row["updated_at"] >= now - self.retention:
+                    db.execute("COMMIT")
+                    return _receipt(row)
+                db.execute(
+                    """
+                    INSERT OR REPLACE INTO receipts
+                        (scope, key, fingerprint, run_id, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                    (scope, key, fingerprint, run_id, now, now),
+                )
+                db.execute("COMMIT")
+                return None
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+
+    def touch_receipts(self, run_id: str, *, now: float | None = None) -> None:
+        """Restart the retention clock of the receipts of `run_id` (it just settled)."""
+        now = time.time() if now is None else now
+        self._execute("UPDATE receipts SET updated_at = ? WHERE run_id = ?", (now, run_id))
+
+    # ---- housekeeping --------------------------------------------------------------
+
+    def prune(self, *, now: float | None = None) -> int:
+        """Drop expired receipts and settled run rows. Returns rows removed."""
+        cutoff = (time.time() if now is None else now) - self.retention
+        removed = self._execute("DELETE FROM receipts WHERE updated_at < ?", (cutoff,)).rowcount
+        removed += self._execute(
+            f"DELETE FROM runs WHERE updated_at < ? AND status IN ({_terminal_sql()})", (cutoff,)
+        ).rowcount
+        return removed
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        try:
+            return self.db.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+
+
+def open_run_store(path: str | Path) -> RunStore:
+    """Open (creating if needed, mode 0600) the run store at `path`."""
+    return RunStore(path)
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+
+def _terminal_sql() -> str:
+    return ", ".join(f"'{state}'" for state in sorted(TERMINAL_STATES))
+
+
+def _create_private(path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _record(row: sqlite3.Row) -> RunRecord:
+    usage = json.loads(row["usage"]) if row["usage"] else None
+    return RunRecord(
+        run_id=row["run_id"],
+        status=row["status"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        session_id=row["session_id"],
+        model=row["model"],
+        last_event=row["last_event"],
+        output=row["output"],
+        usage=usage,
+        error=row["error"],
+        error_code=row["error_code"],
+        owner_pid=row["owner_pid"],
+    )
+
+
+def _receipt(row: sqlite3.Row) -> Receipt:
+    return Receipt(
+        scope=row["scope"],
+        key=row["key"],
+        fingerprint=row["fingerprint"],
+        run_id=row["run_id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
