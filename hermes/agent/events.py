@@ -147,3 +147,11 @@ AgentEvent: TypeAlias = (
     | Status
     | TurnCompleted
 )
+
+
+def event_to_dict(event: AgentEvent) -> dict[str, Any]:
+    """A JSON-ready dict of an event (`type` first); used by `--json` output and logs."""
+    from dataclasses import asdict
+
+    data = asdict(event)
+    return {"type": data.pop("type"), **data}

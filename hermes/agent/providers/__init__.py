@@ -1,0 +1,1 @@
+"""Built-in providers. `openai` speaks Chat Completions to any compatible base URL."""

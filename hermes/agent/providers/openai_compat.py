@@ -1,0 +1,255 @@
+"""OpenAI Chat Completions through the official SDK, for any compatible base URL.
+
+SDK and transport exceptions are translated to `hermes.errors.ProviderError`
+subclasses here (`translate_errors`), and nowhere else. The SDK's own retries are off:
+the engine owns retries so it can tell whether anything was delivered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, ClassVar
+
+import openai
+
+from hermes.agent.provider import (
+    FinishChunk,
+    ModelRequest,
+    Provider,
+    ProviderEvent,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from hermes.agent.types import Usage
+from hermes.errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    StreamingUnsupported,
+)
+
+try:  # the SDK moved to httpx2; older releases use httpx
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx as _httpx  # type: ignore[no-redef]
+
+# API errors without a status whose text means the connection, not the request, failed.
+_CONNECTION_LOST = re.compile(
+    r"connection (lost|reset|closed|terminated|error)|peer closed|reset by peer|"
+    r"upstream connect error|incomplete chunked read|server disconnected|network error",
+    re.IGNORECASE,
+)
+_STREAM_UNSUPPORTED = re.compile(r"stream(ing)?\b.*\bnot (supported|available|allowed)", re.IGNORECASE)
+_STREAM_OPTIONS_REJECTED = re.compile(r"stream_options", re.IGNORECASE)
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = headers.get("retry-after") if headers is not None else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _status_error(exc: openai.APIStatusError, provider: str) -> ProviderError:
+    status = exc.status_code
+    detail = exc.message
+    if status in (401, 403):
+        return ProviderAuthError(
+            f"authentication failed ({status}): check HERMES_API_KEY — {detail}",
+            status=status,
+            provider=provider,
+        )
+    if status == 429:
+        return ProviderRateLimited(
+            f"rate limited by the model endpoint (429): {detail}",
+            status=status,
+            retryable=True,
+            retry_after=_retry_after(exc.response.headers),
+            provider=provider,
+        )
+    if _STREAM_UNSUPPORTED.search(detail or ""):
+        return StreamingUnsupported(detail, status=status, provider=provider)
+    if status >= 500 or status == 408:
+        return ProviderError(
+            f"model endpoint error ({status}): {detail}",
+            status=status,
+            retryable=True,
+            retry_after=_retry_after(exc.response.headers),
+            provider=provider,
+        )
+    return ProviderError(f"model endpoint rejected the request ({status}): {detail}", status=status, provider=provider)
+
+
+@contextlib.contextmanager
+def translate_errors(provider: str, base_url: str) -> Iterator[None]:
+    """Map SDK/transport exceptions to ProviderError subclasses."""
+    try:
+        yield
+    except openai.APITimeoutError:
+        raise ProviderTimeout(f"timed out talking to {base_url}", retryable=True, provider=provider) from None
+    except openai.APIConnectionError as exc:
+        cause = exc.__cause__ or exc
+        raise ProviderConnectionError(
+            f"cannot reach the model endpoint {base_url} ({type(cause).__name__}: {cause})",
+            retryable=True,
+            provider=provider,
+        ) from None
+    except openai.APIStatusError as exc:
+        raise _status_error(exc, provider) from None
+    except openai.APIError as exc:  # no status: e.g. an SSE error event mid-stream
+        message = exc.message or str(exc)
+        if _STREAM_UNSUPPORTED.search(message):
+            raise StreamingUnsupported(message, provider=provider) from None
+        transient = bool(_CONNECTION_LOST.search(message))
+        raise ProviderConnectionError(message, retryable=True, provider=provider) if transient else ProviderError(
+            f"model endpoint error: {message}", provider=provider
+        ) from None
+    except _httpx.TimeoutException as exc:
+        raise ProviderTimeout(f"timed out reading from {base_url} ({type(exc).__name__})", retryable=True, provider=provider) from None
+    except _httpx.TransportError as exc:
+        raise ProviderConnectionError(
+            f"connection to {base_url} failed ({type(exc).__name__}: {exc})", retryable=True, provider=provider
+        ) from None
+    except (ConnectionError, OSError) as exc:
+        raise ProviderConnectionError(f"connection to {base_url} failed ({exc})", retryable=True, provider=provider) from None
+
+
+def _usage(raw: Any) -> Usage:
+    prompt = getattr(raw, "prompt_tokens", 0) or 0
+    completion = getattr(raw, "completion_tokens", 0) or 0
+    total = getattr(raw, "total_tokens", 0) or (prompt + completion)
+    return Usage(prompt, completion, total)
+
+
+def _reasoning_of(obj: Any) -> str | None:
+    """Reasoning text from `reasoning_content` or `reasoning` (extra fields on the SDK model)."""
+    extra = getattr(obj, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = getattr(obj, key, None) if key in type(obj).model_fields else extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+class OpenAICompatProvider(Provider):
+    name: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        connect_timeout: float = 30.0,
+        read_timeout: float = 600.0,
+        default_headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            # Local servers accept any key; the SDK insists on a non-empty one.
+            api_key=api_key or "not-needed",
+            max_retries=0,
+            timeout=_httpx.Timeout(read_timeout, connect=connect_timeout),
+            default_headers=default_headers,
+        )
+        self._include_usage = True
+        """Cleared for good once the endpoint rejects stream_options."""
+
+    def describe(self) -> str:
+        return f"openai-compatible endpoint {self.base_url}"
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": request.model, "messages": request.messages}
+        if request.tools:
+            body["tools"] = request.tools
+        body.update(request.extra)
+        return body
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        body = self._body(request)
+        with translate_errors(self.name, self.base_url):
+            try:
+                stream = await self._open(body, request.include_usage and self._include_usage)
+            except openai.BadRequestError as exc:
+                # Some servers reject stream_options; drop it once and for all.
+                if self._include_usage and _STREAM_OPTIONS_REJECTED.search(exc.message or ""):
+                    self._include_usage = False
+                    stream = await self._open(body, False)
+                else:
+                    raise
+            try:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        yield UsageChunk(_usage(chunk.usage))
+                    for choice in chunk.choices or ():
+                        delta = choice.delta
+                        if delta is not None:
+                            reasoning = _reasoning_of(delta)
+                            if reasoning:
+                                yield ReasoningChunk(reasoning)
+                            if delta.content:
+                                yield TextChunk(delta.content)
+                            for tc in delta.tool_calls or ():
+                                fn = tc.function
+                                yield ToolCallChunk(
+                                    index=tc.index if tc.index is not None else 0,
+                                    id=tc.id or None,
+                                    name=(fn.name or None) if fn else None,
+                                    arguments=(fn.arguments or "") if fn else "",
+                                )
+                        if choice.finish_reason:
+                            yield FinishChunk(choice.finish_reason)
+            finally:
+                # Closing the response releases the connection now, not at GC time;
+                # on cancellation this is what stops the upstream request.
+                await stream.close()
+
+    async def _open(self, body: dict[str, Any], include_usage: bool) -> Any:
+        extra: dict[str, Any] = {"stream": True}
+        if include_usage:
+            extra["stream_options"] = {"include_usage": True}
+        return await self._client.chat.completions.create(**body, **extra)
+
+    async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
+        with translate_errors(self.name, self.base_url):
+            response = await self._client.chat.completions.create(**self._body(request))
+        events: list[ProviderEvent] = []
+        for choice in response.choices[:1]:
+            message = choice.message
+            reasoning = _reasoning_of(message)
+            if reasoning:
+                events.append(ReasoningChunk(reasoning))
+            if message.content:
+                events.append(TextChunk(message.content))
+            for index, tc in enumerate(message.tool_calls or ()):
+                fn = getattr(tc, "function", None)
+                events.append(
+                    ToolCallChunk(
+                        index=index,
+                        id=tc.id,
+                        name=fn.name if fn else None,
+                        arguments=fn.arguments if fn else "",
+                    )
+                )
+            events.append(FinishChunk(choice.finish_reason or "stop"))
+        if response.usage is not None:
+            events.append(UsageChunk(_usage(response.usage)))
+        return events
+
+    async def list_models(self) -> list[str]:
+        """Model ids the endpoint offers (used by `hermes doctor`)."""
+        with translate_errors(self.name, self.base_url):
+            page = await self._client.models.list()
+        return [model.id for model in page.data]
+
+    async def aclose(self) -> None:
+        await self._client.close()

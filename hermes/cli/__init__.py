@@ -1,0 +1,1 @@
+"""The `hermes` command line: thin Typer commands over library code."""

@@ -1,0 +1,52 @@
+"""Asking the person at the terminal to approve a risky command (for `chat -q`).
+
+Reads the answer from /dev/tty, not stdin, so it works when stdin is piped. With no
+terminal there is nobody to ask: the callback is None and the engine denies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
+
+APPROVAL_TIMEOUT = 120.0
+_ANSWERS = {"o": ApprovalDecision.ONCE, "once": ApprovalDecision.ONCE, "y": ApprovalDecision.ONCE,
+            "s": ApprovalDecision.SESSION, "session": ApprovalDecision.SESSION,
+            "d": ApprovalDecision.DENY, "deny": ApprovalDecision.DENY, "n": ApprovalDecision.DENY, "": ApprovalDecision.DENY}
+
+
+def tty_approver(timeout: float = APPROVAL_TIMEOUT) -> ApprovalCallback | None:
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return None
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        prompt = (
+            f"\n⚠ {request.tool_name} wants to run a risky command ({request.reason}):\n"
+            f"    {request.command}\n"
+            f"  [o]nce / [s]ession / [d]eny (deny in {timeout:g} s): "
+        )
+        os.write(fd, prompt.encode())
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str] = loop.create_future()
+
+        def readable() -> None:
+            data = os.read(fd, 1024).decode(errors="replace")
+            if not answer.done():
+                answer.set_result(data.strip().lower())
+
+        loop.add_reader(fd, readable)
+        try:
+            text = await asyncio.wait_for(answer, timeout)
+        except TimeoutError:
+            os.write(fd, b"\n  no answer: denied\n")
+            return ApprovalDecision.DENY
+        finally:
+            loop.remove_reader(fd)
+        return _ANSWERS.get(text, ApprovalDecision.DENY)
+
+    return approve if sys.platform != "win32" else None

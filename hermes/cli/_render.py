@@ -1,0 +1,150 @@
+"""Showing a turn's events in a terminal or a pipe.
+
+stdout carries only the answer: Markdown rendered live by rich on a terminal, the raw
+text when piped. Tool activity, retries and warnings go to stderr, one line each.
+`--json` prints one JSON object per event instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from hermes.agent.events import AgentEvent, event_to_dict
+
+
+class JsonRenderer:
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+
+    def handle(self, event: AgentEvent) -> None:
+        self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.out.flush()
+
+
+class _Activity:
+    """Tool and status lines on stderr."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.color = err.isatty()
+
+    def line(self, text: str, style: str = "") -> None:
+        if self.color and style:
+            codes = {"dim": "2", "green": "32", "red": "31", "yellow": "33"}
+            text = f"\x1b[{codes[style]}m{text}\x1b[0m"
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def handle(self, event: AgentEvent) -> None:
+        kind = event.type
+        if kind == "tool.started":
+            self.line(f"→ {event.name}: {event.preview}", "dim")  # type: ignore[union-attr]
+        elif kind == "tool.completed":
+            mark, style = ("✗", "red") if event.is_error else ("✓", "green")  # type: ignore[union-attr]
+            detail = ""
+            if event.is_error:  # type: ignore[union-attr]
+                detail = " — " + event.result.splitlines()[0][:200] if event.result else ""  # type: ignore[union-attr]
+            self.line(f"{mark} {event.name} ({event.duration:.1f} s){detail}", style)  # type: ignore[union-attr]
+        elif kind == "retrying":
+            self.line(f"↻ reconnecting ({event.attempt}/{event.max_attempts}): {event.reason}", "yellow")  # type: ignore[union-attr]
+        elif kind == "stream.stalled":
+            self.line(event.message, "yellow")  # type: ignore[union-attr]
+        elif kind == "status" and event.kind != "waiting":  # type: ignore[union-attr]
+            self.line(f"· {event.text}", "dim")  # type: ignore[union-attr]
+
+
+class PlainRenderer:
+    """Raw answer text to stdout as it arrives."""
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.out = out
+        self.activity = _Activity(err)
+        self._segment_open = False
+        self._ends_with_newline = True
+
+    def handle(self, event: AgentEvent) -> None:
+        if event.type == "text.delta":
+            text = event.text  # type: ignore[union-attr]
+            if text:
+                self.out.write(text)
+                self.out.flush()
+                self._segment_open = True
+                self._ends_with_newline = text.endswith("\n")
+        elif event.type == "segment.end":
+            self._end_segment()
+        else:
+            if event.type in ("tool.started", "stream.stalled", "retrying"):
+                self._end_segment()
+            self.activity.handle(event)
+
+    def _end_segment(self) -> None:
+        if self._segment_open and not self._ends_with_newline:
+            self.out.write("\n")
+            self.out.flush()
+        self._segment_open = False
+        self._ends_with_newline = True
+
+    def close(self) -> None:
+        self._end_segment()
+
+
+class MarkdownRenderer:
+    """Live Markdown on a terminal; each assistant segment is its own live block."""
+
+    REFRESH_SECONDS = 0.08
+
+    def __init__(self, err: TextIO = sys.stderr) -> None:
+        from rich.console import Console
+
+        self.console = Console()
+        self.activity = _Activity(err)
+        self._live: Any = None
+        self._text = ""
+        self._last_refresh = 0.0
+
+    def handle(self, event: AgentEvent) -> None:
+        if event.type == "text.delta":
+            self._text += event.text  # type: ignore[union-attr]
+            self._refresh()
+        elif event.type == "segment.end":
+            self._end_segment()
+        else:
+            if event.type in ("tool.started", "stream.stalled", "retrying"):
+                self._end_segment()
+            self.activity.handle(event)
+
+    def _refresh(self, force: bool = False) -> None:
+        from rich.live import Live
+        from rich.markdown import Markdown
+
+        if self._live is None:
+            self._live = Live(console=self.console, auto_refresh=False, vertical_overflow="visible")
+            self._live.start()
+        now = time.monotonic()
+        if force or now - self._last_refresh >= self.REFRESH_SECONDS:
+            self._live.update(Markdown(self._text), refresh=True)
+            self._last_refresh = now
+
+    def _end_segment(self) -> None:
+        if self._live is not None:
+            self._refresh(force=True)
+            self._live.stop()
+            self._live = None
+        self._text = ""
+
+    def close(self) -> None:
+        self._end_segment()
+
+
+def make_renderer(as_json: bool) -> JsonRenderer | PlainRenderer | MarkdownRenderer:
+    if as_json:
+        return JsonRenderer()
+    if sys.stdout.isatty():
+        return MarkdownRenderer()
+    return PlainRenderer()

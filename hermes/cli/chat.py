@@ -1,0 +1,140 @@
+"""`hermes chat`: the TUI, or with -q a one-shot turn that streams to stdout.
+
+    hermes chat                       interactive TUI
+    hermes chat -q "question"         one turn; answer on stdout, activity on stderr
+    git diff | hermes chat -q "review this"   piped stdin is added as context
+    hermes chat -q "…" --json         one JSON object per event, then the result
+
+Exit codes of a one-shot turn: 0 completed, 1 failed or partial, 2 usage or
+configuration error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from dataclasses import asdict
+from typing import Any
+
+import typer
+
+from hermes.errors import UsageError
+
+MAX_STDIN_BYTES = 5_000_000
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(chat)
+
+
+def chat(
+    query: str | None = typer.Option(None, "-q", "--query", help="Ask one question and exit (no TUI)."),
+    as_json: bool = typer.Option(False, "--json", help="With -q: print JSON lines, one per event, then the result."),
+    continue_last: bool = typer.Option(False, "-c", "--continue", help="Continue the newest session."),
+    resume: str | None = typer.Option(None, "-r", "--resume", help="Continue the session with this id."),
+    model: str | None = typer.Option(None, "-m", "--model", help="Model name for this run."),
+    yolo: bool = typer.Option(False, "--yolo", help="Approve every command that is not hard-blocked."),
+) -> None:
+    """Chat with the agent: the TUI, or one turn with -q."""
+    from hermes.cli._common import load_settings
+
+    if continue_last and resume:
+        raise UsageError("use either --continue or --resume, not both")
+    settings = load_settings(model=model, yolo=yolo or None)
+    piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
+    if query is None and piped is None:
+        if as_json:
+            raise UsageError("--json needs -q (or a prompt on stdin)")
+        from hermes.tui.launch import run_tui
+
+        raise typer.Exit(run_tui(settings, continue_last=continue_last, resume=resume, model=model, yolo=settings.yolo))
+    prompt = _compose_prompt(query, piped)
+    code = asyncio.run(_one_shot(settings, prompt, as_json=as_json, continue_last=continue_last, resume=resume))
+    raise typer.Exit(code)
+
+
+def _read_stdin() -> str | None:
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise UsageError(f"stdin is larger than {MAX_STDIN_BYTES:,} bytes; pass a smaller excerpt")
+    text = data.decode("utf-8", errors="replace")
+    return text if text.strip() else None
+
+
+def _compose_prompt(query: str | None, piped: str | None) -> str:
+    if query is not None and not query.strip():
+        raise UsageError("-q needs a non-empty prompt")
+    if piped is None:
+        assert query is not None
+        return query
+    if query is None:
+        return piped
+    return f"{query}\n\n<stdin>\n{piped.rstrip()}\n</stdin>"
+
+
+async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last: bool, resume: str | None) -> int:
+    from hermes.agent.factory import build_agent
+    from hermes.agent.types import TurnRequest
+    from hermes.cli._approval import tty_approver
+    from hermes.cli._common import open_store
+    from hermes.cli._render import make_renderer
+    from hermes.errors import SessionNotFound
+
+    store = open_store(settings)
+    try:
+        session_id: str | None = None
+        if resume:
+            session_id = store.get_session(resume).id
+        elif continue_last:
+            latest = store.latest_session()
+            if latest is None:
+                raise SessionNotFound("(newest)")
+            session_id = latest.id
+        agent = build_agent(settings, store)
+        renderer = make_renderer(as_json)
+        request = TurnRequest(
+            input=prompt,
+            session_id=session_id,
+            source="cli",
+            approve=None if settings.yolo else tty_approver(),
+            yolo=settings.yolo,
+        )
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        result = None
+        try:
+            async for event in agent.run_turn(request):
+                if event.type == "turn.completed":
+                    result = event.result  # type: ignore[union-attr]
+                    if not as_json:
+                        continue
+                renderer.handle(event)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            renderer.close()
+            await agent.aclose()
+        assert result is not None
+        if as_json:
+            sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
+        return _report(result, as_json)
+    finally:
+        store.close()
+
+
+def _report(result: Any, as_json: bool) -> int:
+    if result.status == "completed":
+        return 0
+    if result.status == "interrupted":
+        if not as_json:
+            sys.stderr.write("hermes: interrupted\n")
+        return 130
+    if not as_json:
+        label = "incomplete answer" if result.status == "partial" else "failed"
+        sys.stderr.write(f"hermes: {label}: {result.error}\n")
+    return 1

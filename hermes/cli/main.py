@@ -1,0 +1,80 @@
+"""The root `hermes` command: assembles the command groups, maps errors to exit codes.
+
+No work happens at import: each command imports what it needs when it runs, so
+`hermes --help` and `hermes sessions list` stay fast.
+
+Exit codes: 0 success; 1 failure (HermesError, unknown id, failed/partial turn);
+2 usage or configuration error; 75 port in use (serve); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from hermes import __version__
+from hermes.errors import HermesError
+
+
+class HermesGroup(TyperGroup):
+    """Turns every HermesError raised by a command into one line on stderr and its exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HermesError as exc:
+            typer.echo(f"hermes: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+
+
+app = typer.Typer(
+    name="hermes",
+    cls=HermesGroup,
+    help="hermes: a terminal-first AI agent (chat, serve, sessions).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hermes {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """hermes: a terminal-first AI agent (chat, serve, sessions)."""
+
+
+def _register() -> None:
+    from hermes.cli import chat, config_cmd, doctor, sessions
+
+    chat.register(app)
+    app.add_typer(sessions.app, name="sessions")
+    app.add_typer(config_cmd.app, name="config")
+    doctor.register(app)
+    try:
+        from hermes.cli import serve
+    except ImportError:  # the server is an optional part of a partial checkout
+        return
+    serve.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        app(prog_name="hermes")
+    except KeyboardInterrupt:
+        sys.stderr.write("\nhermes: interrupted\n")
+        sys.exit(130)
