@@ -1,0 +1,571 @@
+"""The chat TUI: `make_app(agent, store, settings)` builds it for `hermes chat` and for tests.
+
+Layout (top to bottom): status bar, transcript, activity line, command completions,
+prompt, footer. A turn runs in an exclusive worker that iterates `agent.run_turn(...)`
+and hands each event to a `TurnRenderer`; Esc (or Ctrl+C) cancels that worker, which is
+how the engine is interrupted. If the engine has not finished one second after an
+interrupt, the UI marks the turn interrupted anyway and is usable again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer
+from textual.worker import Worker
+
+from hermes.agent.events import TurnStarted
+from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
+from hermes.config import Settings
+from hermes.errors import HermesError
+from hermes.store.base import MessageRecord, SessionStore
+from hermes.tui import commands
+from hermes.tui.export import session_markdown
+from hermes.tui.renderer import TurnCallbacks, TurnRenderer, history_widgets
+from hermes.tui.screens.approval import ApprovalScreen
+from hermes.tui.screens.session_picker import SessionPicker
+from hermes.tui.widgets.activity import Activity
+from hermes.tui.widgets.chat_input import ChatInput
+from hermes.tui.widgets.command_menu import CommandMenu
+from hermes.tui.widgets.history_head import HistoryHead
+from hermes.tui.widgets.notice import Notice, NoticeKind
+from hermes.tui.widgets.status_bar import StatusBar
+from hermes.tui.widgets.transcript import Transcript
+from hermes.tui.widgets.user_message import UserMessage
+
+if TYPE_CHECKING:
+    from hermes.agent.engine import Agent
+
+HISTORY_PAGE = 60
+"""Messages rendered when a session opens; older ones load on demand (Ctrl+Home / click)."""
+QUIT_WINDOW = 2.0
+"""Seconds within which a second Ctrl+C quits."""
+INTERRUPT_GRACE = 1.0
+"""Seconds the engine gets to wind a turn down before the UI declares it interrupted."""
+DARK_THEME = "textual-dark"
+LIGHT_THEME = "textual-light"
+
+
+class HermesApp(App[int]):
+    """The chat app. Build it with `make_app`."""
+
+    CSS_PATH = "hermes.tcss"
+    TITLE = "hermes"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS = [
+        Binding("escape", "interrupt", "Stop", show=True),
+        Binding("ctrl+c", "ctrl_c", "Stop/quit", show=False, priority=True),
+        Binding("ctrl+s", "sessions", "Sessions"),
+        Binding("ctrl+n", "new_session", "New"),
+        Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
+        Binding("ctrl+o", "toggle_focus", "Answer only"),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+        Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
+        Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
+        Binding("ctrl+home", "transcript_top", show=False, priority=True),
+        Binding("ctrl+end", "transcript_bottom", show=False, priority=True),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: SessionStore,
+        settings: Settings,
+        *,
+        session_id: str | None = None,
+        approval_timeout: float = 60.0,
+        theme: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.agent = agent
+        self.store = store
+        self.settings = settings
+        self.session_id = session_id
+        self.approval_timeout = approval_timeout
+        self.cwd = cwd
+        self.theme = theme or DARK_THEME
+        self.pending_title: str | None = None
+        self.turn_worker: Worker[None] | None = None
+        self.renderer: TurnRenderer | None = None
+        self.last_result: TurnResult | None = None
+        self._older: list[MessageRecord] = []
+        self._last_ctrl_c = 0.0
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        menu = CommandMenu(id="menu")
+        yield StatusBar(id="status")
+        yield Transcript(id="transcript")
+        yield Activity(id="activity")
+        yield menu
+        yield ChatInput(menu=menu, id="input")
+        yield Footer()
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.query_one("#status", StatusBar)
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one("#transcript", Transcript)
+
+    @property
+    def activity(self) -> Activity:
+        return self.query_one("#activity", Activity)
+
+    @property
+    def chat_input(self) -> ChatInput:
+        return self.query_one("#input", ChatInput)
+
+    @property
+    def menu(self) -> CommandMenu:
+        return self.query_one("#menu", CommandMenu)
+
+    @property
+    def turn_running(self) -> bool:
+        return self.renderer is not None and not self.renderer.done
+
+    def on_mount(self) -> None:
+        self.status_bar.model = self.agent.model
+        self.status_bar.yolo = self.settings.yolo
+        if self.session_id is not None:
+            self.open_session(self.session_id)
+        self.chat_input.focus()
+
+    # -- output helpers ------------------------------------------------------------------
+
+    def say(self, text: str, kind: NoticeKind = "info") -> Notice:
+        notice = Notice(text, kind)
+        self.transcript.add(notice)
+        return notice
+
+    # -- sending --------------------------------------------------------------------------
+
+    @on(ChatInput.Submitted)
+    def _submitted(self, event: ChatInput.Submitted) -> None:
+        text = event.value.strip("\n")
+        if commands.is_command(text):
+            self.run_command(text)
+            return
+        if self.turn_running:
+            self.chat_input.load_text(text)
+            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return
+        self.send(text)
+
+    def send(self, text: str) -> Worker[None]:
+        """Show the prompt and start a turn for it."""
+        renderer = self.begin_turn(text)
+        self.turn_worker = self._run_turn(text, renderer)
+        return self.turn_worker
+
+    def begin_turn(self, text: str) -> TurnRenderer:
+        """Show the prompt and return the renderer the turn's events go to."""
+        self.transcript.add(UserMessage(text))
+        self.transcript.scroll_end(animate=False)
+        self.renderer = TurnRenderer(
+            self.transcript,
+            self.activity,
+            TurnCallbacks(on_started=self._turn_started, on_completed=self._turn_completed),
+            stall_after=self.settings.tool_stall_warning,
+            show_reasoning_live=not self.transcript.has_class("-hide-reasoning"),
+        )
+        self.activity.start("thinking")
+        self.status_bar.start_turn()
+        return self.renderer
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
+        request = TurnRequest(
+            input=text,
+            session_id=self.session_id,
+            source="tui",
+            title=self.pending_title if self.session_id is None else None,
+            approve=self._approve,
+            yolo=self.settings.yolo,
+            cwd=self.cwd,
+        )
+        try:
+            # The loop body must not await: cancellation has to land inside the engine.
+            async for event in self.agent.run_turn(request):
+                renderer.handle(event)
+        except asyncio.CancelledError:
+            renderer.interrupted()
+            raise
+        except HermesError as exc:
+            renderer.failed(str(exc))
+        finally:
+            if self.renderer is renderer:
+                self._turn_finished()
+
+    def _turn_started(self, event: TurnStarted) -> None:
+        if self.session_id != event.session_id:
+            self.session_id = event.session_id
+            self.pending_title = None
+            self._refresh_session_info()
+        self.status_bar.model = event.model
+
+    def _turn_completed(self, result: TurnResult) -> None:
+        self.last_result = result
+        self.session_id = result.session_id or self.session_id
+        usage = result.usage
+        self.status_bar.input_tokens += usage.input_tokens
+        self.status_bar.output_tokens += usage.output_tokens
+        if usage.input_tokens:
+            # Usage is summed over the turn's model calls; the last call's prompt is about
+            # the average prompt plus what the turn added.
+            self.status_bar.context_tokens = usage.input_tokens // max(1, result.api_calls) + usage.output_tokens
+        self._refresh_session_info(tokens=False)
+        self._turn_finished()
+
+    def _turn_finished(self) -> None:
+        self.status_bar.end_turn()
+        self.activity.stop()
+        self.renderer = None
+
+    # -- interrupting ---------------------------------------------------------------------
+
+    def action_interrupt(self) -> None:
+        if self.menu.visible:
+            self.menu.hide()
+            return
+        if not self.turn_running or self.turn_worker is None:
+            return
+        renderer = self.renderer
+        self.activity.set_phase("interrupting", waiting_for_model=False, warning=True)
+        self.turn_worker.cancel()
+        self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer))
+
+    def _force_interrupted(self, renderer: TurnRenderer | None) -> None:
+        if renderer is not None and renderer is self.renderer and not renderer.done:
+            renderer.interrupted()
+            self._turn_finished()
+
+    def action_ctrl_c(self) -> None:
+        now = time.monotonic()
+        if now - self._last_ctrl_c <= QUIT_WINDOW:
+            self.exit(0)
+            return
+        self._last_ctrl_c = now
+        if self.turn_running:
+            self.action_interrupt()
+            self.notify("Interrupted. Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+        else:
+            if self.chat_input.text:
+                self.chat_input.clear()
+            self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The engine's approval callback: a modal, denied on timeout or interrupt."""
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+
+        def decided(decision: ApprovalDecision | None) -> None:
+            if not future.done():
+                future.set_result(decision or ApprovalDecision.DENY)
+
+        screen = ApprovalScreen(request, timeout=self.approval_timeout)
+        self.push_screen(screen, decided)
+        try:
+            decision = await asyncio.wait_for(future, self.approval_timeout + 1.0)
+        except TimeoutError:
+            decision = ApprovalDecision.DENY
+        finally:
+            if screen.is_current:
+                screen.dismiss(ApprovalDecision.DENY)
+        if decision == ApprovalDecision.DENY:
+            self.say(f"✗ denied: {request.command}", "warning")
+        elif decision == ApprovalDecision.SESSION:
+            self.say(f"✓ allowed for this session: {request.reason}", "info")
+        return decision
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def _refresh_session_info(self, *, tokens: bool = True) -> None:
+        bar = self.status_bar
+        if self.session_id is None:
+            bar.title = self.pending_title or ""
+            return
+        record = self.store.find_session(self.session_id)
+        if record is None:
+            return
+        bar.title = record.title or ""
+        if tokens:
+            bar.input_tokens = record.input_tokens
+            bar.output_tokens = record.output_tokens
+
+    def open_session(self, session_id: str) -> bool:
+        """Show a stored session (its newest messages; older ones on demand) and continue it."""
+        if self.turn_running:
+            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return False
+        try:
+            record = self.store.get_session(session_id)
+            messages = self.store.get_messages(session_id)
+        except HermesError as exc:
+            self.say(f"✗ {exc}", "error")
+            return False
+        self.session_id = record.id
+        self.pending_title = None
+        transcript = self.transcript
+        transcript.remove_children()
+        shown = messages[-HISTORY_PAGE:]
+        # Don't start the visible part with tool results whose call is hidden.
+        while shown and shown[0].role == "tool" and len(shown) < len(messages):
+            shown = messages[-(len(shown) + 1) :]
+        self._older = messages[: len(messages) - len(shown)]
+        if self._older:
+            transcript.add(HistoryHead(len(self._older)))
+        transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
+        transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
+        if record.model:
+            self.status_bar.model = self.agent.model
+        self.status_bar.context_tokens = sum(len(str(m.content or "")) for m in messages) // 4
+        self.status_bar.turn_seconds = None
+        self._refresh_session_info()
+        transcript.scroll_end(animate=False)
+        return True
+
+    @on(HistoryHead.LoadRequested)
+    def _load_older(self) -> None:
+        self.load_older()
+
+    def load_older(self) -> None:
+        if not self._older:
+            return
+        page = self._older[-HISTORY_PAGE * 3 :]
+        while page and page[0].role == "tool" and len(page) < len(self._older):
+            page = self._older[-(len(page) + 1) :]
+        self._older = self._older[: len(self._older) - len(page)]
+        transcript = self.transcript
+        transcript.add_before_first(history_widgets(page, stall_after=self.settings.tool_stall_warning))
+        for head in transcript.query(HistoryHead):
+            if self._older:
+                head.set_hidden(len(self._older))
+            else:
+                head.remove()
+
+    def new_session(self) -> None:
+        if self.turn_running:
+            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return
+        self.session_id = None
+        self.pending_title = None
+        self._older = []
+        self.transcript.remove_children()
+        bar = self.status_bar
+        bar.title = ""
+        bar.input_tokens = bar.output_tokens = bar.context_tokens = 0
+        bar.turn_seconds = None
+        self.say("new session", "info")
+
+    def action_sessions(self) -> None:
+        if self.turn_running:
+            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return
+
+        def picked(session_id: str | None) -> None:
+            if self.session_id is not None and self.store.find_session(self.session_id) is None:
+                self.new_session()  # the open session was deleted in the picker
+            if session_id:
+                self.open_session(session_id)
+            else:
+                self._refresh_session_info(tokens=False)
+            self.chat_input.focus()
+
+        self.push_screen(SessionPicker(self.store, current=self.session_id), picked)
+
+    def action_new_session(self) -> None:
+        self.new_session()
+
+    # -- view toggles ---------------------------------------------------------------------
+
+    def action_toggle_reasoning(self) -> None:
+        hidden = self.transcript.toggle_class("-hide-reasoning").has_class("-hide-reasoning")
+        self.notify("Reasoning hidden." if hidden else "Reasoning shown.", timeout=1.5)
+
+    def action_toggle_focus(self) -> None:
+        focus = self.transcript.toggle_class("-focus").has_class("-focus")
+        self.notify("Answer-only view." if focus else "Full view.", timeout=1.5)
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT_THEME if self.theme == DARK_THEME else DARK_THEME
+
+    def action_scroll_transcript(self, direction: int) -> None:
+        if direction < 0:
+            self.transcript.scroll_page_up()
+        else:
+            self.transcript.scroll_page_down()
+
+    def action_transcript_top(self) -> None:
+        if self._older:
+            self.load_older()
+        self.transcript.scroll_home(animate=False)
+
+    def action_transcript_bottom(self) -> None:
+        self.transcript.scroll_end(animate=False)
+
+    # -- slash commands -------------------------------------------------------------------
+
+    def run_command(self, text: str) -> None:
+        parsed = commands.parse(text)
+        if parsed.command is None:
+            if parsed.candidates:
+                names = ", ".join(c.usage for c in parsed.candidates)
+                self.say(f"/{parsed.name} is ambiguous: {names}", "warning")
+            else:
+                self.say(f"unknown command /{parsed.name} — /help lists commands", "warning")
+            return
+        handler = getattr(self, f"cmd_{parsed.command.name}")
+        try:
+            handler(parsed.arg)
+        except HermesError as exc:
+            self.say(f"✗ {exc}", "error")
+
+    def cmd_new(self, arg: str) -> None:
+        self.new_session()
+        if arg:
+            self.pending_title = arg
+            self.status_bar.title = arg
+
+    def cmd_fork(self, arg: str) -> None:
+        if self.turn_running:
+            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return
+        if self.session_id is None:
+            self.say("nothing to fork yet — send a message first", "warning")
+            return
+        parent = self.store.get_session(self.session_id)
+        child = self.store.fork_session(self.session_id, title=arg or None, source="tui")
+        self.session_id = child.id
+        self._refresh_session_info()
+        self.say(f"⑂ forked “{parent.title or parent.id}” → “{child.title or child.id}” ({child.id})", "info")
+
+    def cmd_sessions(self, arg: str) -> None:
+        self.action_sessions()
+
+    def cmd_title(self, arg: str) -> None:
+        if not arg:
+            current = self.status_bar.title or "untitled"
+            self.say(f"title: {current}", "info")
+            return
+        if self.session_id is None:
+            self.pending_title = arg
+        else:
+            self.store.rename_session(self.session_id, arg)
+        self.status_bar.title = arg
+        self.say(f"title set to “{arg}”", "info")
+
+    def cmd_model(self, arg: str) -> None:
+        if not arg:
+            self.say(f"model: {self.agent.model}", "info")
+            return
+        self.agent.model = arg
+        self.status_bar.model = arg
+        if self.session_id is not None:
+            self.store.update_session(self.session_id, model=arg)
+        self.say(f"model set to {arg}", "info")
+
+    def cmd_reasoning(self, arg: str) -> None:
+        hidden = self.transcript.has_class("-hide-reasoning")
+        if arg in ("show", "on") and hidden or arg in ("hide", "off") and not hidden or not arg:
+            self.action_toggle_reasoning()
+
+    def cmd_focus(self, arg: str) -> None:
+        self.action_toggle_focus()
+
+    def cmd_copy(self, arg: str) -> None:
+        answer = self.transcript.last_answer()
+        if answer is None:
+            self.say("no answer to copy yet", "warning")
+            return
+        self.copy_to_clipboard(answer)
+        self.notify(f"Copied the last answer ({len(answer):,} characters).", timeout=2)
+
+    def cmd_export(self, arg: str) -> None:
+        if self.session_id is None:
+            self.say("nothing to export yet", "warning")
+            return
+        record = self.store.get_session(self.session_id)
+        path = Path(arg).expanduser() if arg else Path(self.cwd or Path.cwd()) / f"hermes-{record.id}.md"
+        try:
+            path.write_text(session_markdown(record, self.store.get_messages(record.id)), encoding="utf-8")
+        except OSError as exc:
+            self.say(f"✗ cannot write {path}: {exc.strerror}", "error")
+            return
+        self.say(f"exported to {path}", "info")
+
+    def cmd_theme(self, arg: str) -> None:
+        if arg in ("dark", "light"):
+            self.theme = DARK_THEME if arg == "dark" else LIGHT_THEME
+        else:
+            self.action_toggle_theme()
+
+    def cmd_help(self, arg: str) -> None:
+        lines = Text("Commands\n", style="bold")
+        for command in commands.COMMANDS:
+            lines.append(f"  {command.usage:<22}", style="bold")
+            lines.append(f"{command.help}\n")
+        lines.append("Keys\n", style="bold")
+        for keys, what in (
+            ("Enter / Shift+Enter, Ctrl+J", "send / new line"),
+            ("Up / Down", "prompt history"),
+            ("Esc, Ctrl+C", "interrupt the turn (Ctrl+C twice quits)"),
+            ("Ctrl+S", "sessions"),
+            ("Ctrl+N", "new session"),
+            ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),
+            ("PgUp / PgDn, Ctrl+Home / End", "scroll the transcript"),
+            ("Ctrl+T", "light / dark theme"),
+        ):
+            lines.append(f"  {keys:<30}", style="bold")
+            lines.append(f"{what}\n")
+        notice = Notice("", "info")
+        notice.update(lines)
+        self.transcript.add(notice)
+
+    def cmd_quit(self, arg: str) -> None:
+        self.exit(0)
+
+
+def make_app(
+    agent: Agent,
+    store: SessionStore,
+    settings: Settings,
+    *,
+    session_id: str | None = None,
+    approval_timeout: float = 60.0,
+    theme: str | None = None,
+    cwd: str | None = None,
+) -> HermesApp:
+    """The chat app, as `hermes chat` runs it. Tests call this too.
+
+    Args:
+        agent: the engine (its `model` is shown and changed by /model).
+        store: the session store the agent writes to.
+        settings: resolved settings (`tool_stall_warning`, `yolo`).
+        session_id: a stored session to open and continue.
+        approval_timeout: seconds before an unanswered approval is denied.
+        theme: a Textual theme name (default textual-dark).
+        cwd: working directory for tools and /export (default: the process's).
+    """
+    return HermesApp(
+        agent,
+        store,
+        settings,
+        session_id=session_id,
+        approval_timeout=approval_timeout,
+        theme=theme,
+        cwd=cwd,
+    )

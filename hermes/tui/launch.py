@@ -1,0 +1,57 @@
+"""`hermes chat` without -q: open the store, build the agent, run the app, say how to resume."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from hermes.config import Settings
+from hermes.errors import UsageError
+
+
+def run_tui(
+    settings: Settings,
+    *,
+    continue_last: bool,
+    resume: str | None,
+    model: str | None,
+    yolo: bool,
+) -> int:
+    """Run the chat TUI until the user quits; return the process exit code.
+
+    Raises HermesError (bad configuration, unknown --resume id) for the CLI to report.
+    """
+    from hermes.agent.factory import build_agent
+    from hermes.store import open_session_store
+    from hermes.tui.app import make_app
+
+    if continue_last and resume:
+        raise UsageError("use either --continue or --resume, not both")
+    if model:
+        settings = settings.replace(model=model)
+    if yolo:
+        settings = settings.replace(yolo=True)
+    settings.ensure_home()
+    store = open_session_store(settings.state_db_path)
+    try:
+        session_id: str | None = None
+        if resume:
+            session_id = store.get_session(resume).id
+        elif continue_last:
+            latest = store.latest_session(source="tui") or store.latest_session()
+            session_id = latest.id if latest is not None else None
+        agent = build_agent(settings, store)
+        app = make_app(agent, store, settings, session_id=session_id)
+
+        async def main() -> int | None:
+            try:
+                return await app.run_async()
+            finally:
+                await agent.aclose()
+
+        code = asyncio.run(main())
+        if app.session_id is not None:
+            print(f"Resume with: hermes chat --resume {app.session_id}", file=sys.stdout)
+        return code or 0
+    finally:
+        store.close()

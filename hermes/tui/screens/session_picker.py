@@ -1,0 +1,206 @@
+"""Pick a past session: search titles and message content, open, rename, delete.
+
+Results come straight from the `SessionStore` (short SQLite calls); typing re-queries
+after a short debounce so a fast typist never waits on search.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from hermes.errors import HermesError
+from hermes.store.base import SessionRecord, SessionStore
+from hermes.tui.screens.text_prompt import TextPrompt
+
+LIST_LIMIT = 200
+
+
+def ago(timestamp: float, now: float | None = None) -> str:
+    seconds = max(0.0, (now or time.time()) - timestamp)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f}{unit} ago"
+    return "just now"
+
+
+class SessionPicker(ModalScreen[str | None]):
+    """Dismisses with the id of the session to open, or None."""
+
+    DEFAULT_CSS = """
+    SessionPicker { align: center middle; }
+    SessionPicker > Vertical {
+        width: 90%;
+        max-width: 120;
+        height: 85%;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    SessionPicker .picker-title { text-style: bold; padding: 0 0 1 0; }
+    SessionPicker Input { margin-bottom: 1; }
+    SessionPicker OptionList { height: 1fr; border: none; }
+    SessionPicker .picker-hint { color: $text-muted; height: 1; }
+    SessionPicker .picker-status { color: $text-warning; height: auto; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("ctrl+r,f2", "rename", "Rename", priority=True),
+        Binding("ctrl+d", "delete", "Delete", priority=True),
+        Binding("down", "cursor(1)", show=False),
+        Binding("up", "cursor(-1)", show=False),
+    ]
+
+    def __init__(self, store: SessionStore, *, current: str | None = None) -> None:
+        super().__init__()
+        self.store = store
+        self.current = current
+        self.sessions: list[SessionRecord] = []
+        self._snippets: dict[str, str] = {}
+        self._confirm_delete: str | None = None
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Sessions", classes="picker-title")
+            yield Input(placeholder="search titles and messages…", id="query")
+            yield OptionList(id="results")
+            yield Static("", classes="picker-status", id="status")
+            yield Static("Enter open · Ctrl+R rename · Ctrl+D delete · Esc close", classes="picker-hint")
+
+    @property
+    def results(self) -> OptionList:
+        return self.query_one("#results", OptionList)
+
+    @property
+    def query_input(self) -> Input:
+        return self.query_one("#query", Input)
+
+    def on_mount(self) -> None:
+        self.refresh_results()
+        self.query_input.focus()
+
+    # -- data ---------------------------------------------------------------------------
+
+    def refresh_results(self) -> None:
+        query = self.query_input.value.strip()
+        self._snippets = {}
+        if not query:
+            self.sessions = self.store.list_sessions(limit=LIST_LIMIT)
+        else:
+            needle = query.lower()
+            by_title = [
+                s for s in self.store.list_sessions(limit=LIST_LIMIT) if needle in (s.title or "").lower() or s.id.startswith(query)
+            ]
+            found: dict[str, SessionRecord] = {s.id: s for s in by_title}
+            try:
+                hits = self.store.search(query, limit=50)
+            except HermesError:
+                hits = []  # a query FTS cannot parse still matches titles
+            for hit in hits:
+                if hit.session.id not in found:
+                    found[hit.session.id] = hit.session
+                self._snippets.setdefault(hit.session.id, hit.snippet)
+            self.sessions = list(found.values())
+        self._fill()
+
+    def _fill(self) -> None:
+        results = self.results
+        keep = results.highlighted
+        results.clear_options()
+        now = time.time()
+        for record in self.sessions:
+            label = Text()
+            label.append("● " if record.id == self.current else "  ", style="bold green")
+            label.append(record.title or "untitled", style="bold")
+            label.append(
+                f"  {record.source} · {record.message_count} msgs · {ago(record.updated_at, now)} · {record.id[:8]}",
+                style="dim",
+            )
+            snippet = self._snippets.get(record.id)
+            if snippet:
+                flat = " ".join(snippet.split())
+                label.append("\n    ")
+                for i, piece in enumerate(flat.replace("<<<", ">>>").split(">>>")):
+                    label.append(piece, style="reverse" if i % 2 else "italic dim")
+            results.add_option(Option(label, id=record.id))
+        if self.sessions:
+            results.highlighted = min(keep or 0, len(self.sessions) - 1)
+        self.query_one("#status", Static).update("" if self.sessions else "no sessions match")
+
+    def _selected(self) -> SessionRecord | None:
+        index = self.results.highlighted
+        if index is None or not (0 <= index < len(self.sessions)):
+            return None
+        return self.sessions[index]
+
+    # -- events -------------------------------------------------------------------------
+
+    @on(Input.Changed, "#query")
+    def _query_changed(self) -> None:
+        self._confirm_delete = None
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(0.15, self.refresh_results)
+
+    @on(Input.Submitted, "#query")
+    def _query_submitted(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+            self.refresh_results()
+        self.action_open()
+
+    @on(OptionList.OptionSelected, "#results")
+    def _option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cursor(self, step: int) -> None:
+        if self.sessions:
+            current = self.results.highlighted or 0
+            self.results.highlighted = max(0, min(len(self.sessions) - 1, current + step))
+
+    def action_open(self) -> None:
+        record = self._selected()
+        if record is not None:
+            self.dismiss(record.id)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_rename(self) -> None:
+        record = self._selected()
+        if record is None:
+            return
+
+        def renamed(title: str | None) -> None:
+            if title:
+                self.store.rename_session(record.id, title)
+                self.refresh_results()
+
+        self.app.push_screen(TextPrompt("New title", record.title or ""), renamed)
+
+    def action_delete(self) -> None:
+        record = self._selected()
+        if record is None:
+            return
+        status = self.query_one("#status", Static)
+        if self._confirm_delete != record.id:
+            self._confirm_delete = record.id
+            status.update(f"Delete “{record.title or record.id[:8]}”? Press Ctrl+D again to confirm.")
+            return
+        self._confirm_delete = None
+        self.store.delete_session(record.id)
+        status.update(f"Deleted “{record.title or record.id[:8]}”.")
+        self.refresh_results()

@@ -1,0 +1,136 @@
+"""The multi-line prompt: Enter sends, Shift+Enter / Ctrl+J insert a newline, Up/Down walk history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+from hermes.tui.widgets.command_menu import CommandMenu
+
+NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "alt+enter"})
+
+
+class ChatInput(TextArea):
+    """A TextArea that submits on Enter and completes slash commands through a `CommandMenu`."""
+
+    DEFAULT_CSS = """
+    ChatInput {
+        height: auto;
+        min-height: 3;
+        max-height: 10;
+        border: tall $border-blurred;
+        padding: 0 1;
+    }
+    ChatInput:focus {
+        border: tall $primary;
+    }
+    """
+
+    @dataclass
+    class Submitted(Message):
+        """The user pressed Enter on a non-empty prompt."""
+
+        chat_input: ChatInput
+        value: str
+
+        @property
+        def control(self) -> ChatInput:
+            return self.chat_input
+
+    def __init__(self, *, menu: CommandMenu | None = None, id: str | None = None) -> None:
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            compact=False,
+            highlight_cursor_line=False,
+            placeholder="Message hermes — Enter sends, Shift+Enter or Ctrl+J for a new line, / for commands",
+        )
+        self.menu = menu
+        self.prompt_history: list[str] = []
+        self._history_index: int | None = None
+        self._draft = ""
+
+    # -- history --------------------------------------------------------------------
+
+    def remember(self, value: str) -> None:
+        if value and (not self.prompt_history or self.prompt_history[-1] != value):
+            self.prompt_history.append(value)
+        self._history_index = None
+
+    def _history_step(self, step: int) -> bool:
+        if not self.prompt_history:
+            return False
+        if self._history_index is None:
+            if step > 0:
+                return False
+            self._draft = self.text
+            index = len(self.prompt_history) - 1
+        else:
+            index = self._history_index + step
+        if index >= len(self.prompt_history):
+            self._history_index = None
+            self._set_text(self._draft)
+            return True
+        if index < 0:
+            return True
+        self._history_index = index
+        self._set_text(self.prompt_history[index])
+        return True
+
+    def _set_text(self, value: str) -> None:
+        self.load_text(value)
+        last = self.document.line_count - 1
+        self.move_cursor((last, len(self.document[last])))
+
+    # -- keys -----------------------------------------------------------------------
+
+    async def _on_key(self, event: events.Key) -> None:
+        key = event.key
+        menu = self.menu if self.menu is not None and self.menu.visible else None
+        handled = True
+        if menu is not None and key == "escape":
+            menu.hide()
+        elif menu is not None and key in ("up", "down"):
+            menu.move(-1 if key == "up" else 1)
+        elif menu is not None and key in ("tab", "enter"):
+            command = menu.selected()
+            if command is not None:
+                self._set_text(f"/{command.name} ")
+            menu.hide()
+            if key == "enter" and command is not None and not command.args:
+                self._submit()
+        elif key == "enter":
+            self._submit()
+        elif key in NEWLINE_KEYS:
+            start, end = self.selection
+            self._replace_via_keyboard("\n", start, end)
+        elif key == "up" and self.cursor_location[0] == 0:
+            handled = self._history_step(-1)
+        elif key == "down" and self.cursor_location[0] == self.document.line_count - 1:
+            handled = self._history_step(1)
+        else:
+            handled = False
+        if handled:
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+    def _submit(self) -> None:
+        value = self.text
+        if not value.strip():
+            return
+        self.remember(value)
+        self.clear()
+        if self.menu is not None:
+            self.menu.hide()
+        self.post_message(self.Submitted(self, value))
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if self.menu is not None:
+            self.menu.show_for(self.text)

@@ -1,0 +1,135 @@
+"""The one-line status bar: model, session title, tokens, context use, turn timer."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+# Context windows of common models; anything else is assumed to have DEFAULT_CONTEXT.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "gemini": 1_048_576,
+    "llama": 128_000,
+    "qwen": 131_072,
+}
+DEFAULT_CONTEXT = 128_000
+
+
+def context_window(model: str) -> int:
+    name = model.lower().rsplit("/", 1)[-1]
+    best = ""
+    for prefix in CONTEXT_WINDOWS:
+        if name.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT
+
+
+def human_tokens(n: int) -> str:
+    if n < 1000:
+        return str(n)
+    if n < 100_000:
+        return f"{n / 1000:.1f}K"
+    if n < 1_000_000:
+        return f"{n // 1000}K"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def human_duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+class StatusBar(Widget):
+    """Shows the session at a glance; adapts to the terminal width (drops parts right to left)."""
+
+    DEFAULT_CSS = """
+    StatusBar {
+        height: 1;
+        background: $panel;
+        color: $text;
+        padding: 0 1;
+    }
+    """
+
+    model: reactive[str] = reactive("")
+    title: reactive[str] = reactive("")
+    input_tokens: reactive[int] = reactive(0)
+    output_tokens: reactive[int] = reactive(0)
+    context_tokens: reactive[int] = reactive(0)
+    """Estimated size of the conversation the model sees now."""
+    turn_seconds: reactive[float | None] = reactive(None)
+    """Duration of the last finished turn."""
+    yolo: reactive[bool] = reactive(False)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._turn_started: float | None = None
+
+    def on_mount(self) -> None:
+        self._ticker = self.set_interval(0.25, self.refresh, pause=True)
+
+    def start_turn(self) -> None:
+        self._turn_started = time.monotonic()
+        self._ticker.resume()
+        self.refresh()
+
+    def end_turn(self) -> None:
+        if self._turn_started is not None:
+            self.turn_seconds = time.monotonic() - self._turn_started
+        self._turn_started = None
+        self._ticker.pause()
+        self.refresh()
+
+    @property
+    def context_percent(self) -> float:
+        window = context_window(self.model or "")
+        return 100.0 * self.context_tokens / window if window else 0.0
+
+    def _timer_text(self) -> str:
+        if self._turn_started is not None:
+            return f"⏱ {human_duration(time.monotonic() - self._turn_started)}"
+        if self.turn_seconds is not None:
+            return f"⏱ {human_duration(self.turn_seconds)}"
+        return ""
+
+    def render(self) -> Text:
+        pct = self.context_percent
+        ctx_style = "green" if pct < 50 else "yellow" if pct < 80 else "dark_orange" if pct < 95 else "bold red"
+        parts: list[Text] = [Text("⚕ " + (self.model or "no model"), style="bold")]
+        parts.append(Text(self.title or "new session", style="italic"))
+        parts.append(Text(f"↑{human_tokens(self.input_tokens)} ↓{human_tokens(self.output_tokens)}"))
+        parts.append(Text(f"ctx {pct:.0f}% of {human_tokens(context_window(self.model or ''))}", style=ctx_style))
+        timer = self._timer_text()
+        if timer:
+            parts.append(Text(timer))
+        if self.yolo:
+            parts.append(Text("⚠ YOLO", style="bold red"))
+        width = max(10, self.size.width - 2)
+        sep = Text(" │ ", style="dim")
+        # Drop the least important parts (title is truncated first) until it fits.
+        while len(parts) > 1 and sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) > width:
+            if parts[1].cell_len > 12:
+                parts[1].truncate(max(12, parts[1].cell_len - (sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) - width)), overflow="ellipsis")
+                continue
+            parts.pop(3 if len(parts) > 3 else -1)
+        line = Text()
+        for i, part in enumerate(parts):
+            if i:
+                line.append_text(sep)
+            line.append_text(part)
+        line.truncate(width, overflow="ellipsis")
+        return line

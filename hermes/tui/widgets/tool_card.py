@@ -1,0 +1,254 @@
+"""One card per tool call: generating → running (spinner, elapsed, preview) → done ✓ / failed ✗.
+
+The result sits in a collapsed block under the card; patch and write_file show an inline
+diff. A call still running after `stall_after` seconds grows a warning line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from typing import Any, Literal
+
+from rich.console import RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.timer import Timer
+from textual.widgets import Collapsible, Static
+
+from hermes.tui.widgets.activity import SPINNER
+
+ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
+
+PREVIEW_LINES = 24
+PREVIEW_CHARS = 4000
+DIFF_TOOLS = frozenset({"patch", "write_file", "edit_file", "apply_patch"})
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def clip(text: str, lines: int = PREVIEW_LINES, chars: int = PREVIEW_CHARS) -> str:
+    """The head of a long result, saying how much was left out."""
+    head = text[:chars]
+    kept = head.splitlines()[:lines]
+    shown = "\n".join(kept)
+    hidden = text.count("\n") + 1 - len(kept)
+    if hidden > 0 or len(text) > len(shown) + 1:
+        shown += f"\n… {max(hidden, 1)} more line{'s' if hidden != 1 else ''} ({len(text):,} chars in all)"
+    return shown
+
+
+def argument_preview(arguments: dict[str, Any]) -> str:
+    for key in ("command", "path", "pattern", "query", "url"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return json.dumps(arguments, ensure_ascii=False) if arguments else ""
+
+
+def diff_for(name: str, arguments: dict[str, Any], result: str) -> str | None:
+    """A unified diff for file-editing tools, from their arguments or their result."""
+    if name not in DIFF_TOOLS:
+        return None
+    if result.lstrip().startswith(("---", "diff ", "@@")):
+        return result
+    path = str(arguments.get("path") or arguments.get("file_path") or "file")
+    old = arguments.get("old_string", arguments.get("old_text", arguments.get("old")))
+    new = arguments.get("new_string", arguments.get("new_text", arguments.get("new")))
+    if isinstance(old, str) and isinstance(new, str):
+        lines = difflib.unified_diff(
+            old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=2
+        )
+        return "\n".join(lines)
+    diff = arguments.get("patch") or arguments.get("diff")
+    if isinstance(diff, str):
+        return diff
+    content = arguments.get("content")
+    if isinstance(content, str):
+        lines = difflib.unified_diff([], content.splitlines(), "/dev/null", f"b/{path}", lineterm="", n=0)
+        return "\n".join(lines)
+    return None
+
+
+class ToolCard(Vertical):
+    DEFAULT_CSS = """
+    ToolCard {
+        height: auto;
+        margin: 1 0 0 2;
+        padding: 0 1;
+        border-left: wide $secondary;
+    }
+    ToolCard.-done { border-left: wide $success; }
+    ToolCard.-failed, ToolCard.-stalled { border-left: wide $error; }
+    ToolCard.-interrupted, ToolCard.-approval { border-left: wide $warning; }
+    ToolCard .tool-header { height: auto; }
+    ToolCard .tool-warning {
+        display: none;
+        color: $text-warning;
+    }
+    ToolCard.-slow .tool-warning { display: block; }
+    ToolCard .tool-error { color: $text-error; display: none; }
+    ToolCard.-failed .tool-error, ToolCard.-stalled .tool-error { display: block; }
+    ToolCard Collapsible {
+        display: none;
+        border: none;
+        padding: 0;
+        margin: 0;
+        background: transparent;
+    }
+    ToolCard.-has-result Collapsible { display: block; }
+    ToolCard Collapsible > Contents { padding: 0 0 0 2; }
+    ToolCard CollapsibleTitle { padding: 0; color: $text-muted; }
+    """
+
+    def __init__(self, call_id: str, name: str, *, stall_after: float = 30.0) -> None:
+        super().__init__(classes="-generating")
+        self.call_id = call_id
+        self.tool_name = name
+        self.state: ToolState = "generating"
+        self.states: list[ToolState] = ["generating"]
+        """Every state the card went through, in order."""
+        self.historic = False
+        """Rebuilt from a stored session: no timings are known."""
+        self.preview = ""
+        self.arguments: dict[str, Any] = {}
+        self.result = ""
+        self.error = ""
+        self.duration: float | None = None
+        self.stall_after = stall_after
+        self._started_at = time.monotonic()
+        self._frame = 0
+        self._ticker: Timer | None = None
+        self._header = Static("", classes="tool-header", markup=False)
+        self._warning = Static("", classes="tool-warning", markup=False)
+        self._error = Static("", classes="tool-error", markup=False)
+        self._result_body = Static("", classes="tool-result", markup=False)
+        self._details = Collapsible(self._result_body, title="result", collapsed=True)
+
+    def compose(self) -> ComposeResult:
+        yield self._header
+        yield self._warning
+        yield self._error
+        yield self._details
+
+    def on_mount(self) -> None:
+        self._ticker = self.set_interval(0.1, self._tick)
+        self._render_header()
+        if self.state not in ("generating", "running", "approval"):
+            self._stop_ticker()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _set_state(self, state: ToolState) -> None:
+        self.remove_class(f"-{self.state}")
+        self.state = state
+        self.states.append(state)
+        self.add_class(f"-{state}")
+        self._render_header()
+
+    def start(self, preview: str, arguments: dict[str, Any]) -> None:
+        self.preview = preview or argument_preview(arguments)
+        self.arguments = arguments
+        self._started_at = time.monotonic()
+        self._set_state("running")
+
+    def awaiting_approval(self) -> None:
+        self._set_state("approval")
+
+    def complete(self, result: str, duration: float, is_error: bool, arguments: dict[str, Any] | None = None) -> None:
+        if arguments:
+            self.arguments = arguments
+            if not self.preview:
+                self.preview = argument_preview(arguments)
+        self.result = result
+        self.duration = duration
+        self._stop_ticker()
+        self.remove_class("-slow")
+        if is_error:
+            self.error = result
+            self._error.update(Text("✗ " + clip(result, lines=6, chars=800)))
+        self._show_result(result, is_error)
+        self._set_state("failed" if is_error else "done")
+
+    def not_executed(self, message: str) -> None:
+        """The stream stalled while this call's arguments were streaming."""
+        self._stop_ticker()
+        self.error = message
+        self._error.update(Text(message))
+        self._set_state("stalled")
+
+    def interrupt(self) -> None:
+        if self.state in ("generating", "running", "approval"):
+            self._stop_ticker()
+            self.remove_class("-slow")
+            self.duration = time.monotonic() - self._started_at
+            self._set_state("interrupted")
+
+    def _show_result(self, result: str, is_error: bool) -> None:
+        diff = None if is_error else diff_for(self.tool_name, self.arguments, result)
+        body: RenderableType
+        if diff:
+            body = Syntax(clip(diff, lines=60, chars=8000), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
+            self._details.title = "diff"
+            self._details.collapsed = False
+        elif result.strip():
+            body = Text(clip(result))
+            lines = result.count("\n") + 1
+            self._details.title = f"result ({lines} line{'s' if lines != 1 else ''})"
+        else:
+            return
+        self._result_body.update(body)
+        self.add_class("-has-result")
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    # -- drawing ----------------------------------------------------------------------
+
+    @property
+    def elapsed(self) -> float:
+        return self.duration if self.duration is not None else time.monotonic() - self._started_at
+
+    def _tick(self) -> None:
+        self._frame = (self._frame + 1) % len(SPINNER)
+        if self.state == "running" and self.elapsed >= self.stall_after and not self.has_class("-slow"):
+            after = f"{self.stall_after:.0f}" if self.stall_after >= 1 else f"{self.stall_after:.1f}"
+            self._warning.update(Text(f"⚠ still running after {after} s — Esc to interrupt"))
+            self.add_class("-slow")
+        self._render_header()
+
+    @property
+    def header_text(self) -> str:
+        return self._header_renderable().plain
+
+    def _header_renderable(self) -> Text:
+        name = Text(self.tool_name, style="bold")
+        preview = Text(one_line(self.preview), style="dim") if self.preview else Text("")
+        if self.state == "generating":
+            return Text.assemble((SPINNER[self._frame] + " ", "bold"), "generating ", name, "…")
+        if self.state == "approval":
+            return Text.assemble(("? ", "bold yellow"), name, "  ", preview, ("  awaiting approval", "yellow"))
+        icon, style = {
+            "running": (SPINNER[self._frame], "bold"),
+            "done": ("✓", "bold green"),
+            "failed": ("✗", "bold red"),
+            "stalled": ("⚠", "bold red"),
+            "interrupted": ("⏹", "bold yellow"),
+        }[self.state]
+        suffix = {
+            "stalled": "  not executed",
+            "interrupted": "  interrupted",
+        }.get(self.state, "")
+        timing = "" if self.historic else f"  {self.elapsed:.1f}s"
+        return Text.assemble((icon + " ", style), name, "  ", preview, (timing, "dim"), (suffix, style))
+
+    def _render_header(self) -> None:
+        self._header.update(self._header_renderable())

@@ -1,0 +1,46 @@
+"""The scrolling conversation. Stays pinned to the bottom while streaming unless the user scrolls up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from hermes.tui.widgets.assistant_message import AssistantMessage
+
+
+class Transcript(VerticalScroll):
+    DEFAULT_CSS = """
+    Transcript {
+        height: 1fr;
+        padding: 0 1 1 1;
+        scrollbar-size-vertical: 1;
+    }
+    Transcript.-hide-reasoning ReasoningBlock { display: none; }
+    Transcript.-focus ReasoningBlock, Transcript.-focus ToolCard { display: none; }
+    """
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    def add(self, *widgets: Widget) -> None:
+        """Append widgets at the bottom (keeping the view pinned when it was at the bottom)."""
+        self.mount_all(widgets)
+
+    def add_before_first(self, widgets: Iterable[Widget]) -> None:
+        """Prepend widgets (older history) without moving what the user is looking at."""
+        items = list(widgets)
+        if not items:
+            return
+        children = [c for c in self.children if not c.has_class("history-head")]
+        if children:
+            self.mount_all(items, before=children[0])
+        else:
+            self.mount_all(items)
+
+    def last_answer(self) -> str | None:
+        for child in reversed(self.children):
+            if isinstance(child, AssistantMessage) and child.text.strip():
+                return child.text
+        return None

@@ -1,0 +1,95 @@
+"""The transcript fed with engine events directly (no turn): streaming text, reasoning, notices."""
+
+from __future__ import annotations
+
+from hermes.agent.events import (
+    ReasoningDelta,
+    Retrying,
+    SegmentEnd,
+    Status,
+    StreamStalled,
+    TextDelta,
+    ToolCallGenerating,
+    TurnCompleted,
+    TurnStarted,
+)
+from hermes.agent.types import TurnResult, Usage
+from hermes.tui.widgets.assistant_message import AssistantMessage
+from hermes.tui.widgets.notice import Notice
+from hermes.tui.widgets.reasoning_block import ReasoningBlock
+from hermes.tui.widgets.tool_card import ToolCard
+from hermes.tui.widgets.user_message import UserMessage
+
+
+async def test_streamed_text_renders_as_markdown(make_tui):
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        renderer = app.begin_turn("show me")
+        renderer.handle(TurnStarted(session_id="s1", model="scripted-model"))
+        answer = "# Title\n\nSome **bold** text.\n\n```python\nprint('hé')\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+        for ch in answer:
+            renderer.handle(TextDelta(ch))
+        renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer, usage=Usage(12, 34, 46), api_calls=1)))
+        await pilot.pause(0.2)
+        message = app.transcript.query_one(AssistantMessage)
+        assert message.markdown.source == answer
+        kinds = {type(block).__name__ for block in message.markdown.children}
+        assert {"MarkdownH1", "MarkdownParagraph", "MarkdownFence", "MarkdownTable"} <= kinds
+        assert app.transcript.query_one(UserMessage).text == "show me"
+        assert app.status_bar.input_tokens == 12 and app.status_bar.output_tokens == 34
+        assert not app.turn_running
+
+
+async def test_reasoning_is_a_separate_block(make_tui):
+    app = make_tui()
+    async with app.run_test() as pilot:
+        renderer = app.begin_turn("think")
+        renderer.handle(ReasoningDelta("let me "))
+        renderer.handle(ReasoningDelta("think"))
+        renderer.handle(TextDelta("The answer."))
+        renderer.handle(TurnCompleted(TurnResult("s1", "completed", "The answer.")))
+        await pilot.pause(0.2)
+        block = app.transcript.query_one(ReasoningBlock)
+        assert block.text == "let me think"
+        assert block.collapsed
+        assert app.transcript.query_one(AssistantMessage).text == "The answer."
+        await pilot.press("ctrl+r")
+        assert not block.display
+        await pilot.press("ctrl+r")
+        assert block.display
+
+
+async def test_segments_tools_and_warnings(make_tui):
+    app = make_tui()
+    async with app.run_test() as pilot:
+        renderer = app.begin_turn("write it")
+        renderer.handle(TextDelta("Writing the file."))
+        renderer.handle(SegmentEnd())
+        renderer.handle(ToolCallGenerating("c1", "write_file", 0))
+        warning = "⚠ Stream stalled mid tool-call (write_file); the action was not executed."
+        renderer.handle(StreamStalled(("write_file",), warning))
+        renderer.handle(TextDelta("\n\n" + warning))
+        renderer.handle(Retrying(2, 3, "connection reset", 0.5))
+        renderer.handle(Status("info", "streaming disabled"))
+        renderer.handle(TurnCompleted(TurnResult("s1", "partial", "Writing the file.", error_code="stream_stalled")))
+        await pilot.pause(0.2)
+        card = app.transcript.query_one(ToolCard)
+        assert card.state == "stalled"
+        texts = [n.text for n in app.transcript.query(Notice)]
+        assert any("Stream stalled" in t and "write_file" in t for t in texts)
+        assert "reconnecting (2/3) — connection reset" in " ".join(texts)
+        # the ⚠ line is a card, not part of the answer
+        assert "Stream stalled" not in app.transcript.query_one(AssistantMessage).text
+
+
+async def test_interrupted_turn_keeps_partial_text(make_tui):
+    app = make_tui()
+    async with app.run_test() as pilot:
+        renderer = app.begin_turn("long")
+        renderer.handle(TextDelta("partial answ"))
+        renderer.handle(TurnCompleted(TurnResult("s1", "interrupted", "partial answ")))
+        await pilot.pause(0.1)
+        message = app.transcript.query_one(AssistantMessage)
+        assert message.text == "partial answ"
+        assert message.has_class("-interrupted")
+        assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
