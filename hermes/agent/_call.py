@@ -83,7 +83,7 @@ class CallOutcome:
     stalled: bool = False
     """The stream broke after text was delivered; `text` is what arrived."""
     stalled_tools: tuple[str, ...] = ()
-    """Tool calls cut off mid-arguments (never executed)."""
+    """Tool calls of the broken message (never executed)."""
     warning: str = ""
     """The stall warning appended to the text (already emitted as a TextDelta)."""
 
@@ -215,7 +215,8 @@ async def model_call(
             )
             acc.finish()
             delivered = acc.delivered
-            cut = acc.incomplete_tools()
+            # The message broke off: none of its tool calls may run, so all are "cut".
+            cut = [slot for slot in outcome.tool_calls if slot.name]
             if not delivered and error.retryable and attempt < attempts and not isinstance(error, ProviderAuthError):
                 attempt += 1
                 delay = _backoff(policy, attempt, error)
@@ -226,7 +227,6 @@ async def model_call(
             if delivered or cut:
                 # Keep what was said; name the calls that were cut off, never run them.
                 outcome.stalled = True
-                outcome.tool_calls = [s for s in outcome.tool_calls if s not in cut]
                 if cut:
                     names = [s.name for s in cut]
                     outcome.stalled_tools = tuple(names)

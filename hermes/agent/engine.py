@@ -201,6 +201,7 @@ class Agent:
                 self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
                 yield SegmentEnd()
                 results: dict[str, ToolCompleted] = {}
+                order = [slot.id for slot in calls]
                 async for event in run_batch(
                     as_registry_calls(self.tools, calls),
                     tool_ctx,
@@ -208,8 +209,9 @@ class Agent:
                     results=results,
                 ):
                     yield event
-                    if isinstance(event, ToolCompleted):
-                        self._record_tool_result(turn, context, event)
+                    # Results are written in call order, each as soon as all before it are in.
+                    while order and order[0] in results:
+                        self._record_tool_result(turn, context, results[order.pop(0)])
                 if summary_call:
                     return
                 continue

@@ -1,0 +1,120 @@
+"""The tool loop: concurrency, ordering, failures, output caps and approvals."""
+
+from __future__ import annotations
+
+import time
+
+from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
+from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
+from hermes.testing.turns import collect_turn as run
+from hermes.testing.upstream import call, text_reply, tool_reply
+
+
+def tool_messages(upstream, index):
+    return [m for m in upstream.requests[index].messages if m["role"] == "tool"]
+
+
+async def test_read_only_calls_run_concurrently_results_in_call_order(upstream, make_agent):
+    upstream.enqueue(
+        tool_reply([call("nap", {"seconds": 0.4}, id="slow"), call("nap", {"seconds": 0.05}, id="fast")]),
+        text_reply("both done"),
+    )
+    started = time.monotonic()
+    events, result = await run(make_agent(), "go")
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.75  # sequential would take at least 0.45 s of naps plus overhead
+    finished = [e.call_id for e in events if isinstance(e, ToolCompleted)]
+    assert finished == ["fast", "slow"]  # events in completion order…
+    assert [m["tool_call_id"] for m in tool_messages(upstream, 1)] == ["slow", "fast"]  # …transcript in call order
+
+
+async def test_writing_calls_run_one_after_another(upstream, make_agent):
+    upstream.enqueue(
+        tool_reply([call("nap_write", {"seconds": 0.2}, id="w1"), call("nap_write", {"seconds": 0.01}, id="w2")]),
+        text_reply("ok"),
+    )
+    events, _ = await run(make_agent(), "go")
+    order = [(e.type, e.call_id) for e in events if isinstance(e, (ToolStarted, ToolCompleted))]
+    assert order == [("tool.started", "w1"), ("tool.completed", "w1"), ("tool.started", "w2"), ("tool.completed", "w2")]
+
+
+async def test_a_failing_tool_becomes_an_error_result_the_model_sees(upstream, make_agent):
+    upstream.enqueue(tool_reply([call("fail", id="f"), call("refuse", id="r"), call("echo", {"text": "still"}, id="e")]), text_reply("handled"))
+    events, result = await run(make_agent(), "go")
+    assert result.status == "completed"
+    results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
+    assert results["f"].is_error and results["f"].result == "Error: fail failed: RuntimeError: disk on fire"
+    assert results["r"].is_error and results["r"].result == "Error: no such file: nope.txt"
+    assert not results["e"].is_error
+    assert [m["content"] for m in tool_messages(upstream, 1)][0].startswith("Error: fail failed")
+
+
+async def test_unknown_tool_and_bad_json_are_reported_not_run(upstream, make_agent):
+    upstream.enqueue(
+        tool_reply([call("no_such_tool", {}, id="u"), call("echo", '{"text": "unterminated', id="j")]),
+        text_reply("ok"),
+    )
+    events, _ = await run(make_agent(), "go")
+    results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
+    assert results["u"].is_error and "unknown tool 'no_such_tool'" in results["u"].result
+    assert results["j"].is_error and "not a valid JSON object" in results["j"].result
+
+
+async def test_oversized_output_is_cut_with_a_note(upstream, make_agent):
+    upstream.enqueue(tool_reply([call("big", {"size": 10_000})]), text_reply("ok"))
+    events, _ = await run(make_agent(), "go")
+    (done,) = [e for e in events if isinstance(e, ToolCompleted)]
+    assert len(done.result) < 2_300
+    assert "8,000 characters cut" in done.result and "10,000 characters" in done.result
+    assert tool_messages(upstream, 1)[0]["content"] == done.result
+
+
+async def test_without_an_approval_callback_risky_commands_are_denied(upstream, make_agent):
+    upstream.enqueue(tool_reply([call("risky", {"command": "rm -r build"})]), text_reply("ok"))
+    events, _ = await run(make_agent(), "go")
+    (asked,) = [e for e in events if isinstance(e, ApprovalRequested)]
+    assert asked.command == "rm -r build" and asked.reason == "recursive delete"
+    assert tool_messages(upstream, 1)[0]["content"] == "denied: not run"
+
+
+async def test_approval_once_and_for_the_session(upstream, make_agent):
+    asked: list[ApprovalRequest] = []
+    answers = [ApprovalDecision.ONCE, ApprovalDecision.SESSION]
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return answers[len(asked) - 1]
+
+    upstream.enqueue(
+        tool_reply([call("risky", id="a")]),
+        tool_reply([call("risky", id="b")]),
+        tool_reply([call("risky", id="c")]),
+        text_reply("ok"),
+    )
+    _, result = await run(make_agent(), TurnRequest(input="go", approve=approve))
+    assert [m["content"] for m in result.messages if m["role"] == "tool"] == ["ran it", "ran it", "ran it"]
+    assert [r.call_id for r in asked] == ["a", "b"]  # "c" was covered by the session approval
+    assert asked[0].rule == "rm-recursive" and asked[0].session_id == result.session_id
+
+
+async def test_yolo_approves_without_asking(upstream, make_agent):
+    upstream.enqueue(tool_reply([call("risky")]), text_reply("ok"))
+    events, result = await run(make_agent(), TurnRequest(input="go", yolo=True))
+    assert not any(isinstance(e, ApprovalRequested) for e in events)
+    assert result.messages[2]["content"] == "ran it"
+
+
+async def test_tool_steps_are_persisted_as_they_happen(upstream, make_agent, store):
+    upstream.enqueue(tool_reply([call("echo", {"text": "1"}, id="t1")], text="Checking."), text_reply("All good."))
+    _, result = await run(make_agent(), "go")
+    rows = store.get_messages(result.session_id)
+    assert [(m.role, m.content) for m in rows] == [
+        ("user", "go"),
+        ("assistant", "Checking."),
+        ("tool", "echo:1"),
+        ("assistant", "All good."),
+    ]
+    assert rows[1].tool_calls[0]["id"] == "t1" and rows[2].tool_call_id == "t1"
+    session = store.get_session(result.session_id)
+    assert session.tool_call_count == 1 and session.end_reason == "completed"
+    assert (session.input_tokens, session.output_tokens) == (30, 13)
