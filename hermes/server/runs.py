@@ -209,8 +209,12 @@ class Run:
                 self.set_status("waiting_for_approval")
         return pending
 
-    def resolve_approval(self, decision: ApprovalDecision, request_id: str | None = None) -> int:
-        """Answer the waiting approval(s); returns how many were resolved.
+    def resolve_approval(
+        self, decision: ApprovalDecision, request_id: str | None = None, *, resolve_all: bool = False
+    ) -> int:
+        """Answer the oldest waiting approval (or the one for `request_id`, or all of them).
+
+        Returns how many were resolved.
 
         Raises:
             ApprovalNotPending: the run waits for no approval (or not for `request_id`).
@@ -222,6 +226,8 @@ class Run:
                 raise ApprovalNotPending(f"No pending approval with request_id {request_id!r}", active=True)
         if not waiting:
             raise ApprovalNotPending("Run has no pending approval", active=False)
+        if not resolve_all:
+            waiting = waiting[:1]
         for pending in waiting:
             pending.future.set_result(decision)
         return len(waiting)
@@ -327,35 +333,32 @@ class RunRegistry:
         return run
 
     def start(self, run: Run, turn: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run `turn` in a task owned by the registry. The coroutine settles `run` itself."""
-        task = asyncio.get_running_loop().create_task(self._guard(run, turn), name=f"hermes-{run.run_id}")
+        """Run `turn` in a task owned by the registry (not by any HTTP request).
+
+        `turn` is expected to settle the run itself (see `drive_turn`); if it cannot
+        (cancelled before it began, or crashed), the registry settles it here.
+        """
+        task = asyncio.get_running_loop().create_task(turn, name=f"hermes-{run.run_id}")
         run.task = task
+        task.add_done_callback(lambda done: self._on_done(run, done))
         return task
 
-    async def _guard(self, run: Run, turn: Coroutine[Any, Any, None]) -> None:
-        try:
-            await turn
-        except asyncio.CancelledError:
-            # Cancelled before the engine could settle the run itself (e.g. while queued).
-            self._settle_cancelled(run)
-            raise
-        except Exception as exc:  # the turn driver failed: never leave the run hanging
-            if not run.closed:
-                run.emit("error", {"message": str(exc) or type(exc).__name__})
-                run.set_status("failed", error=str(exc) or type(exc).__name__, error_code="internal_error")
-                run.close_log()
-        finally:
-            if not run.closed:
-                self._settle_cancelled(run)
-            self.settled(run)
-
-    def _settle_cancelled(self, run: Run) -> None:
-        if run.closed:
-            return
-        status = "interrupted" if self._closing else "cancelled"
-        run.emit(f"run.{status}", {"status": status})
-        run.set_status(status, error_code=status)
-        run.close_log()
+    def _on_done(self, run: Run, task: asyncio.Task[None]) -> None:
+        if not run.closed:
+            if task.cancelled():
+                status = "interrupted" if self._closing else "cancelled"
+                run.set_status(status, error_code=status)
+                _emit_final(run, f"run.{status}", {"status": status})
+            else:
+                exc = task.exception()
+                message = (str(exc) or type(exc).__name__) if exc is not None else "The turn ended without a result."
+                if exc is not None:
+                    logger.error("run %s failed", run.run_id, exc_info=exc)
+                run.set_status("failed", error=message, error_code="internal_error")
+                _emit_final(run, "error", {"message": message})
+        elif not task.cancelled():
+            task.exception()  # retrieved, so asyncio does not log it again
+        self.settled(run)
 
     def settled(self, run: Run) -> None:
         """Schedule removal of a settled run's log after `retention` seconds."""
@@ -411,8 +414,7 @@ class RunRegistry:
         ids = []
         for run in live:
             if not run.closed:
-                run.emit("run.interrupted", {"status": "interrupted"})
-                run.close_log()
+                _emit_final(run, "run.interrupted", {"status": "interrupted"})
             if run.status != "interrupted":
                 run.set_status("interrupted", error="The server shut down before this run settled.",
                                error_code="interrupted")
@@ -421,6 +423,14 @@ class RunRegistry:
             handle.cancel()
         self._evictions.clear()
         return ids
+
+
+def _emit_final(run: Run, name: str, data: dict[str, Any]) -> None:
+    """Close a run's log with a generic terminal event (session streams also get `done`)."""
+    run.emit(name, data)
+    if run.kind == "session_chat":
+        run.emit("done", {})
+    run.close_log()
 
 
 # ---- driving a turn ----------------------------------------------------------------------
