@@ -1,0 +1,111 @@
+"""GET /openapi.json: the OpenAPI 3.1 document of every route.
+
+How fragments are collected (the agreement between handler modules):
+
+- each module in `hermes.server.routes.HANDLER_MODULES` exports
+  ``OPENAPI_PATHS: dict[str, dict]`` — path → OpenAPI path item, covering its ``ROUTES``;
+- a module may also export ``OPENAPI_SCHEMAS: dict[str, dict]`` — merged into
+  ``components.schemas`` (names must be unique; referenced as ``#/components/schemas/<Name>``);
+- shared pieces defined here may be referenced by any fragment:
+  ``#/components/schemas/Error`` (the OpenAI error envelope) and
+  ``#/components/responses/{BadRequest,Unauthorized,Forbidden,NotFound,PayloadTooLarge,RateLimited}``.
+
+The document is built once per app (in `init_app`) and is what the schema-based
+fuzz test (tests/server/test_api_fuzz.py) drives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from hermes import __version__
+from hermes.server.errors import json_response
+
+_DOC = web.AppKey("hermes.openapi", dict)
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def build_document(modules: list[Any]) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
+    for module in modules:
+        for path, item in getattr(module, "OPENAPI_PATHS", {}).items():
+            paths.setdefault(path, {}).update(item)
+        for name, schema in getattr(module, "OPENAPI_SCHEMAS", {}).items():
+            if name in schemas and schemas[name] != schema:
+                raise ValueError(f"OpenAPI schema {name!r} defined twice")
+            schemas[name] = schema
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "hermes serve",
+            "version": __version__,
+            "description": "OpenAI-compatible agent server: chat completions, responses, runs and sessions.",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "paths": dict(sorted(paths.items())),
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas,
+            "responses": {
+                "BadRequest": _error_response("Malformed request"),
+                "Unauthorized": _error_response("Missing or invalid API key"),
+                "Forbidden": _error_response("Origin or feature not allowed"),
+                "NotFound": _error_response("Unknown resource"),
+                "PayloadTooLarge": _error_response("Body over 10 MB"),
+                "RateLimited": _error_response("Too many concurrent turns"),
+            },
+        },
+    }
+
+
+def init_app(app: web.Application) -> None:
+    from hermes.server.routes import HANDLER_MODULES  # routes imports this module
+
+    app[_DOC] = build_document(HANDLER_MODULES)
+
+
+async def openapi_document(request: web.Request) -> web.Response:
+    return json_response(request.app[_DOC])
+
+
+ROUTES = [web.get("/openapi.json", openapi_document, allow_head=False)]
+
+OPENAPI_PATHS: dict[str, dict[str, Any]] = {
+    "/openapi.json": {
+        "get": {
+            "operationId": "openapi",
+            "summary": "This document",
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}},
+                "401": {"$ref": "#/components/responses/Unauthorized"},
+            },
+        }
+    }
+}

@@ -1,0 +1,314 @@
+"""Health, models, capabilities, auth, CORS, security headers, error envelopes, body limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.server.middleware import check_bearer
+
+from _api_harness import SERVER_KEY, MakeServer, Server
+
+SECURITY = {
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+    "Strict-Transport-Security": "max-age=31536000; includeSubDomains",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "X-XSS-Protection": "0",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def assert_envelope(data: dict, code: str | None = None) -> dict:
+    error = data["error"]
+    assert set(error) >= {"message", "type", "param", "code"}
+    assert isinstance(error["message"], str) and error["message"]
+    if code is not None:
+        assert error["code"] == code
+    return error
+
+
+# ---- health --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/health", "/v1/health"])
+async def test_health_ok_with_security_headers(server: Server, path: str) -> None:
+    resp = await server.client.get(path)
+    assert resp.status == 200
+    data = await resp.json()
+    assert data["status"] == "ok"
+    assert data["platform"] == "hermes-agent"
+    assert data["version"]
+    for name, value in SECURITY.items():
+        assert resp.headers.get(name) == value
+
+
+@pytest.mark.parametrize("path", ["/health", "/v1/health", "/health/detailed"])
+async def test_health_routes_need_no_key(auth_server: Server, path: str) -> None:
+    resp = await auth_server.client.get(path)
+    assert resp.status == 200
+
+
+async def test_health_detailed_exposes_no_secrets_or_paths(make_server: MakeServer) -> None:
+    srv = await make_server(server_key=SERVER_KEY)
+    resp = await srv.client.get("/health/detailed")
+    text = await resp.text()
+    data = await resp.json()
+    assert data["status"] == "ok"
+    assert data["platforms"] == {}
+    assert isinstance(data["pid"], int)
+    assert isinstance(data["updated_at"], str)
+    assert data["gateway_state"] == "running"
+    assert SERVER_KEY not in text
+    assert "sk-upstream" not in text
+    assert str(srv.settings.home) not in text
+
+
+# ---- models / capabilities ---------------------------------------------------------------------
+
+
+async def test_models_lists_advertised_name(server: Server) -> None:
+    resp = await server.client.get("/v1/models")
+    assert resp.status == 200
+    data = await resp.json()
+    assert data["object"] == "list"
+    assert len(data["data"]) == 1
+    model = data["data"][0]
+    assert model["id"] == "hermes-agent"
+    assert model["owned_by"] == "hermes"
+    assert model["root"] == "hermes-agent"
+    assert model["parent"] is None
+
+
+async def test_models_uses_configured_name(make_server: MakeServer) -> None:
+    srv = await make_server(server_model_name="my-custom-agent")
+    data = await (await srv.client.get("/v1/models")).json()
+    assert data["data"][0]["id"] == "my-custom-agent"
+    assert data["data"][0]["root"] == "my-custom-agent"
+
+
+async def test_capabilities_document(server: Server) -> None:
+    resp = await server.client.get("/v1/capabilities")
+    assert resp.status == 200
+    data = await resp.json()
+    assert data["object"] == "hermes.api_server.capabilities"
+    assert data["platform"] == "hermes-agent"
+    assert data["model"] == "hermes-agent"
+    assert data["auth"] == {"type": "bearer", "required": False}
+    assert data["runtime"]["mode"] == "server_agent"
+    assert data["runtime"]["tool_execution"] == "server"
+    assert data["runtime"]["split_runtime"] is False
+    assert "API-server host" in data["runtime"]["description"]
+    features = data["features"]
+    assert features["chat_completions"] is True
+    assert features["responses_api"] is True
+    assert features["session_continuity_header"] == "X-Hermes-Session-Id"
+    assert features["session_key_header"] == "X-Hermes-Session-Key"
+    assert features["tool_progress_events"] is True
+    assert features["tool_progress_events_mode"] == "auto"
+    assert features["cors"] is False
+    assert data["endpoints"]["chat_completions"] == {"method": "POST", "path": "/v1/chat/completions"}
+    assert data["endpoints"]["responses"] == {"method": "POST", "path": "/v1/responses"}
+
+
+async def test_capabilities_reflect_config(make_server: MakeServer) -> None:
+    srv = await make_server(
+        server_key=SERVER_KEY, server_tool_progress_events="false", server_cors_origins=("http://localhost:3000",)
+    )
+    resp = await srv.client.get("/v1/capabilities")
+    assert resp.status == 401
+    data = await (await srv.client.get("/v1/capabilities", headers=srv.auth)).json()
+    assert data["auth"]["required"] is True
+    assert data["features"]["tool_progress_events"] is False
+    assert data["features"]["cors"] is True
+
+
+# ---- auth --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("GET", "/v1/models"),
+        ("GET", "/v1/capabilities"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/responses"),
+        ("GET", "/v1/responses/resp_any"),
+        ("DELETE", "/v1/responses/resp_any"),
+        ("GET", "/openapi.json"),
+    ],
+)
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer wrong-key", "Basic dXNlcjpwYXNz", "Bearer", "sk-secret", "Bearer sk-secret-but-longer"],
+)
+async def test_protected_routes_answer_401_envelope(
+    auth_server: Server, method: str, path: str, authorization: str | None
+) -> None:
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    resp = await auth_server.client.request(method, path, headers=headers, json={"input": "x"})
+    assert resp.status == 401
+    data = await resp.json()
+    assert data == {
+        "error": {"message": "Invalid API key", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
+    }
+    assert auth_server.upstream.requests == []
+
+
+async def test_valid_key_passes_and_token_is_stripped(auth_server: Server) -> None:
+    for value in (f"Bearer {SERVER_KEY}", f"bearer   {SERVER_KEY}  "):
+        resp = await auth_server.client.get("/v1/models", headers={"Authorization": value})
+        assert resp.status == 200
+
+
+def test_bearer_check_is_bytes_based_and_never_raises() -> None:
+    assert check_bearer(None, None) is True
+    assert check_bearer("sk-é", "Bearer sk-é") is True
+    assert check_bearer("sk-secret", "Bearer sk-\udcff") is False
+    assert check_bearer("sk-secret", "Bearer ключ") is False
+    assert check_bearer("sk-secret", "") is False
+
+
+async def test_non_ascii_token_is_401_not_500(auth_server: Server) -> None:
+    resp = await auth_server.client.get(
+        "/v1/models", headers={"Authorization": "Bearer ключ".encode().decode("latin-1")}
+    )
+    assert resp.status == 401
+
+
+# ---- CORS ------------------------------------------------------------------------------------
+
+
+async def test_no_cors_headers_by_default(server: Server) -> None:
+    resp = await server.client.get("/health")
+    assert resp.headers.get("Access-Control-Allow-Origin") is None
+
+
+async def test_browser_origin_rejected_by_default(server: Server) -> None:
+    resp = await server.client.get("/health", headers={"Origin": "http://evil.example"})
+    assert resp.status == 403
+    assert resp.headers.get("Access-Control-Allow-Origin") is None
+    assert_envelope(await resp.json())
+
+
+async def test_preflight_rejected_by_default(server: Server) -> None:
+    resp = await server.client.options(
+        "/v1/chat/completions",
+        headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert resp.status == 403
+    assert resp.headers.get("Access-Control-Allow-Origin") is None
+
+
+@pytest.fixture
+async def cors_server(make_server: MakeServer) -> Server:
+    return await make_server(server_key=SERVER_KEY, server_cors_origins=("http://localhost:3000",))
+
+
+async def test_allowed_origin_gets_cors_headers(cors_server: Server) -> None:
+    resp = await cors_server.client.get("/health", headers={"Origin": "http://localhost:3000"})
+    assert resp.status == 200
+    assert resp.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+    assert resp.headers["Vary"] == "Origin"
+    methods = resp.headers["Access-Control-Allow-Methods"]
+    for method in ("GET", "POST", "PATCH", "DELETE", "OPTIONS"):
+        assert method in methods
+    assert "X-Hermes-Session-Id" in resp.headers["Access-Control-Expose-Headers"]
+    assert "X-Hermes-Session-Key" in resp.headers["Access-Control-Expose-Headers"]
+
+
+async def test_unknown_origin_rejected_even_when_cors_configured(cors_server: Server) -> None:
+    resp = await cors_server.client.get("/v1/models", headers={"Origin": "http://evil.example", **cors_server.auth})
+    assert resp.status == 403
+
+
+async def test_preflight_for_configured_origin_needs_no_key(cors_server: Server) -> None:
+    resp = await cors_server.client.options(
+        "/v1/chat/completions",
+        headers={
+            "Origin": "http://localhost:3000",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "Authorization, Content-Type, Idempotency-Key",
+        },
+    )
+    assert resp.status == 200
+    assert resp.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+    allowed = resp.headers["Access-Control-Allow-Headers"]
+    for header in (
+        "Authorization",
+        "Content-Type",
+        "Idempotency-Key",
+        "Last-Event-ID",
+        "X-Hermes-Session-Id",
+        "X-Hermes-Session-Key",
+        "X-Hermes-Tool-Progress",
+    ):
+        assert header in allowed
+    assert resp.headers["Access-Control-Max-Age"] == "600"
+
+
+async def test_wildcard_origin(make_server: MakeServer) -> None:
+    srv = await make_server(server_cors_origins=("*",))
+    resp = await srv.client.get("/health", headers={"Origin": "http://anything.example"})
+    assert resp.status == 200
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"
+
+
+async def test_cors_headers_on_error_responses(cors_server: Server) -> None:
+    resp = await cors_server.client.get("/v1/models", headers={"Origin": "http://localhost:3000"})
+    assert resp.status == 401
+    assert resp.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+
+
+# ---- envelopes for router errors and body limits ------------------------------------------------
+
+
+async def test_unknown_route_is_404_envelope(server: Server) -> None:
+    resp = await server.client.get("/v1/nope")
+    assert resp.status == 404
+    assert_envelope(await resp.json(), "not_found")
+    for name, value in SECURITY.items():
+        assert resp.headers.get(name) == value
+
+
+async def test_wrong_method_is_405_envelope(server: Server) -> None:
+    resp = await server.client.get("/v1/chat/completions")
+    assert resp.status == 405
+    assert_envelope(await resp.json(), "method_not_allowed")
+    assert "POST" in resp.headers["Allow"]
+
+
+async def test_body_over_10mb_is_413(server: Server) -> None:
+    body = b'{"messages": [{"role": "user", "content": "' + b"x" * 10_000_001 + b'"}]}'
+    resp = await server.client.post(
+        "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert resp.status == 413
+    assert_envelope(await resp.json(), "body_too_large")
+    assert server.upstream.requests == []
+
+
+async def test_chunked_body_over_10mb_is_413(server: Server) -> None:
+    async def chunks():
+        yield b'{"input": "'
+        for _ in range(11):
+            yield b"x" * 1_000_000
+        yield b'"}'
+
+    resp = await server.client.post("/v1/responses", data=chunks(), headers={"Content-Type": "application/json"})
+    assert resp.status == 413
+    assert_envelope(await resp.json(), "body_too_large")
+    assert server.upstream.requests == []
+
+
+async def test_openapi_document_lists_every_route(server: Server) -> None:
+    resp = await server.client.get("/openapi.json")
+    assert resp.status == 200
+    doc = await resp.json()
+    assert doc["openapi"].startswith("3.")
+    documented = {(m.upper(), p) for p, item in doc["paths"].items() for m in item}
+    registered = set()
+    for route in server.app.router.routes():
+        info = route.resource.get_info()
+        registered.add((route.method, info.get("path") or info.get("formatter")))
+    assert registered == documented
