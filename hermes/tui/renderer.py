@@ -163,8 +163,12 @@ class TurnRenderer:
             if card.state == "generating" and (not names or card.tool_name in names):
                 card.not_executed("not executed: the stream stalled while its arguments were streaming")
         self._stall_messages.append(message)
-        for answer in self.answers:
-            answer.drop_suffix(message)
+        for answer in list(self.answers):
+            if answer.drop_suffix(message) and not answer.text.strip():
+                self.answers.remove(answer)
+                if self.answer is answer:
+                    self.answer = None
+                answer.remove()
         named = ", ".join(names) or "tool call"
         text = message if all(n in message for n in names) else f"{message} ({named})"
         self.transcript.add(Notice(text, "warning"))

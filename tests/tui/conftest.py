@@ -102,3 +102,13 @@ def seed_session(store: SessionStore, title: str, exchanges: list[tuple[str, str
         store.append_message(record.id, NewMessage(role="user", content=prompt))
         store.append_message(record.id, NewMessage(role="assistant", content=answer))
     return record.id
+
+
+async def until(pilot: Any, predicate: Callable[[], object], timeout: float = 5.0) -> None:
+    """Let the app run until `predicate()` is true (fails the test after `timeout` seconds)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout}s")
+        await pilot.pause(0.02)

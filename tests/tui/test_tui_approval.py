@@ -1,0 +1,66 @@
+"""The approval modal: run once, allow for the session, deny, deny on timeout."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.testing.upstream import call, text_reply, tool_reply
+from hermes.tui.screens.approval import ApprovalScreen
+from hermes.tui.widgets.tool_card import ToolCard
+
+from .conftest import until
+from .test_tui_turns import type_and_send
+
+
+def risky_turn(upstream) -> None:
+    upstream.enqueue(
+        tool_reply([call("shell", {"command": "rm -rf build/", "risky": True})]),
+        text_reply("Done."),
+    )
+
+
+@pytest.mark.parametrize(("key", "state"), [("y", "done"), ("a", "done"), ("n", "failed")])
+async def test_approval_modal_decides(make_tui, upstream, key, state):
+    risky_turn(upstream)
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "clean up")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        modal = app.screen
+        assert modal.request.command == "rm -rf build/"
+        assert app.transcript.query_one(ToolCard).state == "approval"
+        await pilot.press(key)
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+        assert not isinstance(app.screen, ApprovalScreen)
+        card = app.transcript.query_one(ToolCard)
+        assert card.state == state
+        if state == "done":
+            assert "ran: rm -rf build/" in card.result
+        else:
+            assert "denied" in card.error
+
+
+async def test_unanswered_approval_is_denied(make_tui, upstream):
+    risky_turn(upstream)
+    app = make_tui(approval_timeout=0.3)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "clean up")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert app.transcript.query_one(ToolCard).state == "failed"
+
+
+async def test_escape_during_approval_interrupts_and_closes_the_modal(make_tui, upstream):
+    risky_turn(upstream)
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "clean up")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        app.action_interrupt()
+        await until(pilot, lambda: not app.turn_running, timeout=1.0)
+        await pilot.pause(0.05)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert app.transcript.query_one(ToolCard).state in ("interrupted", "failed")

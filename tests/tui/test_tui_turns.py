@@ -1,0 +1,120 @@
+"""Real turns: the app from make_app, the real engine, the scripted upstream on loopback."""
+
+from __future__ import annotations
+
+import time
+
+from hermes.testing.upstream import call, text_reply, tool_reply
+from hermes.tui.widgets.activity import Activity
+from hermes.tui.widgets.assistant_message import AssistantMessage
+from hermes.tui.widgets.notice import Notice
+from hermes.tui.widgets.tool_card import ToolCard
+from hermes.tui.widgets.user_message import UserMessage
+
+from .conftest import until
+
+
+async def type_and_send(pilot, text: str) -> None:
+    for ch in text:
+        await pilot.press("space" if ch == " " else ch)
+    await pilot.press("enter")
+
+
+async def test_prompt_streams_into_transcript(make_tui, upstream, store):
+    upstream.enqueue(text_reply("Hello from **hermes**, nice to meet you.", chunk_delay=0.01))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "hi there")
+        await until(pilot, lambda: app.query(AssistantMessage))
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        answer = app.transcript.query_one(AssistantMessage)
+        assert answer.markdown.source == "Hello from **hermes**, nice to meet you."
+        assert app.transcript.query_one(UserMessage).text == "hi there"
+        assert app.chat_input.text == ""
+        assert not app.turn_running
+        assert app.session_id is not None
+        record = store.get_session(app.session_id)
+        assert record.source == "tui"
+        assert app.status_bar.input_tokens == 10 and app.status_bar.output_tokens == 5
+    assert upstream.requests[0].messages[-1] == {"role": "user", "content": "hi there"}
+
+
+async def test_tool_card_goes_generating_running_done(make_tui, upstream):
+    upstream.enqueue(
+        tool_reply([call("shell", {"command": "make test", "sleep": 0.6})], text="Running the tests.", chunk_delay=0.02),
+        text_reply("All green."),
+    )
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "test it")
+        await until(pilot, lambda: app.query(ToolCard))
+        card = app.transcript.query_one(ToolCard)
+        await until(pilot, lambda: card.state == "running")
+        assert "make test" in card.header_text
+        # tool_stall_warning is 0.3 s in these tests; the tool sleeps 0.6 s
+        await until(pilot, lambda: card.has_class("-slow"))
+        assert "still running after 0.3 s — Esc to interrupt" in str(card._warning.render())
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        assert card.states == ["generating", "running", "done"]
+        assert card.header_text.startswith("✓ shell")
+        assert not card.has_class("-slow")
+        assert "ran: make test" in card.result
+        answers = [m.text for m in app.transcript.query(AssistantMessage)]
+        assert answers == ["Running the tests.", "All green."]
+
+
+async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream, settings):
+    # 4 text chunks, the tool call's name, 1 of 6 argument fragments, then silence.
+    reply = tool_reply([call("write_file", {"path": "big.txt", "content": "x" * 400})], text="Writing the file now.", arg_pieces=6)
+    upstream.enqueue(reply.stall_after(6))
+    app = make_tui(settings=settings.replace(stream_stale_timeout=0.5))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "write a big file")
+        await until(pilot, lambda: app.query(ToolCard))
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        warnings = [n.text for n in app.transcript.query(Notice) if n.kind == "warning"]
+        assert any("write_file" in w and "stalled" in w.lower() for w in warnings), warnings
+        card = app.transcript.query_one(ToolCard)
+        assert card.state == "stalled"
+        # the ⚠ line (also sent as text) is shown once, as the card, not inside the answer
+        assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Writing the file now."]
+
+
+async def test_escape_interrupts_within_a_second(make_tui, upstream, store):
+    words = " ".join(f"word{i}" for i in range(400))
+    upstream.enqueue(text_reply(words, chunk_delay=0.02))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "talk a lot")
+        await until(pilot, lambda: app.query(AssistantMessage) and len(app.transcript.query_one(AssistantMessage).text) > 20)
+        pressed = time.monotonic()
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.turn_running, timeout=1.0)
+        assert time.monotonic() - pressed < 1.0
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.1)
+        answer = app.transcript.query_one(AssistantMessage)
+        assert answer.text.startswith("word0 word1")
+        assert len(answer.text) < len(words)
+        assert answer.has_class("-interrupted")
+        assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
+        assert not app.query_one(Activity).has_class("-active")
+        assert app.last_result is not None and app.last_result.status == "interrupted"
+    assert upstream.requests[0].client_disconnected
+
+
+async def test_ctrl_c_interrupts_then_twice_quits(make_tui, upstream):
+    upstream.enqueue(text_reply(" ".join(["slow"] * 300), chunk_delay=0.02))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "go")
+        await until(pilot, lambda: app.query(AssistantMessage))
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.turn_running, timeout=1.0)
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.is_running)
+    assert app.return_code == 0
