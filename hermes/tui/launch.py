@@ -7,6 +7,17 @@ import sys
 
 from hermes.config import Settings
 from hermes.errors import UsageError
+from hermes.store.base import SessionStore
+
+
+def resolve_session(store: SessionStore, *, continue_last: bool, resume: str | None) -> str | None:
+    """The session to open: --resume ID (must exist), -c the newest one of any source, else None."""
+    if resume:
+        return store.get_session(resume).id
+    if continue_last:
+        latest = store.latest_session()
+        return latest.id if latest is not None else None
+    return None
 
 
 def run_tui(
@@ -34,12 +45,7 @@ def run_tui(
     settings.ensure_home()
     store = open_session_store(settings.state_db_path)
     try:
-        session_id: str | None = None
-        if resume:
-            session_id = store.get_session(resume).id
-        elif continue_last:
-            latest = store.latest_session(source="tui") or store.latest_session()
-            session_id = latest.id if latest is not None else None
+        session_id = resolve_session(store, continue_last=continue_last, resume=resume)
         agent = build_agent(settings, store)
         app = make_app(agent, store, settings, session_id=session_id)
 

@@ -1,0 +1,141 @@
+"""Sessions in the TUI: resume, the picker (search, open, rename, delete), /fork, /new, /title."""
+
+from __future__ import annotations
+
+from hermes.testing.upstream import text_reply
+from hermes.tui.launch import resolve_session
+from hermes.tui.screens.session_picker import SessionPicker
+from hermes.tui.screens.text_prompt import TextPrompt
+from hermes.tui.widgets.assistant_message import AssistantMessage
+from hermes.tui.widgets.history_head import HistoryHead
+from hermes.tui.widgets.user_message import UserMessage
+
+from .conftest import seed_session, until
+from .test_tui_turns import type_and_send
+
+
+async def test_resume_shows_history_and_continues(make_tui, upstream, store):
+    sid = seed_session(store, "Trip planning", [("Where to in May?", "Try **Lisbon**."), ("And June?", "Oslo.")])
+    upstream.enqueue(text_reply("July: Rome."))
+    app = make_tui(session_id=sid)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        assert [m.text for m in app.transcript.query(UserMessage)] == ["Where to in May?", "And June?"]
+        assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Try **Lisbon**.", "Oslo."]
+        assert app.status_bar.title == "Trip planning"
+        await type_and_send(pilot, "July?")
+        await app.workers.wait_for_complete()
+        assert app.session_id == sid
+    sent = upstream.requests[0].messages
+    assert [m["content"] for m in sent if m["role"] != "system"] == [
+        "Where to in May?", "Try **Lisbon**.", "And June?", "Oslo.", "July?",
+    ]
+
+
+async def test_long_session_opens_its_tail_and_loads_more(make_tui, store):
+    sid = seed_session(store, "Long", [(f"q{i}", f"a{i}") for i in range(100)])
+    app = make_tui(session_id=sid)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        head = app.transcript.query_one(HistoryHead)
+        assert head.hidden == 140
+        assert app.transcript.query(UserMessage).last().text == "q99"
+        await pilot.press("ctrl+home")
+        await pilot.pause(0.1)
+        assert not app.transcript.query(HistoryHead)
+        assert app.transcript.query(UserMessage).first().text == "q0"
+
+
+async def test_sessions_picker_searches_content_and_resumes(make_tui, store):
+    seed_session(store, "Groceries", [("milk and eggs", "Noted.")])
+    target = seed_session(store, "Physics", [("explain the quokka paradox", "It is a made-up paradox.")])
+    seed_session(store, "Cooking", [("pasta", "Boil water.")])
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "/sessions")
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        assert len(picker.sessions) == 3
+        for ch in "quokka":
+            await pilot.press(ch)
+        await until(pilot, lambda: [s.id for s in picker.sessions] == [target])
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, SessionPicker))
+        await pilot.pause(0.1)
+        assert app.session_id == target
+        assert [m.text for m in app.transcript.query(UserMessage)] == ["explain the quokka paradox"]
+        assert app.status_bar.title == "Physics"
+
+
+async def test_sessions_picker_renames_and_deletes(make_tui, store):
+    keep = seed_session(store, "Keep me", [("a", "b")])
+    doomed = seed_session(store, "Delete me", [("c", "d")])
+    app = make_tui(session_id=doomed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        assert picker.sessions[0].id == doomed  # newest first
+        await pilot.press("ctrl+d")
+        assert store.find_session(doomed) is not None  # asks first
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: [s.id for s in picker.sessions] == [keep])
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        await pilot.press("ctrl+a", "ctrl+k")
+        for ch in "Renamed":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await until(pilot, lambda: store.get_session(keep).title == "Renamed")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, SessionPicker))
+        # the open session was deleted: the app starts a new one
+        assert app.session_id is None
+        assert not app.transcript.query(UserMessage)
+
+
+async def test_fork_creates_a_forked_session(make_tui, upstream, store):
+    upstream.enqueue(text_reply("First answer."), text_reply("Second answer."))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "first")
+        await app.workers.wait_for_complete()
+        parent = app.session_id
+        assert parent is not None
+        await type_and_send(pilot, "/fork Experiment")
+        await pilot.pause(0.05)
+        child = app.session_id
+        assert child != parent
+        record = store.get_session(child)
+        assert record.parent_session_id == parent
+        assert record.title == "Experiment"
+        assert app.status_bar.title == "Experiment"
+        await type_and_send(pilot, "second")
+        await app.workers.wait_for_complete()
+    assert [m.content for m in store.get_messages(child)] == ["first", "First answer.", "second", "Second answer."]
+    assert [m.content for m in store.get_messages(parent)] == ["first", "First answer."]
+
+
+async def test_new_title_and_model_commands(make_tui, upstream, store):
+    upstream.enqueue(text_reply("ok"))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "/title Named up front")
+        await type_and_send(pilot, "/model other-model")
+        assert app.agent.model == "other-model"
+        assert app.status_bar.model == "other-model"
+        await type_and_send(pilot, "hello")
+        await app.workers.wait_for_complete()
+        assert store.get_session(app.session_id).title == "Named up front"
+        assert upstream.requests[0].body["model"] == "other-model"
+        await type_and_send(pilot, "/new")
+        assert app.session_id is None
+        assert not app.transcript.query(UserMessage)
+
+
+def test_resolve_session_for_continue_and_resume(store):
+    older = seed_session(store, "older", [("a", "b")], source="cli")
+    newer = seed_session(store, "newer", [("c", "d")])
+    assert resolve_session(store, continue_last=True, resume=None) == newer
+    assert resolve_session(store, continue_last=False, resume=older) == older
+    assert resolve_session(store, continue_last=False, resume=None) is None
