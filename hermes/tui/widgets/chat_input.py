@@ -99,10 +99,11 @@ class ChatInput(TextArea):
             menu.move(-1 if key == "up" else 1)
         elif menu is not None and key in ("tab", "enter"):
             command = menu.selected()
-            if command is not None:
+            typed_in_full = command is not None and self.text.strip().lower() == f"/{command.name}"
+            if command is not None and not (key == "enter" and typed_in_full):
                 self._set_text(f"/{command.name} ")
             menu.hide()
-            if key == "enter" and command is not None and not command.args:
+            if key == "enter" and command is not None and (typed_in_full or not command.args):
                 self._submit()
         elif key == "enter":
             self._submit()
