@@ -121,7 +121,7 @@ class Server:
 
     @property
     def base_url(self) -> str:
-        return str(self.client.make_url(""))
+        return str(self.client.make_url("/"))
 
 
 MakeServer = Callable[..., Awaitable[Server]]

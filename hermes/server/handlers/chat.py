@@ -260,7 +260,7 @@ async def _stream(
         turn = TurnStream(app[AGENT], turn_request)
         stream.on_disconnect(turn.cancel)
         sent_text = False
-        running: set[str] = set()
+        progress = ToolProgress()
         crash: BaseException | None = None
         try:
             await stream.send(_chunk(cid, created, model, {"role": "assistant"}))
@@ -273,36 +273,10 @@ async def _stream(
                     elif isinstance(event, ReasoningDelta):
                         if event.text:
                             await stream.send(_chunk(cid, created, model, {"reasoning_content": event.text}))
-                    elif isinstance(event, ToolStarted):
-                        if event.name.startswith("_") or not event.call_id:
-                            continue
-                        running.add(event.call_id)
-                        if named_events:
-                            await stream.send(
-                                {
-                                    "tool": event.name,
-                                    "emoji": TOOL_EMOJI.get(event.name, "🔧"),
-                                    "label": event.preview or event.name,
-                                    "toolCallId": event.call_id,
-                                    "status": "running",
-                                },
-                                event="hermes.tool.progress",
-                            )
-                    elif isinstance(event, ToolCompleted):
-                        if event.call_id not in running:
-                            continue  # internal tool, or a completion without its start
-                        running.discard(event.call_id)
-                        if named_events:
-                            await stream.send(
-                                {
-                                    "tool": event.name,
-                                    "toolCallId": event.call_id,
-                                    "status": "completed",
-                                    "duration": round(event.duration, 3),
-                                    "error": event.is_error,
-                                },
-                                event="hermes.tool.progress",
-                            )
+                    elif isinstance(event, (ToolStarted, ToolCompleted)):
+                        payload = progress.on_event(event)
+                        if payload is not None and named_events:
+                            await stream.send(payload, event="hermes.tool.progress")
                     elif isinstance(event, (Status, Retrying, StreamStalled)) and named_events:
                         await stream.send(_status_payload(event), event="hermes.status")
                     elif isinstance(event, TurnCompleted):
@@ -328,6 +302,41 @@ async def _stream(
             await turn.aclose()
             await stream.close()
     return stream.response
+
+
+class ToolProgress:
+    """Turns ToolStarted/ToolCompleted into `hermes.tool.progress` payloads.
+
+    A ``running`` payload for each visible tool start, a ``completed`` one for its end;
+    internal tools (name starting with ``_``) and completions without a matching start
+    produce nothing.
+    """
+
+    def __init__(self) -> None:
+        self._running: set[str] = set()
+
+    def on_event(self, event: ToolStarted | ToolCompleted) -> dict[str, Any] | None:
+        if isinstance(event, ToolStarted):
+            if event.name.startswith("_") or not event.call_id:
+                return None
+            self._running.add(event.call_id)
+            return {
+                "tool": event.name,
+                "emoji": TOOL_EMOJI.get(event.name, "🔧"),
+                "label": event.preview or event.name,
+                "toolCallId": event.call_id,
+                "status": "running",
+            }
+        if event.call_id not in self._running:
+            return None
+        self._running.discard(event.call_id)
+        return {
+            "tool": event.name,
+            "toolCallId": event.call_id,
+            "status": "completed",
+            "duration": round(event.duration, 3),
+            "error": event.is_error,
+        }
 
 
 def _status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
