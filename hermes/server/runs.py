@@ -113,6 +113,8 @@ class Run:
     approvals: dict[str, PendingApproval] = field(default_factory=dict)
     settled_at: float | None = None
     stop_requested: bool = False
+    result: TurnResult | None = None
+    """The engine's result, once the turn has settled through `drive_turn`."""
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _on_status: Callable[[Run], None] | None = None
 
@@ -514,6 +516,7 @@ async def drive_turn(
 
 def _settle(registry: RunRegistry, run: Run, translator: EventTranslator, result: TurnResult) -> None:
     status = run_status_for(result, shutting_down=registry.closing)
+    run.result = result
     if run.session_id is None and result.session_id:
         run.session_id = result.session_id
     usage = {
