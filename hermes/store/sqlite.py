@@ -1,0 +1,744 @@
+"""`SqliteSessionStore`: the SQLite implementation of `SessionStore` (`state.db`).
+
+Invariants:
+
+- The database file is created with mode 0600 (its folder 0700 when we create it) before
+  SQLite opens it; the `-wal`/`-shm` sidecars are set to 0600 after opening.
+- One connection per store, in autocommit mode, WAL journal, `synchronous=FULL`, foreign
+  keys on, a busy timeout. Every write method is one `BEGIN IMMEDIATE … COMMIT`
+  transaction, so it is durable (fsynced to the WAL) when the method returns.
+- Every call holds one re-entrant lock for its whole duration, so the store may be used
+  from the asyncio loop thread and from `asyncio.to_thread` workers alike.
+- `sessions.message_count` equals the number of the session's rows in `messages`, and
+  `tool_call_count` the total length of their `tool_calls` lists.
+- `updated_at` ("newest activity") moves on create, append, rename, end and fork. The
+  store's clock never repeats or goes back, so through one store later activity always
+  sorts first; equal times (other writers) fall back to insertion order.
+- Session ids default to `YYYYMMDD_HHMMSS_<6 hex>` (UTC creation time plus 24 random
+  bits): unique in practice, and they sort by creation time.
+- `sqlite3` exceptions never leave this module: they become `StoreError` with a one-line
+  message naming the database file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.types import ChatMessage
+from hermes.errors import MessageNotFound, SessionNotFound, StoreError
+from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreStats
+from hermes.store.migrations import migrate
+
+MEMORY = ":memory:"
+BUSY_TIMEOUT_MS = 5_000
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+SNIPPET_TOKENS = 16
+RANK_WINDOW = 20_000
+"""search() ranks at most this many of the newest matching messages."""
+
+# The sessions table has one column per SessionRecord field, selected in field order.
+_SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
+_SESSION_COLUMNS = ", ".join(_SESSION_FIELDS)
+_SESSION_COLUMNS_S = ", ".join(f"s.{name}" for name in _SESSION_FIELDS)
+_SESSION_PLACEHOLDERS = ", ".join("?" for _ in _SESSION_FIELDS)
+
+# Stored message columns other than id/session_id, as copied by fork_session.
+_MESSAGE_DATA = (
+    "role, content, content_is_parts, parts_text, tool_calls, tool_call_id, tool_name, "
+    "reasoning, finish_reason, timestamp, token_count"
+)
+_MESSAGE_COLUMNS = (
+    "id, session_id, role, content, content_is_parts, tool_calls, tool_call_id, tool_name, "
+    "reasoning, finish_reason, timestamp, token_count"
+)
+
+# "<base> #<n>": a title in a fork lineage.
+_NUMBERED_TITLE = re.compile(r"^(?P<base>.*\S) #(?P<n>[0-9]{1,9})$", re.DOTALL)
+_DEFAULT_ID = re.compile(r"^[0-9]{8}_[0-9]{6}_(?P<suffix>[0-9a-f]{6})$")
+
+
+def new_session_id(now: float | None = None) -> str:
+    """A fresh `YYYYMMDD_HHMMSS_<6 hex>` id (UTC)."""
+    moment = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+    return f"{moment:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+
+
+def fts_query(text: str) -> str:
+    """Turn free user text into a safe FTS5 query: plain words, AND-ed.
+
+    Every word is quoted (embedded quotes doubled), so FTS5 operators and syntax
+    (`AND`, `OR`, `NOT`, `NEAR`, `-`, `*`, `^`, parentheses, column filters) are searched
+    as ordinary words and never raise. Words without a letter or digit are dropped. The
+    last word is a prefix match unless the text ends with whitespace. Returns "" when
+    nothing searchable is left.
+    """
+    words = [word for word in text.split() if any(ch.isalnum() for ch in word)]
+    if not words:
+        return ""
+    quoted = ['"' + word.replace('"', '""') + '"' for word in words]
+    if not text[-1].isspace():
+        quoted[-1] += "*"
+    return " AND ".join(quoted)
+
+
+class _Clock:
+    """Unix seconds that strictly increase from one call to the next."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+
+    def __call__(self) -> float:
+        now = time.time()
+        if now <= self._last:
+            now = self._last + 1e-6
+        self._last = now
+        return now
+
+
+def _encode_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _encode_content(content: object) -> tuple[str | None, int, str | None]:
+    """(stored content, content_is_parts, parts_text) for a message content.
+
+    parts_text is the searchable text of a content-part list: the string `text` of each
+    part that has one, joined by newlines.
+    """
+    if content is None or isinstance(content, str):
+        return content, 0, None
+    if isinstance(content, list):
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        return _encode_json(content), 1, "\n".join(texts) or None
+    raise TypeError(f"message content must be str, list or None, not {type(content).__name__}")
+
+
+def _message_from_row(row: tuple[Any, ...]) -> MessageRecord:
+    (mid, session_id, role, content, is_parts, tool_calls, tool_call_id, tool_name,
+     reasoning, finish_reason, timestamp, token_count) = row  # fmt: skip
+    return MessageRecord(
+        id=mid,
+        session_id=session_id,
+        role=role,
+        content=json.loads(content) if is_parts and content is not None else content,
+        tool_calls=json.loads(tool_calls) if tool_calls is not None else None,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        reasoning=reasoning,
+        finish_reason=finish_reason,
+        timestamp=timestamp,
+        token_count=token_count,
+    )
+
+
+def _describe(exc: sqlite3.Error) -> str:
+    """One line for a sqlite3 error; damage (a bare DatabaseError) gets a pointer to doctor."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if type(exc) is sqlite3.DatabaseError:
+        text += " (run `hermes doctor`)"
+    return text
+
+
+def _clean_title(title: str | None) -> str | None:
+    if title is None:
+        return None
+    title = " ".join(title.split())
+    return title or None
+
+
+def _short_id(session_id: str) -> str:
+    match = _DEFAULT_ID.match(session_id)
+    return match["suffix"] if match else session_id[:8]
+
+
+def _create_private_file(path: Path) -> None:
+    """Create `path` (and its folder) private to the owner, unless it already exists."""
+    if not path.parent.exists():
+        path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.chmod(path, FILE_MODE)  # the umask may have cleared bits; make the mode exact
+
+
+def _chmod_sidecars(path: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        sidecar = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if stat.S_IMODE(sidecar.stat().st_mode) != FILE_MODE:
+                os.chmod(sidecar, FILE_MODE)
+
+
+class SqliteSessionStore:
+    """Sessions and messages in one SQLite file (or `:memory:`), searchable with FTS5.
+
+    Args:
+        path: the database file (created 0600, with its folder 0700, when missing), or
+            ":memory:" for a private in-memory database.
+
+    Raises:
+        StoreError: the file cannot be created, is not a database, or is damaged.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = MEMORY) -> None:
+        self._path = None if str(path) == MEMORY else Path(path).expanduser()
+        self._label = MEMORY if self._path is None else str(self._path)
+        self._lock = threading.RLock()
+        self._clock = _Clock()
+        self.applied_migrations: list[str] = []
+        """Migrations this open applied (empty when the schema was already current)."""
+        self._db: sqlite3.Connection | None = self._open()
+
+    # -- connection ------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            if self._path is not None:
+                _create_private_file(self._path)
+        except OSError as exc:
+            raise StoreError(f"cannot create session database {self._label}: {exc}") from exc
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(
+                self._label,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = FULL")
+            self.applied_migrations = migrate(db)
+        except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
+            raise StoreError(
+                f"cannot open session database {self._label}: {_describe(exc)}"
+            ) from exc
+        if self._path is not None:
+            _chmod_sidecars(self._path)
+        return db
+
+    @property
+    def path(self) -> Path | None:
+        """The database file, or None for `:memory:`."""
+        return self._path
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate_errors():
+            yield self._connection()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; committed (and durable) when the block exits cleanly."""
+        with self._lock, self._translate_errors():
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                # Never leave a transaction open, even when COMMIT itself failed.
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"session database {self._label}: {_describe(exc)}") from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError(f"session database {self._label} is closed")
+        return self._db
+
+    def close(self) -> None:
+        """Close the connection; later calls raise StoreError. Closing twice is fine."""
+        with self._lock:
+            if self._db is None:
+                return
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("PRAGMA optimize")
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> SqliteSessionStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- sessions --------------------------------------------------------------------
+
+    @staticmethod
+    def _fetch_session(db: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+        row = db.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else SessionRecord(*row)
+
+    def _require_session(self, db: sqlite3.Connection, session_id: str) -> SessionRecord:
+        record = self._fetch_session(db, session_id)
+        if record is None:
+            raise SessionNotFound(session_id)
+        return record
+
+    @staticmethod
+    def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
+        db.execute(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({_SESSION_PLACEHOLDERS})",
+            tuple(getattr(record, name) for name in _SESSION_FIELDS),
+        )
+
+    def _insert_new_session(
+        self, db: sqlite3.Connection, record: SessionRecord, *, id_given: bool
+    ) -> SessionRecord:
+        """Insert `record`; a generated id that collides is replaced by a fresh one."""
+        for _ in range(8):
+            try:
+                self._insert_session(db, record)
+                return record
+            except sqlite3.IntegrityError as exc:
+                if self._fetch_session(db, record.id) is None:
+                    raise
+                if id_given:
+                    raise StoreError(f"a session with id {record.id!r} already exists") from exc
+                record = replace(record, id=new_session_id(record.started_at))
+        raise StoreError("could not generate a unique session id")
+
+    def create_session(
+        self,
+        *,
+        source: str,
+        model: str | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> SessionRecord:
+        with self._write() as db:
+            if parent_session_id is not None:
+                self._require_session(db, parent_session_id)
+            now = self._clock()
+            record = SessionRecord(
+                id=session_id or new_session_id(now),
+                source=source,
+                title=_clean_title(title),
+                model=model,
+                parent_session_id=parent_session_id,
+                started_at=now,
+                updated_at=now,
+                ended_at=None,
+                end_reason=None,
+                message_count=0,
+                tool_call_count=0,
+                input_tokens=0,
+                output_tokens=0,
+                system_prompt=system_prompt,
+            )
+            return self._insert_new_session(db, record, id_given=bool(session_id))
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        with self._read() as db:
+            return self._require_session(db, session_id)
+
+    def find_session(self, session_id: str) -> SessionRecord | None:
+        with self._read() as db:
+            return self._fetch_session(db, session_id)
+
+    def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
+        sessions = self.list_sessions(limit=1, source=source)
+        return sessions[0] if sessions else None
+
+    def list_sessions(
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+    ) -> list[SessionRecord]:
+        """Newest activity first (index scan on updated_at, ties newest insert first)."""
+        where, params = ("WHERE source = ?", [source]) if source is not None else ("", [])
+        with self._read() as db:
+            rows = db.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions {where} "
+                "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?",
+                (*params, max(limit, 0), max(offset, 0)),
+            ).fetchall()
+        return [SessionRecord(*row) for row in rows]
+
+    def count_sessions(self, *, source: str | None = None) -> int:
+        with self._read() as db:
+            if source is None:
+                row = db.execute("SELECT count(*) FROM sessions").fetchone()
+            else:
+                row = db.execute(
+                    "SELECT count(*) FROM sessions WHERE source = ?", (source,)
+                ).fetchone()
+        return int(row[0])
+
+    def rename_session(self, session_id: str, title: str) -> SessionRecord:
+        """Set the title (whitespace collapsed; blank clears it) and mark activity."""
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
+                (_clean_title(title), self._clock(), session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+            return self._require_session(db, session_id)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        model: str | None = None,
+        system_prompt: str | None = None,
+    ) -> SessionRecord:
+        """Change the given fields; None leaves a field as it is."""
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE sessions SET model = coalesce(?, model), "
+                "system_prompt = coalesce(?, system_prompt) WHERE id = ?",
+                (model, system_prompt, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+            return self._require_session(db, session_id)
+
+    def end_session(self, session_id: str, reason: str) -> None:
+        """Record the end; the first reason wins (later calls leave it unchanged).
+
+        `fork_session` is the exception: branching always marks the parent "branched".
+        """
+        with self._write() as db:
+            now = self._clock()
+            cursor = db.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? "
+                "WHERE id = ? AND end_reason IS NULL",
+                (now, reason, now, session_id),
+            )
+            if cursor.rowcount == 0:
+                self._require_session(db, session_id)
+
+    def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?, "
+                "output_tokens = output_tokens + ? WHERE id = ?",
+                (input_tokens, output_tokens, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete the session, its messages and their search rows; children are kept
+        with parent_session_id cleared."""
+        with self._write() as db:
+            self._require_session(db, session_id)
+            db.execute(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
+                (session_id,),
+            )
+            db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    # -- messages --------------------------------------------------------------------
+
+    def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
+        content, is_parts, parts_text = _encode_content(message.content)
+        tool_calls = None if message.tool_calls is None else _encode_json(message.tool_calls)
+        with self._write() as db:
+            now = self._clock()
+            cursor = db.execute(
+                "UPDATE sessions SET message_count = message_count + 1, "
+                "tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?",
+                (len(message.tool_calls or ()), now, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+            cursor = db.execute(
+                f"INSERT INTO messages (session_id, {_MESSAGE_DATA}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    message.role,
+                    content,
+                    is_parts,
+                    parts_text,
+                    tool_calls,
+                    message.tool_call_id,
+                    message.tool_name,
+                    message.reasoning,
+                    message.finish_reason,
+                    now,
+                    message.token_count,
+                ),
+            )
+            message_id = cursor.lastrowid
+        assert message_id is not None
+        # Decode what was stored so the record never aliases the caller's lists.
+        return _message_from_row(
+            (message_id, session_id, message.role, content, is_parts, tool_calls,
+             message.tool_call_id, message.tool_name, message.reasoning,
+             message.finish_reason, now, message.token_count)
+        )  # fmt: skip
+
+    def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]:
+        """Oldest first."""
+        with self._read() as db:
+            self._require_session(db, session_id)
+            rows = db.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
+                "ORDER BY id LIMIT ? OFFSET ?",
+                (session_id, -1 if limit is None else max(limit, 0), max(offset, 0)),
+            ).fetchall()
+        return [_message_from_row(row) for row in rows]
+
+    def history(self, session_id: str) -> list[ChatMessage]:
+        return [message.to_openai() for message in self.get_messages(session_id)]
+
+    # -- forks -----------------------------------------------------------------------
+
+    @staticmethod
+    def _next_lineage_title(db: sqlite3.Connection, base: str) -> str:
+        """`"<base> #N"` with N one more than the highest number in use (at least 2)."""
+        highest = 1
+        # Every "<base> #…" title sorts in ["<base> #", "<base> $"): an index range scan.
+        rows = db.execute(
+            "SELECT title FROM sessions WHERE title >= ? AND title < ?",
+            (base + " #", base + " $"),
+        )
+        for (title,) in rows:
+            match = _NUMBERED_TITLE.match(title)
+            if match and match["base"] == base:
+                highest = max(highest, int(match["n"]))
+        return f"{base} #{highest + 1}"
+
+    def fork_session(
+        self,
+        session_id: str,
+        *,
+        at_message_id: int | None = None,
+        title: str | None = None,
+        source: str | None = None,
+    ) -> SessionRecord:
+        """Copy the messages (all, or up to and including at_message_id) into a new session.
+
+        The child inherits source (unless given), model and system prompt; its title is
+        the given one, else the next free "<base> #N" where base is the parent title
+        without its " #N" suffix ("Session <short id>" for an untitled parent). The
+        parent is ended with reason "branched". Copied messages keep their timestamps;
+        the child's token counters start at zero. One transaction.
+        """
+        with self._write() as db:
+            parent = self._require_session(db, session_id)
+            upto = 2**63 - 1
+            if at_message_id is not None:
+                found = db.execute(
+                    "SELECT 1 FROM messages WHERE id = ? AND session_id = ?",
+                    (at_message_id, session_id),
+                ).fetchone()
+                if found is None:
+                    raise MessageNotFound(at_message_id, session_id)
+                upto = at_message_id
+            child_title = _clean_title(title)
+            if child_title is None:
+                base = parent.title or f"Session {_short_id(parent.id)}"
+                match = _NUMBERED_TITLE.match(base)
+                child_title = self._next_lineage_title(db, match["base"] if match else base)
+
+            parent_now = self._clock()
+            db.execute(
+                "UPDATE sessions SET end_reason = 'branched', ended_at = ?, updated_at = ? "
+                "WHERE id = ?",
+                (parent_now, parent_now, session_id),
+            )
+            now = self._clock()
+            child = self._insert_new_session(
+                db,
+                SessionRecord(
+                    id=new_session_id(now),
+                    source=source or parent.source,
+                    title=child_title,
+                    model=parent.model,
+                    parent_session_id=parent.id,
+                    started_at=now,
+                    updated_at=now,
+                    ended_at=None,
+                    end_reason=None,
+                    message_count=0,
+                    tool_call_count=0,
+                    input_tokens=0,
+                    output_tokens=0,
+                    system_prompt=parent.system_prompt,
+                ),
+                id_given=False,
+            )
+            copied = db.execute(
+                f"INSERT INTO messages (session_id, {_MESSAGE_DATA}) "
+                f"SELECT ?, {_MESSAGE_DATA} FROM messages "
+                "WHERE session_id = ? AND id <= ? ORDER BY id",
+                (child.id, session_id, upto),
+            ).rowcount
+            (tool_calls,) = db.execute(
+                "SELECT coalesce(sum(json_array_length(tool_calls)), 0) FROM messages "
+                "WHERE session_id = ? AND id <= ? AND tool_calls IS NOT NULL",
+                (session_id, upto),
+            ).fetchone()
+            db.execute(
+                "UPDATE sessions SET message_count = ?, tool_call_count = ? WHERE id = ?",
+                (copied, tool_calls, child.id),
+            )
+            return self._require_session(db, child.id)
+
+    # -- search and stats ------------------------------------------------------------
+
+    def search(
+        self, query: str, *, limit: int = 20, source: str | None = None
+    ) -> list[SearchHit]:
+        """Best match first (bm25) among the newest RANK_WINDOW matching messages.
+
+        The query is plain words, all required, the last one a prefix; FTS5 syntax in it
+        is searched literally (see `fts_query`). Ranking is bounded to the newest
+        RANK_WINDOW matches (of `source`, when given) because bm25 costs about a
+        microsecond per matching row: a word found in most of a million messages would
+        otherwise take a second. Queries with fewer matches are ranked exactly.
+        """
+        match = fts_query(query)
+        if not match or limit <= 0:
+            return []
+        join = (
+            "JOIN messages AS m ON m.id = messages_fts.rowid "
+            "JOIN sessions AS s ON s.id = m.session_id "
+        )
+        where, params = ("AND s.source = ?", [source]) if source is not None else ("", [])
+        # FTS5 is the outer loop and delivers rows in rank order, so SQLite needs no sort
+        # and computes snippet() only for the rows it returns.
+        sql = (
+            "SELECT messages_fts.rowid, m.role, "
+            f"snippet(messages_fts, 0, '>>>', '<<<', '…', {SNIPPET_TOKENS}), "
+            f"{_SESSION_COLUMNS_S} FROM messages_fts {join}"
+            f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? {where} "
+            "ORDER BY messages_fts.rank LIMIT ?"
+        )
+        with self._read() as db:
+            # Walking the index newest first is cheap (no ranking): find the window's floor.
+            if source is None:
+                floor_row = db.execute(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
+                    "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                    (match, RANK_WINDOW - 1),
+                ).fetchone()
+            else:
+                floor_row = db.execute(
+                    f"SELECT messages_fts.rowid FROM messages_fts {join}"
+                    f"WHERE messages_fts MATCH ? {where} "
+                    "ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
+                    (match, *params, RANK_WINDOW - 1),
+                ).fetchone()
+            floor = 0 if floor_row is None else int(floor_row[0])
+            rows = db.execute(sql, (match, floor, *params, limit)).fetchall()
+        return [
+            SearchHit(session=SessionRecord(*row[3:]), message_id=row[0], role=row[1],
+                      snippet=row[2] or "")
+            for row in rows
+        ]  # fmt: skip
+
+    def stats(self) -> StoreStats:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT source, count(*), coalesce(sum(message_count), 0), "
+                "coalesce(sum(tool_call_count), 0), coalesce(sum(input_tokens), 0), "
+                "coalesce(sum(output_tokens), 0) FROM sessions GROUP BY source ORDER BY source"
+            ).fetchall()
+            db_bytes = self._db_bytes(db)
+        return StoreStats(
+            sessions=sum(row[1] for row in rows),
+            messages=sum(row[2] for row in rows),
+            tool_calls=sum(row[3] for row in rows),
+            input_tokens=sum(row[4] for row in rows),
+            output_tokens=sum(row[5] for row in rows),
+            by_source={row[0]: row[1] for row in rows},
+            db_bytes=db_bytes,
+        )
+
+    def _db_bytes(self, db: sqlite3.Connection) -> int:
+        if self._path is None:
+            (pages,) = db.execute("PRAGMA page_count").fetchone()
+            (page_size,) = db.execute("PRAGMA page_size").fetchone()
+            return int(pages) * int(page_size)
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(self._path.with_name(self._path.name + suffix))
+        return total
+
+    # -- maintenance (SQLite only, for `hermes doctor` and `hermes sessions optimize`) --
+
+    def integrity_check(self) -> str:
+        """"ok", or a one-line description of what is wrong.
+
+        Checks SQLite's own structures, the search index against the messages, and the
+        session counters against the messages.
+        """
+        with self._lock:
+            db = self._connection()
+            try:
+                rows = [str(row[0]) for row in db.execute("PRAGMA integrity_check(20)")]
+                if rows != ["ok"]:
+                    problems = [
+                        line.strip()
+                        for row in rows
+                        for line in row.splitlines()
+                        if line.strip() and not line.startswith("***")
+                    ]
+                    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+                    return "database: " + "; ".join(problems[:3]) + more
+                try:
+                    db.execute(
+                        "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
+                    )
+                except sqlite3.DatabaseError as exc:
+                    return f"search index: {_describe(exc)}"
+                (bad,) = db.execute(
+                    "SELECT count(*) FROM sessions AS s WHERE s.message_count != "
+                    "(SELECT count(*) FROM messages AS m WHERE m.session_id = s.id)"
+                ).fetchone()
+                if bad:
+                    return f"counters: {bad} session(s) have a message_count that does not match"
+            except sqlite3.Error as exc:
+                return f"database: {_describe(exc)}"
+        return "ok"
+
+    def optimize(self) -> None:
+        """Merge the search index's segments and refresh the query planner's statistics."""
+        with self._write() as db:
+            db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+        with self._read() as db:
+            db.execute("PRAGMA optimize")
+

@@ -1,0 +1,175 @@
+"""The database file: permissions, pragmas, damage handling, integrity check."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from hermes.errors import StoreError
+from hermes.store import SessionStore, open_session_store
+from hermes.store.base import NewMessage
+from hermes.store.sqlite import SqliteSessionStore
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_database_file_is_private_and_its_folder_created_0700(db_path: Path) -> None:
+    assert not db_path.parent.exists()
+    store = SqliteSessionStore(db_path)
+    session = store.create_session(source="cli")
+    store.append_message(session.id, NewMessage(role="user", content="hi"))
+    try:
+        assert mode(db_path.parent) == 0o700
+        assert mode(db_path) == 0o600
+        for suffix in ("-wal", "-shm"):
+            sidecar = db_path.with_name(db_path.name + suffix)
+            assert sidecar.exists()
+            assert mode(sidecar) == 0o600
+    finally:
+        store.close()
+
+
+def test_file_is_private_even_with_a_permissive_umask(db_path: Path) -> None:
+    import os
+
+    old = os.umask(0)
+    try:
+        SqliteSessionStore(db_path).close()
+    finally:
+        os.umask(old)
+    assert mode(db_path) == 0o600
+
+
+def test_existing_sidecars_are_tightened_on_open(db_path: Path) -> None:
+    store = SqliteSessionStore(db_path)
+    store.create_session(source="cli")
+    wal = db_path.with_name(db_path.name + "-wal")
+    wal.chmod(0o644)
+    other = SqliteSessionStore(db_path)  # opened while the first keeps the WAL alive
+    try:
+        assert mode(wal) == 0o600
+    finally:
+        other.close()
+        store.close()
+
+
+def test_connection_pragmas(store: SqliteSessionStore) -> None:
+    db = store._connection()
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_wal_is_visible_to_a_plain_sqlite_client(store: SqliteSessionStore, db_path: Path) -> None:
+    store.create_session(source="cli")
+    with sqlite3.connect(db_path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert other.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+
+
+def test_memory_database_is_supported() -> None:
+    with SqliteSessionStore(":memory:") as store:
+        session = store.create_session(source="cli", title="x")
+        assert store.get_session(session.id).title == "x"
+        assert store.path is None
+        assert store.stats().db_bytes > 0
+
+
+def test_open_session_store_returns_the_protocol(db_path: Path) -> None:
+    store = open_session_store(db_path)
+    try:
+        assert isinstance(store, SessionStore)
+        assert isinstance(store, SqliteSessionStore)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"this is not a database, just some text\n" * 200, b"SQLite format 3\x00" + b"\xff" * 4096],
+    ids=["text", "bad-header"],
+)
+def test_corrupt_file_raises_store_error_with_one_line(db_path: Path, content: bytes) -> None:
+    db_path.parent.mkdir(parents=True)
+    db_path.write_bytes(content)
+    with pytest.raises(StoreError) as caught:
+        SqliteSessionStore(db_path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(db_path) in message
+    assert "hermes doctor" in message
+
+
+def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot create session database"):
+        SqliteSessionStore(blocker / "state.db")
+
+
+def test_closed_store_raises_store_error(db_path: Path) -> None:
+    store = SqliteSessionStore(db_path)
+    store.close()
+    store.close()  # closing twice is fine
+    with pytest.raises(StoreError, match="closed"):
+        store.list_sessions()
+
+
+def test_integrity_check_ok(store: SqliteSessionStore) -> None:
+    session = store.create_session(source="cli")
+    store.append_message(session.id, NewMessage(role="user", content="hello world"))
+    store.append_message(
+        session.id, NewMessage(role="user", content=[{"type": "text", "text": "parts here"}])
+    )
+    store.fork_session(session.id)
+    assert store.integrity_check() == "ok"
+
+
+def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore) -> None:
+    session = store.create_session(source="cli")
+    store.append_message(session.id, NewMessage(role="user", content="hello world"))
+    store._connection().execute(
+        "INSERT INTO messages_fts(rowid, body) VALUES (9999, 'ghost words')"
+    )
+    assert store.integrity_check().startswith("search index:")
+
+
+def test_integrity_check_reports_wrong_counters(store: SqliteSessionStore) -> None:
+    session = store.create_session(source="cli")
+    store._connection().execute(
+        "UPDATE sessions SET message_count = 5 WHERE id = ?", (session.id,)
+    )
+    assert store.integrity_check().startswith("counters:")
+
+
+def test_damaged_pages_give_store_errors_and_a_one_line_report(db_path: Path) -> None:
+    store = SqliteSessionStore(db_path)
+    session = store.create_session(source="cli")
+    for index in range(300):
+        store.append_message(session.id, NewMessage(role="user", content=f"message {index} " * 20))
+    store.close()  # checkpoints the WAL into the main file
+    data = bytearray(db_path.read_bytes())
+    page_size = 4096
+    assert len(data) > 6 * page_size
+    for page in range(2, len(data) // page_size):  # keep page 1 (header and schema)
+        start = page * page_size + 100
+        data[start : start + 200] = b"\x55" * 200
+    db_path.write_bytes(bytes(data))
+
+    damaged = SqliteSessionStore(db_path)
+    try:
+        report = damaged.integrity_check()
+        assert report.startswith("database: ")
+        assert "\n" not in report
+        with pytest.raises(StoreError) as caught:
+            damaged.get_messages(session.id)
+        assert "malformed" in str(caught.value) and "hermes doctor" in str(caught.value)
+        assert "\n" not in str(caught.value)
+    finally:
+        damaged.close()

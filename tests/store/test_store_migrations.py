@@ -1,0 +1,118 @@
+"""Schema migrations: applied once, in order, recorded in `_migrations`."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from hermes.store.migrations import MIGRATIONS, applied_migrations, migrate
+from hermes.store.sqlite import SqliteSessionStore
+
+RECORDED = "SELECT name, applied_at FROM _migrations ORDER BY rowid"
+
+
+def schema(db: sqlite3.Connection) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for kind, name in db.execute("SELECT type, name FROM sqlite_master"):
+        found.setdefault(kind, set()).add(name)
+    return found
+
+
+def columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def test_migrate_memory_creates_the_schema() -> None:
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    applied = migrate(db)
+    assert applied == [fn.__name__ for fn in MIGRATIONS]
+    assert applied[:3] == ["m001_sessions", "m002_messages", "m003_messages_fts"]
+
+    found = schema(db)
+    assert {"_migrations", "sessions", "messages", "messages_fts"} <= found["table"]
+    assert found["view"] == {"messages_fts_source"}
+    assert {
+        "sessions_updated_at",
+        "sessions_source_updated_at",
+        "sessions_parent",
+        "sessions_title",
+        "messages_session",
+    } <= found["index"]
+    assert {
+        "messages_fts_after_insert",
+        "messages_fts_before_delete",
+        "messages_fts_before_update",
+        "messages_fts_after_update",
+    } == found["trigger"]
+    (fts_sql,) = db.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"
+    ).fetchone()
+    assert "fts5" in fts_sql and "content='messages_fts_source'" in fts_sql
+
+    assert columns(db, "sessions") == [
+        "id", "source", "title", "model", "parent_session_id", "started_at", "updated_at",
+        "ended_at", "end_reason", "message_count", "tool_call_count", "input_tokens",
+        "output_tokens", "system_prompt",
+    ]  # fmt: skip
+    assert columns(db, "messages") == [
+        "id", "session_id", "role", "content", "content_is_parts", "parts_text", "tool_calls",
+        "tool_call_id", "tool_name", "reasoning", "finish_reason", "timestamp", "token_count",
+    ]  # fmt: skip
+    assert applied_migrations(db) == applied
+
+
+def test_migrate_twice_is_a_no_op() -> None:
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    migrate(db)
+    before = db.execute(RECORDED).fetchall()
+    assert migrate(db) == []
+    assert db.execute(RECORDED).fetchall() == before
+
+
+def test_reopening_a_file_does_not_rerun_migrations(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    first = SqliteSessionStore(path)
+    assert first.applied_migrations == [fn.__name__ for fn in MIGRATIONS]
+    session = first.create_session(source="cli", title="kept")
+    first.close()
+    with sqlite3.connect(path) as raw:
+        recorded = raw.execute(RECORDED).fetchall()
+
+    second = SqliteSessionStore(path)
+    try:
+        assert second.applied_migrations == []
+        assert second.get_session(session.id).title == "kept"
+    finally:
+        second.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute(RECORDED).fetchall() == recorded
+
+
+def test_a_failing_migration_is_rolled_back_and_not_recorded() -> None:
+    db = sqlite3.connect(":memory:", isolation_level=None)
+
+    def m999_broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        conn.execute("THIS IS NOT SQL")
+
+    MIGRATIONS.append(m999_broken)
+    try:
+        try:
+            migrate(db)
+        except sqlite3.OperationalError:
+            pass
+        else:
+            raise AssertionError("the broken migration should have raised")
+    finally:
+        MIGRATIONS.remove(m999_broken)
+    assert "m999_broken" not in applied_migrations(db)
+    assert "half_done" not in schema(db)["table"]
+    assert "m003_messages_fts" in applied_migrations(db)
+    assert not db.in_transaction
+
+
+def test_migration_names_are_ordered_and_unique() -> None:
+    names = [fn.__name__ for fn in MIGRATIONS]
+    assert names == sorted(names)
+    assert len(set(names)) == len(names)
+    assert all(name[0] == "m" and name[1:4].isdigit() for name in names)
