@@ -102,7 +102,7 @@ def init_app(app: web.Application) -> None:
         registry.store = store
 
     async def settle_runs(app: web.Application) -> None:
-        await registry.shutdown()
+        await registry.shutdown(timeout=2.0)
 
     async def close_store(app: web.Application) -> None:
         if registry.store is not None:
