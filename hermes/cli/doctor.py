@@ -1,0 +1,182 @@
+"""`hermes doctor`: check the installation, one line per check.
+
+    ✓ config: …      the check passed
+    ! home: …        a warning (something to fix, but hermes works)
+    ✗ provider: …    the check failed
+
+Checks, in order: `config` (settings load; config.toml readable and valid), `provider`
+(which provider `hermes chat` would use and why, or the exact ConfigError), `home`
+(HERMES_HOME exists with mode 0700), `state.db` (mode 0600), `database` (the session
+store opens and its integrity check passes), `endpoint` (the OpenAI-compatible endpoint
+answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured model).
+A check that cannot run because an earlier one failed is left out.
+
+Exit 0 when nothing failed (warnings allowed), 1 when a check failed.
+`--json` prints a list of {"name": str, "ok": bool, "status": "ok"|"warning"|"failed",
+"detail": str}; `ok` is false only for failed checks.
+
+Nothing is created: a missing HERMES_HOME or state.db is reported, never made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import typer
+
+from hermes.cli._common import print_json
+
+if TYPE_CHECKING:
+    from hermes.agent.factory import ProviderChoice
+    from hermes.config import Settings
+
+ENDPOINT_TIMEOUT = 5.0
+"""Seconds the endpoint has to answer GET /models."""
+
+Status = Literal["ok", "warning", "failed"]
+_MARKS: dict[Status, str] = {"ok": "✓", "warning": "!", "failed": "✗"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+    def line(self) -> str:
+        return f"{_MARKS[self.status]} {self.name}: {self.detail}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "ok": self.ok, "status": self.status, "detail": self.detail}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help='Print [{"name", "ok", "status", "detail"}, ...].'),
+) -> None:
+    """Check the setup: config, files, database, endpoint."""
+    checks = run_checks()
+    if as_json:
+        print_json([check.to_json() for check in checks])
+    else:
+        for check in checks:
+            typer.echo(check.line())
+    if not all(check.ok for check in checks):
+        raise typer.Exit(1)
+
+
+def run_checks() -> list[Check]:
+    """Every check that can run, in order."""
+    from hermes.config import Settings
+    from hermes.errors import ConfigError
+
+    try:
+        settings = Settings.load()
+    except ConfigError as exc:
+        return [Check("config", "failed", str(exc))]
+    config_file = settings.config_path
+    where = str(config_file) if config_file.exists() else f"defaults and environment ({config_file} not present)"
+    checks = [Check("config", "ok", f"loaded from {where}")]
+
+    provider_check, choice = _check_provider(settings)
+    checks.append(provider_check)
+    checks.append(_check_home(settings.home))
+    checks.extend(_check_database(settings.state_db_path))
+    if choice is not None:
+        checks.append(_check_endpoint(settings, choice))
+    return checks
+
+
+def _check_provider(settings: Settings) -> tuple[Check, ProviderChoice | None]:
+    from hermes.agent.factory import choose_provider
+    from hermes.errors import ConfigError
+
+    try:
+        choice = choose_provider(settings)
+    except ConfigError as exc:
+        return Check("provider", "failed", str(exc)), None
+    return Check("provider", "ok", f"{choice.name}, model {choice.model} ({choice.reason})"), choice
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _check_home(home: Path) -> Check:
+    if not home.exists():
+        return Check("home", "warning", f"{home} does not exist yet (created on first use)")
+    if not home.is_dir():
+        return Check("home", "failed", f"{home} is not a folder")
+    mode = _mode(home)
+    if mode != 0o700:
+        return Check("home", "warning", f"{home} has mode {mode:04o}, expected 0700 (chmod 700 {home})")
+    return Check("home", "ok", f"{home} (0700)")
+
+
+def _check_database(path: Path) -> list[Check]:
+    if not path.exists():
+        return [Check("state.db", "warning", f"{path} does not exist yet (created on first use)")]
+    mode = _mode(path)
+    if mode != 0o600:
+        checks = [Check("state.db", "warning", f"{path} has mode {mode:04o}, expected 0600 (chmod 600 {path})")]
+    else:
+        checks = [Check("state.db", "ok", f"{path} (0600)")]
+
+    from hermes.errors import StoreError
+    from hermes.store import open_session_store
+
+    try:
+        store = open_session_store(path)
+    except StoreError as exc:
+        return [*checks, Check("database", "failed", str(exc))]
+    try:
+        integrity_check = getattr(store, "integrity_check", None)
+        if integrity_check is None:
+            return [*checks, Check("database", "ok", "opened (no integrity check for this store)")]
+        try:
+            result = integrity_check()
+        except StoreError as exc:
+            return [*checks, Check("database", "failed", str(exc))]
+    finally:
+        store.close()
+    if result != "ok":
+        return [*checks, Check("database", "failed", f"integrity check: {result}")]
+    return [*checks, Check("database", "ok", "integrity check ok")]
+
+
+def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
+    if choice.name != "openai":
+        return Check("endpoint", "ok", f"{choice.name} provider (nothing to reach)")
+    from hermes.agent.factory import build_provider
+    from hermes.errors import HermesError
+
+    async def models() -> list[str]:
+        provider = build_provider(settings, choice)
+        list_models = getattr(provider, "list_models")
+        try:
+            return list(await asyncio.wait_for(list_models(), ENDPOINT_TIMEOUT))
+        finally:
+            await provider.aclose()
+
+    url = settings.base_url
+    try:
+        available = asyncio.run(models())
+    except TimeoutError:
+        return Check("endpoint", "failed", f"{url} did not answer within {ENDPOINT_TIMEOUT:g} s")
+    except HermesError as exc:
+        return Check("endpoint", "failed", str(exc))
+    if choice.model not in available:
+        listed = ", ".join(available[:5]) + (", …" if len(available) > 5 else "") if available else "none"
+        return Check("endpoint", "warning", f"{url} answers but does not list model {choice.model!r} (listed: {listed})")
+    return Check("endpoint", "ok", f"{url} answers and lists model {choice.model!r}")

@@ -1,0 +1,549 @@
+"""`hermes sessions list|show|search|rename|delete|fork|export|stats`.
+
+Every command opens `$HERMES_HOME/state.db`, does one thing through the `SessionStore`
+interface and prints: an aligned plain-text view for people, or with `--json` one JSON
+document on stdout for scripts. Errors are one line on stderr (`hermes: …`):
+
+    exit 0  success
+    exit 1  unknown session or message id (SessionNotFound / MessageNotFound), store errors,
+            a declined delete confirmation
+    exit 2  bad input: a malformed or out-of-range option, an unknown --format, an empty
+            title, `delete` without --yes when stdin is not a terminal
+
+JSON shapes (stable; new keys may be added, none removed or renamed):
+
+    sessions list --json, sessions search --json
+        {"object": "list", "data": [...], "has_more": bool}
+        `list` data items are session objects; `search` data items are search hits:
+        {"object": "search_hit", "session": <session>, "message_id": int,
+         "role": str, "snippet": str}           (the match is wrapped in >>> <<<)
+        `has_more` is true when more items exist past --limit (and --offset).
+
+    session object (sessions show --json without "messages", fork --json, first line of
+    export --format jsonl, export --format json with "messages")
+        {"object": "session", "id": str, "source": str, "title": str|null,
+         "model": str|null, "parent_session_id": str|null,
+         "started_at": float, "updated_at": float,        (Unix seconds)
+         "ended_at": float|null, "end_reason": str|null,
+         "message_count": int, "tool_call_count": int,
+         "input_tokens": int, "output_tokens": int, "system_prompt": str|null}
+
+    sessions show --json, export --format json
+        the session object plus "messages": [<message>, ...] (oldest first), where
+        <message> = {"object": "message", "id": int, "session_id": str, "role": str,
+                     "content": str|list|null, "tool_calls": list|null,
+                     "tool_call_id": str|null, "tool_name": str|null,
+                     "reasoning": str|null, "finish_reason": str|null,
+                     "timestamp": float, "token_count": int|null}
+
+    export --format jsonl
+        line 1 the session object, then one message object per line.
+
+    sessions stats --json
+        {"object": "stats", "sessions": int, "messages": int, "tool_calls": int,
+         "input_tokens": int, "output_tokens": int, "by_source": {source: int},
+         "db_bytes": int, "path": str}
+
+`export -o FILE` writes FILE with mode 0600 (a transcript can hold secrets, like
+state.db itself), atomically through a temporary file in the same folder, replacing
+any existing file; stdout stays empty and one confirmation line goes to stderr.
+
+Nothing heavy is imported at module import: the store is opened inside each command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from typer.core import TyperGroup
+
+from hermes.cli._common import load_settings, open_store, print_json
+from hermes.errors import UsageError
+
+if TYPE_CHECKING:
+    from hermes.config import Settings
+    from hermes.store.base import MessageRecord, SessionRecord, SessionStore
+
+try:  # typer >= 0.25 vendors click as typer._click
+    from typer._click.exceptions import UsageError as _ClickUsageError
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click.exceptions import UsageError as _ClickUsageError  # type: ignore[no-redef]
+
+
+class _OneLineUsageErrors(TyperGroup):
+    """Reports click's parse errors (bad option values, unknown options) as UsageError,
+    so the root group prints them as one `hermes: …` line with exit 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _ClickUsageError as exc:
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            raise UsageError(exc.format_message() + where) from None
+
+
+app = typer.Typer(
+    cls=_OneLineUsageErrors,
+    help="List, search, fork and export saved sessions.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+EXPORT_FORMATS = ("json", "jsonl", "markdown")
+TOOL_RESULT_LINES = 8
+"""Lines of a tool result `show` prints before summarising the rest."""
+ARGUMENTS_CHARS = 120
+"""Characters of a tool call's arguments `show` prints."""
+
+
+# ---- helpers ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _opened_store(settings: Settings | None = None) -> Iterator[SessionStore]:
+    store = open_store(settings or load_settings())
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _when(timestamp: float | None) -> str:
+    """Local time as YYYY-MM-DD HH:MM ("" for None)."""
+    if timestamp is None:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, width: int) -> str:
+    if width <= 0 or len(text) <= width:
+        return text
+    return text[: max(width - 1, 0)] + "…"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _content_text(content: Any) -> str:
+    """Readable text of a message content: a string, or the text of its parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    pieces = []
+    for part in content:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif isinstance(part, dict):
+            pieces.append(f"[{part.get('type', 'part')}]")
+    return "\n".join(pieces)
+
+
+def _call_summary(call: dict[str, Any]) -> tuple[str, str]:
+    """(name, compact arguments) of an OpenAI tool call."""
+    function = call.get("function") or {}
+    name = str(function.get("name") or call.get("name") or "?")
+    raw = function.get("arguments") or ""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return name, _one_line(raw)
+    return name, json.dumps(raw, ensure_ascii=False)
+
+
+def _session_json(record: SessionRecord, messages: list[MessageRecord] | None = None) -> dict[str, Any]:
+    data = record.to_json()
+    if messages is not None:
+        data["messages"] = [message.to_json() for message in messages]
+    return data
+
+
+def _list_json(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {"object": "list", "data": items, "has_more": has_more}
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width when stdout is one, else None (no clipping when piped)."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
+# ---- list -------------------------------------------------------------------------------
+
+
+def _table(rows: list[tuple[str, ...]], right_aligned: set[int], width: int | None) -> list[str]:
+    """Rows as aligned columns (two spaces apart); the last column is clipped to `width`."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(widths[i]) if i in right_aligned else cell.ljust(widths[i])
+            for i, cell in enumerate(row[:-1])
+        ]
+        head = "  ".join(cells) + "  "
+        last = row[-1] if width is None else _clip(row[-1], width - len(head))
+        lines.append((head + last).rstrip())
+    return lines
+
+
+def _session_rows(records: list[SessionRecord]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("ID", "UPDATED", "SOURCE", "MSGS", "TITLE")]
+    for record in records:
+        rows.append(
+            (record.id, _when(record.updated_at), record.source, str(record.message_count), record.title or "")
+        )
+    return rows
+
+
+@app.command("list")
+def list_(
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many sessions to show."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
+    source: str | None = typer.Option(None, "--source", help="Only sessions from this source (cli, tui, api_server)."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
+) -> None:
+    """List sessions, newest activity first."""
+    with _opened_store() as store:
+        records = store.list_sessions(limit=limit + 1, offset=offset, source=source)
+        has_more = len(records) > limit
+        records = records[:limit]
+        if as_json:
+            print_json(_list_json([record.to_json() for record in records], has_more))
+            return
+        if not records:
+            typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
+            return
+        for line in _table(_session_rows(records), {3}, _terminal_width()):
+            typer.echo(line)
+        if has_more:
+            total = store.count_sessions(source=source)
+            shown_to = offset + len(records)
+            typer.echo(f"… {total - shown_to} more (showing {offset + 1}-{shown_to} of {total}; next: --offset {shown_to})")
+
+
+# ---- show -------------------------------------------------------------------------------
+
+
+def _header(record: SessionRecord) -> list[str]:
+    lines = [f"{record.id}  {record.title}" if record.title else record.id]
+    details = [f"source {record.source}"]
+    if record.model:
+        details.append(f"model {record.model}")
+    details.append(_plural(record.message_count, "message"))
+    details.append(_plural(record.tool_call_count, "tool call"))
+    details.append(f"tokens {record.input_tokens} in / {record.output_tokens} out")
+    lines.append(" · ".join(details))
+    times = [f"started {_when(record.started_at)}", f"updated {_when(record.updated_at)}"]
+    if record.end_reason:
+        times.append(f"ended {_when(record.ended_at)} ({record.end_reason})")
+    lines.append(" · ".join(times))
+    if record.parent_session_id:
+        lines.append(f"forked from {record.parent_session_id}")
+    return lines
+
+
+def _indented(text: str, prefix: str = "  ") -> list[str]:
+    return [prefix + line if line else "" for line in text.splitlines()]
+
+
+def _transcript(messages: list[MessageRecord]) -> list[str]:
+    """Messages as readable blocks: "#ID role" then the indented text; tool calls one line
+    each, tool results cut to TOOL_RESULT_LINES lines."""
+    lines: list[str] = []
+    for message in messages:
+        label = f"#{message.id} {message.role}"
+        if message.role == "tool" and message.tool_name:
+            label += f" ({message.tool_name})"
+        lines.append("")
+        lines.append(label)
+        text = _content_text(message.content).rstrip()
+        body = text.splitlines()
+        if message.role == "tool" and len(body) > TOOL_RESULT_LINES:
+            hidden = len(body) - TOOL_RESULT_LINES
+            text = "\n".join(body[:TOOL_RESULT_LINES] + [f"… {_plural(hidden, 'more line')}"])
+        lines.extend(_indented(text))
+        for call in message.tool_calls or []:
+            name, arguments = _call_summary(call)
+            lines.append(f"  → {name} {_clip(arguments, ARGUMENTS_CHARS)}".rstrip())
+    return lines
+
+
+@app.command("show")
+def show(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    as_json: bool = typer.Option(False, "--json", help='Print the session object with "messages".'),
+) -> None:
+    """Show a session and its transcript.
+
+    A header (title, source, model, counts, times), then every message as "#ID role"
+    with its text indented; tool calls are summarised on one line each and long tool
+    results are cut. The message ids are the ones `fork --at` takes.
+    """
+    with _opened_store() as store:
+        record = store.get_session(session_id)
+        messages = store.get_messages(session_id)
+    if as_json:
+        print_json(_session_json(record, messages))
+        return
+    for line in _header(record) + _transcript(messages):
+        typer.echo(line)
+
+
+# ---- search -----------------------------------------------------------------------------
+
+
+def _highlight(snippet: str, color: bool) -> str:
+    snippet = _one_line(snippet)
+    if not color:
+        return snippet
+    return snippet.replace(">>>", "\x1b[1m").replace("<<<", "\x1b[0m")
+
+
+@app.command("search")
+def search(
+    query: str = typer.Argument(..., help="Words to find (all of them; the last one as a prefix)."),
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many hits to show."),
+    source: str | None = typer.Option(None, "--source", help="Only sessions from this source."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [hits], "has_more": bool}.'),
+) -> None:
+    """Search message text, best match first."""
+    with _opened_store() as store:
+        hits = store.search(query, limit=limit + 1, source=source)
+    has_more = len(hits) > limit
+    hits = hits[:limit]
+    if as_json:
+        print_json(_list_json([hit.to_json() for hit in hits], has_more))
+        return
+    if not hits:
+        typer.echo("No matches.")
+        return
+    color = sys.stdout.isatty()
+    for hit in hits:
+        title = hit.session.title or ""
+        typer.echo(f"{hit.session.id}  #{hit.message_id} {hit.role}  {title}".rstrip())
+        typer.echo(f"  {_highlight(hit.snippet, color)}")
+    if has_more:
+        typer.echo(f"… more matches (raise --limit above {limit})")
+
+
+# ---- rename / delete / fork -------------------------------------------------------------
+
+
+@app.command("rename")
+def rename(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    title: str = typer.Argument(..., help="The new title."),
+) -> None:
+    """Set a session's title."""
+    if not title.strip():
+        raise UsageError("the title must not be empty")
+    with _opened_store() as store:
+        record = store.rename_session(session_id, title)
+    typer.echo(f"Renamed {record.id}: {record.title}")
+
+
+@app.command("delete")
+def delete(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Delete a session and its messages.
+
+    Sessions forked from it are kept. Asks for confirmation on a terminal; when stdin
+    is not a terminal, --yes is required.
+    """
+    with _opened_store() as store:
+        record = store.get_session(session_id)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UsageError(f"refusing to delete {record.id} without confirmation: stdin is not a terminal; pass --yes")
+            described = f'"{record.title}", ' if record.title else ""
+            question = f"Delete session {record.id} ({described}{_plural(record.message_count, 'message')})?"
+            if not typer.confirm(question, default=False):
+                typer.echo("Not deleted.", err=True)
+                raise typer.Exit(1)
+        store.delete_session(record.id)
+    typer.echo(f"Deleted {record.id}")
+
+
+@app.command("fork")
+def fork(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session to fork."),
+    at: int | None = typer.Option(None, "--at", metavar="MESSAGE_ID", help="Copy messages up to and including this one (ids from `show`)."),
+    title: str | None = typer.Option(None, "--title", help='Title of the new session (default "<title> #2").'),
+    as_json: bool = typer.Option(False, "--json", help="Print the new session object."),
+) -> None:
+    """Copy a session into a new one.
+
+    All messages, or with --at those up to and including MESSAGE_ID; prints the new
+    session. The original is marked as branched.
+    """
+    if title is not None and not title.strip():
+        raise UsageError("the title must not be empty")
+    with _opened_store() as store:
+        child = store.fork_session(session_id, at_message_id=at, title=title)
+    if as_json:
+        print_json(child.to_json())
+        return
+    typer.echo(f"Forked {session_id} → {child.id}  {child.title or ''}".rstrip())
+    typer.echo(f"{_plural(child.message_count, 'message')} copied; continue it with: hermes chat --resume {child.id}")
+
+
+# ---- export -----------------------------------------------------------------------------
+
+
+def _fence(text: str, info: str = "") -> list[str]:
+    """A Markdown code fence longer than any backtick run inside `text`."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]
+
+
+def _markdown(record: SessionRecord, messages: list[MessageRecord]) -> str:
+    lines = [f"# {record.title or 'Session ' + record.id}", ""]
+    lines.append(f"- id: `{record.id}`")
+    lines.append(f"- source: {record.source}")
+    if record.model:
+        lines.append(f"- model: {record.model}")
+    lines.append(f"- started: {_when(record.started_at)}")
+    lines.append(f"- updated: {_when(record.updated_at)}")
+    if record.parent_session_id:
+        lines.append(f"- forked from: `{record.parent_session_id}`")
+    lines.append(f"- messages: {record.message_count}")
+    for message in messages:
+        text = _content_text(message.content).rstrip()
+        lines.append("")
+        if message.role == "tool":
+            lines.append(f"## Tool result ({message.tool_name or message.tool_call_id or '?'})")
+            lines.append("")
+            lines.extend(_fence(text))
+            continue
+        lines.append(f"## {message.role.capitalize()}")
+        if text:
+            lines.extend(["", text])
+        for call in message.tool_calls or []:
+            name, arguments = _call_summary(call)
+            lines.extend(["", f"Tool call `{name}`:", ""])
+            lines.extend(_fence(arguments, "json"))
+    return "\n".join(lines) + "\n"
+
+
+def _render_export(fmt: str, record: SessionRecord, messages: list[MessageRecord]) -> str:
+    if fmt == "json":
+        return json.dumps(_session_json(record, messages), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "jsonl":
+        rows = [record.to_json()] + [message.to_json() for message in messages]
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return _markdown(record, messages)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically with mode 0600 (replacing an existing file)."""
+    import tempfile
+
+    folder = path.parent
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")  # created 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@app.command("export")
+def export(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    fmt: str = typer.Option("json", "--format", "-f", metavar="json|jsonl|markdown", help="Output format."),
+    output: Path | None = typer.Option(None, "--output", "-o", metavar="FILE", help="Write to FILE (mode 0600) instead of stdout."),
+) -> None:
+    """Export a session as json, jsonl or markdown.
+
+    json: the session object with "messages"; jsonl: the session on the first line, then
+    one message per line; markdown: a readable transcript. -o writes FILE with mode 0600.
+    """
+    fmt = {"md": "markdown"}.get(fmt.lower(), fmt.lower())
+    if fmt not in EXPORT_FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
+    with _opened_store() as store:
+        record = store.get_session(session_id)
+        messages = store.get_messages(session_id)
+    text = _render_export(fmt, record, messages)
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        _write_private(output, text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    typer.echo(f"Wrote {_plural(len(messages), 'message')} of {record.id} to {output}", err=True)
+
+
+# ---- stats ------------------------------------------------------------------------------
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+@app.command("stats")
+def stats(
+    as_json: bool = typer.Option(False, "--json", help='Print {"object": "stats", ...}.'),
+) -> None:
+    """Totals: sessions, messages, tokens, db size."""
+    settings = load_settings()
+    with _opened_store(settings) as store:
+        totals = store.stats()
+    if as_json:
+        print_json(
+            {
+                "object": "stats",
+                "sessions": totals.sessions,
+                "messages": totals.messages,
+                "tool_calls": totals.tool_calls,
+                "input_tokens": totals.input_tokens,
+                "output_tokens": totals.output_tokens,
+                "by_source": totals.by_source,
+                "db_bytes": totals.db_bytes,
+                "path": str(settings.state_db_path),
+            }
+        )
+        return
+    rows: list[tuple[str, str]] = [("sessions", str(totals.sessions))]
+    rows += [(f"  {source}", str(count)) for source, count in sorted(totals.by_source.items())]
+    rows += [
+        ("messages", str(totals.messages)),
+        ("tool calls", str(totals.tool_calls)),
+        ("tokens", f"{totals.input_tokens} in / {totals.output_tokens} out"),
+        ("database", f"{_size(totals.db_bytes)} ({settings.state_db_path})"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        typer.echo(f"{name.ljust(width)}  {value}")

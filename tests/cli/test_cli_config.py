@@ -1,0 +1,128 @@
+"""`hermes config show|get|set|unset|path` against a real HERMES_HOME."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from hermes.config import OPTIONS
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_path(invoke, hermes_home):
+    result = invoke("config", "path")
+
+    assert (result.exit_code, result.stdout) == (0, f"{hermes_home / 'config.toml'}\n")
+    assert not hermes_home.exists()  # printing the path creates nothing
+
+
+def test_show_lists_every_setting_aligned_with_defaults(invoke, hermes_home):
+    lines = invoke("config", "show").stdout.splitlines()
+
+    width = max(len(name) for name in OPTIONS)
+    assert [line[:width].rstrip() for line in lines] == list(OPTIONS)
+    assert f"{'home'.ljust(width)}  {hermes_home}" in lines
+    assert f"{'stream_retries'.ljust(width)}  2" in lines
+    assert f"{'server_port'.ljust(width)}  8642" in lines
+    assert f"{'yolo'.ljust(width)}  false" in lines
+
+
+def test_show_masks_secrets(invoke, monkeypatch):
+    monkeypatch.setenv("HERMES_API_KEY", "sk-very-secret-abcd1234")
+    monkeypatch.setenv("API_SERVER_KEY", "short")
+
+    text = invoke("config", "show").stdout
+    data = json.loads(invoke("config", "show", "--json").stdout)
+
+    assert "very-secret" not in text and "short" not in text
+    assert (data["api_key"], data["server_key"]) == ("****1234", "****")
+    assert list(data) == list(OPTIONS)
+    assert invoke("config", "get", "api_key").stdout == "****1234\n"
+
+
+def test_set_writes_a_private_config_file_in_a_private_home(invoke, hermes_home):
+    result = invoke("config", "set", "model", "gpt-test")
+
+    config = hermes_home / "config.toml"
+    assert (result.exit_code, result.stdout) == (0, f"model = gpt-test  ({config})\n")
+    assert config.read_text() == 'model = "gpt-test"\n'
+    assert mode(config) == 0o600
+    assert mode(hermes_home) == 0o700
+    assert invoke("config", "get", "model").stdout == "gpt-test\n"
+
+
+def test_set_coerces_and_validates_types(invoke, hermes_home):
+    assert invoke("config", "set", "stream_retries", "5").exit_code == 0
+    assert invoke("config", "set", "yolo", "yes").exit_code == 0
+    assert invoke("config", "set", "stream_stale_timeout", "12.5").exit_code == 0
+
+    bad = invoke("config", "set", "stream_retries", "abc")
+
+    assert bad.exit_code == 2
+    assert bad.stdout == ""
+    assert bad.stderr == "hermes: invalid value for stream_retries: 'abc' (expected int)\n"
+    assert (hermes_home / "config.toml").read_text() == "stream_retries = 5\nstream_stale_timeout = 12.5\nyolo = true\n"
+    assert invoke("config", "get", "stream_retries").stdout == "5\n"
+
+
+def test_set_a_secret_does_not_echo_it(invoke, hermes_home):
+    result = invoke("config", "set", "api_key", "sk-secret-value-9999")
+
+    assert result.stdout == f"api_key = ****  ({hermes_home / 'config.toml'})\n"
+    assert invoke("config", "get", "api_key").stdout == "****9999\n"
+
+
+@pytest.mark.parametrize(
+    "command", [["set", "nope", "1"], ["get", "nope"], ["unset", "nope"], ["set", "home", "/tmp"]],
+)
+def test_unknown_setting_is_one_line_exit_2(invoke, command):
+    result = invoke("config", *command)
+
+    assert result.exit_code == 2
+    assert result.stderr == f"hermes: unknown setting {command[1]!r}; see `hermes config show`\n"
+
+
+def test_unset_restores_the_default(invoke, hermes_home):
+    invoke("config", "set", "server_port", "9000")
+    invoke("config", "set", "model", "m")
+    assert invoke("config", "get", "server_port").stdout == "9000\n"
+
+    result = invoke("config", "unset", "server_port")
+
+    assert result.stdout == f"server_port removed from {hermes_home / 'config.toml'}\n"
+    assert invoke("config", "get", "server_port").stdout == "8642\n"
+    assert (hermes_home / "config.toml").read_text() == 'model = "m"\n'
+
+
+def test_environment_beats_config_file(invoke, monkeypatch):
+    invoke("config", "set", "model", "from-file")
+    monkeypatch.setenv("HERMES_MODEL", "from-env")
+
+    assert invoke("config", "get", "model").stdout == "from-env\n"
+
+
+def test_broken_config_file_is_one_line_exit_2(invoke, run_hermes, hermes_home):
+    hermes_home.mkdir(mode=0o700)
+    (hermes_home / "config.toml").write_text("model = [unterminated\n")
+
+    result = invoke("config", "show")
+    proc = run_hermes("config", "show")
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"hermes: {hermes_home / 'config.toml'}: invalid TOML (")
+    assert result.stderr.count("\n") == 1
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", result.stderr)
+
+
+def test_subprocess_set_bad_value_exit_2(run_hermes, hermes_home):
+    proc = run_hermes("config", "set", "server_port", "eighty")
+
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "hermes: invalid value for server_port: 'eighty' (expected int)\n"
+    assert not (hermes_home / "config.toml").exists()

@@ -1,0 +1,171 @@
+"""`hermes doctor` with no endpoint, a scripted one on loopback, and a closed port."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes.agent.factory import NO_ENDPOINT
+from hermes.testing.upstream import ScriptedUpstream
+
+
+@pytest.fixture
+def upstream(monkeypatch) -> Iterator[ScriptedUpstream]:
+    """A reachable OpenAI-compatible endpoint, configured through the environment."""
+    with ScriptedUpstream.in_thread(model="scripted-model") as upstream:
+        monkeypatch.setenv("HERMES_BASE_URL", upstream.base_url)
+        monkeypatch.setenv("HERMES_MODEL", "scripted-model")
+        yield upstream
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ok_files(home: Path) -> list[str]:
+    return [
+        f"✓ home: {home} (0700)",
+        f"✓ state.db: {home / 'state.db'} (0600)",
+        "✓ database: integrity check ok",
+    ]
+
+
+def test_no_endpoint_fails_with_the_config_error(invoke, monkeypatch, hermes_home):
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")  # rule out the optional local model
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"✓ config: loaded from defaults and environment ({hermes_home / 'config.toml'} not present)",
+        f"✗ provider: {NO_ENDPOINT}",
+        f"! home: {hermes_home} does not exist yet (created on first use)",
+        f"! state.db: {hermes_home / 'state.db'} does not exist yet (created on first use)",
+    ]
+    assert not hermes_home.exists()  # the doctor creates nothing
+
+
+def test_reachable_endpoint_all_ok(invoke, store, upstream, hermes_home):
+    result = invoke("doctor")
+
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.splitlines() == [
+        f"✓ config: loaded from defaults and environment ({hermes_home / 'config.toml'} not present)",
+        f"✓ provider: openai, model scripted-model (base_url is set ({upstream.base_url}))",
+        *ok_files(hermes_home),
+        f"✓ endpoint: {upstream.base_url} answers and lists model 'scripted-model'",
+    ]
+    assert upstream.requests == []  # only GET /models: the doctor never spends tokens
+
+
+def test_endpoint_that_does_not_list_the_model_is_a_warning(invoke, store, upstream, monkeypatch):
+    monkeypatch.setenv("HERMES_MODEL", "other-model")
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == (
+        f"! endpoint: {upstream.base_url} answers but does not list model 'other-model' (listed: scripted-model)"
+    )
+
+
+def test_unreachable_endpoint_fails(invoke, store, monkeypatch, closed_port, hermes_home):
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    monkeypatch.setenv("HERMES_BASE_URL", url)
+    monkeypatch.setenv("HERMES_MODEL", "m")
+
+    result = invoke("doctor")
+
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 1
+    assert lines[1:5] == [f"✓ provider: openai, model m (base_url is set ({url}))", *ok_files(hermes_home)]
+    assert lines[5].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
+    assert len(lines) == 6
+
+
+def test_loose_permissions_are_warnings(invoke, store, upstream, hermes_home):
+    os.chmod(hermes_home, 0o755)
+    os.chmod(hermes_home / "state.db", 0o644)
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[2] == f"! home: {hermes_home} has mode 0755, expected 0700 (chmod 700 {hermes_home})"
+    db = hermes_home / "state.db"
+    assert lines[3] == f"! state.db: {db} has mode 0644, expected 0600 (chmod 600 {db})"
+
+
+def test_damaged_database_fails(invoke, upstream, hermes_home):
+    hermes_home.mkdir(mode=0o700)
+    db = hermes_home / "state.db"
+    db.write_bytes(b"this is not a database" * 100)
+    os.chmod(db, 0o600)
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 1
+    line = result.stdout.splitlines()[4]
+    assert line.startswith(f"✗ database: cannot open session database {db}: ")
+
+
+def test_broken_config_stops_at_the_first_check(invoke, hermes_home):
+    hermes_home.mkdir(mode=0o700)
+    (hermes_home / "config.toml").write_text("colour = 'blue'\n")
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 1
+    assert result.stdout == f"✗ config: {hermes_home / 'config.toml'}: unknown setting(s): colour\n"
+
+
+def test_json_output(invoke, store, upstream, hermes_home):
+    os.chmod(hermes_home, 0o750)
+
+    result = invoke("doctor", "--json")
+
+    checks = json.loads(result.stdout)
+    assert result.exit_code == 0
+    assert [(c["name"], c["ok"], c["status"]) for c in checks] == [
+        ("config", True, "ok"),
+        ("provider", True, "ok"),
+        ("home", True, "warning"),
+        ("state.db", True, "ok"),
+        ("database", True, "ok"),
+        ("endpoint", True, "ok"),
+    ]
+    assert all(set(c) == {"name", "ok", "status", "detail"} for c in checks)
+    assert checks[2]["detail"] == f"{hermes_home} has mode 0750, expected 0700 (chmod 700 {hermes_home})"
+
+
+def test_json_output_when_failing(invoke, monkeypatch):
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")
+
+    result = invoke("doctor", "--json")
+
+    assert result.exit_code == 1
+    provider = json.loads(result.stdout)[1]
+    assert provider == {"name": "provider", "ok": False, "status": "failed", "detail": NO_ENDPOINT}
+
+
+def test_subprocess_exit_codes(run_hermes, monkeypatch, closed_port, hermes_home):
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")
+    no_endpoint = run_hermes("doctor")
+    monkeypatch.setenv("HERMES_BASE_URL", f"http://127.0.0.1:{closed_port}/v1")
+    monkeypatch.setenv("HERMES_MODEL", "m")
+    unreachable = run_hermes("doctor")
+
+    assert no_endpoint.returncode == 1
+    assert f"✗ provider: {NO_ENDPOINT}\n" in no_endpoint.stdout
+    assert unreachable.returncode == 1
+    assert "✗ endpoint: cannot reach the model endpoint" in unreachable.stdout
+    assert no_endpoint.stderr == unreachable.stderr == ""

@@ -1,0 +1,489 @@
+"""`hermes sessions …` against a real state.db in HERMES_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes.errors import SessionNotFound
+from hermes.store import NewMessage, SessionRecord
+from hermes.store.base import SessionStore
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls -la"}'}}
+
+
+def when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def chat(store: SessionStore, session: SessionRecord, *texts: str) -> SessionRecord:
+    """Append alternating user/assistant messages; return the refreshed record."""
+    for i, text in enumerate(texts):
+        store.append_message(session.id, NewMessage(role="user" if i % 2 == 0 else "assistant", content=text))
+    return store.get_session(session.id)
+
+
+@pytest.fixture
+def tool_session(store: SessionStore) -> SessionRecord:
+    """A session with a tool call and a 12-line tool result."""
+    session = store.create_session(source="cli", title="List files", model="gpt-test")
+    store.append_message(session.id, NewMessage(role="user", content="Please list the files"))
+    store.append_message(session.id, NewMessage(role="assistant", content="Let me look.", tool_calls=[CALL]))
+    store.append_message(
+        session.id,
+        NewMessage(role="tool", content="\n".join(f"file{i}" for i in range(12)), tool_call_id="call_1", tool_name="terminal"),
+    )
+    store.append_message(session.id, NewMessage(role="assistant", content="There are twelve files."))
+    return store.get_session(session.id)
+
+
+# ---- list ---------------------------------------------------------------------------------
+
+
+def test_list_prints_an_aligned_table_newest_activity_first(invoke, store):
+    old = chat(store, store.create_session(source="cli", title="Old one"), "hi", "hello")
+    api = store.create_session(source="api_server")
+    old = chat(store, old, "again")  # activity moves "Old one" to the top
+
+    result = invoke("sessions", "list")
+
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == [
+        "ID                      UPDATED           SOURCE      MSGS  TITLE",
+        f"{old.id}  {when(old.updated_at)}  cli            3  Old one",
+        f"{api.id}  {when(api.updated_at)}  api_server     0",
+    ]
+
+
+def test_list_limit_offset_and_footer(invoke, store):
+    ids = [store.create_session(source="cli", title=f"s{i}").id for i in range(5)]
+    newest_first = ids[::-1]
+
+    result = invoke("sessions", "list", "--limit", "2", "--offset", "1")
+
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:3]] == newest_first[1:3]
+    assert lines[3] == "… 2 more (showing 2-3 of 5; next: --offset 3)"
+    assert len(lines) == 4
+
+
+def test_list_json_shape_and_has_more(invoke, store):
+    a = store.create_session(source="cli", title="a")
+    b = store.create_session(source="tui", title="b")
+
+    page = json.loads(invoke("sessions", "list", "--json", "--limit", "1").stdout)
+    assert page == {"object": "list", "data": [store.get_session(b.id).to_json()], "has_more": True}
+
+    full = json.loads(invoke("sessions", "list", "--json").stdout)
+    assert full["has_more"] is False
+    assert [item["id"] for item in full["data"]] == [b.id, a.id]
+    assert full["data"][1]["object"] == "session"
+
+
+def test_list_source_filter(invoke, store):
+    store.create_session(source="cli", title="from cli")
+    api = store.create_session(source="api_server", title="from api")
+
+    data = json.loads(invoke("sessions", "list", "--source", "api_server", "--json").stdout)["data"]
+
+    assert [item["id"] for item in data] == [api.id]
+
+
+def test_list_empty_store(invoke):
+    result = invoke("sessions", "list")
+    assert (result.exit_code, result.stdout) == (0, "No sessions.\n")
+    assert json.loads(invoke("sessions", "list", "--json").stdout) == {"object": "list", "data": [], "has_more": False}
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["sessions", "list", "--limit", "-1"], "'--limit'"),
+        (["sessions", "list", "--limit", "ten"], "'--limit'"),
+        (["sessions", "list", "--offset", "-3"], "'--offset'"),
+        (["sessions", "fork", "x", "--at", "abc"], "'--at'"),
+        (["sessions", "list", "--bogus"], "--bogus"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(invoke, args, fragment):
+    result = invoke(*args)
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("hermes: ")
+    assert fragment in result.stderr
+
+
+# ---- show -----------------------------------------------------------------------------------
+
+
+def test_show_prints_header_and_readable_transcript(invoke, tool_session):
+    s = tool_session
+    messages = invoke("sessions", "show", s.id, "--json")
+    ids = [m["id"] for m in json.loads(messages.stdout)["messages"]]
+
+    result = invoke("sessions", "show", s.id)
+
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        f"{s.id}  List files",
+        "source cli · model gpt-test · 4 messages · 1 tool call · tokens 0 in / 0 out",
+        f"started {when(s.started_at)} · updated {when(s.updated_at)}",
+        "",
+        f"#{ids[0]} user",
+        "  Please list the files",
+        "",
+        f"#{ids[1]} assistant",
+        "  Let me look.",
+        '  → terminal {"command": "ls -la"}',
+        "",
+        f"#{ids[2]} tool (terminal)",
+        *[f"  file{i}" for i in range(8)],
+        "  … 4 more lines",
+        "",
+        f"#{ids[3]} assistant",
+        "  There are twelve files.",
+    ]
+
+
+def test_show_json_is_the_session_with_its_messages(invoke, store, tool_session):
+    data = json.loads(invoke("sessions", "show", tool_session.id, "--json").stdout)
+
+    expected = store.get_session(tool_session.id).to_json()
+    expected["messages"] = [m.to_json() for m in store.get_messages(tool_session.id)]
+    assert data == expected
+    assert data["messages"][1]["tool_calls"] == [CALL]
+
+
+def test_show_marks_forks_and_ends(invoke, store, tool_session):
+    child = store.fork_session(tool_session.id)
+    parent = store.get_session(tool_session.id)
+
+    child_lines = invoke("sessions", "show", child.id).stdout.splitlines()
+    parent_lines = invoke("sessions", "show", parent.id).stdout.splitlines()
+
+    assert child_lines[3] == f"forked from {parent.id}"
+    assert parent_lines[2].endswith(f"· ended {when(parent.ended_at)} (branched)")
+
+
+# ---- unknown ids ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "nope"],
+        ["show", "nope", "--json"],
+        ["rename", "nope", "Title"],
+        ["delete", "nope", "--yes"],
+        ["delete", "nope"],
+        ["fork", "nope"],
+        ["export", "nope"],
+    ],
+)
+def test_unknown_id_is_one_line_exit_1(invoke, store, args):
+    result = invoke("sessions", *args)
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"hermes: {SessionNotFound('nope')}\n"
+
+
+def test_fork_at_a_message_of_another_session_exit_1(invoke, store, tool_session):
+    other = chat(store, store.create_session(source="cli"), "elsewhere")
+    foreign = store.get_messages(other.id)[0].id
+
+    result = invoke("sessions", "fork", tool_session.id, "--at", str(foreign))
+
+    assert result.exit_code == 1
+    assert result.stderr == f"hermes: no message with id {foreign!r} in session {tool_session.id!r}\n"
+
+
+# ---- search -----------------------------------------------------------------------------------
+
+
+def test_search_json(invoke, store):
+    s = chat(store, store.create_session(source="cli", title="Bananas"), "I like bananas", "Yellow fruit")
+    chat(store, store.create_session(source="cli"), "nothing relevant")
+    hit_id = store.get_messages(s.id)[0].id
+
+    data = json.loads(invoke("sessions", "search", "banana", "--json").stdout)
+
+    assert data["object"] == "list"
+    assert data["has_more"] is False
+    assert data["data"] == [
+        {
+            "object": "search_hit",
+            "session": store.get_session(s.id).to_json(),
+            "message_id": hit_id,
+            "role": "user",
+            "snippet": "I like >>>bananas<<<",
+        }
+    ]
+
+
+def test_search_human_and_limit(invoke, store):
+    a = chat(store, store.create_session(source="cli", title="Apples"), "apple pie recipe")
+    b = chat(store, store.create_session(source="cli"), "an apple a day")
+
+    result = invoke("sessions", "search", "apple", "--limit", "1")
+    lines = result.stdout.splitlines()
+
+    assert result.exit_code == 0
+    assert len(lines) == 3
+    hit_session = lines[0].split()[0]
+    assert hit_session in {a.id, b.id}
+    assert lines[1] in {"  >>>apple<<< pie recipe", "  an >>>apple<<< a day"}
+    assert lines[2] == "… more matches (raise --limit above 1)"
+    assert json.loads(invoke("sessions", "search", "apple", "--json", "--limit", "1").stdout)["has_more"] is True
+
+
+def test_search_without_matches(invoke, store):
+    chat(store, store.create_session(source="cli"), "hello")
+    assert invoke("sessions", "search", "zebra").stdout == "No matches.\n"
+    assert json.loads(invoke("sessions", "search", "zebra", "--json").stdout)["data"] == []
+
+
+# ---- rename / delete --------------------------------------------------------------------------
+
+
+def test_rename(invoke, store, tool_session):
+    result = invoke("sessions", "rename", tool_session.id, "New  title")
+
+    assert result.stdout == f"Renamed {tool_session.id}: New title\n"
+    assert store.get_session(tool_session.id).title == "New title"
+
+
+def test_rename_to_blank_is_exit_2(invoke, store, tool_session):
+    result = invoke("sessions", "rename", tool_session.id, "   ")
+
+    assert (result.exit_code, result.stderr) == (2, "hermes: the title must not be empty\n")
+    assert store.get_session(tool_session.id).title == "List files"
+
+
+def test_delete_with_yes(invoke, store, tool_session):
+    child = store.fork_session(tool_session.id)
+
+    result = invoke("sessions", "delete", tool_session.id, "--yes")
+
+    assert (result.exit_code, result.stdout) == (0, f"Deleted {tool_session.id}\n")
+    assert store.find_session(tool_session.id) is None
+    assert store.get_session(child.id).parent_session_id is None
+
+
+def test_delete_without_yes_refuses_when_stdin_is_not_a_terminal(invoke, store, tool_session):
+    result = invoke("sessions", "delete", tool_session.id, input="y\n")
+
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"hermes: refusing to delete {tool_session.id} without confirmation: "
+        "stdin is not a terminal; pass --yes\n"
+    )
+    assert store.find_session(tool_session.id) is not None
+
+
+@pytest.mark.parametrize(("answer", "deleted", "code"), [("y", True, 0), ("n", False, 1), ("", False, 1)])
+def test_delete_asks_on_a_terminal(store, tool_session, answer, deleted, code):
+    main, secondary = pty.openpty()
+    try:
+        os.write(main, answer.encode() + b"\n")
+        proc = subprocess.run(
+            [sys.executable, "-m", "hermes", "sessions", "delete", tool_session.id],
+            stdin=secondary,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+    finally:
+        os.close(secondary)
+        os.close(main)
+
+    assert proc.returncode == code, proc.stderr
+    assert f'Delete session {tool_session.id} ("List files", 4 messages)? [y/N]' in proc.stdout
+    assert (store.find_session(tool_session.id) is None) is deleted
+    if not deleted:
+        assert proc.stderr == "Not deleted.\n"
+
+
+# ---- fork -------------------------------------------------------------------------------------
+
+
+def test_fork_whole_session(invoke, store, tool_session):
+    result = invoke("sessions", "fork", tool_session.id)
+
+    children = [s for s in store.list_sessions() if s.parent_session_id == tool_session.id]
+    assert len(children) == 1
+    child = children[0]
+    assert result.stdout.splitlines() == [
+        f"Forked {tool_session.id} → {child.id}  List files #2",
+        f"4 messages copied; continue it with: hermes chat --resume {child.id}",
+    ]
+    assert child.message_count == 4
+
+
+def test_fork_at_with_title_json(invoke, store, tool_session):
+    second = store.get_messages(tool_session.id)[1]
+
+    result = invoke("sessions", "fork", tool_session.id, "--at", str(second.id), "--title", "Branch", "--json")
+
+    data = json.loads(result.stdout)
+    assert data == store.get_session(data["id"]).to_json()
+    assert (data["title"], data["message_count"], data["parent_session_id"]) == ("Branch", 2, tool_session.id)
+    assert [m.content for m in store.get_messages(data["id"])] == ["Please list the files", "Let me look."]
+
+
+# ---- export -----------------------------------------------------------------------------------
+
+
+def test_export_json_default(invoke, store, tool_session):
+    result = invoke("sessions", "export", tool_session.id)
+
+    expected = store.get_session(tool_session.id).to_json()
+    expected["messages"] = [m.to_json() for m in store.get_messages(tool_session.id)]
+    assert json.loads(result.stdout) == expected
+
+
+def test_export_jsonl(invoke, store, tool_session):
+    lines = invoke("sessions", "export", tool_session.id, "--format", "jsonl").stdout.splitlines()
+
+    assert [json.loads(line) for line in lines] == [
+        store.get_session(tool_session.id).to_json(),
+        *[m.to_json() for m in store.get_messages(tool_session.id)],
+    ]
+
+
+def test_export_markdown(invoke, store):
+    s = store.create_session(source="cli", title="Fences")
+    store.append_message(s.id, NewMessage(role="user", content="Show ``` in a file"))
+    store.append_message(s.id, NewMessage(role="assistant", content=None, tool_calls=[CALL]))
+    store.append_message(s.id, NewMessage(role="tool", content="a ``` b\n````", tool_call_id="call_1", tool_name="terminal"))
+    s = store.get_session(s.id)
+
+    result = invoke("sessions", "export", s.id, "-f", "markdown")
+
+    assert result.stdout == "\n".join(
+        [
+            "# Fences",
+            "",
+            f"- id: `{s.id}`",
+            "- source: cli",
+            f"- started: {when(s.started_at)}",
+            f"- updated: {when(s.updated_at)}",
+            "- messages: 3",
+            "",
+            "## User",
+            "",
+            "Show ``` in a file",
+            "",
+            "## Assistant",
+            "",
+            "Tool call `terminal`:",
+            "",
+            "```json",
+            '{"command": "ls -la"}',
+            "```",
+            "",
+            "## Tool result (terminal)",
+            "",
+            "`````",
+            "a ``` b\n````",
+            "`````",
+            "",
+        ]
+    )
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "markdown"])
+def test_export_to_a_private_file(invoke, tmp_path, tool_session, fmt):
+    target = tmp_path / "out" / f"export.{fmt}"
+    target.parent.mkdir()
+    target.write_text("old contents")
+    os.chmod(target, 0o644)
+
+    result = invoke("sessions", "export", tool_session.id, "--format", fmt, "-o", str(target))
+    on_stdout = invoke("sessions", "export", tool_session.id, "--format", fmt).stdout
+
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr == f"Wrote 4 messages of {tool_session.id} to {target}\n"
+    assert target.read_text() == on_stdout
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+def test_export_unknown_format_exit_2(invoke, tool_session):
+    result = invoke("sessions", "export", tool_session.id, "--format", "xml")
+
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == "hermes: unknown export format 'xml': use json, jsonl or markdown\n"
+
+
+def test_export_to_a_missing_folder_exit_2(invoke, tmp_path, tool_session):
+    result = invoke("sessions", "export", tool_session.id, "-o", str(tmp_path / "missing" / "x.json"))
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"hermes: cannot write {tmp_path / 'missing' / 'x.json'}: ")
+    assert result.stderr.count("\n") == 1
+
+
+# ---- stats ------------------------------------------------------------------------------------
+
+
+def test_stats(invoke, store, hermes_home: Path, tool_session):
+    store.create_session(source="api_server")
+    store.add_usage(tool_session.id, input_tokens=120, output_tokens=30)
+
+    data = json.loads(invoke("sessions", "stats", "--json").stdout)
+    lines = invoke("sessions", "stats").stdout.splitlines()
+
+    assert data["db_bytes"] > 0
+    assert data == {
+        "object": "stats",
+        "sessions": 2,
+        "messages": 4,
+        "tool_calls": 1,
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "by_source": {"api_server": 1, "cli": 1},
+        "db_bytes": data["db_bytes"],
+        "path": str(hermes_home / "state.db"),
+    }
+    assert lines[:6] == [
+        "sessions      2",
+        "  api_server  1",
+        "  cli         1",
+        "messages      4",
+        "tool calls    1",
+        "tokens        120 in / 30 out",
+    ]
+    assert lines[6].startswith("database      ") and lines[6].endswith(f" KB ({hermes_home / 'state.db'})")
+
+
+# ---- real processes ---------------------------------------------------------------------------
+
+
+def test_subprocess_exit_codes_and_no_tracebacks(run_hermes, store, tool_session):
+    ok = run_hermes("sessions", "list", "--json")
+    missing = run_hermes("sessions", "show", "does-not-exist")
+    bad = run_hermes("sessions", "list", "--limit", "-5")
+    refused = run_hermes("sessions", "delete", tool_session.id)
+
+    assert ok.returncode == 0
+    assert [item["id"] for item in json.loads(ok.stdout)["data"]] == [tool_session.id]
+    assert (missing.returncode, missing.stdout, missing.stderr) == (1, "", "hermes: no session with id 'does-not-exist'\n")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr.startswith("hermes: ") and bad.stderr.count("\n") == 1
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert store.find_session(tool_session.id) is not None
+    assert all("Traceback" not in p.stderr for p in (ok, missing, bad, refused))
