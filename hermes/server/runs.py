@@ -46,6 +46,8 @@ RunKind = Literal["run", "session_chat"]
 
 EVENT_RETENTION_SECONDS = 300.0
 APPROVAL_TIMEOUT_SECONDS = 300.0
+PRUNE_INTERVAL_SECONDS = 3600.0
+"""How often (at most) settling a run also prunes expired rows from the run store."""
 APPROVAL_CHOICES: tuple[str, ...] = ("once", "session", "deny")
 
 
@@ -273,6 +275,7 @@ class RunRegistry:
         self._runs: dict[str, Run] = {}
         self._evictions: dict[str, asyncio.TimerHandle] = {}
         self._closing = False
+        self._last_prune = time.time()
 
     # ---- lookup -------------------------------------------------------------------
 
@@ -372,6 +375,9 @@ class RunRegistry:
                 pending.future.set_result(ApprovalDecision.DENY)
         if self.store is not None:
             self.store.touch_receipts(run.run_id)
+            if run.settled_at - self._last_prune > PRUNE_INTERVAL_SECONDS:
+                self._last_prune = run.settled_at
+                self.store.prune()
         loop = asyncio.get_running_loop()
         self._evictions[run.run_id] = loop.call_later(self.retention, self._evict, run.run_id)
 

@@ -332,7 +332,15 @@ def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage
         raise RequestValidationError("'input' must be a string or an array", code="invalid_input", param="input")
     if not has_visible_payload(content):
         raise RequestValidationError("No user message found in input", code="missing_input", param="input")
-    return content, implied
+    return check_user_content(content, "input"), implied
+
+
+def check_user_content(content: UserContent, param: str) -> UserContent:
+    """A turn's user content must show something and carry no NUL characters."""
+    texts = [content] if isinstance(content, str) else [str(p.get("text", "")) for p in content]
+    if any("\x00" in text for text in texts):
+        raise RequestValidationError("Text must not contain NUL characters", code="invalid_content", param=param)
+    return content
 
 
 def _fingerprint(body: dict[str, Any], session_key: str | None) -> str:

@@ -37,6 +37,7 @@ from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, UserContent
 from hermes.server.errors import AgentIncomplete, Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.handlers.runs import (
     MAX_MODEL_LENGTH,
+    check_user_content,
     new_session_id,
     parse_after,
     registry_of,
@@ -322,7 +323,7 @@ async def fork_session(request: web.Request) -> web.Response:
         )
     title = _title(body)
     at = body.get("at_message_id")
-    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 1):
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 1 <= at < 2**63):
         raise RequestValidationError(
             "'at_message_id' must be a positive integer", code="invalid_message_id", param="at_message_id"
         )
@@ -422,6 +423,7 @@ def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | No
     content = normalize_content(raw, name)
     if not has_visible_payload(content):
         raise RequestValidationError("Missing 'message' field", code="missing_message", param=name)
+    check_user_content(content, name)
     system = None
     prompt_name = "system_message" if "system_message" in body else "instructions"
     raw_system = body.get(prompt_name)
