@@ -15,8 +15,8 @@ from .conftest import until
 
 
 async def type_and_send(pilot, text: str) -> None:
-    for ch in text:
-        await pilot.press("space" if ch == " " else ch)
+    """Put `text` in the prompt (as a paste would) and press Enter."""
+    pilot.app.chat_input.insert(text)
     await pilot.press("enter")
 
 

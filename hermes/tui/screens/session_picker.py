@@ -124,7 +124,8 @@ class SessionPicker(ModalScreen[str | None]):
             label.append("● " if record.id == self.current else "  ", style="bold green")
             label.append(record.title or "untitled", style="bold")
             label.append(
-                f"  {record.source} · {record.message_count} msgs · {ago(record.updated_at, now)} · {record.id[:8]}",
+                f"  {record.source} · {record.message_count} message{'' if record.message_count == 1 else 's'}"
+                f" · {ago(record.updated_at, now)} · {record.id[:8]}",
                 style="dim",
             )
             snippet = self._snippets.get(record.id)

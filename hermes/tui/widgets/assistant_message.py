@@ -27,6 +27,13 @@ class AssistantMessage(Vertical):
         padding: 0;
         background: transparent;
     }
+    AssistantMessage MarkdownFence {
+        margin: 1 0 1 0;
+        padding: 0 1;
+    }
+    AssistantMessage MarkdownParagraph:last-child {
+        margin-bottom: 0;
+    }
     AssistantMessage.-interrupted {
         border-left: wide $warning;
     }

@@ -48,7 +48,7 @@ class ChatInput(TextArea):
             tab_behavior="focus",
             compact=False,
             highlight_cursor_line=False,
-            placeholder="Message hermes — Enter sends, Shift+Enter or Ctrl+J for a new line, / for commands",
+            placeholder="Message hermes · Enter sends · Shift+Enter new line · / commands",
         )
         self.menu = menu
         self.prompt_history: list[str] = []

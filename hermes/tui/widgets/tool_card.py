@@ -247,7 +247,8 @@ class ToolCard(Vertical):
             "stalled": "  not executed",
             "interrupted": "  interrupted",
         }.get(self.state, "")
-        timing = "" if self.historic else f"  {self.elapsed:.1f}s"
+        elapsed = self.elapsed
+        timing = "" if self.historic else f"  {elapsed * 1000:.0f}ms" if elapsed < 1 and self.duration is not None else f"  {elapsed:.1f}s"
         return Text.assemble((icon + " ", style), name, "  ", preview, (timing, "dim"), (suffix, style))
 
     def _render_header(self) -> None:
