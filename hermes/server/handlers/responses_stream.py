@@ -1,0 +1,337 @@
+"""The SSE form of POST /v1/responses.
+
+Event sequence (each frame ``event: <type>`` + ``data: {"type": <type>, ...,
+"sequence_number": n}``, n = 0, 1, 2… per stream):
+
+    response.created                              (status in_progress; stored at once when store is on)
+    per block, in the order the agent produced them:
+      reasoning: output_item.added → reasoning_summary_part.added → reasoning_summary_text.delta…
+                 → reasoning_summary_text.done → reasoning_summary_part.done → output_item.done
+      text:      output_item.added (message) → output_text.delta… (logprobs: [])
+                 → output_text.done → output_item.done   (text before tool calls is closed at SegmentEnd)
+      tool call: output_item.added (function_call, in_progress) … on completion
+                 output_item.done (function_call) → output_item.added + output_item.done
+                 (function_call_output, output = [{"type": "input_text", "text": …}])
+    response.completed | response.incomplete | response.failed   (the full response)
+
+Named ``hermes.status`` frames (no sequence number) go only to clients that accept
+named events (see `tool_progress_enabled`). A client disconnect — or the server
+cancelling the handler — interrupts the turn and stores an ``incomplete`` snapshot
+(items so far plus the partial text) when ``store`` is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+
+from hermes.agent.events import (
+    ReasoningDelta,
+    Retrying,
+    SegmentEnd,
+    Status,
+    StreamStalled,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+)
+from hermes.agent.types import TurnRequest, TurnResult
+from hermes.server.handlers.responses import (
+    Chain,
+    ResponsesRequest,
+    envelope,
+    error_object,
+    final_message_text,
+    new_id,
+    response_id,
+    response_status,
+    store_record,
+)
+from hermes.server.request import tool_progress_enabled
+from hermes.server.sse import ClientDisconnected, SSEStream
+from hermes.server.state import AGENT, LIMITER, METRICS, RESPONSES
+from hermes.server.turns import TurnCrashed, TurnStream
+
+log = logging.getLogger(__name__)
+
+
+class ResponseEvents:
+    """Builds the Responses event sequence and remembers the output items so far."""
+
+    def __init__(self, stream: SSEStream) -> None:
+        self.stream = stream
+        self.seq = 0
+        self.items: list[dict[str, Any]] = []
+        self.streamed_text = False
+        self._message: dict[str, Any] | None = None
+        self._message_text: list[str] = []
+        self._reasoning: dict[str, Any] | None = None
+        self._reasoning_text: list[str] = []
+        self._calls: dict[str, dict[str, Any]] = {}
+
+    async def emit(self, type_: str, **payload: Any) -> None:
+        data = {"type": type_, **payload, "sequence_number": self.seq}
+        self.seq += 1
+        await self.stream.send(data, event=type_)
+
+    # text ------------------------------------------------------------------------------
+
+    async def text(self, delta: str) -> None:
+        await self.close_reasoning()
+        if self._message is None:
+            self._message = {
+                "id": new_id("msg_"),
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+            self._message_text = []
+            self.items.append(self._message)
+            await self.emit("response.output_item.added", output_index=len(self.items) - 1, item=dict(self._message))
+        self._message_text.append(delta)
+        self.streamed_text = True
+        await self.emit(
+            "response.output_text.delta",
+            item_id=self._message["id"],
+            output_index=self.items.index(self._message),
+            content_index=0,
+            delta=delta,
+            logprobs=[],
+        )
+
+    def partial_text(self) -> str:
+        return "".join(self._message_text) if self._message is not None else ""
+
+    async def close_message(self) -> None:
+        if self._message is None:
+            return
+        message, self._message = self._message, None
+        text = "".join(self._message_text)
+        index = self.items.index(message)
+        message["status"] = "completed"
+        message["content"] = [{"type": "output_text", "text": text, "annotations": []}]
+        await self.emit(
+            "response.output_text.done",
+            item_id=message["id"],
+            output_index=index,
+            content_index=0,
+            text=text,
+            logprobs=[],
+        )
+        await self.emit("response.output_item.done", output_index=index, item=message)
+
+    # reasoning -------------------------------------------------------------------------
+
+    async def reasoning(self, delta: str) -> None:
+        if self._reasoning is None:
+            await self.close_message()
+            self._reasoning = {"id": new_id("rs_"), "type": "reasoning", "status": "in_progress", "summary": []}
+            self._reasoning_text = []
+            self.items.append(self._reasoning)
+            index = len(self.items) - 1
+            await self.emit("response.output_item.added", output_index=index, item=dict(self._reasoning))
+            await self.emit(
+                "response.reasoning_summary_part.added",
+                item_id=self._reasoning["id"],
+                output_index=index,
+                summary_index=0,
+                part={"type": "summary_text", "text": ""},
+            )
+        self._reasoning_text.append(delta)
+        await self.emit(
+            "response.reasoning_summary_text.delta",
+            item_id=self._reasoning["id"],
+            output_index=self.items.index(self._reasoning),
+            summary_index=0,
+            delta=delta,
+        )
+
+    async def close_reasoning(self) -> None:
+        if self._reasoning is None:
+            return
+        item, self._reasoning = self._reasoning, None
+        text = "".join(self._reasoning_text)
+        index = self.items.index(item)
+        common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+        await self.emit("response.reasoning_summary_text.done", **common, text=text)
+        await self.emit("response.reasoning_summary_part.done", **common, part={"type": "summary_text", "text": text})
+        item["status"] = "completed"
+        item["summary"] = [{"type": "summary_text", "text": text}]
+        await self.emit("response.output_item.done", output_index=index, item=item)
+
+    # tools -----------------------------------------------------------------------------
+
+    async def tool_started(self, event: ToolStarted) -> None:
+        if event.name.startswith("_") or not event.call_id:
+            return
+        await self.close_reasoning()
+        await self.close_message()
+        item = {
+            "id": new_id("fc_"),
+            "type": "function_call",
+            "status": "in_progress",
+            "name": event.name,
+            "call_id": event.call_id,
+            "arguments": json.dumps(event.arguments),
+        }
+        self._calls[event.call_id] = item
+        self.items.append(item)
+        await self.emit("response.output_item.added", output_index=len(self.items) - 1, item=dict(item))
+
+    async def tool_completed(self, event: ToolCompleted) -> None:
+        item = self._calls.pop(event.call_id, None)
+        if item is None:
+            return  # internal tool, or a completion without its start
+        item["status"] = "completed"
+        await self.emit("response.output_item.done", output_index=self.items.index(item), item=item)
+        output = {
+            "id": new_id("fco_"),
+            "type": "function_call_output",
+            "call_id": event.call_id,
+            "output": [{"type": "input_text", "text": event.result}],
+            "status": "completed",
+        }
+        self.items.append(output)
+        index = len(self.items) - 1
+        await self.emit("response.output_item.added", output_index=index, item=output)
+        await self.emit("response.output_item.done", output_index=index, item=output)
+
+    # end -------------------------------------------------------------------------------
+
+    def snapshot_items(self) -> list[dict[str, Any]]:
+        """Output so far, with an open message carrying its partial text."""
+        out = []
+        for item in self.items:
+            if item is self._message:
+                out.append({**item, "status": "incomplete", "content": [{"type": "output_text", "text": self.partial_text(), "annotations": []}]})
+            else:
+                out.append(item)
+        return out
+
+
+async def stream_response(
+    request: web.Request,
+    req: ResponsesRequest,
+    chain: Chain,
+    turn_request: TurnRequest,
+    headers: dict[str, str],
+) -> web.StreamResponse:
+    app = request.app
+    store = app[RESPONSES]
+    named_events = tool_progress_enabled(request)
+    rid, created_at = response_id(), int(time.time())
+    user_message = {"role": "user", "content": req.input}
+    with app[LIMITER].admit():
+        app[METRICS].turns += 1
+        stream = SSEStream(request, headers=headers)
+        await stream.prepare()
+        turn = TurnStream(app[AGENT], turn_request)
+        stream.on_disconnect(turn.cancel)
+        events = ResponseEvents(stream)
+        terminal_stored = False
+        try:
+            created = envelope(rid, created_at, req, chain, status="in_progress", output=[])
+            store_record(store, req, chain, rid, created, [user_message])
+            await events.emit("response.created", response=created)
+            crash: BaseException | None = None
+            try:
+                async for event in turn.events():
+                    if isinstance(event, TextDelta):
+                        if event.text:
+                            await events.text(event.text)
+                    elif isinstance(event, ReasoningDelta):
+                        if event.text:
+                            await events.reasoning(event.text)
+                    elif isinstance(event, SegmentEnd):
+                        await events.close_reasoning()
+                        await events.close_message()
+                    elif isinstance(event, ToolStarted):
+                        await events.tool_started(event)
+                    elif isinstance(event, ToolCompleted):
+                        await events.tool_completed(event)
+                    elif isinstance(event, (Status, Retrying, StreamStalled)) and named_events:
+                        await stream.send(_status(event), event="hermes.status")
+                    elif isinstance(event, TurnCompleted):
+                        break
+            except TurnCrashed as exc:
+                log.error("turn crashed: %s", exc)
+                crash = exc
+            result = turn.result
+            if stream.disconnected:
+                raise ClientDisconnected("client disconnected")
+            await events.close_reasoning()
+            status = response_status(result) if crash is None else "failed"
+            text = final_message_text(result) if crash is None else str(crash)[:500]
+            if not events.streamed_text and (status != "completed" or text):
+                await events.text(text)
+            await events.close_message()
+            error = None
+            if status == "failed":
+                error = error_object(result, None if crash is None else str(crash)[:500])
+            final = envelope(
+                rid, created_at, req, chain, status=status, output=events.items, result=result, error=error
+            )
+            store_record(store, req, chain, rid, final, _transcript(result, user_message))
+            terminal_stored = True
+            await events.emit(f"response.{status}", response=final)
+        except (ClientDisconnected, asyncio.CancelledError) as exc:
+            turn.cancel()
+            if not terminal_stored:
+                await _store_incomplete(store, req, chain, rid, created_at, events, turn, user_message)
+                terminal_stored = True
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            await turn.aclose()
+            await stream.close()
+    return stream.response
+
+
+def _transcript(result: TurnResult | None, user_message: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(result.messages) if result is not None and result.messages else [user_message]
+
+
+async def _store_incomplete(
+    store: Any,
+    req: ResponsesRequest,
+    chain: Chain,
+    rid: str,
+    created_at: int,
+    events: ResponseEvents,
+    turn: TurnStream,
+    user_message: dict[str, Any],
+) -> None:
+    """The snapshot a vanished client leaves behind: items so far and the partial text."""
+    if not req.store:
+        return
+    # Let the engine finish its interrupt cleanup so the transcript has the partial text.
+    try:
+        await asyncio.wait_for(asyncio.shield(turn.task), 5)
+    except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
+        pass
+    result = turn.result
+    items = events.snapshot_items()
+    partial = events.partial_text()
+    if not any(item.get("type") == "message" for item in items) and partial:
+        items.append({"id": new_id("msg_"), "type": "message", "status": "incomplete", "role": "assistant",
+                      "content": [{"type": "output_text", "text": partial, "annotations": []}]})
+    transcript = _transcript(result, user_message)
+    if result is None and partial:
+        transcript = [user_message, {"role": "assistant", "content": partial}]
+    snapshot = envelope(rid, created_at, req, chain, status="incomplete", output=items, result=result)
+    store_record(store, req, chain, rid, snapshot, transcript)
+
+
+def _status(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
+    if isinstance(event, Status):
+        return {"kind": event.kind, "text": event.text}
+    if isinstance(event, Retrying):
+        return {"kind": "retrying", "text": f"{event.reason} (attempt {event.attempt}/{event.max_attempts})"}
+    return {"kind": "stream_stalled", "text": event.message}
