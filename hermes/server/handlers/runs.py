@@ -599,7 +599,10 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "requestBody": {"required": True, **_json({"$ref": "#/components/schemas/RunCreate"})},
             "responses": {
                 "202": _ok("Started (or replayed)", {"type": "object"}),
-                "409": {"$ref": "#/components/responses/BadRequest"},
+                "409": _ok(
+                    "Idempotency-Key reused with another payload, or the session is busy",
+                    {"$ref": "#/components/schemas/Error"},
+                ),
                 "429": {"$ref": "#/components/responses/RateLimited"},
                 **_ERRORS,
             },
