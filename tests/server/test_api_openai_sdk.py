@@ -72,3 +72,45 @@ async def test_chat_error_maps_to_sdk_exception(client: openai.AsyncOpenAI) -> N
     with pytest.raises(openai.BadRequestError) as info:
         await client.chat.completions.create(model="hermes-agent", messages=[])
     assert info.value.param == "messages"
+
+
+async def test_responses_json_and_previous_response_id(client: openai.AsyncOpenAI, sdk_server: Server) -> None:
+    sdk_server.upstream.enqueue(text_reply("2"), text_reply("3"))
+    first = await client.responses.create(model="hermes-agent", input="What is 1+1?")
+    assert first.status == "completed"
+    assert first.output_text == "2"
+    second = await client.responses.create(
+        model="hermes-agent", input="Add one more", previous_response_id=first.id
+    )
+    assert second.output_text == "3"
+    assert second.previous_response_id == first.id
+    assert sdk_server.upstream.requests[1].messages[1:3] == [
+        {"role": "user", "content": "What is 1+1?"},
+        {"role": "assistant", "content": "2"},
+    ]
+    fetched = await client.responses.retrieve(second.id)
+    assert fetched.output_text == "3"
+    await client.responses.delete(second.id)
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(second.id)
+
+
+async def test_responses_stream(client: openai.AsyncOpenAI, sdk_server: Server) -> None:
+    sdk_server.upstream.enqueue(
+        tool_reply([call("read_file", {"path": "a.txt"})]),
+        text_reply("Streamed answer here"),
+    )
+    stream = await client.responses.create(model="hermes-agent", input="go", stream=True)
+    types, text, final = [], "", None
+    async for event in stream:
+        types.append(event.type)
+        if event.type == "response.output_text.delta":
+            text += event.delta
+        if event.type == "response.completed":
+            final = event.response
+    assert types[0] == "response.created"
+    assert types[-1] == "response.completed"
+    assert "response.output_item.added" in types
+    assert text == "Streamed answer here"
+    assert final is not None and final.output_text == "Streamed answer here"
+    assert [item.type for item in final.output] == ["function_call", "function_call_output", "message"]

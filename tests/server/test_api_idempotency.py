@@ -1,0 +1,81 @@
+"""Idempotency-Key on non-streaming chat completions and responses, end to end."""
+
+from __future__ import annotations
+
+import asyncio
+
+from _api_harness import Server
+
+from hermes.testing.upstream import Reply, Sleep, text_reply
+
+
+def slow(text: str) -> Reply:
+    reply = text_reply(text)
+    return Reply([Sleep(0.3), *reply.steps])
+
+
+async def test_concurrent_identical_chat_requests_run_once(server: Server) -> None:
+    server.upstream.enqueue(slow("once"))
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    headers = {"Idempotency-Key": "key-1"}
+    r1, r2 = await asyncio.gather(
+        server.client.post("/v1/chat/completions", json=body, headers=headers),
+        server.client.post("/v1/chat/completions", json=body, headers=headers),
+    )
+    d1, d2 = await r1.json(), await r2.json()
+    assert d1 == d2
+    assert d1["choices"][0]["message"]["content"] == "once"
+    assert len(server.upstream.requests) == 1
+    # a later replay is served from the cache
+    r3 = await server.client.post("/v1/chat/completions", json=body, headers=headers)
+    assert await r3.json() == d1
+    assert r3.headers["X-Hermes-Session-Id"] == r1.headers["X-Hermes-Session-Id"]
+    assert len(server.upstream.requests) == 1
+
+
+async def test_different_payload_same_key_runs_again(server: Server) -> None:
+    server.upstream.enqueue(text_reply("a"), text_reply("b"))
+    headers = {"Idempotency-Key": "key-2"}
+    r1 = await server.client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "a"}]}, headers=headers)
+    r2 = await server.client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "b"}]}, headers=headers)
+    assert (await r1.json())["choices"][0]["message"]["content"] == "a"
+    assert (await r2.json())["choices"][0]["message"]["content"] == "b"
+    assert len(server.upstream.requests) == 2
+
+
+async def test_responses_replay_returns_same_response_and_stores_once(server: Server) -> None:
+    server.upstream.enqueue(slow("stored once"))
+    headers = {"Idempotency-Key": "resp-key"}
+    r1, r2 = await asyncio.gather(
+        server.client.post("/v1/responses", json={"input": "hi"}, headers=headers),
+        server.client.post("/v1/responses", json={"input": "hi"}, headers=headers),
+    )
+    d1, d2 = await r1.json(), await r2.json()
+    assert d1["id"] == d2["id"]
+    assert len(server.upstream.requests) == 1
+    assert len(server.responses) == 1
+
+
+async def test_cancelled_waiter_does_not_cancel_shared_turn(server: Server) -> None:
+    server.upstream.enqueue(slow("survives"))
+    body = {"messages": [{"role": "user", "content": "keep going"}]}
+    headers = {"Idempotency-Key": "key-3"}
+    first = asyncio.ensure_future(server.client.post("/v1/chat/completions", json=body, headers=headers))
+    for _ in range(200):
+        if server.upstream.requests:
+            break
+        await asyncio.sleep(0.01)
+    first.cancel()  # the client gives up; the shared turn keeps running
+    r2 = await server.client.post("/v1/chat/completions", json=body, headers=headers)
+    assert (await r2.json())["choices"][0]["message"]["content"] == "survives"
+    assert len(server.upstream.requests) == 1
+    assert server.upstream.requests[0].client_disconnected is False
+
+
+async def test_streams_are_never_cached(server: Server) -> None:
+    server.upstream.enqueue(text_reply("one"), text_reply("two"))
+    body = {"messages": [{"role": "user", "content": "s"}], "stream": True}
+    headers = {"Idempotency-Key": "stream-key"}
+    await (await server.client.post("/v1/chat/completions", json=body, headers=headers)).text()
+    await (await server.client.post("/v1/chat/completions", json=body, headers=headers)).text()
+    assert len(server.upstream.requests) == 2
