@@ -227,15 +227,15 @@ def list_(
         if as_json:
             print_json(_list_json([record.to_json() for record in records], has_more))
             return
-        if not records:
+        if not records and not has_more:
             typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
             return
         for line in _table(_session_rows(records), {3}, _terminal_width()):
             typer.echo(line)
         if has_more:
-            total = store.count_sessions(source=source)
             shown_to = offset + len(records)
-            typer.echo(f"… {total - shown_to} more (showing {offset + 1}-{shown_to} of {total}; next: --offset {shown_to})")
+            remaining = store.count_sessions(source=source) - shown_to
+            typer.echo(f"… {remaining} more (next page: --offset {shown_to})")
 
 
 # ---- show -------------------------------------------------------------------------------

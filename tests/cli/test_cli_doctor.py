@@ -169,3 +169,18 @@ def test_subprocess_exit_codes(run_hermes, monkeypatch, closed_port, hermes_home
     assert unreachable.returncode == 1
     assert "✗ endpoint: cannot reach the model endpoint" in unreachable.stdout
     assert no_endpoint.stderr == unreachable.stderr == ""
+
+
+def test_silent_endpoint_times_out(invoke, store, monkeypatch):
+    monkeypatch.setattr("hermes.cli.doctor.ENDPOINT_TIMEOUT", 0.3)
+    with socket.socket() as listener:  # accepts connections (backlog) but never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        monkeypatch.setenv("HERMES_BASE_URL", url)
+        monkeypatch.setenv("HERMES_MODEL", "m")
+
+        result = invoke("doctor")
+
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[-1] == f"✗ endpoint: {url} did not answer within 0.3 s"

@@ -72,8 +72,12 @@ def test_list_limit_offset_and_footer(invoke, store):
 
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[1:3]] == newest_first[1:3]
-    assert lines[3] == "… 2 more (showing 2-3 of 5; next: --offset 3)"
+    assert lines[3] == "… 2 more (next page: --offset 3)"
     assert len(lines) == 4
+    assert invoke("sessions", "list", "--limit", "0").stdout.splitlines() == [
+        "ID  UPDATED  SOURCE  MSGS  TITLE",
+        "… 5 more (next page: --offset 0)",
+    ]
 
 
 def test_list_json_shape_and_has_more(invoke, store):
@@ -112,6 +116,8 @@ def test_list_empty_store(invoke):
         (["sessions", "list", "--offset", "-3"], "'--offset'"),
         (["sessions", "fork", "x", "--at", "abc"], "'--at'"),
         (["sessions", "list", "--bogus"], "--bogus"),
+        (["sessions", "show"], "Missing argument 'ID'"),
+        (["sessions", "bogus"], "bogus"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(invoke, args, fragment):
