@@ -72,9 +72,9 @@ if TYPE_CHECKING:
     from hermes.config import Settings
     from hermes.store.base import MessageRecord, SessionRecord, SessionStore
 
-try:  # typer >= 0.25 vendors click as typer._click
+try:  # recent typer (0.29 here) vendors click as typer._click
     from typer._click.exceptions import UsageError as _ClickUsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
+except ImportError:  # pragma: no cover - older typer releases use click itself
     from click.exceptions import UsageError as _ClickUsageError  # type: ignore[no-redef]
 
 

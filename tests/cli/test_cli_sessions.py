@@ -493,3 +493,15 @@ def test_subprocess_exit_codes_and_no_tracebacks(run_hermes, store, tool_session
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert store.find_session(tool_session.id) is not None
     assert all("Traceback" not in p.stderr for p in (ok, missing, bad, refused))
+
+
+def test_damaged_database_is_one_line_exit_1(run_hermes, hermes_home):
+    hermes_home.mkdir(mode=0o700)
+    (hermes_home / "state.db").write_bytes(b"not a database at all" * 200)
+
+    proc = run_hermes("sessions", "list")
+
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.startswith(f"hermes: cannot open session database {hermes_home / 'state.db'}: ")
+    assert proc.stderr.endswith("(run `hermes doctor`)\n")
+    assert proc.stderr.count("\n") == 1
