@@ -220,6 +220,10 @@ def normalize_content(content: Any, param: str) -> str | list[dict[str, Any]]:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
+        if not isinstance(kind, str):
+            raise RequestValidationError(
+                "Content parts need a string 'type'.", code="invalid_content_part", param=param
+            )
         if kind in TEXT_PART_TYPES:
             text = part.get("text")
             if not isinstance(text, str):

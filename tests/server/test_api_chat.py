@@ -481,6 +481,7 @@ BAD_BODIES = [
     ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}, "messages[0].content", "invalid_content_part"),
     ({"messages": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}, "messages[0].content", "unsupported_content_type"),
     ({"messages": [{"role": "user", "content": [{"type": "audio"}]}]}, "messages[0].content", "unsupported_content_type"),
+    ({"messages": [{"role": "user", "content": [{"type": {}}]}]}, "messages[0].content", "invalid_content_part"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": ""}}]}]}, "messages[0].content", "invalid_image_url"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}]}]}, "messages[0].content", "invalid_image_url"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:text/plain,hi"}}]}]}, "messages[0].content", "unsupported_content_type"),

@@ -105,6 +105,8 @@ def _parse_input(value: Any) -> tuple[list[dict[str, Any]], list[str]]:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise RequestValidationError("Input item 'type' must be a string.", code="invalid_input_item", param=f"{param}.type")
         if kind in SKIPPED_INPUT_TYPES:
             continue
         if kind is not None and kind != "message":
@@ -112,7 +114,7 @@ def _parse_input(value: Any) -> tuple[list[dict[str, Any]], list[str]]:
                 f"Unsupported input item type {str(kind)[:64]!r}.", code="unsupported_input_item", param=f"{param}.type"
             )
         role = item.get("role", "user")
-        if role not in ("user", "assistant", "system", "developer"):
+        if not isinstance(role, str) or role not in ("user", "assistant", "system", "developer"):
             raise RequestValidationError(
                 "Input message role must be user, assistant, system or developer.",
                 code="invalid_role",
@@ -143,7 +145,7 @@ def _parse_history(value: Any) -> list[dict[str, Any]] | None:
                 f"{param} must have 'role' and 'content' fields", code="invalid_conversation_history", param=param
             )
         role = entry["role"]
-        if role not in ("user", "assistant"):
+        if not isinstance(role, str) or role not in ("user", "assistant"):
             raise RequestValidationError(
                 f"{param}.role must be 'user' or 'assistant'", code="invalid_conversation_history", param=f"{param}.role"
             )
