@@ -1,0 +1,277 @@
+"""File tools: read_file, write_file and patch here; list_files and search_files (re-exported) in file_search.
+
+Invariants:
+- every path argument is resolved against ctx.cwd with ~ expanded (fsutil.resolve);
+- writes are atomic (temp file + os.replace) and go through approval.check_write_path first;
+  a denied write changes nothing and returns a result text, not an error;
+- patch changes a file only when old_string matches exactly once (or replace_all is set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
+from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
+from hermes.agent.tools.base import Tool, ToolContext
+from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
+from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
+from hermes.errors import ToolError
+
+__all__ = ["LIST_FILES_TOOL", "PATCH_TOOL", "READ_FILE_TOOL", "SEARCH_FILES_TOOL", "WRITE_FILE_TOOL"]
+
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_READ_CHARS = 100_000
+"""read_file stops adding lines once its output reaches this size (and says where to continue)."""
+MAX_DIFF_LINES = 120
+
+
+# --- read_file -------------------------------------------------------------------------
+
+
+def _read_lines(path: Path, offset: int, limit: int) -> tuple[list[str], int]:
+    """Lines offset..offset+limit-1 (1-based, newline stripped) and the file's total line count."""
+    selected: list[str] = []
+    total = 0
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            total = number
+            if offset <= number < offset + limit:
+                selected.append(line.rstrip("\n"))
+    return selected, total
+
+
+async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    args = check_object(args)
+    path = resolve(ctx, require_str(args, "path"))
+    offset = optional_int(args, "offset", 1, minimum=1)
+    limit = optional_int(args, "limit", DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
+    existing_text_file(path)
+    try:
+        lines, total = await asyncio.to_thread(_read_lines, path, offset, limit)
+    except PermissionError:
+        raise ToolError(f"permission denied reading {path}") from None
+    if total == 0:
+        return f"{path} is empty (0 lines)."
+    if offset > total:
+        raise ToolError(f"offset {offset} is past the end of {path}, which has {total} lines")
+    out: list[str] = []
+    size = 0
+    for number, text in enumerate(lines, offset):
+        if len(text) > MAX_LINE_CHARS:
+            text = f"{text[:MAX_LINE_CHARS]}… [line cut: {len(text)} characters]"
+        if out and size + len(text) > MAX_READ_CHARS:
+            break  # output budget spent; the footer says where to continue
+        out.append(f"{number}|{text}")
+        size += len(out[-1]) + 1
+    last = offset + len(out) - 1
+    if last < total:
+        out.append(f"[Showing lines {offset}-{last} of {total}. Use offset={last + 1} to read more.]")
+    elif offset > 1:
+        out.append(f"[Showing lines {offset}-{last} of {total}; end of file.]")
+    return "\n".join(out)
+
+
+READ_FILE_TOOL = Tool(
+    name="read_file",
+    description=(
+        "Read a text file. Each line is returned as 'N|text' where N is the 1-based line number "
+        "(the 'N|' prefix is not part of the file: leave it out when you copy text into patch). "
+        f"Reads up to {DEFAULT_LIMIT} lines by default; use offset and limit to page through long files."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to read; relative paths start at the working directory."},
+            "offset": {"type": "integer", "description": "First line to return, 1-based (default 1).", "minimum": 1},
+            "limit": {
+                "type": "integer",
+                "description": f"How many lines to return (default {DEFAULT_LIMIT}, at most {MAX_LIMIT}).",
+                "minimum": 1,
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+    handler=read_file,
+    read_only=True,
+    preview_key="path",
+)
+
+
+# --- approval for writes -----------------------------------------------------------------
+
+
+_NOT_WRITTEN = "was not made (the file is unchanged)"
+
+
+async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | None:
+    """None when the write may go ahead; otherwise the result text explaining the refusal."""
+    verdict = check_write_path(path)
+    if verdict.level == "block":
+        return blocked_message(f"the write to {path}", verdict, outcome=_NOT_WRITTEN)
+    if verdict.level == "approve" and not await ctx.request_approval(
+        tool_name, str(path), verdict.reason, verdict.rule
+    ):
+        return denied_message(
+            f"the write to {path}", verdict, approver_available=ctx.approve is not None, outcome=_NOT_WRITTEN
+        )
+    return None
+
+
+def _encode(text: str, name: str) -> bytes:
+    try:
+        return text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        raise ToolError(f"argument '{name}' contains characters that cannot be written as UTF-8") from None
+
+
+async def _write(path: Path, data: bytes) -> None:
+    try:
+        await asyncio.to_thread(atomic_write, path, data)
+    except OSError as exc:
+        raise ToolError(f"could not write {path}: {exc.strerror or exc}") from None
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+# --- write_file ------------------------------------------------------------------------
+
+
+async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    args = check_object(args)
+    path = resolve(ctx, require_str(args, "path"))
+    content = require_str(args, "content", allow_empty=True)
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory; give a file path")
+    data = _encode(content, "content")
+    refusal = await _write_refusal(ctx, "write_file", path)
+    if refusal is not None:
+        return refusal
+    existed = path.exists()
+    await _write(path, data)
+    verb = "Overwrote" if existed else "Created"
+    return f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
+
+
+WRITE_FILE_TOOL = Tool(
+    name="write_file",
+    description=(
+        "Create a file or replace its whole content. Parent folders are created. "
+        "To change part of an existing file, prefer patch."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to write; relative paths start at the working directory."},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+    handler=write_file,
+    read_only=False,
+    preview_key="path",
+)
+
+
+# --- patch -----------------------------------------------------------------------------
+
+
+def _no_match_hint(text: str, old: str) -> str:
+    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    if not first:
+        return ""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() == first:
+            return (
+                f" The first line of old_string appears at line {number} (ignoring indentation); "
+                "check whitespace and the lines after it."
+            )
+    return ""
+
+
+def _diff(path: Path, before: str, after: str) -> str:
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), f"a/{path.name}", f"b/{path.name}", n=2, lineterm=""
+        )
+    )
+    if len(lines) > MAX_DIFF_LINES:
+        cut = len(lines) - MAX_DIFF_LINES
+        lines = [*lines[:MAX_DIFF_LINES], f"[… {cut} more diff lines not shown]"]
+    return "\n".join(lines)
+
+
+async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
+    args = check_object(args)
+    path = resolve(ctx, require_str(args, "path"))
+    old = require_str(args, "old_string", allow_empty=True)
+    new = require_str(args, "new_string", allow_empty=True)
+    replace_all = optional_bool(args, "replace_all", False)
+    if not old:
+        raise ToolError("old_string must not be empty; to create or overwrite a whole file use write_file")
+    if old == new:
+        raise ToolError("old_string and new_string are identical; nothing to change")
+    existing_text_file(path)
+    text = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")
+
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
+        # read_file shows CRLF files with plain newlines; match them in the file's own style.
+        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+        count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"no match for old_string in {path}; re-read the file with read_file and copy the exact "
+            f"text, including whitespace and indentation, without the 'N|' line prefixes.{_no_match_hint(text, old)}"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"{count} matches for old_string in {path}; add surrounding lines to make it unique, "
+            "or set replace_all=true to replace every occurrence"
+        )
+    _encode(new, "new_string")  # fail on unwritable text before asking for approval
+    refusal = await _write_refusal(ctx, "patch", path)
+    if refusal is not None:
+        return refusal
+    after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    await _write(path, after.encode("utf-8", errors="surrogateescape"))
+    diff = await asyncio.to_thread(_diff, path, text, after)
+    noun = "occurrence" if count == 1 else "occurrences"
+    return f"Patched {path}: replaced {count} {noun}.\n{diff}"
+
+
+PATCH_TOOL = Tool(
+    name="patch",
+    description=(
+        "Edit a file by replacing an exact piece of text. old_string must match the file exactly "
+        "(whitespace and indentation included, without read_file's 'N|' prefixes) and exactly once, "
+        "unless replace_all is true; include enough surrounding lines to make it unique. "
+        "Returns a unified diff of the change."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to edit; relative paths start at the working directory."},
+            "old_string": {"type": "string", "description": "The exact text to replace."},
+            "new_string": {"type": "string", "description": "The replacement text (may be empty to delete)."},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence instead of requiring exactly one (default false).",
+            },
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    },
+    handler=patch,
+    read_only=False,
+    preview_key="path",
+)

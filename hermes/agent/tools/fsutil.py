@@ -1,0 +1,162 @@
+"""File-system helpers shared by the file tools: paths, binary sniffing, globs, atomic writes."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import re
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from hermes.agent.tools.base import ToolContext
+from hermes.errors import ToolError
+
+SNIFF_BYTES = 8192
+"""A file with a NUL byte in its first SNIFF_BYTES is treated as binary."""
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".eggs",
+    }
+)  # fmt: skip
+"""Folders list_files and search_files never descend into (unless asked to start inside one)."""
+
+
+def resolve(ctx: ToolContext, raw: str) -> Path:
+    """Absolute path for a tool argument: ~ expanded, relative paths against ctx.cwd, '..' folded."""
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = Path(ctx.cwd) / path
+    return Path(os.path.normpath(path))
+
+
+def is_binary(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return b"\0" in handle.read(SNIFF_BYTES)
+
+
+def not_found(path: Path) -> ToolError:
+    """A ToolError for a missing path that names similar entries of its folder, if any."""
+    parent = path.parent
+    if not parent.is_dir():
+        return ToolError(f"File not found: {path} (the folder {parent} does not exist either)")
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        names = []
+    similar = difflib.get_close_matches(path.name, names, n=5, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(str(parent / n) for n in similar)}?" if similar else ""
+    return ToolError(f"File not found: {path}.{hint}")
+
+
+def existing_text_file(path: Path) -> Path:
+    """`path` if it is a readable text file; otherwise a ToolError saying what it is instead."""
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory, not a file; use list_files to see its contents")
+    if not path.exists():
+        raise not_found(path)
+    if not path.is_file():
+        raise ToolError(f"{path} is not a regular file")
+    try:
+        if is_binary(path):
+            size = path.stat().st_size
+            raise ToolError(f"{path} is a binary file ({size} bytes); only text files can be read or edited")
+    except PermissionError:
+        raise ToolError(f"permission denied reading {path}") from None
+    return path
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically (temp file in the same folder + os.replace).
+
+    A symlink is followed, so the link stays a link; an existing file keeps its permissions,
+    a new one gets 0666 minus the umask (applied by the kernel, no process-wide umask games).
+    """
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    while True:
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """Matcher for '/'-separated relative paths.
+
+    `*` and `?` stay inside one path component, `**` spans folders, `[…]` is a class.
+    A pattern without '/' matches the file name at any depth ("*.py").
+    """
+    pattern = pattern.strip()
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    on_name = "/" not in pattern
+    regex = re.compile(_glob_regex(pattern))
+    if on_name:
+        return lambda rel: regex.fullmatch(rel.rsplit("/", 1)[-1]) is not None
+    return lambda rel: regex.fullmatch(rel) is not None
+
+
+def _glob_regex(pattern: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = pattern.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def iter_files(top: Path) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, path) of every file under `top`, junk folders skipped.
+
+    Deterministic order: folders and names are visited sorted. Symlinked folders are not followed.
+    """
+    for root, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        base = Path(root)
+        rel_root = base.relative_to(top).as_posix()
+        for name in sorted(files):
+            yield (name if rel_root == "." else f"{rel_root}/{name}"), base / name

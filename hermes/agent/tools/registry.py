@@ -1,0 +1,27 @@
+"""The core tool set: one place that decides which tools a default agent has."""
+
+from __future__ import annotations
+
+from hermes.agent.tools.base import Tool, ToolRegistry
+from hermes.agent.tools.files import (
+    LIST_FILES_TOOL,
+    PATCH_TOOL,
+    READ_FILE_TOOL,
+    SEARCH_FILES_TOOL,
+    WRITE_FILE_TOOL,
+)
+from hermes.agent.tools.terminal import TERMINAL_TOOL
+
+CORE_TOOLS: tuple[Tool, ...] = (
+    TERMINAL_TOOL,
+    READ_FILE_TOOL,
+    WRITE_FILE_TOOL,
+    PATCH_TOOL,
+    LIST_FILES_TOOL,
+    SEARCH_FILES_TOOL,
+)
+
+
+def default_registry() -> ToolRegistry:
+    """A fresh registry holding the core tools (callers may register more on it)."""
+    return ToolRegistry(CORE_TOOLS)

@@ -1,0 +1,244 @@
+"""The `terminal` tool: run one shell command in its own process group, under the approval policy.
+
+Invariants:
+- every command passes approval.classify_command first; "block" never runs, "approve"
+  runs only when ctx.request_approval says yes;
+- the command runs in a new session (start_new_session=True), so its process group id is
+  its pid and every process it starts without leaving that group can be signalled at once;
+- on timeout the group gets SIGTERM, then SIGKILL after a short grace; on cancellation
+  (interrupt) it gets SIGKILL at once and CancelledError is re-raised. Processes that
+  start a session of their own (setsid, daemons) leave the group and are not tracked;
+- output is read through pipes we own into bounded buffers (head + tail), so memory stays
+  bounded whatever the command prints, and a background process that keeps the pipes
+  open cannot hold the tool past the shell's exit for more than PIPE_GRACE seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.tools.approval import blocked_message, classify_command, denied_message
+from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
+from hermes.agent.tools.base import Tool, ToolContext
+from hermes.errors import ToolError
+
+DEFAULT_TIMEOUT = 180.0
+MAX_TIMEOUT = 3600.0
+TERM_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL after a timeout."""
+PIPE_GRACE = 0.5
+"""Seconds to wait for the output pipes to close once the shell has exited."""
+KILL_WAIT = 0.5
+"""Longest wait for the killed shell to be reaped when cancelled."""
+HEAD_BYTES = 8_000
+TAIL_BYTES = 12_000
+"""Each of stdout and stderr keeps its first HEAD_BYTES and last TAIL_BYTES."""
+
+
+class _Capture(asyncio.Protocol):
+    """Reads one pipe, keeping a bounded head and tail of what was written."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.total += len(data)
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > TAIL_BYTES:
+                del self.tail[: len(self.tail) - TAIL_BYTES]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", errors="replace")
+        if cut <= 0:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        return f"{head}\n[… {cut} bytes cut …]\n{tail}"
+
+
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _open_pipe(
+    loop: asyncio.AbstractEventLoop, child_fds: list[int], transports: list[asyncio.BaseTransport]
+) -> _Capture:
+    """A pipe whose read end feeds a _Capture; the write end (for the child) goes to `child_fds`."""
+    read_fd, write_fd = os.pipe()
+    child_fds.append(write_fd)
+    capture = _Capture(loop)
+    reader = os.fdopen(read_fd, "rb", buffering=0)
+    try:
+        transport, _ = await loop.connect_read_pipe(lambda: capture, reader)
+    except BaseException:
+        reader.close()
+        raise
+    transports.append(transport)
+    return capture
+
+
+async def run_command(command: str, cwd: Path, timeout: float) -> str:
+    """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel."""
+    loop = asyncio.get_running_loop()
+    child_fds: list[int] = []
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        out = await _open_pipe(loop, child_fds, transports)
+        err = await _open_pipe(loop, child_fds, transports)
+        try:
+            proc = await asyncio.create_subprocess_shell(
+                command,
+                executable=_shell(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=child_fds[0],
+                stderr=child_fds[1],
+                cwd=cwd,
+                env={**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start the shell: {exc}") from exc
+        finally:
+            # The child holds its own copies; ours would keep the pipes open forever.
+            while child_fds:
+                os.close(child_fds.pop())
+
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                timed_out = True
+                _signal_group(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), TERM_GRACE)
+                _signal_group(proc.pid, signal.SIGKILL)  # also children that ignored SIGTERM
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), TERM_GRACE)
+            _, still_open = await asyncio.wait([out.closed, err.closed], timeout=PIPE_GRACE)
+        except asyncio.CancelledError:
+            _signal_group(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(proc.wait(), KILL_WAIT)
+            raise
+    finally:
+        for fd in child_fds:
+            os.close(fd)
+        for transport in transports:
+            transport.close()
+    return _format(proc.returncode, out, err, timeout if timed_out else None, bool(still_open))
+
+
+def _format(returncode: int | None, out: _Capture, err: _Capture, timed_out: float | None, held_open: bool) -> str:
+    lines: list[str] = []
+    if timed_out is not None:
+        lines.append(f"Command timed out after {timed_out:g} s; it and its child processes were killed.")
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        lines.append(f"exit code: {returncode} (killed by {name})")
+    else:
+        lines.append(f"exit code: {returncode}")
+    stdout, stderr = out.text(), err.text()
+    if stdout:
+        lines += ["--- stdout ---", stdout.rstrip("\n")]
+    if stderr:
+        lines += ["--- stderr ---", stderr.rstrip("\n")]
+    if not stdout and not stderr:
+        lines.append("(no output)")
+    if held_open:
+        lines.append(
+            "[Note: background processes started by the command still held its output open; they were "
+            "left running, and their further output is not captured. Redirect the output of background "
+            "processes to a file, e.g. `cmd > /tmp/cmd.log 2>&1 &`.]"
+        )
+    return "\n".join(lines)
+
+
+def _workdir(ctx: ToolContext, raw: str | None) -> Path:
+    if raw is None:
+        if not Path(ctx.cwd).is_dir():
+            raise ToolError(f"the working directory {str(ctx.cwd)!r} no longer exists; pass an existing workdir")
+        return Path(ctx.cwd)
+    path = Path(raw).expanduser()
+    path = path if path.is_absolute() else Path(ctx.cwd) / path
+    if not path.is_dir():
+        raise ToolError(f"workdir {str(path)!r} does not exist or is not a directory")
+    return path
+
+
+async def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
+    args = check_object(args)
+    command = require_str(args, "command")
+    timeout = optional_number(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
+    cwd = _workdir(ctx, optional_str(args, "workdir"))
+
+    verdict = classify_command(command, cwd=cwd)
+    if verdict.level == "block":
+        return blocked_message("this command", verdict)
+    if verdict.level == "approve":
+        approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule)
+        if not approved:
+            return denied_message("this command", verdict, approver_available=ctx.approve is not None)
+    return await run_command(command, cwd, timeout)
+
+
+TERMINAL_TOOL = Tool(
+    name="terminal",
+    description=(
+        "Run a shell command (bash) on the user's machine and return its exit code, stdout and stderr. "
+        "Non-interactive: stdin is closed, so never run commands that wait for input or open an "
+        "editor or pager; pass flags like -y or --no-pager instead. Each call starts a fresh shell in "
+        "the working directory (cd does not persist; use `workdir` or `cd dir && cmd`). Long output "
+        "is cut in the middle. Prefer read_file, list_files and search_files over cat, find and grep. "
+        "Dangerous commands (recursive deletes, force pushes, sudo, …) need the user's approval; "
+        "commands that could destroy the system are blocked and never run."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The shell command line to run."},
+            "timeout": {
+                "type": "number",
+                "description": (
+                    f"Seconds before the command and its child processes are killed "
+                    f"(default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g})."
+                ),
+            },
+            "workdir": {
+                "type": "string",
+                "description": "Directory to run in; relative paths start at the session's working directory.",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+    handler=terminal,
+    read_only=False,
+    preview_key="command",
+)
