@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.agent.events import AgentEvent, ApprovalRequested, ToolCompleted, ToolStarted
+from hermes.agent.tools.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import ApprovalRequest
 from hermes.errors import ToolError
@@ -73,7 +74,7 @@ async def _invoke(call: PlannedCall, ctx: ToolContext, limit: int) -> ToolComple
     else:
         try:
             result = await call.tool.handler(args, dataclasses.replace(ctx, call_id=call.call_id))
-            is_error = False
+            is_error = result.startswith(REFUSAL_PREFIXES)
         except ToolError as exc:
             result = f"Error: {exc}"
         except asyncio.CancelledError:

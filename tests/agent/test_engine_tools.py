@@ -118,3 +118,57 @@ async def test_tool_steps_are_persisted_as_they_happen(upstream, make_agent, sto
     session = store.get_session(result.session_id)
     assert session.tool_call_count == 1 and session.end_reason == "completed"
     assert (session.input_tokens, session.output_tokens) == (30, 13)
+
+
+async def test_real_terminal_tool_denied_without_approver_is_an_error_result(upstream, store, tmp_path):
+    from hermes.agent.engine import Agent
+    from hermes.agent.providers.openai_compat import OpenAICompatProvider
+    from hermes.agent.tools import default_registry
+
+    victim = tmp_path / "build"
+    victim.mkdir()
+    agent = Agent(OpenAICompatProvider(base_url=upstream.base_url), store=store, model="m", tools=default_registry())
+    upstream.enqueue(
+        tool_reply([call("terminal", {"command": f"rm -r {victim}"}, id="rm"), call("terminal", {"command": "rm -rf /"}, id="root")]),
+        text_reply("ok"),
+    )
+    events, _ = await run(agent, TurnRequest(input="clean", cwd=str(tmp_path)))
+    results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
+    assert results["rm"].is_error and results["rm"].result.startswith("DENIED:")
+    assert results["root"].is_error and results["root"].result.startswith("BLOCKED by the safety policy:")
+    assert victim.exists()
+
+
+async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, store, tmp_path):
+    import asyncio
+    import os
+
+    from hermes.agent.engine import Agent
+    from hermes.agent.providers.openai_compat import OpenAICompatProvider
+    from hermes.agent.tools import default_registry
+
+    pidfile = tmp_path / "child.pid"
+    agent = Agent(OpenAICompatProvider(base_url=upstream.base_url), store=store, model="m", tools=default_registry())
+    upstream.enqueue(tool_reply([call("terminal", {"command": f"sleep 60 & echo $! > {pidfile}; wait"})]))
+    events = []
+
+    async def consume():
+        async for event in agent.run_turn(TurnRequest(input="wait", cwd=str(tmp_path))):
+            events.append(event)
+
+    task = asyncio.create_task(consume())
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    child = int(pidfile.read_text())
+    task.cancel()
+    await asyncio.wait_for(task, 2)
+    assert events[-1].result.status == "interrupted"
+    await asyncio.sleep(0.2)
+    try:
+        os.kill(child, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the background child of the interrupted command survived"

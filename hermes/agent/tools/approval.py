@@ -166,6 +166,10 @@ def check_write_path(path: str | os.PathLike[str]) -> Verdict:
     return ALLOW
 
 
+REFUSAL_PREFIXES = ("BLOCKED by the safety policy:", "DENIED:")
+"""Every refusal result starts with one of these; the engine reports such results as errors."""
+
+
 def blocked_message(subject: str, verdict: Verdict, *, outcome: str = "was not run") -> str:
     """Tool result for a hard-blocked action. `subject` e.g. "this command"."""
     return (
