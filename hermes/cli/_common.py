@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.config import Settings
-from hermes.store.base import SessionStore
+
+if TYPE_CHECKING:
+    from hermes.store.base import SessionStore
 
 
 def load_settings(**flags: Any) -> Settings:

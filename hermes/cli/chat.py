@@ -11,9 +11,7 @@ configuration error, 130 interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
 import sys
 from dataclasses import asdict
 from typing import Any
@@ -50,6 +48,8 @@ def chat(
         from hermes.tui.launch import run_tui
 
         raise typer.Exit(run_tui(settings, continue_last=continue_last, resume=resume, model=model, yolo=settings.yolo))
+    import asyncio
+
     prompt = _compose_prompt(query, piped)
     code = asyncio.run(_one_shot(settings, prompt, as_json=as_json, continue_last=continue_last, resume=resume))
     raise typer.Exit(code)
@@ -75,6 +75,9 @@ def _compose_prompt(query: str | None, piped: str | None) -> str:
 
 
 async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last: bool, resume: str | None) -> int:
+    import asyncio
+    import signal
+
     from hermes.agent.factory import build_agent
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver

@@ -20,7 +20,6 @@ Nothing is created: a missing HERMES_HOME or state.db is reported, never made.
 
 from __future__ import annotations
 
-import asyncio
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +155,8 @@ def _check_database(path: Path) -> list[Check]:
 
 
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
+    import asyncio
+
     if choice.name != "openai":
         return Check("endpoint", "ok", f"{choice.name} provider (nothing to reach)")
     from hermes.agent.factory import build_provider

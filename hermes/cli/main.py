@@ -10,24 +10,48 @@ Exit codes: 0 success; 1 failure (HermesError, unknown id, failed/partial turn);
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
+
+try:  # typer vendors click from 0.27 on
+    from typer._click.exceptions import UsageError as ClickUsageError
+except ImportError:  # pragma: no cover - older typer
+    from click.exceptions import UsageError as ClickUsageError  # type: ignore[no-redef]
 
 from hermes import __version__
 from hermes.errors import HermesError
 
 
 class HermesGroup(TyperGroup):
-    """Turns every HermesError raised by a command into one line on stderr and its exit code."""
+    """Turns every HermesError raised by a command, and every command-line parse error,
+    into one line on stderr and its exit code."""
+
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except ClickUsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                raise
+            _usage_error(exc)
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except ClickUsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                raise
+            _usage_error(exc)
         except HermesError as exc:
             typer.echo(f"hermes: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+
+
+def _usage_error(exc: ClickUsageError) -> NoReturn:
+    where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    typer.echo(f"hermes: {exc.format_message()}{where}", err=True)
+    raise typer.Exit(2) from None
 
 
 app = typer.Typer(

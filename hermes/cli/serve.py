@@ -17,10 +17,7 @@ in-flight runs `interrupted` in the run store, close the databases, exit 0 — a
 
 from __future__ import annotations
 
-import asyncio
 import errno
-import ipaddress
-import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -76,12 +73,16 @@ def serve(
     from hermes.server.app import create_app
 
     app = create_app(settings)
+    import asyncio
+
     code = asyncio.run(run_server(app, settings.server_host, settings.server_port))
     if code:
         raise typer.Exit(code)
 
 
 def is_loopback(host: str) -> bool:
+    import ipaddress
+
     if host.lower() == "localhost":
         return True
     try:
@@ -112,6 +113,9 @@ def _url(host: str, port: int) -> str:
 
 async def run_server(app: web.Application, host: str, port: int) -> int:
     """Serve `app` until SIGTERM/SIGINT; returns the process exit code."""
+    import asyncio
+    import signal
+
     from aiohttp import web
 
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=HANDLER_GRACE)
