@@ -31,7 +31,7 @@ from hermes.tui.export import session_markdown
 from hermes.tui.renderer import TurnCallbacks, TurnRenderer, history_widgets
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.screens.session_picker import SessionPicker
-from hermes.tui.widgets.activity import Activity
+from hermes.tui.widgets.activity import SILENCE_AFTER, Activity
 from hermes.tui.widgets.chat_input import ChatInput
 from hermes.tui.widgets.command_menu import CommandMenu
 from hermes.tui.widgets.history_head import HistoryHead
@@ -43,8 +43,13 @@ from hermes.tui.widgets.user_message import UserMessage
 if TYPE_CHECKING:
     from hermes.agent.engine import Agent
 
-HISTORY_PAGE = 60
-"""Messages rendered when a session opens; older ones load on demand (Ctrl+Home / click)."""
+HISTORY_PAGE = 16
+"""Messages rendered when a session opens (a screenful or more); older ones load when the
+user scrolls to the top, clicks the head line, or presses Ctrl+Home."""
+FIRST_PAINT = 8
+"""Messages shown before the first paint of an opened session."""
+OLDER_PAGE = 100
+"""Messages each "load more" (Ctrl+Home, click) adds."""
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
 INTERRUPT_GRACE = 1.0
@@ -85,8 +90,10 @@ class HermesApp(App[int]):
         approval_timeout: float = 60.0,
         theme: str | None = None,
         cwd: str | None = None,
+        silence_warning: float = SILENCE_AFTER,
     ) -> None:
         super().__init__()
+        self.silence_warning = silence_warning
         self.agent = agent
         self.store = store
         self.settings = settings
@@ -107,7 +114,7 @@ class HermesApp(App[int]):
         menu = CommandMenu(id="menu")
         yield StatusBar(id="status")
         yield Transcript(id="transcript")
-        yield Activity(id="activity")
+        yield Activity(silence_after=self.silence_warning, id="activity")
         yield menu
         yield ChatInput(menu=menu, id="input")
         yield Footer()
@@ -321,17 +328,17 @@ class HermesApp(App[int]):
         self.pending_title = None
         transcript = self.transcript
         transcript.remove_children()
-        shown = messages[-HISTORY_PAGE:]
-        # Don't start the visible part with tool results whose call is hidden.
-        while shown and shown[0].role == "tool" and len(shown) < len(messages):
-            shown = messages[-(len(shown) + 1) :]
+        # First paint: the newest FIRST_PAINT messages; the rest of the first page is
+        # prepended right after, above the fold, so the screen is usable at once.
+        shown = self._tail(messages, FIRST_PAINT)
         self._older = messages[: len(messages) - len(shown)]
         if self._older:
             transcript.add(HistoryHead(len(self._older)))
         transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
+        if self._older:
+            self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
         transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
-        if record.model:
-            self.status_bar.model = self.agent.model
+        self.status_bar.model = self.agent.model
         self.status_bar.context_tokens = sum(len(str(m.content or "")) for m in messages) // 4
         self.status_bar.turn_seconds = None
         self._refresh_session_info()
@@ -339,15 +346,23 @@ class HermesApp(App[int]):
         return True
 
     @on(HistoryHead.LoadRequested)
+    @on(Transcript.ReachedTop)
     def _load_older(self) -> None:
         self.load_older()
 
-    def load_older(self) -> None:
+    @staticmethod
+    def _tail(messages: list[MessageRecord], count: int) -> list[MessageRecord]:
+        """The last `count` messages, widened so tool results never lose their call."""
+        shown = messages[-count:] if count > 0 else []
+        while shown and shown[0].role == "tool" and len(shown) < len(messages):
+            shown = messages[-(len(shown) + 1) :]
+        return shown
+
+    def load_older(self, count: int = 0) -> None:
+        """Prepend up to `count` (default OLDER_PAGE) older messages above the transcript."""
         if not self._older:
             return
-        page = self._older[-HISTORY_PAGE * 3 :]
-        while page and page[0].role == "tool" and len(page) < len(self._older):
-            page = self._older[-(len(page) + 1) :]
+        page = self._tail(self._older, count or OLDER_PAGE)
         self._older = self._older[: len(self._older) - len(page)]
         transcript = self.transcript
         transcript.add_before_first(history_widgets(page, stall_after=self.settings.tool_stall_warning))
@@ -405,7 +420,7 @@ class HermesApp(App[int]):
 
     def action_scroll_transcript(self, direction: int) -> None:
         if direction < 0:
-            self.transcript.scroll_page_up()
+            self.transcript.page_up()
         else:
             self.transcript.scroll_page_down()
 
@@ -548,6 +563,7 @@ def make_app(
     approval_timeout: float = 60.0,
     theme: str | None = None,
     cwd: str | None = None,
+    silence_warning: float = SILENCE_AFTER,
 ) -> HermesApp:
     """The chat app, as `hermes chat` runs it. Tests call this too.
 
@@ -559,6 +575,7 @@ def make_app(
         approval_timeout: seconds before an unanswered approval is denied.
         theme: a Textual theme name (default textual-dark).
         cwd: working directory for tools and /export (default: the process's).
+        silence_warning: seconds without any event before "waiting for the model (Ns)".
     """
     return HermesApp(
         agent,
@@ -568,4 +585,5 @@ def make_app(
         approval_timeout=approval_timeout,
         theme=theme,
         cwd=cwd,
+        silence_warning=silence_warning,
     )

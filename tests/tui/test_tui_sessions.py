@@ -36,13 +36,16 @@ async def test_long_session_opens_its_tail_and_loads_more(make_tui, store):
     sid = seed_session(store, "Long", [(f"q{i}", f"a{i}") for i in range(100)])
     app = make_tui(session_id=sid)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.1)
         head = app.transcript.query_one(HistoryHead)
-        assert head.hidden == 140
+        # the newest 8 first, then the rest of the first page (16) right after the first paint
+        await until(pilot, lambda: head.hidden == 200 - 16)
+        assert app.transcript.query(UserMessage).first().text == "q92"
         assert app.transcript.query(UserMessage).last().text == "q99"
         await pilot.press("ctrl+home")
-        await pilot.pause(0.1)
-        assert not app.transcript.query(HistoryHead)
+        await until(pilot, lambda: head.hidden == 200 - 116)
+        assert app.transcript.query(UserMessage).first().text == "q42"
+        await pilot.press("ctrl+home")
+        await until(pilot, lambda: not app.transcript.query(HistoryHead))
         assert app.transcript.query(UserMessage).first().text == "q0"
 
 

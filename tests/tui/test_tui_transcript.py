@@ -32,8 +32,8 @@ async def test_streamed_text_renders_as_markdown(make_tui):
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer, usage=Usage(12, 34, 46), api_calls=1)))
         await pilot.pause(0.2)
         message = app.transcript.query_one(AssistantMessage)
-        assert message.markdown.source == answer
-        kinds = {type(block).__name__ for block in message.markdown.children}
+        assert message.rendered_text == answer
+        kinds = {type(block).__name__ for chunk in message.chunks for block in chunk.children}
         assert {"MarkdownH1", "MarkdownParagraph", "MarkdownFence", "MarkdownTable"} <= kinds
         assert app.transcript.query_one(UserMessage).text == "show me"
         assert app.status_bar.input_tokens == 12 and app.status_bar.output_tokens == 34
@@ -93,3 +93,22 @@ async def test_interrupted_turn_keeps_partial_text(make_tui):
         assert message.text == "partial answ"
         assert message.has_class("-interrupted")
         assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
+
+
+async def test_long_answer_streams_into_chunks_without_splitting_code(make_tui):
+    app = make_tui()
+    paragraph = "word " * 60 + "\n\n"
+    fence = "```python\n" + "x = 1\n\n" * 40 + "```\n\n"
+    answer = paragraph * 10 + fence + paragraph * 10
+    async with app.run_test(size=(100, 30)) as pilot:
+        renderer = app.begin_turn("long")
+        for i in range(0, len(answer), 7):
+            renderer.handle(TextDelta(answer[i : i + 7]))
+        renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer)))
+        await pilot.pause(0.3)
+        message = app.transcript.query_one(AssistantMessage)
+        assert message.rendered_text == answer
+        chunks = message.chunks
+        assert len(chunks) > 2
+        fences = [block for chunk in chunks for block in chunk.children if type(block).__name__ == "MarkdownFence"]
+        assert len(fences) == 1  # the blank lines inside the fence never split it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from hermes.testing.upstream import call, text_reply, tool_reply
+from hermes.testing.upstream import Sleep, call, error_reply, text_reply, tool_reply
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.notice import Notice
@@ -29,7 +29,7 @@ async def test_prompt_streams_into_transcript(make_tui, upstream, store):
         await app.workers.wait_for_complete()
         await pilot.pause(0.1)
         answer = app.transcript.query_one(AssistantMessage)
-        assert answer.markdown.source == "Hello from **hermes**, nice to meet you."
+        assert answer.rendered_text == "Hello from **hermes**, nice to meet you."
         assert app.transcript.query_one(UserMessage).text == "hi there"
         assert app.chat_input.text == ""
         assert not app.turn_running
@@ -118,3 +118,29 @@ async def test_ctrl_c_interrupts_then_twice_quits(make_tui, upstream):
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running)
     assert app.return_code == 0
+
+
+async def test_silent_upstream_says_waiting_for_the_model(make_tui, upstream):
+    reply = text_reply("finally")
+    reply.steps.insert(0, Sleep(1.0))
+    upstream.enqueue(reply)
+    app = make_tui(silence_warning=0.2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "hello?")
+        activity = app.query_one(Activity)
+        await until(pilot, lambda: "waiting for the model (" in str(activity.render()))
+        await app.workers.wait_for_complete()
+        assert app.transcript.query_one(AssistantMessage).text == "finally"
+        assert not activity.has_class("-active")
+
+
+async def test_retry_shows_reconnecting(make_tui, upstream):
+    upstream.enqueue(error_reply(503, "overloaded"), text_reply("back again"))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "hello")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+        notices = [n.text for n in app.transcript.query(Notice)]
+        assert any(t.startswith("↻ reconnecting (2/3)") for t in notices), notices
+        assert app.transcript.query_one(AssistantMessage).text == "back again"

@@ -34,8 +34,9 @@ class Activity(Static):
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, silence_after: float = SILENCE_AFTER, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
+        self.silence_after = silence_after
         self.phase = ""
         self.waiting_for_model = True
         """False while tools run (silence is then the tool's, not the model's)."""
@@ -79,7 +80,7 @@ class Activity(Static):
     def line(self) -> str:
         now = time.monotonic()
         silent = now - self._last_event
-        if self.waiting_for_model and silent >= SILENCE_AFTER:
+        if self.waiting_for_model and silent >= self.silence_after:
             return f"waiting for the model ({silent:.0f}s)"
         return f"{self.phase} ({now - self._since:.0f}s)"
 

@@ -1,8 +1,13 @@
 """An assistant answer rendered as Markdown, streamed without re-rendering per delta.
 
-Deltas are buffered and appended to the `Markdown` widget at most `FLUSH_HZ` times a
-second (`Markdown.append` re-parses only the last block), so thousands of small deltas
-cost a few dozen renders, and the event loop is never held by one big re-render.
+Two things keep streaming cheap however long the answer gets:
+
+- Deltas are buffered and appended at most `FLUSH_HZ` times a second
+  (`Markdown.append` re-parses only from the last block).
+- The answer is a column of `Markdown` widgets ("chunks"). Once the live chunk holds
+  `CHUNK_CHARS` characters, the next paragraph break outside a code fence starts a new
+  chunk, so a flush touches one small widget instead of re-styling and re-laying out
+  every block of a long answer.
 """
 
 from __future__ import annotations
@@ -13,6 +18,32 @@ from textual.timer import Timer
 from textual.widgets import Markdown
 
 FLUSH_HZ = 30
+CHUNK_CHARS = 1500
+
+
+def safe_split(source: str, new: str, at_least: int = 0) -> int | None:
+    """Where in `new` a chunk may end: just after a blank line outside a code fence.
+
+    `source` is the live chunk's text so far (it decides whether we start inside a fence).
+    Returns the first such index into `new` that is >= `at_least`, or None.
+    """
+    inside = _fence_open(source)
+    position = 0
+    for line in new.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            inside = not inside
+        position += len(line)
+        if position >= len(new):
+            break
+        if not inside and stripped == "" and line.endswith("\n") and position >= at_least:
+            return position
+    return None
+
+
+def _fence_open(text: str) -> bool:
+    count = sum(1 for line in text.splitlines() if line.strip().startswith(("```", "~~~")))
+    return count % 2 == 1
 
 
 class AssistantMessage(Vertical):
@@ -31,9 +62,6 @@ class AssistantMessage(Vertical):
         margin: 1 0 1 0;
         padding: 0 1;
     }
-    AssistantMessage MarkdownParagraph:last-child {
-        margin-bottom: 0;
-    }
     AssistantMessage.-interrupted {
         border-left: wide $warning;
     }
@@ -46,14 +74,16 @@ class AssistantMessage(Vertical):
         self._received = text
         self._flush_timer: Timer | None = None
         self._flushing = False
+        self._live: Markdown | None = None
         self.streaming = streaming
 
     def compose(self) -> ComposeResult:
-        yield Markdown(self._initial)
+        self._live = Markdown(self._initial)
+        yield self._live
 
     @property
-    def markdown(self) -> Markdown:
-        return self.query_one(Markdown)
+    def chunks(self) -> list[Markdown]:
+        return list(self.query_children(Markdown))
 
     @property
     def text(self) -> str:
@@ -62,8 +92,8 @@ class AssistantMessage(Vertical):
 
     @property
     def rendered_text(self) -> str:
-        """The Markdown source currently handed to the widget."""
-        return self.markdown.source
+        """The Markdown source handed to the widgets so far."""
+        return "".join(chunk.source for chunk in self.chunks)
 
     def feed(self, text: str) -> None:
         """Append streamed text; it reaches the screen within one flush interval."""
@@ -86,7 +116,11 @@ class AssistantMessage(Vertical):
         self._received = stripped[: len(stripped) - len(suffix.strip())].rstrip() + "\n"
         self._pending.clear()
         if self.is_mounted:
-            self.markdown.update(self._received)
+            chunks = self.chunks
+            for extra in chunks[1:]:
+                extra.remove()
+            self._live = chunks[0]
+            self._live.update(self._received)
         else:
             self._initial = self._received
         return True
@@ -98,11 +132,25 @@ class AssistantMessage(Vertical):
         self._flushing = True
         try:
             while self._pending:
-                chunk = "".join(self._pending)
+                new = "".join(self._pending)
                 self._pending.clear()
-                await self.markdown.append(chunk)
+                await self._append(new)
         finally:
             self._flushing = False
+
+    async def _append(self, new: str) -> None:
+        while new:
+            live = self._live
+            assert live is not None
+            room = CHUNK_CHARS - len(live.source)
+            cut = safe_split(live.source, new, max(0, room)) if len(new) >= room else None
+            if cut is None:
+                await live.append(new)
+                return
+            await live.append(new[:cut])
+            new = new[cut:]
+            self._live = Markdown()
+            await self.mount(self._live)
 
     def finish(self) -> None:
         """The segment is complete: flush now instead of at the next tick."""

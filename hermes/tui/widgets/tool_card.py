@@ -28,7 +28,10 @@ PREVIEW_CHARS = 4000
 DIFF_TOOLS = frozenset({"patch", "write_file", "edit_file", "apply_patch"})
 
 
-def one_line(text: str, limit: int = 120) -> str:
+ONE_LINE = 120
+
+
+def one_line(text: str, limit: int = ONE_LINE) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -173,7 +176,8 @@ class ToolCard(Vertical):
         if is_error:
             self.error = result
             self._error.update(Text("✗ " + clip(result, lines=6, chars=800)))
-        self._show_result(result, is_error)
+        if not is_error or result.count("\n") >= 6 or len(result) > 800:
+            self._show_result(result, is_error)
         self._set_state("failed" if is_error else "done")
 
     def not_executed(self, message: str) -> None:
@@ -197,12 +201,15 @@ class ToolCard(Vertical):
             body = Syntax(clip(diff, lines=60, chars=8000), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
             self._details.title = "diff"
             self._details.collapsed = False
-        elif result.strip():
-            body = Text(clip(result))
-            lines = result.count("\n") + 1
-            self._details.title = f"result ({lines} line{'s' if lines != 1 else ''})"
         else:
-            return
+            lines = result.count("\n") + 1 if result.strip() else 0
+            text = Text(clip(result)) if lines else Text("(no output)", style="dim")
+            self._details.title = f"result ({lines} line{'s' if lines != 1 else ''})"
+            full = argument_preview(self.arguments)
+            if len(full) > ONE_LINE or "\n" in full:
+                # The header shows one line; what actually ran is never hidden.
+                text = Text.assemble((full + "\n", "bold"), text)
+            body = text
         self._result_body.update(body)
         self.add_class("-has-result")
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from textual import events
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widget import Widget
 
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -21,8 +23,22 @@ class Transcript(VerticalScroll):
     Transcript.-focus ReasoningBlock, Transcript.-focus ToolCard { display: none; }
     """
 
+    class ReachedTop(Message):
+        """The user scrolled to the very top (time to load older messages, if any)."""
+
     def on_mount(self) -> None:
         self.anchor()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        if self.scroll_y <= 0:
+            self.post_message(self.ReachedTop())
+
+    def page_up(self) -> None:
+        """PgUp from the keyboard: at the top, ask for older messages."""
+        if self.scroll_y <= 0:
+            self.post_message(self.ReachedTop())
+        else:
+            self.scroll_page_up()
 
     def add(self, *widgets: Widget) -> None:
         """Append widgets at the bottom (keeping the view pinned when it was at the bottom)."""
