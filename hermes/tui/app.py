@@ -212,6 +212,9 @@ class HermesApp(App[int]):
             raise
         except HermesError as exc:
             renderer.failed(str(exc))
+        except Exception as exc:  # noqa: BLE001 - the UI's edge: show it, keep the app usable
+            renderer.failed(f"internal error: {exc!r}")
+            self.log.error(exc)
         finally:
             if self.renderer is renderer:
                 self._turn_finished()
