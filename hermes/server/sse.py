@@ -61,6 +61,13 @@ DEFAULT_POLL_INTERVAL = 0.25
 KEEPALIVE_FRAME = b": keepalive\n\n"
 
 
+class _Default:
+    """Marker type: use the app's configured value."""
+
+
+DEFAULT = _Default()
+
+
 class ClientDisconnected(ConnectionError):
     """The SSE client has gone away; nothing more can be written."""
 
@@ -178,13 +185,13 @@ class SSEStream:
         request: web.BaseRequest,
         *,
         headers: Mapping[str, str] | None = None,
-        keepalive: float | None | type[Ellipsis] = ...,  # type: ignore[valid-type]
+        keepalive: float | None | _Default = DEFAULT,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         ensure_ascii: bool = True,
     ) -> None:
         self.request = request
         self.response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **(headers or {})})
-        self.keepalive: float | None = _default_keepalive(request) if keepalive is ... else keepalive  # type: ignore[assignment]
+        self.keepalive = _default_keepalive(request) if isinstance(keepalive, _Default) else keepalive
         self.ensure_ascii = ensure_ascii
         self._watch = _Watch(request, poll_interval)
         self._lock = asyncio.Lock()

@@ -23,6 +23,7 @@ from hermes.agent.prompt import default_system_prompt
 from hermes.agent.types import TurnRequest, TurnResult, Usage
 
 _END = object()
+QUEUE_SIZE = 16
 
 
 class TurnCrashed(Exception):
@@ -39,8 +40,12 @@ class TurnStream:
     def __init__(self, agent: Any, request: TurnRequest) -> None:
         self._agent = agent
         self._request = request
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        # Bounded on purpose: when the upstream's bytes are already buffered nothing in the
+        # engine suspends, so an unbounded queue would let one turn run to its end before
+        # its writer (or any other stream) is scheduled. A full queue hands the loop over.
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self.result: TurnResult | None = None
+        self._failure: TurnCrashed | None = None
         self.task = asyncio.create_task(self._pump(), name="hermes-turn")
 
     async def _pump(self) -> None:
@@ -49,15 +54,18 @@ class TurnStream:
             async for event in agen:
                 if isinstance(event, TurnCompleted):
                     self.result = event.result
-                self._queue.put_nowait(event)
+                await self._queue.put(event)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._queue.put_nowait(TurnCrashed(exc))
+            self._failure = TurnCrashed(exc)
         finally:
+            # Cancelled at `put` (outside the generator): the engine's aclose() path
+            # persists placeholders and ends the session; there is no final event then.
             with contextlib.suppress(Exception):
                 await agen.aclose()
-            self._queue.put_nowait(_END)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._queue.put(_END)
 
     def cancel(self) -> None:
         """Interrupt the turn (upstream request closed, tools killed); idempotent."""
@@ -69,10 +77,10 @@ class TurnStream:
         while True:
             item = await self._queue.get()
             if item is _END:
-                return
-            if isinstance(item, TurnCrashed):
-                raise item
+                break
             yield item
+        if self._failure is not None:
+            raise self._failure
 
     async def wait(self) -> TurnResult | None:
         """Drain the events and return the result (None if the turn never completed)."""

@@ -531,3 +531,18 @@ async def test_invalid_content_length_is_400(server: Server) -> None:
     writer.close()
     # aiohttp's HTTP parser rejects it before the app runs (plain-text body, not our envelope).
     assert head.split(b"\r\n", 1)[0].split(b" ")[1] == b"400"
+
+
+async def test_api_sessions_visible_to_hermes_sessions_list(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from hermes.cli.main import app as cli_app
+
+    server.upstream.enqueue(text_reply("listed"), text_reply("also listed"))
+    r1 = await server.client.post(URL, json={"messages": [user("from chat")]})
+    r2 = await server.client.post("/v1/responses", json={"input": "from responses"})
+    monkeypatch.setenv("HERMES_HOME", str(server.settings.home))
+    result = CliRunner().invoke(cli_app, ["sessions", "list", "--source", "api_server", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    ids = {s["id"] for s in json.loads(result.output)["data"]}
+    assert {r1.headers["X-Hermes-Session-Id"], r2.headers["X-Hermes-Session-Id"]} <= ids

@@ -229,9 +229,8 @@ async def _complete(
         finally:
             await turn.aclose()
     outcome = Outcome.of(result)
-    assert result is not None
-    out_headers = {**headers, "X-Hermes-Session-Id": result.session_id or headers["X-Hermes-Session-Id"], **outcome.headers()}
-    if outcome.hard_failure:
+    out_headers = {**headers, **outcome.headers()}
+    if result is None or outcome.hard_failure:
         error = AgentIncomplete(outcome.error or "Agent run did not produce a response.", extra={"hermes": outcome.hermes})
         return error.status, error.body(), out_headers
     return 200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers

@@ -1,0 +1,365 @@
+"""hermes serve under load, against a scripted upstream on loopback (one run, three processes).
+
+    python bench/bench_server.py [--requests 300] [--streams 200] [--chunks 500]
+                                 [--idle 1000] [--idle-seconds 60] [--json]
+
+Processes: a scripted OpenAI-compatible upstream, a real `hermes serve` pointed at it,
+and this client. The upstream picks its reply from the last user message ("small",
+"big", "stall"), so one upstream serves every phase.
+
+1. Added latency: the same non-streaming chat completion sent straight to the upstream
+   and through hermes, interleaved; target: median(hermes) - median(direct) < 3 ms.
+2. Streaming load: `--streams` concurrent streaming chat completions of `--chunks`
+   content chunks each, the upstream pausing `--chunk-delay` before each chunk (default
+   1 ms — far faster than a real model, but it lets the scripted upstream interleave its
+   streams instead of writing them one after another); targets: all succeed, median time to the first content chunk
+   < 100 ms; aggregate chunks/s reported.
+3. Memory: RSS of the hermes process after phases 1-2; target < 200 MB.
+4. Idle streams: `--idle` SSE connections whose turns wait on a silent upstream, held
+   `--idle-seconds`; target: none dropped, each receives keepalives; RSS growth reported.
+
+Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from hermes.testing.upstream import Reply, ScriptedUpstream, Stall, text_reply
+
+KEY = "sk-bench"
+WORDS = "lorem ipsum dolor sit amet "
+
+
+# ---- the upstream process ----------------------------------------------------------------
+
+
+class BenchUpstream(ScriptedUpstream):
+    """Chooses the reply from the last user message: small | big:<n> | stall."""
+
+    async def _chat(self, request: Any) -> Any:
+        body = await request.json()
+        last = str((body.get("messages") or [{}])[-1].get("content", ""))
+        if last.startswith("big:"):
+            _, n_text, delay_text, _ = last.split(":", 3)
+            n = int(n_text)
+            self.default = text_reply((WORDS * (n // 5 + 1))[: n * 5], pieces=n, chunk_delay=float(delay_text))
+        elif last.startswith("stall"):
+            self.default = Reply([Stall(3600)])
+        else:
+            self.default = text_reply("ok")
+        self.requests.clear()  # keep the upstream's memory flat
+        return await super()._chat(request)
+
+
+async def run_upstream() -> None:
+    upstream = BenchUpstream()
+    await upstream.start()
+    print(upstream.port, flush=True)
+    await asyncio.Event().wait()
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def raise_fd_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 16384), hard), hard))
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def chat_body(content: str, stream: bool) -> dict[str, Any]:
+    return {"model": "hermes-agent", "messages": [{"role": "user", "content": content}], "stream": stream}
+
+
+# ---- phases --------------------------------------------------------------------------------
+
+
+async def phase_latency(session: aiohttp.ClientSession, upstream: str, hermes: str, n: int) -> dict[str, Any]:
+    auth = {"Authorization": f"Bearer {KEY}"}
+
+    async def one(url: str, content: str, headers: dict[str, str]) -> float:
+        started = time.perf_counter()
+        async with session.post(url, json=chat_body(content, False), headers=headers) as resp:
+            await resp.read()
+            assert resp.status == 200, resp.status
+        return (time.perf_counter() - started) * 1000
+
+    for i in range(30):  # warm up both paths (connections, imports, SQLite pages)
+        await one(f"{upstream}/chat/completions", "small", {})
+        await one(f"{hermes}/v1/chat/completions", f"small warmup {i}", auth)
+    direct, through = [], []
+    for i in range(n):
+        direct.append(await one(f"{upstream}/chat/completions", "small", {}))
+        through.append(await one(f"{hermes}/v1/chat/completions", f"small {i}", auth))
+    added = statistics.median(through) - statistics.median(direct)
+    return {
+        "requests": n,
+        "direct_ms": {"p50": statistics.median(direct), "p95": pct(direct, 0.95)},
+        "hermes_ms": {"p50": statistics.median(through), "p95": pct(through, 0.95)},
+        "added_median_ms": added,
+        "target_ms": 3.0,
+        "ok": added < 3.0,
+    }
+
+
+async def read_stream(resp: aiohttp.ClientResponse, started: float) -> tuple[float | None, float | None, int, bool]:
+    """(first frame ms, first content ms, content chunks, saw [DONE] after finish stop)."""
+    first_frame = first_content = None
+    chunks = 0
+    finish = None
+    done = False
+    async for raw in resp.content:
+        line = raw.strip()
+        if not line.startswith(b"data: "):
+            continue
+        if first_frame is None:
+            first_frame = (time.perf_counter() - started) * 1000
+        data = line[6:]
+        if data == b"[DONE]":
+            done = True
+            break
+        chunk = json.loads(data)
+        choice = chunk["choices"][0]
+        if choice["delta"].get("content"):
+            chunks += 1
+            if first_content is None:
+                first_content = (time.perf_counter() - started) * 1000
+        finish = choice.get("finish_reason") or finish
+    return first_frame, first_content, chunks, done and finish == "stop"
+
+
+async def phase_streams(
+    session: aiohttp.ClientSession, hermes: str, streams: int, chunks: int, delay: float
+) -> dict[str, Any]:
+    auth = {"Authorization": f"Bearer {KEY}"}
+
+    async def one(i: int) -> tuple[float | None, float | None, int, bool]:
+        started = time.perf_counter()
+        async with session.post(f"{hermes}/v1/chat/completions", json=chat_body(f"big:{chunks}:{delay}:{i}", True), headers=auth) as resp:
+            if resp.status != 200:
+                return None, None, 0, False
+            return await read_stream(resp, started)
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(i) for i in range(streams)), return_exceptions=True)
+    wall = time.perf_counter() - started
+    good = [r for r in results if not isinstance(r, BaseException) and r[3] and r[2] == chunks]
+    firsts = [r[1] for r in good if r[1] is not None]
+    frames = [r[0] for r in good if r[0] is not None]
+    total = sum(r[2] for r in results if not isinstance(r, BaseException))
+    ttfc = statistics.median(firsts) if firsts else float("inf")
+    return {
+        "streams": streams,
+        "chunks_per_stream": chunks,
+        "upstream_chunk_delay_s": delay,
+        "succeeded": len(good),
+        "errors": [repr(r)[:200] for r in results if isinstance(r, BaseException)][:5],
+        "wall_s": wall,
+        "first_frame_ms": {"p50": statistics.median(frames) if frames else None},
+        "first_content_ms": {"p50": ttfc, "p95": pct(firsts, 0.95) if firsts else None},
+        "aggregate_chunks_per_s": total / wall,
+        "target_first_content_ms": 100.0,
+        "ok": len(good) == streams and ttfc < 100.0,
+    }
+
+
+async def phase_idle(hermes: str, pid: int, count: int, seconds: float, keepalive: float) -> dict[str, Any]:
+    auth = {"Authorization": f"Bearer {KEY}"}
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=keepalive * 3 + 5)
+    rss_before = rss_mb(pid)
+    opened = asyncio.Event()
+    counter = {"open": 0}
+    deadline: dict[str, float] = {}
+
+    async def one(session: aiohttp.ClientSession, i: int) -> tuple[bool, int]:
+        async with session.post(f"{hermes}/v1/chat/completions", json=chat_body(f"stall {i}", True), headers=auth) as resp:
+            if resp.status != 200:
+                return False, 0
+            counter["open"] += 1
+            if counter["open"] == count:
+                deadline["at"] = time.monotonic() + seconds
+                opened.set()
+            keepalives = 0
+            await opened.wait()
+            while time.monotonic() < deadline["at"]:
+                try:
+                    line = await asyncio.wait_for(resp.content.readline(), deadline["at"] - time.monotonic())
+                except TimeoutError:
+                    break
+                if not line:
+                    return False, keepalives  # EOF: dropped
+                if line.startswith(b": keepalive"):
+                    keepalives += 1
+            return True, keepalives
+
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        tasks = [asyncio.create_task(one(session, i)) for i in range(count)]
+        try:
+            await asyncio.wait_for(opened.wait(), 120)
+        except TimeoutError:
+            pass
+        rss_open = rss_mb(pid)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        rss_held = rss_mb(pid)
+    ok = [r for r in results if not isinstance(r, BaseException) and r[0]]
+    keepalives = [r[1] for r in ok]
+    expected = int(seconds // keepalive) - 1
+    await asyncio.sleep(2)  # let the server cancel the turns
+    return {
+        "connections": count,
+        "held_s": seconds,
+        "opened": counter["open"],
+        "held_without_drop": len(ok),
+        "dropped": count - len(ok),
+        "errors": [repr(r)[:200] for r in results if isinstance(r, BaseException)][:5],
+        "keepalives_per_conn_min": min(keepalives) if keepalives else 0,
+        "rss_mb_before": rss_before,
+        "rss_mb_open": rss_open,
+        "rss_mb_held": rss_held,
+        "rss_growth_mb": rss_held - rss_before,
+        "rss_mb_after_close": rss_mb(pid),
+        "ok": len(ok) == count and (min(keepalives) if keepalives else 0) >= expected,
+    }
+
+
+# ---- orchestration -------------------------------------------------------------------------
+
+
+def start(cmd: list[str], env: dict[str, str], cwd: str, pattern: str, stream: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=raise_fd_limit
+    )
+    pipe = proc.stdout if stream == "stdout" else proc.stderr
+    assert pipe is not None
+    for line in pipe:
+        match = re.search(pattern, line)
+        if match:
+            return proc, match.group(1)
+    raise RuntimeError(f"{cmd[:3]} did not start (exit {proc.poll()})")
+
+
+async def main(args: argparse.Namespace) -> int:
+    raise_fd_limit()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_", "OPENAI_"))}
+        up_proc, port = start([sys.executable, __file__, "--upstream"], clean, home, r"^(\d+)$", "stdout")
+        upstream = f"http://127.0.0.1:{port}/v1"
+        env = {
+            **clean,
+            "HERMES_HOME": home,
+            "HERMES_BASE_URL": upstream,
+            "HERMES_MODEL": "scripted-model",
+            "HERMES_API_KEY": "sk-upstream",
+            "API_SERVER_KEY": KEY,
+            "API_SERVER_MAX_CONCURRENT_RUNS": "0",
+            "API_SERVER_KEEPALIVE_SECONDS": str(args.keepalive),
+        }
+        hermes_proc, hermes = start(
+            [sys.executable, "-m", "hermes", "serve", "--port", "0"], env, home, r"listening on (http://\S+)", "stderr"
+        )
+        report: dict[str, Any] = {"cpus": os.cpu_count()}
+        try:
+            connector = aiohttp.TCPConnector(limit=0)
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+                report["latency"] = await phase_latency(session, upstream, hermes, args.requests)
+                report["streams"] = await phase_streams(session, hermes, args.streams, args.chunks, args.chunk_delay)
+            rss = rss_mb(hermes_proc.pid)
+            report["memory"] = {"rss_mb_after_load": rss, "target_mb": 200, "ok": rss < 200}
+            if args.idle:
+                report["idle"] = await phase_idle(hermes, hermes_proc.pid, args.idle, args.idle_seconds, args.keepalive)
+        finally:
+            for proc in (hermes_proc, up_proc):
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    return 0 if all(part.get("ok", True) for part in report.values() if isinstance(part, dict)) else 1
+
+
+def print_report(r: dict[str, Any]) -> None:
+    def mark(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    lat = r["latency"]
+    print(f"cpus: {r['cpus']}")
+    print(
+        f"[{mark(lat['ok'])}] added latency (non-streaming, {lat['requests']} req): median "
+        f"{lat['added_median_ms']:.2f} ms (hermes p50 {lat['hermes_ms']['p50']:.2f} / p95 {lat['hermes_ms']['p95']:.2f} ms, "
+        f"direct p50 {lat['direct_ms']['p50']:.2f} / p95 {lat['direct_ms']['p95']:.2f} ms; target < 3 ms)"
+    )
+    st = r["streams"]
+    print(
+        f"[{mark(st['ok'])}] {st['streams']} concurrent streams x {st['chunks_per_stream']} chunks: "
+        f"{st['succeeded']}/{st['streams']} succeeded, first content chunk p50 {st['first_content_ms']['p50']:.1f} ms "
+        f"(p95 {st['first_content_ms']['p95']}, first frame p50 {st['first_frame_ms']['p50']}), "
+        f"{st['aggregate_chunks_per_s']:.0f} chunks/s aggregate, wall {st['wall_s']:.1f} s"
+    )
+    if st["errors"]:
+        print("    errors:", st["errors"])
+    mem = r["memory"]
+    print(f"[{mark(mem['ok'])}] server RSS after load: {mem['rss_mb_after_load']:.1f} MB (target < 200 MB)")
+    if "idle" in r:
+        idle = r["idle"]
+        print(
+            f"[{mark(idle['ok'])}] {idle['connections']} idle SSE connections held {idle['held_s']:.0f} s: "
+            f"{idle['held_without_drop']} held, {idle['dropped']} dropped, min keepalives/conn "
+            f"{idle['keepalives_per_conn_min']}; RSS {idle['rss_mb_before']:.1f} -> {idle['rss_mb_held']:.1f} MB "
+            f"(growth {idle['rss_growth_mb']:.1f} MB), after close {idle['rss_mb_after_close']:.1f} MB"
+        )
+        if idle["errors"]:
+            print("    errors:", idle["errors"])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--chunks", type=int, default=500)
+    parser.add_argument(
+        "--chunk-delay",
+        type=float,
+        default=0.001,
+        help="upstream pause before each chunk (s); 0 makes the scripted upstream write each stream whole, one after another",
+    )
+    parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--keepalive", type=float, default=10.0)
+    parser.add_argument("--json", action="store_true")
+    ns = parser.parse_args()
+    if ns.upstream:
+        asyncio.run(run_upstream())
+    else:
+        sys.exit(asyncio.run(main(ns)))
