@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermes.server.middleware import check_bearer
+from hermes.testing.upstream import text_reply
 
 from _api_harness import SERVER_KEY, MakeServer, Server
 
@@ -312,3 +313,28 @@ async def test_openapi_document_lists_every_route(server: Server) -> None:
         info = route.resource.get_info()
         registered.add((route.method, info.get("path") or info.get("formatter")))
     assert registered == documented
+
+
+async def test_sse_responses_carry_cors_and_security_headers(cors_server: Server) -> None:
+    cors_server.upstream.enqueue(text_reply("hi"), text_reply("hi"))
+    headers = {**cors_server.auth, "Origin": "http://localhost:3000"}
+    for path, body in (
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "stream": True}),
+        ("/v1/responses", {"input": "x", "stream": True}),
+    ):
+        resp = await cors_server.client.post(path, json=body, headers=headers)
+        await resp.text()
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        assert resp.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+        assert "X-Hermes-Session-Id" in resp.headers["Access-Control-Expose-Headers"]
+        assert resp.headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_stream_with_bad_idempotency_key_is_400(server: Server) -> None:
+    resp = await server.client.post(
+        "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+        headers={"Idempotency-Key": "bad key"},
+    )
+    assert resp.status == 400
+    assert server.upstream.requests == []

@@ -171,7 +171,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_body(body, settings.server_model_name)
     session_key = session_key_header(request)
     header_session = session_id_header(request)
-    idem_key = None if chat.stream else validate_key(request.headers.get("Idempotency-Key"))
+    idem_key = validate_key(request.headers.get("Idempotency-Key"))  # checked even where unused
+    if chat.stream:
+        idem_key = None  # streams are never cached
 
     if header_session is not None:
         session_id = header_session

@@ -398,7 +398,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     session_key = session_key_header(request)
     body = await read_json_object(request)
     req = parse_responses_body(body, settings.server_model_name)
-    idem_key = None if req.stream else validate_key(request.headers.get("Idempotency-Key"))
+    idem_key = validate_key(request.headers.get("Idempotency-Key"))  # checked even where unused
+    if req.stream:
+        idem_key = None  # streams are never cached
     chain = resolve_chain(req, app[RESPONSES])
     agent = app[AGENT]
     turn_request = TurnRequest(
