@@ -45,7 +45,7 @@ async def _internal(args: dict[str, Any], ctx: ToolContext) -> str:
     return "internal state"
 
 
-def test_tools() -> ToolRegistry:
+def harness_tools() -> ToolRegistry:
     """read_file (read-only), sleep (a quiet tool gap), _thinking (internal)."""
     obj = {"type": "object", "properties": {}, "additionalProperties": True}
     return ToolRegistry(
@@ -57,7 +57,6 @@ def test_tools() -> ToolRegistry:
     )
 
 
-test_tools.__test__ = False  # type: ignore[attr-defined]
 
 
 # ---- SSE parsing ------------------------------------------------------------------------

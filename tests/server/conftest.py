@@ -7,7 +7,7 @@ stores, and a `ScriptedUpstream` on loopback as the model.
         resp = await srv.client.post("/v1/chat/completions", json=..., headers=srv.auth)
 
 `server` / `auth_server` are ready-made (no key / key "sk-secret"). Helpers
-(`parse_sse`, `Server`, `test_tools`, `SERVER_KEY`) live in `_api_harness.py`.
+(`parse_sse`, `Server`, `harness_tools`, `SERVER_KEY`) live in `_api_harness.py`.
 Shared with the runs/sessions tests.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _api_harness import SERVER_KEY, MakeServer, Server, test_tools
+from _api_harness import SERVER_KEY, MakeServer, Server, harness_tools
 from aiohttp.test_utils import TestClient, TestServer
 
 from hermes.agent.factory import build_agent
@@ -54,7 +54,7 @@ async def make_server(hermes_home: Path, upstream: ScriptedUpstream, tmp_path: P
         from hermes.store import open_session_store
 
         sessions = open_session_store(settings.state_db_path)
-        agent = build_agent(settings, sessions, tools=tools if tools is not None else test_tools())
+        agent = build_agent(settings, sessions, tools=tools if tools is not None else harness_tools())
         # Responses store and idempotency cache come from the factory itself.
         app = create_app(settings, agent=agent, sessions=sessions)
         client = TestClient(TestServer(app))

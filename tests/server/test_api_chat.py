@@ -13,6 +13,7 @@ from hermes.agent.events import ToolCompleted, ToolStarted
 from hermes.server.errors import PermissionDenied, RequestValidationError
 from hermes.server.handlers.chat import ToolProgress, derive_session_id
 from hermes.server.request import session_key_header
+from hermes.server.state import LIMITER
 from hermes.testing.upstream import Chunk, Reply, Stall, call, error_reply, text_reply, tool_reply
 
 URL = "/v1/chat/completions"
@@ -335,7 +336,7 @@ async def test_client_disconnect_cancels_turn_and_upstream_request(server: Serve
             break
         await asyncio.sleep(0.05)
     assert session.end_reason == "interrupted"
-    assert server.app[__import__("hermes.server.state", fromlist=["LIMITER"]).LIMITER].active == 0
+    assert server.app[LIMITER].active == 0
 
 
 async def test_json_client_disconnect_cancels_turn(server: Server) -> None:

@@ -320,7 +320,7 @@ async def test_stream_function_call_items(server: Server) -> None:
     ]
     call_done = next(e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call")
     assert call_done["call_id"] == "call_123" and call_done["name"] == "read_file" and call_done["status"] == "completed"
-    output = next(e["item"] for e in events if e["item"]["type"] == "function_call_output") if False else next(
+    output = next(
         e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call_output"
     )
     assert output["output"][0]["type"] == "input_text"
