@@ -9,6 +9,9 @@ and this client. The upstream picks its reply from the last user message ("small
 
 1. Added latency: the same non-streaming chat completion sent straight to the upstream
    and through hermes, interleaved; target: median(hermes) - median(direct) < 3 ms.
+   A third series runs the same turn with `Agent.run_turn` in this process (engine,
+   provider and a session store like the server's, no HTTP), to split the added time
+   between the engine/store and the HTTP server layer.
 2. Streaming load: `--streams` concurrent streaming chat completions of `--chunks`
    content chunks each, the upstream pausing `--chunk-delay` before each chunk (default
    1 ms — far faster than a real model, but it lets the scripted upstream interleave its
@@ -100,7 +103,36 @@ def chat_body(content: str, stream: bool) -> dict[str, Any]:
 # ---- phases --------------------------------------------------------------------------------
 
 
-async def phase_latency(session: aiohttp.ClientSession, upstream: str, hermes: str, n: int) -> dict[str, Any]:
+class EngineOnly:
+    """The same turn run in this process with `Agent.run_turn` (engine + provider + store, no HTTP)."""
+
+    def __init__(self, upstream: str, home: str) -> None:
+        from hermes.agent.factory import build_agent
+        from hermes.agent.tools.base import ToolRegistry
+        from hermes.config import Settings
+        from hermes.store import open_session_store
+
+        settings = Settings(home=Path(home), provider="openai", base_url=upstream, model="scripted-model", api_key="k")
+        self.store = open_session_store(Path(home) / "engine-only.db")
+        self.agent = build_agent(settings, self.store, tools=ToolRegistry())
+
+    async def turn(self, i: int) -> float:
+        from hermes.agent.types import TurnRequest
+
+        started = time.perf_counter()
+        request = TurnRequest(input=f"small engine {i}", session_id=f"api-{i:016x}", history=[], source="api_server")
+        async for _ in self.agent.run_turn(request):
+            pass
+        return (time.perf_counter() - started) * 1000
+
+    async def close(self) -> None:
+        await self.agent.aclose()
+        self.store.close()
+
+
+async def phase_latency(
+    session: aiohttp.ClientSession, upstream: str, hermes: str, n: int, engine: EngineOnly
+) -> dict[str, Any]:
     auth = {"Authorization": f"Bearer {KEY}"}
 
     async def one(url: str, content: str, headers: dict[str, str]) -> float:
@@ -110,18 +142,22 @@ async def phase_latency(session: aiohttp.ClientSession, upstream: str, hermes: s
             assert resp.status == 200, resp.status
         return (time.perf_counter() - started) * 1000
 
-    for i in range(30):  # warm up both paths (connections, imports, SQLite pages)
+    for i in range(30):  # warm up every path (connections, imports, SQLite pages)
         await one(f"{upstream}/chat/completions", "small", {})
         await one(f"{hermes}/v1/chat/completions", f"small warmup {i}", auth)
-    direct, through = [], []
+        await engine.turn(1_000_000 + i)
+    direct, through, engine_only = [], [], []
     for i in range(n):
         direct.append(await one(f"{upstream}/chat/completions", "small", {}))
         through.append(await one(f"{hermes}/v1/chat/completions", f"small {i}", auth))
+        engine_only.append(await engine.turn(i))
     added = statistics.median(through) - statistics.median(direct)
     return {
         "requests": n,
         "direct_ms": {"p50": statistics.median(direct), "p95": pct(direct, 0.95)},
         "hermes_ms": {"p50": statistics.median(through), "p95": pct(through, 0.95)},
+        "engine_only_ms": {"p50": statistics.median(engine_only), "p95": pct(engine_only, 0.95)},
+        "http_layer_median_ms": statistics.median(through) - statistics.median(engine_only),
         "added_median_ms": added,
         "target_ms": 3.0,
         "ok": added < 3.0,
@@ -288,7 +324,11 @@ async def main(args: argparse.Namespace) -> int:
         try:
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
-                report["latency"] = await phase_latency(session, upstream, hermes, args.requests)
+                engine = EngineOnly(upstream, home)
+                try:
+                    report["latency"] = await phase_latency(session, upstream, hermes, args.requests, engine)
+                finally:
+                    await engine.close()
                 report["streams"] = await phase_streams(session, hermes, args.streams, args.chunks, args.chunk_delay)
             rss = rss_mb(hermes_proc.pid)
             report["memory"] = {"rss_mb_after_load": rss, "target_mb": 200, "ok": rss < 200}
@@ -318,6 +358,10 @@ def print_report(r: dict[str, Any]) -> None:
         f"[{mark(lat['ok'])}] added latency (non-streaming, {lat['requests']} req): median "
         f"{lat['added_median_ms']:.2f} ms (hermes p50 {lat['hermes_ms']['p50']:.2f} / p95 {lat['hermes_ms']['p95']:.2f} ms, "
         f"direct p50 {lat['direct_ms']['p50']:.2f} / p95 {lat['direct_ms']['p95']:.2f} ms; target < 3 ms)"
+    )
+    print(
+        f"       of which: engine turn alone (same store settings, no HTTP) p50 {lat['engine_only_ms']['p50']:.2f} ms, "
+        f"server HTTP layer {lat['http_layer_median_ms']:.2f} ms"
     )
     st = r["streams"]
     print(
