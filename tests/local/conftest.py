@@ -10,14 +10,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hermes.agent.providers.local import LocalProvider, LocalServer, local_available, resolve_model
-from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
+from hermes.agent.tools import default_registry
+from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.errors import ToolError
 
 
 @pytest.fixture(scope="session")
@@ -40,31 +39,12 @@ def local_server(local_model_home: Path) -> Iterator[LocalServer]:
 
 @pytest.fixture
 async def local_provider(local_server: LocalServer) -> AsyncIterator[LocalProvider]:
-    provider = LocalProvider(local_server, local_server.alias)
+    provider = LocalProvider(local_server, local_server.alias, owns_server=False)
     yield provider
-    await provider._provider.aclose()  # the HTTP client only; the server is the session's
-
-
-async def _read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = (ctx.cwd / str(args.get("path", ""))).resolve()
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ToolError(f"cannot read {args.get('path')}: {exc.strerror}") from None
+    await provider.aclose()  # its HTTP client; the server stays up for the session
 
 
 @pytest.fixture
-def file_tools() -> ToolRegistry:
-    """A read_file tool shaped like the core one (path relative to the turn's cwd)."""
-    return ToolRegistry(
-        [
-            Tool(
-                "read_file",
-                "Read a text file and return its contents. Relative paths start at the working directory.",
-                {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-                _read_file,
-                read_only=True,
-                preview_key="path",
-            )
-        ]
-    )
+def core_tools() -> ToolRegistry:
+    """The real core tools (terminal, read_file, …): their descriptions are what the model reads."""
+    return default_registry()

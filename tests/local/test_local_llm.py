@@ -36,8 +36,8 @@ async def run(agent: Agent, request: TurnRequest) -> tuple[list[AgentEvent], Tur
     return events, events[-1].result
 
 
-async def test_an_answer_arrives(local_provider: LocalProvider, file_tools: ToolRegistry) -> None:
-    events, result = await run(make_agent(local_provider, file_tools), TurnRequest(input="Hello! Who are you?", persist=False))
+async def test_an_answer_arrives(local_provider: LocalProvider, core_tools: ToolRegistry) -> None:
+    events, result = await run(make_agent(local_provider, core_tools), TurnRequest(input="Hello! Who are you?", persist=False))
     assert result.status == "completed", result.error
     assert result.final_text.strip()
     assert any(isinstance(e, TextDelta) for e in events)
@@ -46,11 +46,11 @@ async def test_an_answer_arrives(local_provider: LocalProvider, file_tools: Tool
 
 
 async def test_reads_pyproject_through_the_tool_and_answers_the_version(
-    local_provider: LocalProvider, file_tools: ToolRegistry, tmp_path: Path
+    local_provider: LocalProvider, core_tools: ToolRegistry, tmp_path: Path
 ) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "4.7.12"\n', encoding="utf-8")
     request = TurnRequest(input="read pyproject.toml and tell me the version", cwd=str(tmp_path), persist=False)
-    events, result = await run(make_agent(local_provider, file_tools), request)
+    events, result = await run(make_agent(local_provider, core_tools), request)
 
     assert result.status == "completed", result.error
     started = [e for e in events if isinstance(e, ToolStarted)]
@@ -68,9 +68,9 @@ async def test_reads_pyproject_through_the_tool_and_answers_the_version(
 
 
 async def test_interrupt_stops_generation_and_the_server_stays_usable(
-    local_provider: LocalProvider, file_tools: ToolRegistry
+    local_provider: LocalProvider, core_tools: ToolRegistry
 ) -> None:
-    agent = make_agent(local_provider, file_tools)
+    agent = make_agent(local_provider, core_tools)
     first_text = asyncio.Event()
     events: list[AgentEvent] = []
 

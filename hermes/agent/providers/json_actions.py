@@ -62,10 +62,11 @@ DEFAULT_BASE_PROMPT = (
 PROTOCOL = """\
 Answer every message with exactly one JSON object: {{"action": NAME, "args": {{...}}}}.
 Actions:
+- reply {{"text": string}}: answer the user. Use it for greetings, general knowledge, how-to and programming questions, arithmetic, explanations and writing, and to give the answer once tool results are in.
 {catalogue}
-- reply {{"text": string}}: your answer to the user. Use it for greetings and questions you can answer, and once tool results give you the answer.
-After a tool action you receive its result; then take the next step or reply. Do not repeat an action with the same args."""
+Use a tool only when the user asks about files, code or commands on this computer; never invent paths. Change files only when the user asks for a change. After a tool result, reply as soon as you can answer. Do not repeat an action with the same args."""
 
+RESULT_REMINDER = 'The request was: "{request}". If you can answer it now, use reply; otherwise take the next step.'
 LOOP_NOTE = (
     "You already ran {name} with exactly these args; its result is above. "
     "Do not run it again: use the result to reply, or choose a different action."
@@ -376,6 +377,11 @@ def _clip(text: str, limit: int) -> str:
     return text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
 
 
+def _clip_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def rewrite_messages(
     messages: list[ChatMessage],
     tools: list[dict[str, Any]] | None,
@@ -394,10 +400,13 @@ def rewrite_messages(
     out: list[ChatMessage] = [{"role": "system", "content": system}]
     call_names: dict[str, str] = {}
     pending_results: list[str] = []
+    last_request = ""
 
     def flush_results() -> None:
+        # Small models lose the thread after a long result: restate what was asked.
         if pending_results:
-            out.append({"role": "user", "content": "\n\n".join(pending_results)})
+            reminder = RESULT_REMINDER.format(request=_clip_line(last_request, 300))
+            out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
             pending_results.clear()
 
     for message in messages:
@@ -424,7 +433,8 @@ def rewrite_messages(
                 rendered.append(Action(name, _as_args(fn.get("arguments")) or {}).to_json())
             out.append({"role": "assistant", "content": "\n".join(rendered)})
         else:
-            out.append({"role": "user", "content": _text_of(message.get("content"))})
+            last_request = _text_of(message.get("content"))
+            out.append({"role": "user", "content": last_request})
     flush_results()
     return out
 

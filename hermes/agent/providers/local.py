@@ -165,11 +165,24 @@ class LocalProvider(Provider):
 
     name: ClassVar[str] = "local"
 
-    def __init__(self, server: LocalServer, model_name: str, *, inner: Provider | None = None) -> None:
-        """Wrap a started server. Use `start`/`astart` to build one from settings."""
+    def __init__(
+        self,
+        server: LocalServer,
+        model_name: str,
+        *,
+        inner: Provider | None = None,
+        owns_server: bool = True,
+    ) -> None:
+        """Wrap a started server. Use `start`/`astart` to build one from settings.
+
+        Args:
+            owns_server: `aclose()` also stops the server (False when several providers,
+                e.g. one per event loop, share it).
+        """
         from hermes.agent.providers.openai_compat import OpenAICompatProvider
 
         self.server = server
+        self.owns_server = owns_server
         self.model_name = model_name
         """What to call the model (status bar, /v1/models); requests may send any name."""
         self._provider = inner or JsonActionProvider(
@@ -231,7 +244,7 @@ class LocalProvider(Provider):
 
     async def aclose(self) -> None:
         await self._provider.aclose()
-        if self.server.running:
+        if self.owns_server and self.server.running:
             await asyncio.to_thread(self.server.close)
 
 
