@@ -116,6 +116,7 @@ async def run_batch(
             yield ToolStarted(call_id=call.call_id, name=call.name, arguments=call.arguments or {}, preview=preview)
             tasks[asyncio.create_task(_invoke(call, ctx, output_limit))] = call
         pending: set[asyncio.Task[Any]] = set(tasks)
+        position = {task: i for i, task in enumerate(tasks)}
         getter: asyncio.Task[AgentEvent] | None = None
         try:
             while pending:
@@ -125,9 +126,8 @@ async def run_batch(
                 if getter in done:
                     yield getter.result()
                     getter = None
-                for task in done:
-                    if task is getter or task not in pending:
-                        continue
+                # Calls that finished together are reported in call order.
+                for task in sorted((t for t in done if t in pending), key=position.__getitem__):
                     pending.discard(task)
                     completed = task.result()
                     results[completed.call_id] = completed

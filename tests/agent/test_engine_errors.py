@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 
 from hermes.agent.events import Retrying, StreamStalled, TextDelta, ToolStarted
@@ -149,3 +150,45 @@ async def test_failed_turn_keeps_the_user_message_in_the_session(upstream, make_
     messages = store.get_messages(result.session_id)
     assert [(m.role, m.content) for m in messages] == [("user", "remember me")]
     assert store.get_session(result.session_id).end_reason == "failed"
+
+
+def _sse_error(message: str) -> Reply:
+    from hermes.testing.upstream import Raw
+
+    payload = json.dumps({"error": {"message": message, "type": "server_error"}})
+    return Reply([Raw(f"data: {payload}\n\n".encode())])
+
+
+async def test_sse_connection_lost_error_is_retried_as_transient(upstream, make_agent):
+    upstream.enqueue(_sse_error("upstream connect error or disconnect/reset before headers"), text_reply("back"))
+    events, result = await run(make_agent(), "go")
+    assert result.final_text == "back"
+    assert len(upstream.requests) == 2
+    assert any(isinstance(e, Retrying) for e in events)
+
+
+async def test_sse_other_error_fails_at_once(upstream, make_agent):
+    upstream.enqueue(_sse_error("invalid tool schema for function x"), text_reply("unused"))
+    _, result = await run(make_agent(), "go")
+    assert result.status == "failed" and "invalid tool schema" in result.error
+    assert len(upstream.requests) == 1
+
+
+async def test_malformed_stream_data_is_retried_then_reported(upstream, make_agent):
+    from hermes.testing.upstream import Raw
+
+    garbage = Reply([Raw(b"data: {not json\n\n")])
+    upstream.enqueue(garbage, garbage, garbage)
+    _, result = await run(make_agent(), "go")
+    assert result.status == "failed" and "malformed streaming data" in result.error
+    assert len(upstream.requests) == 3
+
+
+async def test_keepalive_comments_and_event_lines_are_ignored(upstream, make_agent):
+    from hermes.testing.upstream import Chunk, Raw
+
+    upstream.enqueue(
+        Reply([Raw(b": keepalive\n\n"), Chunk(delta={"content": "hi"}), Raw(b"event: ping\ndata: {}\n\n"), Chunk(delta={}, finish_reason="stop")])
+    )
+    _, result = await run(make_agent(), "go")
+    assert result.status == "completed" and result.final_text == "hi"

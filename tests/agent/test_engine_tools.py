@@ -165,10 +165,19 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
     task.cancel()
     await asyncio.wait_for(task, 2)
     assert events[-1].result.status == "interrupted"
-    await asyncio.sleep(0.2)
-    try:
-        os.kill(child, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    assert not alive, "the background child of the interrupted command survived"
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        try:  # a killed child whose parent died may linger as a zombie until reaped
+            return open(f"/proc/{pid}/stat").read().split(") ", 1)[1][0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    for _ in range(40):
+        if not alive(child):
+            break
+        await asyncio.sleep(0.05)
+    assert not alive(child), "the background child of the interrupted command survived"

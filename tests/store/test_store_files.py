@@ -63,7 +63,7 @@ def test_connection_pragmas(store: SqliteSessionStore) -> None:
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
 
 
 def test_wal_is_visible_to_a_plain_sqlite_client(store: SqliteSessionStore, db_path: Path) -> None:
