@@ -48,6 +48,8 @@ _CONNECTION_LOST = re.compile(
 )
 _STREAM_UNSUPPORTED = re.compile(r"stream(ing)?\b.*\bnot (supported|available|allowed)", re.IGNORECASE)
 _STREAM_OPTIONS_REJECTED = re.compile(r"stream_options", re.IGNORECASE)
+# Tells the SDK to return the response unread (what `with_streaming_response` does).
+_RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -237,25 +239,40 @@ class OpenAICompatProvider(Provider):
                     response = await stack.enter_async_context(self._open(body, False))
                 # Leaving the stack closes the response: on cancellation that is what
                 # stops the upstream request.
-                async for line in response.iter_lines():
-                    if not line.startswith("data:"):
-                        continue  # comments (keepalives), event names, blank separators
+                done = False
+                async for line in response.aiter_lines():
+                    if done or not line.startswith("data:"):
+                        continue  # comments (keepalives), event names, separators; after
+                        # [DONE] the body is drained so the connection can be reused
                     data = line[5:].strip()
                     if data == "[DONE]":
-                        break
+                        done = True
+                        continue
                     for event in _chunk_events(data):
                         yield event
 
-    def _open(self, body: dict[str, Any], include_usage: bool) -> Any:
-        """The SDK's raw streaming response: its transport, auth and status errors, our parser.
+    @contextlib.asynccontextmanager
+    async def _open(self, body: dict[str, Any], include_usage: bool) -> AsyncIterator[Any]:
+        """POST the request through the SDK and hand back the raw streaming response.
 
-        The SSE frames are decoded with `json.loads` instead of the SDK's pydantic models,
-        which cost several times more CPU per chunk than everything else the engine does.
+        The SDK still owns the transport, auth, base URL and status-error mapping; the
+        body goes out as built (no per-request type transformation of the tool schemas)
+        and the SSE frames are decoded with `json.loads` rather than the SDK's pydantic
+        models, which cost several times more CPU per chunk than the rest of the engine.
         """
-        extra: dict[str, Any] = {"stream": True}
+        payload: dict[str, Any] = {**body, "stream": True}
         if include_usage:
-            extra["stream_options"] = {"include_usage": True}
-        return self._client.chat.completions.with_streaming_response.create(**body, **extra)
+            payload["stream_options"] = {"include_usage": True}
+        response = await self._client.post(
+            "/chat/completions",
+            cast_to=_httpx.Response,
+            body=payload,
+            options={"headers": {_RAW_STREAM_HEADER: "stream"}},
+        )
+        try:
+            yield response
+        finally:
+            await response.aclose()
 
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
         with translate_errors(self.name, self.base_url):
