@@ -3,17 +3,26 @@
 `make_tui` builds the app with `hermes.tui.app.make_app` — the same factory `hermes chat`
 uses — around an agent from `build_agent` that talks to a `ScriptedUpstream` on loopback.
 The test tools are small and deterministic (no model, no remote anything): `shell` sleeps
-as long as asked and asks for approval when told the command is risky.
+as long as asked (or until the test opens the named `gates` entry) and asks for approval
+when told the command is risky.
+
+Waiting: tests never sleep a fixed time and then assert. `until` polls the exact condition
+the test asserts next; `settled` is the app's own "everything shown" state; `send_turn`
+returns once a turn has started and finished. A fixed delay is only used where time has to
+pass on purpose (a timeout), and then with a wide margin.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.css.query import QueryError
 
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
@@ -22,27 +31,34 @@ from hermes.store import open_session_store
 from hermes.store.base import NewMessage, SessionStore
 from hermes.testing.upstream import ScriptedUpstream
 from hermes.tui.app import HermesApp, make_app
+from hermes.tui.widgets.assistant_message import AssistantMessage
 
 
-async def _shell(args: dict[str, Any], ctx: ToolContext) -> str:
-    command = str(args.get("command", ""))
-    if args.get("risky"):
-        if not await ctx.request_approval("shell", command, "deletes files", "recursive_delete"):
-            raise ToolError("the user denied this command")
-    await asyncio.sleep(float(args.get("sleep", 0)))
-    return f"ran: {command}\nline 2"
+Gates = defaultdict[str, asyncio.Event]
 
 
-async def _write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    return f"wrote {len(str(args.get('content', '')))} bytes to {args.get('path')}"
+def test_tools(gates: Gates | None = None) -> ToolRegistry:
+    """`shell` with `"gate": name` waits for `gates[name].set()` (no race against a sleep)."""
+    gates = gates if gates is not None else defaultdict(asyncio.Event)
 
+    async def shell(args: dict[str, Any], ctx: ToolContext) -> str:
+        command = str(args.get("command", ""))
+        if args.get("risky"):
+            if not await ctx.request_approval("shell", command, "deletes files", "recursive_delete"):
+                raise ToolError("the user denied this command")
+        if args.get("gate"):
+            await gates[str(args["gate"])].wait()
+        await asyncio.sleep(float(args.get("sleep", 0)))
+        return f"ran: {command}\nline 2"
 
-def test_tools() -> ToolRegistry:
+    async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
+        return f"wrote {len(str(args.get('content', '')))} bytes to {args.get('path')}"
+
     obj = {"type": "object", "properties": {}}
     return ToolRegistry(
         [
-            Tool("shell", "Run a command.", obj, _shell, preview_key="command"),
-            Tool("write_file", "Write a file.", obj, _write_file, preview_key="path"),
+            Tool("shell", "Run a command.", obj, shell, preview_key="command"),
+            Tool("write_file", "Write a file.", obj, write_file, preview_key="path"),
         ]
     )
 
@@ -77,15 +93,21 @@ def settings(tmp_path: Path, upstream: ScriptedUpstream) -> Settings:
 
 
 @pytest.fixture
+def gates() -> Gates:
+    """Events the `shell` test tool waits on (`"gate": name` in its arguments)."""
+    return defaultdict(asyncio.Event)
+
+
+@pytest.fixture
 async def make_tui(
-    settings: Settings, store: SessionStore, tmp_path: Path
+    settings: Settings, store: SessionStore, tmp_path: Path, gates: Gates
 ) -> AsyncIterator[Callable[..., HermesApp]]:
     from hermes.agent.factory import build_agent
 
     agents = []
 
     def build(**kwargs: Any) -> HermesApp:
-        agent = build_agent(kwargs.pop("settings", settings), store, tools=test_tools())
+        agent = build_agent(kwargs.pop("settings", settings), store, tools=test_tools(gates))
         agents.append(agent)
         kwargs.setdefault("cwd", str(tmp_path))
         return make_app(agent, store, kwargs.pop("app_settings", settings), **kwargs)
@@ -104,11 +126,80 @@ def seed_session(store: SessionStore, title: str, exchanges: list[tuple[str, str
     return record.id
 
 
-async def until(pilot: Any, predicate: Callable[[], object], timeout: float = 5.0) -> None:
-    """Let the app run until `predicate()` is true (fails the test after `timeout` seconds)."""
+def _describe(predicate: Callable[[], object]) -> str:
+    try:
+        return " ".join(inspect.getsource(predicate).split())
+    except (OSError, TypeError):
+        return repr(predicate)
+
+
+async def until(
+    pilot: Any,
+    predicate: Callable[[], object],
+    timeout: float = 10.0,
+    step: float = 0.02,
+    what: str | None = None,
+) -> None:
+    """Let the app run in `step`-second pauses until `predicate()` is true.
+
+    Fails the test after `timeout` seconds, naming the condition. A predicate that queries
+    a widget which is not mounted yet (a Textual `QueryError`) counts as "not yet".
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not predicate():
+    last_error: QueryError | None = None
+    while True:
+        try:
+            if predicate():
+                return
+            last_error = None
+        except QueryError as exc:
+            last_error = exc
         if loop.time() > deadline:
-            raise AssertionError(f"condition not reached within {timeout}s")
-        await pilot.pause(0.02)
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for: {what or _describe(predicate)}"
+            ) from last_error
+        await pilot.pause(step)
+
+
+def settled(app: HermesApp) -> bool:
+    """Everything in the transcript is mounted and every answer's streamed text is on screen.
+
+    A mounted `Markdown` chunk has finished its first render (its mount handler awaits it);
+    `AssistantMessage.flushed` says no append is scheduled or running.
+    """
+    for child in app.transcript.children:
+        if not child.is_mounted:
+            return False
+        if isinstance(child, AssistantMessage):
+            if not child.flushed or child.rendered_text != child.text:
+                return False
+            if not all(chunk.is_mounted for chunk in child.chunks):
+                return False
+    return True
+
+
+async def until_settled(pilot: Any, timeout: float = 10.0) -> None:
+    """Wait for `settled(app)`, then one idle pause so the screen is repainted."""
+    await until(pilot, lambda: settled(pilot.app), timeout, what="the transcript to settle")
+    await pilot.pause()
+
+
+async def type_and_send(pilot: Any, text: str) -> None:
+    """Put `text` in the prompt (as a paste would) and press Enter."""
+    pilot.app.chat_input.insert(text)
+    await pilot.press("enter")
+
+
+async def send_turn(pilot: Any, text: str, timeout: float = 10.0) -> None:
+    """Send `text` as a prompt; return once its turn worker has started and finished.
+
+    (`workers.wait_for_complete()` alone returns at once if the Enter key has not reached
+    the app yet, so first wait for the new worker to exist.)
+    """
+    app = pilot.app
+    before = app.turn_worker
+    await type_and_send(pilot, text)
+    await until(pilot, lambda: app.turn_worker is not before, timeout, what=f"the turn for {text!r} to start")
+    await app.workers.wait_for_complete()
+    await until(pilot, lambda: not app.turn_running, timeout, what=f"the turn for {text!r} to finish")

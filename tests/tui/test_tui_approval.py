@@ -8,8 +8,7 @@ from hermes.testing.upstream import call, text_reply, tool_reply
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.tool_card import ToolCard
 
-from .conftest import until
-from .test_tui_turns import type_and_send
+from .conftest import type_and_send, until, until_settled
 
 
 def risky_turn(upstream) -> None:
@@ -25,13 +24,19 @@ async def test_approval_modal_decides(make_tui, upstream, key, state):
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "clean up")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, ApprovalScreen)
+            and app.screen.is_mounted
+            and app.transcript.query_one(ToolCard).state == "approval",
+        )
         modal = app.screen
         assert modal.request.command == "rm -rf build/"
         assert app.transcript.query_one(ToolCard).state == "approval"
         await pilot.press(key)
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
         await app.workers.wait_for_complete()
-        await pilot.pause(0.05)
+        await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
         card = app.transcript.query_one(ToolCard)
         assert card.state == state
@@ -43,12 +48,15 @@ async def test_approval_modal_decides(make_tui, upstream, key, state):
 
 async def test_unanswered_approval_is_denied(make_tui, upstream):
     risky_turn(upstream)
-    app = make_tui(approval_timeout=0.3)
+    # The modal denies by itself after 1 s: long enough that a slow first paint on a loaded
+    # machine cannot expire it before it is shown (the countdown starts when it is built).
+    app = make_tui(approval_timeout=1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "clean up")
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
         await app.workers.wait_for_complete()
-        await pilot.pause(0.05)
+        await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
         assert app.transcript.query_one(ToolCard).state == "failed"
 
@@ -60,7 +68,9 @@ async def test_escape_during_approval_interrupts_and_closes_the_modal(make_tui, 
         await type_and_send(pilot, "clean up")
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         app.action_interrupt()
-        await until(pilot, lambda: not app.turn_running, timeout=1.0)
-        await pilot.pause(0.05)
+        await until(pilot, lambda: not app.turn_running)
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
+        await app.workers.wait_for_complete()
+        await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
         assert app.transcript.query_one(ToolCard).state in ("interrupted", "failed")

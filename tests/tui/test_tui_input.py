@@ -8,8 +8,7 @@ from hermes.testing.upstream import text_reply
 from hermes.tui.widgets.notice import Notice
 from hermes.tui.widgets.user_message import UserMessage
 
-from .conftest import seed_session
-from .test_tui_turns import type_and_send
+from .conftest import seed_session, send_turn, type_and_send, until
 
 
 async def test_newline_keys_and_enter(make_tui, upstream):
@@ -17,8 +16,9 @@ async def test_newline_keys_and_enter(make_tui, upstream):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a", "shift+enter", "b", "ctrl+j", "c")
-        assert app.chat_input.text == "a\nb\nc"
+        await until(pilot, lambda: app.chat_input.text == "a\nb\nc")
         await pilot.press("enter")
+        await until(pilot, lambda: app.turn_worker is not None, what="the turn to start")
         await app.workers.wait_for_complete()
         assert app.transcript.query_one(UserMessage).text == "a\nb\nc"
         assert app.chat_input.text == ""
@@ -28,34 +28,33 @@ async def test_up_down_walk_history(make_tui, upstream):
     upstream.enqueue(text_reply("1"), text_reply("2"))
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
-        await type_and_send(pilot, "one")
-        await app.workers.wait_for_complete()
-        await type_and_send(pilot, "two")
-        await app.workers.wait_for_complete()
+        await send_turn(pilot, "one")
+        await send_turn(pilot, "two")
         await pilot.press("d", "r", "a", "f", "t")
+        await until(pilot, lambda: app.chat_input.text == "draft")
         await pilot.press("up")
-        assert app.chat_input.text == "two"
+        await until(pilot, lambda: app.chat_input.text == "two")
         await pilot.press("up")
-        assert app.chat_input.text == "one"
+        await until(pilot, lambda: app.chat_input.text == "one")
         await pilot.press("down")
-        assert app.chat_input.text == "two"
+        await until(pilot, lambda: app.chat_input.text == "two")
         await pilot.press("down")
-        assert app.chat_input.text == "draft"
+        await until(pilot, lambda: app.chat_input.text == "draft")
 
 
 async def test_slash_completion(make_tui):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("slash", "s", "e")
-        assert app.menu.visible
+        await until(pilot, lambda: app.chat_input.text == "/se" and app.menu.visible)
         assert app.menu.selected().name == "sessions"
         await pilot.press("tab")
-        assert app.chat_input.text == "/sessions "
-        assert not app.menu.visible
+        await until(pilot, lambda: app.chat_input.text == "/sessions ")
+        await until(pilot, lambda: not app.menu.visible)
         await pilot.press("ctrl+a", "ctrl+k", "slash", "f")
-        assert [c.name for c in app.menu._commands] == ["fork", "focus"]
+        await until(pilot, lambda: app.chat_input.text == "/f" and [c.name for c in app.menu._commands] == ["fork", "focus"])
         await pilot.press("down", "escape")
-        assert not app.menu.visible
+        await until(pilot, lambda: not app.menu.visible)
         assert app.chat_input.text == "/f"
 
 
@@ -64,15 +63,21 @@ async def test_copy_export_help_and_unknown(make_tui, store, tmp_path: Path):
     app = make_tui(session_id=sid)
     async with app.run_test(size=(80, 24)) as pilot:
         await type_and_send(pilot, "/copy")
+        await until(pilot, lambda: app.clipboard == "The **answer**.")
         assert app.clipboard == "The **answer**."
         await type_and_send(pilot, "/export")
         exported = tmp_path / f"hermes-{sid}.md"
+        await until(pilot, lambda: any("exported to" in n.text for n in app.transcript.query(Notice)))
         text = exported.read_text()
         assert "# Export me" in text and "## You\n\nquestion" in text and "The **answer**." in text
         await type_and_send(pilot, "/help")
         await type_and_send(pilot, "/bogus")
-        await pilot.pause(0.05)
-        notices = [str(n.render()) for n in app.transcript.query(Notice)]
+
+        def notice_texts() -> list[str]:
+            return [str(n.render()) for n in app.transcript.query(Notice)]
+
+        await until(pilot, lambda: any("unknown command /bogus" in n for n in notice_texts()))  # after /help's
+        notices = notice_texts()
         assert any("/sessions" in n and "Ctrl+S" in n for n in notices)
         assert any("unknown command /bogus" in n for n in notices)
 
@@ -81,12 +86,12 @@ async def test_view_toggles_and_theme(make_tui):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await type_and_send(pilot, "/reasoning hide")
-        assert app.transcript.has_class("-hide-reasoning")
+        await until(pilot, lambda: app.transcript.has_class("-hide-reasoning"))
         await type_and_send(pilot, "/reasoning show")
-        assert not app.transcript.has_class("-hide-reasoning")
+        await until(pilot, lambda: not app.transcript.has_class("-hide-reasoning"))
         await pilot.press("ctrl+o")
-        assert app.transcript.has_class("-focus")
+        await until(pilot, lambda: app.transcript.has_class("-focus"))
         await type_and_send(pilot, "/theme light")
-        assert app.theme == "textual-light"
+        await until(pilot, lambda: app.theme == "textual-light")
         await pilot.press("ctrl+t")
-        assert app.theme == "textual-dark"
+        await until(pilot, lambda: app.theme == "textual-dark")

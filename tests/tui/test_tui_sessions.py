@@ -10,8 +10,7 @@ from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.history_head import HistoryHead
 from hermes.tui.widgets.user_message import UserMessage
 
-from .conftest import seed_session, until
-from .test_tui_turns import type_and_send
+from .conftest import seed_session, send_turn, type_and_send, until, until_settled
 
 
 async def test_resume_shows_history_and_continues(make_tui, upstream, store):
@@ -19,12 +18,11 @@ async def test_resume_shows_history_and_continues(make_tui, upstream, store):
     upstream.enqueue(text_reply("July: Rome."))
     app = make_tui(session_id=sid)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.1)
+        await until_settled(pilot)
         assert [m.text for m in app.transcript.query(UserMessage)] == ["Where to in May?", "And June?"]
         assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Try **Lisbon**.", "Oslo."]
         assert app.status_bar.title == "Trip planning"
-        await type_and_send(pilot, "July?")
-        await app.workers.wait_for_complete()
+        await send_turn(pilot, "July?")
         assert app.session_id == sid
     sent = upstream.requests[0].messages
     assert [m["content"] for m in sent if m["role"] != "system"] == [
@@ -64,7 +62,8 @@ async def test_sessions_picker_searches_content_and_resumes(make_tui, store):
         await until(pilot, lambda: [s.id for s in picker.sessions] == [target])
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, SessionPicker))
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.session_id == target and app.status_bar.title == "Physics")
+        await until_settled(pilot)
         assert app.session_id == target
         assert [m.text for m in app.transcript.query(UserMessage)] == ["explain the quokka paradox"]
         assert app.status_bar.title == "Physics"
@@ -101,20 +100,18 @@ async def test_fork_creates_a_forked_session(make_tui, upstream, store):
     upstream.enqueue(text_reply("First answer."), text_reply("Second answer."))
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
-        await type_and_send(pilot, "first")
-        await app.workers.wait_for_complete()
+        await send_turn(pilot, "first")
         parent = app.session_id
         assert parent is not None
         await type_and_send(pilot, "/fork Experiment")
-        await pilot.pause(0.05)
+        await until(pilot, lambda: app.session_id != parent)
         child = app.session_id
         assert child != parent
         record = store.get_session(child)
         assert record.parent_session_id == parent
         assert record.title == "Experiment"
         assert app.status_bar.title == "Experiment"
-        await type_and_send(pilot, "second")
-        await app.workers.wait_for_complete()
+        await send_turn(pilot, "second")
     assert [m.content for m in store.get_messages(child)] == ["first", "First answer.", "second", "Second answer."]
     assert [m.content for m in store.get_messages(parent)] == ["first", "First answer."]
 
@@ -124,14 +121,16 @@ async def test_new_title_and_model_commands(make_tui, upstream, store):
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "/title Named up front")
+        await until(pilot, lambda: app.pending_title == "Named up front")
         await type_and_send(pilot, "/model other-model")
+        await until(pilot, lambda: app.agent.model == "other-model")
         assert app.agent.model == "other-model"
         assert app.status_bar.model == "other-model"
-        await type_and_send(pilot, "hello")
-        await app.workers.wait_for_complete()
+        await send_turn(pilot, "hello")
         assert store.get_session(app.session_id).title == "Named up front"
         assert upstream.requests[0].body["model"] == "other-model"
         await type_and_send(pilot, "/new")
+        await until(pilot, lambda: app.session_id is None)
         assert app.session_id is None
         assert not app.transcript.query(UserMessage)
 

@@ -1,6 +1,8 @@
 """Layout snapshots (pytest-textual-snapshot): main screen, tool cards, session picker.
 
 Everything shown is deterministic: fixed session ids, fixed durations, no running spinners.
+`run_before` waits for the intended state (the transcript settled, the picker filled) rather
+than for a fixed time, so a loaded machine cannot snapshot a half-rendered screen.
 Update with `pytest tests/tui --snapshot-update` after checking the new SVGs by eye.
 """
 
@@ -17,6 +19,11 @@ from hermes.agent.types import TurnResult, Usage
 from hermes.config import Settings
 from hermes.store.base import NewMessage, SessionStore
 from hermes.tui.app import HermesApp, make_app
+from hermes.tui.screens.session_picker import SessionPicker
+from hermes.tui.widgets.assistant_message import AssistantMessage
+from hermes.tui.widgets.notice import Notice
+
+from .conftest import until, until_settled
 
 
 def snapshot_app(store: SessionStore, tmp_path: Path, **kwargs) -> HermesApp:
@@ -49,18 +56,25 @@ def seed(store: SessionStore) -> str:
 
 async def quiet(pilot) -> None:
     pilot.app.chat_input.cursor_blink = False
-    await pilot.pause()
+    await until_settled(pilot)
+
+
+async def resumed(pilot) -> None:
+    """The seeded session is on screen: its answers rendered and the "resumed" notice shown."""
+    app = pilot.app
+    await until(pilot, lambda: len(app.transcript.query(AssistantMessage)) == 3 and app.transcript.query(Notice))
+    await quiet(pilot)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 def test_main_screen(snap_compare, store, tmp_path, size):
     app = snapshot_app(store, tmp_path, session_id=seed(store))
-    assert snap_compare(app, terminal_size=size, run_before=quiet)
+    assert snap_compare(app, terminal_size=size, run_before=resumed)
 
 
 def test_main_screen_light(snap_compare, store, tmp_path):
     app = snapshot_app(store, tmp_path, session_id=seed(store), theme="textual-light")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=quiet)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=resumed)
 
 
 def test_tool_cards(snap_compare, store, tmp_path):
@@ -79,7 +93,6 @@ def test_tool_cards(snap_compare, store, tmp_path):
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2)))
         pilot.app.status_bar.turn_seconds = 2.5
         await quiet(pilot)
-        await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
 
@@ -91,7 +104,12 @@ def test_session_picker(snap_compare, store, tmp_path):
 
     async def run_before(pilot) -> None:
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        app = pilot.app
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, SessionPicker) and app.screen.is_mounted and app.screen.results.option_count == 3,
+        )
+        await pilot.pause()
 
     app = snapshot_app(store, tmp_path)
     assert snap_compare(app, terminal_size=(100, 24), run_before=run_before)

@@ -20,6 +20,12 @@ from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.tool_card import ToolCard
 from hermes.tui.widgets.user_message import UserMessage
 
+from .conftest import until, until_settled
+
+
+def block_kinds(message: AssistantMessage) -> set[str]:
+    return {type(block).__name__ for chunk in message.chunks for block in chunk.children}
+
 
 async def test_streamed_text_renders_as_markdown(make_tui):
     app = make_tui()
@@ -30,11 +36,12 @@ async def test_streamed_text_renders_as_markdown(make_tui):
         for ch in answer:
             renderer.handle(TextDelta(ch))
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer, usage=Usage(12, 34, 46), api_calls=1)))
-        await pilot.pause(0.2)
+        expected = {"MarkdownH1", "MarkdownParagraph", "MarkdownFence", "MarkdownTable"}
         message = app.transcript.query_one(AssistantMessage)
+        await until(pilot, lambda: message.rendered_text == answer and expected <= block_kinds(message))
+        await until_settled(pilot)
         assert message.rendered_text == answer
-        kinds = {type(block).__name__ for chunk in message.chunks for block in chunk.children}
-        assert {"MarkdownH1", "MarkdownParagraph", "MarkdownFence", "MarkdownTable"} <= kinds
+        assert expected <= block_kinds(message)
         assert app.transcript.query_one(UserMessage).text == "show me"
         assert app.status_bar.input_tokens == 12 and app.status_bar.output_tokens == 34
         assert not app.turn_running
@@ -48,7 +55,7 @@ async def test_reasoning_is_a_separate_block(make_tui):
         renderer.handle(ReasoningDelta("think"))
         renderer.handle(TextDelta("The answer."))
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", "The answer.")))
-        await pilot.pause(0.2)
+        await until_settled(pilot)  # the block is mounted before Ctrl+R toggles it
         block = app.transcript.query_one(ReasoningBlock)
         assert block.text == "let me think"
         assert block.collapsed
@@ -72,7 +79,7 @@ async def test_segments_tools_and_warnings(make_tui):
         renderer.handle(Retrying(2, 3, "connection reset", 0.5))
         renderer.handle(Status("info", "streaming disabled"))
         renderer.handle(TurnCompleted(TurnResult("s1", "partial", "Writing the file.", error_code="stream_stalled")))
-        await pilot.pause(0.2)
+        await until_settled(pilot)
         card = app.transcript.query_one(ToolCard)
         assert card.state == "stalled"
         texts = [n.text for n in app.transcript.query(Notice)]
@@ -88,7 +95,7 @@ async def test_interrupted_turn_keeps_partial_text(make_tui):
         renderer = app.begin_turn("long")
         renderer.handle(TextDelta("partial answ"))
         renderer.handle(TurnCompleted(TurnResult("s1", "interrupted", "partial answ")))
-        await pilot.pause(0.1)
+        await until_settled(pilot)
         message = app.transcript.query_one(AssistantMessage)
         assert message.text == "partial answ"
         assert message.has_class("-interrupted")
@@ -105,8 +112,9 @@ async def test_long_answer_streams_into_chunks_without_splitting_code(make_tui):
         for i in range(0, len(answer), 7):
             renderer.handle(TextDelta(answer[i : i + 7]))
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer)))
-        await pilot.pause(0.3)
         message = app.transcript.query_one(AssistantMessage)
+        await until(pilot, lambda: message.rendered_text == answer)
+        await until_settled(pilot)  # the last append has finished mounting its blocks
         assert message.rendered_text == answer
         chunks = message.chunks
         assert len(chunks) > 2

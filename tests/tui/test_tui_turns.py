@@ -11,13 +11,7 @@ from hermes.tui.widgets.notice import Notice
 from hermes.tui.widgets.tool_card import ToolCard
 from hermes.tui.widgets.user_message import UserMessage
 
-from .conftest import until
-
-
-async def type_and_send(pilot, text: str) -> None:
-    """Put `text` in the prompt (as a paste would) and press Enter."""
-    pilot.app.chat_input.insert(text)
-    await pilot.press("enter")
+from .conftest import send_turn, type_and_send, until, until_settled
 
 
 async def test_prompt_streams_into_transcript(make_tui, upstream, store):
@@ -27,8 +21,9 @@ async def test_prompt_streams_into_transcript(make_tui, upstream, store):
         await type_and_send(pilot, "hi there")
         await until(pilot, lambda: app.query(AssistantMessage))
         await app.workers.wait_for_complete()
-        await pilot.pause(0.1)
         answer = app.transcript.query_one(AssistantMessage)
+        await until(pilot, lambda: answer.rendered_text == "Hello from **hermes**, nice to meet you.")
+        await until_settled(pilot)
         assert answer.rendered_text == "Hello from **hermes**, nice to meet you."
         assert app.transcript.query_one(UserMessage).text == "hi there"
         assert app.chat_input.text == ""
@@ -40,9 +35,9 @@ async def test_prompt_streams_into_transcript(make_tui, upstream, store):
     assert upstream.requests[0].messages[-1] == {"role": "user", "content": "hi there"}
 
 
-async def test_tool_card_goes_generating_running_done(make_tui, upstream):
+async def test_tool_card_goes_generating_running_done(make_tui, upstream, gates):
     upstream.enqueue(
-        tool_reply([call("shell", {"command": "make test", "sleep": 0.6})], text="Running the tests.", chunk_delay=0.02),
+        tool_reply([call("shell", {"command": "make test", "gate": "tests"})], text="Running the tests.", chunk_delay=0.02),
         text_reply("All green."),
     )
     app = make_tui()
@@ -52,11 +47,14 @@ async def test_tool_card_goes_generating_running_done(make_tui, upstream):
         card = app.transcript.query_one(ToolCard)
         await until(pilot, lambda: card.state == "running")
         assert "make test" in card.header_text
-        # tool_stall_warning is 0.3 s in these tests; the tool sleeps 0.6 s
+        # tool_stall_warning is 0.3 s in these tests; the tool runs until the test opens its gate
         await until(pilot, lambda: card.has_class("-slow"))
+        assert card.state == "running"
         assert "still running after 0.3 s — Esc to interrupt" in str(card._warning.render())
+        gates["tests"].set()
+        await until(pilot, lambda: len(app.transcript.query(AssistantMessage)) == 2)
         await app.workers.wait_for_complete()
-        await pilot.pause(0.1)
+        await until_settled(pilot)
         assert card.states == ["generating", "running", "done"]
         assert card.header_text.startswith("✓ shell")
         assert not card.has_class("-slow")
@@ -69,12 +67,14 @@ async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream,
     # 4 text chunks, the tool call's name, 1 of 6 argument fragments, then silence.
     reply = tool_reply([call("write_file", {"path": "big.txt", "content": "x" * 400})], text="Writing the file now.", arg_pieces=6)
     upstream.enqueue(reply.stall_after(6))
-    app = make_tui(settings=settings.replace(stream_stale_timeout=0.5))
+    # the stall is detected after 1 s of silence: long enough that a loaded machine's
+    # scheduling gaps between the scripted chunks are not mistaken for it
+    app = make_tui(settings=settings.replace(stream_stale_timeout=1.0))
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "write a big file")
         await until(pilot, lambda: app.query(ToolCard))
         await app.workers.wait_for_complete()
-        await pilot.pause(0.1)
+        await until_settled(pilot)
         warnings = [n.text for n in app.transcript.query(Notice) if n.kind == "warning"]
         assert any("write_file" in w and "stalled" in w.lower() for w in warnings), warnings
         card = app.transcript.query_one(ToolCard)
@@ -92,10 +92,12 @@ async def test_escape_interrupts_within_a_second(make_tui, upstream, store):
         await until(pilot, lambda: app.query(AssistantMessage) and len(app.transcript.query_one(AssistantMessage).text) > 20)
         pressed = time.monotonic()
         await pilot.press("escape")
-        await until(pilot, lambda: not app.turn_running, timeout=1.0)
+        await until(pilot, lambda: not app.turn_running)
+        # the product's promise: the engine winds down before the UI's 1 s grace timer
         assert time.monotonic() - pressed < 1.0
         await app.workers.wait_for_complete()
-        await pilot.pause(0.1)
+        await until_settled(pilot)
+        await until(pilot, lambda: upstream.requests[0].client_disconnected)
         answer = app.transcript.query_one(AssistantMessage)
         assert answer.text.startswith("word0 word1")
         assert len(answer.text) < len(words)
@@ -113,23 +115,26 @@ async def test_ctrl_c_interrupts_then_twice_quits(make_tui, upstream):
         await type_and_send(pilot, "go")
         await until(pilot, lambda: app.query(AssistantMessage))
         await pilot.press("ctrl+c")
-        await until(pilot, lambda: not app.turn_running, timeout=1.0)
+        await until(pilot, lambda: not app.turn_running)
         assert app.is_running
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running)
     assert app.return_code == 0
 
 
-async def test_silent_upstream_says_waiting_for_the_model(make_tui, upstream):
+async def test_silent_upstream_says_waiting_for_the_model(make_tui, upstream, settings):
     reply = text_reply("finally")
-    reply.steps.insert(0, Sleep(1.0))
+    reply.steps.insert(0, Sleep(2.0))  # 10x the 0.2 s silence warning
     upstream.enqueue(reply)
-    app = make_tui(silence_warning=0.2)
+    # the stale-stream watchdog (2 s in the fixture) must not fire during that silence
+    app = make_tui(silence_warning=0.2, settings=settings.replace(stream_stale_timeout=10.0))
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "hello?")
         activity = app.query_one(Activity)
         await until(pilot, lambda: "waiting for the model (" in str(activity.render()))
+        await until(pilot, lambda: app.query(AssistantMessage))
         await app.workers.wait_for_complete()
+        await until_settled(pilot)
         assert app.transcript.query_one(AssistantMessage).text == "finally"
         assert not activity.has_class("-active")
 
@@ -138,9 +143,8 @@ async def test_retry_shows_reconnecting(make_tui, upstream):
     upstream.enqueue(error_reply(503, "overloaded"), text_reply("back again"))
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
-        await type_and_send(pilot, "hello")
-        await app.workers.wait_for_complete()
-        await pilot.pause(0.05)
+        await send_turn(pilot, "hello")
+        await until_settled(pilot)
         notices = [n.text for n in app.transcript.query(Notice)]
         assert any(t.startswith("↻ reconnecting (2/3)") for t in notices), notices
         assert app.transcript.query_one(AssistantMessage).text == "back again"

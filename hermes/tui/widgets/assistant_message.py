@@ -95,6 +95,11 @@ class AssistantMessage(Vertical):
         """The Markdown source handed to the widgets so far."""
         return "".join(chunk.source for chunk in self.chunks)
 
+    @property
+    def flushed(self) -> bool:
+        """No streamed text is waiting: no flush scheduled or running (read-only, for tests)."""
+        return not self._pending and self._flush_timer is None and not self._flushing
+
     def feed(self, text: str) -> None:
         """Append streamed text; it reaches the screen within one flush interval."""
         if not text:
