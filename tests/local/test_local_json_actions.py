@@ -150,7 +150,7 @@ def test_rewrite_folds_tools_into_a_compact_prompt_and_plain_messages() -> None:
     assert json.loads(out[4]["content"]) == {"action": "read_file", "args": {"path": "pyproject.toml"}}
     assert out[5]["content"].startswith('Result of read_file:\nversion = "1.2.3"')
     assert "more characters not shown" in out[5]["content"] and len(out[5]["content"]) < 400
-    assert out[5]["content"].endswith('The request was: "read pyproject.toml". If you can answer it now, use reply; otherwise take the next step.')
+    assert out[5]["content"].endswith('Answer the request "read pyproject.toml" with reply if this result is enough; otherwise take the next step.')
     assert all("tool_calls" not in m for m in out)
 
 

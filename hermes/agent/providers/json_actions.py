@@ -64,9 +64,9 @@ Answer every message with exactly one JSON object: {{"action": NAME, "args": {{.
 Actions:
 - reply {{"text": string}}: answer the user. Use it for greetings, general knowledge, how-to and programming questions, arithmetic, explanations and writing, and to give the answer once tool results are in.
 {catalogue}
-Use a tool only when the user asks about files, code or commands on this computer; never invent paths. Change files only when the user asks for a change. After a tool result, reply as soon as you can answer. Do not repeat an action with the same args."""
+Use a tool only when the user asks about files, code or commands on this computer; use paths relative to the working directory and never invent them. Change files only when the user asks for a change. After a tool result, reply as soon as you can answer. Do not repeat an action with the same args."""
 
-RESULT_REMINDER = 'The request was: "{request}". If you can answer it now, use reply; otherwise take the next step.'
+RESULT_REMINDER = 'Answer the request "{request}" with reply if this result is enough; otherwise take the next step.'
 LOOP_NOTE = (
     "You already ran {name} with exactly these args; its result is above. "
     "Do not run it again: use the result to reply, or choose a different action."

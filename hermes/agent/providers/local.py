@@ -115,12 +115,15 @@ class LocalServer:
         alias: str,
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
+        seed: int = 42,
         verbose: bool = False,
     ) -> None:
         self.model_path = model_path
         self.alias = alias
         self.n_ctx = n_ctx
         self.threads = threads
+        self.seed = seed
+        """Default sampling seed: the same prompt gets the same answer (requests may override)."""
         self.verbose = verbose
         self._server: Any = None
         self.base_url = ""
@@ -137,6 +140,7 @@ class LocalServer:
         params.n_ctx = self.n_ctx
         params.n_parallel = 1  # one slot: every request reuses the same prompt cache
         params.ui = False
+        params.sampling.seed = self.seed
         params.verbosity = 3 if self.verbose else 0  # 0: llama.cpp writes nothing to stderr
         if self.threads:
             params.cpuparams.n_threads = self.threads
