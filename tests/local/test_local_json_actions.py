@@ -286,3 +286,14 @@ async def test_without_tools_requests_pass_through(provider: JsonActionProvider,
     events = [e async for e in provider.stream(ModelRequest(model="m", messages=[{"role": "user", "content": "hi"}]))]
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "plain answer"
     assert "response_format" not in upstream.requests[0].body
+
+
+async def test_padding_after_the_action_is_cut_off(provider: JsonActionProvider, upstream: ScriptedUpstream) -> None:
+    """A model that pads with whitespace after the object (the schema allows it) is stopped."""
+    from hermes.testing.upstream import Chunk, Reply, Stall
+
+    done = action_json("reply", {"text": "ok"})
+    upstream.enqueue(Reply([Chunk(delta={"content": done}), *[Chunk(delta={"content": "\n"})] * 40, Stall(30)]))
+    events = await collect(provider, request())
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "ok"
+    assert events[-1] == FinishChunk("stop")

@@ -73,6 +73,9 @@ LOOP_NOTE = (
 )
 FORCE_REPLY_NOTE = "Stop using tools now. Reply to the user with what you know."
 
+MAX_TRAILING_CHUNKS = 16
+"""Chunks accepted after the action object is complete before the stream is cut."""
+
 _FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _REPLY_PREFIX = re.compile(r'\s*\{\s*"action"\s*:\s*"reply"\s*,\s*"args"\s*:\s*\{\s*"text"\s*:\s*"')
@@ -158,6 +161,14 @@ def _json_objects(text: str) -> Iterable[Any]:
             continue
         yield value
         pos = text.find("{", end)
+
+
+def _complete_object(raw: str) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_action(text: str, tool_names: Iterable[str]) -> Action:
@@ -548,12 +559,19 @@ class JsonActionProvider(Provider):
             inner_request = self.action_request(request, extra_messages, reply_only=attempt == 2)
             streamer = ReplyStreamer()
             finish = "stop"
+            trailing = 0
             async with contextlib.aclosing(self.inner.stream(inner_request)) as events:
                 async for event in events:
                     if isinstance(event, TextChunk):
                         text = streamer.feed(event.text)
                         if text:
                             yield TextChunk(text)
+                        if streamer.done or ("}" in event.text and _complete_object(streamer.raw)):
+                            # A schema allows unbounded whitespace after the object; stop a
+                            # model that pads instead of ending (closing the stream stops it).
+                            trailing += 1
+                            if trailing > MAX_TRAILING_CHUNKS:
+                                break
                     elif isinstance(event, UsageChunk):
                         usage, saw_usage = usage + event.usage, True
                     elif isinstance(event, FinishChunk):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -41,6 +42,13 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 RUNTIME_PACKAGE = "xllamacpp"
+DEFAULT_SAMPLING: dict[str, float] = {
+    "seed": 42,
+    # A fixed seed: the same prompt gets the same answer (reproducible sessions and tests).
+    "dry_multiplier": 0.8,
+    # DRY ("don't repeat yourself") penalises re-emitting a sequence the text already has:
+    # without it the 1.5B model can loop on one sentence until max_tokens.
+}
 DEFAULT_CONTEXT = 16384
 """Tokens of context: room for a few file reads (tool results are clipped to 4,000 chars)."""
 
@@ -115,15 +123,15 @@ class LocalServer:
         alias: str,
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
-        seed: int = 42,
+        sampling: Mapping[str, float] | None = None,
         verbose: bool = False,
     ) -> None:
         self.model_path = model_path
         self.alias = alias
         self.n_ctx = n_ctx
         self.threads = threads
-        self.seed = seed
-        """Default sampling seed: the same prompt gets the same answer (requests may override)."""
+        self.sampling = dict(DEFAULT_SAMPLING if sampling is None else sampling)
+        """Server-side sampling defaults (`CommonParamsSampling` fields); requests may override."""
         self.verbose = verbose
         self._server: Any = None
         self.base_url = ""
@@ -140,7 +148,8 @@ class LocalServer:
         params.n_ctx = self.n_ctx
         params.n_parallel = 1  # one slot: every request reuses the same prompt cache
         params.ui = False
-        params.sampling.seed = self.seed
+        for name, value in self.sampling.items():
+            setattr(params.sampling, name, type(getattr(params.sampling, name))(value))
         params.verbosity = 3 if self.verbose else 0  # 0: llama.cpp writes nothing to stderr
         if self.threads:
             params.cpuparams.n_threads = self.threads

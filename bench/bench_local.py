@@ -1,0 +1,185 @@
+"""Benchmark of the local provider (hermes[local]) on this machine.
+
+    python bench/bench_local.py [--home DIR] [--threads N] [--repeat 3]
+
+Measures, with the bundled model (or HERMES_LOCAL_MODEL_PATH):
+
+    assembly            first-use assembly + SHA-256 of the model (only when not yet done)
+    load                llama.cpp server start with the model (port 0, in-process)
+    first turn          time to first token and total, cold prompt cache ("hello")
+    follow-up turn      time to first token of the next turn (prompt cache reused)
+    decode speed        tokens/s of a longer answer
+    tool step           seconds per model call that ends in a tool call, and the whole
+                        read-a-file-then-answer turn through the real engine
+
+Every request goes through the real stack: Agent → JsonActionProvider →
+OpenAICompatProvider → HTTP on 127.0.0.1 → llama.cpp. The prompt the model reads per
+call (compact system prompt + tool catalogue) is reported in tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.engine import Agent, EngineOptions
+from hermes.agent.events import TextDelta, ToolCompleted, ToolStarted, TurnCompleted
+from hermes.agent.provider import ModelRequest, Provider, ProviderEvent, TextChunk, ToolCallChunk, UsageChunk
+from hermes.agent.providers.local import LocalProvider, LocalServer, local_status, resolve_model
+from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
+from hermes.agent.types import TurnRequest
+from hermes.config import Settings
+
+
+class Timed(Provider):
+    """Records, per model call: start, first visible event, end, usage, kind."""
+
+    name = "timed"
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+        self.calls: list[dict[str, Any]] = []
+
+    def stream(self, request: ModelRequest) -> Any:
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> Any:
+        record: dict[str, Any] = {"start": time.perf_counter(), "first": None, "kind": "text", "usage": None}
+        self.calls.append(record)
+        async for event in self.inner.stream(request):
+            if isinstance(event, (TextChunk, ToolCallChunk)) and record["first"] is None:
+                record["first"] = time.perf_counter()
+            if isinstance(event, ToolCallChunk):
+                record["kind"] = "tool"
+            if isinstance(event, UsageChunk):
+                record["usage"] = event.usage
+            yield event
+        record["end"] = time.perf_counter()
+
+    async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
+        return await self.inner.complete(request)
+
+
+async def _read_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    return (ctx.cwd / str(args.get("path", ""))).read_text(encoding="utf-8")
+
+
+def tools() -> ToolRegistry:
+    try:  # the core tools, once they exist: their real descriptions count toward the prompt
+        from hermes.agent.tools import default_registry  # type: ignore[attr-defined]
+
+        return default_registry()  # type: ignore[no-any-return]
+    except ImportError:
+        return ToolRegistry(
+            [
+                Tool(
+                    "read_file",
+                    "Read a text file and return its contents.",
+                    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+                    _read_file,
+                    read_only=True,
+                    preview_key="path",
+                )
+            ]
+        )
+
+
+async def turn(agent: Agent, text: str, history: list[dict[str, Any]], cwd: Path) -> dict[str, Any]:
+    start = time.perf_counter()
+    first = None
+    tool_steps = 0
+    result = None
+    async for event in agent.run_turn(TurnRequest(input=text, history=list(history), persist=False, cwd=str(cwd))):
+        if isinstance(event, TextDelta) and first is None:
+            first = time.perf_counter() - start
+        elif isinstance(event, ToolStarted):
+            tool_steps += 1
+        elif isinstance(event, TurnCompleted):
+            result = event.result
+        elif isinstance(event, ToolCompleted):
+            pass
+    assert result is not None
+    history.extend(result.messages)
+    return {
+        "first_token": first,
+        "total": time.perf_counter() - start,
+        "status": result.status,
+        "tool_steps": tool_steps,
+        "text": result.final_text,
+    }
+
+
+def fmt(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:6.2f} s"
+
+
+async def bench(args: argparse.Namespace) -> None:
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="hermes-bench-"))
+    settings = Settings.load(env={"HERMES_HOME": str(home)})
+    status = local_status(settings)
+    print(f"provider: local — {status.reason}")
+    if not status.available:
+        sys.exit(1)
+
+    t = time.perf_counter()
+    path, name = resolve_model(settings)
+    print(f"assembly + verify:   {fmt(time.perf_counter() - t)}   ({path})")
+
+    t = time.perf_counter()
+    server = LocalServer(path, alias=name, threads=args.threads).start()
+    print(f"load:                {fmt(time.perf_counter() - t)}")
+
+    provider = LocalProvider(server, name)
+    timed = Timed(provider)
+    agent = Agent(timed, store=None, model=name, tools=tools(), options=EngineOptions(max_iterations=8))
+    work = Path(tempfile.mkdtemp(prefix="hermes-bench-cwd-"))
+    (work / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "4.7.12"\n', encoding="utf-8")
+
+    try:
+        for round_ in range(args.repeat):
+            history: list[dict[str, Any]] = []
+            print(f"\n-- round {round_ + 1} (fresh conversation) --")
+            timed.calls.clear()
+            first = await turn(agent, "hello", history, work)
+            prompt = timed.calls[0]["usage"].input_tokens if timed.calls[0]["usage"] else 0
+            print(f"first turn:          first token {fmt(first['first_token'])}, total {fmt(first['total'])} "
+                  f"(prompt {prompt} tokens)")
+            follow = await turn(agent, "What can you help me with? One sentence.", history, work)
+            print(f"follow-up turn:      first token {fmt(follow['first_token'])}, total {fmt(follow['total'])}")
+
+            timed.calls.clear()
+            story = await turn(agent, "Write a 150-word story about a lighthouse.", [], work)
+            call = timed.calls[-1]
+            tokens = call["usage"].output_tokens if call["usage"] else 0
+            decode = call["end"] - (call["first"] or call["start"])
+            print(f"decode:              {tokens / decode:6.1f} tokens/s ({tokens} tokens in {decode:.2f} s)"
+                  f", first token {fmt(story['first_token'])}")
+
+            timed.calls.clear()
+            task = await turn(agent, "read pyproject.toml and tell me the version", [], work)
+            tool_calls = [c for c in timed.calls if c["kind"] == "tool"]
+            per_step = statistics.mean(c["end"] - c["start"] for c in tool_calls) if tool_calls else None
+            answer = timed.calls[-1]
+            print(f"tool step:           {fmt(per_step)} per tool call ({len(tool_calls)} call(s)), "
+                  f"answer call {fmt(answer['end'] - answer['start'])}, whole turn {fmt(task['total'])}, "
+                  f"correct={'4.7.12' in task['text']}")
+    finally:
+        await provider.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", help="HERMES_HOME holding models/ (default: a fresh temporary folder)")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: its own choice)")
+    parser.add_argument("--repeat", type=int, default=2)
+    asyncio.run(bench(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
