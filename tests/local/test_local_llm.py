@@ -104,3 +104,27 @@ def test_a_corrupted_model_file_is_refused_by_the_checksum(local_server: LocalSe
         fh.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(ModelChecksumError):
         verify_model(copy, BUNDLED)
+
+
+async def test_the_prompt_prefix_is_saved_and_restored_across_providers(
+    local_server: LocalServer, core_tools: ToolRegistry
+) -> None:
+    """A new process (here: a new provider) restores the system prompt's cache instead of re-reading it."""
+    assert local_server.slot_dir is not None
+    request = TurnRequest(input="hi", persist=False, system_prompt="You are a terse assistant. Test prefix 7.")
+    first = LocalProvider(local_server, local_server.alias, owns_server=False)
+    try:
+        _, result = await run(make_agent(first, core_tools), request)
+        assert result.status == "completed"
+    finally:
+        await first.aclose()
+    saved = sorted(local_server.slot_dir.glob("prompt-*.bin"))
+    assert saved, "the prompt cache was not saved"
+
+    second = LocalProvider(local_server, local_server.alias, owns_server=False)
+    try:
+        _, result = await run(make_agent(second, core_tools), request)
+        assert result.status == "completed" and result.final_text.strip()
+    finally:
+        await second.aclose()
+    assert sorted(local_server.slot_dir.glob("prompt-*.bin")) == saved  # restored, not saved again

@@ -19,11 +19,17 @@ on first use (see `local_model`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import importlib.util
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import aiohttp
 
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
 from hermes.agent.providers.json_actions import JsonActionProvider
@@ -37,6 +43,7 @@ from hermes.agent.providers.local_model import (
     find_parts,
 )
 from hermes.config import Settings
+from hermes.errors import ProviderError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -49,6 +56,8 @@ DEFAULT_SAMPLING: dict[str, float] = {
     # DRY ("don't repeat yourself") penalises re-emitting a sequence the text already has:
     # without it the 1.5B model can loop on one sentence until max_tokens.
 }
+SAVED_PROMPTS = 8
+"""Saved prompt caches kept in slot_dir (~14 MB each); the least recently used go first."""
 DEFAULT_CONTEXT = 16384
 """Tokens of context: room for a few file reads (tool results are clipped to 4,000 chars)."""
 
@@ -124,6 +133,7 @@ class LocalServer:
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
         sampling: Mapping[str, float] | None = None,
+        slot_dir: Path | None = None,
         verbose: bool = False,
     ) -> None:
         self.model_path = model_path
@@ -132,6 +142,8 @@ class LocalServer:
         self.threads = threads
         self.sampling = dict(DEFAULT_SAMPLING if sampling is None else sampling)
         """Server-side sampling defaults (`CommonParamsSampling` fields); requests may override."""
+        self.slot_dir = slot_dir
+        """Where llama.cpp may save and restore its prompt cache (`/slots` API); None: nowhere."""
         self.verbose = verbose
         self._server: Any = None
         self.base_url = ""
@@ -148,6 +160,10 @@ class LocalServer:
         params.n_ctx = self.n_ctx
         params.n_parallel = 1  # one slot: every request reuses the same prompt cache
         params.ui = False
+        if self.slot_dir is not None:
+            self.slot_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            params.slot_save_path = str(self.slot_dir) + os.sep
+            params.endpoint_slots = True
         for name, value in self.sampling.items():
             setattr(params.sampling, name, type(getattr(params.sampling, name))(value))
         params.verbosity = 3 if self.verbose else 0  # 0: llama.cpp writes nothing to stderr
@@ -178,14 +194,7 @@ class LocalProvider(Provider):
 
     name: ClassVar[str] = "local"
 
-    def __init__(
-        self,
-        server: LocalServer,
-        model_name: str,
-        *,
-        inner: Provider | None = None,
-        owns_server: bool = True,
-    ) -> None:
+    def __init__(self, server: LocalServer, model_name: str, *, owns_server: bool = True) -> None:
         """Wrap a started server. Use `start`/`astart` to build one from settings.
 
         Args:
@@ -198,9 +207,54 @@ class LocalProvider(Provider):
         self.owns_server = owns_server
         self.model_name = model_name
         """What to call the model (status bar, /v1/models); requests may send any name."""
-        self._provider = inner or JsonActionProvider(
-            OpenAICompatProvider(base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0)
-        )
+        self._http = OpenAICompatProvider(base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0)
+        self._provider = JsonActionProvider(self._http)
+        self._warmed: set[str] = set()
+        self._warm_lock = asyncio.Lock()
+
+    async def warm_up(self, request: ModelRequest) -> None:
+        """Put the prompt prefix of `request` (system prompt + tool catalogue) in the cache.
+
+        Reading that prefix is most of a cold first answer (~5 s on two cores). The first
+        time a prefix is seen it is read once and its KV cache saved to `slot_dir`; later
+        processes (every `hermes chat -q`) restore it in milliseconds. Called by `stream`
+        and `complete`; front ends may call it early (e.g. while the user types).
+        Best effort: failures only cost speed.
+        """
+        if self.server.slot_dir is None or not request.tools:
+            return
+        system = self._provider.action_request(request).messages[0]
+        identity = [str(self.server.model_path), self.server.n_ctx, system["content"]]
+        key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+        if key in self._warmed:
+            return
+        async with self._warm_lock:
+            if key in self._warmed:
+                return
+            self._warmed.add(key)
+            filename = f"prompt-{key}.bin"
+            saved = self.server.slot_dir / filename
+            with contextlib.suppress(ProviderError, aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                if saved.is_file():
+                    await self._slot_action("restore", filename)
+                    saved.touch()
+                    return
+                prefill = ModelRequest(
+                    model=request.model,
+                    messages=[system, {"role": "user", "content": ""}],
+                    include_usage=False,
+                    extra={"max_tokens": 1},
+                )
+                await self._http.complete(prefill)
+                await self._slot_action("save", filename)
+                _prune(self.server.slot_dir, keep=SAVED_PROMPTS)
+
+    async def _slot_action(self, action: str, filename: str) -> None:
+        url = f"{self.server.base_url}/slots/0?action={action}"
+        timeout = aiohttp.ClientTimeout(total=60)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.post(url, json={"filename": filename}) as response:
+                response.raise_for_status()
 
     @classmethod
     def start(
@@ -229,6 +283,7 @@ class LocalProvider(Provider):
             alias=model_name,
             n_ctx=n_ctx,
             threads=threads,
+            slot_dir=settings.home / "models" / "prompt-cache",
             verbose=verbose,
         ).start()
         return cls(server, model_name)
@@ -249,16 +304,26 @@ class LocalProvider(Provider):
         port = self.server.base_url.rsplit(":", 1)[-1]
         return f"local model {self.model_name} (llama.cpp in-process on 127.0.0.1:{port})"
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        return self._provider.stream(request)
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        await self.warm_up(request)
+        async with contextlib.aclosing(self._provider.stream(request)) as events:
+            async for event in events:
+                yield event
 
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
+        await self.warm_up(request)
         return await self._provider.complete(request)
 
     async def aclose(self) -> None:
         await self._provider.aclose()
         if self.owns_server and self.server.running:
             await asyncio.to_thread(self.server.close)
+
+
+def _prune(folder: Path, keep: int) -> None:
+    files = sorted(folder.glob("prompt-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in files[keep:]:
+        stale.unlink(missing_ok=True)
 
 
 def create_local_provider(settings: Settings, *, progress: ProgressCallback | None = None) -> LocalProvider:
