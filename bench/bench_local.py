@@ -140,7 +140,8 @@ async def bench(args: argparse.Namespace) -> None:
     provider = LocalProvider(server, name)
     timed = Timed(provider)
     agent = Agent(timed, store=None, model=name, tools=tools(), options=EngineOptions(max_iterations=8))
-    work = Path(tempfile.mkdtemp(prefix="hermes-bench-cwd-"))
+    work = home / "bench-project"  # stable: the system prompt names it, and saved caches are per prompt
+    work.mkdir(exist_ok=True)
     (work / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "4.7.12"\n', encoding="utf-8")
 
     try:

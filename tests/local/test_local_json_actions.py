@@ -19,6 +19,7 @@ from hermes.agent.providers.json_actions import (
     JsonActionProvider,
     ReplyStreamer,
     action_schema,
+    repeating_tail,
     is_loop,
     parse_action,
     rewrite_messages,
@@ -296,4 +297,24 @@ async def test_padding_after_the_action_is_cut_off(provider: JsonActionProvider,
     upstream.enqueue(Reply([Chunk(delta={"content": done}), *[Chunk(delta={"content": "\n"})] * 40, Stall(30)]))
     events = await collect(provider, request())
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "ok"
+    assert events[-1] == FinishChunk("stop")
+
+
+def test_repeating_tail_spots_a_sentence_loop_only() -> None:
+    sentence = "The lighthouse was a place where people could feel a sense of peace. "
+    assert repeating_tail("Once upon a time. " + sentence * 3)
+    assert not repeating_tail("Once upon a time. " + sentence * 2)
+    assert not repeating_tail("=" * 200)  # a long rule is a period-1 pattern, not a sentence loop
+    assert not repeating_tail("def f():\n    return 1\n\n\ndef g():\n    return 2\n")
+
+
+async def test_a_looping_reply_is_cut(provider: JsonActionProvider, upstream: ScriptedUpstream) -> None:
+    from hermes.testing.upstream import Chunk, Reply, Stall
+
+    sentence = "The lighthouse was a place where people could feel a sense of peace. "
+    head = '{"action": "reply", "args": {"text": "Once. '
+    upstream.enqueue(Reply([Chunk(delta={"content": head}), *[Chunk(delta={"content": sentence})] * 50, Stall(30)]))
+    events = await collect(provider, request())
+    text = "".join(e.text for e in events if isinstance(e, TextChunk))
+    assert text.count(sentence) == 3
     assert events[-1] == FinishChunk("stop")

@@ -163,6 +163,21 @@ def _json_objects(text: str) -> Iterable[Any]:
         pos = text.find("{", end)
 
 
+def repeating_tail(text: str, *, min_period: int = 30, max_period: int = 300, times: int = 3) -> bool:
+    """True when `text` ends with one block of `min_period`..`max_period` chars `times` times over.
+
+    Small models sometimes fall into repeating a sentence forever; exact repetition of
+    90+ characters is very rarely meant.
+    """
+    for period in range(min_period, min(max_period, len(text) // times) + 1):
+        block = text[-period:]
+        if len(set(block)) < 8:  # rules and padding ("=====", "- - -") are not sentences
+            continue
+        if all(text[-(k + 1) * period : len(text) - k * period] == block for k in range(1, times)):
+            return True
+    return False
+
+
 def _complete_object(raw: str) -> bool:
     try:
         json.loads(raw)
@@ -223,6 +238,8 @@ class ReplyStreamer:
         """The closing quote of the text string was seen."""
         self.streamed = False
         """Some reply text was already returned by feed()."""
+        self.text = ""
+        """All reply text decoded so far."""
 
     def feed(self, chunk: str) -> str:
         self.raw += chunk
@@ -269,6 +286,7 @@ class ReplyStreamer:
         text = "".join(out)
         if text:
             self.streamed = True
+            self.text += text
         return text
 
     def action_name(self) -> str | None:
@@ -496,7 +514,7 @@ class JsonActionProvider(Provider):
         self.inner = inner
         self.tool_result_limit = tool_result_limit
         self.base_prompt_limit = base_prompt_limit
-        self.sampling = {"temperature": 0.2, "max_tokens": 4096} if sampling is None else dict(sampling)
+        self.sampling = {"temperature": 0.2, "max_tokens": 2048} if sampling is None else dict(sampling)
 
     def describe(self) -> str:
         return f"{self.inner.describe()} (JSON-action tool protocol)"
@@ -566,6 +584,8 @@ class JsonActionProvider(Provider):
                         text = streamer.feed(event.text)
                         if text:
                             yield TextChunk(text)
+                            if repeating_tail(streamer.text):
+                                break  # a degenerate loop: end the answer rather than fill max_tokens
                         if streamer.done or ("}" in event.text and _complete_object(streamer.raw)):
                             # A schema allows unbounded whitespace after the object; stop a
                             # model that pads instead of ending (closing the stream stops it).
