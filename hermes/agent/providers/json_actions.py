@@ -86,6 +86,17 @@ _ACTION_PREFIX = re.compile(r'\s*\{\s*"action"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _SCHEMA_KEYS = {"type", "properties", "required", "enum", "items", "anyOf", "const", "minimum", "maximum"}
 
 
+@contextlib.asynccontextmanager
+async def closing_stream(events: AsyncIterator[ProviderEvent]) -> AsyncIterator[AsyncIterator[ProviderEvent]]:
+    """`contextlib.aclosing` for a provider stream: leaving the block closes the request now."""
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 # ---- parsing ---------------------------------------------------------------------------
 
 
@@ -140,8 +151,8 @@ def _action_of(obj: Any, tool_names: set[str]) -> Action | None:
     if name == REPLY:
         if isinstance(raw_args, str):
             return Action(REPLY, {"text": raw_args})
-        args = _as_args(raw_args) or {}
-        text = args.get("text", args.get("content", args.get("message", "")))
+        reply_args = _as_args(raw_args) or {}
+        text = reply_args.get("text", reply_args.get("content", reply_args.get("message", "")))
         return Action(REPLY, {"text": text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)})
     args = _as_args(raw_args)
     if name not in tool_names or args is None:
@@ -564,7 +575,7 @@ class JsonActionProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         if not _tool_functions(request.tools):
-            async with contextlib.aclosing(self.inner.stream(request)) as events:
+            async with closing_stream(self.inner.stream(request)) as events:
                 async for event in events:
                     yield event
             return
@@ -578,7 +589,7 @@ class JsonActionProvider(Provider):
             streamer = ReplyStreamer()
             finish = "stop"
             trailing = 0
-            async with contextlib.aclosing(self.inner.stream(inner_request)) as events:
+            async with closing_stream(self.inner.stream(inner_request)) as events:
                 async for event in events:
                     if isinstance(event, TextChunk):
                         text = streamer.feed(event.text)

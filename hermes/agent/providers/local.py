@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import aiohttp
 
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
-from hermes.agent.providers.json_actions import JsonActionProvider
+from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
     LocalModelError,
@@ -306,7 +306,7 @@ class LocalProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         await self.warm_up(request)
-        async with contextlib.aclosing(self._provider.stream(request)) as events:
+        async with closing_stream(self._provider.stream(request)) as events:
             async for event in events:
                 yield event
 

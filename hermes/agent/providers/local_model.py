@@ -256,7 +256,7 @@ def rich_progress(description: str = "Preparing local model") -> Iterator[Progre
     Nothing is drawn when the model is already in place (the callback is never called).
     """
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     progress = Progress(
         TextColumn("{task.description}"),
@@ -266,7 +266,7 @@ def rich_progress(description: str = "Preparing local model") -> Iterator[Progre
         console=Console(stderr=True),
         transient=True,
     )
-    task_id: list[int] = []
+    task_id: list[TaskID] = []
 
     def update(done: int, total: int) -> None:
         if not task_id:
