@@ -19,6 +19,7 @@ from hermes.agent.providers.json_actions import (
     JsonActionProvider,
     ReplyStreamer,
     action_schema,
+    fit_context,
     repeating_tail,
     is_loop,
     parse_action,
@@ -318,3 +319,19 @@ async def test_a_looping_reply_is_cut(provider: JsonActionProvider, upstream: Sc
     text = "".join(e.text for e in events if isinstance(e, TextChunk))
     assert text.count(sentence) == 3
     assert events[-1] == FinishChunk("stop")
+
+
+def test_old_exchanges_are_dropped_to_fit_the_context() -> None:
+    system = {"role": "system", "content": "s" * 100}
+    old = [{"role": "user", "content": "u" * 1000}, {"role": "assistant", "content": "a" * 1000}]
+    current = [
+        {"role": "user", "content": "now"},
+        {"role": "assistant", "content": "{}"},
+        {"role": "user", "content": "Result of read_file:\n" + "r" * 500},
+    ]
+    messages = [system, *old, *old, *current]
+    assert fit_context(messages, 10_000) == messages  # fits: untouched (prompt cache prefix kept)
+    fitted = fit_context(messages, 2_000)
+    assert fitted[0] == system and fitted[-3:] == current
+    assert fitted[1]["content"].startswith("[Earlier conversation omitted")
+    assert len(fitted) == 5

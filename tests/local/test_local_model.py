@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.providers import local_model
-from hermes.agent.providers.local import local_status
+from hermes.agent.providers.local import local_status, resolve_model
 from hermes.agent.providers.local_model import (
     BundledModel,
     LocalModelError,
@@ -138,3 +138,11 @@ def test_local_status_explains_a_missing_custom_model(tmp_path: Path) -> None:
     if "runtime is not installed" in status.reason:
         pytest.skip("xllamacpp not installed")
     assert not status.available and "does not exist" in status.reason
+
+
+def test_a_configured_gguf_is_used_as_is(tmp_path: Path) -> None:
+    custom = tmp_path / "my-model.Q4.gguf"
+    custom.write_bytes(b"GGUF" + b"\0" * 16)
+    settings = Settings.load(env={"HERMES_HOME": str(tmp_path / "home"), "HERMES_LOCAL_MODEL_PATH": str(custom)})
+    assert resolve_model(settings) == (custom, "my-model.Q4")
+    assert not (tmp_path / "home" / "models").exists()  # nothing assembled

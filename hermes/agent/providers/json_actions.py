@@ -479,6 +479,36 @@ def rewrite_messages(
     return out
 
 
+OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
+
+
+def fit_context(messages: list[ChatMessage], budget_chars: int) -> list[ChatMessage]:
+    """Drop the oldest exchanges until the prompt fits `budget_chars`.
+
+    The system message and everything from the latest user request on are always
+    kept; whole user-led exchanges go first, oldest first, replaced by one note. While
+    the prompt fits, nothing changes (so the prompt cache keeps its prefix).
+    """
+
+    def size(items: list[ChatMessage]) -> int:
+        return sum(len(_text_of(m.get("content"))) + 16 for m in items)
+
+    if size(messages) <= budget_chars or len(messages) < 3:
+        return messages
+    system, rest = messages[:1], messages[1:]
+    starts = [
+        i
+        for i, m in enumerate(rest)
+        if m.get("role") == "user" and not _text_of(m.get("content")).startswith("Result of ")
+    ]
+    note: list[ChatMessage] = [{"role": "user", "content": OMITTED_NOTE}]
+    for start in starts[1:]:
+        kept = rest[start:]
+        if size(system + note + kept) <= budget_chars:
+            return system + note + kept
+    return system + note + rest[starts[-1]:] if starts else messages
+
+
 def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:
     """(name, canonical args) of every tool call since the last user message."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
@@ -513,6 +543,7 @@ class JsonActionProvider(Provider):
         tool_result_limit: int = 4000,
         base_prompt_limit: int = 1500,
         sampling: dict[str, Any] | None = None,
+        context_chars: int | None = None,
     ) -> None:
         """
         Args:
@@ -521,10 +552,13 @@ class JsonActionProvider(Provider):
             base_prompt_limit: a system prompt longer than this is replaced by a short
                 built-in one (small models read ~100 tokens/s on two cores).
             sampling: body fields added to every request unless the request sets them.
+            context_chars: prompt budget in characters (about 3 per token); older turns
+                are left out to stay under it. None: no limit.
         """
         self.inner = inner
         self.tool_result_limit = tool_result_limit
         self.base_prompt_limit = base_prompt_limit
+        self.context_chars = context_chars
         self.sampling = {"temperature": 0.2, "max_tokens": 2048} if sampling is None else dict(sampling)
 
     def describe(self) -> str:
@@ -550,6 +584,8 @@ class JsonActionProvider(Provider):
             tool_result_limit=self.tool_result_limit,
         )
         messages.extend(extra_messages or ())
+        if self.context_chars is not None:
+            messages = fit_context(messages, self.context_chars)
         extra = {**self.sampling, **request.extra}
         extra["response_format"] = response_format(action_schema(request.tools, reply_only=reply_only))
         return ModelRequest(

@@ -193,6 +193,8 @@ class LocalProvider(Provider):
     """The bundled (or configured) GGUF served by an in-process llama.cpp."""
 
     name: ClassVar[str] = "local"
+    recommended_stale_timeout: ClassVar[float] = 900.0
+    """Reading a long prompt on a CPU takes minutes before the first token: use at least this."""
 
     def __init__(self, server: LocalServer, model_name: str, *, owns_server: bool = True) -> None:
         """Wrap a started server. Use `start`/`astart` to build one from settings.
@@ -208,7 +210,8 @@ class LocalProvider(Provider):
         self.model_name = model_name
         """What to call the model (status bar, /v1/models); requests may send any name."""
         self._http = OpenAICompatProvider(base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0)
-        self._provider = JsonActionProvider(self._http)
+        # Room for the answer (max_tokens 2048) is kept free; ~3 characters per token.
+        self._provider = JsonActionProvider(self._http, context_chars=max(4096, (server.n_ctx - 2560) * 3))
         self._warmed: set[str] = set()
         self._warm_lock = asyncio.Lock()
 
