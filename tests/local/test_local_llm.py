@@ -97,13 +97,16 @@ async def test_interrupt_stops_generation_and_the_server_stays_usable(
 def test_a_corrupted_model_file_is_refused_by_the_checksum(local_server: LocalServer, tmp_path: Path) -> None:
     copy = tmp_path / BUNDLED.filename
     shutil.copyfile(local_server.model_path, copy)
-    with copy.open("r+b") as fh:
-        fh.seek(BUNDLED.size // 2)
-        byte = fh.read(1)
-        fh.seek(-1, 1)
-        fh.write(bytes([byte[0] ^ 0xFF]))
-    with pytest.raises(ModelChecksumError):
-        verify_model(copy, BUNDLED)
+    try:
+        with copy.open("r+b") as fh:
+            fh.seek(BUNDLED.size // 2)
+            byte = fh.read(1)
+            fh.seek(-1, 1)
+            fh.write(bytes([byte[0] ^ 0xFF]))
+        with pytest.raises(ModelChecksumError):
+            verify_model(copy, BUNDLED)
+    finally:
+        copy.unlink()  # 1.1 GB: pytest keeps the last runs' tmp folders
 
 
 async def test_the_prompt_prefix_is_saved_and_restored_across_providers(
