@@ -34,6 +34,16 @@ class ProviderChoice:
     reason: str
     """Why this provider was chosen, in one line (for `hermes doctor` and start-up notes)."""
 
+    @property
+    def notice(self) -> str | None:
+        """The one line a front end shows at start-up when the choice was not explicit."""
+        if self.name == "local" and self.reason.startswith("no endpoint"):
+            return (
+                "no model endpoint configured: using the bundled local model "
+                "(set HERMES_BASE_URL and HERMES_MODEL to use a hosted one)"
+            )
+        return None
+
 
 def choose_provider(settings: Settings) -> ProviderChoice:
     """Decide which provider the settings select, without starting anything."""
@@ -41,8 +51,8 @@ def choose_provider(settings: Settings) -> ProviderChoice:
     if wanted == "auto":
         if settings.base_url:
             wanted = "openai"
-        elif _local_installed():
-            return ProviderChoice("local", settings.model or "local", "no endpoint configured and hermes[local] is installed")
+        elif _local_installed(settings):
+            return _local_choice(settings, "no endpoint configured and hermes[local] is installed")
         else:
             raise ConfigError(NO_ENDPOINT)
     if wanted == "openai":
@@ -52,9 +62,9 @@ def choose_provider(settings: Settings) -> ProviderChoice:
             raise ConfigError("no model configured: set HERMES_MODEL (or `hermes config set model NAME`)")
         return ProviderChoice("openai", settings.model, f"base_url is set ({settings.base_url})")
     if wanted == "local":
-        if not _local_installed():
+        if not _local_installed(settings):
             raise ConfigError("provider is 'local' but hermes[local] is not installed: pip install 'hermes-agent-cli[local]'")
-        return ProviderChoice("local", settings.model or "local", "provider = local")
+        return _local_choice(settings, "provider = local")
     if provider_factory(wanted) is None:
         raise ConfigError(f"unknown provider {wanted!r}: use auto, openai or local")
     return ProviderChoice(wanted, settings.model or wanted, f"provider = {wanted}")
@@ -73,9 +83,12 @@ def build_provider(settings: Settings, choice: ProviderChoice | None = None) -> 
             read_timeout=max(settings.stream_stale_timeout + 30.0, 60.0),
         )
     if choice.name == "local":
-        from hermes.agent.providers.local import create_local_provider  # type: ignore[attr-defined]
+        from hermes.agent.providers.local import create_local_provider
+        from hermes.agent.providers.local_model import rich_progress
 
-        return create_local_provider(settings)  # type: ignore[no-any-return]
+        # The bar is drawn only during the one-time model assembly.
+        with rich_progress() as progress:
+            return create_local_provider(settings, progress=progress)
     factory = provider_factory(choice.name)
     assert factory is not None
     return factory(settings)
@@ -88,14 +101,21 @@ def build_agent(
     provider: Provider | None = None,
     tools: ToolRegistry | None = None,
     model: str | None = None,
+    choice: ProviderChoice | None = None,
 ) -> Agent:
     """The Agent every front end uses: provider from settings unless given, core tools."""
+    options = EngineOptions.from_settings(settings)
     if provider is None:
-        choice = choose_provider(settings)
+        choice = choice or choose_provider(settings)
         provider = build_provider(settings, choice)
         resolved_model = model or choice.model
     else:
         resolved_model = model or settings.model or provider.name
+    local_model = getattr(provider, "model_name", None)
+    if provider.name == "local" and local_model:
+        # The bundled server serves one model; a slow CPU may read a long prompt for minutes.
+        resolved_model = model or local_model
+        options.stale_timeout = max(options.stale_timeout, getattr(provider, "recommended_stale_timeout", 0.0))
     if tools is None:
         from hermes.agent.tools import default_registry
 
@@ -105,14 +125,21 @@ def build_agent(
         store=store,
         model=resolved_model,
         tools=tools,
-        options=EngineOptions.from_settings(settings),
+        options=options,
         system_prompt=settings.system_prompt,
     )
 
 
-def _local_installed() -> bool:
+def _local_choice(settings: Settings, why: str) -> ProviderChoice:
+    from hermes.agent.providers.local import local_status
+
+    status = local_status(settings)
+    return ProviderChoice("local", status.model_name or "local", f"{why}; {status.reason}")
+
+
+def _local_installed(settings: Settings | None = None) -> bool:
     try:
-        from hermes.agent.providers.local import local_available  # type: ignore[attr-defined]
+        from hermes.agent.providers.local import local_available
     except ImportError:
         return False
-    return bool(local_available())
+    return bool(local_available(settings))

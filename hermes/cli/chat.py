@@ -78,7 +78,7 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
     import asyncio
     import signal
 
-    from hermes.agent.factory import build_agent
+    from hermes.agent.factory import build_agent, choose_provider
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._common import open_store
@@ -95,7 +95,10 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
             if latest is None:
                 raise SessionNotFound("(newest)")
             session_id = latest.id
-        agent = build_agent(settings, store)
+        choice = choose_provider(settings)
+        if choice.notice and not as_json:
+            sys.stderr.write(f"hermes: {choice.notice}\n")
+        agent = build_agent(settings, store, choice=choice)
         renderer = make_renderer(as_json)
         request = TurnRequest(
             input=prompt,

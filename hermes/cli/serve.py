@@ -70,8 +70,12 @@ def serve(
     except UsageError as exc:
         _say(f"hermes serve: {exc}")
         raise typer.Exit(exc.exit_code) from None
+    from hermes.agent.factory import choose_provider
     from hermes.server.app import create_app
 
+    notice = choose_provider(settings).notice
+    if notice:
+        _say(f"hermes serve: {notice}")
     app = create_app(settings)
     import asyncio
 

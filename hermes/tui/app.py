@@ -107,6 +107,8 @@ class HermesApp(App[int]):
         self.last_result: TurnResult | None = None
         self._older: list[MessageRecord] = []
         self._last_ctrl_c = 0.0
+        self.startup_notice: str | None = None
+        """Shown once in the transcript when the app starts (e.g. which provider is in use)."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -146,6 +148,8 @@ class HermesApp(App[int]):
     def on_mount(self) -> None:
         self.status_bar.model = self.agent.model
         self.status_bar.yolo = self.settings.yolo
+        if self.startup_notice:
+            self.say(self.startup_notice)
         if self.session_id is not None:
             self.open_session(self.session_id)
         self.chat_input.focus()

@@ -32,7 +32,7 @@ def run_tui(
 
     Raises HermesError (bad configuration, unknown --resume id) for the CLI to report.
     """
-    from hermes.agent.factory import build_agent
+    from hermes.agent.factory import build_agent, choose_provider
     from hermes.store import open_session_store
     from hermes.tui.app import make_app
 
@@ -46,8 +46,10 @@ def run_tui(
     store = open_session_store(settings.state_db_path)
     try:
         session_id = resolve_session(store, continue_last=continue_last, resume=resume)
-        agent = build_agent(settings, store)
+        choice = choose_provider(settings)
+        agent = build_agent(settings, store, choice=choice)
         app = make_app(agent, store, settings, session_id=session_id)
+        app.startup_notice = choice.notice
 
         async def main() -> int | None:
             try:

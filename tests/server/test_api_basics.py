@@ -79,6 +79,8 @@ async def test_models_lists_advertised_name(server: Server) -> None:
     assert model["owned_by"] == "hermes"
     assert model["root"] == "hermes-agent"
     assert model["parent"] is None
+    # What answers behind the agent: the provider seam and its model.
+    assert model["hermes"] == {"provider": "openai", "model": server.agent.model}
 
 
 async def test_models_uses_configured_name(make_server: MakeServer) -> None:

@@ -9,13 +9,14 @@ from aiohttp import web
 
 from hermes.server.errors import json_response
 from hermes.server.handlers.health import PLATFORM
-from hermes.server.state import SETTINGS
+from hermes.server.state import AGENT, SETTINGS
 
 _CREATED = int(time.time())
 
 
 async def list_models(request: web.Request) -> web.Response:
     name = request.config_dict[SETTINGS].server_model_name
+    agent = request.config_dict[AGENT]
     return json_response(
         {
             "object": "list",
@@ -28,6 +29,8 @@ async def list_models(request: web.Request) -> web.Response:
                     "permission": [],
                     "root": name,
                     "parent": None,
+                    # What answers behind the agent (e.g. the bundled local model).
+                    "hermes": {"provider": agent.provider.name, "model": agent.model},
                 }
             ],
         }

@@ -1,0 +1,29 @@
+"""`hermes chat -q` with no endpoint configured answers from the bundled local model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.local_llm
+
+
+def test_no_endpoint_uses_the_local_model_and_says_so(hermes_home, tmp_path):
+    pytest.importorskip("xllamacpp", reason="needs the hermes[local] extra")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
+    env["HERMES_HOME"] = str(hermes_home)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hermes", "chat", "-q", "Reply with just the number: what is 2+2?"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, stdin=subprocess.DEVNULL,
+        )
+    finally:
+        shutil.rmtree(hermes_home / "models", ignore_errors=True)  # the assembled 1.1 GB model
+    assert proc.returncode == 0, proc.stderr
+    assert "using the bundled local model" in proc.stderr
+    assert proc.stdout.strip()
+    assert "4" in proc.stdout
