@@ -59,29 +59,48 @@ class _Activity:
             self.line(f"· {event.text}", "dim")  # type: ignore[union-attr]
 
 
-class PlainRenderer:
-    """Raw answer text to stdout as it arrives."""
+class _AnswerRenderer:
+    """Answer text to stdout segment by segment; everything else to the activity lines."""
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-        self.out = out
+    def __init__(self, err: TextIO) -> None:
         self.activity = _Activity(err)
-        self._segment_open = False
-        self._ends_with_newline = True
 
     def handle(self, event: AgentEvent) -> None:
         if event.type == "text.delta":
-            text = event.text  # type: ignore[union-attr]
-            if text:
-                self.out.write(text)
-                self.out.flush()
-                self._segment_open = True
-                self._ends_with_newline = text.endswith("\n")
+            self._text(event.text)  # type: ignore[union-attr]
         elif event.type == "segment.end":
             self._end_segment()
         else:
+            # Activity lines must not land inside an answer still being drawn.
             if event.type in ("tool.started", "stream.stalled", "retrying"):
                 self._end_segment()
             self.activity.handle(event)
+
+    def _text(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _end_segment(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._end_segment()
+
+
+class PlainRenderer(_AnswerRenderer):
+    """Raw answer text to stdout as it arrives."""
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        super().__init__(err)
+        self.out = out
+        self._segment_open = False
+        self._ends_with_newline = True
+
+    def _text(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self._segment_open = True
+            self._ends_with_newline = text.endswith("\n")
 
     def _end_segment(self) -> None:
         if self._segment_open and not self._ends_with_newline:
@@ -90,11 +109,8 @@ class PlainRenderer:
         self._segment_open = False
         self._ends_with_newline = True
 
-    def close(self) -> None:
-        self._end_segment()
 
-
-class MarkdownRenderer:
+class MarkdownRenderer(_AnswerRenderer):
     """Live Markdown on a terminal; each assistant segment is its own live block."""
 
     REFRESH_SECONDS = 0.08
@@ -102,22 +118,15 @@ class MarkdownRenderer:
     def __init__(self, err: TextIO = sys.stderr) -> None:
         from rich.console import Console
 
+        super().__init__(err)
         self.console = Console()
-        self.activity = _Activity(err)
         self._live: Any = None
-        self._text = ""
+        self._buffer = ""
         self._last_refresh = 0.0
 
-    def handle(self, event: AgentEvent) -> None:
-        if event.type == "text.delta":
-            self._text += event.text  # type: ignore[union-attr]
-            self._refresh()
-        elif event.type == "segment.end":
-            self._end_segment()
-        else:
-            if event.type in ("tool.started", "stream.stalled", "retrying"):
-                self._end_segment()
-            self.activity.handle(event)
+    def _text(self, text: str) -> None:
+        self._buffer += text
+        self._refresh()
 
     def _refresh(self, force: bool = False) -> None:
         from rich.live import Live
@@ -128,7 +137,7 @@ class MarkdownRenderer:
             self._live.start()
         now = time.monotonic()
         if force or now - self._last_refresh >= self.REFRESH_SECONDS:
-            self._live.update(Markdown(self._text), refresh=True)
+            self._live.update(Markdown(self._buffer), refresh=True)
             self._last_refresh = now
 
     def _end_segment(self) -> None:
@@ -136,10 +145,7 @@ class MarkdownRenderer:
             self._refresh(force=True)
             self._live.stop()
             self._live = None
-        self._text = ""
-
-    def close(self) -> None:
-        self._end_segment()
+        self._buffer = ""
 
 
 def make_renderer(as_json: bool) -> JsonRenderer | PlainRenderer | MarkdownRenderer:

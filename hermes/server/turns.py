@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.agent.events import AgentEvent, TurnCompleted
+from hermes.agent.events import AgentEvent, Retrying, Status, StreamStalled, TurnCompleted
 from hermes.agent.prompt import default_system_prompt
 from hermes.agent.types import TurnRequest, TurnResult, Usage
 
@@ -101,6 +101,15 @@ def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None
         return None
     base = getattr(agent, "system_prompt", None) or default_system_prompt(cwd)
     return f"{base}\n\n{client_prompt}"
+
+
+def status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
+    """The body of a named `hermes.status` SSE frame."""
+    if isinstance(event, Status):
+        return {"kind": event.kind, "text": event.text}
+    if isinstance(event, Retrying):
+        return {"kind": "retrying", "text": f"{event.reason} (attempt {event.attempt}/{event.max_attempts})"}
+    return {"kind": "stream_stalled", "text": event.message}
 
 
 def usage_chat(usage: Usage) -> dict[str, int]:

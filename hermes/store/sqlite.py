@@ -159,6 +159,35 @@ def _describe(exc: sqlite3.Error) -> str:
     return text
 
 
+def _fresh_session(
+    session_id: str,
+    now: float,
+    *,
+    source: str,
+    title: str | None,
+    model: str | None,
+    parent_session_id: str | None,
+    system_prompt: str | None,
+) -> SessionRecord:
+    """A session that has just started: no messages, tokens or end yet."""
+    return SessionRecord(
+        id=session_id,
+        source=source,
+        title=title,
+        model=model,
+        parent_session_id=parent_session_id,
+        started_at=now,
+        updated_at=now,
+        ended_at=None,
+        end_reason=None,
+        message_count=0,
+        tool_call_count=0,
+        input_tokens=0,
+        output_tokens=0,
+        system_prompt=system_prompt,
+    )
+
+
 def _clean_title(title: str | None) -> str | None:
     if title is None:
         return None
@@ -348,20 +377,13 @@ class SqliteSessionStore:
             if parent_session_id is not None:
                 self._require_session(db, parent_session_id)
             now = self._clock()
-            record = SessionRecord(
-                id=session_id or new_session_id(now),
+            record = _fresh_session(
+                session_id or new_session_id(now),
+                now,
                 source=source,
                 title=_clean_title(title),
                 model=model,
                 parent_session_id=parent_session_id,
-                started_at=now,
-                updated_at=now,
-                ended_at=None,
-                end_reason=None,
-                message_count=0,
-                tool_call_count=0,
-                input_tokens=0,
-                output_tokens=0,
                 system_prompt=system_prompt,
             )
             return self._insert_new_session(db, record, id_given=bool(session_id))
@@ -583,20 +605,13 @@ class SqliteSessionStore:
             now = self._clock()
             child = self._insert_new_session(
                 db,
-                SessionRecord(
-                    id=new_session_id(now),
+                _fresh_session(
+                    new_session_id(now),
+                    now,
                     source=source or parent.source,
                     title=child_title,
                     model=parent.model,
                     parent_session_id=parent.id,
-                    started_at=now,
-                    updated_at=now,
-                    ended_at=None,
-                    end_reason=None,
-                    message_count=0,
-                    tool_call_count=0,
-                    input_tokens=0,
-                    output_tokens=0,
                     system_prompt=parent.system_prompt,
                 ),
                 id_given=False,

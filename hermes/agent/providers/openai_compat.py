@@ -131,10 +131,16 @@ def _chunk_events(data: str) -> list[ProviderEvent]:
     try:
         chunk = json.loads(data)
     except json.JSONDecodeError:
-        raise ProviderError(f"malformed streaming data from the model endpoint: {data[:120]!r}", retryable=True) from None
+        chunk = None
     if not isinstance(chunk, dict):
         raise ProviderError(f"malformed streaming data from the model endpoint: {data[:120]!r}", retryable=True)
-    error = chunk.get("error")
+    return _payload_events(chunk, "delta")
+
+
+def _payload_events(payload: dict[str, Any], part: str) -> list[ProviderEvent]:
+    """ProviderEvents of a chat.completion.chunk (`part="delta"`) or a whole
+    chat.completion (`part="message"`, first choice only): one parser for both shapes."""
+    error = payload.get("error")
     if error:
         message = error.get("message") if isinstance(error, dict) else str(error)
         message = message or "the model endpoint reported an error mid-stream"
@@ -143,25 +149,26 @@ def _chunk_events(data: str) -> list[ProviderEvent]:
         transient = bool(_CONNECTION_LOST.search(message))
         raise ProviderError(f"model endpoint error: {message}", retryable=transient)
     events: list[ProviderEvent] = []
-    usage = chunk.get("usage")
+    usage = payload.get("usage")
     if isinstance(usage, dict):
         prompt = usage.get("prompt_tokens") or 0
         completion = usage.get("completion_tokens") or 0
         events.append(UsageChunk(Usage(prompt, completion, usage.get("total_tokens") or prompt + completion)))
-    for choice in chunk.get("choices") or ():
-        delta = choice.get("delta") or {}
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    choices = payload.get("choices") or ()
+    for choice in choices if part == "delta" else choices[:1]:
+        body = choice.get(part) or {}
+        reasoning = body.get("reasoning_content") or body.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             events.append(ReasoningChunk(reasoning))
-        content = delta.get("content")
+        content = body.get("content")
         if isinstance(content, str) and content:
             events.append(TextChunk(content))
-        for tc in delta.get("tool_calls") or ():
+        for position, tc in enumerate(body.get("tool_calls") or ()):
             fn = tc.get("function") or {}
             index = tc.get("index")
             events.append(
                 ToolCallChunk(
-                    index=index if isinstance(index, int) else 0,
+                    index=index if isinstance(index, int) else position,
                     id=tc.get("id") or None,
                     name=fn.get("name") or None,
                     arguments=fn.get("arguments") or "",
@@ -169,24 +176,9 @@ def _chunk_events(data: str) -> list[ProviderEvent]:
             )
         if choice.get("finish_reason"):
             events.append(FinishChunk(choice["finish_reason"]))
+        elif part == "message":
+            events.append(FinishChunk("stop"))
     return events
-
-
-def _usage(raw: Any) -> Usage:
-    prompt = getattr(raw, "prompt_tokens", 0) or 0
-    completion = getattr(raw, "completion_tokens", 0) or 0
-    total = getattr(raw, "total_tokens", 0) or (prompt + completion)
-    return Usage(prompt, completion, total)
-
-
-def _reasoning_of(obj: Any) -> str | None:
-    """Reasoning text from `reasoning_content` or `reasoning` (extra fields on the SDK model)."""
-    extra = getattr(obj, "model_extra", None) or {}
-    for key in ("reasoning_content", "reasoning"):
-        value = getattr(obj, key, None) if key in type(obj).model_fields else extra.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 class OpenAICompatProvider(Provider):
@@ -276,29 +268,14 @@ class OpenAICompatProvider(Provider):
 
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
         with translate_errors(self.name, self.base_url):
-            response = await self._client.chat.completions.create(**self._body(request))
-        events: list[ProviderEvent] = []
-        for choice in response.choices[:1]:
-            message = choice.message
-            reasoning = _reasoning_of(message)
-            if reasoning:
-                events.append(ReasoningChunk(reasoning))
-            if message.content:
-                events.append(TextChunk(message.content))
-            for index, tc in enumerate(message.tool_calls or ()):
-                fn = getattr(tc, "function", None)
-                events.append(
-                    ToolCallChunk(
-                        index=index,
-                        id=tc.id,
-                        name=fn.name if fn else None,
-                        arguments=fn.arguments if fn else "",
-                    )
-                )
-            events.append(FinishChunk(choice.finish_reason or "stop"))
-        if response.usage is not None:
-            events.append(UsageChunk(_usage(response.usage)))
-        return events
+            response = await self._client.post("/chat/completions", cast_to=_httpx.Response, body=self._body(request))
+            try:
+                payload = response.json()
+            except ValueError:
+                payload = None
+        if not isinstance(payload, dict):
+            raise ProviderError("the model endpoint sent a response that is not a JSON object", retryable=True)
+        return _payload_events(payload, "message")
 
     async def list_models(self) -> list[str]:
         """Model ids the endpoint offers (used by `hermes doctor`)."""

@@ -50,7 +50,7 @@ from hermes.server.request import (
 )
 from hermes.server.sse import ClientDisconnected, DisconnectWatcher, SSEStream
 from hermes.server.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SESSIONS, SETTINGS
-from hermes.server.turns import Outcome, TurnCrashed, TurnStream, layered_system_prompt, usage_chat
+from hermes.server.turns import Outcome, TurnCrashed, TurnStream, layered_system_prompt, status_payload, usage_chat
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ async def _stream(
                         if payload is not None and named_events:
                             await stream.send(payload, event="hermes.tool.progress")
                     elif isinstance(event, (Status, Retrying, StreamStalled)) and named_events:
-                        await stream.send(_status_payload(event), event="hermes.status")
+                        await stream.send(status_payload(event), event="hermes.status")
                     elif isinstance(event, TurnCompleted):
                         break
             except TurnCrashed as exc:
@@ -339,13 +339,6 @@ class ToolProgress:
             "error": event.is_error,
         }
 
-
-def _status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
-    if isinstance(event, Status):
-        return {"kind": event.kind, "text": event.text}
-    if isinstance(event, Retrying):
-        return {"kind": "retrying", "text": f"{event.reason} (attempt {event.attempt}/{event.max_attempts})"}
-    return {"kind": "stream_stalled", "text": event.message}
 
 
 ROUTES = [web.post("/v1/chat/completions", chat_completions)]

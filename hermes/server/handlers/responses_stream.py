@@ -56,7 +56,7 @@ from hermes.server.handlers.responses import (
 from hermes.server.request import tool_progress_enabled
 from hermes.server.sse import ClientDisconnected, SSEStream
 from hermes.server.state import AGENT, LIMITER, METRICS, RESPONSES
-from hermes.server.turns import TurnCrashed, TurnStream
+from hermes.server.turns import TurnCrashed, TurnStream, status_payload
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ async def stream_response(
                     elif isinstance(event, ToolCompleted):
                         await events.tool_completed(event)
                     elif isinstance(event, (Status, Retrying, StreamStalled)) and named_events:
-                        await stream.send(_status(event), event="hermes.status")
+                        await stream.send(status_payload(event), event="hermes.status")
                     elif isinstance(event, TurnCompleted):
                         break
             except TurnCrashed as exc:
@@ -327,11 +327,3 @@ async def _store_incomplete(
         transcript = [user_message, {"role": "assistant", "content": partial}]
     snapshot = envelope(rid, created_at, req, chain, status="incomplete", output=items, result=result)
     store_record(store, req, chain, rid, snapshot, transcript)
-
-
-def _status(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
-    if isinstance(event, Status):
-        return {"kind": event.kind, "text": event.text}
-    if isinstance(event, Retrying):
-        return {"kind": "retrying", "text": f"{event.reason} (attempt {event.attempt}/{event.max_attempts})"}
-    return {"kind": "stream_stalled", "text": event.message}
