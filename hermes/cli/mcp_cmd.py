@@ -14,6 +14,7 @@ comments are kept, the file stays 0600).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -68,10 +69,16 @@ def _tool_json(name: str, tool: str, description: str) -> dict[str, str]:
 @app.command("add")
 def add(
     name: str = typer.Argument(..., help="Server name; its tools are offered as mcp__NAME__TOOL."),
-    command: list[str] | None = typer.Argument(None, help="After `--`: the command that starts a stdio server, and its arguments."),
+    command: Annotated[
+        list[str] | None, typer.Argument(help="After `--`: the command that starts a stdio server, and its arguments.")
+    ] = None,
     url: str | None = typer.Option(None, "--url", help="URL of a streamable-HTTP server, e.g. http://127.0.0.1:8000/mcp."),
-    header: list[str] | None = typer.Option(None, "--header", help="HTTP header K=V for --url servers; repeatable."),
-    env: list[str] | None = typer.Option(None, "--env", help="Environment variable K=V for command servers; repeatable."),
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="HTTP header K=V for --url servers; repeatable.")
+    ] = None,
+    env: Annotated[
+        list[str] | None, typer.Option("--env", help="Environment variable K=V for command servers; repeatable.")
+    ] = None,
     cwd: str | None = typer.Option(None, "--cwd", help="Working directory of a command server."),
     approval: str = typer.Option("auto", "--approval", help='"auto" runs calls without asking; "ask" asks first.'),
     startup_timeout: float | None = typer.Option(None, "--startup-timeout", help="Seconds to start (default 10)."),

@@ -10,7 +10,7 @@ session (stdio servers exit) and may be called more than once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,3 +112,27 @@ class McpManager:
         connections = list(self._connections.values())
         if connections:
             await asyncio.gather(*(connection.aclose() for connection in connections), return_exceptions=True)
+
+
+async def start_mcp(
+    settings: Settings,
+    registry: ToolRegistry,
+    report: Callable[[McpServerStatus], None],
+    *,
+    cwd: Path | None = None,
+) -> McpManager | None:
+    """Start the configured servers into `registry`; `report` gets each failed one.
+
+    Returns the manager to close when the agent closes (None when nothing is configured).
+    """
+    manager = McpManager.from_settings(settings, cwd=cwd)
+    if manager is None:
+        return None
+    try:
+        await manager.start(registry)
+    except BaseException:
+        await manager.aclose()
+        raise
+    for status in manager.failures():
+        report(status)
+    return manager
