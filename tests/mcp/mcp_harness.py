@@ -55,6 +55,7 @@ def run_hermes(*args: str, home: Path, upstream: ScriptedUpstream | None = None,
         text=True,
         env=hermes_env(home, upstream),
         timeout=timeout,
+        check=False,
     )
 
 

@@ -7,11 +7,16 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from mcp_harness import run_hermes
 
 from hermes.config import Settings, write_config_value
 from hermes.errors import ConfigError
-from hermes.mcp_config import McpServerConfig, add_server_text, parse_servers, remove_server_text
-from mcp_harness import run_hermes
+from hermes.mcp_config import (
+    McpServerConfig,
+    add_server_text,
+    parse_servers,
+    remove_server_text,
+)
 
 
 def parse(text: str) -> tuple[McpServerConfig, ...]:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcp_harness import SERVERS, pid_alive, stdio_entry, write_config
 
 from hermes.agent.mcp import McpManager
 from hermes.agent.mcp.manager import start_mcp
@@ -15,7 +16,6 @@ from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ToolError
 from hermes.mcp_config import McpServerConfig
-from mcp_harness import SERVERS, pid_alive, stdio_entry, write_config
 
 
 def stdio(name: str, script: str = "stdio_server.py", **kwargs: object) -> McpServerConfig:
