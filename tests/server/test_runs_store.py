@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from hermes.store.runs import RunRecord, RunStore, open_run_store
+from hermes.store.run_store import RunRecord, RunStore, open_run_store
 
 
 @pytest.fixture
