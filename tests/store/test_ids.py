@@ -32,7 +32,7 @@ def test_short_session_id() -> None:
 
 
 def test_derived_session_id_is_pinned_by_the_api_contract() -> None:
-    expected = "api-" + hashlib.sha256("Be brief.\nhello".encode()).hexdigest()[:16]
+    expected = "api-" + hashlib.sha256(b"Be brief.\nhello").hexdigest()[:16]
     assert ids.derived_session_id("Be brief.", "hello") == expected
     assert ids.derived_session_id(None, "hello") == ids.derived_session_id("", "hello")
     assert ids.derived_session_id("Be brief.", "hello") != ids.derived_session_id("Be brief.", "hello!")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from contextlib import closing
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 

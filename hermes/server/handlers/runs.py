@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from typing import Any, assert_never
 
@@ -41,7 +40,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import ApprovalDecision, ChatMessage, TurnRequest, TurnResult, UserContent
-from hermes.ids import new_session_id
+from hermes.ids import RUN_ID, new_session_id
 from hermes.server.errors import ApiError, Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
@@ -73,7 +72,6 @@ RUNS = web.AppKey("hermes.runs", RunRegistry)
 """The run registry of this app (set by `init_app`)."""
 
 RUNS_DB = "runs.db"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 MAX_SEQ_DIGITS = 18
 MAX_MODEL_LENGTH = 256
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
