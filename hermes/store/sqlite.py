@@ -4,10 +4,11 @@ Invariants:
 
 - The file is opened by `sqlite_file.open_sqlite_file` (created 0600, folder 0700, WAL,
   `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `session_schema`).
-- One connection per store, in autocommit mode. Every write method is one `BEGIN IMMEDIATE … COMMIT`
-  transaction: when it returns the write is in the WAL and survives a crash of the
-  process (the OS holds it); only a power loss can drop the newest commits. FULL would
-  fsync every message and costs ~4 ms per write here, on the event loop.
+- One connection per store, in autocommit mode. Every write method is one
+  `BEGIN IMMEDIATE … COMMIT` transaction: when it returns the write is in the WAL and
+  survives a crash of the process (the OS holds it); only a power loss can drop the
+  newest commits. FULL would fsync every message and costs ~4 ms per write here, on the
+  event loop.
 - Every call holds one re-entrant lock for its whole duration, so the store may be used
   from the asyncio loop thread and from `asyncio.to_thread` workers alike.
 - `sessions.message_count` equals the number of the session's rows in `messages`, and
@@ -38,13 +39,7 @@ from typing import Any, Self
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store.base import (
-    MessageRecord,
-    NewMessage,
-    SearchHit,
-    SessionRecord,
-    StoreStats,
-)
+from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreStats
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 

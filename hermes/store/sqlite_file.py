@@ -36,6 +36,7 @@ __all__ = [
     "FILE_MODE",
     "MEMORY",
     "SqliteFile",
+    "create_private_file",
     "describe_sqlite_error",
     "open_sqlite_file",
 ]
