@@ -295,7 +295,7 @@ def config_tables_text(path: Path) -> str:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ""
-    match = re.search(r"^[ \t]*\[", text, re.MULTILINE)
+    match = re.search(r"^[ \t]*\[\[?[ \t]*[A-Za-z0-9_\-.\"' ]+\]\]?[ \t]*(#.*)?$", text, re.MULTILINE)
     return text[match.start() :] if match else ""
 
 
