@@ -36,11 +36,12 @@ async def wait_until(predicate: object, timeout: float = 15.0) -> None:
 
 async def test_stdio_and_http_tools_are_registered_and_called(tmp_path: Path, http_mcp: str) -> None:
     registry = default_registry()
-    manager = McpManager([stdio("x"), McpServerConfig(name="web", url=http_mcp)], log_dir=tmp_path / "logs")
+    web = McpServerConfig(name="web", url=http_mcp, headers={"X-Hermes-Test": "secret-42"})
+    manager = McpManager([stdio("x"), web], log_dir=tmp_path / "logs")
     try:
         statuses = await manager.start(registry)
         assert [(s.name, s.status) for s in statuses] == [("x", "connected"), ("web", "connected")]
-        assert {"mcp__x__y", "mcp__x__fail", "mcp__x__slow", "mcp__x__die", "mcp__web__add"} <= set(registry.names())
+        assert {"mcp__x__y", "mcp__x__fail", "mcp__x__slow", "mcp__x__die", "mcp__web__add", "mcp__web__header"} <= set(registry.names())
         assert "terminal" in registry.names()  # built-ins stay
         schema = next(s for s in registry.schemas() if s["function"]["name"] == "mcp__web__add")
         params = schema["function"]["parameters"]
@@ -52,6 +53,9 @@ async def test_stdio_and_http_tools_are_registered_and_called(tmp_path: Path, ht
         assert y is not None and add is not None
         assert (await y.handler({"text": "hi"}, ctx(tmp_path))).startswith("echo from x: hi")
         assert await add.handler({"a": 2, "b": 3}, ctx(tmp_path)) == "sum is 5"
+        header = registry.get("mcp__web__header")
+        assert header is not None
+        assert await header.handler({"name": "X-Hermes-Test"}, ctx(tmp_path)) == "secret-42"  # configured headers are sent
     finally:
         await manager.aclose()
 

@@ -60,7 +60,7 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
             await until(pilot, lambda: not app.turn_running)
             texts = notices(app)
             assert sum("MCP server 'bad' failed" in t for t in texts) == 1
-            assert any(t.startswith("MCP: x (4 tools), web (1 tool)") for t in texts)
+            assert any(t.startswith("MCP: x (4 tools), web (2 tools)") for t in texts)
 
             app.chat_input.insert("/mcp")
             await pilot.press("enter")

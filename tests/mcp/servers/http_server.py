@@ -1,7 +1,7 @@
 """A small MCP server over streamable HTTP, built on the SDK's MCPServer (FastMCP in mcp 1.x).
 
 Binds 127.0.0.1 on a free port and prints `PORT <n>` on stdout once it listens.
-Tool `add` adds two integers.
+Tool `add` adds two integers; `header` returns the value of a request header.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import socket
 import sys
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("web")
 
@@ -20,6 +20,13 @@ server = MCPServer("web")
 def add(a: int, b: int) -> str:
     """Add two integers."""
     return f"sum is {a + b}"
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of request header `name` (or "missing")."""
+    headers = ctx.headers or {}
+    return headers.get(name.lower(), "missing")
 
 
 async def main() -> None:
