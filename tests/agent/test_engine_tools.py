@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
@@ -152,8 +153,10 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
     upstream.enqueue(tool_reply([call("terminal", {"command": f"sleep 60 & echo $! > {pidfile}; wait"})]))
     events = []
 
+    handle = TurnInterrupt()
+
     async def consume():
-        async for event in agent.run_turn(TurnRequest(input="wait", cwd=str(tmp_path))):
+        async for event in agent.run_turn(TurnRequest(input="wait", cwd=str(tmp_path)), interrupt=handle):
             events.append(event)
 
     task = asyncio.create_task(consume())
@@ -162,7 +165,7 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
             break
         await asyncio.sleep(0.05)
     child = int(pidfile.read_text())
-    task.cancel()
+    handle.interrupt()
     await asyncio.wait_for(task, 2)
     assert events[-1].result.status == "interrupted"
 
