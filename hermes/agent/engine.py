@@ -57,7 +57,7 @@ from hermes.agent.prompt import default_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
-from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED
+from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 from hermes.errors import HermesError
 from hermes.store.base import NewMessage, SessionStore
 
@@ -294,12 +294,13 @@ class Agent:
             self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
             turn.final_text = outcome.text
             if outcome.stalled:
+                # Cut-off tool calls: the warning is already in the text and a StreamStalled event.
                 yield TurnCompleted(
                     self._result(
                         turn,
                         "partial",
                         error=outcome.warning or "the response stream broke off before the answer was complete",
-                        error_code=OUTPUT_TRUNCATED,
+                        error_code=STREAM_STALLED if outcome.stalled_tools else OUTPUT_TRUNCATED,
                     )
                 )
             elif truncated:

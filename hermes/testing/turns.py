@@ -22,4 +22,4 @@ async def collect_turn(agent: Agent, request: TurnRequest | str) -> tuple[list[A
 
 def text_of(events: list[AgentEvent]) -> str:
     """All visible text of the events, joined."""
-    return "".join(e.text for e in events if e.type == "text.delta")  # type: ignore[union-attr]
+    return "".join(e.text for e in events if e.type == "text.delta")
