@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._call import CallOutcome, CallPolicy, model_call
+from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, ToolStarted, TurnCompleted, TurnStarted
 from hermes.agent.interrupt import TurnInterrupt
@@ -409,7 +409,7 @@ class Agent:
                 turn.final_text = partial
                 turn.text_parts = []
                 self._record(turn, {"role": "assistant", "content": partial}, finish_reason="interrupted")
-        except Exception:  # noqa: BLE001 - see the docstring
+        except Exception:  # best effort, see the docstring
             log.exception("could not write the closing messages of session %s", turn.session_id)
 
     def _interrupted_tools(self, turn: _Turn) -> list[ToolCompleted]:
@@ -446,7 +446,7 @@ class Agent:
         try:
             self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
             self.store.end_session(turn.session_id, status)
-        except Exception:
+        except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise
             log.exception("could not end session %s", turn.session_id)

@@ -400,6 +400,8 @@ class RunRegistry:
         run.stop_requested = True
         run.set_status("stopping")
         run.interrupt.interrupt()
+        if not run.interrupt.listened and run.task is not None and not run.task.done():
+            run.task.cancel()  # no turn is listening (not started yet): stop the task itself
 
     async def wait(self, run: Run) -> None:
         """Wait until the run has settled (does not cancel it if the waiter is cancelled)."""
@@ -418,6 +420,8 @@ class RunRegistry:
         for run in live:
             run.status = "stopping"
             run.interrupt.interrupt(SERVER_SHUTDOWN, "the server is shutting down")
+            if not run.interrupt.listened and run.task is not None and not run.task.done():
+                run.task.cancel()
         tasks = [run.task for run in live if run.task is not None]
         if tasks:
             _, stuck = await asyncio.wait(tasks, timeout=timeout)

@@ -16,6 +16,7 @@ from typing import Any, assert_never
 
 from textual.widget import Widget
 
+from hermes import error_codes
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
@@ -31,7 +32,6 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes import error_codes
 from hermes.agent.types import TurnResult
 from hermes.store.base import MessageRecord
 from hermes.tui.widgets.activity import Activity
@@ -41,7 +41,6 @@ from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.tool_card import ToolCard, argument_preview
 from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
-
 
 _PARTIAL = "the answer is incomplete"
 

@@ -290,7 +290,7 @@ async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstre
 
     monkeypatch.setattr(store, "append_message", append_failing_once)
     events, result = await run(agent, TurnRequest(input="hi"))
-    assert [e.type for e in events][0] == "turn.started"
+    assert events[0].type == "turn.started"
     assert (result.status, result.error_code, result.error) == ("failed", StoreError.code, "database is locked")
     assert store.get_session(result.session_id).end_reason == "failed"
 
@@ -303,7 +303,7 @@ async def test_a_bug_fails_the_turn_with_internal_error(upstream, make_agent, st
         raise KeyError("preview")
 
     monkeypatch.setattr(Tool, "preview", broken_preview)
-    events, result = await run(agent, TurnRequest(input="hi"))
+    _, result = await run(agent, TurnRequest(input="hi"))
     assert (result.status, result.error_code) == ("failed", INTERNAL_ERROR)
     assert "KeyError" in result.error
     # The open call got a placeholder: the history stays valid for the next turn.
@@ -327,7 +327,7 @@ async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, 
 
     monkeypatch.setattr(store, "append_message", append_then_break)
     monkeypatch.setattr(store, "end_session", broken)
-    events, result = await run(agent, TurnRequest(input="hi"))
+    _, result = await run(agent, TurnRequest(input="hi"))
     assert (result.status, result.error_code) == ("failed", StoreError.code)
     assert "the session could not be ended" in result.error
     monkeypatch.undo()

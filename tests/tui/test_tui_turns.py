@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from hermes.error_codes import INTERRUPTED, STREAM_STALLED
 from hermes.testing.upstream import Sleep, call, error_reply, text_reply, tool_reply
 from hermes.tui.widgets.activity import Activity

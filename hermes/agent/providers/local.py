@@ -35,8 +35,8 @@ from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
 from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
-    LocalModelError,
     ByteProgress,
+    LocalModelError,
     bundled_model_path,
     check_gguf,
     ensure_model,

@@ -20,7 +20,7 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
