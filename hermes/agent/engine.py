@@ -192,7 +192,7 @@ class Agent:
             except (asyncio.CancelledError, _Interrupted) as exc:
                 gate.task = None
                 ours = isinstance(exc, _Interrupted) or gate.own_cancel()
-                self._close_open(turn)
+                self._close_open(turn, "interrupted")
                 self._end_session(turn, "interrupted")
                 if not ours:
                     raise
@@ -203,11 +203,12 @@ class Agent:
             except GeneratorExit:
                 # Closed by the consumer (aclose()): the same cleanup, no final event.
                 gate.task = None
-                self._close_open(turn)
+                self._close_open(turn, "interrupted")
                 self._end_session(turn, "interrupted")
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure ends the turn with TurnCompleted
                 gate.task = None
+                gate.own_cancel()  # our cancel, if one was turned into this exception, is taken back
                 result = self._fail(turn, exc)
         finally:
             gate.close()
@@ -263,8 +264,10 @@ class Agent:
             if calls and not truncated:
                 assistant = self._assistant_message(outcome, with_calls=True)
                 context.append(assistant)
-                turn.open_calls = [(slot.id, slot.name) for slot in calls]
                 self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+                # Open only once the calls are stored: closing answers exactly these.
+                turn.open_calls = [(slot.id, slot.name) for slot in calls]
+                turn.text_parts = []
                 yield SegmentEnd()
                 results = turn.results = {}
                 order = [slot.id for slot in calls]
@@ -376,12 +379,13 @@ class Agent:
         reasoning: str | None = None,
         finish_reason: str | None = None,
     ) -> None:
-        turn.messages.append(message)
+        # Stored first: the result's transcript holds only what the store accepted.
         if turn.persist and self.store is not None:
             self.store.append_message(
                 turn.session_id,
                 NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason),
             )
+        turn.messages.append(message)
 
     def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
         message: ChatMessage = {"role": "tool", "tool_call_id": event.call_id, "name": event.name, "content": event.result}
@@ -389,7 +393,7 @@ class Agent:
         turn.open_calls = [(cid, name) for cid, name in turn.open_calls if cid != event.call_id]
         self._record(turn, message)
 
-    def _close_open(self, turn: _Turn) -> None:
+    def _close_open(self, turn: _Turn, why: TurnStatus) -> None:
         """Keep the transcript valid after a stop: results or placeholders, partial text.
 
         Runs after the inner generators are closed, i.e. after running tools stopped.
@@ -408,7 +412,7 @@ class Agent:
                 partial = "".join(turn.text_parts)
                 turn.final_text = partial
                 turn.text_parts = []
-                self._record(turn, {"role": "assistant", "content": partial}, finish_reason="interrupted")
+                self._record(turn, {"role": "assistant", "content": partial}, finish_reason=why)
         except Exception:  # best effort, see the docstring
             log.exception("could not write the closing messages of session %s", turn.session_id)
 
@@ -460,7 +464,7 @@ class Agent:
         else:
             code, error = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
         log.error("turn in session %s failed: %s", turn.session_id, error, exc_info=exc)
-        self._close_open(turn)
+        self._close_open(turn, "failed")
         if not self._end_session(turn, "failed"):
             error += " (the session could not be ended)"
         return self._result(turn, "failed", error=error, error_code=code)

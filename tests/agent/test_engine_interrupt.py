@@ -293,6 +293,32 @@ async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstre
     assert events[0].type == "turn.started"
     assert (result.status, result.error_code, result.error) == ("failed", StoreError.code, "database is locked")
     assert store.get_session(result.session_id).end_reason == "failed"
+    # What was delivered is kept once, and the result's transcript is what the store holds.
+    rows = store.get_messages(result.session_id)
+    assert [(m.role, m.content, m.finish_reason) for m in rows] == [
+        ("user", "hi", None),
+        ("assistant", "the answer", "failed"),
+    ]
+    assert [(m["role"], m["content"]) for m in result.messages] == [("user", "hi"), ("assistant", "the answer")]
+
+
+async def test_a_store_error_storing_tool_calls_leaves_no_orphan_results(upstream, make_agent, store, monkeypatch):
+    upstream.enqueue(tool_reply([call("echo", {"text": "x"}, id="e1")], text="Checking."))
+    agent = make_agent()
+    real_append = store.append_message
+
+    def refuse_tool_calls(session_id, message):
+        if message.role == "assistant" and message.tool_calls:
+            raise StoreError("database is locked")
+        return real_append(session_id, message)
+
+    monkeypatch.setattr(store, "append_message", refuse_tool_calls)
+    events, result = await run(agent, TurnRequest(input="hi"))
+    assert result.status == "failed"
+    assert not any(isinstance(e, ToolStarted) for e in events)
+    rows = store.get_messages(result.session_id)
+    assert [(m.role, m.content) for m in rows] == [("user", "hi"), ("assistant", "Checking.")]
+    assert store.get_session(result.session_id).end_reason == "failed"
 
 
 async def test_a_bug_fails_the_turn_with_internal_error(upstream, make_agent, store, monkeypatch):
