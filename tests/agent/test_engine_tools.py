@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.interrupt import TurnInterrupt
@@ -20,12 +19,11 @@ async def test_read_only_calls_run_concurrently_results_in_call_order(upstream, 
         tool_reply([call("nap", {"seconds": 0.4}, id="slow"), call("nap", {"seconds": 0.05}, id="fast")]),
         text_reply("both done"),
     )
-    started = time.monotonic()
-    events, result = await run(make_agent(), "go")
-    elapsed = time.monotonic() - started
-    assert elapsed < 0.75  # sequential would take at least 0.45 s of naps plus overhead
+    events, _ = await run(make_agent(), "go")
     finished = [e.call_id for e in events if isinstance(e, ToolCompleted)]
-    assert finished == ["fast", "slow"]  # events in completion order…
+    # "fast" finishing first proves they ran concurrently (in sequence "slow" ends first);
+    # events in completion order…
+    assert finished == ["fast", "slow"]
     assert [m["tool_call_id"] for m in tool_messages(upstream, 1)] == ["slow", "fast"]  # …transcript in call order
 
 
