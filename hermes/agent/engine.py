@@ -59,6 +59,7 @@ from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
 from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 from hermes.errors import HermesError
+from hermes.ids import new_session_id
 from hermes.store.base import NewMessage, SessionStore
 
 log = logging.getLogger(__name__)
@@ -335,7 +336,7 @@ class Agent:
         store = self.store
         explicit_prompt = request.system_prompt
         if store is None:
-            session_id = request.session_id or f"ephemeral-{time.time_ns():x}"
+            session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
         session = store.find_session(request.session_id) if request.session_id else None
