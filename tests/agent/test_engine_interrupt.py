@@ -358,3 +358,18 @@ async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, 
     assert "the session could not be ended" in result.error
     monkeypatch.undo()
     assert store.get_session(result.session_id).end_reason is None
+
+
+async def test_an_interrupt_does_not_swallow_a_cancel_that_arrives_with_it(upstream, make_agent, store):
+    upstream.enqueue(text_reply("one two three four five six", chunk_delay=0.2))
+    agent = make_agent()
+    handle = TurnInterrupt()
+    task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    )
+    handle.interrupt()
+    task.cancel()  # e.g. a shutdown's task group, at the same moment
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert not any(isinstance(e, TurnCompleted) for e in events)
+    assert store.get_session(events[0].session_id).end_reason == "interrupted"
