@@ -71,11 +71,12 @@ def serve(
         _say(f"hermes serve: {exc}")
         raise typer.Exit(exc.exit_code) from None
     from hermes.agent.factory import choose_provider
+    from hermes.agent.sandbox import sandbox_notice
     from hermes.server.app import create_app
 
-    notice = choose_provider(settings).notice
-    if notice:
-        _say(f"hermes serve: {notice}")
+    for notice in (choose_provider(settings).notice, sandbox_notice(settings)):
+        if notice:
+            _say(f"hermes serve: {notice}")
     app = create_app(settings)
     import asyncio
 
@@ -155,5 +156,7 @@ async def run_server(app: web.Application, host: str, port: int) -> int:
 
 
 def _say(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    from hermes.redact import redact_text
+
+    sys.stderr.write(redact_text(line) + "\n")
     sys.stderr.flush()

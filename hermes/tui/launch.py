@@ -49,7 +49,9 @@ def run_tui(
         choice = choose_provider(settings)
         agent = build_agent(settings, store, choice=choice)
         app = make_app(agent, store, settings, session_id=session_id)
-        app.startup_notice = choice.notice
+        from hermes.agent.sandbox import sandbox_notice
+
+        app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
 
         async def main() -> int | None:
             try:

@@ -5,6 +5,8 @@ Invariants:
   runs only when ctx.request_approval says yes;
 - the command runs in a new session (start_new_session=True), so its process group id is
   its pid and every process it starts without leaving that group can be signalled at once;
+- it starts through the ToolLauncher: a scrubbed environment (no secrets), a supervisor that
+  kills the group when hermes dies (even by SIGKILL), and the bubblewrap sandbox when on;
 - on timeout the group gets SIGTERM, then SIGKILL after a short grace; on cancellation
   (interrupt) it gets SIGKILL at once and CancelledError is re-raised. Processes that
   start a session of their own (setsid, daemons) leave the group and are not tracked;
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -26,6 +29,7 @@ from typing import Any
 from hermes.agent.tools.approval import blocked_message, classify_command, denied_message
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
+from hermes.agent.tools.launch import ToolLauncher
 from hermes.errors import ToolError
 
 DEFAULT_TIMEOUT = 180.0
@@ -100,8 +104,9 @@ async def _open_pipe(
     return capture
 
 
-async def run_command(command: str, cwd: Path, timeout: float) -> str:
+async def run_command(command: str, cwd: Path, timeout: float, launcher: ToolLauncher | None = None) -> str:
     """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel."""
+    launcher = launcher or ToolLauncher()
     loop = asyncio.get_running_loop()
     child_fds: list[int] = []
     transports: list[asyncio.BaseTransport] = []
@@ -109,14 +114,13 @@ async def run_command(command: str, cwd: Path, timeout: float) -> str:
         out = await _open_pipe(loop, child_fds, transports)
         err = await _open_pipe(loop, child_fds, transports)
         try:
-            proc = await asyncio.create_subprocess_shell(
-                command,
-                executable=_shell(),
+            proc = await asyncio.create_subprocess_exec(
+                *launcher.argv([_shell(), "-c", command], cwd),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=child_fds[0],
                 stderr=child_fds[1],
                 cwd=cwd,
-                env={**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"},
+                env=launcher.env(),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -192,7 +196,7 @@ def _workdir(ctx: ToolContext, raw: str | None) -> Path:
     return path
 
 
-async def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
+async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLauncher | None = None) -> str:
     args = check_object(args)
     command = require_str(args, "command")
     timeout = optional_number(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
@@ -205,7 +209,16 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
         approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule)
         if not approved:
             return denied_message("this command", verdict, approver_available=ctx.approve is not None)
-    return await run_command(command, cwd, timeout)
+    return await run_command(command, cwd, timeout, launcher)
+
+
+def make_terminal_tool(launcher: ToolLauncher) -> Tool:
+    """The terminal tool starting its commands through `launcher` (sandbox, environment)."""
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        return await terminal(args, ctx, launcher)
+
+    return dataclasses.replace(TERMINAL_TOOL, handler=handler)
 
 
 TERMINAL_TOOL = Tool(
