@@ -127,6 +127,7 @@ class Agent:
             approve=request.approve,
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
+            source=request.source,
         )
         yield TurnStarted(session_id=session_id, model=model)
         result: TurnResult | None = None

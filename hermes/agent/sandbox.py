@@ -44,6 +44,9 @@ CREDENTIAL_STORES: tuple[str, ...] = (
 )  # fmt: skip
 """Paths under the home folder that the sandbox hides (folders and files)."""
 
+SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
+"""Password databases the sandbox hides (readable to root otherwise)."""
+
 PROBE_TIMEOUT = 10.0
 """Seconds the bwrap probe may take before bwrap is declared not working."""
 
@@ -73,9 +76,10 @@ class SandboxConfig:
 
 
 def default_hidden(hermes_home: Path, user_home: Path | None = None) -> tuple[Path, ...]:
-    """$HERMES_HOME and the credential stores under the user's home folder."""
+    """$HERMES_HOME, the credential stores under the user's home folder, the password databases."""
     home = user_home or Path.home()
-    return (hermes_home.expanduser(), *(home / name for name in CREDENTIAL_STORES))
+    stores = (home / name for name in CREDENTIAL_STORES)
+    return (hermes_home.expanduser(), *stores, *(Path(p) for p in SYSTEM_SECRETS))
 
 
 @dataclass(frozen=True, slots=True)
