@@ -60,7 +60,8 @@ async def test_working_directory_is_writable_and_the_rest_read_only(home: Path) 
 
 async def test_credential_stores_and_hermes_home_are_hidden(home: Path) -> None:
     out = await sh(
-        'for d in .ssh .aws .hermes; do echo "$d holds $(ls -A ~/$d | wc -l)"; done; cat ~/.ssh/id_ed25519 ~/.aws/credentials $HERMES_HOME/config.toml; "
+        'for d in .ssh .aws .hermes; do echo "$d holds $(ls -A ~/$d | wc -l)"; done; '
+        "cat ~/.ssh/id_ed25519 ~/.aws/credentials $HERMES_HOME/config.toml; "
         "cat /etc/shadow",
         home,
         launcher(home),
