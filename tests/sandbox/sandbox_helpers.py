@@ -28,8 +28,8 @@ def fake_bwrap(folder: Path, body: str) -> Path:
     return program
 
 
-def pids_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains `marker`."""
+def pids_with(marker: str, *, program: bool = False) -> list[int]:
+    """Live (non-zombie) processes whose command line (with `program`: whose argv[0]) holds `marker`."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -39,7 +39,8 @@ def pids_with(marker: str) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if marker in cmdline and state not in ("Z", "X"):
+        where = cmdline.split(" ", 1)[0] if program else cmdline
+        if marker in where and state not in ("Z", "X"):
             found.append(int(entry.name))
     return found
 
