@@ -26,6 +26,7 @@ def chat(tmp_path: Path, sandbox: str, upstream: ScriptedUpstream) -> subprocess
         [sys.executable, "-m", "hermes", "chat", "-q", "hi"],
         capture_output=True,
         text=True,
+        check=False,
         timeout=60,
         env=env,
         stdin=subprocess.DEVNULL,

@@ -6,12 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import fake_bwrap
 
-from hermes.agent.sandbox import SandboxConfig, bwrap_arguments, default_hidden, resolve_sandbox
+from hermes.agent.sandbox import (
+    SandboxConfig,
+    bwrap_arguments,
+    default_hidden,
+    resolve_sandbox,
+)
 from hermes.config import Settings
 from hermes.errors import ConfigError
-
-from sandbox_helpers import fake_bwrap
 
 
 def test_off_never_wraps() -> None:
@@ -114,3 +118,18 @@ def test_mounts_use_real_paths(tmp_path: Path) -> None:
     args = bwrap_arguments("bwrap", tmp_path, (link,), network=True)
 
     assert f"--tmpfs {os.path.realpath(real)}" in " ".join(args)
+
+
+def test_the_terminal_tool_describes_an_active_sandbox(tmp_path: Path) -> None:
+    from hermes.agent.tools.launch import ToolLauncher
+    from hermes.agent.tools.terminal import TERMINAL_TOOL, make_terminal_tool
+
+    bwrap = fake_bwrap(tmp_path / "bin", 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"')
+    state = resolve_sandbox(SandboxConfig(mode="on", network=False, bwrap=str(bwrap)))
+
+    sandboxed = make_terminal_tool(ToolLauncher(sandbox=state)).description
+    plain = make_terminal_tool(ToolLauncher()).description
+
+    assert plain == TERMINAL_TOOL.description
+    assert sandboxed.startswith(plain) and "only the working directory is writable" in sandboxed
+    assert sandboxed.endswith("background processes end when the command ends, and the network is off.")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.launch import ToolLauncher, is_secret_name, scrubbed_env
 from hermes.agent.tools.registry import default_registry
 from hermes.agent.tools.terminal import run_command
-from hermes.agent.tools.base import ToolContext
 
 SECRETS = {
     "API_SERVER_KEY": "server-key-value",

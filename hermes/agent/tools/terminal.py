@@ -213,12 +213,24 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
 
 
 def make_terminal_tool(launcher: ToolLauncher) -> Tool:
-    """The terminal tool starting its commands through `launcher` (sandbox, environment)."""
+    """The terminal tool starting its commands through `launcher` (sandbox, environment).
+
+    With the sandbox on, the description tells the model what the sandbox allows, so it
+    does not retry what cannot work (writes outside the working directory, daemons).
+    """
 
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         return await terminal(args, ctx, launcher)
 
-    return dataclasses.replace(TERMINAL_TOOL, handler=handler)
+    description = TERMINAL_TOOL.description
+    if launcher.sandbox.active:
+        network = "available" if launcher.sandbox.network else "off"
+        description += (
+            " Commands run in a sandbox: only the working directory is writable (the rest of the file "
+            "system is read-only), credential folders and hermes's own files are hidden, /tmp is private "
+            f"to each command, background processes end when the command ends, and the network is {network}."
+        )
+    return dataclasses.replace(TERMINAL_TOOL, handler=handler, description=description)
 
 
 TERMINAL_TOOL = Tool(
