@@ -2,10 +2,11 @@
 
     config = SandboxConfig.from_settings(settings)
     state = resolve_sandbox(config)          # probes bwrap once per process
-    argv = state.wrap(["bash", "-c", cmd], cwd)
+    argv = state.wrap(["bash", "-c", cmd], cwd, writable=session_dir)
 
 Inside the sandbox (when `state.active`):
-- the whole file system is mounted read-only, the working directory read-write;
+- the whole file system is mounted read-only, the writable root (the session's working
+  directory) read-write; a command may start elsewhere (`cwd`), which stays read-only;
 - `/tmp` is a private tmpfs, `/dev` and `/proc` are fresh (a new PID namespace);
 - `$HERMES_HOME` and credential stores (~/.ssh, ~/.gnupg, ~/.aws, ~/.config/gcloud, …) are
   covered: folders by an empty read-only tmpfs, files by /dev/null, so they can be neither
@@ -96,21 +97,27 @@ class SandboxState:
     bwrap: str | None = None
     hidden: tuple[Path, ...] = field(default=())
 
-    def wrap(self, argv: list[str], cwd: Path) -> list[str]:
-        """`argv` as run in `cwd`: wrapped in bwrap when active, unchanged otherwise."""
+    def wrap(self, argv: list[str], cwd: Path, *, writable: Path | None = None) -> list[str]:
+        """`argv` as run in `cwd`: wrapped in bwrap when active, unchanged otherwise.
+
+        `writable` is the one folder the command may change (default: `cwd`).
+        """
         if not self.active:
             return list(argv)
         assert self.bwrap is not None
-        return [*bwrap_arguments(self.bwrap, cwd, self.hidden, network=self.network), "--", *argv]
+        sandbox = bwrap_arguments(self.bwrap, cwd, self.hidden, network=self.network, writable=writable)
+        return [*sandbox, "--", *argv]
 
 
 OFF = SandboxState(active=False, mode="off", network=True, detail="off (sandbox = off)")
 """The state of a tool set built without settings (tests, library use)."""
 
 
-def bwrap_arguments(bwrap: str, cwd: Path, hidden: tuple[Path, ...], *, network: bool) -> list[str]:
+def bwrap_arguments(
+    bwrap: str, cwd: Path, hidden: tuple[Path, ...], *, network: bool, writable: Path | None = None
+) -> list[str]:
     """The bwrap command line up to (not including) "--". Order matters: later mounts win."""
-    work = Path(os.path.realpath(cwd))
+    work = Path(os.path.realpath(writable if writable is not None else cwd))
     args = [
         bwrap,
         "--ro-bind", "/", "/",
@@ -131,7 +138,7 @@ def bwrap_arguments(bwrap: str, cwd: Path, hidden: tuple[Path, ...], *, network:
     if covered:
         # The user chose to work inside a hidden folder: the working directory stays usable.
         args += ["--bind", str(work), str(work)]
-    args += ["--unshare-pid", "--die-with-parent", "--chdir", str(work)]
+    args += ["--unshare-pid", "--die-with-parent", "--chdir", os.path.realpath(cwd)]
     if not network:
         args.append("--unshare-net")
     return args

@@ -139,3 +139,20 @@ async def test_interrupt_kills_everything_in_the_sandbox(home: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await asyncio.to_thread(wait_until, lambda: not pids_with(marker), 10)
+
+
+async def test_workdir_outside_the_session_folder_stays_read_only(home: Path, tmp_path: Path) -> None:
+    elsewhere = Path("/var/tmp") / f"hermes-sandbox-{tmp_path.name}"
+    elsewhere.mkdir()
+    try:
+        tool = make_terminal_tool(launcher(home))
+        ctx = ToolContext(session_id="s", cwd=home, yolo=True)
+
+        out = await tool.handler({"command": "pwd; touch made-here", "workdir": str(elsewhere)}, ctx)
+
+        assert f"--- stdout ---\n{elsewhere}\n" in out and "Read-only file system" in out
+        assert not (elsewhere / "made-here").exists()
+    finally:
+        for child in elsewhere.iterdir():
+            child.unlink()
+        elsewhere.rmdir()

@@ -65,9 +65,9 @@ class ToolLauncher:
         sandbox = resolve_sandbox(SandboxConfig.from_settings(settings))
         return cls(sandbox=sandbox, env_passthrough=settings.tool_env_passthrough)
 
-    def argv(self, command: list[str], cwd: Path) -> list[str]:
-        """The program line to start (as a new session) in `cwd`."""
-        inner = self.sandbox.wrap(command, cwd)
+    def argv(self, command: list[str], cwd: Path, *, writable: Path | None = None) -> list[str]:
+        """The program line to start (as a new session) in `cwd`; `writable` as in SandboxState.wrap."""
+        inner = self.sandbox.wrap(command, cwd, writable=writable)
         return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *inner]
 
     def env(self) -> dict[str, str]:

@@ -104,8 +104,13 @@ async def _open_pipe(
     return capture
 
 
-async def run_command(command: str, cwd: Path, timeout: float, launcher: ToolLauncher | None = None) -> str:
-    """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel."""
+async def run_command(
+    command: str, cwd: Path, timeout: float, launcher: ToolLauncher | None = None, *, writable: Path | None = None
+) -> str:
+    """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel.
+
+    In the sandbox only `writable` (default: `cwd`) may be changed.
+    """
     launcher = launcher or ToolLauncher()
     loop = asyncio.get_running_loop()
     child_fds: list[int] = []
@@ -115,7 +120,7 @@ async def run_command(command: str, cwd: Path, timeout: float, launcher: ToolLau
         err = await _open_pipe(loop, child_fds, transports)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *launcher.argv([_shell(), "-c", command], cwd),
+                *launcher.argv([_shell(), "-c", command], cwd, writable=writable),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=child_fds[0],
                 stderr=child_fds[1],
@@ -209,7 +214,8 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
         approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule)
         if not approved:
             return denied_message("this command", verdict, approver_available=ctx.approve is not None)
-    return await run_command(command, cwd, timeout, launcher)
+    # The sandbox's writable root is the session's folder, never a `workdir` the model picks.
+    return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd))
 
 
 def make_terminal_tool(launcher: ToolLauncher) -> Tool:
