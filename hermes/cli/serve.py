@@ -74,13 +74,15 @@ def serve(
     from hermes.agent.sandbox import sandbox_notice
     from hermes.server.app import create_app
 
-    for notice in (choose_provider(settings).notice, sandbox_notice(settings)):
-        if notice:
-            _say(f"hermes serve: {notice}")
+    notice = choose_provider(settings).notice
+    if notice:
+        _say(f"hermes serve: {notice}")
+    sandbox = sandbox_notice(settings)  # raises for `sandbox = on` without a working bwrap
     app = create_app(settings)
     import asyncio
 
-    code = asyncio.run(run_server(app, settings.server_host, settings.server_port))
+    after_ready = (f"hermes serve: {sandbox}",) if sandbox else ()
+    code = asyncio.run(run_server(app, settings.server_host, settings.server_port, notices=after_ready))
     if code:
         raise typer.Exit(code)
 
@@ -116,8 +118,11 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-async def run_server(app: web.Application, host: str, port: int) -> int:
-    """Serve `app` until SIGTERM/SIGINT; returns the process exit code."""
+async def run_server(app: web.Application, host: str, port: int, *, notices: tuple[str, ...] = ()) -> int:
+    """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
+
+    `notices` are printed right after the listening line (which stays the first line).
+    """
     import asyncio
     import signal
 
@@ -143,6 +148,8 @@ async def run_server(app: web.Application, host: str, port: int) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     _say(f"hermes serve: listening on {_url(host, bound)}")
+    for line in notices:
+        _say(line)
     try:
         await stop.wait()
     finally:

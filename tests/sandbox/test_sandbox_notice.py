@@ -69,3 +69,32 @@ def test_on_without_bwrap_is_a_one_line_error(tmp_path: Path, upstream: Scripted
         "or set sandbox = off\n"
     )
     assert upstream.requests == []
+
+
+def test_serve_prints_the_notice_after_its_listening_line(tmp_path: Path, upstream: ScriptedUpstream) -> None:
+    import signal
+
+    empty = tmp_path / "no-bwrap-here"
+    empty.mkdir()
+    env = {
+        **os.environ,
+        "PATH": str(empty),
+        "HERMES_BASE_URL": upstream.base_url,
+        "HERMES_MODEL": "scripted-model",
+        "HERMES_SANDBOX": "auto",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hermes", "serve", "--port", "0"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        first, second = proc.stderr.readline(), proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+    assert first.startswith("hermes serve: listening on http://127.0.0.1:")
+    assert second == (
+        "hermes serve: tool sandbox off: bubblewrap (bwrap) is not installed (set sandbox = off to silence this notice)\n"
+    )
