@@ -97,3 +97,53 @@ def test_kill_9_of_hermes_chat_mid_tool_kills_the_tool(mode: str, marker: str, t
         finally:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("mode", SANDBOX_MODES)
+def test_kill_9_of_hermes_serve_mid_tool_kills_the_tool(mode: str, marker: str, tmp_path: Path) -> None:
+    import json
+    import threading
+    import urllib.request
+
+    with ScriptedUpstream.in_thread() as upstream:
+        upstream.enqueue(
+            tool_reply([call("terminal", {"command": tree_command(marker), "timeout": 3000})]), text_reply("done")
+        )
+        env = {
+            **os.environ,
+            "HERMES_BASE_URL": upstream.base_url,
+            "HERMES_MODEL": "scripted-model",
+            "HERMES_SANDBOX": mode,
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hermes", "serve", "--port", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        try:
+            assert proc.stderr is not None
+            ready = proc.stderr.readline()
+            assert ready.startswith("hermes serve: listening on "), ready
+            base = ready.rsplit(" ", 1)[1].strip()
+            body = json.dumps({"model": "hermes-agent", "messages": [{"role": "user", "content": "run it"}]})
+            request = urllib.request.Request(
+                f"{base}/v1/chat/completions", data=body.encode(), headers={"Content-Type": "application/json"}
+            )
+
+            def post() -> None:  # blocks until the server dies; its failure is expected
+                try:
+                    urllib.request.urlopen(request, timeout=60).read()
+                except OSError:
+                    pass
+
+            client = threading.Thread(target=post, daemon=True)
+            client.start()
+            kill_and_expect_tree_gone(proc, marker)  # type: ignore[arg-type]
+            client.join(timeout=30)
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)
