@@ -15,6 +15,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_helpers import bwrap_works, pids_with, wait_until
@@ -49,7 +50,7 @@ def marker() -> Iterator[str]:
         os.kill(pid, signal.SIGKILL)
 
 
-def kill_and_expect_tree_gone(proc: subprocess.Popen[bytes], marker: str) -> None:
+def kill_and_expect_tree_gone(proc: subprocess.Popen[Any], marker: str) -> None:
     def running() -> bool:  # the sleeps themselves, renamed by exec -a (not the harness's argv)
         return bool(pids_with(f"{marker}-a", program=True)) and bool(pids_with(f"{marker}-b", program=True))
 
@@ -142,7 +143,7 @@ def test_kill_9_of_hermes_serve_mid_tool_kills_the_tool(mode: str, marker: str, 
 
             client = threading.Thread(target=post, daemon=True)
             client.start()
-            kill_and_expect_tree_gone(proc, marker)  # type: ignore[arg-type]
+            kill_and_expect_tree_gone(proc, marker)
             client.join(timeout=30)
         finally:
             proc.kill()

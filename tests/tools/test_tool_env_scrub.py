@@ -81,3 +81,19 @@ async def test_exit_codes_and_signals_pass_through_the_supervisor(tmp_path: Path
     # The command gets default signal dispositions (Python's supervisor ignores SIGPIPE itself).
     out = await run_command("yes | head -1; echo ${PIPESTATUS[0]}", tmp_path, 30)
     assert "--- stdout ---\ny\n141" in out
+
+
+async def test_a_configured_key_is_dropped_under_any_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.config import Settings
+
+    monkeypatch.setenv("HERMES_SANDBOX", "off")
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hh"))
+    (tmp_path / "hh").mkdir()
+    (tmp_path / "hh" / "config.toml").write_text('api_key = "sk-configured-1234"\n')
+    monkeypatch.setenv("MY_LLM_CREDENTIAL_VALUE", "sk-configured-1234")  # a name no pattern catches
+
+    launcher = ToolLauncher.from_settings(Settings.load())
+    out = await run_command("env", tmp_path, 30, launcher)
+
+    assert "sk-configured-1234" not in out
+    assert "sk-configured-1234" not in repr(launcher)

@@ -7,7 +7,8 @@
 Invariants:
 - `env()` never contains hermes's own secrets (API_SERVER_KEY, HERMES_API_KEY,
   OPENAI_API_KEY) nor any variable named *_KEY, *_TOKEN, *_SECRET, *_PASSWORD (and a few
-  more, see SECRET_PATTERNS), unless a glob in `env_passthrough` names it;
+  more, see SECRET_PATTERNS), unless a glob in `env_passthrough` names it; nor, whatever
+  its name, a variable whose value is the configured provider or server key;
 - `argv()` starts the command under the supervisor script (_supervisor.py), which kills
   the command's process group when hermes dies, even by SIGKILL; inside it, the command
   runs in the bubblewrap sandbox when `sandbox.active`.
@@ -19,7 +20,7 @@ import fnmatch
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,12 +59,15 @@ class ToolLauncher:
 
     sandbox: SandboxState = OFF
     env_passthrough: tuple[str, ...] = ()
+    secret_values: frozenset[str] = field(default=frozenset(), repr=False)
+    """The provider and server keys as configured; a variable holding one is dropped."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ToolLauncher:
         """Resolves the sandbox (ConfigError for `sandbox = on` without a working bwrap)."""
         sandbox = resolve_sandbox(SandboxConfig.from_settings(settings))
-        return cls(sandbox=sandbox, env_passthrough=settings.tool_env_passthrough)
+        keys = frozenset(k for k in (settings.api_key, settings.server_key) if k)
+        return cls(sandbox=sandbox, env_passthrough=settings.tool_env_passthrough, secret_values=keys)
 
     def argv(self, command: list[str], cwd: Path, *, writable: Path | None = None) -> list[str]:
         """The program line to start (as a new session) in `cwd`; `writable` as in SandboxState.wrap."""
@@ -71,4 +75,5 @@ class ToolLauncher:
         return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *inner]
 
     def env(self) -> dict[str, str]:
-        return {**scrubbed_env(os.environ, self.env_passthrough), **TOOL_ENV_EXTRA}
+        env = scrubbed_env(os.environ, self.env_passthrough)
+        return {**{k: v for k, v in env.items() if v not in self.secret_values}, **TOOL_ENV_EXTRA}
