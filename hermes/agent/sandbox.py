@@ -11,8 +11,8 @@ Inside the sandbox (when `state.active`):
 - `$HERMES_HOME` and credential stores (~/.ssh, ~/.gnupg, ~/.aws, ~/.config/gcloud, …) are
   covered: folders by an empty read-only tmpfs, files by /dev/null, so they can be neither
   read nor written, also through symlinks (mounts are by real path);
-- the process dies with its parent (`--die-with-parent`), and since bwrap's child is PID 1
-  of the new namespace, every process it started dies with it;
+- bwrap dies with its parent (`--die-with-parent`) and is PID 1 of a new PID namespace,
+  so when it dies every process of the command dies with it, daemons included;
 - network is shared with the host unless `network` is false (`--unshare-net`).
 
 Modes: `off` never wraps; `on` wraps or raises ConfigError when bwrap is missing or does
