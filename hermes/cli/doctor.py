@@ -10,7 +10,8 @@ Checks, in order: `config` (settings load; config.toml readable and valid), `pro
 store opens and its integrity check passes), `sandbox` (whether tool commands run in
 bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
 work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
-ENDPOINT_TIMEOUT seconds, and lists the configured model).
+ENDPOINT_TIMEOUT seconds, and lists the configured model), then one `mcp NAME` check per
+configured MCP server (started and listed within its startup_timeout).
 A check that cannot run because an earlier one failed is left out. Credentials in URLs
 are masked in every detail.
 
@@ -35,6 +36,7 @@ from hermes.redact import redact_text
 
 if TYPE_CHECKING:
     from hermes.agent.factory import ProviderChoice
+    from hermes.agent.mcp import McpServerStatus
     from hermes.config import Settings
 
 ENDPOINT_TIMEOUT = 5.0
@@ -99,6 +101,36 @@ def run_checks() -> list[Check]:
     checks.append(_check_sandbox(settings))
     if choice is not None:
         checks.append(_check_endpoint(settings, choice))
+    checks.extend(_check_mcp(settings))
+    return checks
+
+
+def _check_mcp(settings: Settings) -> list[Check]:
+    """One check per configured MCP server: started, initialised and listed within its timeout."""
+    import asyncio
+
+    from hermes.agent.mcp import McpManager
+
+    manager = McpManager.from_settings(settings, cwd=Path.cwd())
+    if manager is None:
+        return []
+
+    async def statuses() -> list[McpServerStatus]:
+        try:
+            return await manager.start()
+        finally:
+            await manager.aclose()
+
+    checks = []
+    for status in asyncio.run(statuses()):
+        name = f"mcp {status.name}"
+        if status.status == "connected":
+            count = len(status.tools)
+            checks.append(Check(name, "ok", f"connected ({status.transport}), {count} tool{'s' if count != 1 else ''}"))
+        elif status.status == "disabled":
+            checks.append(Check(name, "ok", "disabled (enabled = false)"))
+        else:
+            checks.append(Check(name, "failed", f"{status.status}: {status.message}"))
     return checks
 
 
