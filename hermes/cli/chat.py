@@ -107,8 +107,7 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
 
         for notice in (choice.notice, sandbox_notice(settings)):
             if notice and not as_json:
-                sys.stderr.write(f"hermes: {notice}
-")
+                sys.stderr.write(f"hermes: {notice}\n")
         with rich_progress() as progress:
             agent = build_agent(settings, store, choice=choice, progress=progress)
         renderer = make_renderer(as_json)
