@@ -10,6 +10,8 @@ Schema summary (after all migrations):
     messages_fts_source view: the searchable text of each message
     messages_fts        FTS5 external-content index over messages_fts_source, kept in
                         sync by triggers on `messages`
+    compactions         one row per context compaction: the summary that replaced the
+                        messages before `first_kept_message_id` (which stay in `messages`)
 """
 
 from __future__ import annotations
@@ -145,5 +147,27 @@ def m003_messages_fts(db: sqlite3.Connection) -> None:
                 SELECT id, body FROM messages_fts_source WHERE id = new.id;
             END
             """,
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m004_compaction_markers(db: sqlite3.Connection) -> None:
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE compactions (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                summary TEXT NOT NULL,
+                first_kept_message_id INTEGER NOT NULL,
+                summarized_messages INTEGER NOT NULL DEFAULT 0,
+                before_tokens INTEGER NOT NULL DEFAULT 0,
+                after_tokens INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL
+            )
+            """,
+            "CREATE INDEX compactions_session ON compactions(session_id, id)",
         ),
     )
