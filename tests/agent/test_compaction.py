@@ -283,3 +283,36 @@ def test_estimate_is_at_least_a_quarter_of_the_characters():
         {"role": "tool", "tool_call_id": "c", "content": "r" * 800},
     ]  # fmt: skip
     assert estimate_tokens(messages) >= (4000 + 400 + 4000 + 800) // 4
+
+
+async def test_sessions_show_displays_the_marker_with_every_message(routed, hermes_home: Path):
+    from typer.testing import CliRunner
+
+    from hermes.cli.main import app
+    from hermes.store import open_session_store
+
+    db = open_session_store(hermes_home / "state.db")
+    try:
+        agent = make_agent(routed, db)
+        session_id = None
+        for turn in range(3):
+            routed.main.extend(turn_script(turn))
+            _, result = await collect_turn(agent, TurnRequest(input=f"question {turn}", session_id=session_id))
+            session_id = result.session_id
+        markers = db.compactions(session_id)
+        messages = db.get_messages(session_id)
+    finally:
+        db.close()
+    assert markers
+    runner = CliRunner()
+    shown = runner.invoke(app, ["sessions", "show", session_id], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert all(f"#{m.id} {m.role}" in shown.stdout for m in messages)  # nothing is hidden
+    first = next(i for i, line in enumerate(lines) if line.startswith("── context compacted"))
+    kept_label = next(i for i, line in enumerate(lines) if line.startswith(f"#{markers[0].first_kept_message_id} "))
+    assert first < kept_label
+    assert lines[first + 1].strip() == markers[0].summary
+    as_json = json.loads(runner.invoke(app, ["sessions", "show", session_id, "--json"]).stdout)
+    assert [c["first_kept_message_id"] for c in as_json["compactions"]] == [m.first_kept_message_id for m in markers]
+    assert len(as_json["messages"]) == len(messages)
