@@ -90,7 +90,7 @@ def test_tool_cards(snap_compare, store, tmp_path):
         renderer.handle(ToolCompleted("c1", "patch", "patched parser.py", 0.02, False, patch_args))
         renderer.handle(ToolStarted("c2", "terminal", {"command": "pytest -q"}, "pytest -q"))
         renderer.handle(ToolCompleted("c2", "terminal", "exit code 1\nE   AssertionError: 3 != 4", 1.25, True, {"command": "pytest -q"}))
-        renderer.handle(TurnCompleted(TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2)))
+        renderer.handle(TurnCompleted(TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2, context_tokens=1230)))
         pilot.app.status_bar.turn_seconds = 2.5
         await quiet(pilot)
 
