@@ -160,6 +160,16 @@ def is_context_overflow(error: ProviderError) -> bool:
     return error.status in (400, 413, None) and bool(_OVERFLOW.search(str(error)))
 
 
+def compacted_text(event: ContextCompacted) -> str:
+    """One line saying what a compaction did (status frames, `chat -q`'s stderr)."""
+    plural = "s" if event.summarized_messages != 1 else ""
+    why = " after the model refused the long request" if event.reason == "overflow" else ""
+    return (
+        f"context compacted{why}: {event.summarized_messages} older message{plural} summarised, "
+        f"~{event.before_tokens} → ~{event.after_tokens} tokens"
+    )
+
+
 # ---- summary messages and resume -----------------------------------------------------
 
 

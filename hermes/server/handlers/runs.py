@@ -24,9 +24,11 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes.agent.context import compacted_text
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -39,9 +41,21 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.types import ApprovalDecision, ChatMessage, TurnRequest, TurnResult, UserContent
+from hermes.agent.types import (
+    ApprovalDecision,
+    ChatMessage,
+    TurnRequest,
+    TurnResult,
+    UserContent,
+)
 from hermes.ids import RUN_ID, new_session_id
-from hermes.server.errors import ApiError, Conflict, NotFound, RequestValidationError, json_response
+from hermes.server.errors import (
+    ApiError,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
+)
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
     coerce_bool,
@@ -260,6 +274,10 @@ class RunEventsTranslator:
                                     "max_attempts": event.max_attempts})
             case Status():
                 run.emit("status", {"kind": event.kind, "text": event.text})
+            case ContextCompacted():
+                run.emit("status", {"kind": "context_compacted", "text": compacted_text(event),
+                                    "before_tokens": event.before_tokens, "after_tokens": event.after_tokens,
+                                    "reason": event.reason})
             case SegmentEnd() | ToolCallGenerating() | TurnCompleted():
                 pass
             case _:

@@ -17,9 +17,11 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes.agent.context import compacted_text
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -32,9 +34,15 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, UserContent
+from hermes.agent.types import TurnRequest, TurnResult, UserContent
 from hermes.ids import new_message_id, new_session_id
-from hermes.server.errors import AgentIncomplete, Conflict, NotFound, RequestValidationError, json_response
+from hermes.server.errors import (
+    AgentIncomplete,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
+)
 from hermes.server.handlers.runs import (
     MAX_MODEL_LENGTH,
     check_user_content,
@@ -387,6 +395,10 @@ class SessionChatTranslator:
                                     "max_attempts": event.max_attempts})
             case Status():
                 run.emit("status", {"kind": event.kind, "text": event.text})
+            case ContextCompacted():
+                run.emit("status", {"kind": "context_compacted", "text": compacted_text(event),
+                                    "before_tokens": event.before_tokens, "after_tokens": event.after_tokens,
+                                    "reason": event.reason})
             case TurnStarted() | ToolCallGenerating() | TurnCompleted():
                 pass
             case _:
