@@ -293,9 +293,8 @@ class ScriptedUpstream:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # aiohttp keeps the bound socket here
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        (address,) = self._runner.addresses  # one TCP site, bound to port 0: the real port is here
+        self.port = int(address[1])
         return self
 
     async def stop(self) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from hermes.agent.engine import INTERRUPTED_TOOL_RESULT
 from hermes.agent.events import TextDelta, ToolStarted, TurnCompleted
@@ -31,17 +30,17 @@ async def _consume_until(agent, request, predicate):
 async def test_cancel_while_streaming_closes_upstream_and_keeps_partial_text(upstream, make_agent, store):
     upstream.enqueue(text_reply("one two three four five six seven eight", chunk_delay=0.2))
     agent = make_agent()
-    task, events = await _consume_until(agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ")
-    cancelled_at = time.monotonic()
+    task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two "
+    )
     task.cancel()
-    await asyncio.wait_for(task, 2)  # the turn absorbs the cancellation and ends
+    await asyncio.wait_for(task, 30)  # the turn absorbs the cancellation and ends
     assert not task.cancelled()
-    assert time.monotonic() - cancelled_at < 1.0
     result = events[-1].result
     assert isinstance(events[-1], TurnCompleted)
     assert result.status == "interrupted"
     assert result.final_text == "one two "
-    await asyncio.wait_for(upstream.requests[0].finished.wait(), 1.0)
+    await asyncio.wait_for(upstream.requests[0].finished.wait(), 30)
     assert upstream.requests[0].client_disconnected
     rows = store.get_messages(result.session_id)
     assert [(m.role, m.content, m.finish_reason) for m in rows] == [
@@ -53,16 +52,20 @@ async def test_cancel_while_streaming_closes_upstream_and_keeps_partial_text(ups
 
 async def test_cancel_while_a_tool_runs_leaves_a_valid_history(upstream, make_agent, store):
     upstream.enqueue(
-        tool_reply([call("echo", {"text": "quick"}, id="e1"), call("nap_write", {"seconds": 30}, id="n1"), call("echo", id="e2")]),
+        tool_reply(
+            [
+                call("echo", {"text": "quick"}, id="e1"),
+                call("nap_write", {"seconds": 300}, id="n1"),
+                call("echo", id="e2"),
+            ]
+        ),
     )
     agent = make_agent()
     task, events = await _consume_until(
         agent, TurnRequest(input="work"), lambda e: isinstance(e, ToolStarted) and e.call_id == "n1"
     )
-    started = time.monotonic()
     task.cancel()
-    await asyncio.wait_for(task, 2)
-    assert time.monotonic() - started < 1.0
+    await asyncio.wait_for(task, 30)  # the nap lasts 300 s: only the interrupt ends it in time
     result = events[-1].result
     assert result.status == "interrupted"
     tool_rows = [m for m in store.get_messages(result.session_id) if m.role == "tool"]
@@ -82,7 +85,7 @@ async def test_cancel_while_a_tool_runs_leaves_a_valid_history(upstream, make_ag
 
 
 async def test_closing_the_generator_early_also_cleans_up(upstream, make_agent, store):
-    upstream.enqueue(tool_reply([call("nap_write", {"seconds": 30}, id="n1")]))
+    upstream.enqueue(tool_reply([call("nap_write", {"seconds": 300}, id="n1")]))
     agent = make_agent()
     turn = agent.run_turn(TurnRequest(input="work"))
     session_id = None
@@ -91,9 +94,7 @@ async def test_closing_the_generator_early_also_cleans_up(upstream, make_agent, 
             session_id = event.session_id
         if isinstance(event, ToolStarted):
             break
-    started = time.monotonic()
-    await turn.aclose()
-    assert time.monotonic() - started < 1.5
+    await asyncio.wait_for(turn.aclose(), 30)
     rows = store.get_messages(session_id)
     assert rows[-1].role == "tool" and rows[-1].content == INTERRUPTED_TOOL_RESULT
     assert store.get_session(session_id).end_reason == "interrupted"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
 from hermes.testing.turns import collect_turn as run
@@ -19,10 +17,10 @@ async def test_read_only_calls_run_concurrently_results_in_call_order(upstream, 
         tool_reply([call("nap", {"seconds": 0.4}, id="slow"), call("nap", {"seconds": 0.05}, id="fast")]),
         text_reply("both done"),
     )
-    started = time.monotonic()
     events, result = await run(make_agent(), "go")
-    elapsed = time.monotonic() - started
-    assert elapsed < 0.75  # sequential would take at least 0.45 s of naps plus overhead
+    order = [(e.type, e.call_id) for e in events if isinstance(e, (ToolStarted, ToolCompleted))]
+    # Both start before either ends, and the later, shorter call finishes first: they overlap.
+    assert order[:2] == [("tool.started", "slow"), ("tool.started", "fast")]
     finished = [e.call_id for e in events if isinstance(e, ToolCompleted)]
     assert finished == ["fast", "slow"]  # events in completion order…
     assert [m["tool_call_id"] for m in tool_messages(upstream, 1)] == ["slow", "fast"]  # …transcript in call order
@@ -39,7 +37,10 @@ async def test_writing_calls_run_one_after_another(upstream, make_agent):
 
 
 async def test_a_failing_tool_becomes_an_error_result_the_model_sees(upstream, make_agent):
-    upstream.enqueue(tool_reply([call("fail", id="f"), call("refuse", id="r"), call("echo", {"text": "still"}, id="e")]), text_reply("handled"))
+    upstream.enqueue(
+        tool_reply([call("fail", id="f"), call("refuse", id="r"), call("echo", {"text": "still"}, id="e")]),
+        text_reply("handled"),
+    )
     events, result = await run(make_agent(), "go")
     assert result.status == "completed"
     results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
@@ -129,7 +130,12 @@ async def test_real_terminal_tool_denied_without_approver_is_an_error_result(ups
     victim.mkdir()
     agent = Agent(OpenAICompatProvider(base_url=upstream.base_url), store=store, model="m", tools=default_registry())
     upstream.enqueue(
-        tool_reply([call("terminal", {"command": f"rm -r {victim}"}, id="rm"), call("terminal", {"command": "rm -rf /"}, id="root")]),
+        tool_reply(
+            [
+                call("terminal", {"command": f"rm -r {victim}"}, id="rm"),
+                call("terminal", {"command": "rm -rf /"}, id="root"),
+            ]
+        ),
         text_reply("ok"),
     )
     events, _ = await run(agent, TurnRequest(input="clean", cwd=str(tmp_path)))

@@ -37,7 +37,9 @@ async def run(agent: Agent, request: TurnRequest) -> tuple[list[AgentEvent], Tur
 
 
 async def test_an_answer_arrives(local_provider: LocalProvider, core_tools: ToolRegistry) -> None:
-    events, result = await run(make_agent(local_provider, core_tools), TurnRequest(input="Hello! Who are you?", persist=False))
+    events, result = await run(
+        make_agent(local_provider, core_tools), TurnRequest(input="Hello! Who are you?", persist=False)
+    )
     assert result.status == "completed", result.error
     assert result.final_text.strip()
     assert any(isinstance(e, TextDelta) for e in events)
@@ -77,7 +79,9 @@ async def test_interrupt_stops_generation_and_the_server_stays_usable(
     events: list[AgentEvent] = []
 
     async def consume() -> None:
-        async for event in agent.run_turn(TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False)):
+        async for event in agent.run_turn(
+            TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False)
+        ):
             events.append(event)
             if isinstance(event, TextDelta):
                 first_text.set()

@@ -46,7 +46,9 @@ def model(parts: list[Path]) -> BundledModel:
     )
 
 
-def test_parts_are_assembled_in_order_verified_and_stamped(tmp_path: Path, parts: list[Path], model: BundledModel) -> None:
+def test_parts_are_assembled_in_order_verified_and_stamped(
+    tmp_path: Path, parts: list[Path], model: BundledModel
+) -> None:
     seen: list[tuple[int, int]] = []
     path = ensure_model(tmp_path / "home", model, lambda done, total: seen.append((done, total)), parts=parts)
 
@@ -92,7 +94,9 @@ def test_a_corrupted_model_file_is_detected_and_rebuilt_from_the_parts(
     assert hashlib.sha256(rebuilt.read_bytes()).hexdigest() == model.sha256
 
 
-def test_a_corrupted_model_with_damaged_parts_is_refused(tmp_path: Path, parts: list[Path], model: BundledModel) -> None:
+def test_a_corrupted_model_with_damaged_parts_is_refused(
+    tmp_path: Path, parts: list[Path], model: BundledModel
+) -> None:
     home = tmp_path / "home"
     path = ensure_model(home, model, parts=parts)
     path.write_bytes(b"GGUF garbage")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes.server.idempotency import IdempotencyCache, fingerprint, validate_key
 from hermes.server.errors import RequestValidationError
+from hermes.server.idempotency import IdempotencyCache, fingerprint, validate_key
 from hermes.store.responses import ResponseStore
 
 

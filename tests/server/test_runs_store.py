@@ -29,7 +29,9 @@ def test_file_is_private(tmp_path):
 
 
 def test_put_get_roundtrip_and_json(store):
-    store.put(_record(session_id="s1", output="Done.", usage={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}))
+    store.put(
+        _record(session_id="s1", output="Done.", usage={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3})
+    )
     got = store.get("run_1")
     assert got is not None
     assert got.session_id == "s1"
