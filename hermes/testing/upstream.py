@@ -361,7 +361,13 @@ class ScriptedUpstream:
     @staticmethod
     def _unauthorized() -> web.Response:
         return web.json_response(
-            {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}},
+            {
+                "error": {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
             status=401,
         )
 
@@ -490,7 +496,8 @@ class ScriptedUpstream:
             content += delta.get("content") or ""
             reasoning += delta.get("reasoning_content") or delta.get("reasoning") or ""
             for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(tc["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                empty = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                slot = calls.setdefault(tc["index"], empty)
                 slot["id"] = tc.get("id") or slot["id"]
                 fn = tc.get("function") or {}
                 slot["function"]["name"] = fn.get("name") or slot["function"]["name"]

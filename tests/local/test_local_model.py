@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.providers import local_model
+from hermes.agent.providers import local, local_model
 from hermes.agent.providers.local import local_status, resolve_model
 from hermes.agent.providers.local_model import (
     BundledModel,
@@ -136,12 +136,15 @@ def test_a_custom_model_path_must_be_a_gguf(tmp_path: Path) -> None:
         check_gguf(tmp_path / "nope.gguf")
 
 
-def test_local_status_explains_a_missing_custom_model(tmp_path: Path) -> None:
+def test_local_status_explains_a_missing_custom_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings.load(env={"HERMES_HOME": str(tmp_path), "HERMES_LOCAL_MODEL_PATH": str(tmp_path / "x.gguf")})
+    # Both answers, whether or not this environment has the llama.cpp runtime.
+    monkeypatch.setattr(local, "runtime_installed", lambda: True)
     status = local_status(settings)
-    if "runtime is not installed" in status.reason:
-        pytest.skip("xllamacpp not installed")
     assert not status.available and "does not exist" in status.reason
+    monkeypatch.setattr(local, "runtime_installed", lambda: False)
+    status = local_status(settings)
+    assert not status.available and "runtime is not installed" in status.reason
 
 
 def test_a_configured_gguf_is_used_as_is(tmp_path: Path) -> None:
