@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
 from hermes.testing.turns import collect_turn as run
@@ -138,7 +140,10 @@ async def test_real_terminal_tool_denied_without_approver_is_an_error_result(ups
         ),
         text_reply("ok"),
     )
-    events, _ = await run(agent, TurnRequest(input="clean", cwd=str(tmp_path)))
+    try:
+        events, _ = await run(agent, TurnRequest(input="clean", cwd=str(tmp_path)))
+    finally:
+        await agent.aclose()
     results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
     assert results["rm"].is_error and results["rm"].result.startswith("DENIED:")
     assert results["root"].is_error and results["root"].result.startswith("BLOCKED by the safety policy:")
@@ -162,14 +167,19 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
         async for event in agent.run_turn(TurnRequest(input="wait", cwd=str(tmp_path))):
             events.append(event)
 
+    async def until(predicate, timeout: float = 30) -> None:  # a condition wait, generous on a loaded machine
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not predicate() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+
     task = asyncio.create_task(consume())
-    for _ in range(100):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        await asyncio.sleep(0.05)
-    child = int(pidfile.read_text())
-    task.cancel()
-    await asyncio.wait_for(task, 2)
+    try:
+        await until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        child = int(pidfile.read_text())
+        task.cancel()
+        await asyncio.wait_for(task, 30)  # the command waits on a 60 s sleep: only the interrupt ends it
+    finally:
+        await agent.aclose()
     assert events[-1].result.status == "interrupted"
 
     def alive(pid: int) -> bool:
@@ -178,12 +188,9 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
         except ProcessLookupError:
             return False
         try:  # a killed child whose parent died may linger as a zombie until reaped
-            return open(f"/proc/{pid}/stat").read().split(") ", 1)[1][0] != "Z"
+            return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
         except (OSError, IndexError):
             return False
 
-    for _ in range(40):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: not alive(child))
     assert not alive(child), "the background child of the interrupted command survived"
