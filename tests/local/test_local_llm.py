@@ -21,7 +21,8 @@ from hermes.agent.providers.local_model import BUNDLED, ModelChecksumError, veri
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest, TurnResult
 
-pytestmark = pytest.mark.local_llm
+# A few generations by a 1.5B model on a shared 2-core CPU can outlast the suite's 120 s per test.
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(900)]
 
 OPTIONS = EngineOptions(stream_retries=1, stale_timeout=120.0, max_iterations=6)
 
