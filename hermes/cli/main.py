@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - older typer
 
 from hermes import __version__
 from hermes.errors import HermesError
+from hermes.redact import redact_text
 
 
 class HermesGroup(TyperGroup):
@@ -45,7 +46,7 @@ class HermesGroup(TyperGroup):
                 raise
             _usage_error(exc)
         except HermesError as exc:
-            typer.echo(f"hermes: {exc}", err=True)
+            typer.echo(f"hermes: {redact_text(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code) from None
 
 
@@ -80,18 +81,19 @@ def root(
     """hermes: a terminal-first AI agent (chat, serve, sessions)."""
 
 
-COMMANDS = ("chat", "config", "doctor", "serve", "sessions")
+COMMANDS = ("chat", "config", "doctor", "mcp", "serve", "sessions")
 """Every top-level command and command group; `hermes --help` lists exactly these."""
 
 
 def _register() -> None:
     """Add every command. A command module that fails to import fails `hermes` at start:
     none is optional, so none is skipped. (The modules import their heavy parts lazily.)"""
-    from hermes.cli import chat, config_cmd, doctor, serve, sessions
+    from hermes.cli import chat, config_cmd, doctor, mcp_cmd, serve, sessions
 
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(mcp_cmd.app, name="mcp")
     doctor.register(app)
     serve.register(app)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hermes.error_codes import INTERRUPTED, STREAM_STALLED
 from hermes.testing.upstream import Sleep, call, error_reply, text_reply, tool_reply
 from hermes.tui import app as tui_app
 from hermes.tui.widgets.activity import Activity
@@ -80,6 +81,9 @@ async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream,
         await until_settled(pilot)
         warnings = [n.text for n in app.transcript.query(Notice) if n.kind == "warning"]
         assert any("write_file" in w and "stalled" in w.lower() for w in warnings), warnings
+        # shown once: no "⚠ partial answer: ⚠ Stream stalled…" repeating it
+        assert len(warnings) == 1, warnings
+        assert app.last_result is not None and app.last_result.error_code == STREAM_STALLED
         card = app.transcript.query_one(ToolCard)
         assert card.state == "stalled"
         # the ⚠ line (also sent as text) is shown once, as the card, not inside the answer
@@ -108,8 +112,29 @@ async def test_escape_interrupts_and_the_engine_winds_down(make_tui, upstream, s
         assert answer.has_class("-interrupted")
         assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
         assert not app.query_one(Activity).has_class("-active")
+        # the product's promise: the engine itself ends the turn within the UI's grace (a
+        # turn the grace timer declares interrupted has no engine result)
         assert app.last_result is not None and app.last_result.status == "interrupted"
+        assert app.last_result.error_code == INTERRUPTED
     assert upstream.requests[0].client_disconnected
+
+
+async def test_escape_while_a_tool_runs_completes_its_card_as_interrupted(make_tui, upstream, gates, store):
+    upstream.enqueue(tool_reply([call("shell", {"command": "make test", "gate": "never"})], text="Running."))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "test it")
+        await until(pilot, lambda: app.query(ToolCard) and app.transcript.query_one(ToolCard).state == "running")
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.turn_running)
+        await app.workers.wait_for_complete()
+        await until_settled(pilot)
+        # the engine's own final events arrived (not the UI's grace timer)
+        assert app.last_result is not None and app.last_result.status == "interrupted"
+        assert app.transcript.query_one(ToolCard).state != "running"
+        session_id = app.last_result.session_id
+    tool_rows = [m for m in store.get_messages(session_id) if m.role == "tool"]
+    assert len(tool_rows) == 1 and "interrupted" in tool_rows[0].content
 
 
 async def test_ctrl_c_interrupts_then_twice_quits(make_tui, upstream):
