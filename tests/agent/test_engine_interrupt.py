@@ -54,7 +54,7 @@ async def _wait_for_pid(pid_file: Path) -> int:
 def _sleeper_call(tmp_path: Path, call_id: str = "t1") -> tuple[dict, Path]:
     """A terminal call whose shell writes its pid (= its process group) and then sleeps."""
     pid_file = tmp_path / f"{call_id}.pid"
-    return call("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 300"}, id=call_id), pid_file
+    return call("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"}, id=call_id), pid_file
 
 
 def _assert_every_start_completed(events) -> None:
