@@ -347,7 +347,7 @@ class HermesApp(App[int]):
     # -- interrupting ---------------------------------------------------------------------
 
     def action_interrupt(self) -> None:
-        if self.menu.visible:
+        if self.menu.is_open:
             self.menu.hide()
             return
         if self.compact_worker is not None and not self.compact_worker.is_finished:
