@@ -105,7 +105,9 @@ async def test_alt_up_takes_the_newest_queued_prompt_back_for_editing(make_tui, 
 
 
 async def test_compact_command_summarises_and_shows_a_notice(make_tui, upstream, store):
-    upstream.enqueue(text_reply("first answer"), text_reply("second answer"), text_reply("SUMMARY: two questions answered"))
+    upstream.enqueue(
+        text_reply("first answer"), text_reply("second answer"), text_reply("SUMMARY: two questions answered")
+    )
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await send_turn(pilot, "question one")
@@ -126,7 +128,9 @@ async def test_compact_command_summarises_and_shows_a_notice(make_tui, upstream,
 async def test_automatic_compaction_notice_and_real_context_percent(make_tui, upstream, settings):
     small = settings.replace(context_window=1000, compact_at=0.8)
     # The first answer reports a 900-token prompt: 90 % of the window, so the next turn compacts.
-    upstream.enqueue(text_reply("big answer", usage=(900, 10)), text_reply("SUMMARY"), text_reply("after", usage=(300, 5)))
+    upstream.enqueue(
+        text_reply("big answer", usage=(900, 10)), text_reply("SUMMARY"), text_reply("after", usage=(300, 5))
+    )
     app = make_tui(settings=small, app_settings=small)
     async with app.run_test(size=(120, 30)) as pilot:
         await send_turn(pilot, "first")
