@@ -414,8 +414,6 @@ class ContextBudget:
         if self.estimate(context, tools) > self.policy.limit:
             async for event in self.compact(context, tools, "threshold"):
                 yield event
-        elif estimate_tokens(context, tools) > self.policy.limit:  # pragma: no cover - estimate is >=
-            context[:] = shrink_to_fit(context, tools, self.policy.limit)
 
     async def compact(
         self,

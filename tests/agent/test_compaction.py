@@ -87,8 +87,19 @@ async def routed() -> AsyncIterator[RoutedUpstream]:
         yield server
 
 
+_OPEN_AGENTS: list[Agent] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_agents() -> AsyncIterator[None]:
+    """Every agent a test made is closed (its HTTP connections) before the loop ends."""
+    yield
+    while _OPEN_AGENTS:
+        await _OPEN_AGENTS.pop().aclose()
+
+
 def make_agent(upstream: ScriptedUpstream, store: SessionStore, *, window: int = WINDOW) -> Agent:
-    return Agent(
+    agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="k"),
         store=store,
         model="scripted-model",
@@ -96,6 +107,8 @@ def make_agent(upstream: ScriptedUpstream, store: SessionStore, *, window: int =
         options=EngineOptions(stale_timeout=5.0, retry_base_delay=0.01, context_window=window, compact_at=0.8),
         system_prompt=SYSTEM,
     )
+    _OPEN_AGENTS.append(agent)
+    return agent
 
 
 def assert_pairs_intact(messages: list[dict[str, Any]]) -> None:
@@ -316,3 +329,50 @@ async def test_sessions_show_displays_the_marker_with_every_message(routed, herm
     as_json = json.loads(runner.invoke(app, ["sessions", "show", session_id, "--json"]).stdout)
     assert [c["first_kept_message_id"] for c in as_json["compactions"]] == [m.first_kept_message_id for m in markers]
     assert len(as_json["messages"]) == len(messages)
+
+
+def test_chat_q_compacts_a_resumed_session_with_the_configured_window(hermes_home: Path):
+    import os
+    import subprocess
+    import sys
+
+    from hermes.store import NewMessage, open_session_store
+
+    db = open_session_store(hermes_home / "state.db")
+    try:
+        session = db.create_session(source="cli", title="long one")
+        for i in range(20):
+            db.append_message(session.id, NewMessage(role="user", content=f"step {i}: " + "q" * 2000))
+            db.append_message(session.id, NewMessage(role="assistant", content=f"did {i}: " + "a" * 2000))
+    finally:
+        db.close()
+    with RoutedUpstream.in_thread() as upstream:
+        assert isinstance(upstream, RoutedUpstream)
+        upstream.main.append(text_reply("continued"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_", "API_SERVER_"))}
+        env.update(
+            HERMES_HOME=str(hermes_home),
+            HERMES_PROVIDER="openai",
+            HERMES_BASE_URL=upstream.base_url,
+            HERMES_MODEL="scripted-model",
+            HERMES_CONTEXT_WINDOW="8000",
+            HERMES_COMPACT_AT="0.8",
+            PYTHONPATH=str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", ""),
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "hermes", "chat", "-q", "what next?", "-r", session.id],
+            capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        requests = list(upstream.requests)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "continued"
+    assert "context compacted" in done.stderr
+    assert any(is_summary_request(r.body) for r in requests)
+    for request in requests:
+        assert request_size(request) <= 8000
+    db = open_session_store(hermes_home / "state.db")
+    try:
+        assert len(db.get_messages(session.id)) == 42  # 40 seeded + the question + the answer
+        assert db.compactions(session.id)
+    finally:
+        db.close()
