@@ -74,12 +74,7 @@ from hermes.agent.prompt import default_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
-from hermes.error_codes import (
-    INTERNAL_ERROR,
-    MAX_ITERATIONS,
-    OUTPUT_TRUNCATED,
-    STREAM_STALLED,
-)
+from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 from hermes.errors import HermesError, UsageError
 from hermes.ids import new_session_id
 from hermes.store.base import NewMessage, SessionStore
