@@ -376,3 +376,15 @@ def test_chat_q_compacts_a_resumed_session_with_the_configured_window(hermes_hom
         assert db.compactions(session.id)
     finally:
         db.close()
+
+
+def test_context_length_errors_are_recognised_by_code_or_typical_message():
+    from hermes.agent.context import is_context_overflow
+    from hermes.errors import ContextLengthExceeded, ProviderError
+
+    assert is_context_overflow(ContextLengthExceeded("too long", status=400))
+    llama = "the request exceeds the available context size, try increasing it"
+    assert is_context_overflow(ProviderError(f"model endpoint rejected the request (400): {llama}", status=400))
+    assert is_context_overflow(ProviderError("prompt is too long: 210000 tokens > 200000 maximum", status=400))
+    assert not is_context_overflow(ProviderError("endpoint rejected the request (400): bad tool schema", status=400))
+    assert not is_context_overflow(ProviderError("maximum context length (upstream busy)", status=503))
