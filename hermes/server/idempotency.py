@@ -93,7 +93,7 @@ class IdempotencyCache:
                     self._purge(time.monotonic())
 
             task.add_done_callback(settle)
-        return await asyncio.shield(task)  # type: ignore[no-any-return]
+        return await asyncio.shield(task)
 
     def __len__(self) -> int:
         return len(self._done)

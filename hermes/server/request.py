@@ -14,7 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.server.errors import PayloadTooLarge, PermissionDenied, RequestValidationError
+from hermes.server.errors import (
+    PayloadTooLarge,
+    PermissionDenied,
+    RequestValidationError,
+)
 from hermes.server.state import SETTINGS
 
 MAX_TEXT_LENGTH = 65_536
@@ -154,6 +158,8 @@ def _check_text(text: str, param: str) -> str:
 
 
 def _image_part(part: dict[str, Any], param: str) -> dict[str, Any]:
+    url: Any
+    detail: Any
     if part.get("type") == "image_url":
         spec = part.get("image_url")
         if isinstance(spec, str):

@@ -215,7 +215,7 @@ class SSEStream:
         if self.response.prepared:
             return self
         try:
-            await self.response.prepare(self.request)  # type: ignore[arg-type]
+            await self.response.prepare(self.request)
         except (ConnectionError, RuntimeError) as exc:
             self._watch.mark_gone()
             raise ClientDisconnected(str(exc)) from exc

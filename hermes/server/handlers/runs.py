@@ -1,28 +1,21 @@
 """Background runs: POST /v1/runs, status, events (SSE with resume), stop, approval.
 
-A run is a turn owned by the `RunRegistry` (hermes/server/runs.py), not by the request
-that started it: `POST /v1/runs` answers 202 at once, the turn goes on whether or not
-anyone watches, and only `POST /v1/runs/{id}/stop` (or server shutdown) ends it early.
+A run is a turn owned by the `RunRegistry` (hermes/server/run_registry.py), not by the
+request that started it: `POST /v1/runs` answers 202 at once, the turn goes on whether
+or not anyone watches, and only `POST /v1/runs/{id}/stop` (or server shutdown) ends it
+early. Admission, the driver and the SSE follower are `hermes.server.background_runs`,
+shared with the session chat endpoints; this module owns the `/v1/runs` wire format
+(`RunEventsTranslator`).
 
 Event streams (`GET /v1/runs/{id}/events`) give every frame an `id: <seq>`; a client
 resumes with `Last-Event-ID: <seq>` (or `?after=<seq>`) and receives what it missed,
-then the live events. Any number of clients may follow one run. Runs started by the
-session chat endpoints are followed the same way, in their own (named) frame format.
-
-This module also holds what the session chat handlers share with it: `start_run`
-(admission: capacity, one active run per session) and `stream_run` (the SSE pump).
+then the live events. Any number of clients may follow one run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
-import re
-import secrets
-import time
-from collections.abc import Mapping
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -42,8 +35,30 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.types import ApprovalDecision, ChatMessage, TurnRequest, TurnResult, UserContent
-from hermes.server.errors import ApiError, Conflict, NotFound, RequestValidationError, json_response
+from hermes.agent.types import (
+    ApprovalDecision,
+    ChatMessage,
+    TurnRequest,
+    TurnResult,
+    UserContent,
+)
+from hermes.server.background_runs import (
+    MAX_MODEL_LENGTH,
+    RUN_ID,
+    check_user_content,
+    new_session_id,
+    parse_after,
+    registry_of,
+    start_run,
+    stream_run,
+)
+from hermes.server.errors import (
+    ApiError,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
+)
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
     coerce_bool,
@@ -55,182 +70,19 @@ from hermes.server.request import (
     session_key_header,
     validate_session_id,
 )
-from hermes.server.runs import (
+from hermes.server.run_registry import (
     APPROVAL_CHOICES,
     ApprovalNotPending,
-    EventTranslator,
     Run,
-    RunEvent,
-    RunKind,
     RunRegistry,
-    TurnRunner,
-    drive_turn,
 )
-from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
-from hermes.server.state import AGENT, LIMITER, SETTINGS
-from hermes.store.runs import open_run_store
+from hermes.server.state import SETTINGS
+from hermes.server.wire import status_payload, usage_json
 
-RUNS = web.AppKey("hermes.runs", RunRegistry)
-"""The run registry of this app (set by `init_app`)."""
-
-RUNS_DB = "runs.db"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-MAX_SEQ_DIGITS = 18
-MAX_MODEL_LENGTH = 256
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
 
 
-def new_session_id() -> str:
-    """The default id of a session the server creates: `api_<unix>_<8 hex>`."""
-    return f"api_{int(time.time())}_{secrets.token_hex(4)}"
-
-
-# ---- app wiring --------------------------------------------------------------------------
-
-
-def init_app(app: web.Application) -> None:
-    """Create the registry; open the run store at start-up, settle runs at shutdown."""
-    settings = app[SETTINGS]
-    registry = RunRegistry(None, max_concurrent=0)  # the app-wide TurnLimiter caps turns
-    app[RUNS] = registry
-
-    async def open_store(app: web.Application) -> None:
-        settings.ensure_home()
-        store = open_run_store(settings.home / RUNS_DB)
-        store.recover_orphans()
-        store.prune()
-        registry.store = store
-
-    async def settle_runs(app: web.Application) -> None:
-        await registry.shutdown(timeout=2.0)
-
-    async def close_store(app: web.Application) -> None:
-        if registry.store is not None:
-            registry.store.close()
-            registry.store = None
-
-    app.on_startup.append(open_store)
-    app.on_shutdown.append(settle_runs)
-    app.on_cleanup.append(close_store)
-
-
-def registry_of(request: web.Request) -> RunRegistry:
-    return request.config_dict[RUNS]
-
-
-# ---- starting and streaming runs (shared with the session handlers) -----------------------
-
-
-def start_run(
-    request: web.Request,
-    *,
-    kind: RunKind,
-    turn: TurnRequest,
-    translator: EventTranslator,
-    session_id: str,
-) -> Run:
-    """Admit and start one background turn. Nothing is written before admission passes.
-
-    Raises:
-        Conflict: the session already has a running turn (`run_already_active`).
-        RateLimited: the server runs `max_concurrent_runs` turns already (429).
-    """
-    registry = registry_of(request)
-    if registry.closing:
-        raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
-                       headers={"Retry-After": "1"})
-    busy = registry.active_for_session(session_id)
-    if busy is not None:
-        raise Conflict(
-            "A run is already active for this session",
-            code="run_already_active",
-            extra={"run_id": busy.run_id},
-        )
-    admission = contextlib.ExitStack()
-    admission.enter_context(request.config_dict[LIMITER].admit())
-    settings = request.config_dict[SETTINGS]
-    turn.session_id = session_id
-    turn.source = "api_server"
-    turn.yolo = turn.yolo or settings.yolo
-    agent: TurnRunner = request.config_dict[AGENT]  # type: ignore[assignment]
-    run = registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
-    task = registry.start(run, drive_turn(registry, run, agent, turn, translator))
-    task.add_done_callback(lambda _: admission.close())
-    return run
-
-
-def _agent_model(agent: object) -> str | None:
-    model = getattr(agent, "model", None)
-    return model if isinstance(model, str) else None
-
-
-def parse_after(request: web.Request) -> int:
-    """The last seq the client has: `Last-Event-ID` header, else `?after=`; 0 when absent."""
-    raw = request.headers.get("Last-Event-ID")
-    param = "Last-Event-ID"
-    if raw is None or not raw.strip():
-        raw, param = request.query.get("after"), "after"
-    if raw is None or not raw.strip():
-        return 0
-    text = raw.strip()
-    if not text.isascii() or not text.isdigit() or len(text) > MAX_SEQ_DIGITS:
-        raise RequestValidationError(
-            f"{param} must be a non-negative integer event id", code="invalid_last_event_id", param=param
-        )
-    return int(text)
-
-
-def frame(run: Run, event: RunEvent) -> bytes:
-    """One SSE frame in the run's format.
-
-    `run` (POST /v1/runs): unnamed, `{"event", "run_id", "timestamp", …}`, ASCII JSON.
-    `session_chat`: named `event: <name>`, payload stamped with session_id, run_id, seq, ts.
-    """
-    if run.kind == "run":
-        payload = {"event": event.name, "run_id": run.run_id, "timestamp": event.ts, **event.data}
-        return encode_frame(payload, id=event.seq)
-    payload = {**event.data, "session_id": run.session_id, "run_id": run.run_id, "seq": event.seq, "ts": event.ts}
-    return encode_frame(payload, event=event.name, id=event.seq, ensure_ascii=False)
-
-
-async def stream_run(
-    request: web.Request, run: Run, *, after: int = 0, headers: Mapping[str, str] | None = None
-) -> web.StreamResponse:
-    """Follow `run` over SSE from `after`. A disconnect ends this stream, never the run."""
-    stream = SSEStream(
-        request,
-        headers={"X-Hermes-Run-Id": run.run_id, **(headers or {})},
-        ensure_ascii=run.kind == "run",
-    )
-    await stream.prepare()
-
-    async def pump() -> None:
-        async for event in run.follow(after):
-            await stream.send_raw(frame(run, event))
-
-    pumping = asyncio.create_task(pump())
-    gone = asyncio.create_task(stream.wait_disconnected())
-    try:
-        await asyncio.wait({pumping, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (pumping, gone):
-            task.cancel()
-        for task in (pumping, gone):
-            with contextlib.suppress(asyncio.CancelledError, ClientDisconnected):
-                await task
-    await stream.close(comment="stream closed" if run.kind == "run" and not stream.disconnected else None)
-    return stream.response
-
-
 # ---- the /v1/runs event vocabulary ----------------------------------------------------------
-
-
-def usage_json(result: TurnResult) -> dict[str, int]:
-    return {
-        "input_tokens": result.usage.input_tokens,
-        "output_tokens": result.usage.output_tokens,
-        "total_tokens": result.usage.total_tokens,
-    }
 
 
 class RunEventsTranslator:
@@ -261,13 +113,8 @@ class RunEventsTranslator:
             case ApprovalRequested():
                 pending = run.approvals.get(event.call_id)
                 run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
-            case StreamStalled():
-                run.emit("status", {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)})
-            case Retrying():
-                run.emit("status", {"kind": "retrying", "text": event.reason, "attempt": event.attempt,
-                                    "max_attempts": event.max_attempts})
-            case Status():
-                run.emit("status", {"kind": event.kind, "text": event.text})
+            case Status() | Retrying() | StreamStalled():
+                run.emit("status", status_payload(event))
             case SegmentEnd() | ToolCallGenerating() | TurnCompleted():
                 pass
             case _:
@@ -275,7 +122,7 @@ class RunEventsTranslator:
 
     def on_result(self, run: Run, result: TurnResult, status: str) -> None:
         data: dict[str, Any] = {"status": status, "session_id": run.session_id, "output": result.final_text,
-                                "usage": usage_json(result)}
+                                "usage": usage_json(result.usage)}
         if status != "completed":
             data["error"] = run.error
             data["error_code"] = run.error_code
@@ -334,13 +181,6 @@ def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage
         raise RequestValidationError("No user message found in input", code="missing_input", param="input")
     return check_user_content(content, "input"), implied
 
-
-def check_user_content(content: UserContent, param: str) -> UserContent:
-    """A turn's user content must show something and carry no NUL characters."""
-    texts = [content] if isinstance(content, str) else [str(p.get("text", "")) for p in content]
-    if any("\x00" in text for text in texts):
-        raise RequestValidationError("Text must not contain NUL characters", code="invalid_content", param=param)
-    return content
 
 
 def _fingerprint(body: dict[str, Any], session_key: str | None) -> str:

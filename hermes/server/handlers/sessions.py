@@ -5,7 +5,7 @@ CLI made are listed here too, and every turn run through this API is one more se
 row with source `api_server`.
 
 `chat` and `chat/stream` run their turn as a background run of the `RunRegistry`
-(see hermes/server/handlers/runs.py), so a stream's client may disconnect without
+(see hermes/server/background_runs.py), so a stream's client may disconnect without
 stopping the turn; it reattaches with `GET /v1/runs/{run_id}/events` (or by posting
 to `chat/stream` again with `Last-Event-ID`) and answers approvals with
 `POST /v1/runs/{run_id}/approval`. History always comes from the store.
@@ -33,9 +33,8 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, UserContent
-from hermes.server.errors import AgentIncomplete, Conflict, NotFound, RequestValidationError, json_response
-from hermes.server.handlers.runs import (
+from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
     check_user_content,
     new_session_id,
@@ -43,7 +42,13 @@ from hermes.server.handlers.runs import (
     registry_of,
     start_run,
     stream_run,
-    usage_json,
+)
+from hermes.server.errors import (
+    AgentIncomplete,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
 )
 from hermes.server.request import (
     flatten_text,
@@ -53,9 +58,9 @@ from hermes.server.request import (
     session_key_header,
     validate_session_id,
 )
-from hermes.server.runs import Run
-from hermes.server.state import sessions
-from hermes.server.turns import Outcome
+from hermes.server.run_registry import Run
+from hermes.server.state import SESSIONS
+from hermes.server.wire import Outcome, status_payload, usage_json
 from hermes.store.base import MessageRecord, SessionRecord, SessionStore
 
 MAX_TITLE = 256
@@ -135,7 +140,7 @@ def _session_envelope(request: web.Request, record: SessionRecord, status: int =
 
 
 def _store(request: web.Request) -> SessionStore:
-    return sessions(request.app)
+    return request.app[SESSIONS]
 
 
 def _path_session_id(request: web.Request) -> str:
@@ -381,13 +386,8 @@ class SessionChatTranslator:
                 pending = run.approvals.get(event.call_id)
                 data = pending.to_json() if pending else {"request_id": event.call_id}
                 run.emit("approval.request", {"message_id": mid, **data})
-            case StreamStalled():
-                run.emit("status", {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)})
-            case Retrying():
-                run.emit("status", {"kind": "retrying", "text": event.reason, "attempt": event.attempt,
-                                    "max_attempts": event.max_attempts})
-            case Status():
-                run.emit("status", {"kind": event.kind, "text": event.text})
+            case Status() | Retrying() | StreamStalled():
+                run.emit("status", status_payload(event))
             case TurnStarted() | ToolCallGenerating() | TurnCompleted():
                 pass
             case _:
@@ -405,7 +405,7 @@ class SessionChatTranslator:
         run.emit(
             f"run.{status}",
             {"message_id": self.message_id, **outcome, "messages": turn_messages(result),
-             "usage": usage_json(result)},
+             "usage": usage_json(result.usage)},
         )
         run.emit("done", {})
 
@@ -465,7 +465,7 @@ async def session_chat(request: web.Request) -> web.Response:
     headers = _chat_headers(record, run, session_key)
     result = run.result
     outcome = Outcome.of(result)
-    usage = usage_json(result) if result is not None else None
+    usage = usage_json(result.usage) if result is not None else None
     text = result.final_text if result is not None else ""
     if outcome.hard_failure:
         raise AgentIncomplete(
