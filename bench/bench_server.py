@@ -328,7 +328,8 @@ async def phase_idle(hermes: str, pid: int, count: int, seconds: float, keepaliv
 
 def start(cmd: list[str], env: dict[str, str], cwd: str, pattern: str, stream: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        cmd, env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=raise_fd_limit
+        cmd, env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=raise_fd_limit,  # noqa: PLW1509 - the bench starts its processes before any thread
     )
     pipe = proc.stdout if stream == "stdout" else proc.stderr
     assert pipe is not None

@@ -121,12 +121,13 @@ def check_bearer(expected: str | None, authorization: str | None) -> bool:
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     key = request.config_dict[SETTINGS].server_key
-    if key is not None and request.path not in OPEN_PATHS:
-        if not check_bearer(key, request.headers.get("Authorization")):
-            log.warning(
-                "auth failed: %s %s from %s", request.method, request.path[:200], request.remote
-            )
-            raise AuthenticationError()
+    if (
+        key is not None
+        and request.path not in OPEN_PATHS
+        and not check_bearer(key, request.headers.get("Authorization"))
+    ):
+        log.warning("auth failed: %s %s from %s", request.method, request.path[:200], request.remote)
+        raise AuthenticationError()
     return await handler(request)
 
 

@@ -185,7 +185,7 @@ def _image_part(part: dict[str, Any], param: str) -> dict[str, Any]:
                 code="unsupported_content_type",
                 param=param,
             )
-    elif not (lowered.startswith("http://") or lowered.startswith("https://")):
+    elif not (lowered.startswith(("http://", "https://"))):
         raise RequestValidationError(
             "Image inputs must use http(s) URLs or data:image/... URLs.", code="invalid_image_url", param=param
         )

@@ -81,7 +81,7 @@ class TurnRun:
                     await self._queue.put(event)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - handed to the consumer as TurnCrashed
             self._failure = TurnCrashed(exc)
         finally:
             # Cancelled at `put` (outside the generator): the engine's aclose() path
