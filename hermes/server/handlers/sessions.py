@@ -77,24 +77,18 @@ KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
 
 
 def session_json(record: SessionRecord, run: Run | None = None) -> dict[str, Any]:
-    """The public session object: never the system prompt itself."""
+    """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
+    `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
+    the server knows: `last_active` (= updated_at, the name session clients read) and the
+    active run. README, "One session shape", lists the differences."""
+    data = record.to_json()
+    data["has_system_prompt"] = bool(data.pop("system_prompt", None))
+    active = run is not None and run.active
     return {
-        "id": record.id,
-        "source": record.source,
-        "title": record.title,
-        "model": record.model,
-        "parent_session_id": record.parent_session_id,
-        "started_at": record.started_at,
+        **data,
         "last_active": record.updated_at,
-        "ended_at": record.ended_at,
-        "end_reason": record.end_reason,
-        "message_count": record.message_count,
-        "tool_call_count": record.tool_call_count,
-        "input_tokens": record.input_tokens,
-        "output_tokens": record.output_tokens,
-        "has_system_prompt": bool(record.system_prompt),
-        "active_run_id": run.run_id if run is not None and run.active else None,
-        "active_run_status": run.status if run is not None and run.active else None,
+        "active_run_id": run.run_id if run is not None and active else None,
+        "active_run_status": run.status if run is not None and active else None,
     }
 
 
@@ -551,12 +545,14 @@ OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object",
         "required": ["id", "source"],
         "properties": {
+            "object": {"const": "session"},
             "id": {"type": "string"},
             "source": {"type": "string"},
             "title": {"type": ["string", "null"]},
             "model": {"type": ["string", "null"]},
             "parent_session_id": {"type": ["string", "null"]},
             "started_at": {"type": "number"},
+            "updated_at": {"type": "number"},
             "last_active": {"type": "number"},
             "ended_at": {"type": ["number", "null"]},
             "end_reason": {"type": ["string", "null"]},
