@@ -28,6 +28,11 @@ MAX_HEADER_VALUE = 256
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
+CONTENT_DOC: dict[str, Any] = {
+    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]
+}
+"""The documented shape of OpenAI message content (`normalize_content` checks it)."""
+
 TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 IMAGE_PART_TYPES = {"image_url", "input_image"}
 FILE_PART_TYPES = {"file", "input_file"}

@@ -35,6 +35,7 @@ from hermes.server.request import (
     normalize_content,
     optional_str,
 )
+from hermes.server.schema import Anything, Array, Body, Boolean, Object, String
 from hermes.server.wire import usage_json
 from hermes.store.responses import ResponseStore
 
@@ -145,7 +146,60 @@ def _name(body: dict[str, Any], field_name: str) -> str | None:
     return value
 
 
+_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+_INPUT_DOC: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1},
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "anyOf": [
+                    {"type": "string"},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string", "enum": ["message"]},
+                            "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
+                            "content": _CONTENT_DOC,
+                        },
+                        "required": ["content"],
+                    },
+                ]
+            },
+        },
+    ]
+}
+
+RESPONSE_REQUEST = Body(
+    "ResponseRequest",
+    {
+        "input": Anything(required=True, documented=_INPUT_DOC),
+        "model": String(),
+        "instructions": String(),
+        "previous_response_id": String(),
+        "conversation": Anything(
+            documented={"anyOf": [{"type": "string"}, {"type": "object", "properties": {"id": {"type": "string"}}}]}
+        ),
+        "conversation_history": Array(
+            items=Object(properties={"role": String(required=True, enum=("user", "assistant")),
+                                     "content": Anything(required=True, documented=_CONTENT_DOC)}),
+            error=("invalid_conversation_history", "'conversation_history' must be an array of message objects"),
+        ),
+        "store": Boolean(),
+        "stream": Boolean(),
+        "truncation": String(
+            enum=("auto", "disabled"), error=("invalid_truncation", "'truncation' must be 'auto' or 'disabled'")
+        ),
+        "metadata": Object(),
+    },
+)
+"""`input` and the items of `conversation_history` are checked by `parse_responses_body`
+(per-item params such as ``input[2].role``)."""
+
+
 def parse_responses_body(body: dict[str, Any], advertised_model: str) -> ResponsesRequest:
+    RESPONSE_REQUEST.validate(body)
     messages, system = _parse_input(body.get("input"))
     if not messages or not has_visible_payload(messages[-1]["content"]):
         raise RequestValidationError("No user message found in input", code="no_user_message", param="input")
@@ -159,21 +213,15 @@ def parse_responses_body(body: dict[str, Any], advertised_model: str) -> Respons
         raise RequestValidationError(
             "Cannot use both 'conversation' and 'previous_response_id'", code="conflicting_parameters", param="conversation"
         )
-    truncation = optional_str(body, "truncation")
-    if truncation not in (None, "auto", "disabled"):
-        raise RequestValidationError(
-            "'truncation' must be 'auto' or 'disabled'", code="invalid_truncation", param="truncation"
-        )
-    metadata = body.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise RequestValidationError("'metadata' must be an object", code="invalid_type", param="metadata")
+    truncation: str | None = body.get("truncation")
+    metadata: dict[str, Any] | None = body.get("metadata")
     return ResponsesRequest(
-        model=optional_str(body, "model") or advertised_model,
+        model=body.get("model") or advertised_model,
         stream=coerce_bool(body.get("stream"), False),
         store=coerce_bool(body.get("store"), True),
         input=messages[-1]["content"],
         input_history=messages[:-1],
-        instructions=optional_str(body, "instructions"),
+        instructions=body.get("instructions"),
         previous_response_id=previous,
         conversation=conversation,
         conversation_history=_parse_history(body.get("conversation_history")),

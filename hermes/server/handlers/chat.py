@@ -52,13 +52,23 @@ from hermes.server.openai_turns import (
     streamed_turn,
 )
 from hermes.server.request import (
+    CONTENT_DOC,
     coerce_bool,
     flatten_text,
     has_visible_payload,
     normalize_content,
-    optional_str,
     session_id_header,
     tool_progress_enabled,
+)
+from hermes.server.schema import (
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Number,
+    Object,
+    String,
+    components,
 )
 from hermes.server.sse import ClientDisconnected, SSEStream
 from hermes.server.state import SESSIONS, SETTINGS
@@ -104,17 +114,37 @@ class ChatRequest:
     first_user: Any
 
 
+MESSAGE = Object(
+    properties={
+        "role": String(required=True, enum=("system", "developer", "user", "assistant", "tool")),
+        "content": Anything(documented=CONTENT_DOC),
+        "name": String(),
+    }
+)
+
+CHAT_REQUEST = Body(
+    "ChatCompletionRequest",
+    {
+        "messages": Array(
+            required=True, min_items=1, items=MESSAGE,
+            error=("invalid_messages", "Missing or invalid 'messages' field"),
+        ),
+        "model": String(),
+        "user": String(),
+        "metadata": Object(),
+        "stream": Boolean(),
+        "temperature": Number(),
+        "tools": Anything(documented={"type": "array", "items": {"type": "object"}}),
+    },
+)
+"""Each message's role and content are checked per item by `parse_chat_body` (its params
+name the item: ``messages[3].role``)."""
+
+
 def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise RequestValidationError(
-            "Missing or invalid 'messages' field", code="invalid_messages", param="messages"
-        )
-    model = optional_str(body, "model") or advertised_model
-    for name in ("user",):
-        optional_str(body, name)
-    if body.get("metadata") is not None and not isinstance(body["metadata"], dict):
-        raise RequestValidationError("'metadata' must be an object", code="invalid_type", param="metadata")
+    CHAT_REQUEST.validate(body)
+    messages: list[Any] = body["messages"]
+    model = body.get("model") or advertised_model
     system_parts: list[str] = []
     kept: list[dict[str, Any]] = []
     first_user: Any = None
@@ -339,37 +369,7 @@ class ToolProgress:
 
 ROUTES = [web.post("/v1/chat/completions", chat_completions)]
 
-_MESSAGE = {
-    "type": "object",
-    "required": ["role"],
-    "properties": {
-        "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
-        "content": {
-            "anyOf": [
-                {"type": "string"},
-                {"type": "array", "items": {"type": "object"}},
-                {"type": "null"},
-            ]
-        },
-        "name": {"type": "string"},
-    },
-}
-
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    "ChatCompletionRequest": {
-        "type": "object",
-        "required": ["messages"],
-        "properties": {
-            "model": {"type": "string"},
-            "messages": {"type": "array", "minItems": 1, "items": _MESSAGE},
-            "stream": {"type": "boolean"},
-            "temperature": {"type": "number"},
-            "tools": {"type": "array", "items": {"type": "object"}},
-            "metadata": {"type": "object"},
-            "user": {"type": "string"},
-        },
-    },
-}
+OPENAPI_SCHEMAS = components(CHAT_REQUEST)
 
 OPENAPI_PATHS: dict[str, Any] = {
     "/v1/chat/completions": {
@@ -381,7 +381,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             ],
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}},
+                "content": {"application/json": {"schema": CHAT_REQUEST.ref}},
             },
             "responses": {
                 "200": {

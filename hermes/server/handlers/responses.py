@@ -25,6 +25,7 @@ from hermes.server.openai_turns import (
     session_headers,
 )
 from hermes.server.response_objects import (
+    RESPONSE_REQUEST,
     envelope,
     error_object,
     output_items,
@@ -35,6 +36,7 @@ from hermes.server.response_objects import (
     store_record,
     system_text,
 )
+from hermes.server.schema import components
 from hermes.server.state import RESPONSES, SETTINGS
 from hermes.server.wire import Outcome
 
@@ -109,54 +111,8 @@ ROUTES = [
     web.delete("/v1/responses/{response_id}", delete_response),
 ]
 
-_CONTENT = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
-
 OPENAPI_SCHEMAS: dict[str, Any] = {
-    "ResponseRequest": {
-        "type": "object",
-        "required": ["input"],
-        "properties": {
-            "model": {"type": "string"},
-            "input": {
-                "anyOf": [
-                    {"type": "string", "minLength": 1},
-                    {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "anyOf": [
-                                {"type": "string"},
-                                {
-                                    "type": "object",
-                                    "properties": {
-                                        "type": {"type": "string", "enum": ["message"]},
-                                        "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
-                                        "content": _CONTENT,
-                                    },
-                                    "required": ["content"],
-                                },
-                            ]
-                        },
-                    },
-                ]
-            },
-            "instructions": {"type": "string"},
-            "previous_response_id": {"type": "string"},
-            "conversation": {"type": "string"},
-            "conversation_history": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["role", "content"],
-                    "properties": {"role": {"type": "string", "enum": ["user", "assistant"]}, "content": _CONTENT},
-                },
-            },
-            "store": {"type": "boolean"},
-            "stream": {"type": "boolean"},
-            "truncation": {"type": "string", "enum": ["auto", "disabled"]},
-            "metadata": {"type": "object"},
-        },
-    },
+    **components(RESPONSE_REQUEST),
     "Response": {
         "type": "object",
         "required": ["id", "object", "status", "output"],
@@ -181,7 +137,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             ],
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ResponseRequest"}}},
+                "content": {"application/json": {"schema": RESPONSE_REQUEST.ref}},
             },
             "responses": {
                 "200": {
