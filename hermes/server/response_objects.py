@@ -189,7 +189,7 @@ RESPONSE_REQUEST = Body(
         "store": Boolean(),
         "stream": Boolean(),
         "truncation": String(
-            enum=("auto", "disabled"), error=("invalid_truncation", "'truncation' must be 'auto' or 'disabled'")
+            enum=("auto", "disabled"), value_error=("invalid_truncation", "'truncation' must be 'auto' or 'disabled'")
         ),
         "metadata": Object(),
     },

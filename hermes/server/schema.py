@@ -40,15 +40,22 @@ class Field:
     nullable: bool = False
     """Documents ``null`` as allowed (a null optional field is always treated as absent)."""
     error: tuple[str, str] | None = None
-    """(code, message) for a value of the wrong shape; `{name}` in the message is the field."""
+    """(code, message) for a value of the wrong type; `{name}` in the message is the field."""
+    value_error: tuple[str, str] | None = None
+    """(code, message) for a value of the right type outside the declared range (length,
+    enum); `error` when None."""
     description: str | None = None
 
     def schema(self) -> JSON:
         raise NotImplementedError
 
     def fits(self, value: Any) -> bool:
-        """Whether `value` (not None) has the declared shape."""
+        """Whether `value` (not None) has the declared type."""
         raise NotImplementedError
+
+    def in_range(self, value: Any) -> bool:
+        """Whether a value of the right type meets the declared bounds."""
+        return True
 
     def default_error(self) -> tuple[str, str]:
         return "invalid_type", "'{name}' must be a string"
@@ -68,9 +75,11 @@ class Field:
             return
         if not self.fits(value):
             self.fail(name)
+        if not self.in_range(value):
+            self.fail(name, self.value_error)
 
-    def fail(self, name: str) -> None:
-        code, message = self.error or self.default_error()
+    def fail(self, name: str, error: tuple[str, str] | None = None) -> None:
+        code, message = error or self.error or self.default_error()
         raise RequestValidationError(message.format(name=name), code=code, param=name)
 
 
@@ -91,8 +100,9 @@ class String(Field):
         return schema
 
     def fits(self, value: Any) -> bool:
-        if not isinstance(value, str):
-            return False
+        return isinstance(value, str)
+
+    def in_range(self, value: Any) -> bool:
         if self.enum is not None and value not in self.enum:
             return False
         if self.min_length is not None and len(value) < self.min_length:
@@ -131,9 +141,10 @@ class Integer(Field):
         return schema
 
     def fits(self, value: Any) -> bool:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return False
-        return (self.minimum is None or value >= self.minimum) and value < 2**63
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def in_range(self, value: Any) -> bool:
+        return (self.minimum is None or int(value) >= self.minimum) and int(value) < 2**63
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,7 +187,10 @@ class Array(Field):
         return schema
 
     def fits(self, value: Any) -> bool:
-        return isinstance(value, list) and (self.min_items is None or len(value) >= self.min_items)
+        return isinstance(value, list)
+
+    def in_range(self, value: Any) -> bool:
+        return self.min_items is None or len(value) >= self.min_items
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +204,9 @@ class OneOf(Field):
 
     def fits(self, value: Any) -> bool:
         return any(option.fits(value) for option in self.options)
+
+    def in_range(self, value: Any) -> bool:
+        return any(option.fits(value) and option.in_range(value) for option in self.options)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -61,11 +61,11 @@ from hermes.server.errors import (
 )
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
+    MAX_HEADER_VALUE,
     coerce_bool,
     flatten_text,
     has_visible_payload,
     normalize_content,
-    optional_str,
     read_json_object,
     session_key_header,
     validate_session_id,
@@ -75,6 +75,15 @@ from hermes.server.run_registry import (
     ApprovalNotPending,
     Run,
     RunRegistry,
+)
+from hermes.server.schema import (
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Object,
+    String,
+    components,
 )
 from hermes.server.state import SETTINGS
 from hermes.server.wire import status_payload, usage_json
@@ -193,17 +202,55 @@ def _receipt_scope(request: web.Request) -> str:
     return hashlib.sha256(b"runs\0" + key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
+
+RUN_CREATE = Body(
+    "RunCreate",
+    {
+        "input": Anything(
+            required=True,
+            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]},
+        ),
+        "instructions": String(),
+        "model": String(min_length=1, max_length=MAX_MODEL_LENGTH, value_error=_MODEL_ERROR),
+        "previous_response_id": String(description="Accepted for compatibility; runs are not chained."),
+        "session_id": String(max_length=MAX_HEADER_VALUE, value_error=("invalid_session_id", "Session ID too long")),
+        "conversation_history": Array(
+            items=Object(), error=("invalid_history", "'{name}' must be an array of messages")
+        ),
+    },
+)
+"""`input`, the history items and the session id's characters are checked by the parsers
+below (per-item params such as ``input[1].role``)."""
+
+RUN_APPROVAL = Body(
+    "RunApproval",
+    {
+        "choice": Anything(
+            required=True, documented={"enum": ["once", "session", "deny", "approve", "approved", "allow"]}
+        ),
+        "request_id": String(
+            min_length=1,
+            max_length=256,
+            error=("invalid_approval_request", "'request_id' must be a non-empty string of at most 256 characters"),
+        ),
+        "all": Boolean(),
+    },
+)
+"""`choice` (or its alias `decision`) is matched case-insensitively, with aliases, by `approve_run`."""
+
+
 async def create_run(request: web.Request) -> web.Response:
     idem_key = validate_key(request.headers.get("Idempotency-Key"))
     session_key = session_key_header(request)
     body = await read_json_object(request)
+    RUN_CREATE.validate(body)
     content, implied_history = parse_run_input(body)
-    instructions = optional_str(body, "instructions")
-    model = optional_str(body, "model")
-    if model is not None and (not model.strip() or len(model) > MAX_MODEL_LENGTH):
-        raise RequestValidationError("'model' must be a non-empty model name", code="invalid_model", param="model")
-    optional_str(body, "previous_response_id")  # accepted for compatibility; not chained here
-    raw_session = optional_str(body, "session_id")
+    instructions: str | None = body.get("instructions")
+    model: str | None = body.get("model")
+    if model is not None and not model.strip():
+        raise RequestValidationError(_MODEL_ERROR[1], code=_MODEL_ERROR[0], param="model")
+    raw_session: str | None = body.get("session_id")
     session_id = validate_session_id(raw_session, param="session_id") if raw_session else None
     history = None
     if body.get("conversation_history") is not None:
@@ -330,13 +377,8 @@ async def approve_run(request: web.Request) -> web.Response:
         raise RequestValidationError(
             f"'choice' must be one of: {', '.join(APPROVAL_CHOICES)}", code="invalid_approval_choice", param=param
         )
-    request_id = body.get("request_id")
-    if request_id is not None and (not isinstance(request_id, str) or not request_id or len(request_id) > 256):
-        raise RequestValidationError(
-            "'request_id' must be a non-empty string of at most 256 characters",
-            code="invalid_approval_request",
-            param="request_id",
-        )
+    RUN_APPROVAL.validate({**body, "choice": raw})
+    request_id: str | None = body.get("request_id")
     resolve_all = coerce_bool(body.get("all", body.get("resolve_all")), False)
     registry = registry_of(request)
     run = registry.get(run_id)
@@ -413,18 +455,7 @@ OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
             "approval": {"type": "object"},
         },
     },
-    "RunCreate": {
-        "type": "object",
-        "required": ["input"],
-        "properties": {
-            "input": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]},
-            "instructions": {"type": "string"},
-            "session_id": {"type": "string", "maxLength": 256},
-            "model": {"type": "string", "maxLength": 256},
-            "conversation_history": {"type": "array", "items": {"type": "object"}},
-            "previous_response_id": {"type": "string"},
-        },
-    },
+    **components(RUN_CREATE, RUN_APPROVAL),
 }
 
 OPENAPI_PATHS: dict[str, dict[str, Any]] = {
@@ -436,7 +467,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "Idempotency-Key", "in": "header", "required": False,
                  "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
             ],
-            "requestBody": {"required": True, **_json({"$ref": "#/components/schemas/RunCreate"})},
+            "requestBody": {"required": True, **_json(RUN_CREATE.ref)},
             "responses": {
                 "202": _ok("Started (or replayed)", {"type": "object"}),
                 "409": _ok(
@@ -492,15 +523,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "parameters": [_RUN_ID_PARAM],
             "requestBody": {
                 "required": True,
-                **_json({
-                    "type": "object",
-                    "required": ["choice"],
-                    "properties": {
-                        "choice": {"enum": ["once", "session", "deny", "approve", "approved", "allow"]},
-                        "request_id": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "all": {"type": "boolean"},
-                    },
-                }),
+                **_json(RUN_APPROVAL.ref),
             },
             "responses": {
                 "200": _ok("Resolved", {"type": "object"}),
