@@ -111,6 +111,34 @@ class String(Field):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Text(String):
+    """A user-facing string field with one error code for every fault: not a string, too
+    long (the message names the limit), or a control character (NUL always; CR/LF unless
+    `multiline`)."""
+
+    code: str
+    multiline: bool = False
+
+    def check(self, value: Any, name: str) -> None:
+        if value is None:
+            if self.required:
+                self.fail(name, (self.code, "'{name}' is required"))
+            return
+        if not isinstance(value, str):
+            self.fail(name, (self.code, "'{name}' must be a string"))
+        if self.max_length is not None and len(value) > self.max_length:
+            self.fail(name, (self.code, "'{name}' must be at most " + f"{self.max_length} characters"))
+        if "\x00" in value or (not self.multiline and ("\r" in value or "\n" in value)):
+            self.fail(name, (self.code, "'{name}' contains control characters"))
+
+    def text(self, body: Mapping[str, Any], name: str) -> str | None:
+        """The checked value of `name` in `body` (None when absent)."""
+        value = body.get(name)
+        self.check(value, name)
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Boolean(Field):
     """Documented as a boolean; bool-ish strings and numbers are accepted (`coerce_bool`)."""
 
@@ -250,6 +278,13 @@ class Body:
         if self.closed:
             schema["additionalProperties"] = False
         return schema
+
+    def text(self, body: Mapping[str, Any], name: str) -> str | None:
+        """The checked value of the `Text` field `name` (None when absent)."""
+        prop = self.properties[name]
+        if not isinstance(prop, Text):
+            raise TypeError(f"{self.name}.{name} is not a Text field")
+        return prop.text(body, name)
 
     @property
     def ref(self) -> JSON:

@@ -51,6 +51,7 @@ from hermes.server.errors import (
     json_response,
 )
 from hermes.server.request import (
+    MAX_HEADER_VALUE,
     flatten_text,
     has_visible_payload,
     normalize_content,
@@ -59,6 +60,7 @@ from hermes.server.request import (
     validate_session_id,
 )
 from hermes.server.run_registry import Run
+from hermes.server.schema import Anything, Body, Integer, String, Text, components
 from hermes.server.state import SESSIONS
 from hermes.server.wire import Outcome, status_payload, usage_json
 from hermes.store.base import MessageRecord, SessionRecord, SessionStore
@@ -66,6 +68,7 @@ from hermes.store.base import MessageRecord, SessionRecord, SessionStore
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
 MAX_END_REASON = 64
+MAX_SOURCE = 64
 LIST_LIMIT = (50, 200)
 """(default, maximum) of `GET /api/sessions?limit=`."""
 MESSAGES_LIMIT = (100, 500)
@@ -176,21 +179,54 @@ def _int_query(request: web.Request, name: str, default: int, *, low: int, high:
     return value
 
 
-def _text_field(body: dict[str, Any], name: str, *, code: str, limit: int, allow_newlines: bool = False) -> str | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise RequestValidationError(f"'{name}' must be a string", code=code, param=name)
-    if len(value) > limit:
-        raise RequestValidationError(f"'{name}' must be at most {limit} characters", code=code, param=name)
-    if "\x00" in value or (not allow_newlines and any(ch in value for ch in "\r\n")):
-        raise RequestValidationError(f"'{name}' contains control characters", code=code, param=name)
-    return value
+_SESSION_ID = String(
+    max_length=MAX_HEADER_VALUE,
+    error=("invalid_session_id", "'{name}' must be a string"),
+    value_error=("invalid_session_id", "Session ID too long"),
+)
+_TITLE = Text(code="invalid_title", min_length=1, max_length=MAX_TITLE)
+_MODEL = Text(code="invalid_model", min_length=1, max_length=MAX_MODEL_LENGTH)
+_END_REASON = Text(code="invalid_end_reason", min_length=1, max_length=MAX_END_REASON)
+
+SESSION_CREATE = Body(
+    "SessionCreate",
+    {
+        "id": _SESSION_ID,
+        "title": _TITLE,
+        "system_prompt": Text(code="invalid_system_prompt", max_length=MAX_SYSTEM_PROMPT, multiline=True),
+        "source": Text(code="invalid_source", max_length=MAX_SOURCE),
+        "model": _MODEL,
+    },
+)
+"""`session_id` is accepted as an alias of `id`; ids are path-safe (`validate_session_id`)."""
+SESSION_PATCH = Body("SessionPatch", {"title": _TITLE, "end_reason": _END_REASON}, closed=True)
+SESSION_FORK = Body(
+    "SessionFork",
+    {
+        "title": _TITLE,
+        "at_message_id": Integer(
+            minimum=1, error=("invalid_message_id", "'at_message_id' must be a positive integer")
+        ),
+    },
+)
+SESSION_CHAT = Body(
+    "SessionChat",
+    {
+        "message": Anything(
+            required=True,
+            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "object"}}]},
+            description="`input` is accepted as an alias.",
+        ),
+        "system_message": Anything(
+            documented={"type": "string"}, description="`instructions` is accepted as an alias."
+        ),
+        "model": _MODEL,
+    },
+)
 
 
 def _title(body: dict[str, Any]) -> str | None:
-    title = _text_field(body, "title", code="invalid_title", limit=MAX_TITLE)
+    title = _TITLE.text(body, "title")
     if title is not None and not title.strip():
         raise RequestValidationError("'title' must not be blank", code="invalid_title", param="title")
     return title.strip() if title is not None else None
@@ -225,17 +261,14 @@ async def create_session(request: web.Request) -> web.Response:
     body = await _optional_body(request)
     raw_id = body.get("id", body.get("session_id"))
     id_param = "id" if "id" in body else "session_id"
-    if raw_id is not None and not isinstance(raw_id, str):
-        raise RequestValidationError(f"'{id_param}' must be a string", code="invalid_session_id", param=id_param)
+    _SESSION_ID.check(raw_id, id_param)
     session_id = validate_session_id(raw_id, param=id_param) if raw_id else None
     title = _title(body)
-    system_prompt = _text_field(
-        body, "system_prompt", code="invalid_system_prompt", limit=MAX_SYSTEM_PROMPT, allow_newlines=True
-    )
-    source = _text_field(body, "source", code="invalid_source", limit=64) or "api_server"
+    system_prompt = SESSION_CREATE.text(body, "system_prompt")
+    source = SESSION_CREATE.text(body, "source") or "api_server"
     if not source.replace("_", "").replace("-", "").isalnum():
         raise RequestValidationError("'source' must be a short identifier", code="invalid_source", param="source")
-    model = _text_field(body, "model", code="invalid_model", limit=MAX_MODEL_LENGTH)
+    model = _MODEL.text(body, "model")
     store = _store(request)
     if session_id is not None and store.find_session(session_id) is not None:
         raise Conflict(f"Session already exists: {session_id}", code="session_exists", param=id_param)
@@ -265,7 +298,7 @@ async def patch_session(request: web.Request) -> web.Response:
                 param=name[:64],
             )
     title = _title(body)
-    end_reason = _text_field(body, "end_reason", code="invalid_end_reason", limit=MAX_END_REASON)
+    end_reason = _END_REASON.text(body, "end_reason")
     if end_reason is not None and not end_reason.strip():
         raise RequestValidationError("'end_reason' must not be blank", code="invalid_end_reason", param="end_reason")
     store = _store(request)
@@ -321,11 +354,8 @@ async def fork_session(request: web.Request) -> web.Response:
             "Choosing the id of a fork is not supported", code="unsupported_session_field", param="id"
         )
     title = _title(body)
-    at = body.get("at_message_id")
-    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 1 <= at < 2**63):
-        raise RequestValidationError(
-            "'at_message_id' must be a positive integer", code="invalid_message_id", param="at_message_id"
-        )
+    SESSION_FORK.properties["at_message_id"].check(body.get("at_message_id"), "at_message_id")
+    at: int | None = body.get("at_message_id")
     fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
     return _session_envelope(request, fork, status=201)
 
@@ -427,7 +457,7 @@ def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | No
                 f"'{prompt_name}' must be a string", code="invalid_system_prompt", param=prompt_name
             )
         system = flatten_text(normalize_content(raw_system, prompt_name)) or None
-    model = _text_field(body, "model", code="invalid_model", limit=MAX_MODEL_LENGTH)
+    model = _MODEL.text(body, "model")
     if model is not None and not model.strip():
         raise RequestValidationError("'model' must be a non-empty model name", code="invalid_model", param="model")
     return content, system, model
@@ -530,17 +560,9 @@ def _ok(description: str, ref: str = "SessionEnvelope") -> dict[str, Any]:
     return {"description": description, **_json({"$ref": f"#/components/schemas/{ref}"})}
 
 
-_CHAT_BODY = {
-    "type": "object",
-    "required": ["message"],
-    "properties": {
-        "message": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "object"}}]},
-        "system_message": {"type": "string"},
-        "model": {"type": "string", "minLength": 1, "maxLength": 256},
-    },
-}
 
 OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
+    **components(SESSION_CREATE, SESSION_PATCH, SESSION_FORK, SESSION_CHAT),
     "Session": {
         "type": "object",
         "required": ["id", "source"],
@@ -589,16 +611,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "Create a session",
             "requestBody": {
                 "required": False,
-                **_json({
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "maxLength": 256},
-                        "title": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "system_prompt": {"type": "string"},
-                        "source": {"type": "string", "maxLength": 64},
-                        "model": {"type": "string", "maxLength": 256},
-                    },
-                }),
+                **_json(SESSION_CREATE.ref),
             },
             "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **_ERR},
         },
@@ -610,14 +623,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "parameters": [_SID],
             "requestBody": {
                 "required": True,
-                **_json({
-                    "type": "object",
-                    "properties": {
-                        "title": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "end_reason": {"type": "string", "minLength": 1, "maxLength": 64},
-                    },
-                    "additionalProperties": False,
-                }),
+                **_json(SESSION_PATCH.ref),
             },
             "responses": {"200": _ok("Updated"), **_ERR},
         },
@@ -646,13 +652,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "parameters": [_SID],
             "requestBody": {
                 "required": False,
-                **_json({
-                    "type": "object",
-                    "properties": {
-                        "title": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "at_message_id": {"type": "integer", "minimum": 1},
-                    },
-                }),
+                **_json(SESSION_FORK.ref),
             },
             "responses": {"201": _ok("The fork"), **_ERR},
         }
@@ -662,7 +662,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "sessionChat",
             "summary": "One turn with the stored history",
             "parameters": [_SID],
-            "requestBody": {"required": True, **_json(_CHAT_BODY)},
+            "requestBody": {"required": True, **_json(SESSION_CHAT.ref)},
             "responses": {
                 "200": {"description": "The answer", **_json({"type": "object"})},
                 "409": _ok("A run is active", "Error"),
@@ -677,7 +677,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "sessionChatStream",
             "summary": "One streamed turn (SSE, named events with id:)",
             "parameters": [_SID],
-            "requestBody": {"required": True, **_json(_CHAT_BODY)},
+            "requestBody": {"required": True, **_json(SESSION_CHAT.ref)},
             "responses": {
                 "200": {"description": "Event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
                 "409": _ok("A run is active", "Error"),
