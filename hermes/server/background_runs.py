@@ -12,9 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
-import secrets
-import time
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -36,19 +33,13 @@ from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.state import AGENT, LIMITER, RUNS, SETTINGS
 from hermes.server.turn_runner import TurnCrashed, TurnEngine, TurnRun
 from hermes.server.wire import usage_json
-from hermes.store.runs import open_run_store
+from hermes.store.run_store import open_run_store
 
 logger = logging.getLogger(__name__)
 
 RUNS_DB = "runs.db"
 MAX_SEQ_DIGITS = 18
 MAX_MODEL_LENGTH = 256
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-
-
-def new_session_id() -> str:
-    """The default id of a session the server creates: `api_<unix>_<8 hex>`."""
-    return f"api_{int(time.time())}_{secrets.token_hex(4)}"
 
 
 # ---- app wiring --------------------------------------------------------------------------

@@ -22,11 +22,11 @@ final ``message``. Used by the JSON handler (handlers/responses.py) and the SSE 
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.types import TurnResult
+from hermes.ids import new_item_id, new_response_id, new_session_id
 from hermes.server.errors import NotFound, RequestValidationError
 from hermes.server.request import (
     coerce_bool,
@@ -44,12 +44,12 @@ MAX_NAME_LENGTH = 256
 SKIPPED_INPUT_TYPES = {"reasoning", "function_call", "function_call_output", "item_reference"}
 
 
-def new_id(prefix: str, length: int = 24) -> str:
-    return prefix + secrets.token_hex(16)[:length]
+def new_id(prefix: str) -> str:
+    return new_item_id(prefix)
 
 
 def response_id() -> str:
-    return new_id("resp_", 28)
+    return new_response_id()
 
 
 # ---- request parsing ------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def resolve_chain(req: ResponsesRequest, store: ResponseStore) -> Chain:
         history = history[-AUTO_TRUNCATION_LIMIT:]
     return Chain(
         history=history,
-        session_id=session_id or new_id("api-", 16),
+        session_id=session_id or new_session_id(),
         instructions=instructions,
         previous_response_id=previous_id,
     )

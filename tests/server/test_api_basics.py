@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes.server.middleware import check_bearer
 from hermes.testing.upstream import text_reply
-
-from _api_harness import SERVER_KEY, MakeServer, Server
 
 SECURITY = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",

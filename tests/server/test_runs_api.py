@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
+from _runs_fixtures import *
 from _runs_fixtures import read_frames, wait_for
 
 from hermes.server.state import RUNS
-from hermes.testing.upstream import Stall, call, text_reply, tool_reply
+from hermes.testing.upstream import call, text_reply, tool_reply
 
 
 async def _start(client, body=None, headers=None):
@@ -382,7 +382,7 @@ async def test_shutdown_marks_in_flight_runs_interrupted(serve, upstream):
     store = registry.store
     await client.close()
     # The store was closed with the app; reopen it to read the durable row.
-    from hermes.store.runs import open_run_store
+    from hermes.store.run_store import open_run_store
 
     reopened = open_run_store(store.path)
     try:

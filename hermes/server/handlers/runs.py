@@ -42,11 +42,10 @@ from hermes.agent.types import (
     TurnResult,
     UserContent,
 )
+from hermes.ids import RUN_ID, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
-    RUN_ID,
     check_user_content,
-    new_session_id,
     parse_after,
     registry_of,
     start_run,
