@@ -167,8 +167,18 @@ async def phase_latency(
     }
 
 
-def outside_latency(upstream: str, hermes: str, n: int) -> dict[str, Any]:
-    """Direct vs through-hermes medians with httpx (the SDK's client), interleaved."""
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) the process has used, in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstream_pid: int) -> dict[str, Any]:
+    """Direct vs through-hermes medians with httpx (the SDK's client), interleaved.
+
+    Also the CPU time each request costs the hermes process and the upstream: unlike the
+    wall-clock ratio, it hardly moves when other work loads the machine.
+    """
     try:
         import httpx2 as httpx
     except ImportError:  # older SDK releases depend on httpx itself
@@ -190,6 +200,14 @@ def outside_latency(upstream: str, hermes: str, n: int) -> dict[str, Any]:
         for i in range(n):
             direct.append(one(f"{upstream}/chat/completions", "small", {}))
             through.append(one(f"{hermes}/v1/chat/completions", f"small outside {i}", auth))
+        up_before = cpu_ms(upstream_pid)
+        for _ in range(n):
+            one(f"{upstream}/chat/completions", "small", {})
+        up_direct = (cpu_ms(upstream_pid) - up_before) / n
+        hermes_before = cpu_ms(hermes_pid)
+        for i in range(n):
+            one(f"{hermes}/v1/chat/completions", f"small cpu {i}", auth)
+        hermes_cpu = (cpu_ms(hermes_pid) - hermes_before) / n
     ratio = statistics.median(through) / statistics.median(direct)
     return {
         "requests": n,
@@ -197,6 +215,8 @@ def outside_latency(upstream: str, hermes: str, n: int) -> dict[str, Any]:
         "direct_ms": {"p50": statistics.median(direct), "p95": pct(direct, 0.95)},
         "hermes_ms": {"p50": statistics.median(through), "p95": pct(through, 0.95)},
         "ratio": ratio,
+        "hermes_cpu_ms_per_request": hermes_cpu,
+        "upstream_cpu_ms_per_direct_request": up_direct,
         "target_ratio": 2.0,
         "ok": ratio <= 2.0,
     }
@@ -368,7 +388,9 @@ async def main(args: argparse.Namespace) -> int:
                     report["latency"] = await phase_latency(session, upstream, hermes, args.requests, engine)
                 finally:
                     await engine.close()
-                report["outside"] = await asyncio.to_thread(outside_latency, upstream, hermes, args.requests)
+                report["outside"] = await asyncio.to_thread(
+                    outside_latency, upstream, hermes, args.requests, hermes_proc.pid, up_proc.pid
+                )
                 if not args.latency_only:
                     report["streams"] = await phase_streams(
                         session, hermes, args.streams, args.chunks, args.chunk_delay
@@ -411,6 +433,10 @@ def print_report(r: dict[str, Any]) -> None:
         f"[{mark(out['ok'])}] measured from outside ({out['client']}, {out['requests']} req): hermes p50 "
         f"{out['hermes_ms']['p50']:.2f} ms / direct p50 {out['direct_ms']['p50']:.2f} ms = ratio {out['ratio']:.2f}x "
         f"(p95 {out['hermes_ms']['p95']:.2f} / {out['direct_ms']['p95']:.2f} ms; target <= 2x)"
+    )
+    print(
+        f"       CPU per request: hermes {out['hermes_cpu_ms_per_request']:.2f} ms; "
+        f"the upstream answering directly {out['upstream_cpu_ms_per_direct_request']:.2f} ms"
     )
     st = r.get("streams")
     if st is None:
