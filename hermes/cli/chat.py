@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from hermes.errors import UsageError
+
+if TYPE_CHECKING:
+    from hermes.agent.mcp.status import McpServerStatus
 
 MAX_STDIN_BYTES = 5_000_000
 
@@ -79,6 +83,7 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
     import signal
 
     from hermes.agent.factory import build_agent, choose_provider
+    from hermes.agent.mcp.manager import start_mcp
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._common import open_store
@@ -113,7 +118,9 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         result = None
+        mcp = None
         try:
+            mcp = await start_mcp(settings, agent.tools, _report_mcp, cwd=Path.cwd())
             async for event in agent.run_turn(request):
                 if event.type == "turn.completed":
                     result = event.result  # type: ignore[union-attr]
@@ -124,6 +131,8 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             renderer.close()
+            if mcp is not None:
+                await mcp.aclose()
             await agent.aclose()
         assert result is not None
         if as_json:
@@ -131,6 +140,10 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         return _report(result, as_json)
     finally:
         store.close()
+
+
+def _report_mcp(status: McpServerStatus) -> None:
+    sys.stderr.write(f"hermes: {status.line()}\n")
 
 
 def _report(result: Any, as_json: bool) -> int:

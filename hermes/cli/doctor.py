@@ -8,7 +8,8 @@ Checks, in order: `config` (settings load; config.toml readable and valid), `pro
 (which provider `hermes chat` would use and why, or the exact ConfigError), `home`
 (HERMES_HOME exists with mode 0700), `state.db` (mode 0600), `database` (the session
 store opens and its integrity check passes), `endpoint` (the OpenAI-compatible endpoint
-answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured model).
+answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured model), then
+one `mcp NAME` check per configured MCP server (started and listed within its startup_timeout).
 A check that cannot run because an earlier one failed is left out.
 
 Exit 0 when nothing failed (warnings allowed), 1 when a check failed.
@@ -31,6 +32,7 @@ from hermes.cli._common import print_json
 
 if TYPE_CHECKING:
     from hermes.agent.factory import ProviderChoice
+    from hermes.agent.mcp import McpServerStatus
     from hermes.config import Settings
 
 ENDPOINT_TIMEOUT = 5.0
@@ -94,6 +96,36 @@ def run_checks() -> list[Check]:
     checks.extend(_check_database(settings.state_db_path))
     if choice is not None:
         checks.append(_check_endpoint(settings, choice))
+    checks.extend(_check_mcp(settings))
+    return checks
+
+
+def _check_mcp(settings: Settings) -> list[Check]:
+    """One check per configured MCP server: started, initialised and listed within its timeout."""
+    import asyncio
+
+    from hermes.agent.mcp import McpManager
+
+    manager = McpManager.from_settings(settings, cwd=Path.cwd())
+    if manager is None:
+        return []
+
+    async def statuses() -> list[McpServerStatus]:
+        try:
+            return await manager.start()
+        finally:
+            await manager.aclose()
+
+    checks = []
+    for status in asyncio.run(statuses()):
+        name = f"mcp {status.name}"
+        if status.status == "connected":
+            count = len(status.tools)
+            checks.append(Check(name, "ok", f"connected ({status.transport}), {count} tool{'s' if count != 1 else ''}"))
+        elif status.status == "disabled":
+            checks.append(Check(name, "ok", "disabled (enabled = false)"))
+        else:
+            checks.append(Check(name, "failed", f"{status.status}: {status.message}"))
     return checks
 
 

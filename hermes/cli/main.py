@@ -80,11 +80,12 @@ def root(
 
 
 def _register() -> None:
-    from hermes.cli import chat, config_cmd, doctor, sessions
+    from hermes.cli import chat, config_cmd, doctor, mcp_cmd, sessions
 
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(mcp_cmd.app, name="mcp")
     doctor.register(app)
     try:
         from hermes.cli import serve

@@ -9,8 +9,10 @@ factory opens itself are closed by the app's cleanup context.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from aiohttp import web
 
@@ -35,6 +37,8 @@ from hermes.server.state import (
 )
 from hermes.store.base import SessionStore
 from hermes.store.responses import ResponseStore
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -67,10 +71,14 @@ def create_app(
         responses = owned_responses = ResponseStore(
             settings.response_db_path, max_size=settings.server_response_store_size
         )
+    mcp = None
     if agent is None:
         from hermes.agent.factory import build_agent
+        from hermes.agent.mcp import McpManager
 
         agent = build_agent(settings, sessions)
+        mcp = McpManager.from_settings(settings, cwd=Path.cwd())
+    tools = agent.tools
 
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
@@ -83,14 +91,20 @@ def create_app(
     app[OPENAPI_DOCUMENT] = build_document(routes.OPENAPI_PATHS, routes.OPENAPI_SCHEMAS)
     app.on_response_prepare.append(on_response_prepare)
 
-    async def close_owned(app: web.Application) -> AsyncIterator[None]:
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        if mcp is not None:  # before the socket is bound, so the first request has the tools
+            for status in await mcp.start(tools):
+                if status.failed:
+                    log.warning("hermes serve: %s", status.line())
         yield
+        if mcp is not None:
+            await mcp.aclose()
         if owned_sessions is not None:
             owned_sessions.close()
         if owned_responses is not None:
             owned_responses.close()
 
-    app.cleanup_ctx.append(close_owned)
+    app.cleanup_ctx.append(resources)
     attach_run_registry(app)
     app.add_routes(routes.ROUTES)
     return app

@@ -42,6 +42,7 @@ from hermes.tui.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
     from hermes.agent.engine import Agent
+    from hermes.agent.mcp import McpManager
 
 HISTORY_PAGE = 16
 """Messages rendered when a session opens (a screenful or more); older ones load when the
@@ -109,6 +110,9 @@ class HermesApp(App[int]):
         self._last_ctrl_c = 0.0
         self.startup_notice: str | None = None
         """Shown once in the transcript when the app starts (e.g. which provider is in use)."""
+        self.mcp: McpManager | None = None
+        """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
+        self.mcp_worker: Worker[None] | None = None
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -150,6 +154,8 @@ class HermesApp(App[int]):
         self.status_bar.yolo = self.settings.yolo
         if self.startup_notice:
             self.say(self.startup_notice)
+        if self.mcp is not None:
+            self.mcp_worker = self.run_worker(self._start_mcp(self.mcp), group="mcp", exit_on_error=False)
         if self.session_id is not None:
             self.open_session(self.session_id)
         self.chat_input.focus()
@@ -208,6 +214,8 @@ class HermesApp(App[int]):
             cwd=self.cwd,
         )
         try:
+            if self.mcp_worker is not None and not self.mcp_worker.is_finished:
+                await self.mcp_worker.wait()  # the first turn gets the MCP tools
             # The loop body must not await: cancellation has to land inside the engine.
             async for event in self.agent.run_turn(request):
                 renderer.handle(event)
@@ -534,6 +542,31 @@ class HermesApp(App[int]):
             self.theme = DARK_THEME if arg == "dark" else LIGHT_THEME
         else:
             self.action_toggle_theme()
+
+    async def _start_mcp(self, mcp: McpManager) -> None:
+        statuses = await mcp.start(self.agent.tools)
+        for status in statuses:
+            if status.failed:
+                self.say(f"✗ {status.line()}", "warning")
+        connected = [f"{s.name} ({len(s.tools)} tool{'s' if len(s.tools) != 1 else ''})" for s in statuses if s.status == "connected"]
+        if connected:
+            self.say("MCP: " + ", ".join(connected) + " — /mcp lists them")
+
+    def cmd_mcp(self, arg: str) -> None:
+        if self.mcp is None:
+            self.say("no MCP servers configured — add one with `hermes mcp add NAME -- COMMAND`", "info")
+            return
+        lines = Text("MCP servers\n", style="bold")
+        for status in self.mcp.statuses():
+            detail = f": {status.message}" if status.message else ""
+            lines.append(f"  {status.name}", style="bold")
+            lines.append(f"  {status.status}{detail}  ({status.transport}: {status.target})\n")
+            for tool in status.tools:
+                lines.append(f"    {tool.name}", style="bold")
+                lines.append(f"  {tool.description[:100]}\n" if tool.description else "\n")
+        notice = Notice("", "info")
+        notice.update(lines)
+        self.transcript.add(notice)
 
     def cmd_help(self, arg: str) -> None:
         lines = Text("Commands\n", style="bold")

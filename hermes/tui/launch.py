@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 from hermes.config import Settings
 from hermes.errors import UsageError
@@ -33,6 +34,7 @@ def run_tui(
     Raises HermesError (bad configuration, unknown --resume id) for the CLI to report.
     """
     from hermes.agent.factory import build_agent, choose_provider
+    from hermes.agent.mcp import McpManager
     from hermes.store import open_session_store
     from hermes.tui.app import make_app
 
@@ -50,11 +52,14 @@ def run_tui(
         agent = build_agent(settings, store, choice=choice)
         app = make_app(agent, store, settings, session_id=session_id)
         app.startup_notice = choice.notice
+        app.mcp = McpManager.from_settings(settings, cwd=Path.cwd())
 
         async def main() -> int | None:
             try:
                 return await app.run_async()
             finally:
+                if app.mcp is not None:
+                    await app.mcp.aclose()
                 await agent.aclose()
 
         code = asyncio.run(main())
