@@ -84,9 +84,11 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
 
     from hermes.agent.factory import build_agent, choose_provider
     from hermes.agent.mcp.manager import start_mcp
+    from hermes.agent.interrupt import TurnInterrupt
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._common import open_store
+    from hermes.cli._progress import rich_progress
     from hermes.cli._render import make_renderer
     from hermes.errors import SessionNotFound
 
@@ -103,7 +105,8 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         choice = choose_provider(settings)
         if choice.notice and not as_json:
             sys.stderr.write(f"hermes: {choice.notice}\n")
-        agent = build_agent(settings, store, choice=choice)
+        with rich_progress() as progress:
+            agent = build_agent(settings, store, choice=choice, progress=progress)
         renderer = make_renderer(as_json)
         request = TurnRequest(
             input=prompt,
@@ -115,18 +118,34 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
+        interrupt = TurnInterrupt()
+
+        def on_signal() -> None:
+            # First signal: let the engine wind the turn down (exit 130 with its result);
+            # a second one stops waiting for that.
+            if interrupt.requested:
+                task.cancel()
+            else:
+                interrupt.interrupt()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, on_signal)
         result = None
         mcp = None
         try:
             mcp = await start_mcp(settings, agent.tools, _report_mcp, cwd=Path.cwd())
-            async for event in agent.run_turn(request):
+            async for event in agent.run_turn(request, interrupt=interrupt):
                 if event.type == "turn.completed":
-                    result = event.result  # type: ignore[union-attr]
+                    result = event.result
                     if not as_json:
                         continue
                 renderer.handle(event)
+        except asyncio.CancelledError:
+            if not interrupt.requested:
+                raise
+            if not as_json:
+                sys.stderr.write("hermes: interrupted\n")
+            return 130
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)

@@ -189,7 +189,7 @@ def _check_database(path: Path) -> list[Check]:
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
     import asyncio
 
-    if choice.name != "openai":
+    if choice.kind != "openai":
         return Check("endpoint", "ok", f"{choice.name} provider (nothing to reach)")
     from hermes.agent.factory import build_provider
     from hermes.errors import HermesError

@@ -70,12 +70,15 @@ def serve(
     except UsageError as exc:
         _say(f"hermes serve: {exc}")
         raise typer.Exit(exc.exit_code) from None
-    from hermes.agent.factory import choose_provider
+    from hermes.agent.factory import choose_provider, prepare_provider
+    from hermes.cli._progress import rich_progress
     from hermes.server.app import create_app
 
-    notice = choose_provider(settings).notice
-    if notice:
-        _say(f"hermes serve: {notice}")
+    choice = choose_provider(settings)
+    if choice.notice:
+        _say(f"hermes serve: {choice.notice}")
+    with rich_progress() as progress:  # the app builds the agent; the slow part is done here
+        prepare_provider(settings, choice, progress)
     app = create_app(settings)
     import asyncio
 

@@ -9,9 +9,13 @@ session chat — starts its turn as a `TurnRun`:
         ...                                 # final TurnCompleted (status interrupted)
     await turn.aclose()                     # always: waits for the engine's cleanup
 
-Stopping goes through the turn's `TurnInterrupt` handle (`turn.stop(code, message)`);
-the engine answers an interrupt with its final `TurnCompleted`. A consumer that is itself
-cancelled leaves through `aclose()`, which stops the turn and waits for its task.
+Stopping goes through the turn's `TurnInterrupt` handle (`turn.stop(code, message)`),
+which `agent.run_turn(request, interrupt=...)` listens to: the engine stops the upstream
+request and the tools, persists the partial turn and ends with `TurnCompleted(status=
+"interrupted", error_code=code)`. A consumer that leaves (or is itself cancelled) calls
+`aclose()`: it interrupts the turn, drops the events nobody reads, and waits up to
+`CLOSE_GRACE` seconds for the engine to wind down before cancelling the task outright
+(cancellation propagates through the engine's cleanup, without a final event).
 
 Events reach the consumer through a bounded queue: when the upstream's bytes are
 already buffered nothing in the engine suspends, so an unbounded queue would let one
@@ -31,12 +35,16 @@ from hermes.agent.types import TurnRequest, TurnResult
 from hermes.error_codes import INTERRUPTED
 
 QUEUE_SIZE = 16
+CLOSE_GRACE = 5.0
+"""Seconds `aclose()` lets an interrupted turn wind down before cancelling its task."""
 
 
 class TurnEngine(Protocol):
     """What the server needs from the engine (`hermes.agent.engine.Agent` satisfies it)."""
 
-    def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]: ...
+    def run_turn(
+        self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None
+    ) -> AsyncIterator[AgentEvent]: ...
 
 
 class TurnCrashed(Exception):
@@ -67,12 +75,9 @@ class TurnRun:
         self._detached = False
         """Set by `aclose()`: nobody reads the queue any more; events are dropped."""
         self.task = asyncio.create_task(self._pump(), name="hermes-turn")
-        # The engine answers a cancellation of the task iterating it with its final
-        # TurnCompleted(status="interrupted"): that is how the handle reaches it.
-        self.interrupt.add_listener(self._cancel_pump)
 
     async def _pump(self) -> None:
-        agen = self._agent.run_turn(self._request)
+        agen = self._agent.run_turn(self._request, interrupt=self.interrupt)
         try:
             async for event in agen:
                 if isinstance(event, TurnCompleted):
@@ -93,16 +98,16 @@ class TurnRun:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._queue.put(_END)
 
-    def _cancel_pump(self) -> None:
-        if not self.task.done():
-            self.task.cancel()
-
     @property
     def done(self) -> bool:
         return self.task.done()
 
     def stop(self, code: str = INTERRUPTED, message: str = "interrupted by the user") -> None:
-        """Interrupt the turn (upstream request closed, tools stopped); idempotent."""
+        """Interrupt the turn (upstream request closed, tools stopped); idempotent.
+
+        Before the engine listens (the task has not reached `run_turn` yet) the engine
+        sees the handle already set when it starts and ends the turn at once.
+        """
         self.interrupt.interrupt(code, message)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
@@ -136,5 +141,9 @@ class TurnRun:
         self.stop()
         while not self._queue.empty():
             self._queue.get_nowait()
+        if not self.task.done():
+            await asyncio.wait({self.task}, timeout=CLOSE_GRACE)
+        if not self.task.done():
+            self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task

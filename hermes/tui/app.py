@@ -2,9 +2,10 @@
 
 Layout (top to bottom): status bar, transcript, activity line, command completions,
 prompt, footer. A turn runs in an exclusive worker that iterates `agent.run_turn(...)`
-and hands each event to a `TurnRenderer`; Esc (or Ctrl+C) cancels that worker, which is
-how the engine is interrupted. If the engine has not finished one second after an
-interrupt, the UI marks the turn interrupted anyway and is usable again.
+and hands each event to a `TurnRenderer`; Esc (or Ctrl+C) calls the turn's `TurnInterrupt`,
+and the engine winds the turn down and ends it with TurnCompleted("interrupted"). If the
+engine has not finished one second after an interrupt, the UI marks the turn interrupted
+anyway, cancels the worker (the engine still cleans up) and is usable again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import on, work
@@ -22,6 +23,7 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from hermes.agent.events import TurnStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.config import Settings
 from hermes.errors import HermesError
@@ -104,6 +106,7 @@ class HermesApp(App[int]):
         self.theme = theme or DARK_THEME
         self.pending_title: str | None = None
         self.turn_worker: Worker[None] | None = None
+        self.turn_interrupt: TurnInterrupt | None = None
         self.renderer: TurnRenderer | None = None
         self.last_result: TurnResult | None = None
         self._older: list[MessageRecord] = []
@@ -184,7 +187,9 @@ class HermesApp(App[int]):
     def send(self, text: str) -> Worker[None]:
         """Show the prompt and start a turn for it."""
         renderer = self.begin_turn(text)
-        self.turn_worker = self._run_turn(text, renderer)
+        self.turn_interrupt = TurnInterrupt()
+        # textual types a decorated coroutine's worker as Worker[Never]
+        self.turn_worker = cast("Worker[None]", self._run_turn(text, renderer, self.turn_interrupt))
         return self.turn_worker
 
     def begin_turn(self, text: str) -> TurnRenderer:
@@ -203,7 +208,7 @@ class HermesApp(App[int]):
         return self.renderer
 
     @work(exclusive=True, group="turn", exit_on_error=False)
-    async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
+    async def _run_turn(self, text: str, renderer: TurnRenderer, interrupt: TurnInterrupt) -> None:
         request = TurnRequest(
             input=text,
             session_id=self.session_id,
@@ -216,8 +221,7 @@ class HermesApp(App[int]):
         try:
             if self.mcp_worker is not None and not self.mcp_worker.is_finished:
                 await self.mcp_worker.wait()  # the first turn gets the MCP tools
-            # The loop body must not await: cancellation has to land inside the engine.
-            async for event in self.agent.run_turn(request):
+            async for event in self.agent.run_turn(request, interrupt=interrupt):
                 renderer.handle(event)
         except asyncio.CancelledError:
             renderer.interrupted()
@@ -262,17 +266,20 @@ class HermesApp(App[int]):
         if self.menu.visible:
             self.menu.hide()
             return
-        if not self.turn_running or self.turn_worker is None:
+        if not self.turn_running or self.turn_worker is None or self.turn_interrupt is None:
             return
-        renderer = self.renderer
+        renderer, worker = self.renderer, self.turn_worker
         self.activity.set_phase("interrupting", waiting_for_model=False, warning=True)
-        self.turn_worker.cancel()
-        self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer))
+        self.turn_interrupt.interrupt()
+        self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer, worker))
 
-    def _force_interrupted(self, renderer: TurnRenderer | None) -> None:
+    def _force_interrupted(self, renderer: TurnRenderer | None, worker: Worker[None]) -> None:
+        """The engine did not finish within the grace: stop waiting for it."""
         if renderer is not None and renderer is self.renderer and not renderer.done:
             renderer.interrupted()
             self._turn_finished()
+        if worker.is_running:
+            worker.cancel()
 
     def action_ctrl_c(self) -> None:
         now = time.monotonic()

@@ -35,6 +35,7 @@ def run_tui(
     """
     from hermes.agent.factory import build_agent, choose_provider
     from hermes.agent.mcp import McpManager
+    from hermes.cli._progress import rich_progress
     from hermes.store import open_session_store
     from hermes.tui.app import make_app
 
@@ -49,7 +50,8 @@ def run_tui(
     try:
         session_id = resolve_session(store, continue_last=continue_last, resume=resume)
         choice = choose_provider(settings)
-        agent = build_agent(settings, store, choice=choice)
+        with rich_progress() as progress:  # drawn before the TUI takes the screen
+            agent = build_agent(settings, store, choice=choice, progress=progress)
         app = make_app(agent, store, settings, session_id=session_id)
         app.startup_notice = choice.notice
         app.mcp = McpManager.from_settings(settings, cwd=Path.cwd())

@@ -8,37 +8,37 @@ from collections.abc import AsyncIterator
 import pytest
 
 from hermes.agent.events import AgentEvent, TextDelta, TurnCompleted, TurnStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import TurnRequest, TurnResult
+from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.server.turn_runner import QUEUE_SIZE, TurnCrashed, TurnRun
 
 
 class Engine:
-    """Yields `count` deltas (pausing `pause` s before each); like the engine, answers a
-    cancellation with TurnCompleted(status="interrupted")."""
+    """Yields `count` deltas (pausing `pause` s before each); like the engine, answers the
+    interrupt handle with TurnCompleted(status="interrupted", error_code=<the code>)."""
 
     def __init__(self, count: int, pause: float = 0.0, fail: bool = False) -> None:
         self.count, self.pause, self.fail = count, pause, fail
         self.finished = asyncio.Event()
         self.produced = 0
 
-    async def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]:
+    async def run_turn(
+        self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None
+    ) -> AsyncIterator[AgentEvent]:
         try:
             yield TurnStarted(session_id="s", model="m")
-            status = "completed"
-            try:
-                for i in range(self.count):
-                    if self.pause:
-                        await asyncio.sleep(self.pause)
-                    self.produced += 1
-                    yield TextDelta(f"{i} ")
-                if self.fail:
-                    raise RuntimeError("store broke")
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                assert task is not None
-                task.uncancel()
-                status = "interrupted"
-            yield TurnCompleted(TurnResult("s", status, "text"))  # type: ignore[arg-type]
+            for i in range(self.count):
+                if interrupt is not None and interrupt.requested:
+                    yield TurnCompleted(TurnResult("s", "interrupted", "text", error_code=interrupt.code))
+                    return
+                if self.pause:
+                    await asyncio.sleep(self.pause)
+                self.produced += 1
+                yield TextDelta(f"{i} ")
+            if self.fail:
+                raise RuntimeError("store broke")
+            yield TurnCompleted(TurnResult("s", "completed", "text"))
         finally:
             self.finished.set()
 
@@ -60,10 +60,10 @@ async def test_stop_delivers_the_final_interrupted_result() -> None:
             if isinstance(event, TextDelta):
                 seen += 1
                 if seen == 2:
-                    turn.stop()
+                    turn.stop(SERVER_SHUTDOWN, "the server is shutting down")
     await turn.aclose()
-    assert turn.interrupt.requested
     assert turn.result is not None and turn.result.status == "interrupted"
+    assert turn.result.error_code == SERVER_SHUTDOWN
     assert engine.produced < 1000
 
 

@@ -38,7 +38,7 @@ from hermes.errors import (
 try:  # the SDK moved to httpx2; older releases use httpx
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx  # type: ignore[no-redef]
+    import httpx as _httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 # API errors without a status whose text means the connection, not the request, failed.
 _CONNECTION_LOST = re.compile(
