@@ -294,3 +294,41 @@ class Body:
 def components(*bodies: Body) -> dict[str, JSON]:
     """``components.schemas`` entries for `bodies`."""
     return {body.name: body.openapi() for body in bodies}
+
+
+# ---- pieces of operation documents --------------------------------------------------------
+
+
+def json_content(schema: JSON) -> JSON:
+    """``{"content": {"application/json": {"schema": schema}}}``."""
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def reply(description: str, schema: JSON | str | None = None) -> JSON:
+    """A JSON response; a string `schema` names a component (``#/components/schemas/<name>``)."""
+    if schema is None:
+        return {"description": description}
+    if isinstance(schema, str):
+        schema = {"$ref": f"#/components/schemas/{schema}"}
+    return {"description": description, **json_content(schema)}
+
+
+def sse_reply(description: str) -> JSON:
+    return {"description": description, "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+
+
+def shared_reply(name: str) -> JSON:
+    """One of the shared responses (``#/components/responses/<name>``)."""
+    return {"$ref": f"#/components/responses/{name}"}
+
+
+CLIENT_ERRORS: dict[str, JSON] = {
+    "400": shared_reply("BadRequest"),
+    "401": shared_reply("Unauthorized"),
+    "404": shared_reply("NotFound"),
+}
+"""The error replies every resource endpoint documents."""
+
+
+def request_body(body: Body, *, required: bool = True) -> JSON:
+    return {"required": required, **json_content(body.ref)}

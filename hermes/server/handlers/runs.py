@@ -76,6 +76,7 @@ from hermes.server.run_registry import (
     RunRegistry,
 )
 from hermes.server.schema import (
+    CLIENT_ERRORS,
     Anything,
     Array,
     Body,
@@ -83,6 +84,10 @@ from hermes.server.schema import (
     Object,
     String,
     components,
+    reply,
+    request_body,
+    shared_reply,
+    sse_reply,
 )
 from hermes.server.state import SETTINGS
 from hermes.server.wire import status_payload, usage_json
@@ -417,20 +422,6 @@ _RUN_ID_PARAM = {
 }
 
 
-def _json(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"content": {"application/json": {"schema": schema}}}
-
-
-def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"description": description, **_json(schema)}
-
-
-_ERRORS = {
-    "400": {"$ref": "#/components/responses/BadRequest"},
-    "401": {"$ref": "#/components/responses/Unauthorized"},
-    "404": {"$ref": "#/components/responses/NotFound"},
-}
-
 OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
     "RunStatus": {
         "type": "object",
@@ -466,15 +457,12 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "Idempotency-Key", "in": "header", "required": False,
                  "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
             ],
-            "requestBody": {"required": True, **_json(RUN_CREATE.ref)},
+            "requestBody": request_body(RUN_CREATE),
             "responses": {
-                "202": _ok("Started (or replayed)", {"type": "object"}),
-                "409": _ok(
-                    "Idempotency-Key reused with another payload, or the session is busy",
-                    {"$ref": "#/components/schemas/Error"},
-                ),
-                "429": {"$ref": "#/components/responses/RateLimited"},
-                **_ERRORS,
+                "202": reply("Started (or replayed)", {"type": "object"}),
+                "409": reply("Idempotency-Key reused with another payload, or the session is busy", "Error"),
+                "429": shared_reply("RateLimited"),
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -483,7 +471,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "getRun",
             "summary": "Run status (live, or from the durable store)",
             "parameters": [_RUN_ID_PARAM],
-            "responses": {"200": _ok("Status", {"$ref": "#/components/schemas/RunStatus"}), **_ERRORS},
+            "responses": {"200": reply("Status", "RunStatus"), **CLIENT_ERRORS},
         }
     },
     "/v1/runs/{run_id}/events": {
@@ -497,9 +485,9 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                  "schema": {"type": "integer", "minimum": 0}},
             ],
             "responses": {
-                "200": {"description": "Event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-                "410": _ok("Events expired", {"$ref": "#/components/schemas/Error"}),
-                **_ERRORS,
+                "200": sse_reply("Event stream"),
+                "410": reply("Events expired", "Error"),
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -509,9 +497,9 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "Interrupt a run; it settles `cancelled`",
             "parameters": [_RUN_ID_PARAM],
             "responses": {
-                "200": _ok("Stopping, or already settled", {"type": "object"}),
-                "409": _ok("Not active here", {"$ref": "#/components/schemas/Error"}),
-                **_ERRORS,
+                "200": reply("Stopping, or already settled", {"type": "object"}),
+                "409": reply("Not active here", "Error"),
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -520,14 +508,11 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "approveRun",
             "summary": "Answer the run's pending command approval",
             "parameters": [_RUN_ID_PARAM],
-            "requestBody": {
-                "required": True,
-                **_json(RUN_APPROVAL.ref),
-            },
+            "requestBody": request_body(RUN_APPROVAL),
             "responses": {
-                "200": _ok("Resolved", {"type": "object"}),
-                "409": _ok("Nothing pending", {"$ref": "#/components/schemas/Error"}),
-                **_ERRORS,
+                "200": reply("Resolved", {"type": "object"}),
+                "409": reply("Nothing pending", "Error"),
+                **CLIENT_ERRORS,
             },
         }
     },

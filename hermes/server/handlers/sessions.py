@@ -59,7 +59,19 @@ from hermes.server.request import (
     validate_session_id,
 )
 from hermes.server.run_registry import Run
-from hermes.server.schema import Anything, Body, Integer, String, Text, components
+from hermes.server.schema import (
+    CLIENT_ERRORS,
+    Anything,
+    Body,
+    Integer,
+    String,
+    Text,
+    components,
+    reply,
+    request_body,
+    shared_reply,
+    sse_reply,
+)
 from hermes.server.state import SESSIONS
 from hermes.server.wire import Outcome, status_payload, usage_json
 from hermes.store.base import MessageRecord, SessionRecord, SessionStore
@@ -544,20 +556,10 @@ ROUTES = [
 # ---- OpenAPI ------------------------------------------------------------------------------------
 
 _SID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "maxLength": 256}}
-_ERR = {
-    "400": {"$ref": "#/components/responses/BadRequest"},
-    "401": {"$ref": "#/components/responses/Unauthorized"},
-    "404": {"$ref": "#/components/responses/NotFound"},
-}
-
-
-def _json(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"content": {"application/json": {"schema": schema}}}
 
 
 def _ok(description: str, ref: str = "SessionEnvelope") -> dict[str, Any]:
-    return {"description": description, **_json({"$ref": f"#/components/schemas/{ref}"})}
-
+    return reply(description, ref)
 
 
 OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -603,34 +605,28 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
                 {"name": "source", "in": "query", "schema": {"type": "string", "maxLength": 64}},
             ],
-            "responses": {"200": {"description": "A page", **_json({"type": "object"})}, **_ERR},
+            "responses": {"200": reply("A page", {"type": "object"}), **CLIENT_ERRORS},
         },
         "post": {
             "operationId": "createSession",
             "summary": "Create a session",
-            "requestBody": {
-                "required": False,
-                **_json(SESSION_CREATE.ref),
-            },
-            "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **_ERR},
+            "requestBody": request_body(SESSION_CREATE, required=False),
+            "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **CLIENT_ERRORS},
         },
     },
     "/api/sessions/{session_id}": {
-        "get": {"operationId": "getSession", "parameters": [_SID], "responses": {"200": _ok("The session"), **_ERR}},
+        "get": {"operationId": "getSession", "parameters": [_SID], "responses": {"200": _ok("The session"), **CLIENT_ERRORS}},
         "patch": {
             "operationId": "patchSession",
             "parameters": [_SID],
-            "requestBody": {
-                "required": True,
-                **_json(SESSION_PATCH.ref),
-            },
-            "responses": {"200": _ok("Updated"), **_ERR},
+            "requestBody": request_body(SESSION_PATCH, required=True),
+            "responses": {"200": _ok("Updated"), **CLIENT_ERRORS},
         },
         "delete": {
             "operationId": "deleteSession",
             "parameters": [_SID],
-            "responses": {"200": {"description": "Deleted", **_json({"type": "object"})},
-                          "409": _ok("A run is active", "Error"), **_ERR},
+            "responses": {"200": reply("Deleted", {"type": "object"}),
+                          "409": _ok("A run is active", "Error"), **CLIENT_ERRORS},
         },
     },
     "/api/sessions/{session_id}/messages": {
@@ -642,18 +638,15 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
                 {"name": "order", "in": "query", "schema": {"enum": ["oldest", "latest"]}},
             ],
-            "responses": {"200": {"description": "A page of messages", **_json({"type": "object"})}, **_ERR},
+            "responses": {"200": reply("A page of messages", {"type": "object"}), **CLIENT_ERRORS},
         }
     },
     "/api/sessions/{session_id}/fork": {
         "post": {
             "operationId": "forkSession",
             "parameters": [_SID],
-            "requestBody": {
-                "required": False,
-                **_json(SESSION_FORK.ref),
-            },
-            "responses": {"201": _ok("The fork"), **_ERR},
+            "requestBody": request_body(SESSION_FORK, required=False),
+            "responses": {"201": _ok("The fork"), **CLIENT_ERRORS},
         }
     },
     "/api/sessions/{session_id}/chat": {
@@ -661,13 +654,13 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "sessionChat",
             "summary": "One turn with the stored history",
             "parameters": [_SID],
-            "requestBody": {"required": True, **_json(SESSION_CHAT.ref)},
+            "requestBody": request_body(SESSION_CHAT),
             "responses": {
-                "200": {"description": "The answer", **_json({"type": "object"})},
+                "200": reply("The answer", {"type": "object"}),
                 "409": _ok("A run is active", "Error"),
-                "429": {"$ref": "#/components/responses/RateLimited"},
+                "429": shared_reply("RateLimited"),
                 "502": _ok("No usable answer", "Error"),
-                **_ERR,
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -676,12 +669,12 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "sessionChatStream",
             "summary": "One streamed turn (SSE, named events with id:)",
             "parameters": [_SID],
-            "requestBody": {"required": True, **_json(SESSION_CHAT.ref)},
+            "requestBody": request_body(SESSION_CHAT),
             "responses": {
-                "200": {"description": "Event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                "200": sse_reply("Event stream"),
                 "409": _ok("A run is active", "Error"),
-                "429": {"$ref": "#/components/responses/RateLimited"},
-                **_ERR,
+                "429": shared_reply("RateLimited"),
+                **CLIENT_ERRORS,
             },
         }
     },
