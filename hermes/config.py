@@ -23,6 +23,7 @@ from typing import Any
 from hermes.errors import ConfigError
 from hermes.mcp_config import TABLE as MCP_TABLE
 from hermes.mcp_config import McpServerConfig, parse_servers
+from hermes.redact import redact_text
 
 CONFIG_FILE = "config.toml"
 
@@ -52,6 +53,11 @@ OPTIONS: dict[str, Option] = {
     "system_prompt": Option(("HERMES_SYSTEM_PROMPT",), "replaces the built-in system prompt"),
     "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
+    "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
+    "sandbox_network": Option(("HERMES_SANDBOX_NETWORK",), "network inside the sandbox (false cuts it off)"),
+    "tool_env_passthrough": Option(
+        ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
+    ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
     "server_key": Option(("API_SERVER_KEY",), "bearer key clients of hermes serve must send", secret=True),
@@ -86,6 +92,9 @@ class Settings:
     system_prompt: str | None = None
     yolo: bool = False
     local_model_path: Path | None = None
+    sandbox: str = "auto"
+    sandbox_network: bool = True
+    tool_env_passthrough: tuple[str, ...] = ()
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None
@@ -161,7 +170,8 @@ class Settings:
         out = []
         for name, option in OPTIONS.items():
             value = getattr(self, name)
-            out.append((name, mask(value) if option.secret else render(value)))
+            shown = mask(value) if option.secret else redact_text(render(value))
+            out.append((name, shown))
         return out
 
     def replace(self, **changes: Any) -> Settings:
@@ -169,6 +179,9 @@ class Settings:
 
 
 # ---- value handling -------------------------------------------------------------------
+
+_CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
+"""String settings that take one of a few words (compared lower-case)."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -219,6 +232,11 @@ def coerce(name: str, value: Any) -> Any:
                 return None
             if not isinstance(value, str):
                 raise ValueError(value)
+            if name in _CHOICES:
+                word = value.strip().lower()
+                if word not in _CHOICES[name]:
+                    raise ConfigError(f"invalid value for {name}: {value!r} (use {', '.join(_CHOICES[name])})")
+                return word
             return value
     except (TypeError, ValueError):
         raise ConfigError(f"invalid value for {name}: {value!r} (expected {kind})") from None

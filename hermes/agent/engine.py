@@ -162,6 +162,7 @@ class Agent:
             approve=request.approve,
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
+            source=request.source,
         )
         gate = InterruptGate(interrupt)
         result: TurnResult | None = None

@@ -144,8 +144,9 @@ def build_agent(
         options.stale_timeout = max(options.stale_timeout, getattr(provider, "recommended_stale_timeout", 0.0))
     if tools is None:
         from hermes.agent.tools import default_registry
+        from hermes.agent.tools.launch import ToolLauncher
 
-        tools = default_registry()
+        tools = default_registry(ToolLauncher.from_settings(settings))
     return Agent(
         provider,
         store=store,

@@ -103,8 +103,11 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
                 raise SessionNotFound("(newest)")
             session_id = latest.id
         choice = choose_provider(settings)
-        if choice.notice and not as_json:
-            sys.stderr.write(f"hermes: {choice.notice}\n")
+        from hermes.agent.sandbox import sandbox_notice
+
+        for notice in (choice.notice, sandbox_notice(settings)):
+            if notice and not as_json:
+                sys.stderr.write(f"hermes: {notice}\n")
         with rich_progress() as progress:
             agent = build_agent(settings, store, choice=choice, progress=progress)
         renderer = make_renderer(as_json)

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - older typer
 
 from hermes import __version__
 from hermes.errors import HermesError
+from hermes.redact import redact_text
 
 
 class HermesGroup(TyperGroup):
@@ -44,7 +45,7 @@ class HermesGroup(TyperGroup):
                 raise
             _usage_error(exc)
         except HermesError as exc:
-            typer.echo(f"hermes: {exc}", err=True)
+            typer.echo(f"hermes: {redact_text(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code) from None
 
 

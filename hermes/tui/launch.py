@@ -53,7 +53,9 @@ def run_tui(
         with rich_progress() as progress:  # drawn before the TUI takes the screen
             agent = build_agent(settings, store, choice=choice, progress=progress)
         app = make_app(agent, store, settings, session_id=session_id)
-        app.startup_notice = choice.notice
+        from hermes.agent.sandbox import sandbox_notice
+
+        app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
         app.mcp = McpManager.from_settings(settings, cwd=Path.cwd())
 
         async def main() -> int | None:
