@@ -168,7 +168,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         raise  # the client is gone: nothing to answer
     except Exception as exc:
         log.exception("unhandled error in %s %s", request.method, request.path)
-        return ApiError(f"Internal server error: {exc}", status=500, type="server_error", code="internal_error").to_response()
+        error = ApiError(f"Internal server error: {exc}", status=500, type="server_error", code="internal_error")
+        return error.to_response()
 
 
 # ---- headers on every response ------------------------------------------------------------

@@ -67,7 +67,9 @@ def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None
     return f"{base}\n\n{client_prompt}"
 
 
-def api_turn(request: web.Request, *, input: Any, session_id: str, history: list[Any], client_prompt: str | None) -> TurnRequest:
+def api_turn(
+    request: web.Request, *, input: Any, session_id: str, history: list[Any], client_prompt: str | None
+) -> TurnRequest:
     """The TurnRequest of an OpenAI-shaped endpoint: persisted as `api_server`, nobody to ask."""
     app = request.app
     return TurnRequest(

@@ -90,7 +90,9 @@ def _parse_input(value: Any) -> tuple[list[dict[str, Any]], list[str]]:
             continue
         kind = item.get("type")
         if kind is not None and not isinstance(kind, str):
-            raise RequestValidationError("Input item 'type' must be a string.", code="invalid_input_item", param=f"{param}.type")
+            raise RequestValidationError(
+                "Input item 'type' must be a string.", code="invalid_input_item", param=f"{param}.type"
+            )
         if kind in SKIPPED_INPUT_TYPES:
             continue
         if kind is not None and kind != "message":
@@ -131,7 +133,9 @@ def _parse_history(value: Any) -> list[dict[str, Any]] | None:
         role = entry["role"]
         if not isinstance(role, str) or role not in ("user", "assistant"):
             raise RequestValidationError(
-                f"{param}.role must be 'user' or 'assistant'", code="invalid_conversation_history", param=f"{param}.role"
+                f"{param}.role must be 'user' or 'assistant'",
+                code="invalid_conversation_history",
+                param=f"{param}.role",
             )
         history.append({"role": role, "content": normalize_content(entry["content"], f"{param}.content")})
     return history
@@ -211,7 +215,9 @@ def parse_responses_body(body: dict[str, Any], advertised_model: str) -> Respons
     conversation = _name(body, "conversation")
     if previous and conversation:
         raise RequestValidationError(
-            "Cannot use both 'conversation' and 'previous_response_id'", code="conflicting_parameters", param="conversation"
+            "Cannot use both 'conversation' and 'previous_response_id'",
+            code="conflicting_parameters",
+            param="conversation",
         )
     truncation: str | None = body.get("truncation")
     metadata: dict[str, Any] | None = body.get("metadata")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _runs_fixtures import *
+from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 from _runs_fixtures import parse_frames, read_frames, wait_for
 
 from hermes.ids import SESSION_ID

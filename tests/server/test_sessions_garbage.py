@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from _runs_fixtures import *
+from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 
 from hermes.store.base import NewMessage
 

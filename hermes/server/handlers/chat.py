@@ -152,7 +152,9 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
             raise RequestValidationError("Each message must be an object", code="invalid_message", param=param)
         role = message.get("role")
         if not isinstance(role, str):
-            raise RequestValidationError("Each message needs a string 'role'", code="invalid_message", param=f"{param}.role")
+            raise RequestValidationError(
+                "Each message needs a string 'role'", code="invalid_message", param=f"{param}.role"
+            )
         if role == "system":
             system_parts.append(flatten_text(normalize_content(message.get("content"), f"{param}.content")))
             continue
@@ -216,7 +218,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     else:
         session_id = derive_session_id(chat.system, chat.first_user)
         history = chat.history
-    turn_request = api_turn(request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system)
+    turn_request = api_turn(
+        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system
+    )
     headers = session_headers(session_id, preamble.session_key)
     if chat.stream:  # streams are never cached
         return await _stream(request, chat, turn_request, headers)

@@ -73,7 +73,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         error = error_object(result) if status == "failed" else None
         output = output_items(result) if result else []
         response = envelope(rid, created_at, req, chain, status=status, output=output, result=result, error=error)
-        transcript: list[Any] = list(result.messages) if result is not None else [{"role": "user", "content": req.input}]
+        transcript: list[Any] = (
+            list(result.messages) if result is not None else [{"role": "user", "content": req.input}]
+        )
         store_record(app[RESPONSES], req, chain, rid, response, transcript)
         out_headers = {**headers, **outcome.headers()}
         if outcome.hard_failure:
@@ -163,7 +165,10 @@ OPENAPI_PATHS: dict[str, Any] = {
             "summary": "A stored response",
             "parameters": [_ID_PARAM],
             "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}}},
+                "200": {
+                    "description": "OK",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}},
+                },
                 "401": {"$ref": "#/components/responses/Unauthorized"},
                 "404": {"$ref": "#/components/responses/NotFound"},
             },

@@ -242,7 +242,8 @@ class ResponseEvents:
         out = []
         for item in self.items:
             if item is self._message:
-                out.append({**item, "status": "incomplete", "content": [{"type": "output_text", "text": self.partial_text(), "annotations": []}]})
+                content = [{"type": "output_text", "text": self.partial_text(), "annotations": []}]
+                out.append({**item, "status": "incomplete", "content": content})
             else:
                 out.append(item)
         return out

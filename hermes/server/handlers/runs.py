@@ -115,7 +115,8 @@ class RunEventsTranslator:
             case ToolStarted():
                 run.emit(
                     "tool.started",
-                    {"tool": event.name, "call_id": event.call_id, "preview": event.preview, "arguments": event.arguments},
+                    {"tool": event.name, "call_id": event.call_id, "preview": event.preview,
+                     "arguments": event.arguments},
                 )
             case ToolCompleted():
                 run.emit(
@@ -364,7 +365,9 @@ async def stop_run(request: web.Request) -> web.Response:
     return json_response({"object": "hermes.run", "run_id": run.run_id, "status": run.status})
 
 
-_CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once", "yes": "once", "reject": "deny", "no": "deny"}
+_CHOICE_ALIASES = {
+    "approve": "once", "approved": "once", "allow": "once", "yes": "once", "reject": "deny", "no": "deny"
+}
 
 
 async def approve_run(request: web.Request) -> web.Response:

@@ -615,7 +615,11 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
         },
     },
     "/api/sessions/{session_id}": {
-        "get": {"operationId": "getSession", "parameters": [_SID], "responses": {"200": _ok("The session"), **CLIENT_ERRORS}},
+        "get": {
+            "operationId": "getSession",
+            "parameters": [_SID],
+            "responses": {"200": _ok("The session"), **CLIENT_ERRORS},
+        },
         "patch": {
             "operationId": "patchSession",
             "parameters": [_SID],
