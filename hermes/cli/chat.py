@@ -99,6 +99,8 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         if choice.notice and not as_json:
             sys.stderr.write(f"hermes: {choice.notice}\n")
         agent = build_agent(settings, store, choice=choice)
+        if agent.instructions is not None and agent.instructions.notice and not as_json:
+            sys.stderr.write(f"hermes: {agent.instructions.notice}\n")
         renderer = make_renderer(as_json)
         request = TurnRequest(
             input=prompt,

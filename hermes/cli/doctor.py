@@ -8,7 +8,9 @@ Checks, in order: `config` (settings load; config.toml readable and valid), `pro
 (which provider `hermes chat` would use and why, or the exact ConfigError), `home`
 (HERMES_HOME exists with mode 0700), `state.db` (mode 0600), `database` (the session
 store opens and its integrity check passes), `endpoint` (the OpenAI-compatible endpoint
-answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured model).
+answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured model),
+`tools` (one tiny chat request with a trivial tool: does the model call tools natively,
+or write the call as JSON text so that `tool_protocol = json` is needed).
 A check that cannot run because an earlier one failed is left out.
 
 Exit 0 when nothing failed (warnings allowed), 1 when a check failed.
@@ -31,6 +33,7 @@ from hermes.cli._common import print_json
 
 if TYPE_CHECKING:
     from hermes.agent.factory import ProviderChoice
+    from hermes.agent.providers.tool_probe import ToolProbe
     from hermes.config import Settings
 
 ENDPOINT_TIMEOUT = 5.0
@@ -93,7 +96,10 @@ def run_checks() -> list[Check]:
     checks.append(_check_home(settings.home))
     checks.extend(_check_database(settings.state_db_path))
     if choice is not None:
-        checks.append(_check_endpoint(settings, choice))
+        endpoint = _check_endpoint(settings, choice)
+        checks.append(endpoint)
+        if choice.name == "openai" and endpoint.ok:
+            checks.append(_check_tools(settings, choice))
     return checks
 
 
@@ -181,3 +187,42 @@ def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
         listed = ", ".join(available[:5]) + (", …" if len(available) > 5 else "") if available else "none"
         return Check("endpoint", "warning", f"{url} answers but does not list model {choice.model!r} (listed: {listed})")
     return Check("endpoint", "ok", f"{url} answers and lists model {choice.model!r}")
+
+
+def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
+    """Probe native tool calls (one small request) and suggest tool_protocol = json if needed."""
+    import asyncio
+
+    from hermes.agent.factory import build_provider
+    from hermes.agent.providers.tool_probe import probe_tool_calls
+
+    async def probe() -> ToolProbe:
+        provider = build_provider(settings, choice)
+        try:
+            return await probe_tool_calls(provider, choice.model)
+        finally:
+            await provider.aclose()
+
+    result = asyncio.run(probe())
+    json_set = settings.tool_protocol == "json"
+    if result.kind == "native":
+        if json_set:
+            return Check("tools", "ok", f"the model {result.detail}; tool_protocol = json is set (native would work too)")
+        return Check("tools", "ok", f"the model {result.detail}")
+    if result.kind == "error":
+        return Check("tools", "warning", f"tool probe failed: {result.detail}")
+    if json_set:
+        return Check("tools", "ok", "the model does not call tools natively; tool_protocol = json is set, so hermes uses JSON actions")
+    if result.kind == "json_text":
+        return Check(
+            "tools",
+            "warning",
+            f"the model wrote its tool call as JSON text instead of a native tool call ({result.detail}): "
+            "set tool_protocol = json (hermes config set tool_protocol json, or HERMES_TOOL_PROTOCOL=json)",
+        )
+    return Check(
+        "tools",
+        "warning",
+        f"the model answered without calling the offered tool ({result.detail}); "
+        "if hermes never runs tools with it, set tool_protocol = json",
+    )

@@ -99,7 +99,7 @@ def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None
     """The client's system prompt layered on top of hermes' own (None: hermes' own only)."""
     if not client_prompt or not client_prompt.strip():
         return None
-    base = getattr(agent, "system_prompt", None) or default_system_prompt(cwd)
+    base = agent.new_session_prompt(cwd) if hasattr(agent, "new_session_prompt") else default_system_prompt(cwd)
     return f"{base}\n\n{client_prompt}"
 
 
