@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 ENDPOINT_TIMEOUT = 5.0
 """Seconds the endpoint has to answer GET /models."""
+TOOL_PROBE_TIMEOUT = 30.0
+"""Seconds the model has to answer the tool probe (a small model on a CPU reads slowly)."""
 
 Status = Literal["ok", "warning", "failed"]
 _MARKS: dict[Status, str] = {"ok": "✓", "warning": "!", "failed": "✗"}
@@ -199,7 +201,7 @@ def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
     async def probe() -> ToolProbe:
         provider = build_provider(settings, choice)
         try:
-            return await probe_tool_calls(provider, choice.model)
+            return await probe_tool_calls(provider, choice.model, timeout=TOOL_PROBE_TIMEOUT)
         finally:
             await provider.aclose()
 

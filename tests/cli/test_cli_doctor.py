@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.factory import NO_ENDPOINT
-from hermes.testing.upstream import ScriptedUpstream
+from hermes.testing.upstream import ScriptedUpstream, call, tool_reply
 
 
 @pytest.fixture
 def upstream(monkeypatch) -> Iterator[ScriptedUpstream]:
     """A reachable OpenAI-compatible endpoint, configured through the environment."""
     with ScriptedUpstream.in_thread(model="scripted-model") as upstream:
+        upstream.default = tool_reply([call("get_time", {"city": "Paris"})])  # the tool probe's answer
         monkeypatch.setenv("HERMES_BASE_URL", upstream.base_url)
         monkeypatch.setenv("HERMES_MODEL", "scripted-model")
         yield upstream
@@ -63,8 +64,10 @@ def test_reachable_endpoint_all_ok(invoke, store, upstream, hermes_home):
         f"✓ provider: openai, model scripted-model (base_url is set ({upstream.base_url}))",
         *ok_files(hermes_home),
         f"✓ endpoint: {upstream.base_url} answers and lists model 'scripted-model'",
+        "✓ tools: the model called get_time natively",
     ]
-    assert upstream.requests == []  # only GET /models: the doctor never spends tokens
+    # Besides GET /models, one tiny tool probe: the only tokens the doctor spends.
+    assert len(upstream.requests) == 1 and upstream.requests[0].body["max_tokens"] <= 128
 
 
 def test_endpoint_that_does_not_list_the_model_is_a_warning(invoke, store, upstream, monkeypatch):
@@ -73,7 +76,7 @@ def test_endpoint_that_does_not_list_the_model_is_a_warning(invoke, store, upstr
     result = invoke("doctor")
 
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[-1] == (
+    assert result.stdout.splitlines()[-2] == (
         f"! endpoint: {upstream.base_url} answers but does not list model 'other-model' (listed: scripted-model)"
     )
 
@@ -142,6 +145,7 @@ def test_json_output(invoke, store, upstream, hermes_home):
         ("state.db", True, "ok"),
         ("database", True, "ok"),
         ("endpoint", True, "ok"),
+        ("tools", True, "ok"),
     ]
     assert all(set(c) == {"name", "ok", "status", "detail"} for c in checks)
     assert checks[2]["detail"] == f"{hermes_home} has mode 0750, expected 0700 (chmod 700 {hermes_home})"

@@ -24,8 +24,6 @@ from hermes.agent.providers.json_actions import parse_action
 from hermes.errors import HermesError
 
 PROBE_TOOL = "get_time"
-PROBE_TIMEOUT = 30.0
-"""Seconds the model has to answer (a small model on a CPU reads the prompt slowly)."""
 
 _TOOLS: list[dict[str, Any]] = [
     {
@@ -72,7 +70,7 @@ def _one_line(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def probe_tool_calls(provider: Provider, model: str, *, timeout: float = PROBE_TIMEOUT) -> ToolProbe:
+async def probe_tool_calls(provider: Provider, model: str, *, timeout: float) -> ToolProbe:
     """Send the probe through `provider` (a plain OpenAI-compatible one) and classify the answer."""
     try:
         events = await asyncio.wait_for(provider.complete(probe_request(model)), timeout)
