@@ -195,8 +195,11 @@ def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
     """Probe native tool calls (one small request) and suggest tool_protocol = json if needed."""
     import asyncio
 
-    from hermes.agent.factory import build_provider
+    from hermes.agent.factory import TOOL_PROTOCOLS, build_provider
     from hermes.agent.providers.tool_probe import probe_tool_calls
+
+    if settings.tool_protocol not in TOOL_PROTOCOLS:
+        return Check("tools", "failed", f"unknown tool_protocol {settings.tool_protocol!r}: use native or json")
 
     async def probe() -> ToolProbe:
         provider = build_provider(settings, choice)

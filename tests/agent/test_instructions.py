@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from hermes.agent.engine import Agent
+from hermes.agent.events import TurnCompleted
 from hermes.agent.instructions import HEADER, load_instructions, repository_root
 from hermes.agent.prompt import build_system_prompt, default_system_prompt
 from hermes.agent.types import TurnRequest
@@ -112,7 +113,9 @@ async def test_a_resumed_session_keeps_its_stored_prompt_byte_for_byte(tmp_path:
     provider = ScriptedProvider()
     provider.enqueue(text_reply("one"), text_reply("two"))
     first = Agent(provider, store=store, model="m", instructions=load_instructions(home, cwd))
-    result = [e async for e in first.run_turn(TurnRequest(input="hi", cwd=str(cwd)))][-1].result  # type: ignore[union-attr]
+    last = [e async for e in first.run_turn(TurnRequest(input="hi", cwd=str(cwd)))][-1]
+    assert isinstance(last, TurnCompleted)
+    result = last.result
     stored = store.get_session(result.session_id).system_prompt
     assert stored is not None and "pkg rule" in stored
 

@@ -53,7 +53,7 @@ def env_for(home: Path, upstream: ScriptedUpstream, **extra: str) -> dict[str, s
 def chat_q(prompt: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hermes", "chat", "-q", prompt],
-        cwd=cwd, env=env, input="", capture_output=True, text=True, timeout=60,
+        cwd=cwd, env=env, input="", capture_output=True, text=True, timeout=60, check=False,
     )
 
 

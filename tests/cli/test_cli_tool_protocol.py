@@ -37,7 +37,7 @@ def chat_q(prompt: str, cwd: Path, home: Path, upstream: ScriptedUpstream, **ext
     )
     return subprocess.run(
         [sys.executable, "-m", "hermes", "chat", "-q", prompt],
-        cwd=cwd, env=env, input="", capture_output=True, text=True, timeout=60,
+        cwd=cwd, env=env, input="", capture_output=True, text=True, timeout=60, check=False,
     )
 
 

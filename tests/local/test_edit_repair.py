@@ -15,7 +15,11 @@ import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import AgentEvent, ToolCompleted, ToolStarted, TurnCompleted
-from hermes.agent.providers.json_actions import MAX_EDIT_REPAIRS, JsonActionProvider, edit_repair
+from hermes.agent.providers.json_actions import (
+    MAX_EDIT_REPAIRS,
+    JsonActionProvider,
+    edit_repair,
+)
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools import default_registry
 from hermes.agent.types import TurnRequest, TurnResult
