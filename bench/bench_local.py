@@ -143,8 +143,8 @@ EDIT_TASKS: tuple[EditTask, ...] = (
     EditTask(
         "calc-add",
         "add in calc.py returns a - b; fix it so add(2, 3) is 5",
-        {"calc.py": "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"},
-        "import calc; assert calc.add(2, 3) == 5 and calc.sub(5, 3) == 2",
+        {"calc.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"},
+        "import calc; assert calc.add(2, 3) == 5 and calc.mul(2, 3) == 6",
     ),
     EditTask(
         "greet-punctuation",
@@ -163,6 +163,12 @@ EDIT_TASKS: tuple[EditTask, ...] = (
         "rename the function mul in ops.py to multiply",
         {"ops.py": "def mul(a, b):\n    return a * b\n"},
         "import ops; assert ops.multiply(3, 4) == 12 and not hasattr(ops, 'mul')",
+    ),
+    EditTask(
+        "two-matches",
+        "sub in ops2.py is right but add returns a - b too; fix add so add(2, 3) is 5",
+        {"ops2.py": "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"},
+        "import ops2; assert ops2.add(2, 3) == 5 and ops2.sub(5, 3) == 2",
     ),
     EditTask(
         "off-by-one",
