@@ -25,7 +25,6 @@ consumer died elsewhere) the same cleanup runs without the final event.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
+from hermes.ids import new_session_id
 from hermes.store.base import NewMessage, SessionStore
 
 INTERRUPTED_TOOL_RESULT = "[interrupted: the user stopped the turn before this tool finished; it may have partly run]"
@@ -266,7 +266,7 @@ class Agent:
         store = self.store
         explicit_prompt = request.system_prompt
         if store is None:
-            session_id = request.session_id or f"ephemeral-{time.time_ns():x}"
+            session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
         session = store.find_session(request.session_id) if request.session_id else None

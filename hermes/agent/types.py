@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-# An OpenAI Chat Completions message: {"role": ..., "content": ..., "tool_calls": [...], ...}.
-# Kept as a plain dict because that is the wire shape every provider and client speaks.
-ChatMessage: TypeAlias = dict[str, Any]
-
-# User content: plain text, or OpenAI content parts ([{"type": "text", ...}, {"type": "image_url", ...}]).
-UserContent: TypeAlias = str | list[dict[str, Any]]
+from hermes.messages import ChatMessage as ChatMessage
+from hermes.messages import UserContent as UserContent
 
 TurnStatus = Literal["completed", "partial", "failed", "interrupted"]
 

@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -37,7 +36,8 @@ from typing import Any, Literal, Protocol
 from hermes.agent.events import AgentEvent, ApprovalRequested, TurnCompleted, TurnStarted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.errors import HermesError
-from hermes.store.runs import TERMINAL_STATES, RunRecord, RunStore
+from hermes.ids import new_run_id
+from hermes.store.run_store import TERMINAL_STATES, RunRecord, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +49,6 @@ APPROVAL_TIMEOUT_SECONDS = 300.0
 PRUNE_INTERVAL_SECONDS = 3600.0
 """How often (at most) settling a run also prunes expired rows from the run store."""
 APPROVAL_CHOICES: tuple[str, ...] = ("once", "session", "deny")
-
-
-def new_run_id() -> str:
-    return "run_" + secrets.token_hex(16)
 
 
 @dataclass(frozen=True, slots=True)
