@@ -11,11 +11,11 @@ Other names are looked up in the provider registry (tests register scripted ones
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from hermes.agent.engine import Agent, EngineOptions
-from hermes.agent.instructions import ProjectInstructions, load_instructions
+from hermes.agent.instructions import ProjectInstructions, load_project_instructions
 from hermes.agent.provider import Provider, provider_factory
+from hermes.agent.providers.json_actions import with_tool_protocol
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ConfigError
@@ -113,7 +113,7 @@ def build_agent(
     options = EngineOptions.from_settings(settings)
     if provider is None:
         choice = choice or choose_provider(settings)
-        provider = with_tool_protocol(build_provider(settings, choice), settings)
+        provider = with_tool_protocol(build_provider(settings, choice), settings.tool_protocol)
         resolved_model = model or choice.model
     else:
         resolved_model = model or settings.model or provider.name
@@ -133,30 +133,8 @@ def build_agent(
         tools=tools,
         options=options,
         system_prompt=settings.system_prompt,
-        instructions=project_instructions(settings) if instructions is None else instructions,
+        instructions=load_project_instructions(settings) if instructions is None else instructions,
     )
-
-
-TOOL_PROTOCOLS = ("native", "json")
-
-
-def with_tool_protocol(provider: Provider, settings: Settings) -> Provider:
-    """`provider` as is (`tool_protocol = native`), or wrapped in the JSON-action adapter (`json`).
-
-    The local provider always speaks JSON actions, so it is never wrapped twice.
-    """
-    from hermes.agent.providers.json_actions import JsonActionProvider
-
-    if settings.tool_protocol not in TOOL_PROTOCOLS:
-        raise ConfigError(f"unknown tool_protocol {settings.tool_protocol!r}: use native or json")
-    if settings.tool_protocol == "native" or provider.name in ("local", JsonActionProvider.name):
-        return provider
-    return JsonActionProvider(provider)
-
-
-def project_instructions(settings: Settings, cwd: Path | None = None) -> ProjectInstructions:
-    """The AGENTS.md files for `cwd` (default: the process's), capped by `instructions_max_bytes`."""
-    return load_instructions(settings.home, cwd or Path.cwd(), max_bytes=settings.instructions_max_bytes)
 
 
 def _local_choice(settings: Settings, why: str) -> ProviderChoice:

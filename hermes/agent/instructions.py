@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes.config import Settings
+
 INSTRUCTIONS_FILE = "AGENTS.md"
 DEFAULT_MAX_BYTES = 32 * 1024
 """Cap on the instructions' total size: about 8k tokens, a fraction of any model's window."""
@@ -149,3 +151,8 @@ def load_instructions(home: Path, cwd: Path, *, max_bytes: int = DEFAULT_MAX_BYT
             "Read the AGENTS.md files named above with read_file if you need the rest.]"
         )
     return ProjectInstructions(result.files, max_bytes, body)
+
+
+def load_project_instructions(settings: Settings, cwd: Path | None = None) -> ProjectInstructions:
+    """`load_instructions` for `cwd` (default: the process's) with the settings' home and cap."""
+    return load_instructions(settings.home, cwd or Path.cwd(), max_bytes=settings.instructions_max_bytes)

@@ -195,7 +195,8 @@ def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
     """Probe native tool calls (one small request) and suggest tool_protocol = json if needed."""
     import asyncio
 
-    from hermes.agent.factory import TOOL_PROTOCOLS, build_provider
+    from hermes.agent.factory import build_provider
+    from hermes.agent.providers.json_actions import TOOL_PROTOCOLS
     from hermes.agent.providers.tool_probe import probe_tool_calls
 
     if settings.tool_protocol not in TOOL_PROTOCOLS:

@@ -8,9 +8,9 @@ from typing import ClassVar
 
 import pytest
 
-from hermes.agent.factory import build_agent, with_tool_protocol
+from hermes.agent.factory import build_agent
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
-from hermes.agent.providers.json_actions import JsonActionProvider
+from hermes.agent.providers.json_actions import JsonActionProvider, with_tool_protocol
 from hermes.config import Settings
 from hermes.errors import ConfigError
 
@@ -37,21 +37,21 @@ def settings(tmp_path: Path, **env: str) -> Settings:
 def test_native_is_the_default_and_leaves_the_provider_alone(tmp_path: Path) -> None:
     provider = Dummy()
     assert settings(tmp_path).tool_protocol == "native"
-    assert with_tool_protocol(provider, settings(tmp_path)) is provider
+    assert with_tool_protocol(provider, settings(tmp_path).tool_protocol) is provider
 
 
 def test_json_wraps_any_endpoint_once(tmp_path: Path) -> None:
     provider = Dummy()
-    wrapped = with_tool_protocol(provider, settings(tmp_path, HERMES_TOOL_PROTOCOL="json"))
+    wrapped = with_tool_protocol(provider, "json")
     assert isinstance(wrapped, JsonActionProvider) and wrapped.inner is provider
-    assert with_tool_protocol(wrapped, settings(tmp_path, HERMES_TOOL_PROTOCOL="json")) is wrapped
+    assert with_tool_protocol(wrapped, "json") is wrapped
     local = LocalLike()  # the local provider speaks JSON actions already
-    assert with_tool_protocol(local, settings(tmp_path, HERMES_TOOL_PROTOCOL="json")) is local
+    assert with_tool_protocol(local, "json") is local
 
 
 def test_an_unknown_protocol_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown tool_protocol 'xml': use native or json"):
-        with_tool_protocol(Dummy(), settings(tmp_path, HERMES_TOOL_PROTOCOL="xml"))
+        with_tool_protocol(Dummy(), "xml")
 
 
 async def test_build_agent_applies_the_setting_to_the_endpoint_provider(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ from hermes.agent.provider import (
     UsageChunk,
 )
 from hermes.agent.types import ChatMessage, Usage
+from hermes.errors import ConfigError
 from hermes.ids import new_call_id
 
 REPLY = "reply"
@@ -789,3 +790,22 @@ class JsonActionProvider(Provider):
         if saw_usage:
             events.append(UsageChunk(usage))
         return events
+
+
+TOOL_PROTOCOLS = ("native", "json")
+"""Values of the `tool_protocol` setting."""
+
+
+def with_tool_protocol(provider: Provider, protocol: str) -> Provider:
+    """`provider` as is (`native`), or wrapped in the JSON-action adapter (`json`).
+
+    The local provider always speaks JSON actions, so it is never wrapped twice.
+
+    Raises:
+        ConfigError: `protocol` is neither native nor json.
+    """
+    if protocol not in TOOL_PROTOCOLS:
+        raise ConfigError(f"unknown tool_protocol {protocol!r}: use native or json")
+    if protocol == "native" or provider.name in ("local", JsonActionProvider.name):
+        return provider
+    return JsonActionProvider(provider)
