@@ -140,3 +140,52 @@ def test_repair_is_due_only_right_after_a_failed_patch() -> None:
     # A new request starts a new count; a failure from an earlier request is history.
     later = [*_turn(FAILED), {"role": "assistant", "content": "sorry"}, {"role": "user", "content": "hi"}]
     assert edit_repair(later, NAMES) is None
+
+
+READ = ("read_file", {"path": "calc.py"}, "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b")
+
+
+def patch_args(old: str, new: str) -> Any:
+    from hermes.agent.providers.json_actions import Action, align_patch
+
+    fitted = align_patch(Action("patch", {"path": "calc.py", "old_string": old, "new_string": new}), _turn(READ))
+    return fitted.args["old_string"], fitted.args["new_string"]
+
+
+def test_a_patch_is_fitted_to_the_text_the_model_read() -> None:
+    # Copied line prefixes are dropped.
+    assert patch_args("2|    return a - b", "2|    return a + b") == ("    return a - b", "    return a + b")
+    # Wrong indentation: the file's own lines, and the new text shifted alike.
+    assert patch_args("def add(a, b):\n  return a - b", "def add(a, b):\n  return a + b  # fixed") == (
+        "def add(a, b):\n    return a - b",
+        "def add(a, b):\n    return a + b  # fixed",
+    )
+    # Flattened code has no consistent mapping: left as written.
+    assert patch_args("def add(a, b):\nreturn a - b", "x") == ("def add(a, b):\nreturn a - b", "x")
+    assert patch_args("  return a - b", "  return a + b") == ("  return a - b", "  return a + b")  # a substring: fine
+    # Already right, ambiguous, or absent: unchanged (the tool decides).
+    assert patch_args("return a - b", "return a + b") == ("return a - b", "return a + b")
+    assert patch_args("return a / b", "return a + b") == ("return a / b", "return a + b")
+
+
+def test_a_patch_on_a_file_never_read_is_left_alone() -> None:
+    from hermes.agent.providers.json_actions import Action, align_patch
+
+    action = Action("patch", {"path": "other.py", "old_string": "2|x", "new_string": "y"})
+    assert align_patch(action, _turn(READ)) is action
+
+
+async def test_the_retry_after_a_re_read_is_fitted_before_it_runs(
+    agent: Agent, upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    (tmp_path / "calc.py").write_text(BROKEN, encoding="utf-8")
+    prefixed = action("patch", {"path": "calc.py", "old_string": "2|    return a - b", "new_string": "2|    return a + b"})
+    upstream.enqueue(text_reply(bad_patch()), text_reply(prefixed), text_reply(action("reply", {"text": "Fixed."})))
+
+    events, result = await run(agent, tmp_path)
+
+    assert result.final_text == "Fixed."
+    assert [(e.name, e.is_error) for e in events if isinstance(e, ToolCompleted)] == [
+        ("patch", True), ("read_file", False), ("patch", False),
+    ]
+    assert (tmp_path / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a + b\n"

@@ -34,6 +34,8 @@ does not ask the model yet: it answers the step itself with a `read_file` call f
 file (a real tool call the engine runs and the front ends show), and the model's next
 request ends with a note to retry the edit using the text it now sees. At most
 `MAX_EDIT_REPAIRS` such re-reads per turn; after that the model answers as it likes.
+A `patch` on a file the model has read is first fitted to that text (`align_patch`:
+copied "N|" line prefixes dropped, indentation taken from the file).
 """
 
 from __future__ import annotations
@@ -599,6 +601,78 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
     return Action(READ_TOOL, {"path": path})
 
 
+_NUMBERED_LINE = re.compile(r"^(\d+)\|(.*)$")
+_LINE_PREFIX = re.compile(r"^\s*\d+\|")
+
+
+def _last_read(messages: list[ChatMessage], path: str) -> list[str] | None:
+    """The file's lines as the latest `read_file` of `path` in `messages` showed them (None: never read)."""
+    calls: dict[str, Action] = {}
+    lines: list[str] | None = None
+    for message in messages:
+        for raw_call in message.get("tool_calls") or ():
+            fn = raw_call.get("function") or {}
+            calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", _as_args(fn.get("arguments")) or {})
+        call = calls.get(message.get("tool_call_id") or "") if message.get("role") == "tool" else None
+        if call is None or call.name != READ_TOOL or call.args.get("path") != path:
+            continue
+        numbered = [_NUMBERED_LINE.match(line) for line in _text_of(message.get("content")).splitlines()]
+        if numbered and numbered[0] is not None:  # not an error, not an empty file
+            lines = [m.group(2) for m in numbered if m is not None]
+    return lines
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
+    """A `patch` whose old_string is fitted to the text the model last read of that file.
+
+    Small models copy read_file's "N|" line prefixes into old_string, or get the
+    indentation wrong. When the file was read in this conversation and old_string
+    is not in that text as written, the prefixes are dropped; if it still is not
+    there but its lines match exactly one run of the file's lines once leading and
+    trailing spaces are ignored, old_string becomes the file's own text and each
+    indentation the model used is mapped to the file's in new_string too. Anything else is left for the
+    tool to refuse (also when the indentation cannot be carried over consistently).
+    """
+    path, old, new = action.args.get("path"), action.args.get("old_string"), action.args.get("new_string")
+    if action.name not in EDIT_TOOLS or not isinstance(path, str) or not isinstance(old, str) or not old.strip():
+        return action
+    if not isinstance(new, str):
+        return action
+    lines = _last_read(messages, path)
+    if lines is None:
+        return action
+    text = "\n".join(lines)
+    if old in text:
+        return action
+    if all(_LINE_PREFIX.match(line) for line in old.splitlines() if line.strip()):
+        old = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in old.splitlines())
+        new = "\n".join(_LINE_PREFIX.sub("", line, count=1) if _LINE_PREFIX.match(line) else line for line in new.splitlines())
+    if old not in text:
+        wanted = [line.strip() for line in old.strip("\n").splitlines()]
+        starts = [
+            i
+            for i in range(len(lines) - len(wanted) + 1)
+            if [line.strip() for line in lines[i : i + len(wanted)]] == wanted
+        ]
+        if len(starts) != 1:
+            return action
+        found = lines[starts[0] : starts[0] + len(wanted)]
+        shift: dict[str, str] = {}
+        for mine, theirs in zip(old.strip("\n").splitlines(), found, strict=True):
+            if mine.strip() and shift.setdefault(_indent(mine), _indent(theirs)) != _indent(theirs):
+                return action  # no consistent indentation to carry over to new_string
+        old = "\n".join(found)
+        new = "\n".join(
+            shift.get(_indent(line), _indent(line)) + line.lstrip() if line.strip() else line
+            for line in new.splitlines()
+        )
+    return Action(action.name, {**action.args, "old_string": old, "new_string": new})
+
+
 def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
     """Same tool and arguments as the last call of the turn, or made twice already."""
     if action.is_reply:
@@ -742,7 +816,7 @@ class JsonActionProvider(Provider):
             elif finish == "length":
                 pass  # a half-written action: nothing to run; the engine sees the truncation
             else:
-                for event in self._call_events(action):
+                for event in self._call_events(align_patch(action, request.messages)):
                     yield event
                 if saw_usage:
                     yield UsageChunk(usage)
@@ -785,7 +859,7 @@ class JsonActionProvider(Provider):
                     events.append(TextChunk(action.text))
                 events.append(FinishChunk("length" if finish == "length" else "stop"))
             else:
-                events += self._call_events(action)
+                events += self._call_events(align_patch(action, request.messages))
             break
         if saw_usage:
             events.append(UsageChunk(usage))
