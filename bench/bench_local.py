@@ -1,6 +1,6 @@
 """Benchmark of the local provider (hermes[local]) on this machine.
 
-    python bench/bench_local.py [--home DIR] [--threads N] [--repeat 3] [--tasks-only]
+    python bench/bench_local.py [--home DIR] [--threads N] [--repeat 3] [--tasks-only] [--tasks a,b]
 
 Measures, with the bundled model (or HERMES_LOCAL_MODEL_PATH):
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import statistics
 import subprocess
@@ -104,6 +105,7 @@ async def turn(
     first = None
     tool_steps = 0
     names: list[str] = []
+    steps: list[str] = []
     result = None
     request = TurnRequest(input=text, history=list(history), persist=False, cwd=str(cwd), yolo=yolo)
     async for event in agent.run_turn(request):
@@ -112,10 +114,11 @@ async def turn(
         elif isinstance(event, ToolStarted):
             tool_steps += 1
             names.append(event.name)
+            steps.append(f"{event.name} {json.dumps(event.arguments)[:160]}")
+        elif isinstance(event, ToolCompleted):
+            steps[-1] += f" → {'error: ' if event.is_error else ''}{' '.join(event.result.split())[:100]}"
         elif isinstance(event, TurnCompleted):
             result = event.result
-        elif isinstance(event, ToolCompleted):
-            pass
     assert result is not None
     history.extend(result.messages)
     return {
@@ -124,6 +127,7 @@ async def turn(
         "status": result.status,
         "tool_steps": tool_steps,
         "tools": names,
+        "steps": steps,
         "text": result.final_text,
     }
 
@@ -184,10 +188,12 @@ def run_check(folder: Path, check: str) -> bool:
     return done.returncode == 0
 
 
-async def edit_tasks(agent: Agent, timed: Timed, home: Path, repeat: int) -> None:
+async def edit_tasks(agent: Agent, timed: Timed, home: Path, repeat: int, only: list[str] | None = None) -> None:
     print("\n-- edit tasks --")
     results: list[bool] = []
     for task in EDIT_TASKS:
+        if only and task.name not in only:
+            continue
         for round_ in range(repeat):
             folder = home / "edit-tasks" / f"{task.name}-{round_ + 1}"
             shutil.rmtree(folder, ignore_errors=True)
@@ -199,8 +205,10 @@ async def edit_tasks(agent: Agent, timed: Timed, home: Path, repeat: int) -> Non
             ok = outcome["status"] == "completed" and run_check(folder, task.check)
             results.append(ok)
             answer = " ".join(str(outcome["text"]).split())[:100]
-            print(f"{task.name:<18} {'ok  ' if ok else 'FAIL'} {outcome['tool_steps']} tool steps "
-                  f"({', '.join(outcome['tools'])}), {fmt(outcome['total'])} — {answer}")
+            print(f"{task.name:<18} {'ok  ' if ok else 'FAIL'} {outcome['tool_steps']} tool steps, "
+                  f"{fmt(outcome['total'])} — {answer}")
+            for step in outcome["steps"]:
+                print(f"    {step}")
     rate = sum(results) / len(results) if results else 0.0
     print(f"edit tasks:          {sum(results)}/{len(results)} succeeded ({rate:.0%})")
 
@@ -229,14 +237,16 @@ async def bench(args: argparse.Namespace) -> None:
 
     provider = LocalProvider(server, name)
     timed = Timed(provider)
-    agent = Agent(timed, store=None, model=name, tools=tools(), options=EngineOptions(max_iterations=8))
+    # As build_agent does for the local provider: a loaded CPU may read a prompt for minutes.
+    options = EngineOptions(max_iterations=8, stale_timeout=LocalProvider.recommended_stale_timeout)
+    agent = Agent(timed, store=None, model=name, tools=tools(), options=options)
     work = home / "bench-project"  # stable: the system prompt names it, and saved caches are per prompt
     work.mkdir(exist_ok=True)
     (work / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "4.7.12"\n', encoding="utf-8")
 
     try:
         if args.tasks_only:
-            await edit_tasks(agent, timed, home, args.repeat)
+            await edit_tasks(agent, timed, home, args.repeat, args.tasks.split(",") if args.tasks else None)
             return
         for round_ in range(args.repeat):
             history: list[dict[str, Any]] = []
@@ -276,6 +286,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: its own choice)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--tasks-only", action="store_true", help="run only the edit tasks")
+    parser.add_argument("--tasks", help="comma-separated edit task names (default: all)")
     asyncio.run(bench(parser.parse_args()))
 
 
