@@ -40,7 +40,7 @@ from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import TextDelta, ToolCompleted, ToolStarted, TurnCompleted
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent, TextChunk, ToolCallChunk, UsageChunk
 from hermes.agent.providers.local import LocalProvider, LocalServer, local_status, resolve_model
-from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
+from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.config import Settings
 
@@ -74,28 +74,11 @@ class Timed(Provider):
         return await self.inner.complete(request)
 
 
-async def _read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    return (ctx.cwd / str(args.get("path", ""))).read_text(encoding="utf-8")
-
-
 def tools() -> ToolRegistry:
-    try:  # the core tools, once they exist: their real descriptions count toward the prompt
-        from hermes.agent.tools import default_registry  # type: ignore[attr-defined]
+    """The core tools: their real descriptions count toward the prompt the model reads."""
+    from hermes.agent.tools import default_registry
 
-        return default_registry()  # type: ignore[no-any-return]
-    except ImportError:
-        return ToolRegistry(
-            [
-                Tool(
-                    "read_file",
-                    "Read a text file and return its contents.",
-                    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-                    _read_file,
-                    read_only=True,
-                    preview_key="path",
-                )
-            ]
-        )
+    return default_registry()
 
 
 async def turn(
