@@ -88,9 +88,12 @@ class TurnResult:
     status:
         completed   the model answered in text
         partial     some text was delivered but the answer is incomplete
-                    (error_code "output_truncated" or "stream_stalled")
-        failed      no usable answer (error / error_code say why)
-        interrupted the turn was cancelled; final_text holds what was delivered
+                    (error_code OUTPUT_TRUNCATED, STREAM_STALLED or MAX_ITERATIONS)
+        failed      no usable answer (error / error_code say why; INTERNAL_ERROR or a
+                    HermesError's code for an unexpected exception)
+        interrupted stopped through its TurnInterrupt (error_code = the handle's code);
+                    final_text holds what was delivered
+    error_code is one of hermes.error_codes (or a HermesError's `code`).
     """
 
     session_id: str

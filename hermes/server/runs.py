@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hermes.agent.events import AgentEvent, ApprovalRequested, TurnCompleted, TurnStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
+from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.errors import HermesError
 from hermes.ids import new_run_id
 from hermes.store.run_store import TERMINAL_STATES, RunRecord, RunStore
@@ -108,6 +110,8 @@ class Run:
     closed: bool = False
     """True once the log is complete (the terminal events are in it)."""
     task: asyncio.Task[None] | None = None
+    interrupt: TurnInterrupt = field(default_factory=TurnInterrupt)
+    """Stops the run's turn; it still settles through the engine's final TurnCompleted."""
     approvals: dict[str, PendingApproval] = field(default_factory=dict)
     settled_at: float | None = None
     stop_requested: bool = False
@@ -391,8 +395,9 @@ class RunRegistry:
             return
         run.stop_requested = True
         run.set_status("stopping")
-        if run.task is not None and not run.task.done():
-            run.task.cancel()
+        run.interrupt.interrupt()
+        if not run.interrupt.listened and run.task is not None and not run.task.done():
+            run.task.cancel()  # no turn is listening (not started yet): stop the task itself
 
     async def wait(self, run: Run) -> None:
         """Wait until the run has settled (does not cancel it if the waiter is cancelled)."""
@@ -410,11 +415,14 @@ class RunRegistry:
         live = [run for run in self._runs.values() if run.active]
         for run in live:
             run.status = "stopping"
-            if run.task is not None and not run.task.done():
+            run.interrupt.interrupt(SERVER_SHUTDOWN, "the server is shutting down")
+            if not run.interrupt.listened and run.task is not None and not run.task.done():
                 run.task.cancel()
         tasks = [run.task for run in live if run.task is not None]
         if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+            _, stuck = await asyncio.wait(tasks, timeout=timeout)
+            for task in stuck:  # the engine did not wind down in time: cancel outright
+                task.cancel()
         ids = []
         for run in live:
             if not run.closed:
@@ -457,7 +465,7 @@ class EventTranslator(Protocol):
 class TurnRunner(Protocol):
     """What a run needs from the engine (`hermes.agent.engine.Agent` satisfies it)."""
 
-    def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]: ...
+    def run_turn(self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None) -> AsyncIterator[AgentEvent]: ...
 
 
 def run_status_for(result: TurnResult, *, shutting_down: bool) -> str:
@@ -490,7 +498,7 @@ async def drive_turn(
     translator.on_start(run)
     result: TurnResult | None = None
     try:
-        async for event in agent.run_turn(request):
+        async for event in agent.run_turn(request, interrupt=run.interrupt):
             if isinstance(event, TurnCompleted):
                 result = event.result
                 continue

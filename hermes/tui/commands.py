@@ -37,6 +37,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("export", "write this session as Markdown", "[path]"),
     Command("context", "show the project instructions (AGENTS.md) in the system prompt"),
     Command("theme", "switch between dark and light themes", "[dark|light]"),
+    Command("mcp", "list MCP servers and their tools"),
     Command("help", "list commands and keys"),
     Command("quit", "leave hermes", aliases=("exit",)),
 )
