@@ -34,7 +34,8 @@ def action(name: str, args: dict[str, Any]) -> str:
 
 
 def bad_patch(spaces: int = 0) -> str:  # from memory, as the 1.5B model did: the text is not in the file
-    return action("patch", {"path": "calc.py", "old_string": "return a-" + " " * spaces + "b", "new_string": "return a+b"})
+    old = "result = subtract(a, b)" + " " * spaces  # nothing like the file's text: not fitted either
+    return action("patch", {"path": "calc.py", "old_string": old, "new_string": "return a + b"})
 
 
 def good_patch() -> str:
@@ -160,6 +161,8 @@ def test_a_patch_is_fitted_to_the_text_the_model_read() -> None:
         "def add(a, b):\n    return a - b",
         "def add(a, b):\n    return a + b  # fixed",
     )
+    # A stray character copied from the request (the 1.5B model's own mistake): the one close line.
+    assert patch_args("return a - b;", "return a + b;") == ("    return a - b", "    return a + b;")
     # Flattened code has no consistent mapping: left as written.
     assert patch_args("def add(a, b):\nreturn a - b", "x") == ("def add(a, b):\nreturn a - b", "x")
     assert patch_args("  return a - b", "  return a + b") == ("  return a - b", "  return a + b")  # a substring: fine

@@ -41,6 +41,7 @@ copied "N|" line prefixes dropped, indentation taken from the file).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -626,6 +627,26 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
+FIT_SIMILARITY = 0.9
+"""How alike (difflib ratio) a run of file lines must be to the model's old_string to stand in for it."""
+
+
+def _unique_run(lines: list[str], wanted: list[str]) -> int | None:
+    """Start of the one run of `lines` matching `wanted` (stripped): exactly, else nearly (a stray `;`)."""
+    size = len(wanted)
+    runs = [[line.strip() for line in lines[i : i + size]] for i in range(len(lines) - size + 1)]
+    exact = [i for i, run in enumerate(runs) if run == wanted]
+    if exact:
+        return exact[0] if len(exact) == 1 else None
+    target = "\n".join(wanted)
+    scores = sorted(
+        ((difflib.SequenceMatcher(None, "\n".join(run), target).ratio(), i) for i, run in enumerate(runs)), reverse=True
+    )
+    if not scores or scores[0][0] < FIT_SIMILARITY or (len(scores) > 1 and scores[1][0] >= FIT_SIMILARITY):
+        return None
+    return scores[0][1]
+
+
 def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     """A `patch` whose old_string is fitted to the text the model last read of that file.
 
@@ -633,7 +654,8 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     indentation wrong. When the file was read in this conversation and old_string
     is not in that text as written, the prefixes are dropped; if it still is not
     there but its lines match exactly one run of the file's lines once leading and
-    trailing spaces are ignored, old_string becomes the file's own text and each
+    trailing spaces are ignored (or, failing that, exactly one run is nearly the same,
+    `FIT_SIMILARITY`: a copied `;` from the request), old_string becomes the file's own text and each
     indentation the model used is mapped to the file's in new_string too. Anything else is left for the
     tool to refuse (also when the indentation cannot be carried over consistently).
     """
@@ -653,14 +675,10 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
         new = "\n".join(_LINE_PREFIX.sub("", line, count=1) if _LINE_PREFIX.match(line) else line for line in new.splitlines())
     if old not in text:
         wanted = [line.strip() for line in old.strip("\n").splitlines()]
-        starts = [
-            i
-            for i in range(len(lines) - len(wanted) + 1)
-            if [line.strip() for line in lines[i : i + len(wanted)]] == wanted
-        ]
-        if len(starts) != 1:
+        start = _unique_run(lines, wanted)
+        if start is None:
             return action
-        found = lines[starts[0] : starts[0] + len(wanted)]
+        found = lines[start : start + len(wanted)]
         shift: dict[str, str] = {}
         for mine, theirs in zip(old.strip("\n").splitlines(), found, strict=True):
             if mine.strip() and shift.setdefault(_indent(mine), _indent(theirs)) != _indent(theirs):
