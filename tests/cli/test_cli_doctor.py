@@ -13,7 +13,6 @@ import pytest
 from hermes.agent.factory import NO_ENDPOINT
 from hermes.testing.upstream import ScriptedUpstream, call, tool_reply
 
-
 SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
 
 
