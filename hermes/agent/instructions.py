@@ -116,7 +116,9 @@ def instruction_paths(home: Path, cwd: Path) -> list[Path]:
 
 def _cut(data: bytes, limit: int) -> str:
     """The first `limit` bytes as text, never splitting a UTF-8 character."""
-    return data[:limit].decode("utf-8", errors="ignore") if limit < len(data) else data.decode("utf-8", errors="replace")
+    if limit < len(data):
+        return data[:limit].decode("utf-8", errors="ignore")
+    return data.decode("utf-8", errors="replace")
 
 
 def load_instructions(home: Path, cwd: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ProjectInstructions:

@@ -263,12 +263,14 @@ def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
     json_set = settings.tool_protocol == "json"
     if result.kind == "native":
         if json_set:
-            return Check("tools", "ok", f"the model {result.detail}; tool_protocol = json is set (native would work too)")
+            detail = f"the model {result.detail}; tool_protocol = json is set (native would work too)"
+            return Check("tools", "ok", detail)
         return Check("tools", "ok", f"the model {result.detail}")
     if result.kind == "error":
         return Check("tools", "warning", f"tool probe failed: {result.detail}")
     if json_set:
-        return Check("tools", "ok", "the model does not call tools natively; tool_protocol = json is set, so hermes uses JSON actions")
+        detail = "the model does not call tools natively; tool_protocol = json is set, so hermes uses JSON actions"
+        return Check("tools", "ok", detail)
     if result.kind == "json_text":
         return Check(
             "tools",

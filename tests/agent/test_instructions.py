@@ -42,7 +42,8 @@ def test_home_then_repository_root_then_each_folder_down_to_cwd(tmp_path: Path) 
     assert f"## {repo / 'pkg' / 'AGENTS.md'}\npkg rule: no new dependencies" in text
     assert "ABOVE THE REPOSITORY" not in text
     assert not loaded.truncated and loaded.notice is None
-    assert loaded.included_bytes == loaded.total_bytes == sum(len(p.read_bytes()) for p in (f.path for f in loaded.files))
+    on_disk = sum(len(f.path.read_bytes()) for f in loaded.files)
+    assert loaded.included_bytes == loaded.total_bytes == on_disk
 
 
 def test_a_worktree_git_file_marks_the_root_too(tmp_path: Path) -> None:

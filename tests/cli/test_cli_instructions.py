@@ -106,12 +106,14 @@ def test_serve_reads_its_own_working_directory(upstream: ScriptedUpstream, proje
             if line.startswith("hermes serve: listening on ") or not line:
                 break
         assert lines[-1].startswith("hermes serve: listening on "), "".join(lines)
-        assert any(line.startswith("hermes serve: project instructions: ") and "src/AGENTS.md" in line for line in lines)
+        notes = [line for line in lines if line.startswith("hermes serve: project instructions: ")]
+        assert any("src/AGENTS.md" in line for line in notes)
         base = lines[-1].removeprefix("hermes serve: listening on ").strip()
 
         def post(messages: list[dict[str, str]]) -> dict[str, object]:
             body = json.dumps({"model": "hermes-agent", "messages": messages}).encode()
-            req = urllib.request.Request(f"{base}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"})
+            headers = {"Content-Type": "application/json"}
+            req = urllib.request.Request(f"{base}/v1/chat/completions", data=body, headers=headers)
             with urllib.request.urlopen(req, timeout=30) as resp:
                 return json.loads(resp.read())  # type: ignore[no-any-return]
 

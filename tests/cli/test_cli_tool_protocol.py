@@ -25,7 +25,9 @@ def upstream() -> Iterator[ScriptedUpstream]:
         yield server
 
 
-def chat_q(prompt: str, cwd: Path, home: Path, upstream: ScriptedUpstream, **extra: str) -> subprocess.CompletedProcess[str]:
+def chat_q(
+    prompt: str, cwd: Path, home: Path, upstream: ScriptedUpstream, **extra: str
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
     env.update(
         HERMES_HOME=str(home),
@@ -41,7 +43,9 @@ def chat_q(prompt: str, cwd: Path, home: Path, upstream: ScriptedUpstream, **ext
     )
 
 
-def test_json_protocol_runs_a_tool_the_model_wrote_as_json(upstream: ScriptedUpstream, tmp_path: Path, hermes_home: Path) -> None:
+def test_json_protocol_runs_a_tool_the_model_wrote_as_json(
+    upstream: ScriptedUpstream, tmp_path: Path, hermes_home: Path
+) -> None:
     (tmp_path / "notes.txt").write_text("alpha\n")
     upstream.enqueue(text_reply(JSON_BLOCK_CALL), text_reply('{"action": "reply", "args": {"text": "It says alpha."}}'))
 
@@ -108,7 +112,9 @@ def test_doctor_suggests_json_when_the_call_comes_back_as_text(invoke: Any, endp
     assert "set tool_protocol = json" in check["detail"]
 
 
-def test_doctor_is_satisfied_once_json_is_set(invoke: Any, endpoint: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_is_satisfied_once_json_is_set(
+    invoke: Any, endpoint: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HERMES_TOOL_PROTOCOL", "json")
     endpoint.enqueue(text_reply('{"name": "get_time", "arguments": {"city": "Paris"}}'))
 
@@ -117,7 +123,9 @@ def test_doctor_is_satisfied_once_json_is_set(invoke: Any, endpoint: ScriptedUps
     assert status == "ok" and "tool_protocol = json is set" in check["detail"]
 
 
-def test_doctor_probe_failure_is_a_warning_not_a_hang(invoke: Any, endpoint: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_probe_failure_is_a_warning_not_a_hang(
+    invoke: Any, endpoint: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("hermes.cli.doctor.TOOL_PROBE_TIMEOUT", 0.5)
     from hermes.testing.upstream import Reply, Stall
 

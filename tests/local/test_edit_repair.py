@@ -117,14 +117,18 @@ def _turn(*steps: tuple[str, dict[str, Any], str]) -> list[dict[str, Any]]:
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}],
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
             }
         )
         messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
     return messages
 
 
-FAILED = ("patch", {"path": "calc.py", "old_string": "x", "new_string": "y"}, "Error: no match for old_string in /t/calc.py")
+FAILED = (
+    "patch", {"path": "calc.py", "old_string": "x", "new_string": "y"}, "Error: no match for old_string in /t/calc.py"
+)
 NAMES = {"read_file", "patch"}
 
 
@@ -143,7 +147,9 @@ def test_repair_is_due_only_right_after_a_failed_patch() -> None:
     assert edit_repair(later, NAMES) is None
 
 
-READ = ("read_file", {"path": "calc.py"}, "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b")
+READ = (
+    "read_file", {"path": "calc.py"}, "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b"
+)
 
 
 def patch_args(old: str, new: str) -> Any:
@@ -182,7 +188,9 @@ async def test_the_retry_after_a_re_read_is_fitted_before_it_runs(
     agent: Agent, upstream: ScriptedUpstream, tmp_path: Path
 ) -> None:
     (tmp_path / "calc.py").write_text(BROKEN, encoding="utf-8")
-    prefixed = action("patch", {"path": "calc.py", "old_string": "2|    return a - b", "new_string": "2|    return a + b"})
+    prefixed = action(
+        "patch", {"path": "calc.py", "old_string": "2|    return a - b", "new_string": "2|    return a + b"}
+    )
     upstream.enqueue(text_reply(bad_patch()), text_reply(prefixed), text_reply(action("reply", {"text": "Fixed."})))
 
     events, result = await run(agent, tmp_path)

@@ -44,7 +44,9 @@ async def test_context_lists_the_loaded_files(settings: Settings, store: Session
         await agent.aclose()
 
 
-async def test_a_cut_is_announced_at_start_and_in_context(settings: Settings, store: SessionStore, tmp_path: Path) -> None:
+async def test_a_cut_is_announced_at_start_and_in_context(
+    settings: Settings, store: SessionStore, tmp_path: Path
+) -> None:
     _, cwd = project(tmp_path)
     loaded = load_instructions(settings.home, cwd, max_bytes=50)
     agent = build_agent(settings, store, tools=ToolRegistry(), instructions=loaded)

@@ -500,7 +500,9 @@ def rewrite_messages(
             content = _text_of(message.get("content"))
             if call is not None and call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
                 failed_edit = (str(call.args.get("path", "")), content)
-            elif call is not None and call.name == READ_TOOL and failed_edit and call.args.get("path") == failed_edit[0]:
+            elif (
+                call is not None and call.name == READ_TOOL and failed_edit and call.args.get("path") == failed_edit[0]
+            ):
                 reread, failed_edit = failed_edit, None
             pending_results.append(f"Result of {name}:\n{_clip(content, tool_result_limit)}")
             continue
@@ -591,7 +593,8 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
                 calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", _as_args(fn.get("arguments")) or {})
         elif message.get("role") == "tool":
             call = calls.get(message.get("tool_call_id") or "")
-            if call is not None and call.name in EDIT_TOOLS and _text_of(message.get("content")).startswith(ERROR_PREFIX):
+            failed = _text_of(message.get("content")).startswith(ERROR_PREFIX)
+            if call is not None and call.name in EDIT_TOOLS and failed:
                 failures.append(call)
                 latest_failed = call
     if latest_failed is None or len(failures) > MAX_EDIT_REPAIRS:
@@ -672,7 +675,7 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
         return action
     if all(_LINE_PREFIX.match(line) for line in old.splitlines() if line.strip()):
         old = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in old.splitlines())
-        new = "\n".join(_LINE_PREFIX.sub("", line, count=1) if _LINE_PREFIX.match(line) else line for line in new.splitlines())
+        new = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in new.splitlines())
     if old not in text:
         wanted = [line.strip() for line in old.strip("\n").splitlines()]
         start = _unique_run(lines, wanted)
