@@ -55,6 +55,10 @@ OPTIONS: dict[str, Option] = {
     ),
     "compact_at": Option(("HERMES_COMPACT_AT",), "share of context_window at which older messages are summarised"),
     "system_prompt": Option(("HERMES_SYSTEM_PROMPT",), "replaces the built-in system prompt"),
+    "instructions_max_bytes": Option(
+        ("HERMES_INSTRUCTIONS_MAX_BYTES",), "cap on the AGENTS.md text added to the system prompt (0: none)"
+    ),
+    "tool_protocol": Option(("HERMES_TOOL_PROTOCOL",), "native tool calls, or json actions for small models"),
     "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
     "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
@@ -97,6 +101,8 @@ class Settings:
     """None: the local model's n_ctx, else the known window of the model, else 128k."""
     compact_at: float = 0.8
     system_prompt: str | None = None
+    instructions_max_bytes: int = 32 * 1024
+    tool_protocol: str = "native"
     yolo: bool = False
     local_model_path: Path | None = None
     sandbox: str = "auto"

@@ -69,8 +69,9 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
+from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.interrupt import TurnInterrupt
-from hermes.agent.prompt import default_system_prompt
+from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
@@ -158,6 +159,7 @@ class Agent:
         tools: ToolRegistry | None = None,
         options: EngineOptions | None = None,
         system_prompt: str | None = None,
+        instructions: ProjectInstructions | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -165,6 +167,8 @@ class Agent:
         self.tools = tools if tools is not None else ToolRegistry()
         self.options = options or EngineOptions()
         self.system_prompt = system_prompt
+        self.instructions = instructions
+        """Project instructions (AGENTS.md) added to the prompt of every new session."""
         self._streaming = provider.supports_streaming
         self._session_approvals: dict[str, set[str]] = {}
         self._reported_prompts: dict[str, tuple[int, int]] = {}
@@ -380,7 +384,7 @@ class Agent:
             raise UsageError("compaction needs a session store")
         session = self.store.get_session(session_id)
         model = model or session.model or self.model
-        prompt = session.system_prompt or self.system_prompt or default_system_prompt(None)
+        prompt = session.system_prompt or self.new_session_prompt()
         context: list[ChatMessage] = [{"role": "system", "content": prompt}, *resume_history(self.store, session_id)]
         budget = self._budget(session_id, model, persist=True)
         compacted: ContextCompacted | None = None
@@ -432,6 +436,10 @@ class Agent:
             retry_max_delay=self.options.retry_max_delay,
         )
 
+    def new_session_prompt(self, cwd: str | None = None) -> str:
+        """The system prompt a new session starts with (configured or default, plus instructions)."""
+        return build_system_prompt(self.system_prompt, cwd, self.instructions)
+
     def _disable_streaming(self) -> None:
         self._streaming = False
 
@@ -441,11 +449,11 @@ class Agent:
         explicit_prompt = request.system_prompt
         if store is None:
             session_id = request.session_id or new_session_id()
-            prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
         session = store.find_session(request.session_id) if request.session_id else None
         if session is None:
-            prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             session = store.create_session(
                 source=request.source,
                 model=model,
@@ -456,7 +464,7 @@ class Agent:
             history: list[ChatMessage] = []
         else:
             # Reuse the stored prompt byte for byte so the upstream's prompt cache holds.
-            prompt = explicit_prompt or session.system_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
                 store.update_session(session.id, system_prompt=explicit_prompt)
             history = resume_history(store, session.id)
