@@ -295,7 +295,8 @@ class Agent:
                     # Too long for the upstream after all: compact and retry once.
                     budget.overflow_retried = True
                     turn.api_calls -= 1
-                    async for compacted in budget.compact(context, request_tools, "overflow"):
+                    # The endpoint's window is smaller than assumed: keep only the latest step.
+                    async for compacted in budget.compact(context, request_tools, "overflow", recent_tokens=0):
                         yield compacted
                     turn.usage = turn.usage + budget.take_usage()
                     continue

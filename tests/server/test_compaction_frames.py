@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from _api_harness import MakeServer, parse_sse
+from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 
 from hermes.agent.context import SUMMARIZER_PROMPT, SUMMARY_HEADER, estimate_tokens
 from hermes.testing.upstream import text_reply
@@ -48,3 +49,35 @@ async def test_chat_stream_reports_the_compaction_and_the_request_fits(make_serv
     assert turn_request.messages[-1] == {"role": "user", "content": "and now?"}
     for request in srv.upstream.requests:
         assert estimate_tokens(request.messages, request.body.get("tools")) <= WINDOW
+
+
+async def test_run_events_report_a_compaction_after_a_context_length_error(serve, upstream, sessions_db) -> None:
+    from _runs_fixtures import read_frames
+
+    from hermes.store.base import NewMessage
+    from hermes.testing.upstream import error_reply
+
+    session = sessions_db.create_session(source="api_server", title="long", system_prompt="You are a test agent.")
+    for i in range(3):
+        sessions_db.append_message(session.id, NewMessage(role="user", content=f"question {i}"))
+        sessions_db.append_message(session.id, NewMessage(role="assistant", content=f"answer {i}"))
+    upstream.enqueue(
+        error_reply(400, "This model's maximum context length is 100 tokens.", code="context_length_exceeded"),
+        text_reply("SUMMARY: three questions"),
+        text_reply("fits now"),
+    )
+    client = await serve()
+    resp = await client.post("/v1/runs", json={"input": "next", "session_id": session.id})
+    assert resp.status == 202, await resp.text()
+    run_id = (await resp.json())["run_id"]
+    events = await client.get(f"/v1/runs/{run_id}/events")
+    frames = await read_frames(events, until=lambda f: f.data["event"] in ("run.completed", "run.failed"))
+    statuses = [f.data for f in frames if f.data["event"] == "status"]
+    assert [s["kind"] for s in statuses if s["kind"] == "context_compacted"] == ["context_compacted"]
+    assert next(s for s in statuses if s["kind"] == "context_compacted")["reason"] == "overflow"
+    compacted = next(s for s in statuses if s["kind"] == "context_compacted")
+    assert compacted["after_tokens"] < compacted["before_tokens"]
+    assert frames[-1].data["event"] == "run.completed" and frames[-1].data["output"] == "fits now"
+    assert upstream.requests[-1].messages[1]["content"] == SUMMARY_HEADER + "SUMMARY: three questions"
+    assert len(sessions_db.get_messages(session.id)) == 8  # every message is kept
+    assert sessions_db.compactions(session.id)
