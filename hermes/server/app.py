@@ -68,9 +68,9 @@ def create_app(
         settings.ensure_home()
         responses = ResponseStore(settings.response_db_path, max_size=settings.server_response_store_size)
         owned.append(responses)
-    from hermes.store.repair import repair_after_crash  # what a crashed process left: turns, responses, runs
+    from hermes.store.repair import repair_after_crash
 
-    repair_after_crash(sessions, responses, runs_db=settings.home / "runs.db")
+    repair_after_crash(sessions, responses, runs_db=settings.home / "runs.db")  # what crashed processes left
     mcp = None
     if agent is None:
         from hermes.agent.factory import build_agent

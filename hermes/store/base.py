@@ -7,8 +7,8 @@ returning, so a crash mid-turn keeps what was written.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from hermes.messages import ChatMessage

@@ -57,7 +57,11 @@ from hermes.store.base import (
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
-from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT, call_ids_and_names, valid_transcript
+from hermes.store.transcript import (
+    SERVER_STOPPED_TOOL_RESULT,
+    call_ids_and_names,
+    valid_transcript,
+)
 
 SNIPPET_TOKENS = 16
 RANK_WINDOW = 20_000

@@ -26,7 +26,7 @@ def upstream() -> Iterator[ScriptedUpstream]:
 
 def _hermes(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "hermes", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "hermes", *args], check=False, env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
