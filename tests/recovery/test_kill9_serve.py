@@ -151,3 +151,33 @@ def test_kill_9_mid_tool_leaves_a_placeholder_result(
     finally:
         for pid in pids_with(marker):  # never leave the sleep behind, whoever should have killed it
             os.kill(pid, signal.SIGKILL)
+
+
+def test_kill_9_mid_run_settles_the_run_and_its_turn(
+    upstream: ScriptedUpstream, serves: list[Serve], hermes_home: Path, tmp_path: Path
+) -> None:
+    upstream.enqueue(text_reply(STORY, chunk_delay=0.03))
+    serve = Serve(hermes_home, upstream, tmp_path)
+    serves.append(serve)
+    status, started = serve.request("POST", "/v1/runs", {"model": "hermes-agent", "input": "tell me a story"})
+    assert status == 202, started
+    run_id, session_id = started["run_id"], started["session_id"]
+
+    def streaming_checkpointed() -> bool:
+        with SqliteSessionStore(hermes_home / "state.db") as reader:
+            rows = reader.get_messages(session_id) if reader.find_session(session_id) else []
+        return len(rows) == 2 and len(str(rows[1].content)) > 100
+
+    assert wait_until(streaming_checkpointed, 30, interval=0.1), serve.log
+    assert serve.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "running"
+    serve.kill9()
+
+    restarted = Serve(hermes_home, upstream, tmp_path)
+    serves.append(restarted)
+    status, run = restarted.request("GET", f"/v1/runs/{run_id}")
+    assert status == 200
+    assert run["status"] == "interrupted"
+    end_reason, rows = _session_rows(hermes_home, session_id)
+    assert end_reason == "interrupted"
+    assert [role for role, _, _ in rows] == ["user", "assistant"]
+    assert STORY.startswith(str(rows[1][1])) and len(str(rows[1][1])) > 100
