@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from recovery_helpers import consecutive_assistants, transcript_problems, wait_until
@@ -42,7 +43,7 @@ def serves() -> Iterator[list[Serve]]:
         serve.close()
 
 
-def _session_rows(home: Path, session_id: str) -> tuple[str | None, list[tuple[str, object, str | None]]]:
+def _session_rows(home: Path, session_id: str) -> tuple[str | None, list[tuple[str, Any, str | None]]]:
     with SqliteSessionStore(home / "state.db") as store:
         session = store.get_session(session_id)
         rows = [(m.role, m.content, m.finish_reason) for m in store.get_messages(session_id)]

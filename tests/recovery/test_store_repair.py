@@ -362,8 +362,9 @@ def test_repair_opens_no_runs_file_that_does_not_exist(store: SqliteSessionStore
 
 
 def test_open_session_store_repairs_nothing_by_itself(db_path: Path, dead_owner: ProcessOwner) -> None:
-    with open_session_store(db_path) as store:
-        session = store.create_session(source="cli")
-        store.begin_turn(session.id, owner=dead_owner)
-    with open_session_store(db_path) as store:
-        assert len(store.open_turns()) == 1  # type: ignore[attr-defined]
+    store = open_session_store(db_path)
+    session = store.create_session(source="cli")
+    store.begin_turn(session.id, owner=dead_owner)
+    store.close()
+    with SqliteSessionStore(db_path) as reopened:
+        assert len(reopened.open_turns()) == 1
