@@ -198,4 +198,3 @@ def _output_items(messages: list[MessageRecord]) -> list[dict[str, Any]]:
                 }
             )
     return items
-

@@ -58,7 +58,8 @@ class Serve:
             raise AssertionError(f"hermes serve did not start: {line}{rest}")
         self.base = line[len(READY_PREFIX) :].strip()
         self.log: list[str] = []
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
@@ -70,6 +71,7 @@ class Serve:
         self.proc.wait(timeout=10)
 
     def close(self) -> None:
+        """Stop the process (SIGTERM, then SIGKILL) and close its pipe."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -77,6 +79,9 @@ class Serve:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        self._drainer.join(timeout=10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
         data = json.dumps(body).encode() if body is not None else None

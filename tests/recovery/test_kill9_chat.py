@@ -26,9 +26,15 @@ def upstream() -> Iterator[ScriptedUpstream]:
 
 def _hermes(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "hermes", *args], check=False, env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "hermes", *args],
+        check=False,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
 
 
 def test_kill_9_of_chat_q_then_sessions_show_and_continue(

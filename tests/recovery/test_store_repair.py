@@ -80,7 +80,9 @@ def test_a_killed_but_unreaped_process_is_gone() -> None:
 # ---- turns ------------------------------------------------------------------------------
 
 
-def test_a_dead_owners_turn_is_repaired_with_its_draft_kept(store: SqliteSessionStore, dead_owner: ProcessOwner) -> None:
+def test_a_dead_owners_turn_is_repaired_with_its_draft_kept(
+    store: SqliteSessionStore, dead_owner: ProcessOwner
+) -> None:
     session = store.create_session(source="api_server")
     turn = store.begin_turn(session.id, owner=dead_owner)
     store.append_message(session.id, NewMessage(role="user", content="write"), turn_id=turn.id)
@@ -112,7 +114,9 @@ def test_dangling_tool_calls_get_the_placeholder(store: SqliteSessionStore, dead
         session.id, NewMessage(role="assistant", content="Checking.", tool_calls=TOOL_CALLS), turn_id=turn.id
     )
     store.append_message(
-        session.id, NewMessage(role="tool", content="a.txt", tool_call_id="call_a", tool_name="terminal"), turn_id=turn.id
+        session.id,
+        NewMessage(role="tool", content="a.txt", tool_call_id="call_a", tool_name="terminal"),
+        turn_id=turn.id,
     )
 
     [repaired] = store.repair_abandoned_turns()
@@ -202,6 +206,8 @@ def test_another_process_does_not_repair_a_turn_while_its_owner_runs(db_path: Pa
     finally:
         holder.kill()
         holder.wait(timeout=10)
+        if holder.stdout is not None:
+            holder.stdout.close()
 
 
 def _clean_env() -> dict[str, str]:
@@ -234,7 +240,10 @@ def test_the_assistant_message_replaces_the_draft_in_place(store: SqliteSessionS
     [_, draft] = store.get_messages(session.id)
     final = store.append_message(session.id, NewMessage(role="assistant", content="Hello there"), turn_id=turn.id)
     assert final.id == draft.id
-    assert [(m.role, m.content) for m in store.get_messages(session.id)] == [("user", "hi"), ("assistant", "Hello there")]
+    assert [(m.role, m.content) for m in store.get_messages(session.id)] == [
+        ("user", "hi"),
+        ("assistant", "Hello there"),
+    ]
     assert [hit.message_id for hit in store.search("there")] == [draft.id]  # the index follows the update
     store.end_turn(turn.id, "completed")
     store.save_draft(turn.id, "late")  # an ended turn takes no draft
@@ -344,11 +353,17 @@ def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_pa
     store = open_run_store(tmp_path / "runs.db")
     try:
         now = time.time()
-        mine = RunRecord(run_id="run_mine", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid)
+        mine = RunRecord(
+            run_id="run_mine", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid
+        )
         store.put(mine)
         # The same pid recorded by a process that started at another time: not us.
         store.db.execute("UPDATE runs SET owner_started = owner_started || '0' WHERE run_id = 'run_mine'")
-        store.put(RunRecord(run_id="run_live", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid))
+        store.put(
+            RunRecord(
+                run_id="run_live", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid
+            )
+        )
         assert store.recover_orphans() == 1
         assert store.get("run_mine").status == "interrupted"  # type: ignore[union-attr]
         assert store.get("run_live").status == "running"  # type: ignore[union-attr]
