@@ -99,6 +99,29 @@ def m001_runs_and_receipts(db: sqlite3.Connection) -> None:
     )
 
 
+@RUN_MIGRATIONS.migration
+def m002_run_owner_instances(db: sqlite3.Connection) -> None:
+    # Ownership by lease (hermes.store.api.LeaseStore): a run names the instance that
+    # owns it; an instance whose lease has expired no longer owns anything.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE runs ADD COLUMN owner_instance TEXT",
+            "CREATE INDEX runs_owner_instance ON runs(owner_instance)",
+            """
+            CREATE TABLE instances (
+                instance_id TEXT PRIMARY KEY,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                started_at REAL NOT NULL,
+                heartbeat_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )
+            """,
+        ),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """The durable status of one run (the body of `GET /v1/runs/{id}`)."""
@@ -117,6 +140,8 @@ class RunRecord:
     error: str | None = None
     error_code: str | None = None
     owner_pid: int | None = None
+    owner_instance: str | None = None
+    """The instance (lease holder, `hermes.store.api.InstanceLease`) running it, if any."""
 
     @property
     def terminal(self) -> bool:
@@ -187,8 +212,9 @@ class RunStore:
         self._execute(
             """
             INSERT OR REPLACE INTO runs (run_id, status, session_id, model, created_at,
-                updated_at, last_event, output, usage, error, error_code, owner_pid)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                updated_at, last_event, output, usage, error, error_code, owner_pid,
+                owner_instance)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             (
                 record.run_id,
@@ -203,6 +229,7 @@ class RunStore:
                 record.error,
                 record.error_code,
                 record.owner_pid,
+                record.owner_instance,
             ),
         )
 
@@ -358,6 +385,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         error=row["error"],
         error_code=row["error_code"],
         owner_pid=row["owner_pid"],
+        owner_instance=row["owner_instance"],
     )
 
 

@@ -39,7 +39,13 @@ from typing import Any, Self
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreStats
+from hermes.store.base import (
+    MessageRecord,
+    NewMessage,
+    SearchHit,
+    SessionRecord,
+    StoreStats,
+)
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 
