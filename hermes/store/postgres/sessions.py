@@ -12,7 +12,8 @@ differences are only in how PostgreSQL provides them:
   base title, so two instances forking the same lineage never pick the same number.
 - Content is stored as JSON text (`content_json`), so any string round-trips; search
   uses the generated tsvector column (see `postgres.search` for the query rules),
-  ranked by `ts_rank` normalised by document length among the newest RANK_WINDOW matches,
+  ranked by cover density (`ts_rank_cd`) divided by 1 + log(document length), like
+  FTS5's bm25 favouring repeated terms and shorter messages, among the newest RANK_WINDOW matches,
   with `ts_headline` snippets (match wrapped in >>> <<<, "…" where text was cut).
 """
 
@@ -411,7 +412,7 @@ class PgSessionStore:
             f"FROM hermes.messages AS m {join}"
             f"WHERE m.search_vector @@ (SELECT q FROM q) {where}"
             "ORDER BY m.id DESC LIMIT %s), "
-            "best AS (SELECT win.*, ts_rank(win.search_vector, (SELECT q FROM q), 1) AS rank "
+            "best AS (SELECT win.*, ts_rank_cd(win.search_vector, (SELECT q FROM q), 1) AS rank "
             "FROM win ORDER BY rank DESC, win.id DESC LIMIT %s) "
             "SELECT best.id, best.role, best.search_text, "
             "ts_headline('hermes.search', best.search_text, (SELECT q FROM q), %s), "
