@@ -8,8 +8,9 @@ reading again. Invariants:
   append that lands between a read and the wait still wakes it: no event is missed.
 - Events are handed out in seq order without gaps or repeats: every read asks for
   seq > last_seq and `last_seq` moves only when an event is handed out.
-- After handing out a `final` event the subscription is finished; `aclose()` finishes
-  it at once (a pending `next()` returns promptly).
+- After handing out a `final` event the subscription is finished, and one started after
+  the final event's seq is finished from the start; `aclose()` finishes it at once (a
+  pending `next()` returns promptly).
 - `poll_interval` (PostgreSQL) re-reads even without a wake-up, so a notification lost
   with a dropped LISTEN connection delays an event, never loses it.
 """
@@ -82,6 +83,7 @@ class Subscription:
         self._buffer: list[StoredRunEvent] = []
         self._finished = False
         self._closed = False
+        self._start_checked = self.last_seq == 0
         self._wake = wakeups.add(run_id)
         self._prepare = prepare
         """Awaited once before the first read (PostgreSQL: the LISTEN is in place)."""
@@ -106,6 +108,13 @@ class Subscription:
             self._buffer = await self._read_after(self.run_id, self.last_seq)
             if self._buffer or self._closed:
                 continue
+            if not self._start_checked:
+                # Started after a seq: when that event was the final one, this is the end.
+                self._start_checked = True
+                before = await self._read_after(self.run_id, self.last_seq - 1)
+                if before and before[0].seq == self.last_seq and before[0].final:
+                    self._finished = True
+                    continue
             wait = None if deadline is None else deadline - loop.time()
             if wait is not None and wait <= 0:
                 return None

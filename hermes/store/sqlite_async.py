@@ -146,7 +146,14 @@ class SqliteResponses:
 
     def __init__(self, store: ResponseStore) -> None:
         self.sync = store
-        self.max_size = store.max_size
+
+    @property
+    def max_size(self) -> int:
+        return self.sync.max_size
+
+    @max_size.setter
+    def max_size(self, value: int) -> None:
+        self.sync.max_size = value
 
     async def get(self, response_id: str) -> dict[str, Any] | None:
         return self.sync.get(response_id)
@@ -172,7 +179,10 @@ class SqliteReceipts:
 
     def __init__(self, store: RunStore) -> None:
         self.sync = store
-        self.retention = store.retention
+
+    @property
+    def retention(self) -> float:
+        return self.sync.retention
 
     async def find_receipt(self, scope: str, key: str, *, now: float | None = None) -> Receipt | None:
         return self.sync.find_receipt(scope, key, now=now)
