@@ -81,12 +81,13 @@ def root(
 
 
 def _register() -> None:
-    from hermes.cli import chat, config_cmd, doctor, mcp_cmd, sessions
+    from hermes.cli import chat, config_cmd, db_cmd, doctor, mcp_cmd, sessions
 
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(mcp_cmd.app, name="mcp")
+    db_cmd.register(app)
     doctor.register(app)
     try:
         from hermes.cli import serve

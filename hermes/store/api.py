@@ -184,7 +184,10 @@ class ReceiptStore(Protocol):
     Receipts expire `retention` seconds after their last update.
     """
 
-    retention: float
+    @property
+    def retention(self) -> float:
+        """Seconds a receipt stays live after its last update."""
+        ...
 
     async def find_receipt(
         self, scope: str, key: str, *, now: float | None = None

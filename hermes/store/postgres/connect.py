@@ -44,6 +44,7 @@ POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 10
 
 _SCHEMES = ("postgresql://", "postgres://")
+_PG_USERINFO = re.compile(r"^(?P<head>postgres(?:ql)?://(?P<userinfo>[^/?#@]*)@)", re.IGNORECASE)
 _DSN_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
@@ -52,7 +53,15 @@ def is_postgres_url(url: str | None) -> bool:
 
 
 def mask_database_url(url: str) -> str:
-    """The URL (or key=value DSN) with its password masked, for messages."""
+    """The URL (or key=value DSN) with its password masked, for messages.
+
+    Unlike an API URL's bare userinfo (a token), a database URL's `user@` is a user name
+    and stays readable; `user:password@` becomes `user:****@`, and credential-like query
+    parameters (`?password=…`) and DSN `password=…` lose their value.
+    """
+    match = _PG_USERINFO.match(url)
+    if match and ":" not in match["userinfo"]:
+        return match["head"] + _DSN_PASSWORD.sub(r"\1****", redact_url(url[match.end("head") :]))
     return _DSN_PASSWORD.sub(r"\1****", redact_url(url))
 
 
