@@ -50,7 +50,7 @@ def pg_server() -> Iterator[PostgresServer]:
     assert bindir is not None
     try:
         server = PostgresServer.start(bindir)
-    except (RuntimeError, OSError) as exc:
+    except (RuntimeError, OSError, KeyError) as exc:  # KeyError: no `postgres` account
         unavailable(f"could not start PostgreSQL from {bindir}: {exc}")
         raise
     try:

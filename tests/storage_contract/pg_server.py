@@ -25,10 +25,12 @@ START_TIMEOUT = 60
 
 
 def find_bindir() -> Path | None:
-    """The folder holding initdb and pg_ctl (HERMES_TEST_PG_BIN, Debian's, then PATH)."""
-    candidates = [os.environ.get("HERMES_TEST_PG_BIN", ""), *SEARCH_BINDIRS]
+    """The folder holding initdb and pg_ctl: HERMES_TEST_PG_BIN when set (and only it),
+    else Debian's PostgreSQL folders, then PATH."""
+    override = os.environ.get("HERMES_TEST_PG_BIN")
+    candidates = [override] if override is not None else list(SEARCH_BINDIRS)
     on_path = shutil.which("pg_ctl")
-    if on_path:
+    if on_path and override is None:
         candidates.append(str(Path(on_path).parent))
     for folder in candidates:
         if folder and (Path(folder) / "initdb").is_file() and (Path(folder) / "pg_ctl").is_file():

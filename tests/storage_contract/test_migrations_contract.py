@@ -70,7 +70,9 @@ def test_postgres_concurrent_upgrade_processes(empty_pg_url: str, tmp_path: Path
     procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
-    applied_now = [sum(json.loads(out)["applied_now"].values(), []) for out, _ in outputs]
+    applied_now: list[list[str]] = [
+        [name for names in json.loads(out)["applied_now"].values() for name in names] for out, _ in outputs
+    ]
     assert sorted(applied_now, key=len) == [[], PG_MIGRATIONS.names]
     assert asyncio.run(_applied(empty_pg_url)) == PG_MIGRATIONS.names
 

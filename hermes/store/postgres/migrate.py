@@ -13,6 +13,7 @@ Same rules as SQLite's `hermes.store.migrations.migrate`, with PostgreSQL's own 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +70,10 @@ async def migrate_postgres(conn: AsyncConnection[Any], migrations: PgMigrations 
             applied.append(name)
         return applied
     finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
-        await conn.execute("RESET lock_timeout")
+        # A broken connection drops its session lock by itself; never mask the real error.
+        with contextlib.suppress(Exception):
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+            await conn.execute("RESET lock_timeout")
 
 
 async def migrate_url(url: str, migrations: PgMigrations = PG_MIGRATIONS) -> list[str]:
