@@ -85,3 +85,32 @@ async def test_idempotency_claims_race_across_instances(two: tuple[Storage, Stor
         *(store.receipts.claim_receipt("k", "key", f"fp{i}", f"run_{i}") for i, store in enumerate([a, b] * 4))
     )
     assert sum(result is None for result in results) == 1
+
+
+async def test_a_dropped_listen_connection_delays_no_event(pg_url: str) -> None:
+    """The LISTEN connection is killed; the store reconnects and re-reads, so the next
+    event still arrives without waiting for the (here hour-long) poll."""
+    import psycopg
+
+    from hermes.store.postgres import open_postgres_storage
+    from hermes.store.postgres.events import CHANNEL, PgRunEventStore
+
+    writer = await open_postgres_storage(pg_url)
+    reader = await open_postgres_storage(pg_url)
+    try:
+        assert isinstance(reader.run_events, PgRunEventStore)
+        reader.run_events._poll_interval = 3600.0
+        async with reader.run_events.subscribe("run_d") as subscription:
+            assert await subscription.next(timeout=0.05) is None
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+                cursor = await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
+                    (f"LISTEN {CHANNEL}",),
+                )
+                assert [row[0] for row in await cursor.fetchall()] == [True]  # the reader's listener
+            await writer.run_events.append("run_d", "tick")
+            event = await subscription.next(timeout=WAIT)
+        assert event is not None and event.seq == 1
+    finally:
+        await writer.aclose()
+        await reader.aclose()
