@@ -158,3 +158,18 @@ async def test_ranking_is_bounded_to_the_newest_matches(storage: Storage, monkey
         monkeypatch.setattr(module, "RANK_WINDOW", 100)
     assert (await storage.sessions.search("otter"))[0].message_id == best_but_old
     assert newer[0] in {hit.message_id for hit in await storage.sessions.search("otter")}
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [("config", True), ("config.py", True), ("config.py ", True), ("py ", True), ("foo-bar", True),
+     ("bar ", True), ("3.14", True), ("14 ", True), ("example.com", True), ("user_name", True)],
+)  # fmt: skip
+async def test_punctuation_separates_words(storage: Storage, query: str, found: bool) -> None:
+    session = await storage.sessions.create_session(source="cli")
+    message_id = await add(
+        storage, session.id, "edit config.py then foo-bar with pi=3.14 at https://example.com as user_name"
+    )
+    hits = await storage.sessions.search(query)
+    assert ([hit.message_id for hit in hits] == [message_id]) is found
+    assert ">>>" in hits[0].snippet

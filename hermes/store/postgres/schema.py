@@ -13,7 +13,8 @@ Schema summary (after all migrations), every object in schema `hermes`:
     messages        one row per OpenAI message; `content_json` holds the content as JSON
                     (null, a string or a part list) so any text, NUL included, round-trips;
                     `search_text` is the searchable text (see `postgres.search`) and
-                    `search_vector` its tsvector, a generated column with a GIN index
+                    `search_vector` the tsvector of `search_words(search_text)`, a
+                    generated column with a GIN index
     search          text search configuration: the default parser, English Snowball
                     stemming with no stop words (FTS5's porter tokenizer drops none either)
     responses       stored Responses API records (JSON text), LRU by `accessed_at`
@@ -26,6 +27,7 @@ Schema summary (after all migrations), every object in schema `hermes`:
 
 from __future__ import annotations
 
+import string
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["PG_MIGRATIONS", "SCHEMA", "PgMigration", "PgMigrations"]
 
 SCHEMA = "hermes"
+_PUNCTUATION_SQL = string.punctuation.replace("'", "''")
 
 PgMigration = Callable[["AsyncConnection[Any]"], Awaitable[None]]
 
@@ -98,6 +101,15 @@ async def m002_messages(conn: AsyncConnection[Any]) -> None:
                 ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
                 WITH hermes.english_stem
             """,
+            # The words of a text: ASCII punctuation becomes spaces, so "config.py",
+            # "foo-bar" or "3.14" index as separate words, as FTS5's unicode61 splits them
+            # (PostgreSQL's parser would keep file names, hosts and numbers whole).
+            # Immutable and locale-free: usable in the generated column.
+            f"""
+            CREATE FUNCTION hermes.search_words(body text) RETURNS text
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            AS $body$ SELECT translate(body, '{_PUNCTUATION_SQL}', '{" " * len(string.punctuation)}') $body$
+            """,
             """
             CREATE TABLE hermes.messages (
                 id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -113,7 +125,7 @@ async def m002_messages(conn: AsyncConnection[Any]) -> None:
                 token_count integer,
                 search_text text,
                 search_vector tsvector GENERATED ALWAYS AS
-                    (to_tsvector('hermes.search'::regconfig, coalesce(search_text, ''))) STORED
+                    (to_tsvector('hermes.search'::regconfig, coalesce(hermes.search_words(search_text), ''))) STORED
             )
             """,
             "CREATE INDEX messages_session ON hermes.messages (session_id, id)",

@@ -104,6 +104,16 @@ def _with_ellipses(headline: str, text: str) -> str:
     return head + headline + tail
 
 
+def _snippet(row: Any) -> str:
+    """The headline of the text as written when it marks the match; else (the match was
+    inside a word PostgreSQL's parser keeps whole, like "config.py") the headline of
+    the text's words, where punctuation is spaces."""
+    text, headline, words, words_headline = row[2] or "", row[3] or "", row[4] or "", row[5] or ""
+    if ">>>" in headline:
+        return _with_ellipses(headline, text)
+    return _with_ellipses(words_headline, words)
+
+
 class PgSessionStore:
     """See the module docstring. Built by `open_postgres_storage`."""
 
@@ -416,22 +426,19 @@ class PgSessionStore:
             "FROM win ORDER BY rank DESC, win.id DESC LIMIT %s) "
             "SELECT best.id, best.role, best.search_text, "
             "ts_headline('hermes.search', best.search_text, (SELECT q FROM q), %s), "
+            "hermes.search_words(best.search_text), "
+            "ts_headline('hermes.search', hermes.search_words(best.search_text), (SELECT q FROM q), %s), "
             f"{_SESSION_COLUMNS_S} FROM best JOIN hermes.sessions AS s ON s.id = best.session_id "
             "ORDER BY best.rank DESC, best.id DESC"
         )
         async with self._db.connection() as conn:
             cursor = await conn.execute(
                 sql,
-                (tsquery, *params, RANK_WINDOW, limit, _HEADLINE_OPTIONS),
+                (tsquery, *params, RANK_WINDOW, limit, _HEADLINE_OPTIONS, _HEADLINE_OPTIONS),
             )
             rows = await cursor.fetchall()
         return [
-            SearchHit(
-                session=_session(row[4:]),
-                message_id=int(row[0]),
-                role=row[1],
-                snippet=_with_ellipses(row[3] or "", row[2] or ""),
-            )
+            SearchHit(session=_session(row[6:]), message_id=int(row[0]), role=row[1], snippet=_snippet(row))
             for row in rows
         ]
 
