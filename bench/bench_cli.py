@@ -103,7 +103,8 @@ def main() -> None:
         home = Path(tmp) / "home"
         started = time.perf_counter()
         populate(home, args.sessions)
-        print(f"state.db: {args.sessions} sessions, {2 * args.sessions} messages (built in {time.perf_counter() - started:.1f} s)")
+        built = time.perf_counter() - started
+        print(f"state.db: {args.sessions} sessions, {2 * args.sessions} messages (built in {built:.1f} s)")
         env = {**os.environ, "HERMES_HOME": str(home)}
         argv0 = hermes_command()
         print(f"command: {' '.join(argv0)}; {args.runs} runs each after one warm-up\n")

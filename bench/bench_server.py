@@ -197,7 +197,8 @@ async def phase_streams(
 
     async def one(i: int) -> tuple[float | None, float | None, int, bool]:
         started = time.perf_counter()
-        async with session.post(f"{hermes}/v1/chat/completions", json=chat_body(f"big:{chunks}:{delay}:{i}", True), headers=auth) as resp:
+        body = chat_body(f"big:{chunks}:{delay}:{i}", True)
+        async with session.post(f"{hermes}/v1/chat/completions", json=body, headers=auth) as resp:
             if resp.status != 200:
                 return None, None, 0, False
             return await read_stream(resp, started)
@@ -235,7 +236,9 @@ async def phase_idle(hermes: str, pid: int, count: int, seconds: float, keepaliv
     deadline: dict[str, float] = {}
 
     async def one(session: aiohttp.ClientSession, i: int) -> tuple[bool, int]:
-        async with session.post(f"{hermes}/v1/chat/completions", json=chat_body(f"stall {i}", True), headers=auth) as resp:
+        async with session.post(
+            f"{hermes}/v1/chat/completions", json=chat_body(f"stall {i}", True), headers=auth
+        ) as resp:
             if resp.status != 200:
                 return False, 0
             counter["open"] += 1
@@ -288,7 +291,9 @@ async def phase_idle(hermes: str, pid: int, count: int, seconds: float, keepaliv
 # ---- orchestration -------------------------------------------------------------------------
 
 
-def start(cmd: list[str], env: dict[str, str], cwd: str, pattern: str, stream: str) -> tuple[subprocess.Popen[str], str]:
+def start(
+    cmd: list[str], env: dict[str, str], cwd: str, pattern: str, stream: str
+) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         cmd, env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=raise_fd_limit
     )
@@ -356,7 +361,8 @@ def print_report(r: dict[str, Any]) -> None:
     print(f"cpus: {r['cpus']}")
     print(
         f"[{mark(lat['ok'])}] added latency (non-streaming, {lat['requests']} req): median "
-        f"{lat['added_median_ms']:.2f} ms (hermes p50 {lat['hermes_ms']['p50']:.2f} / p95 {lat['hermes_ms']['p95']:.2f} ms, "
+        f"{lat['added_median_ms']:.2f} ms "
+        f"(hermes p50 {lat['hermes_ms']['p50']:.2f} / p95 {lat['hermes_ms']['p95']:.2f} ms, "
         f"direct p50 {lat['direct_ms']['p50']:.2f} / p95 {lat['direct_ms']['p95']:.2f} ms; target < 3 ms)"
     )
     print(
@@ -396,7 +402,8 @@ if __name__ == "__main__":
         "--chunk-delay",
         type=float,
         default=0.001,
-        help="upstream pause before each chunk (s); 0 makes the scripted upstream write each stream whole, one after another",
+        help="upstream pause before each chunk (s); "
+        "0 makes the scripted upstream write each stream whole, one after another",
     )
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--idle-seconds", type=float, default=60.0)

@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             hits = matches(word)
             add(f"search {label} '{word}' ({hits:,} matches)", lambda w=word: store.search(w),
                 args.runs, target)  # fmt: skip
-        add(f"search common, source='tui'", lambda: store.search(COMMON_WORD, source="tui"),
+        add("search common, source='tui'", lambda: store.search(COMMON_WORD, source="tui"),
             args.runs, "-")  # fmt: skip
         add(f"fork_session ({FORK_MESSAGES:,} messages)", lambda: store.fork_session(fork_id),
             max(5, args.runs // 4), "< 500 ms")  # fmt: skip

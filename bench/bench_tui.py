@@ -69,7 +69,9 @@ def delta_stream(count: int) -> list[str]:
     return out
 
 
-async def bench_streaming(home: Path, store: SessionStore, count: int, rate: float, size: tuple[int, int]) -> dict[str, float]:
+async def bench_streaming(
+    home: Path, store: SessionStore, count: int, rate: float, size: tuple[int, int]
+) -> dict[str, float]:
     app = build(home, store)
     deltas = delta_stream(count)
     async with app.run_test(size=size) as pilot:
@@ -137,10 +139,18 @@ def seed_long_session(store: SessionStore, messages: int) -> str:
                 NewMessage(
                     role="assistant",
                     content="Let me look.",
-                    tool_calls=[{"id": call_id, "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/part{i}.py"})}}],
+                    tool_calls=[
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/part{i}.py"})},
+                        }
+                    ],
                 ),
             )
-            store.append_message(record.id, NewMessage(role="tool", content="line\n" * 30, tool_call_id=call_id, tool_name="read_file"))
+            store.append_message(
+                record.id, NewMessage(role="tool", content="line\n" * 30, tool_call_id=call_id, tool_name="read_file")
+            )
             n += 2
         if n < messages:
             store.append_message(record.id, NewMessage(role="assistant", content=f"Answer {i}. {answer}"))

@@ -67,7 +67,7 @@ class _AnswerRenderer:
 
     def handle(self, event: AgentEvent) -> None:
         if event.type == "text.delta":
-            self._text(event.text)  # type: ignore[union-attr]
+            self._text(event.text)
         elif event.type == "segment.end":
             self._end_segment()
         else:

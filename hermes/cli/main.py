@@ -18,7 +18,8 @@ from typer.core import TyperGroup
 try:  # typer vendors click from 0.27 on
     from typer._click.exceptions import UsageError as ClickUsageError
 except ImportError:  # pragma: no cover - older typer
-    from click.exceptions import UsageError as ClickUsageError  # type: ignore[no-redef]
+    # mypy sees the vendored class; the older typer's click class stands in for it at runtime.
+    from click.exceptions import UsageError as ClickUsageError  # type: ignore[assignment, no-redef, unused-ignore]
 
 from hermes import __version__
 from hermes.errors import HermesError
@@ -80,8 +81,14 @@ def root(
     """hermes: a terminal-first AI agent (chat, serve, sessions)."""
 
 
+COMMANDS = ("chat", "config", "db", "doctor", "mcp", "serve", "sessions")
+"""Every top-level command and command group; `hermes --help` lists exactly these."""
+
+
 def _register() -> None:
-    from hermes.cli import chat, config_cmd, db_cmd, doctor, mcp_cmd, sessions
+    """Add every command. A command module that fails to import fails `hermes` at start:
+    none is optional, so none is skipped. (The modules import their heavy parts lazily.)"""
+    from hermes.cli import chat, config_cmd, db_cmd, doctor, mcp_cmd, serve, sessions
 
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
@@ -89,10 +96,6 @@ def _register() -> None:
     app.add_typer(mcp_cmd.app, name="mcp")
     db_cmd.register(app)
     doctor.register(app)
-    try:
-        from hermes.cli import serve
-    except ImportError:  # the server is an optional part of a partial checkout
-        return
     serve.register(app)
 
 

@@ -293,9 +293,8 @@ class ScriptedUpstream:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # aiohttp keeps the bound socket here
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        (address,) = self._runner.addresses  # one TCP site, bound to port 0: the real port is here
+        self.port = int(address[1])
         return self
 
     async def stop(self) -> None:
@@ -362,7 +361,13 @@ class ScriptedUpstream:
     @staticmethod
     def _unauthorized() -> web.Response:
         return web.json_response(
-            {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}},
+            {
+                "error": {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
             status=401,
         )
 
@@ -491,7 +496,8 @@ class ScriptedUpstream:
             content += delta.get("content") or ""
             reasoning += delta.get("reasoning_content") or delta.get("reasoning") or ""
             for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(tc["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                empty = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                slot = calls.setdefault(tc["index"], empty)
                 slot["id"] = tc.get("id") or slot["id"]
                 fn = tc.get("function") or {}
                 slot["function"]["name"] = fn.get("name") or slot["function"]["name"]

@@ -263,7 +263,7 @@ class HermesApp(App[int]):
     # -- interrupting ---------------------------------------------------------------------
 
     def action_interrupt(self) -> None:
-        if self.menu.visible:
+        if self.menu.is_open:
             self.menu.hide()
             return
         if not self.turn_running or self.turn_worker is None or self.turn_interrupt is None:

@@ -76,11 +76,16 @@ def test_tools() -> ToolRegistry:
     )
 
 
-FAST_OPTIONS = EngineOptions(stream_retries=2, stale_timeout=2.0, retry_base_delay=0.01, retry_max_delay=0.5, tool_output_limit=2_000)
+FAST_OPTIONS = EngineOptions(
+    stream_retries=2, stale_timeout=2.0, retry_base_delay=0.01, retry_max_delay=0.5, tool_output_limit=2_000
+)
 
 
 @pytest.fixture
-def make_agent(upstream: ScriptedUpstream, store: SessionStore, test_tools: ToolRegistry) -> Callable[..., Agent]:
+async def make_agent(
+    upstream: ScriptedUpstream, store: SessionStore, test_tools: ToolRegistry
+) -> AsyncIterator[Callable[..., Agent]]:
+    """Agents over the scripted upstream; each one's HTTP client is closed on this test's loop."""
     agents: list[Agent] = []
 
     def make(**overrides: Any) -> Agent:
@@ -95,7 +100,9 @@ def make_agent(upstream: ScriptedUpstream, store: SessionStore, test_tools: Tool
         agents.append(agent)
         return agent
 
-    return make
+    yield make
+    for agent in agents:
+        await agent.aclose()
 
 
 @pytest.fixture

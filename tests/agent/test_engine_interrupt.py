@@ -32,7 +32,7 @@ async def _consume_until(agent, request, predicate, interrupt=None):
                 reached.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(reached.wait(), 5)
+    await asyncio.wait_for(reached.wait(), 30)
     return task, events
 
 
@@ -45,7 +45,7 @@ def _process_alive(pid: int) -> bool:
 
 
 async def _wait_for_pid(pid_file: Path) -> int:
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(30):
         while not pid_file.exists() or not pid_file.read_text().strip():
             await asyncio.sleep(0.01)
     return int(pid_file.read_text())
@@ -76,13 +76,13 @@ async def test_interrupt_while_streaming_closes_upstream_and_keeps_partial_text(
         agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
     )
     handle.interrupt()  # the consumer is awaiting the next chunk: engine code is running
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)
     assert not task.cancelled()
     assert isinstance(events[-1], TurnCompleted)
     result = events[-1].result
     assert (result.status, result.error_code, result.error) == ("interrupted", INTERRUPTED, "interrupted by the user")
     assert result.final_text == "one two "
-    await asyncio.wait_for(upstream.requests[0].finished.wait(), 5)
+    await asyncio.wait_for(upstream.requests[0].finished.wait(), 30)
     assert upstream.requests[0].client_disconnected
     rows = store.get_messages(result.session_id)
     assert [(m.role, m.content, m.finish_reason) for m in rows] == [
@@ -126,7 +126,13 @@ async def test_a_handle_interrupted_before_the_turn_stops_it_at_once(upstream, m
 
 async def test_interrupt_while_a_tool_runs_completes_it_and_leaves_a_valid_history(upstream, make_agent, store):
     upstream.enqueue(
-        tool_reply([call("echo", {"text": "quick"}, id="e1"), call("nap_write", {"seconds": 30}, id="n1"), call("echo", id="e2")]),
+        tool_reply(
+            [
+                call("echo", {"text": "quick"}, id="e1"),
+                call("nap_write", {"seconds": 300}, id="n1"),
+                call("echo", id="e2"),
+            ]
+        ),
     )
     agent = make_agent()
     handle = TurnInterrupt()
@@ -134,7 +140,7 @@ async def test_interrupt_while_a_tool_runs_completes_it_and_leaves_a_valid_histo
         agent, TurnRequest(input="work"), lambda e: isinstance(e, ToolStarted) and e.call_id == "n1", handle
     )
     handle.interrupt()
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)
     result = events[-1].result
     assert result.status == "interrupted"
     _assert_every_start_completed(events)
@@ -163,11 +169,13 @@ async def test_interrupt_kills_the_tool_process_before_the_turn_completes(upstre
     upstream.enqueue(tool_reply([sleeper]))
     agent = make_agent(tools=ToolRegistry([TERMINAL_TOOL]))
     handle = TurnInterrupt()
-    task, events = await _consume_until(agent, TurnRequest(input="work", cwd=str(tmp_path)), lambda e: isinstance(e, ToolStarted), handle)
+    task, events = await _consume_until(
+        agent, TurnRequest(input="work", cwd=str(tmp_path)), lambda e: isinstance(e, ToolStarted), handle
+    )
     pid = await _wait_for_pid(pid_file)
     assert _process_alive(pid)
     handle.interrupt()
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)
     assert not _process_alive(pid)
     assert events[-1].result.status == "interrupted"
     completed = [e for e in events if isinstance(e, ToolCompleted)]
@@ -190,15 +198,17 @@ async def test_aclose_returns_only_after_the_tool_process_is_gone(upstream, make
             break
     pid = await _wait_for_pid(pid_file)
     assert _process_alive(pid)
-    await asyncio.wait_for(turn.aclose(), 5)
+    await asyncio.wait_for(turn.aclose(), 30)
     assert not _process_alive(pid)
     rows = store.get_messages(session_id)
     assert rows[-1].role == "tool" and rows[-1].content == INTERRUPTED_TOOL_RESULT
     assert store.get_session(session_id).end_reason == "interrupted"
 
 
-async def test_closing_the_generator_mid_tool_writes_the_placeholder_after_the_tool_stopped(upstream, make_agent, store):
-    upstream.enqueue(tool_reply([call("nap_write", {"seconds": 30}, id="n1")]))
+async def test_closing_the_generator_mid_tool_writes_the_placeholder_after_the_tool_stopped(
+    upstream, make_agent, store
+):
+    upstream.enqueue(tool_reply([call("nap_write", {"seconds": 300}, id="n1")]))
     agent = make_agent()
     turn = agent.run_turn(TurnRequest(input="work"))
     session_id = None
@@ -209,7 +219,7 @@ async def test_closing_the_generator_mid_tool_writes_the_placeholder_after_the_t
             break
     nap_tasks = [t for t in asyncio.all_tasks() if "_invoke" in repr(t.get_coro())]
     assert nap_tasks and not any(t.done() for t in nap_tasks)
-    await asyncio.wait_for(turn.aclose(), 5)
+    await asyncio.wait_for(turn.aclose(), 30)
     assert all(t.done() for t in nap_tasks)
     rows = store.get_messages(session_id)
     assert rows[-1].role == "tool" and rows[-1].content == INTERRUPTED_TOOL_RESULT
@@ -266,7 +276,7 @@ async def test_cancelling_the_consumer_task_propagates(upstream, make_agent, sto
     )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
     assert task.cancelled()
     assert not any(isinstance(e, TurnCompleted) for e in events)
     handle.interrupt()  # too late: the turn is over; nothing is cancelled any more
@@ -370,6 +380,6 @@ async def test_an_interrupt_does_not_swallow_a_cancel_that_arrives_with_it(upstr
     handle.interrupt()
     task.cancel()  # e.g. a shutdown's task group, at the same moment
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
     assert not any(isinstance(e, TurnCompleted) for e in events)
     assert store.get_session(events[0].session_id).end_reason == "interrupted"

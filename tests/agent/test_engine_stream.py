@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from hermes.agent.events import ReasoningDelta, SegmentEnd, TextDelta, ToolCallGenerating, ToolCompleted, ToolStarted
+from hermes.testing.turns import collect_turn as run
+from hermes.testing.turns import text_of as texts
 from hermes.testing.upstream import Chunk, Reply, call, text_reply, tool_reply
-
-from hermes.testing.turns import collect_turn as run, text_of as texts
 
 
 async def test_text_deltas_arrive_in_order_and_form_the_answer(upstream, make_agent):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.interrupt import TurnInterrupt
@@ -20,6 +21,9 @@ async def test_read_only_calls_run_concurrently_results_in_call_order(upstream, 
         text_reply("both done"),
     )
     events, _ = await run(make_agent(), "go")
+    order = [(e.type, e.call_id) for e in events if isinstance(e, (ToolStarted, ToolCompleted))]
+    # Both start before either ends: they overlap.
+    assert order[:2] == [("tool.started", "slow"), ("tool.started", "fast")]
     finished = [e.call_id for e in events if isinstance(e, ToolCompleted)]
     # "fast" finishing first proves they ran concurrently (in sequence "slow" ends first);
     # events in completion order…
@@ -38,7 +42,10 @@ async def test_writing_calls_run_one_after_another(upstream, make_agent):
 
 
 async def test_a_failing_tool_becomes_an_error_result_the_model_sees(upstream, make_agent):
-    upstream.enqueue(tool_reply([call("fail", id="f"), call("refuse", id="r"), call("echo", {"text": "still"}, id="e")]), text_reply("handled"))
+    upstream.enqueue(
+        tool_reply([call("fail", id="f"), call("refuse", id="r"), call("echo", {"text": "still"}, id="e")]),
+        text_reply("handled"),
+    )
     events, result = await run(make_agent(), "go")
     assert result.status == "completed"
     results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
@@ -128,10 +135,18 @@ async def test_real_terminal_tool_denied_without_approver_is_an_error_result(ups
     victim.mkdir()
     agent = Agent(OpenAICompatProvider(base_url=upstream.base_url), store=store, model="m", tools=default_registry())
     upstream.enqueue(
-        tool_reply([call("terminal", {"command": f"rm -r {victim}"}, id="rm"), call("terminal", {"command": "rm -rf /"}, id="root")]),
+        tool_reply(
+            [
+                call("terminal", {"command": f"rm -r {victim}"}, id="rm"),
+                call("terminal", {"command": "rm -rf /"}, id="root"),
+            ]
+        ),
         text_reply("ok"),
     )
-    events, _ = await run(agent, TurnRequest(input="clean", cwd=str(tmp_path)))
+    try:
+        events, _ = await run(agent, TurnRequest(input="clean", cwd=str(tmp_path)))
+    finally:
+        await agent.aclose()
     results = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
     assert results["rm"].is_error and results["rm"].result.startswith("DENIED:")
     assert results["root"].is_error and results["root"].result.startswith("BLOCKED by the safety policy:")
@@ -157,14 +172,19 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
         async for event in agent.run_turn(TurnRequest(input="wait", cwd=str(tmp_path)), interrupt=handle):
             events.append(event)
 
+    async def until(predicate, timeout: float = 30) -> None:  # a condition wait, generous on a loaded machine
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not predicate() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+
     task = asyncio.create_task(consume())
-    for _ in range(100):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        await asyncio.sleep(0.05)
-    child = int(pidfile.read_text())
-    handle.interrupt()
-    await asyncio.wait_for(task, 2)
+    try:
+        await until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        child = int(pidfile.read_text())
+        handle.interrupt()
+        await asyncio.wait_for(task, 30)  # the command waits on a 60 s sleep: only the interrupt ends it
+    finally:
+        await agent.aclose()
     assert events[-1].result.status == "interrupted"
 
     def alive(pid: int) -> bool:
@@ -173,12 +193,9 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
         except ProcessLookupError:
             return False
         try:  # a killed child whose parent died may linger as a zombie until reaped
-            return open(f"/proc/{pid}/stat").read().split(") ", 1)[1][0] != "Z"
+            return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
         except (OSError, IndexError):
             return False
 
-    for _ in range(40):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: not alive(child))
     assert not alive(child), "the background child of the interrupted command survived"

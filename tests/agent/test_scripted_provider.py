@@ -9,7 +9,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.testing.provider import ScriptedProvider, register_scripted, unregister_scripted
 from hermes.testing.turns import collect_turn
-from hermes.testing.upstream import Reply, Drop, call, error_reply, text_reply, tool_reply
+from hermes.testing.upstream import Drop, Reply, call, error_reply, text_reply, tool_reply
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -9,11 +10,14 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.local_llm
+# A few generations by a 1.5B model on a shared 2-core CPU can outlast the suite's 120 s per test.
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(900)]
 
 
 def test_no_endpoint_uses_the_local_model_and_says_so(hermes_home, tmp_path):
-    pytest.importorskip("xllamacpp", reason="needs the hermes[local] extra")
+    # The README promises the extra for the suite: its absence fails here, it is not skipped.
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.fail("the local_llm tests need the hermes[local] extra: pip install -e '.[local]'")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
     env["HERMES_HOME"] = str(hermes_home)
     try:

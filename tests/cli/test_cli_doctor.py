@@ -13,7 +13,6 @@ import pytest
 from hermes.agent.factory import NO_ENDPOINT
 from hermes.testing.upstream import ScriptedUpstream
 
-
 SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
 
 

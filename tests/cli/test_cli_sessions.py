@@ -39,7 +39,9 @@ def tool_session(store: SessionStore) -> SessionRecord:
     store.append_message(session.id, NewMessage(role="assistant", content="Let me look.", tool_calls=[CALL]))
     store.append_message(
         session.id,
-        NewMessage(role="tool", content="\n".join(f"file{i}" for i in range(12)), tool_call_id="call_1", tool_name="terminal"),
+        NewMessage(
+            role="tool", content="\n".join(f"file{i}" for i in range(12)), tool_call_id="call_1", tool_name="terminal"
+        ),
     )
     store.append_message(session.id, NewMessage(role="assistant", content="There are twelve files."))
     return store.get_session(session.id)
@@ -292,8 +294,7 @@ def test_delete_without_yes_refuses_when_stdin_is_not_a_terminal(invoke, store, 
 
     assert result.exit_code == 2
     assert result.stderr == (
-        f"hermes: refusing to delete {tool_session.id} without confirmation: "
-        "stdin is not a terminal; pass --yes\n"
+        f"hermes: refusing to delete {tool_session.id} without confirmation: stdin is not a terminal; pass --yes\n"
     )
     assert store.find_session(tool_session.id) is not None
 
@@ -373,7 +374,9 @@ def test_export_markdown(invoke, store):
     s = store.create_session(source="cli", title="Fences")
     store.append_message(s.id, NewMessage(role="user", content="Show ``` in a file"))
     store.append_message(s.id, NewMessage(role="assistant", content=None, tool_calls=[CALL]))
-    store.append_message(s.id, NewMessage(role="tool", content="a ``` b\n````", tool_call_id="call_1", tool_name="terminal"))
+    store.append_message(
+        s.id, NewMessage(role="tool", content="a ``` b\n````", tool_call_id="call_1", tool_name="terminal")
+    )
     s = store.get_session(s.id)
 
     result = invoke("sessions", "export", s.id, "-f", "markdown")
@@ -487,7 +490,11 @@ def test_subprocess_exit_codes_and_no_tracebacks(run_hermes, store, tool_session
 
     assert ok.returncode == 0
     assert [item["id"] for item in json.loads(ok.stdout)["data"]] == [tool_session.id]
-    assert (missing.returncode, missing.stdout, missing.stderr) == (1, "", "hermes: no session with id 'does-not-exist'\n")
+    assert (missing.returncode, missing.stdout, missing.stderr) == (
+        1,
+        "",
+        "hermes: no session with id 'does-not-exist'\n",
+    )
     assert (bad.returncode, bad.stdout) == (2, "")
     assert bad.stderr.startswith("hermes: ") and bad.stderr.count("\n") == 1
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1

@@ -20,9 +20,9 @@ from hermes.agent.providers.json_actions import (
     ReplyStreamer,
     action_schema,
     fit_context,
-    repeating_tail,
     is_loop,
     parse_action,
+    repeating_tail,
     rewrite_messages,
     turn_actions,
 )
@@ -133,7 +133,11 @@ def transcript() -> list[dict[str, Any]]:
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "pyproject.toml"}'}}
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "pyproject.toml"}'},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": 'version = "1.2.3"\n' + "x" * 9000},
@@ -152,7 +156,9 @@ def test_rewrite_folds_tools_into_a_compact_prompt_and_plain_messages() -> None:
     assert json.loads(out[4]["content"]) == {"action": "read_file", "args": {"path": "pyproject.toml"}}
     assert out[5]["content"].startswith('Result of read_file:\nversion = "1.2.3"')
     assert "more characters not shown" in out[5]["content"] and len(out[5]["content"]) < 400
-    assert out[5]["content"].endswith('Answer the request "read pyproject.toml" with reply if this result is enough; otherwise take the next step.')
+    assert out[5]["content"].endswith(
+        'Answer the request "read pyproject.toml" with reply if this result is enough; otherwise take the next step.'
+    )
     assert all("tool_calls" not in m for m in out)
 
 
@@ -214,7 +220,9 @@ async def collect(provider: JsonActionProvider, req: ModelRequest) -> list[Any]:
     return [event async for event in provider.stream(req)]
 
 
-async def test_a_tool_action_becomes_a_native_tool_call(provider: JsonActionProvider, upstream: ScriptedUpstream) -> None:
+async def test_a_tool_action_becomes_a_native_tool_call(
+    provider: JsonActionProvider, upstream: ScriptedUpstream
+) -> None:
     upstream.enqueue(text_reply(action_json("read_file", {"path": "pyproject.toml"}, indent=2), pieces=7))
     events = await collect(provider, request())
 
@@ -250,7 +258,9 @@ async def test_fenced_json_from_an_unconstrained_endpoint_is_a_tool_call(
     assert (call.name, json.loads(call.arguments)) == ("terminal", {"command": "ls"})
 
 
-async def test_a_repeated_action_is_sent_back_with_a_note(provider: JsonActionProvider, upstream: ScriptedUpstream) -> None:
+async def test_a_repeated_action_is_sent_back_with_a_note(
+    provider: JsonActionProvider, upstream: ScriptedUpstream
+) -> None:
     messages = [{"role": "system", "content": "sys"}, *transcript()[3:]]
     upstream.enqueue(
         text_reply(action_json("read_file", {"path": "pyproject.toml"})),  # the loop

@@ -21,7 +21,8 @@ from hermes.agent.providers.local_model import BUNDLED, ModelChecksumError, veri
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest, TurnResult
 
-pytestmark = pytest.mark.local_llm
+# A few generations by a 1.5B model on a shared 2-core CPU can outlast the suite's 120 s per test.
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(900)]
 
 OPTIONS = EngineOptions(stream_retries=1, stale_timeout=120.0, max_iterations=6)
 
@@ -37,7 +38,9 @@ async def run(agent: Agent, request: TurnRequest) -> tuple[list[AgentEvent], Tur
 
 
 async def test_an_answer_arrives(local_provider: LocalProvider, core_tools: ToolRegistry) -> None:
-    events, result = await run(make_agent(local_provider, core_tools), TurnRequest(input="Hello! Who are you?", persist=False))
+    events, result = await run(
+        make_agent(local_provider, core_tools), TurnRequest(input="Hello! Who are you?", persist=False)
+    )
     assert result.status == "completed", result.error
     assert result.final_text.strip()
     assert any(isinstance(e, TextDelta) for e in events)
@@ -77,7 +80,9 @@ async def test_interrupt_stops_generation_and_the_server_stays_usable(
     events: list[AgentEvent] = []
 
     async def consume() -> None:
-        async for event in agent.run_turn(TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False)):
+        async for event in agent.run_turn(
+            TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False)
+        ):
             events.append(event)
             if isinstance(event, TextDelta):
                 first_text.set()

@@ -39,6 +39,7 @@ def http_mcp() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+        proc.stdout.close()  # type: ignore[union-attr]  # warnings are errors: no pipe is left to the GC
 
 
 @pytest.fixture

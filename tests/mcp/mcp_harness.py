@@ -18,7 +18,11 @@ def toml_str(value: str) -> str:
 
 
 def stdio_entry(name: str, script: str, **extra: str) -> str:
-    lines = [f"[mcp_servers.{name}]", f"command = {toml_str(sys.executable)}", f"args = [{toml_str(str(SERVERS / script))}]"]
+    lines = [
+        f"[mcp_servers.{name}]",
+        f"command = {toml_str(sys.executable)}",
+        f"args = [{toml_str(str(SERVERS / script))}]",
+    ]
     lines += [f"{key} = {value}" for key, value in extra.items()]
     return "\n".join(lines) + "\n"
 
@@ -47,7 +51,9 @@ def hermes_env(home: Path, upstream: ScriptedUpstream | None = None, **extra: st
     return env
 
 
-def run_hermes(*args: str, home: Path, upstream: ScriptedUpstream | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def run_hermes(
+    *args: str, home: Path, upstream: ScriptedUpstream | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hermes", *args],
         stdin=subprocess.DEVNULL,

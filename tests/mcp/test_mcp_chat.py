@@ -31,7 +31,9 @@ def test_stdio_and_http_tools_reach_the_model(upstream: ScriptedUpstream, hermes
     assert "mcp__x__y" in proc.stderr  # the tool activity line, like built-ins
 
 
-def test_a_server_that_fails_to_start_is_one_line_and_the_rest_work(upstream: ScriptedUpstream, hermes_home: Path) -> None:
+def test_a_server_that_fails_to_start_is_one_line_and_the_rest_work(
+    upstream: ScriptedUpstream, hermes_home: Path
+) -> None:
     write_config(hermes_home, stdio_entry("bad", "broken_server.py"), stdio_entry("x", "stdio_server.py"))
     upstream.enqueue(tool_reply([call("mcp__x__y", {"text": "still here"}, id="c1")]), text_reply("ok"))
     proc = run_hermes("chat", "-q", "go", home=hermes_home, upstream=upstream)
@@ -55,7 +57,9 @@ def test_json_mode_keeps_stdout_clean_and_reports_tool_events(upstream: Scripted
     assert "MCP server 'bad' failed" in proc.stderr
 
 
-def test_approval_ask_puts_calls_under_the_policy(upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path) -> None:
+def test_approval_ask_puts_calls_under_the_policy(
+    upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path
+) -> None:
     pidfile = tmp_path / "pid"
     entry = stdio_entry("x", "stdio_server.py", approval='"ask"', env=f'{{ MCP_TEST_PIDFILE = "{pidfile}" }}')
     write_config(hermes_home, entry)
@@ -72,7 +76,7 @@ def test_approval_ask_puts_calls_under_the_policy(upstream: ScriptedUpstream, he
 
 
 def test_output_is_capped_like_other_tools(upstream: ScriptedUpstream, hermes_home: Path) -> None:
-    write_config(hermes_home, 'tool_output_limit = 100\n', stdio_entry("x", "stdio_server.py"))
+    write_config(hermes_home, "tool_output_limit = 100\n", stdio_entry("x", "stdio_server.py"))
     upstream.enqueue(tool_reply([call("mcp__x__y", {"text": "z" * 5000}, id="c1")]), text_reply("ok"))
     proc = run_hermes("chat", "-q", "go", home=hermes_home, upstream=upstream)
     assert proc.returncode == 0, proc.stderr

@@ -39,7 +39,9 @@ def test_entries_parse_into_typed_configs_with_defaults() -> None:
         enabled = false
         """
     )
-    assert stdio == McpServerConfig(name="files", command="npx", args=("-y", "server"), env={"TOKEN": "t"}, cwd=Path("/srv"))
+    assert stdio == McpServerConfig(
+        name="files", command="npx", args=("-y", "server"), env={"TOKEN": "t"}, cwd=Path("/srv")
+    )
     assert stdio.transport == "stdio" and stdio.startup_timeout == 10 and stdio.tool_timeout == 60
     assert stdio.approval == "auto" and stdio.enabled
     assert http.transport == "http" and http.headers == {"Authorization": "Bearer k"}
@@ -94,13 +96,28 @@ def test_a_broken_entry_makes_commands_fail_with_one_line(hermes_home: Path) -> 
 def test_add_and_remove_keep_other_content(hermes_home: Path) -> None:
     hermes_home.mkdir(mode=0o700)
     config = hermes_home / "config.toml"
-    original = '# my settings\nmodel = "m"\n\n[mcp_servers.keep]  # the one I use\ncommand = "keep-me"\nenv = { A = "1" }\n'
+    original = (
+        '# my settings\nmodel = "m"\n\n[mcp_servers.keep]  # the one I use\ncommand = "keep-me"\nenv = { A = "1" }\n'
+    )
     config.write_text(original)
     config.chmod(0o600)
 
-    added = run_hermes("mcp", "add", "files", "--env", "ROOT=/srv", "--", "npx", "-y", "@x/server", "--flag", home=hermes_home)
+    added = run_hermes(
+        "mcp", "add", "files", "--env", "ROOT=/srv", "--", "npx", "-y", "@x/server", "--flag", home=hermes_home
+    )
     assert added.returncode == 0, added.stderr
-    web = run_hermes("mcp", "add", "web", "--url", "http://127.0.0.1:9/mcp", "--header", "Authorization=Bearer k", "--approval", "ask", home=hermes_home)
+    web = run_hermes(
+        "mcp",
+        "add",
+        "web",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "Authorization=Bearer k",
+        "--approval",
+        "ask",
+        home=hermes_home,
+    )
     assert web.returncode == 0, web.stderr
     text = config.read_text()
     assert text.startswith(original)
@@ -166,7 +183,7 @@ def test_remove_takes_sub_tables_along() -> None:
 
 
 def test_added_text_round_trips_awkward_values() -> None:
-    server = McpServerConfig(name="q", command='C:\\tools\\"srv".exe', args=("a b", "--x=\"1\""), env={"K-1": "v\nw"})
+    server = McpServerConfig(name="q", command='C:\\tools\\"srv".exe', args=("a b", '--x="1"'), env={"K-1": "v\nw"})
     text = add_server_text("", server)
     (parsed,) = parse_servers(tomllib.loads(text)["mcp_servers"], "x")
     assert parsed == server

@@ -24,7 +24,10 @@ def test_list_json_with_a_broken_server(hermes_home: Path, http_mcp: str) -> Non
     assert list(servers) == ["x", "bad", "web", "gone"]
     assert servers["x"]["status"] == "connected"
     assert [t["name"] for t in servers["x"]["tools"]] == ["mcp__x__y", "mcp__x__fail", "mcp__x__slow", "mcp__x__die"]
-    assert servers["web"]["status"] == "connected" and [t["name"] for t in servers["web"]["tools"]] == ["mcp__web__add", "mcp__web__header"]
+    assert servers["web"]["status"] == "connected" and [t["name"] for t in servers["web"]["tools"]] == [
+        "mcp__web__add",
+        "mcp__web__header",
+    ]
     for name in ("bad", "gone"):
         assert "error" in servers[name]["status"] or "failed" in servers[name]["status"]
         assert servers[name]["message"] and servers[name]["tools"] == []

@@ -41,7 +41,9 @@ async def test_stdio_and_http_tools_are_registered_and_called(tmp_path: Path, ht
     try:
         statuses = await manager.start(registry)
         assert [(s.name, s.status) for s in statuses] == [("x", "connected"), ("web", "connected")]
-        assert {"mcp__x__y", "mcp__x__fail", "mcp__x__slow", "mcp__x__die", "mcp__web__add", "mcp__web__header"} <= set(registry.names())
+        assert {"mcp__x__y", "mcp__x__fail", "mcp__x__slow", "mcp__x__die", "mcp__web__add", "mcp__web__header"} <= set(
+            registry.names()
+        )
         assert "terminal" in registry.names()  # built-ins stay
         schema = next(s for s in registry.schemas() if s["function"]["name"] == "mcp__web__add")
         params = schema["function"]["parameters"]
@@ -55,7 +57,9 @@ async def test_stdio_and_http_tools_are_registered_and_called(tmp_path: Path, ht
         assert await add.handler({"a": 2, "b": 3}, ctx(tmp_path)) == "sum is 5"
         header = registry.get("mcp__web__header")
         assert header is not None
-        assert await header.handler({"name": "X-Hermes-Test"}, ctx(tmp_path)) == "secret-42"  # configured headers are sent
+        assert (
+            await header.handler({"name": "X-Hermes-Test"}, ctx(tmp_path)) == "secret-42"
+        )  # configured headers are sent
     finally:
         await manager.aclose()
 
@@ -88,7 +92,9 @@ async def test_failing_servers_do_not_block_the_others(tmp_path: Path) -> None:
         [
             stdio("broken", "broken_server.py"),
             McpServerConfig(name="missing", command=str(tmp_path / "no-such-server")),
-            McpServerConfig(name="silent", command=sys.executable, args=("-c", "import time; time.sleep(60)"), startup_timeout=1.0),
+            McpServerConfig(
+                name="silent", command=sys.executable, args=("-c", "import time; time.sleep(60)"), startup_timeout=1.0
+            ),
             stdio("x"),
             McpServerConfig(name="off", command="never-run", enabled=False),
         ],
@@ -113,7 +119,10 @@ async def test_failing_servers_do_not_block_the_others(tmp_path: Path) -> None:
 async def test_close_ends_the_stdio_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pidfile = tmp_path / "pid"
     server = McpServerConfig(
-        name="x", command=sys.executable, args=(str(SERVERS / "stdio_server.py"),), env={"MCP_TEST_PIDFILE": str(pidfile)}
+        name="x",
+        command=sys.executable,
+        args=(str(SERVERS / "stdio_server.py"),),
+        env={"MCP_TEST_PIDFILE": str(pidfile)},
     )
     manager = McpManager([server])
     await manager.start(ToolRegistry())

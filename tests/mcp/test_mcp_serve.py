@@ -56,10 +56,14 @@ def test_serve_runs_mcp_tools_and_stops_its_servers(
         assert len(failures) == 1 and "failed" in failures[0] and "MISSING_TOKEN" in failures[0]
 
         upstream.enqueue(
-            tool_reply([call("mcp__x__y", {"text": "via serve"}, id="c1"), call("mcp__web__add", {"a": 1, "b": 2}, id="c2")]),
+            tool_reply(
+                [call("mcp__x__y", {"text": "via serve"}, id="c1"), call("mcp__web__add", {"a": 1, "b": 2}, id="c2")]
+            ),
             text_reply("Served."),
         )
-        answer = post(f"{base}/v1/chat/completions", {"model": "hermes-agent", "messages": [{"role": "user", "content": "go"}]})
+        answer = post(
+            f"{base}/v1/chat/completions", {"model": "hermes-agent", "messages": [{"role": "user", "content": "go"}]}
+        )
         assert answer["choices"][0]["message"]["content"] == "Served."  # type: ignore[index]
         offered = {tool["function"]["name"] for tool in upstream.requests[0].body["tools"]}
         assert {"mcp__x__y", "mcp__web__add"} <= offered

@@ -34,7 +34,9 @@ def notices(app: Any) -> list[str]:
 
 
 async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path: Path, http_mcp: str) -> None:
-    settings = Settings(home=tmp_path, base_url=upstream.base_url, model="scripted-model", api_key="x", stream_stale_timeout=20.0)
+    settings = Settings(
+        home=tmp_path, base_url=upstream.base_url, model="scripted-model", api_key="x", stream_stale_timeout=20.0
+    )
     store = open_session_store(tmp_path / "state.db")
     agent = build_agent(settings, store, tools=ToolRegistry())
     manager = McpManager(

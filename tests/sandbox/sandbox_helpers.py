@@ -1,4 +1,5 @@
-"""Helpers for the sandbox tests (imported by name; pytest puts this folder on sys.path): a fake bwrap, real-bwrap detection, process lookup by marker."""
+"""Helpers for the sandbox tests (imported by name; pytest puts this folder on sys.path):
+a fake bwrap, real-bwrap detection, process lookup by marker."""
 
 from __future__ import annotations
 

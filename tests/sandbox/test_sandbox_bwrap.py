@@ -134,7 +134,10 @@ async def test_interrupt_kills_everything_in_the_sandbox(home: Path) -> None:
     task = asyncio.create_task(sh(f"sleep 1000 & sleep 999 & echo {marker}; wait", home, launcher(home)))
     from sandbox_helpers import pids_with, wait_until
 
-    assert await asyncio.to_thread(wait_until, lambda: len(pids_with("sleep 100")) + len(pids_with("sleep 999")) >= 2, 10)
+    def both_running() -> bool:
+        return len(pids_with("sleep 100")) + len(pids_with("sleep 999")) >= 2
+
+    assert await asyncio.to_thread(wait_until, both_running, 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -96,5 +96,6 @@ def test_serve_prints_the_notice_after_its_listening_line(tmp_path: Path, upstre
 
     assert first.startswith("hermes serve: listening on http://127.0.0.1:")
     assert second == (
-        "hermes serve: tool sandbox off: bubblewrap (bwrap) is not installed (set sandbox = off to silence this notice)\n"
+        "hermes serve: tool sandbox off: bubblewrap (bwrap) is not installed"
+        " (set sandbox = off to silence this notice)\n"
     )

@@ -43,7 +43,9 @@ def test_auto_with_a_bwrap_that_cannot_create_namespaces_is_off(tmp_path: Path) 
 
     assert not state.active
     assert state.notice is not None and "Permission denied" in state.notice
-    assert state.detail == f"off ({bwrap} failed a test run: bwrap: setting up uid map: Permission denied; sandbox = auto)"
+    assert (
+        state.detail == f"off ({bwrap} failed a test run: bwrap: setting up uid map: Permission denied; sandbox = auto)"
+    )
 
 
 def test_on_without_a_working_bwrap_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,7 +71,9 @@ def test_a_working_bwrap_is_used(tmp_path: Path) -> None:
 
 
 def test_settings_choose_the_mode_and_hide_hermes_home(tmp_path: Path) -> None:
-    settings = Settings.load(env={"HERMES_HOME": str(tmp_path / "hh"), "HERMES_SANDBOX": "On", "HERMES_SANDBOX_NETWORK": "0"})
+    settings = Settings.load(
+        env={"HERMES_HOME": str(tmp_path / "hh"), "HERMES_SANDBOX": "On", "HERMES_SANDBOX_NETWORK": "0"}
+    )
 
     config = SandboxConfig.from_settings(settings)
 

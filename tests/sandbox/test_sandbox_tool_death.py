@@ -148,3 +148,4 @@ def test_kill_9_of_hermes_serve_mid_tool_kills_the_tool(mode: str, marker: str, 
         finally:
             proc.kill()
             proc.wait(timeout=10)
+            proc.stderr.close()  # type: ignore[union-attr]  # warnings are errors: no pipe is left to the GC

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,9 @@ async def _nap(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 async def _risky(args: dict[str, Any], ctx: ToolContext) -> str:
-    ok = await ctx.request_approval("risky", str(args.get("command", "rm -r build")), "recursive delete", "rm-recursive")
+    ok = await ctx.request_approval(
+        "risky", str(args.get("command", "rm -r build")), "recursive delete", "rm-recursive"
+    )
     return "ran it" if ok else "denied: not run"
 
 
@@ -81,9 +83,7 @@ async def serve(
 
     async def make(**overrides: Any) -> TestClient:
         approval_timeout = overrides.pop("approval_timeout", 5.0)
-        settings = Settings.load(
-            {"home": str(tmp_path / "home"), "model": "scripted-model", **overrides}, env={}
-        )
+        settings = Settings.load({"home": str(tmp_path / "home"), "model": "scripted-model", **overrides}, env={})
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
             store=sessions_db,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes.server.middleware import check_bearer
 from hermes.testing.upstream import text_reply
-
-from _api_harness import SERVER_KEY, MakeServer, Server
 
 SECURITY = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -153,7 +154,12 @@ async def test_protected_routes_answer_401_envelope(
     assert resp.status == 401
     data = await resp.json()
     assert data == {
-        "error": {"message": "Invalid API key", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
+        "error": {
+            "message": "Invalid API key",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
     }
     assert auth_server.upstream.requests == []
 
@@ -283,8 +289,9 @@ async def test_wrong_method_is_405_envelope(server: Server) -> None:
 
 async def test_body_over_10mb_is_413(server: Server) -> None:
     body = b'{"messages": [{"role": "user", "content": "' + b"x" * 10_000_001 + b'"}]}'
+    # A file-like body: aiohttp warns that raw bytes this large would block the loop while sent.
     resp = await server.client.post(
-        "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        "/v1/chat/completions", data=io.BytesIO(body), headers={"Content-Type": "application/json"}
     )
     assert resp.status == 413
     assert_envelope(await resp.json(), "body_too_large")

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from _api_harness import SERVER_KEY, MakeServer, Server, parse_sse
+from _api_harness import MakeServer, Server, parse_sse
 from aiohttp.test_utils import make_mocked_request
 
 from hermes.agent.events import ToolCompleted, ToolStarted
@@ -245,7 +245,10 @@ async def test_stream_survives_tool_segments_and_reports_tool_lifecycle(server: 
     body = await resp.text()
     assert content_of(body) == "Thinking The answer is 42."
     frames = progress_frames(body)
-    assert [(f["status"], f["toolCallId"]) for f in frames] == [("running", "call_read_1"), ("completed", "call_read_1")]
+    assert [(f["status"], f["toolCallId"]) for f in frames] == [
+        ("running", "call_read_1"),
+        ("completed", "call_read_1"),
+    ]
     assert frames[0]["tool"] == "read_file"
     assert frames[0]["label"] == "notes.txt"
     assert '"tool": "read_file"' in body
@@ -256,7 +259,12 @@ async def test_stream_survives_tool_segments_and_reports_tool_lifecycle(server: 
 
 async def test_internal_tools_are_not_streamed(server: Server) -> None:
     server.upstream.enqueue(
-        tool_reply([call("_thinking", {"text": "some internal state"}, id="call_internal_1"), call("read_file", {"path": "a"}, id="call_read_2")]),
+        tool_reply(
+            [
+                call("_thinking", {"text": "some internal state"}, id="call_internal_1"),
+                call("read_file", {"path": "a"}, id="call_read_2"),
+            ]
+        ),
         text_reply("Found it."),
     )
     body = await (await server.client.post(URL, json={"messages": [user("search")], "stream": True})).text()
@@ -274,7 +282,13 @@ def test_tool_progress_skips_internal_and_orphan_completions() -> None:
     assert progress.on_event(ToolCompleted("call_internal_1", "_thinking", "", 0.1, False)) is None
     assert progress.on_event(ToolCompleted("call_orphan_1", "web_search", "ok", 0.1, False)) is None
     running = progress.on_event(ToolStarted("call_1", "terminal", {"command": "ls -la"}, "ls -la"))
-    assert running == {"tool": "terminal", "emoji": "💻", "label": "ls -la", "toolCallId": "call_1", "status": "running"}
+    assert running == {
+        "tool": "terminal",
+        "emoji": "💻",
+        "label": "ls -la",
+        "toolCallId": "call_1",
+        "status": "running",
+    }
     done = progress.on_event(ToolCompleted("call_1", "terminal", "ok", 0.25, False))
     assert done is not None and done["status"] == "completed" and done["toolCallId"] == "call_1"
     assert progress.on_event(ToolCompleted("call_1", "terminal", "ok", 0.25, False)) is None
@@ -371,13 +385,21 @@ async def test_session_id_header_loads_history_from_store(auth_server: Server) -
     srv = auth_server
     srv.upstream.enqueue(text_reply("stored reply 1"), text_reply("OK"))
     r1 = await srv.client.post(
-        URL, json={"messages": [user("stored message 1")]}, headers={**srv.auth, "X-Hermes-Session-Id": "my-session-123"}
+        URL,
+        json={"messages": [user("stored message 1")]},
+        headers={**srv.auth, "X-Hermes-Session-Id": "my-session-123"},
     )
     assert r1.status == 200
     assert r1.headers["X-Hermes-Session-Id"] == "my-session-123"
     r2 = await srv.client.post(
         URL,
-        json={"messages": [user("old msg from client"), {"role": "assistant", "content": "old reply"}, user("new question")]},
+        json={
+            "messages": [
+                user("old msg from client"),
+                {"role": "assistant", "content": "old reply"},
+                user("new question"),
+            ]
+        },
         headers={**srv.auth, "X-Hermes-Session-Id": "my-session-123"},
     )
     assert r2.status == 200
@@ -394,7 +416,10 @@ async def test_session_id_header_requires_api_key(server: Server) -> None:
     assert server.upstream.requests == []
 
 
-@pytest.mark.parametrize("value,message", [("../etc", "Invalid session ID"), ("a b", "Invalid session ID"), ("x" * 300, "Session ID too long")])
+@pytest.mark.parametrize(
+    "value,message",
+    [("../etc", "Invalid session ID"), ("a b", "Invalid session ID"), ("x" * 300, "Session ID too long")],
+)
 async def test_session_id_header_validated(auth_server: Server, value: str, message: str) -> None:
     resp = await auth_server.client.post(
         URL, json={"messages": [user("x")]}, headers={**auth_server.auth, "X-Hermes-Session-Id": value}
@@ -479,14 +504,53 @@ BAD_BODIES = [
     ({"messages": [{"content": "x"}]}, "messages[0].role", None),
     ({"messages": [{"role": 7, "content": "x"}]}, "messages[0].role", None),
     ({"messages": [{"role": "user", "content": 42}]}, "messages[0].content", None),
-    ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}, "messages[0].content", "invalid_content_part"),
-    ({"messages": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}, "messages[0].content", "unsupported_content_type"),
-    ({"messages": [{"role": "user", "content": [{"type": "audio"}]}]}, "messages[0].content", "unsupported_content_type"),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+        "messages[0].content",
+        "invalid_content_part",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
+        "messages[0].content",
+        "unsupported_content_type",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "audio"}]}]},
+        "messages[0].content",
+        "unsupported_content_type",
+    ),
     ({"messages": [{"role": "user", "content": [{"type": {}}]}]}, "messages[0].content", "invalid_content_part"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": ""}}]}]}, "messages[0].content", "invalid_image_url"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}]}]}, "messages[0].content", "invalid_image_url"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:text/plain,hi"}}]}]}, "messages[0].content", "unsupported_content_type"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": ""}}]}]}, "messages[0].content", "invalid_content_part"),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": ""}}]}]},
+        "messages[0].content",
+        "invalid_image_url",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}]}]},
+        "messages[0].content",
+        "invalid_image_url",
+    ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:text/plain,hi"}}]}
+            ]
+        },
+        "messages[0].content",
+        "unsupported_content_type",
+    ),
+    (
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": ""}}],
+                }
+            ]
+        },
+        "messages[0].content",
+        "invalid_content_part",
+    ),
     ({"messages": [{"role": "user", "content": "x" * 70_000}]}, "messages[0].content", "content_too_long"),
     ({"messages": [{"role": "system", "content": "You are helpful."}]}, "messages", "no_user_message"),
     ({"messages": [{"role": "user", "content": "   "}]}, "messages", "no_user_message"),
@@ -543,7 +607,9 @@ async def test_api_sessions_visible_to_hermes_sessions_list(server: Server, monk
     r1 = await server.client.post(URL, json={"messages": [user("from chat")]})
     r2 = await server.client.post("/v1/responses", json={"input": "from responses"})
     monkeypatch.setenv("HERMES_HOME", str(server.settings.home))
-    result = CliRunner().invoke(cli_app, ["sessions", "list", "--source", "api_server", "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli_app, ["sessions", "list", "--source", "api_server", "--json"], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     ids = {s["id"] for s in json.loads(result.output)["data"]}
     assert {r1.headers["X-Hermes-Session-Id"], r2.headers["X-Hermes-Session-Id"]} <= ids

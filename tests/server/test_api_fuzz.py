@@ -11,8 +11,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import schemathesis
@@ -46,6 +46,7 @@ def hermes_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             stderr=subprocess.PIPE,
             text=True,
         )
+        drain: threading.Thread | None = None
         try:
             assert proc.stderr is not None
             url = None
@@ -55,10 +56,17 @@ def hermes_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     url = match.group(1)
                     break
             assert url, "hermes serve did not start"
+            # Keep reading stderr so a chatty server never blocks on a full pipe.
+            drain = threading.Thread(target=proc.stderr.read, daemon=True)
+            drain.start()
             yield url
         finally:
             proc.terminate()
             proc.wait(10)
+            if drain is not None:
+                drain.join(10)  # the server has exited: its stderr is at end of file
+            if proc.stderr is not None:
+                proc.stderr.close()
 
 
 @pytest.fixture(scope="module")

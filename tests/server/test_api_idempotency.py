@@ -36,8 +36,12 @@ async def test_concurrent_identical_chat_requests_run_once(server: Server) -> No
 async def test_different_payload_same_key_runs_again(server: Server) -> None:
     server.upstream.enqueue(text_reply("a"), text_reply("b"))
     headers = {"Idempotency-Key": "key-2"}
-    r1 = await server.client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "a"}]}, headers=headers)
-    r2 = await server.client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "b"}]}, headers=headers)
+    r1 = await server.client.post(
+        "/v1/chat/completions", json={"messages": [{"role": "user", "content": "a"}]}, headers=headers
+    )
+    r2 = await server.client.post(
+        "/v1/chat/completions", json={"messages": [{"role": "user", "content": "b"}]}, headers=headers
+    )
     assert (await r1.json())["choices"][0]["message"]["content"] == "a"
     assert (await r2.json())["choices"][0]["message"]["content"] == "b"
     assert len(server.upstream.requests) == 2

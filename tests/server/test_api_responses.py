@@ -190,7 +190,10 @@ async def test_conversation_history_beats_previous_response(server: Server) -> N
         {
             "input": "second",
             "previous_response_id": d1["id"],
-            "conversation_history": [{"role": "user", "content": "explicit"}, {"role": "assistant", "content": "history"}],
+            "conversation_history": [
+                {"role": "user", "content": "explicit"},
+                {"role": "assistant", "content": "history"},
+            ],
         },
     )
     assert server.upstream.requests[1].messages[1:] == [
@@ -206,7 +209,9 @@ async def test_truncation_auto_limits_history(server: Server) -> None:
         "resp_prev", {"response": {"id": "resp_prev"}, "conversation_history": long_history, "session_id": "api-long"}
     )
     server.upstream.enqueue(text_reply("OK"), text_reply("OK"))
-    assert (await post(server, {"input": "follow up", "previous_response_id": "resp_prev", "truncation": "auto"})).status == 200
+    assert (
+        await post(server, {"input": "follow up", "previous_response_id": "resp_prev", "truncation": "auto"})
+    ).status == 200
     assert (await post(server, {"input": "follow up", "previous_response_id": "resp_prev"})).status == 200
     truncated, full = (len(r.messages) - 2 for r in server.upstream.requests)
     assert truncated == 100
@@ -318,10 +323,16 @@ async def test_stream_function_call_items(server: Server) -> None:
         ("response.output_item.added", "message"),
         ("response.output_item.done", "message"),
     ]
-    call_done = next(e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call")
-    assert call_done["call_id"] == "call_123" and call_done["name"] == "read_file" and call_done["status"] == "completed"
+    call_done = next(
+        e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"
+    )
+    assert (
+        call_done["call_id"] == "call_123" and call_done["name"] == "read_file" and call_done["status"] == "completed"
+    )
     output = next(
-        e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call_output"
+        e["item"]
+        for e in events
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call_output"
     )
     assert output["output"][0]["type"] == "input_text"
     assert "none.txt" in output["output"][0]["text"]
@@ -342,7 +353,9 @@ async def test_stream_failure_ends_with_response_failed(server: Server) -> None:
 async def test_streamed_chain_stores_transcript_once(server: Server) -> None:
     server.upstream.enqueue(text_reply("2"), text_reply("3"))
     d1 = await (await post(server, {"input": "What is 1+1?"})).json()
-    body = await (await post(server, {"input": "Now add 1 more", "previous_response_id": d1["id"], "stream": True})).text()
+    body = await (
+        await post(server, {"input": "Now add 1 more", "previous_response_id": d1["id"], "stream": True})
+    ).text()
     rid = events_of(body)[-1]["response"]["id"]
     assert server.responses.get(rid)["conversation_history"] == [
         {"role": "user", "content": "What is 1+1?"},
@@ -418,7 +431,11 @@ BAD = [
     ({"input": [{"role": "tool", "content": "x"}]}, "input[0].role", "invalid_role"),
     ({"input": [{"role": {}, "content": "x"}]}, "input[0].role", "invalid_role"),
     ({"input": [{"type": {}, "role": "user", "content": "x"}]}, "input[0].type", "invalid_input_item"),
-    ({"input": [{"role": "user", "content": [{"type": ["text"], "text": "x"}]}]}, "input[0].content", "invalid_content_part"),
+    (
+        {"input": [{"role": "user", "content": [{"type": ["text"], "text": "x"}]}]},
+        "input[0].content",
+        "invalid_content_part",
+    ),
     ({"input": [{"role": "user", "content": 5}]}, "input[0].content", "invalid_content"),
     ({"input": "x", "instructions": 5}, "instructions", "invalid_type"),
     ({"input": "x", "model": ["a"]}, "model", "invalid_type"),
@@ -426,11 +443,23 @@ BAD = [
     ({"input": "x", "previous_response_id": ""}, "previous_response_id", "invalid_previous_response_id"),
     ({"input": "x", "conversation": "a\nb"}, "conversation", "invalid_conversation"),
     ({"input": "x", "conversation_history": "nope"}, "conversation_history", "invalid_conversation_history"),
-    ({"input": "x", "conversation_history": [{"role": "user"}]}, "conversation_history[0]", "invalid_conversation_history"),
-    ({"input": "x", "conversation_history": [{"role": "tool", "content": "x"}]}, "conversation_history[0].role", "invalid_conversation_history"),
+    (
+        {"input": "x", "conversation_history": [{"role": "user"}]},
+        "conversation_history[0]",
+        "invalid_conversation_history",
+    ),
+    (
+        {"input": "x", "conversation_history": [{"role": "tool", "content": "x"}]},
+        "conversation_history[0].role",
+        "invalid_conversation_history",
+    ),
     ({"input": "x", "truncation": "sometimes"}, "truncation", "invalid_truncation"),
     ({"input": "x", "metadata": []}, "metadata", "invalid_type"),
-    ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}, "input[0].content", "unsupported_content_type"),
+    (
+        {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
+        "input[0].content",
+        "unsupported_content_type",
+    ),
 ]
 
 

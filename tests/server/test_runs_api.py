@@ -8,7 +8,7 @@ from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions
 from _runs_fixtures import read_frames, wait_for
 
 from hermes.server.handlers.runs import RUNS
-from hermes.testing.upstream import Stall, call, text_reply, tool_reply
+from hermes.testing.upstream import call, text_reply, tool_reply
 
 
 async def _start(client, body=None, headers=None):
@@ -338,8 +338,14 @@ async def test_rejected_requests_reach_neither_model_nor_store(serve, upstream, 
         ({"input": "hi", "session_id": "x" * 300}, "invalid_session_id"),
         ({"input": "hi", "conversation_history": "nope"}, "invalid_history"),
         ({"input": "hi", "conversation_history": [{"role": "robot", "content": "x"}]}, "invalid_history"),
-        ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}, "unsupported_content_type"),
-        ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "ftp://x"}]}]}, "invalid_image_url"),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
+            "unsupported_content_type",
+        ),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "ftp://x"}]}]},
+            "invalid_image_url",
+        ),
     ]
     for body, code in cases:
         resp = await client.post("/v1/runs", json=body)

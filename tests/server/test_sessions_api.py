@@ -324,7 +324,13 @@ async def test_bad_input_is_rejected_before_model_and_store(serve, upstream, ses
         ("post", f"{base}/chat", {"message": [{"type": "file", "file_id": "x"}]}, 400, "unsupported_content_type"),
         ("post", f"{base}/chat", {"message": "hi", "system_message": 3}, 400, "invalid_system_prompt"),
         ("post", f"{base}/chat", {"message": "hi", "model": ""}, 400, "invalid_model"),
-        ("post", f"{base}/chat/stream", {"input": [{"type": "input_image", "image_url": ""}]}, 400, "invalid_image_url"),
+        (
+            "post",
+            f"{base}/chat/stream",
+            {"input": [{"type": "input_image", "image_url": ""}]},
+            400,
+            "invalid_image_url",
+        ),
         ("post", f"{base}/chat/stream", {}, 400, "missing_message"),
         ("get", "/api/sessions/nope-nope", None, 404, "session_not_found"),
         ("get", "/api/sessions/..%2Fx/messages", None, 404, "session_not_found"),
@@ -335,7 +341,9 @@ async def test_bad_input_is_rejected_before_model_and_store(serve, upstream, ses
         ("patch", "/api/sessions/unknown-1", {"title": "x"}, 404, "session_not_found"),
     ]
     for method, path, body, status, code in cases:
-        resp = await getattr(client, method)(path, json=body) if body is not None else await getattr(client, method)(path)
+        resp = (
+            await getattr(client, method)(path, json=body) if body is not None else await getattr(client, method)(path)
+        )
         assert resp.status == status, (method, path, body, await resp.text())
         error = (await resp.json())["error"]
         assert error["code"] == code, (method, path, body, error)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 from pathlib import Path
 
 import pytest
 
+from hermes.agent.tools import file_search
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.file_search import (
     LIST_FILES_TOOL,
@@ -179,29 +180,36 @@ async def test_search_errors(tree: Path) -> None:
         await search_files({"pattern": "x", "limit": 0}, _ctx(tree))
 
 
-async def test_search_leaves_the_event_loop_free(tmp_path: Path) -> None:
-    for d in range(40):
+async def test_search_leaves_the_event_loop_free(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for d in range(4):
         folder = tmp_path / f"d{d}"
         folder.mkdir()
-        for f in range(100):
+        for f in range(10):
             (folder / f"f{f}.txt").write_text("no match on this line\n" * 40)
-    ticks = 0
+    # The scan reads its first file only once the event loop has opened the gate. A scan run on
+    # the loop's own thread would block the loop in the wait and fail it; one in a worker thread
+    # lets the loop go on and open the gate.
+    gate = threading.Event()
+    readers: set[int] = set()
+    read_text = file_search._text_of
 
-    async def heartbeat() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.005)
-            ticks += 1
+    def gated(path: Path) -> str | None:
+        readers.add(threading.get_ident())
+        if not gate.wait(30):
+            raise AssertionError("the event loop never ran while the scan was reading")
+        return read_text(path)
 
-    beat = asyncio.create_task(heartbeat())
-    await asyncio.sleep(0)
-    started = time.monotonic()
-    result = await search_files({"pattern": "needle"}, _ctx(tmp_path))
-    elapsed = time.monotonic() - started
-    beat.cancel()
-    assert "4000 files searched" in result
-    # A scan run on the loop itself would let the heartbeat tick at most once.
-    assert ticks >= 3, (ticks, elapsed)
+    monkeypatch.setattr(file_search, "_text_of", gated)
+    search = asyncio.create_task(search_files({"pattern": "needle"}, _ctx(tmp_path)))
+    async def scan_reached_the_gate() -> None:
+        while not readers:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(scan_reached_the_gate(), 30)
+    gate.set()
+    result = await asyncio.wait_for(search, 60)
+    assert "40 files searched" in result
+    assert threading.get_ident() not in readers
 
 
 def test_search_tool_metadata() -> None:

@@ -78,10 +78,9 @@ async def test_runs_in_bash(tmp_path: Path) -> None:
 
 
 async def test_stdin_is_closed(tmp_path: Path) -> None:
-    started = time.monotonic()
-    result = await terminal({"command": "cat; echo done"}, _ctx(tmp_path))
+    # `cat` on an open stdin would wait forever; the wait below is only a generous bound.
+    result = await asyncio.wait_for(terminal({"command": "cat; echo done"}, _ctx(tmp_path)), 60)
     assert "done" in result
-    assert time.monotonic() - started < 5
 
 
 async def test_output_is_capped_keeping_head_and_tail(tmp_path: Path) -> None:
@@ -126,33 +125,31 @@ async def test_vanished_working_directory_is_a_tool_error(tmp_path: Path) -> Non
 
 async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "bg.pid"
-    started = time.monotonic()
-    result = await terminal(
-        {"command": f"echo before; sleep 100 & echo $! > {pid_file}; sleep 100", "timeout": 1},
-        _ctx(tmp_path),
+    result = await asyncio.wait_for(
+        terminal(
+            {"command": f"echo before; sleep 100 & echo $! > {pid_file}; sleep 100", "timeout": 1}, _ctx(tmp_path)
+        ),
+        60,
     )
-    assert time.monotonic() - started < 10
     assert "timed out after 1 s" in result
     assert "before" in result  # partial output is kept
     pid = _read_pid(pid_file)
     assert pid is not None
-    assert await _wait_for(lambda: not _alive(pid), 2), "background child survived the timeout"
+    assert await _wait_for(lambda: not _alive(pid), 10), "background child survived the timeout"
 
 
 async def test_timeout_escalates_to_sigkill(tmp_path: Path) -> None:
     pid_file = tmp_path / "stubborn.pid"
     command = f"trap '' TERM; sleep 100 & echo $! > {pid_file}; sleep 100"
-    started = time.monotonic()
-    result = await terminal({"command": command, "timeout": 1}, _ctx(tmp_path))
-    assert time.monotonic() - started < 8
+    result = await asyncio.wait_for(terminal({"command": command, "timeout": 1}, _ctx(tmp_path)), 60)
     assert "timed out after 1 s" in result
     assert "SIGKILL" in result
     pid = _read_pid(pid_file)
     assert pid is not None
-    assert await _wait_for(lambda: not _alive(pid), 2)
+    assert await _wait_for(lambda: not _alive(pid), 10)
 
 
-async def test_cancellation_kills_children_quickly(tmp_path: Path) -> None:
+async def test_cancellation_kills_children(tmp_path: Path) -> None:
     bg_file, inner_file, grandchild_file = tmp_path / "bg.pid", tmp_path / "inner.pid", tmp_path / "gc.pid"
     command = (
         f"sleep 100 & echo $! > {bg_file}; "
@@ -164,12 +161,11 @@ async def test_cancellation_kills_children_quickly(tmp_path: Path) -> None:
     pids = [_read_pid(f) for f in files]
     assert all(pid is not None and _alive(pid) for pid in pids)
 
-    started = time.monotonic()
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.monotonic() - started < 1.0
-    assert await _wait_for(lambda: not any(_alive(pid) for pid in pids if pid), 1.0), [
+    # The children sleep 100 s: the task ends only because cancelling kills them.
+    await asyncio.wait([task], timeout=60)
+    assert task.cancelled()
+    assert await _wait_for(lambda: not any(_alive(pid) for pid in pids if pid), 10), [
         pid for pid in pids if pid and _alive(pid)
     ]
 
@@ -183,16 +179,17 @@ async def test_cancellation_kills_processes_that_ignore_sigterm(tmp_path: Path) 
     pid = _read_pid(pid_file)
     assert pid is not None
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert await _wait_for(lambda: not _alive(pid), 1.0)
+    await asyncio.wait([task], timeout=60)
+    assert task.cancelled()
+    assert await _wait_for(lambda: not _alive(pid), 10)
 
 
 async def test_background_process_holding_output_does_not_hang(tmp_path: Path) -> None:
     pid_file = tmp_path / "bg.pid"
-    started = time.monotonic()
-    result = await terminal({"command": f"sleep 30 & echo $! > {pid_file}; echo started"}, _ctx(tmp_path))
-    assert time.monotonic() - started < 5
+    # The background sleep outlives the generous wait: waiting for it to close its output would fail here.
+    result = await asyncio.wait_for(
+        terminal({"command": f"sleep 300 & echo $! > {pid_file}; echo started"}, _ctx(tmp_path)), 60
+    )
     assert "started" in result
     assert "still held its output open" in result
     pid = _read_pid(pid_file)

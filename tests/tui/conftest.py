@@ -33,7 +33,6 @@ from hermes.testing.upstream import ScriptedUpstream
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
 
-
 Gates = defaultdict[str, asyncio.Event]
 
 

@@ -46,15 +46,17 @@ async def test_slash_completion(make_tui):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("slash", "s", "e")
-        await until(pilot, lambda: app.chat_input.text == "/se" and app.menu.visible)
+        await until(pilot, lambda: app.chat_input.text == "/se" and app.menu.is_open)
         assert app.menu.selected().name == "sessions"
         await pilot.press("tab")
         await until(pilot, lambda: app.chat_input.text == "/sessions ")
-        await until(pilot, lambda: not app.menu.visible)
+        await until(pilot, lambda: not app.menu.is_open)
         await pilot.press("ctrl+a", "ctrl+k", "slash", "f")
-        await until(pilot, lambda: app.chat_input.text == "/f" and [c.name for c in app.menu._commands] == ["fork", "focus"])
+        await until(
+            pilot, lambda: app.chat_input.text == "/f" and [c.name for c in app.menu._commands] == ["fork", "focus"]
+        )
         await pilot.press("down", "escape")
-        await until(pilot, lambda: not app.menu.visible)
+        await until(pilot, lambda: not app.menu.is_open)
         assert app.chat_input.text == "/f"
 
 

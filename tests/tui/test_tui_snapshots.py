@@ -33,10 +33,17 @@ def snapshot_app(store: SessionStore, tmp_path: Path, **kwargs) -> HermesApp:
 
 
 def seed(store: SessionStore) -> str:
-    record = store.create_session(source="tui", model="scripted-model", title="Refactor the parser", session_id="s-main")
+    record = store.create_session(
+        source="tui", model="scripted-model", title="Refactor the parser", session_id="s-main"
+    )
     for role, content in [
         ("user", "Why does the tokenizer drop the last line?"),
-        ("assistant", "Because `split()` discards the trailing newline.\n\n```python\nlines = text.splitlines(keepends=True)\n```\n\n| before | after |\n|---|---|\n| 3 lines | 4 lines |"),
+        (
+            "assistant",
+            "Because `split()` discards the trailing newline.\n\n"
+            "```python\nlines = text.splitlines(keepends=True)\n```\n\n"
+            "| before | after |\n|---|---|\n| 3 lines | 4 lines |",
+        ),
         ("user", "Fix it please"),
     ]:
         store.append_message(record.id, NewMessage(role=role, content=content))
@@ -45,10 +52,21 @@ def seed(store: SessionStore) -> str:
         NewMessage(
             role="assistant",
             content="On it.",
-            tool_calls=[{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "parser.py"}'}}],
+            tool_calls=[
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "parser.py"}'},
+                }
+            ],
         ),
     )
-    store.append_message(record.id, NewMessage(role="tool", content="def parse(text):\n    return text.split()\n", tool_call_id="c1", tool_name="read_file"))
+    store.append_message(
+        record.id,
+        NewMessage(
+            role="tool", content="def parse(text):\n    return text.split()\n", tool_call_id="c1", tool_name="read_file"
+        ),
+    )
     store.append_message(record.id, NewMessage(role="assistant", content="Done — the parser keeps line ends now."))
     store.add_usage(record.id, input_tokens=1234, output_tokens=321)
     return record.id
@@ -79,7 +97,11 @@ def test_main_screen_light(snap_compare, store, tmp_path):
 
 def test_tool_cards(snap_compare, store, tmp_path):
     app = snapshot_app(store, tmp_path)
-    patch_args = {"path": "parser.py", "old_string": "    return text.split()", "new_string": "    return text.splitlines(keepends=True)"}
+    patch_args = {
+        "path": "parser.py",
+        "old_string": "    return text.split()",
+        "new_string": "    return text.splitlines(keepends=True)",
+    }
 
     async def run_before(pilot) -> None:
         renderer = pilot.app.begin_turn("fix parser.py and run the tests")
@@ -89,7 +111,11 @@ def test_tool_cards(snap_compare, store, tmp_path):
         renderer.handle(ToolStarted("c1", "patch", patch_args, "parser.py"))
         renderer.handle(ToolCompleted("c1", "patch", "patched parser.py", 0.02, False, patch_args))
         renderer.handle(ToolStarted("c2", "terminal", {"command": "pytest -q"}, "pytest -q"))
-        renderer.handle(ToolCompleted("c2", "terminal", "exit code 1\nE   AssertionError: 3 != 4", 1.25, True, {"command": "pytest -q"}))
+        renderer.handle(
+            ToolCompleted(
+                "c2", "terminal", "exit code 1\nE   AssertionError: 3 != 4", 1.25, True, {"command": "pytest -q"}
+            )
+        )
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2)))
         pilot.app.status_bar.turn_seconds = 2.5
         await quiet(pilot)
@@ -99,7 +125,9 @@ def test_tool_cards(snap_compare, store, tmp_path):
 
 def test_session_picker(snap_compare, store, tmp_path):
     for i, title in enumerate(["Refactor the parser", "Trip to Lisbon", "Quarterly report"]):
-        record = store.create_session(source=("tui", "cli", "api_server")[i], model="scripted-model", title=title, session_id=f"sess-000{i}")
+        record = store.create_session(
+            source=("tui", "cli", "api_server")[i], model="scripted-model", title=title, session_id=f"sess-000{i}"
+        )
         store.append_message(record.id, NewMessage(role="user", content=f"message about {title.lower()}"))
 
     async def run_before(pilot) -> None:
@@ -107,7 +135,9 @@ def test_session_picker(snap_compare, store, tmp_path):
         app = pilot.app
         await until(
             pilot,
-            lambda: isinstance(app.screen, SessionPicker) and app.screen.is_mounted and app.screen.results.option_count == 3,
+            lambda: (
+                isinstance(app.screen, SessionPicker) and app.screen.is_mounted and app.screen.results.option_count == 3
+            ),
         )
         await pilot.pause()
 

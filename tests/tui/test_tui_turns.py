@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hermes.error_codes import INTERRUPTED, STREAM_STALLED
 from hermes.testing.upstream import Sleep, call, error_reply, text_reply, tool_reply
+from hermes.tui import app as tui_app
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.notice import Notice
@@ -36,7 +37,9 @@ async def test_prompt_streams_into_transcript(make_tui, upstream, store):
 
 async def test_tool_card_goes_generating_running_done(make_tui, upstream, gates):
     upstream.enqueue(
-        tool_reply([call("shell", {"command": "make test", "gate": "tests"})], text="Running the tests.", chunk_delay=0.02),
+        tool_reply(
+            [call("shell", {"command": "make test", "gate": "tests"})], text="Running the tests.", chunk_delay=0.02
+        ),
         text_reply("All green."),
     )
     app = make_tui()
@@ -64,7 +67,9 @@ async def test_tool_card_goes_generating_running_done(make_tui, upstream, gates)
 
 async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream, settings):
     # 4 text chunks, the tool call's name, 1 of 6 argument fragments, then silence.
-    reply = tool_reply([call("write_file", {"path": "big.txt", "content": "x" * 400})], text="Writing the file now.", arg_pieces=6)
+    reply = tool_reply(
+        [call("write_file", {"path": "big.txt", "content": "x" * 400})], text="Writing the file now.", arg_pieces=6
+    )
     upstream.enqueue(reply.stall_after(6))
     # the stall is detected after 1 s of silence: long enough that a loaded machine's
     # scheduling gaps between the scripted chunks are not mistaken for it
@@ -85,13 +90,17 @@ async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream,
         assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Writing the file now."]
 
 
-async def test_escape_interrupts_within_a_second(make_tui, upstream, store):
+async def test_escape_interrupts_and_the_engine_winds_down(make_tui, upstream, store, monkeypatch):
+    # With the UI's grace timer out of reach, only the engine's own wind-down can end the turn.
+    monkeypatch.setattr(tui_app, "INTERRUPT_GRACE", 600.0)
     words = " ".join(f"word{i}" for i in range(400))
     upstream.enqueue(text_reply(words, chunk_delay=0.02))
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "talk a lot")
-        await until(pilot, lambda: app.query(AssistantMessage) and len(app.transcript.query_one(AssistantMessage).text) > 20)
+        await until(
+            pilot, lambda: app.query(AssistantMessage) and len(app.transcript.query_one(AssistantMessage).text) > 20
+        )
         await pilot.press("escape")
         await until(pilot, lambda: not app.turn_running)
         await app.workers.wait_for_complete()

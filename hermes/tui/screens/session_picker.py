@@ -100,7 +100,9 @@ class SessionPicker(ModalScreen[str | None]):
         else:
             needle = query.lower()
             by_title = [
-                s for s in self.store.list_sessions(limit=LIST_LIMIT) if needle in (s.title or "").lower() or s.id.startswith(query)
+                s
+                for s in self.store.list_sessions(limit=LIST_LIMIT)
+                if needle in (s.title or "").lower() or s.id.startswith(query)
             ]
             found: dict[str, SessionRecord] = {s.id: s for s in by_title}
             try:

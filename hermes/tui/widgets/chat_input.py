@@ -91,7 +91,7 @@ class ChatInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
-        menu = self.menu if self.menu is not None and self.menu.visible else None
+        menu = self.menu if self.menu is not None and self.menu.is_open else None
         handled = True
         if menu is not None and key == "escape":
             menu.hide()

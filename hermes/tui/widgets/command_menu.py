@@ -32,7 +32,8 @@ class CommandMenu(OptionList):
         self._commands: list[Command] = []
 
     @property
-    def visible(self) -> bool:
+    def is_open(self) -> bool:
+        """True while the completions are shown. (Not `visible`: that is Widget's own, settable.)"""
         return self.has_class("-visible")
 
     def show_for(self, text: str) -> None:

@@ -121,9 +121,9 @@ class StatusBar(Widget):
         width = max(10, self.size.width - 2)
         sep = Text(" │ ", style="dim")
         # Drop the least important parts (title is truncated first) until it fits.
-        while len(parts) > 1 and sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) > width:
+        while len(parts) > 1 and (overflow := sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) - width) > 0:
             if parts[1].cell_len > 12:
-                parts[1].truncate(max(12, parts[1].cell_len - (sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) - width)), overflow="ellipsis")
+                parts[1].truncate(max(12, parts[1].cell_len - overflow), overflow="ellipsis")
                 continue
             parts.pop(3 if len(parts) > 3 else -1)
         line = Text()

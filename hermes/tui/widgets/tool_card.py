@@ -208,7 +208,9 @@ class ToolCard(Vertical):
         diff = None if is_error else diff_for(self.tool_name, self.arguments, result)
         body: RenderableType
         if diff:
-            body = Syntax(clip(diff, lines=60, chars=8000), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
+            body = Syntax(
+                clip(diff, lines=60, chars=8000), "diff", theme="ansi_dark", background_color="default", word_wrap=True
+            )
             self._details.title = "diff"
             self._details.collapsed = False
         else:
@@ -265,7 +267,12 @@ class ToolCard(Vertical):
             "interrupted": "  interrupted",
         }.get(self.state, "")
         elapsed = self.elapsed
-        timing = "" if self.historic else f"  {elapsed * 1000:.0f}ms" if elapsed < 1 and self.duration is not None else f"  {elapsed:.1f}s"
+        if self.historic:
+            timing = ""
+        elif elapsed < 1 and self.duration is not None:
+            timing = f"  {elapsed * 1000:.0f}ms"
+        else:
+            timing = f"  {elapsed:.1f}s"
         return Text.assemble((icon + " ", style), name, "  ", preview, (timing, "dim"), (suffix, style))
 
     def _render_header(self) -> None:
