@@ -67,7 +67,10 @@ def test_postgres_concurrent_upgrade_processes(empty_pg_url: str, tmp_path: Path
 
     env = {**os.environ, "HERMES_DATABASE_URL": empty_pg_url, "HERMES_HOME": str(tmp_path / "home")}
     command = [sys.executable, "-m", "hermes", "db", "upgrade", "--json"]
-    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outputs = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
     applied_now: list[list[str]] = [

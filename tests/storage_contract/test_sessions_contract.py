@@ -119,7 +119,10 @@ async def test_rename_update_end_usage(storage: Storage) -> None:
 async def test_messages_round_trip_and_counters(storage: Storage) -> None:
     store = storage.sessions
     session = await store.create_session(source="cli")
-    parts: list[dict[str, Any]] = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:x"}}]
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "data:x"}},
+    ]
     calls = [
         {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}},
         {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},

@@ -180,7 +180,7 @@ class PgRunEventStore:
                 "WHERE e.run_id = ended.run_id",
                 (before,),
             )
-            return cursor.rowcount
+            return int(cursor.rowcount)
 
     async def aclose(self) -> None:
         await self._listener.aclose()

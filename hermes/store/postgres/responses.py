@@ -66,7 +66,7 @@ class PgResponseStore:
     async def delete(self, response_id: str) -> bool:
         async with self._db.transaction() as conn:
             cursor = await conn.execute("DELETE FROM hermes.responses WHERE response_id = %s", (response_id,))
-            removed = cursor.rowcount > 0
+            removed = bool(cursor.rowcount > 0)
             await conn.execute("DELETE FROM hermes.conversations WHERE response_id = %s", (response_id,))
         return removed
 

@@ -123,7 +123,7 @@ class PgRunStore:
             cursor = await conn.execute(
                 "DELETE FROM hermes.runs WHERE updated_at < %s AND status = ANY(%s)", (cutoff, _TERMINAL)
             )
-            return cursor.rowcount
+            return int(cursor.rowcount)
 
 
 class PgReceiptStore:
@@ -179,7 +179,7 @@ class PgReceiptStore:
         cutoff = (time.time() if now is None else now) - self.retention
         async with self._db.connection() as conn:
             cursor = await conn.execute("DELETE FROM hermes.receipts WHERE updated_at < %s", (cutoff,))
-            return cursor.rowcount
+            return int(cursor.rowcount)
 
 
 class PgLeaseStore:
@@ -244,4 +244,4 @@ class PgLeaseStore:
             cursor = await conn.execute(
                 f"DELETE FROM hermes.instances WHERE expires_at < {_DB_NOW} - %s", (expired_for,)
             )
-            return cursor.rowcount
+            return int(cursor.rowcount)
