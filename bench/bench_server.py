@@ -1,7 +1,7 @@
 """hermes serve under load, against a scripted upstream on loopback (one run, three processes).
 
     python bench/bench_server.py [--requests 300] [--streams 200] [--chunks 500]
-                                 [--idle 1000] [--idle-seconds 60] [--json]
+                                 [--idle 1000] [--idle-seconds 60] [--json] [--latency-only]
 
 Processes: a scripted OpenAI-compatible upstream, a real `hermes serve` pointed at it,
 and this client. The upstream picks its reply from the last user message ("small",
@@ -12,6 +12,9 @@ and this client. The upstream picks its reply from the last user message ("small
    A third series runs the same turn with `Agent.run_turn` in this process (engine,
    provider and a session store like the server's, no HTTP), to split the added time
    between the engine/store and the HTTP server layer.
+   The same pair is then measured from outside with the SDK's own HTTP client (httpx, one
+   keep-alive connection, in a thread so the client's loop is not shared); the
+   outside-measured ratio median(hermes) / median(direct) has a target of <= 2.
 2. Streaming load: `--streams` concurrent streaming chat completions of `--chunks`
    content chunks each, the upstream pausing `--chunk-delay` before each chunk (default
    1 ms — far faster than a real model, but it lets the scripted upstream interleave its
@@ -164,6 +167,61 @@ async def phase_latency(
     }
 
 
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) the process has used, in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstream_pid: int) -> dict[str, Any]:
+    """Direct vs through-hermes medians with httpx (the SDK's client), interleaved.
+
+    Also the CPU time each request costs the hermes process and the upstream: unlike the
+    wall-clock ratio, it hardly moves when other work loads the machine.
+    """
+    try:
+        import httpx2 as httpx
+    except ImportError:  # older SDK releases depend on httpx itself
+        import httpx  # type: ignore[no-redef]
+
+    auth = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(timeout=60) as client:
+
+        def one(url: str, content: str, headers: dict[str, str]) -> float:
+            started = time.perf_counter()
+            resp = client.post(url, json=chat_body(content, False), headers=headers)
+            assert resp.status_code == 200, resp.status_code
+            return (time.perf_counter() - started) * 1000
+
+        for i in range(30):
+            one(f"{upstream}/chat/completions", "small", {})
+            one(f"{hermes}/v1/chat/completions", f"small outside warmup {i}", auth)
+        direct, through = [], []
+        for i in range(n):
+            direct.append(one(f"{upstream}/chat/completions", "small", {}))
+            through.append(one(f"{hermes}/v1/chat/completions", f"small outside {i}", auth))
+        up_before = cpu_ms(upstream_pid)
+        for _ in range(n):
+            one(f"{upstream}/chat/completions", "small", {})
+        up_direct = (cpu_ms(upstream_pid) - up_before) / n
+        hermes_before = cpu_ms(hermes_pid)
+        for i in range(n):
+            one(f"{hermes}/v1/chat/completions", f"small cpu {i}", auth)
+        hermes_cpu = (cpu_ms(hermes_pid) - hermes_before) / n
+    ratio = statistics.median(through) / statistics.median(direct)
+    return {
+        "requests": n,
+        "client": "httpx",
+        "direct_ms": {"p50": statistics.median(direct), "p95": pct(direct, 0.95)},
+        "hermes_ms": {"p50": statistics.median(through), "p95": pct(through, 0.95)},
+        "ratio": ratio,
+        "hermes_cpu_ms_per_request": hermes_cpu,
+        "upstream_cpu_ms_per_direct_request": up_direct,
+        "target_ratio": 2.0,
+        "ok": ratio <= 2.0,
+    }
+
+
 async def read_stream(resp: aiohttp.ClientResponse, started: float) -> tuple[float | None, float | None, int, bool]:
     """(first frame ms, first content ms, content chunks, saw [DONE] after finish stop)."""
     first_frame = first_content = None
@@ -295,7 +353,8 @@ def start(
     cmd: list[str], env: dict[str, str], cwd: str, pattern: str, stream: str
 ) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        cmd, env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=raise_fd_limit
+        cmd, env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=raise_fd_limit,  # noqa: PLW1509 - the bench starts its processes before any thread
     )
     pipe = proc.stdout if stream == "stdout" else proc.stderr
     assert pipe is not None
@@ -334,10 +393,16 @@ async def main(args: argparse.Namespace) -> int:
                     report["latency"] = await phase_latency(session, upstream, hermes, args.requests, engine)
                 finally:
                     await engine.close()
-                report["streams"] = await phase_streams(session, hermes, args.streams, args.chunks, args.chunk_delay)
+                report["outside"] = await asyncio.to_thread(
+                    outside_latency, upstream, hermes, args.requests, hermes_proc.pid, up_proc.pid
+                )
+                if not args.latency_only:
+                    report["streams"] = await phase_streams(
+                        session, hermes, args.streams, args.chunks, args.chunk_delay
+                    )
             rss = rss_mb(hermes_proc.pid)
             report["memory"] = {"rss_mb_after_load": rss, "target_mb": 200, "ok": rss < 200}
-            if args.idle:
+            if args.idle and not args.latency_only:
                 report["idle"] = await phase_idle(hermes, hermes_proc.pid, args.idle, args.idle_seconds, args.keepalive)
         finally:
             for proc in (hermes_proc, up_proc):
@@ -369,7 +434,20 @@ def print_report(r: dict[str, Any]) -> None:
         f"       of which: engine turn alone (same store settings, no HTTP) p50 {lat['engine_only_ms']['p50']:.2f} ms, "
         f"server HTTP layer {lat['http_layer_median_ms']:.2f} ms"
     )
-    st = r["streams"]
+    out = r["outside"]
+    print(
+        f"[{mark(out['ok'])}] measured from outside ({out['client']}, {out['requests']} req): hermes p50 "
+        f"{out['hermes_ms']['p50']:.2f} ms / direct p50 {out['direct_ms']['p50']:.2f} ms = ratio {out['ratio']:.2f}x "
+        f"(p95 {out['hermes_ms']['p95']:.2f} / {out['direct_ms']['p95']:.2f} ms; target <= 2x)"
+    )
+    print(
+        f"       CPU per request: hermes {out['hermes_cpu_ms_per_request']:.2f} ms; "
+        f"the upstream answering directly {out['upstream_cpu_ms_per_direct_request']:.2f} ms"
+    )
+    st = r.get("streams")
+    if st is None:
+        print(f"server RSS: {r['memory']['rss_mb_after_load']:.1f} MB")
+        return
     print(
         f"[{mark(st['ok'])}] {st['streams']} concurrent streams x {st['chunks_per_stream']} chunks: "
         f"{st['succeeded']}/{st['streams']} succeeded, first content chunk p50 {st['first_content_ms']['p50']:.1f} ms "
@@ -409,6 +487,7 @@ if __name__ == "__main__":
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--keepalive", type=float, default=10.0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--latency-only", action="store_true", help="only the added-latency phases")
     ns = parser.parse_args()
     if ns.upstream:
         asyncio.run(run_upstream())

@@ -22,7 +22,7 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import ApprovalRequest
 from hermes.errors import ToolError
 
-CANCEL_GRACE = 1.0
+CANCEL_GRACE = 5.0
 """Seconds cancelled tools get to clean up (kill their processes) before we move on."""
 
 

@@ -9,31 +9,33 @@ factory opens itself are closed by the app's cleanup context.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.engine import Agent
 from hermes.config import Settings
 from hermes.server import routes
+from hermes.server.background_runs import attach_run_registry
+from hermes.server.handlers.openapi import build_document
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
 from hermes.server.state import (
     AGENT,
-    BACKGROUND,
     IDEMPOTENCY,
     LIMITER,
     METRICS,
+    OPENAPI_DOCUMENT,
     RESPONSES,
     SESSIONS,
     SETTINGS,
     ServerMetrics,
     TurnLimiter,
 )
+from hermes.store.base import SessionStore
 from hermes.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -42,8 +44,8 @@ log = logging.getLogger(__name__)
 def create_app(
     settings: Settings,
     *,
-    agent: Any | None = None,
-    sessions: Any | None = None,
+    agent: Agent | None = None,
+    sessions: SessionStore | None = None,
     responses: ResponseStore | None = None,
     idempotency: IdempotencyCache | None = None,
 ) -> web.Application:
@@ -51,23 +53,24 @@ def create_app(
 
     Args:
         settings: resolved settings (server_* fields, paths under ``home``).
-        agent: the `hermes.agent.engine.Agent` to run turns on; built with
+        agent: the agent to run turns on; built with
             `hermes.agent.factory.build_agent(settings, sessions)` when omitted.
-        sessions: the `SessionStore`; opened at ``settings.state_db_path`` when omitted.
-        responses: the `ResponseStore`; opened at ``settings.response_db_path`` when omitted.
+        sessions: the session store; opened at ``settings.state_db_path`` when omitted.
+        responses: the stored responses; opened at ``settings.response_db_path`` when omitted.
         idempotency: the in-memory idempotency cache (a fresh one when omitted).
     """
-    owned: list[Any] = []
+    owned_sessions: SessionStore | None = None
+    owned_responses: ResponseStore | None = None
     if sessions is None:
         from hermes.store import open_session_store
 
         settings.ensure_home()
-        sessions = open_session_store(settings.state_db_path)
-        owned.append(sessions)
+        sessions = owned_sessions = open_session_store(settings.state_db_path)
     if responses is None:
         settings.ensure_home()
-        responses = ResponseStore(settings.response_db_path, max_size=settings.server_response_store_size)
-        owned.append(responses)
+        responses = owned_responses = ResponseStore(
+            settings.response_db_path, max_size=settings.server_response_store_size
+        )
     mcp = None
     if agent is None:
         from hermes.agent.factory import build_agent
@@ -75,6 +78,7 @@ def create_app(
 
         agent = build_agent(settings, sessions)
         mcp = McpManager.from_settings(settings, cwd=Path.cwd())
+    tools = agent.tools
 
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
@@ -84,29 +88,23 @@ def create_app(
     app[IDEMPOTENCY] = idempotency or IdempotencyCache()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[METRICS] = ServerMetrics(started_at=time.time())
-    app[BACKGROUND] = set()
+    app[OPENAPI_DOCUMENT] = build_document(routes.OPENAPI_PATHS, routes.OPENAPI_SCHEMAS)
     app.on_response_prepare.append(on_response_prepare)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         if mcp is not None:  # before the socket is bound, so the first request has the tools
-            for status in await mcp.start(agent.tools):
+            for status in await mcp.start(tools):
                 if status.failed:
                     log.warning("hermes serve: %s", status.line())
         yield
-        for task in list(app[BACKGROUND]):
-            task.cancel()
-        for task in list(app[BACKGROUND]):
-            with contextlib.suppress(BaseException):
-                await task
         if mcp is not None:
             await mcp.aclose()
-        for resource in owned:
-            resource.close()
+        if owned_sessions is not None:
+            owned_sessions.close()
+        if owned_responses is not None:
+            owned_responses.close()
 
     app.cleanup_ctx.append(resources)
+    attach_run_registry(app)
     app.add_routes(routes.ROUTES)
-    for module in routes.HANDLER_MODULES:
-        init = getattr(module, "init_app", None)
-        if init is not None:
-            init(app)
     return app

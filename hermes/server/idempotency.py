@@ -60,7 +60,7 @@ class IdempotencyCache:
 
     def _purge(self, now: float) -> None:
         while self._done:
-            key, (_, expires, _) = next(iter(self._done.items()))
+            _key, (_, expires, _) = next(iter(self._done.items()))
             if expires > now and len(self._done) <= self.max_items:
                 break
             self._done.popitem(last=False)
@@ -93,7 +93,7 @@ class IdempotencyCache:
                     self._purge(time.monotonic())
 
             task.add_done_callback(settle)
-        return await asyncio.shield(task)  # type: ignore[no-any-return]
+        return await asyncio.shield(task)
 
     def __len__(self) -> int:
         return len(self._done)

@@ -121,12 +121,13 @@ def check_bearer(expected: str | None, authorization: str | None) -> bool:
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     key = request.config_dict[SETTINGS].server_key
-    if key is not None and request.path not in OPEN_PATHS:
-        if not check_bearer(key, request.headers.get("Authorization")):
-            log.warning(
-                "auth failed: %s %s from %s", request.method, request.path[:200], request.remote
-            )
-            raise AuthenticationError()
+    if (
+        key is not None
+        and request.path not in OPEN_PATHS
+        and not check_bearer(key, request.headers.get("Authorization"))
+    ):
+        log.warning("auth failed: %s %s from %s", request.method, request.path[:200], request.remote)
+        raise AuthenticationError()
     return await handler(request)
 
 
@@ -167,7 +168,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         raise  # the client is gone: nothing to answer
     except Exception as exc:
         log.exception("unhandled error in %s %s", request.method, request.path)
-        return ApiError(f"Internal server error: {exc}", status=500, type="server_error", code="internal_error").to_response()
+        error = ApiError(f"Internal server error: {exc}", status=500, type="server_error", code="internal_error")
+        return error.to_response()
 
 
 # ---- headers on every response ------------------------------------------------------------

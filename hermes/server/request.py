@@ -14,7 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.server.errors import PayloadTooLarge, PermissionDenied, RequestValidationError
+from hermes.server.errors import (
+    PayloadTooLarge,
+    PermissionDenied,
+    RequestValidationError,
+)
 from hermes.server.state import SETTINGS
 
 MAX_TEXT_LENGTH = 65_536
@@ -23,6 +27,11 @@ MAX_HEADER_VALUE = 256
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+
+CONTENT_DOC: dict[str, Any] = {
+    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]
+}
+"""The documented shape of OpenAI message content (`normalize_content` checks it)."""
 
 TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 IMAGE_PART_TYPES = {"image_url", "input_image"}
@@ -154,6 +163,8 @@ def _check_text(text: str, param: str) -> str:
 
 
 def _image_part(part: dict[str, Any], param: str) -> dict[str, Any]:
+    url: Any
+    detail: Any
     if part.get("type") == "image_url":
         spec = part.get("image_url")
         if isinstance(spec, str):
@@ -179,7 +190,7 @@ def _image_part(part: dict[str, Any], param: str) -> dict[str, Any]:
                 code="unsupported_content_type",
                 param=param,
             )
-    elif not (lowered.startswith("http://") or lowered.startswith("https://")):
+    elif not (lowered.startswith(("http://", "https://"))):
         raise RequestValidationError(
             "Image inputs must use http(s) URLs or data:image/... URLs.", code="invalid_image_url", param=param
         )

@@ -1,45 +1,50 @@
-"""The declarative route table: every route of `hermes serve`, in one place.
+"""The route table of `hermes serve`: every route, and every OpenAPI fragment, in one place.
 
-`ROUTES` concatenates the ``ROUTES`` lists of the handler modules in `HANDLER_MODULES`
-(order matters only for documentation). `create_app` adds them with one
-``app.add_routes(ROUTES)`` and calls each module's optional ``init_app(app)``.
+Static on purpose: each handler module is imported here at module level, so a module
+that fails to import fails `hermes serve` at start and every server test.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from typing import Any
 
 from aiohttp import web
 
-from hermes.server.handlers import chat, health, models, openapi, responses
+from hermes.server.handlers import (
+    chat,
+    health,
+    models,
+    openapi,
+    responses,
+    runs,
+    sessions,
+)
 
-
-def _optional(name: str) -> ModuleType | None:
-    """Import a handler module another engineer is still writing; None until it exists.
-
-    Only the module's own absence is tolerated: an ImportError raised *inside* it surfaces.
-    """
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return None
-        raise
-
-
-HANDLER_MODULES: list[ModuleType] = [
-    module
-    for module in (
-        health,
-        models,
-        chat,
-        responses,
-        _optional("hermes.server.handlers.runs"),
-        _optional("hermes.server.handlers.sessions"),
-        openapi,
-    )
-    if module is not None
+ROUTES: list[web.RouteDef] = [
+    *health.ROUTES,
+    *models.ROUTES,
+    *chat.ROUTES,
+    *responses.ROUTES,
+    *runs.ROUTES,
+    *sessions.ROUTES,
+    *openapi.ROUTES,
 ]
 
-ROUTES: list[web.RouteDef] = [route for module in HANDLER_MODULES for route in module.ROUTES]
+OPENAPI_PATHS: list[dict[str, dict[str, Any]]] = [
+    health.OPENAPI_PATHS,
+    models.OPENAPI_PATHS,
+    chat.OPENAPI_PATHS,
+    responses.OPENAPI_PATHS,
+    runs.OPENAPI_PATHS,
+    sessions.OPENAPI_PATHS,
+    openapi.OPENAPI_PATHS,
+]
+"""Path items per handler module, in the order of `ROUTES`."""
+
+OPENAPI_SCHEMAS: list[dict[str, dict[str, Any]]] = [
+    chat.OPENAPI_SCHEMAS,
+    responses.OPENAPI_SCHEMAS,
+    runs.OPENAPI_SCHEMAS,
+    sessions.OPENAPI_SCHEMAS,
+]
+"""Shared components (``#/components/schemas/<Name>``) the path items refer to."""

@@ -43,7 +43,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -163,7 +163,7 @@ class DisconnectWatcher:
         while not self._watch.check():
             await asyncio.sleep(self._watch._poll)
 
-    async def __aenter__(self) -> DisconnectWatcher:
+    async def __aenter__(self) -> Self:
         self._task = asyncio.create_task(self._run(), name="disconnect-watch")
         return self
 
@@ -215,7 +215,7 @@ class SSEStream:
         if self.response.prepared:
             return self
         try:
-            await self.response.prepare(self.request)  # type: ignore[arg-type]
+            await self.response.prepare(self.request)
         except (ConnectionError, RuntimeError) as exc:
             self._watch.mark_gone()
             raise ClientDisconnected(str(exc)) from exc
@@ -248,8 +248,9 @@ class SSEStream:
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.response.write_eof()
 
-    async def __aenter__(self) -> SSEStream:
-        return await self.prepare()
+    async def __aenter__(self) -> Self:
+        await self.prepare()
+        return self
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None

@@ -1,28 +1,25 @@
 """Typed application state (`web.AppKey`s) shared by every handler module.
 
-`create_app` (hermes/server/app.py) fills these before the app starts; handlers read
-them with ``request.app[KEY]`` (or ``request.config_dict[KEY]``). Handler modules that
-need state of their own define their own ``web.AppKey`` and set it in an ``init_app``
-hook (see hermes/server/routes.py).
+`create_app` (hermes/server/app.py) fills every key before the app starts; handlers
+read them with ``request.app[KEY]`` (or ``request.config_dict[KEY]``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.engine import Agent
 from hermes.config import Settings
 from hermes.server.errors import RateLimited
-
-if TYPE_CHECKING:
-    from hermes.server.idempotency import IdempotencyCache
-    from hermes.store.base import SessionStore
-    from hermes.store.responses import ResponseStore
+from hermes.server.idempotency import IdempotencyCache
+from hermes.server.run_registry import RunRegistry
+from hermes.store.base import SessionStore
+from hermes.store.responses import ResponseStore
 
 
 class TurnLimiter:
@@ -59,31 +56,17 @@ class ServerMetrics:
 
 
 SETTINGS = web.AppKey("hermes.settings", Settings)
-AGENT = web.AppKey("hermes.agent", object)
-"""The `hermes.agent.engine.Agent` every endpoint runs turns on."""
-SESSIONS = web.AppKey("hermes.sessions", object)
-"""The `SessionStore` (state.db)."""
-RESPONSES = web.AppKey("hermes.responses", object)
-"""The `ResponseStore` (response_store.db)."""
-IDEMPOTENCY = web.AppKey("hermes.idempotency", object)
-"""The in-memory `IdempotencyCache` for non-streaming OpenAI endpoints."""
+AGENT = web.AppKey("hermes.agent", Agent)
+"""The agent every endpoint runs turns on."""
+SESSIONS: web.AppKey[SessionStore] = web.AppKey("hermes.sessions")
+"""The session store (state.db)."""
+RESPONSES = web.AppKey("hermes.responses", ResponseStore)
+"""The stored responses (response_store.db)."""
+IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotencyCache)
+"""The in-memory idempotency cache for the non-streaming OpenAI endpoints."""
 LIMITER = web.AppKey("hermes.limiter", TurnLimiter)
 METRICS = web.AppKey("hermes.metrics", ServerMetrics)
-BACKGROUND = web.AppKey("hermes.background", set)
-"""Strong references to fire-and-forget tasks (shared idempotent computations…)."""
-
-
-def sessions(app: web.Application) -> SessionStore:
-    return app[SESSIONS]  # type: ignore[return-value]
-
-
-def responses(app: web.Application) -> ResponseStore:
-    return app[RESPONSES]  # type: ignore[return-value]
-
-
-def idempotency(app: web.Application) -> IdempotencyCache:
-    return app[IDEMPOTENCY]  # type: ignore[return-value]
-
-
-def background_tasks(app: web.Application) -> set[asyncio.Task[Any]]:
-    return app[BACKGROUND]
+RUNS = web.AppKey("hermes.runs", RunRegistry)
+"""The background runs of this app (`hermes.server.background_runs.attach_run_registry`)."""
+OPENAPI_DOCUMENT: web.AppKey[dict[str, Any]] = web.AppKey("hermes.openapi")
+"""The OpenAPI document, built once by `create_app` from the route table."""

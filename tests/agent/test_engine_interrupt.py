@@ -37,24 +37,49 @@ async def _consume_until(agent, request, predicate, interrupt=None):
 
 
 def _process_alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie (dead, waiting for a reaper that may be slow) is not alive."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def _wait_for_pid(pid_file: Path) -> int:
+    """The host pid of the sleeper (the shell's own `$$` is namespaced when the sandbox is on)."""
     async with asyncio.timeout(30):
         while not pid_file.exists() or not pid_file.read_text().strip():
             await asyncio.sleep(0.01)
-    return int(pid_file.read_text())
+        argv = ["sleep", _sleep_arg(pid_file)]
+        while True:
+            for pid in _pids_with_argv(argv):
+                return pid
+            await asyncio.sleep(0.01)
+
+
+def _sleep_arg(pid_file: Path) -> str:
+    """A sleep duration unique to this call, so its process can be found in /proc."""
+    return f"30.{abs(hash(str(pid_file))) % 10**9:09d}"
+
+
+def _pids_with_argv(argv: list[str]) -> list[int]:
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def _sleeper_call(tmp_path: Path, call_id: str = "t1") -> tuple[dict, Path]:
-    """A terminal call whose shell writes its pid (= its process group) and then sleeps."""
+    """A terminal call whose shell writes a ready marker and then becomes a uniquely named sleep."""
     pid_file = tmp_path / f"{call_id}.pid"
-    return call("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"}, id=call_id), pid_file
+    command = f"echo $$ > {pid_file}; exec sleep {_sleep_arg(pid_file)}"
+    return call("terminal", {"command": command}, id=call_id), pid_file
 
 
 def _assert_every_start_completed(events) -> None:

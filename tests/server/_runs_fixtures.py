@@ -24,7 +24,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.server.app import create_app
-from hermes.server.handlers.runs import RUNS
+from hermes.server.state import RUNS
 from hermes.store import open_session_store
 from hermes.store.base import SessionStore
 from hermes.testing.upstream import ScriptedUpstream

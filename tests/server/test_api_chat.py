@@ -14,7 +14,15 @@ from hermes.server.errors import PermissionDenied, RequestValidationError
 from hermes.server.handlers.chat import ToolProgress, derive_session_id
 from hermes.server.request import session_key_header
 from hermes.server.state import LIMITER
-from hermes.testing.upstream import Chunk, Reply, Stall, call, error_reply, text_reply, tool_reply
+from hermes.testing.upstream import (
+    Chunk,
+    Reply,
+    Stall,
+    call,
+    error_reply,
+    text_reply,
+    tool_reply,
+)
 
 URL = "/v1/chat/completions"
 

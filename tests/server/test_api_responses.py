@@ -9,7 +9,15 @@ import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server, parse_sse
 
 from hermes.store.responses import ResponseStore
-from hermes.testing.upstream import Chunk, Reply, Stall, call, error_reply, text_reply, tool_reply
+from hermes.testing.upstream import (
+    Chunk,
+    Reply,
+    Stall,
+    call,
+    error_reply,
+    text_reply,
+    tool_reply,
+)
 
 URL = "/v1/responses"
 

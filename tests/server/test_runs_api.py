@@ -7,7 +7,7 @@ import asyncio
 from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 from _runs_fixtures import read_frames, wait_for
 
-from hermes.server.handlers.runs import RUNS
+from hermes.server.state import RUNS
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 

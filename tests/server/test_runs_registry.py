@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from hermes.agent.types import ApprovalDecision, ApprovalRequest
-from hermes.server.runs import ApprovalNotPending, RunRegistry
+from hermes.server.run_registry import ApprovalNotPending, RunRegistry
 from hermes.store.run_store import open_run_store
 
 

@@ -120,7 +120,7 @@ def test_port_in_use_exits_75(tmp_path, upstream):
         taken.listen()
         port = taken.getsockname()[1]
         proc = _spawn(["--port", str(port)], _env(tmp_path / "home", upstream))
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 75, err
     assert err.strip().splitlines() == [f"hermes serve: port {port} on 127.0.0.1 is already in use"]
 

@@ -38,7 +38,7 @@ TERM_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL after a timeout."""
 PIPE_GRACE = 0.5
 """Seconds to wait for the output pipes to close once the shell has exited."""
-KILL_WAIT = 0.5
+KILL_WAIT = 2.0
 """Longest wait for the killed shell to be reaped when cancelled."""
 HEAD_BYTES = 8_000
 TAIL_BYTES = 12_000
@@ -152,6 +152,9 @@ async def run_command(
             _signal_group(proc.pid, signal.SIGKILL)
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(proc.wait(), KILL_WAIT)
+                # SIGKILL is asynchronous: the group's other members (the sandboxed command
+                # among them) have exited only once the last copy of our pipes is closed.
+                await asyncio.wait([out.closed, err.closed], timeout=KILL_WAIT)
             raise
     finally:
         for fd in child_fds:

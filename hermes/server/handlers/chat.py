@@ -17,39 +17,63 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from aiohttp import web
 
 from hermes.agent.events import (
+    AgentEvent,
+    ApprovalRequested,
     ReasoningDelta,
     Retrying,
+    SegmentEnd,
     Status,
     StreamStalled,
     TextDelta,
+    ToolCallGenerating,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
+    TurnStarted,
 )
-from hermes.agent.types import TurnRequest, TurnResult
+from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import StoreError
 from hermes.ids import derived_session_id, new_completion_id
-from hermes.server.errors import AgentIncomplete, RequestValidationError, json_response
-from hermes.server.idempotency import fingerprint, validate_key
+from hermes.server.errors import AgentIncomplete, RequestValidationError
+from hermes.server.idempotency import fingerprint
+from hermes.server.openai_turns import (
+    Answer,
+    Preamble,
+    api_turn,
+    complete,
+    read_preamble,
+    session_headers,
+    streamed_turn,
+)
 from hermes.server.request import (
+    CONTENT_DOC,
     coerce_bool,
     flatten_text,
     has_visible_payload,
     normalize_content,
-    optional_str,
-    read_json_object,
     session_id_header,
-    session_key_header,
     tool_progress_enabled,
 )
-from hermes.server.sse import ClientDisconnected, DisconnectWatcher, SSEStream
-from hermes.server.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SESSIONS, SETTINGS
-from hermes.server.turns import Outcome, TurnCrashed, TurnStream, layered_system_prompt, status_payload, usage_chat
+from hermes.server.schema import (
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Number,
+    Object,
+    String,
+    components,
+)
+from hermes.server.sse import ClientDisconnected, SSEStream
+from hermes.server.state import SESSIONS, SETTINGS
+from hermes.server.turn_runner import TurnCrashed, TurnRun
+from hermes.server.wire import Outcome, status_payload, usage_json
+from hermes.store.base import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -88,17 +112,37 @@ class ChatRequest:
     first_user: Any
 
 
+MESSAGE = Object(
+    properties={
+        "role": String(required=True, enum=("system", "developer", "user", "assistant", "tool")),
+        "content": Anything(documented=CONTENT_DOC),
+        "name": String(),
+    }
+)
+
+CHAT_REQUEST = Body(
+    "ChatCompletionRequest",
+    {
+        "messages": Array(
+            required=True, min_items=1, items=MESSAGE,
+            error=("invalid_messages", "Missing or invalid 'messages' field"),
+        ),
+        "model": String(),
+        "user": String(),
+        "metadata": Object(),
+        "stream": Boolean(),
+        "temperature": Number(),
+        "tools": Anything(documented={"type": "array", "items": {"type": "object"}}),
+    },
+)
+"""Each message's role and content are checked per item by `parse_chat_body` (its params
+name the item: ``messages[3].role``)."""
+
+
 def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise RequestValidationError(
-            "Missing or invalid 'messages' field", code="invalid_messages", param="messages"
-        )
-    model = optional_str(body, "model") or advertised_model
-    for name in ("user",):
-        optional_str(body, name)
-    if body.get("metadata") is not None and not isinstance(body["metadata"], dict):
-        raise RequestValidationError("'metadata' must be an object", code="invalid_type", param="metadata")
+    CHAT_REQUEST.validate(body)
+    messages: list[Any] = body["messages"]
+    model = body.get("model") or advertised_model
     system_parts: list[str] = []
     kept: list[dict[str, Any]] = []
     first_user: Any = None
@@ -108,7 +152,9 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
             raise RequestValidationError("Each message must be an object", code="invalid_message", param=param)
         role = message.get("role")
         if not isinstance(role, str):
-            raise RequestValidationError("Each message needs a string 'role'", code="invalid_message", param=f"{param}.role")
+            raise RequestValidationError(
+                "Each message needs a string 'role'", code="invalid_message", param=f"{param}.role"
+            )
         if role == "system":
             system_parts.append(flatten_text(normalize_content(message.get("content"), f"{param}.content")))
             continue
@@ -133,7 +179,7 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
     )
 
 
-def _load_history(store: Any, session_id: str) -> list[dict[str, Any]]:
+def _load_history(store: SessionStore, session_id: str) -> list[ChatMessage]:
     try:
         if store.find_session(session_id) is None:
             return []
@@ -155,7 +201,7 @@ def completion_body(
         "created": created,
         "model": model,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": outcome.finish_reason}],
-        "usage": usage_chat(result.usage),
+        "usage": usage_json(result.usage, "chat"),
     }
     if outcome.hermes is not None:
         body["hermes"] = outcome.hermes
@@ -163,144 +209,129 @@ def completion_body(
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
-    app = request.app
-    settings = app[SETTINGS]
-    body = await read_json_object(request)
-    chat = parse_chat_body(body, settings.server_model_name)
-    session_key = session_key_header(request)
+    preamble = await read_preamble(request)
+    chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
     header_session = session_id_header(request)
-    idem_key = validate_key(request.headers.get("Idempotency-Key"))  # checked even where unused
-    if chat.stream:
-        idem_key = None  # streams are never cached
-
     if header_session is not None:
         session_id = header_session
-        history = _load_history(app[SESSIONS], session_id)
+        history = _load_history(request.app[SESSIONS], session_id)
     else:
         session_id = derive_session_id(chat.system, chat.first_user)
         history = chat.history
-    agent = app[AGENT]
-    turn_request = TurnRequest(
-        input=chat.input,
-        session_id=session_id,
-        history=history,
-        system_prompt=layered_system_prompt(agent, chat.system),
-        source="api_server",
-        approve=None,
-        yolo=settings.yolo,
+    turn_request = api_turn(
+        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system
     )
-    headers = {"X-Hermes-Session-Id": session_id}
-    if session_key is not None:
-        headers["X-Hermes-Session-Key"] = session_key
-
-    if chat.stream:
+    headers = session_headers(session_id, preamble.session_key)
+    if chat.stream:  # streams are never cached
         return await _stream(request, chat, turn_request, headers)
 
-    async def compute() -> tuple[int, dict[str, Any], dict[str, str]]:
-        return await _complete(request, chat, turn_request, headers, watch=idem_key is None)
+    def finish(result: TurnResult | None) -> Answer:
+        outcome = Outcome.of(result)
+        out_headers = {**headers, **outcome.headers()}
+        if result is None or outcome.hard_failure:
+            error = AgentIncomplete(
+                outcome.error or "Agent run did not produce a response.", extra={"hermes": outcome.hermes}
+            )
+            return Answer(error.status, error.body(), out_headers)
+        return Answer(200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers)
 
-    if idem_key is None:
-        status, data, out_headers = await compute()
-    else:
-        fp = fingerprint(body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=session_key)
-        status, data, out_headers = await app[IDEMPOTENCY].get_or_set(f"chat\0{idem_key}", fp, compute)
-    return json_response(data, status=status, headers=out_headers)
-
-
-async def _complete(
-    request: web.Request,
-    chat: ChatRequest,
-    turn_request: TurnRequest,
-    headers: dict[str, str],
-    *,
-    watch: bool,
-) -> tuple[int, dict[str, Any], dict[str, str]]:
-    app = request.app
-    with app[LIMITER].admit():
-        app[METRICS].turns += 1
-        turn = TurnStream(app[AGENT], turn_request)
-        try:
-            if watch:
-                async with DisconnectWatcher(request) as watcher:
-                    watcher.on_disconnect(turn.cancel)
-                    result = await turn.wait()
-            else:
-                result = await turn.wait()
-        finally:
-            await turn.aclose()
-    outcome = Outcome.of(result)
-    out_headers = {**headers, **outcome.headers()}
-    if result is None or outcome.hard_failure:
-        error = AgentIncomplete(outcome.error or "Agent run did not produce a response.", extra={"hermes": outcome.hermes})
-        return error.status, error.body(), out_headers
-    return 200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers
+    return await complete(
+        request, preamble, turn_request, finish, scope="chat",
+        fingerprint=lambda: _fingerprint(preamble, header_session),
+    )
 
 
-def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": cid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
+    return fingerprint(
+        preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key
+    )
+
+
+class ChatChunks:
+    """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
+
+    Named frames (`hermes.tool.progress`, `hermes.status`) go only to clients that accept
+    them (`tool_progress_enabled`).
+    """
+
+    def __init__(self, stream: SSEStream, model: str, *, named_events: bool) -> None:
+        self.stream = stream
+        self.cid, self.created, self.model = completion_id(), int(time.time()), model
+        self.named_events = named_events
+        self.sent_text = False
+        self.progress = ToolProgress()
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    async def start(self) -> None:
+        await self.stream.send(self.chunk({"role": "assistant"}))
+
+    async def on_event(self, event: AgentEvent) -> None:
+        match event:
+            case TextDelta():
+                if event.text:
+                    self.sent_text = True
+                    await self.stream.send(self.chunk({"content": event.text}))
+            case ReasoningDelta():
+                if event.text:
+                    await self.stream.send(self.chunk({"reasoning_content": event.text}))
+            case ToolStarted() | ToolCompleted():
+                payload = self.progress.on_event(event)
+                if payload is not None and self.named_events:
+                    await self.stream.send(payload, event="hermes.tool.progress")
+            case Status() | Retrying() | StreamStalled():
+                if self.named_events:
+                    await self.stream.send(status_payload(event), event="hermes.status")
+            case TurnStarted() | SegmentEnd() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
+                pass  # no chunk: the answer is the text; the end is written by `finish`
+            case _:
+                assert_never(event)
+
+    async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
+        """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""
+        if result is not None and not self.sent_text and result.final_text and crash is None:
+            await self.stream.send(self.chunk({"content": result.final_text}))
+        outcome = Outcome.of(result, crash=crash)
+        final = self.chunk({}, outcome.finish_reason)
+        if result is not None:
+            final["usage"] = usage_json(result.usage, "chat")
+        if outcome.hermes is not None:
+            final["error"] = {"message": outcome.error, "type": "agent_error"}
+            final["hermes"] = outcome.hermes
+        await self.stream.send(final)
+        await self.stream.send_data("[DONE]")
 
 
 async def _stream(
     request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str]
 ) -> web.StreamResponse:
-    app = request.app
     named_events = tool_progress_enabled(request)
-    cid, created, model = completion_id(), int(time.time()), chat.model
-    with app[LIMITER].admit():
-        app[METRICS].turns += 1
-        stream = SSEStream(request, headers=headers)
-        await stream.prepare()
-        turn = TurnStream(app[AGENT], turn_request)
-        stream.on_disconnect(turn.cancel)
-        sent_text = False
-        progress = ToolProgress()
-        crash: BaseException | None = None
+    async with streamed_turn(request, turn_request, headers) as (stream, turn):
+        chunks = ChatChunks(stream, chat.model, named_events=named_events)
         try:
-            await stream.send(_chunk(cid, created, model, {"role": "assistant"}))
-            try:
-                async for event in turn.events():
-                    if isinstance(event, TextDelta):
-                        if event.text:
-                            sent_text = True
-                            await stream.send(_chunk(cid, created, model, {"content": event.text}))
-                    elif isinstance(event, ReasoningDelta):
-                        if event.text:
-                            await stream.send(_chunk(cid, created, model, {"reasoning_content": event.text}))
-                    elif isinstance(event, (ToolStarted, ToolCompleted)):
-                        payload = progress.on_event(event)
-                        if payload is not None and named_events:
-                            await stream.send(payload, event="hermes.tool.progress")
-                    elif isinstance(event, (Status, Retrying, StreamStalled)) and named_events:
-                        await stream.send(status_payload(event), event="hermes.status")
-                    elif isinstance(event, TurnCompleted):
-                        break
-            except TurnCrashed as exc:
-                log.error("turn crashed: %s", exc)
-                crash = exc
-            result = turn.result
-            if result is not None and not sent_text and result.final_text and crash is None:
-                await stream.send(_chunk(cid, created, model, {"content": result.final_text}))
-            outcome = Outcome.of(result, crash=crash)
-            finish = _chunk(cid, created, model, {}, outcome.finish_reason)
-            if result is not None:
-                finish["usage"] = usage_chat(result.usage)
-            if outcome.hermes is not None:
-                finish["error"] = {"message": outcome.error, "type": "agent_error"}
-                finish["hermes"] = outcome.hermes
-            await stream.send(finish)
-            await stream.send_data("[DONE]")
+            await chunks.start()
+            crash = await _translate(turn, chunks)
+            await chunks.finish(turn.result, crash)
         except ClientDisconnected:
-            pass  # the on_disconnect callback has cancelled the turn
-        finally:
-            await turn.aclose()
-            await stream.close()
+            pass  # the stream's on_disconnect has stopped the turn
     return stream.response
+
+
+async def _translate(turn: TurnRun, chunks: ChatChunks) -> TurnCrashed | None:
+    try:
+        async for event in turn.events():
+            await chunks.on_event(event)
+    except TurnCrashed as exc:
+        log.error("turn crashed: %s", exc)
+        return exc
+    return None
 
 
 class ToolProgress:
@@ -338,40 +369,9 @@ class ToolProgress:
         }
 
 
-
 ROUTES = [web.post("/v1/chat/completions", chat_completions)]
 
-_MESSAGE = {
-    "type": "object",
-    "required": ["role"],
-    "properties": {
-        "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
-        "content": {
-            "anyOf": [
-                {"type": "string"},
-                {"type": "array", "items": {"type": "object"}},
-                {"type": "null"},
-            ]
-        },
-        "name": {"type": "string"},
-    },
-}
-
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    "ChatCompletionRequest": {
-        "type": "object",
-        "required": ["messages"],
-        "properties": {
-            "model": {"type": "string"},
-            "messages": {"type": "array", "minItems": 1, "items": _MESSAGE},
-            "stream": {"type": "boolean"},
-            "temperature": {"type": "number"},
-            "tools": {"type": "array", "items": {"type": "object"}},
-            "metadata": {"type": "object"},
-            "user": {"type": "string"},
-        },
-    },
-}
+OPENAPI_SCHEMAS = components(CHAT_REQUEST)
 
 OPENAPI_PATHS: dict[str, Any] = {
     "/v1/chat/completions": {
@@ -383,7 +383,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             ],
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}},
+                "content": {"application/json": {"schema": CHAT_REQUEST.ref}},
             },
             "responses": {
                 "200": {

@@ -87,7 +87,9 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "healthDetailed",
             "summary": "Readiness and counters (no secrets, no paths)",
             "security": [],
-            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}},
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+            },
         }
     },
 }

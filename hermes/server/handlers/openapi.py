@@ -1,29 +1,26 @@
 """GET /openapi.json: the OpenAPI 3.1 document of every route.
 
-How fragments are collected (the agreement between handler modules):
+Fragments come from the route table (`hermes.server.routes`): each handler module's
+``OPENAPI_PATHS`` (path → path item, covering its ``ROUTES``) and ``OPENAPI_SCHEMAS``
+(merged into ``components.schemas``; names must be unique). Shared pieces defined here
+may be referenced by any fragment: ``#/components/schemas/Error`` (the OpenAI error
+envelope) and
+``#/components/responses/{BadRequest,Unauthorized,Forbidden,NotFound,PayloadTooLarge,RateLimited}``.
 
-- each module in `hermes.server.routes.HANDLER_MODULES` exports
-  ``OPENAPI_PATHS: dict[str, dict]`` — path → OpenAPI path item, covering its ``ROUTES``;
-- a module may also export ``OPENAPI_SCHEMAS: dict[str, dict]`` — merged into
-  ``components.schemas`` (names must be unique; referenced as ``#/components/schemas/<Name>``);
-- shared pieces defined here may be referenced by any fragment:
-  ``#/components/schemas/Error`` (the OpenAI error envelope) and
-  ``#/components/responses/{BadRequest,Unauthorized,Forbidden,NotFound,PayloadTooLarge,RateLimited}``.
-
-The document is built once per app (in `init_app`) and is what the schema-based
-fuzz test (tests/server/test_api_fuzz.py) drives.
+`create_app` builds the document once per app; it is what the schema-based fuzz test
+(tests/server/test_api_fuzz.py) drives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import web
 
 from hermes import __version__
 from hermes.server.errors import json_response
-
-_DOC = web.AppKey("hermes.openapi", dict)
+from hermes.server.state import OPENAPI_DOCUMENT
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,13 +47,16 @@ def _error_response(description: str) -> dict[str, Any]:
     }
 
 
-def build_document(modules: list[Any]) -> dict[str, Any]:
+def build_document(
+    path_items: Iterable[dict[str, dict[str, Any]]], components: Iterable[dict[str, dict[str, Any]]]
+) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
-    for module in modules:
-        for path, item in getattr(module, "OPENAPI_PATHS", {}).items():
+    for fragment in path_items:
+        for path, item in fragment.items():
             paths.setdefault(path, {}).update(item)
-        for name, schema in getattr(module, "OPENAPI_SCHEMAS", {}).items():
+    for fragment in components:
+        for name, schema in fragment.items():
             if name in schemas and schemas[name] != schema:
                 raise ValueError(f"OpenAPI schema {name!r} defined twice")
             schemas[name] = schema
@@ -85,14 +85,8 @@ def build_document(modules: list[Any]) -> dict[str, Any]:
     }
 
 
-def init_app(app: web.Application) -> None:
-    from hermes.server.routes import HANDLER_MODULES  # routes imports this module
-
-    app[_DOC] = build_document(HANDLER_MODULES)
-
-
 async def openapi_document(request: web.Request) -> web.Response:
-    return json_response(request.app[_DOC])
+    return json_response(request.app[OPENAPI_DOCUMENT])
 
 
 ROUTES = [web.get("/openapi.json", openapi_document, allow_head=False)]

@@ -26,23 +26,29 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, assert_never
 
 from aiohttp import web
 
 from hermes.agent.events import (
+    AgentEvent,
+    ApprovalRequested,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
     Status,
     StreamStalled,
     TextDelta,
+    ToolCallGenerating,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
+    TurnStarted,
 )
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.server.handlers.responses import (
+from hermes.server.openai_turns import streamed_turn
+from hermes.server.request import tool_progress_enabled
+from hermes.server.response_objects import (
     Chain,
     ResponsesRequest,
     envelope,
@@ -53,10 +59,11 @@ from hermes.server.handlers.responses import (
     response_status,
     store_record,
 )
-from hermes.server.request import tool_progress_enabled
 from hermes.server.sse import ClientDisconnected, SSEStream
-from hermes.server.state import AGENT, LIMITER, METRICS, RESPONSES
-from hermes.server.turns import TurnCrashed, TurnStream, status_payload
+from hermes.server.state import RESPONSES
+from hermes.server.turn_runner import TurnCrashed, TurnRun
+from hermes.server.wire import status_payload
+from hermes.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +71,9 @@ log = logging.getLogger(__name__)
 class ResponseEvents:
     """Builds the Responses event sequence and remembers the output items so far."""
 
-    def __init__(self, stream: SSEStream) -> None:
+    def __init__(self, stream: SSEStream, *, named_events: bool) -> None:
         self.stream = stream
+        self.named_events = named_events
         self.seq = 0
         self.items: list[dict[str, Any]] = []
         self.streamed_text = False
@@ -74,6 +82,30 @@ class ResponseEvents:
         self._reasoning: dict[str, Any] | None = None
         self._reasoning_text: list[str] = []
         self._calls: dict[str, dict[str, Any]] = {}
+
+    async def on_event(self, event: AgentEvent) -> None:
+        """One engine event → its Responses events (named `hermes.status` frames aside)."""
+        match event:
+            case TextDelta():
+                if event.text:
+                    await self.text(event.text)
+            case ReasoningDelta():
+                if event.text:
+                    await self.reasoning(event.text)
+            case SegmentEnd():
+                await self.close_reasoning()
+                await self.close_message()
+            case ToolStarted():
+                await self.tool_started(event)
+            case ToolCompleted():
+                await self.tool_completed(event)
+            case Status() | Retrying() | StreamStalled():
+                if self.named_events:
+                    await self.stream.send(status_payload(event), event="hermes.status")
+            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
+                pass  # not output items; the terminal event is written from the result
+            case _:
+                assert_never(event)
 
     async def emit(self, type_: str, **payload: Any) -> None:
         data = {"type": type_, **payload, "sequence_number": self.seq}
@@ -210,7 +242,8 @@ class ResponseEvents:
         out = []
         for item in self.items:
             if item is self._message:
-                out.append({**item, "status": "incomplete", "content": [{"type": "output_text", "text": self.partial_text(), "annotations": []}]})
+                content = [{"type": "output_text", "text": self.partial_text(), "annotations": []}]
+                out.append({**item, "status": "incomplete", "content": content})
             else:
                 out.append(item)
         return out
@@ -223,43 +256,21 @@ async def stream_response(
     turn_request: TurnRequest,
     headers: dict[str, str],
 ) -> web.StreamResponse:
-    app = request.app
-    store = app[RESPONSES]
+    store = request.app[RESPONSES]
     named_events = tool_progress_enabled(request)
     rid, created_at = response_id(), int(time.time())
     user_message = {"role": "user", "content": req.input}
-    with app[LIMITER].admit():
-        app[METRICS].turns += 1
-        stream = SSEStream(request, headers=headers)
-        await stream.prepare()
-        turn = TurnStream(app[AGENT], turn_request)
-        stream.on_disconnect(turn.cancel)
-        events = ResponseEvents(stream)
+    async with streamed_turn(request, turn_request, headers) as (stream, turn):
+        events = ResponseEvents(stream, named_events=named_events)
         terminal_stored = False
         try:
             created = envelope(rid, created_at, req, chain, status="in_progress", output=[])
             store_record(store, req, chain, rid, created, [user_message])
             await events.emit("response.created", response=created)
-            crash: BaseException | None = None
+            crash: TurnCrashed | None = None
             try:
                 async for event in turn.events():
-                    if isinstance(event, TextDelta):
-                        if event.text:
-                            await events.text(event.text)
-                    elif isinstance(event, ReasoningDelta):
-                        if event.text:
-                            await events.reasoning(event.text)
-                    elif isinstance(event, SegmentEnd):
-                        await events.close_reasoning()
-                        await events.close_message()
-                    elif isinstance(event, ToolStarted):
-                        await events.tool_started(event)
-                    elif isinstance(event, ToolCompleted):
-                        await events.tool_completed(event)
-                    elif isinstance(event, (Status, Retrying, StreamStalled)) and named_events:
-                        await stream.send(status_payload(event), event="hermes.status")
-                    elif isinstance(event, TurnCompleted):
-                        break
+                    await events.on_event(event)
             except TurnCrashed as exc:
                 log.error("turn crashed: %s", exc)
                 crash = exc
@@ -282,15 +293,12 @@ async def stream_response(
             terminal_stored = True
             await events.emit(f"response.{status}", response=final)
         except (ClientDisconnected, asyncio.CancelledError) as exc:
-            turn.cancel()
+            turn.stop()
             if not terminal_stored:
                 await _store_incomplete(store, req, chain, rid, created_at, events, turn, user_message)
                 terminal_stored = True
             if isinstance(exc, asyncio.CancelledError):
                 raise
-        finally:
-            await turn.aclose()
-            await stream.close()
     return stream.response
 
 
@@ -299,23 +307,20 @@ def _transcript(result: TurnResult | None, user_message: dict[str, Any]) -> list
 
 
 async def _store_incomplete(
-    store: Any,
+    store: ResponseStore,
     req: ResponsesRequest,
     chain: Chain,
     rid: str,
     created_at: int,
     events: ResponseEvents,
-    turn: TurnStream,
+    turn: TurnRun,
     user_message: dict[str, Any],
 ) -> None:
     """The snapshot a vanished client leaves behind: items so far and the partial text."""
     if not req.store:
         return
     # Let the engine finish its interrupt cleanup so the transcript has the partial text.
-    try:
-        await asyncio.wait_for(asyncio.shield(turn.task), 5)
-    except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
-        pass
+    await turn.settled(timeout=5)
     result = turn.result
     items = events.snapshot_items()
     partial = events.partial_text()

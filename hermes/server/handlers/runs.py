@@ -1,25 +1,21 @@
 """Background runs: POST /v1/runs, status, events (SSE with resume), stop, approval.
 
-A run is a turn owned by the `RunRegistry` (hermes/server/runs.py), not by the request
-that started it: `POST /v1/runs` answers 202 at once, the turn goes on whether or not
-anyone watches, and only `POST /v1/runs/{id}/stop` (or server shutdown) ends it early.
+A run is a turn owned by the `RunRegistry` (hermes/server/run_registry.py), not by the
+request that started it: `POST /v1/runs` answers 202 at once, the turn goes on whether
+or not anyone watches, and only `POST /v1/runs/{id}/stop` (or server shutdown) ends it
+early. Admission, the driver and the SSE follower are `hermes.server.background_runs`,
+shared with the session chat endpoints; this module owns the `/v1/runs` wire format
+(`RunEventsTranslator`).
 
 Event streams (`GET /v1/runs/{id}/events`) give every frame an `id: <seq>`; a client
 resumes with `Last-Event-ID: <seq>` (or `?after=<seq>`) and receives what it missed,
-then the live events. Any number of clients may follow one run. Runs started by the
-session chat endpoints are followed the same way, in their own (named) frame format.
-
-This module also holds what the session chat handlers share with it: `start_run`
-(admission: capacity, one active run per session) and `stream_run` (the SSE pump).
+then the live events. Any number of clients may follow one run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -39,190 +35,67 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.types import ApprovalDecision, ChatMessage, TurnRequest, TurnResult, UserContent
+from hermes.agent.types import (
+    ApprovalDecision,
+    ChatMessage,
+    TurnRequest,
+    TurnResult,
+    UserContent,
+)
 from hermes.ids import RUN_ID, new_session_id
-from hermes.server.errors import ApiError, Conflict, NotFound, RequestValidationError, json_response
+from hermes.server.background_runs import (
+    MAX_MODEL_LENGTH,
+    check_user_content,
+    parse_after,
+    registry_of,
+    start_run,
+    stream_run,
+)
+from hermes.server.errors import (
+    ApiError,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
+)
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
+    MAX_HEADER_VALUE,
     coerce_bool,
     flatten_text,
     has_visible_payload,
     normalize_content,
-    optional_str,
     read_json_object,
     session_key_header,
     validate_session_id,
 )
-from hermes.server.runs import (
+from hermes.server.run_registry import (
     APPROVAL_CHOICES,
     ApprovalNotPending,
-    EventTranslator,
     Run,
-    RunEvent,
-    RunKind,
     RunRegistry,
-    TurnRunner,
-    drive_turn,
 )
-from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
-from hermes.server.state import AGENT, LIMITER, SETTINGS
-from hermes.store.run_store import open_run_store
+from hermes.server.schema import (
+    CLIENT_ERRORS,
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Object,
+    String,
+    components,
+    reply,
+    request_body,
+    shared_reply,
+    sse_reply,
+)
+from hermes.server.state import SETTINGS
+from hermes.server.wire import status_payload, usage_json
 
-RUNS = web.AppKey("hermes.runs", RunRegistry)
-"""The run registry of this app (set by `init_app`)."""
-
-RUNS_DB = "runs.db"
-MAX_SEQ_DIGITS = 18
-MAX_MODEL_LENGTH = 256
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
 
 
-# ---- app wiring --------------------------------------------------------------------------
-
-
-def init_app(app: web.Application) -> None:
-    """Create the registry; open the run store at start-up, settle runs at shutdown."""
-    settings = app[SETTINGS]
-    registry = RunRegistry(None, max_concurrent=0)  # the app-wide TurnLimiter caps turns
-    app[RUNS] = registry
-
-    async def open_store(app: web.Application) -> None:
-        settings.ensure_home()
-        store = open_run_store(settings.home / RUNS_DB)
-        store.recover_orphans()
-        store.prune()
-        registry.store = store
-
-    async def settle_runs(app: web.Application) -> None:
-        await registry.shutdown(timeout=2.0)
-
-    async def close_store(app: web.Application) -> None:
-        if registry.store is not None:
-            registry.store.close()
-            registry.store = None
-
-    app.on_startup.append(open_store)
-    app.on_shutdown.append(settle_runs)
-    app.on_cleanup.append(close_store)
-
-
-def registry_of(request: web.Request) -> RunRegistry:
-    return request.config_dict[RUNS]
-
-
-# ---- starting and streaming runs (shared with the session handlers) -----------------------
-
-
-def start_run(
-    request: web.Request,
-    *,
-    kind: RunKind,
-    turn: TurnRequest,
-    translator: EventTranslator,
-    session_id: str,
-) -> Run:
-    """Admit and start one background turn. Nothing is written before admission passes.
-
-    Raises:
-        Conflict: the session already has a running turn (`run_already_active`).
-        RateLimited: the server runs `max_concurrent_runs` turns already (429).
-    """
-    registry = registry_of(request)
-    if registry.closing:
-        raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
-                       headers={"Retry-After": "1"})
-    busy = registry.active_for_session(session_id)
-    if busy is not None:
-        raise Conflict(
-            "A run is already active for this session",
-            code="run_already_active",
-            extra={"run_id": busy.run_id},
-        )
-    admission = contextlib.ExitStack()
-    admission.enter_context(request.config_dict[LIMITER].admit())
-    settings = request.config_dict[SETTINGS]
-    turn.session_id = session_id
-    turn.source = "api_server"
-    turn.yolo = turn.yolo or settings.yolo
-    agent: TurnRunner = request.config_dict[AGENT]  # type: ignore[assignment]
-    run = registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
-    task = registry.start(run, drive_turn(registry, run, agent, turn, translator))
-    task.add_done_callback(lambda _: admission.close())
-    return run
-
-
-def _agent_model(agent: object) -> str | None:
-    model = getattr(agent, "model", None)
-    return model if isinstance(model, str) else None
-
-
-def parse_after(request: web.Request) -> int:
-    """The last seq the client has: `Last-Event-ID` header, else `?after=`; 0 when absent."""
-    raw = request.headers.get("Last-Event-ID")
-    param = "Last-Event-ID"
-    if raw is None or not raw.strip():
-        raw, param = request.query.get("after"), "after"
-    if raw is None or not raw.strip():
-        return 0
-    text = raw.strip()
-    if not text.isascii() or not text.isdigit() or len(text) > MAX_SEQ_DIGITS:
-        raise RequestValidationError(
-            f"{param} must be a non-negative integer event id", code="invalid_last_event_id", param=param
-        )
-    return int(text)
-
-
-def frame(run: Run, event: RunEvent) -> bytes:
-    """One SSE frame in the run's format.
-
-    `run` (POST /v1/runs): unnamed, `{"event", "run_id", "timestamp", …}`, ASCII JSON.
-    `session_chat`: named `event: <name>`, payload stamped with session_id, run_id, seq, ts.
-    """
-    if run.kind == "run":
-        payload = {"event": event.name, "run_id": run.run_id, "timestamp": event.ts, **event.data}
-        return encode_frame(payload, id=event.seq)
-    payload = {**event.data, "session_id": run.session_id, "run_id": run.run_id, "seq": event.seq, "ts": event.ts}
-    return encode_frame(payload, event=event.name, id=event.seq, ensure_ascii=False)
-
-
-async def stream_run(
-    request: web.Request, run: Run, *, after: int = 0, headers: Mapping[str, str] | None = None
-) -> web.StreamResponse:
-    """Follow `run` over SSE from `after`. A disconnect ends this stream, never the run."""
-    stream = SSEStream(
-        request,
-        headers={"X-Hermes-Run-Id": run.run_id, **(headers or {})},
-        ensure_ascii=run.kind == "run",
-    )
-    await stream.prepare()
-
-    async def pump() -> None:
-        async for event in run.follow(after):
-            await stream.send_raw(frame(run, event))
-
-    pumping = asyncio.create_task(pump())
-    gone = asyncio.create_task(stream.wait_disconnected())
-    try:
-        await asyncio.wait({pumping, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (pumping, gone):
-            task.cancel()
-        for task in (pumping, gone):
-            with contextlib.suppress(asyncio.CancelledError, ClientDisconnected):
-                await task
-    await stream.close(comment="stream closed" if run.kind == "run" and not stream.disconnected else None)
-    return stream.response
-
-
 # ---- the /v1/runs event vocabulary ----------------------------------------------------------
-
-
-def usage_json(result: TurnResult) -> dict[str, int]:
-    return {
-        "input_tokens": result.usage.input_tokens,
-        "output_tokens": result.usage.output_tokens,
-        "total_tokens": result.usage.total_tokens,
-    }
 
 
 class RunEventsTranslator:
@@ -242,7 +115,8 @@ class RunEventsTranslator:
             case ToolStarted():
                 run.emit(
                     "tool.started",
-                    {"tool": event.name, "call_id": event.call_id, "preview": event.preview, "arguments": event.arguments},
+                    {"tool": event.name, "call_id": event.call_id, "preview": event.preview,
+                     "arguments": event.arguments},
                 )
             case ToolCompleted():
                 run.emit(
@@ -253,13 +127,8 @@ class RunEventsTranslator:
             case ApprovalRequested():
                 pending = run.approvals.get(event.call_id)
                 run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
-            case StreamStalled():
-                run.emit("status", {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)})
-            case Retrying():
-                run.emit("status", {"kind": "retrying", "text": event.reason, "attempt": event.attempt,
-                                    "max_attempts": event.max_attempts})
-            case Status():
-                run.emit("status", {"kind": event.kind, "text": event.text})
+            case Status() | Retrying() | StreamStalled():
+                run.emit("status", status_payload(event))
             case SegmentEnd() | ToolCallGenerating() | TurnCompleted():
                 pass
             case _:
@@ -267,7 +136,7 @@ class RunEventsTranslator:
 
     def on_result(self, run: Run, result: TurnResult, status: str) -> None:
         data: dict[str, Any] = {"status": status, "session_id": run.session_id, "output": result.final_text,
-                                "usage": usage_json(result)}
+                                "usage": usage_json(result.usage)}
         if status != "completed":
             data["error"] = run.error
             data["error_code"] = run.error_code
@@ -327,13 +196,6 @@ def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage
     return check_user_content(content, "input"), implied
 
 
-def check_user_content(content: UserContent, param: str) -> UserContent:
-    """A turn's user content must show something and carry no NUL characters."""
-    texts = [content] if isinstance(content, str) else [str(p.get("text", "")) for p in content]
-    if any("\x00" in text for text in texts):
-        raise RequestValidationError("Text must not contain NUL characters", code="invalid_content", param=param)
-    return content
-
 
 def _fingerprint(body: dict[str, Any], session_key: str | None) -> str:
     blob = json.dumps({"body": body, "session_key": session_key or ""}, sort_keys=True, separators=(",", ":"))
@@ -345,17 +207,55 @@ def _receipt_scope(request: web.Request) -> str:
     return hashlib.sha256(b"runs\0" + key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
+
+RUN_CREATE = Body(
+    "RunCreate",
+    {
+        "input": Anything(
+            required=True,
+            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]},
+        ),
+        "instructions": String(),
+        "model": String(min_length=1, max_length=MAX_MODEL_LENGTH, value_error=_MODEL_ERROR),
+        "previous_response_id": String(description="Accepted for compatibility; runs are not chained."),
+        "session_id": String(max_length=MAX_HEADER_VALUE, value_error=("invalid_session_id", "Session ID too long")),
+        "conversation_history": Array(
+            items=Object(), error=("invalid_history", "'{name}' must be an array of messages")
+        ),
+    },
+)
+"""`input`, the history items and the session id's characters are checked by the parsers
+below (per-item params such as ``input[1].role``)."""
+
+RUN_APPROVAL = Body(
+    "RunApproval",
+    {
+        "choice": Anything(
+            required=True, documented={"enum": ["once", "session", "deny", "approve", "approved", "allow"]}
+        ),
+        "request_id": String(
+            min_length=1,
+            max_length=256,
+            error=("invalid_approval_request", "'request_id' must be a non-empty string of at most 256 characters"),
+        ),
+        "all": Boolean(),
+    },
+)
+"""`choice` (or its alias `decision`) is matched case-insensitively, with aliases, by `approve_run`."""
+
+
 async def create_run(request: web.Request) -> web.Response:
     idem_key = validate_key(request.headers.get("Idempotency-Key"))
     session_key = session_key_header(request)
     body = await read_json_object(request)
+    RUN_CREATE.validate(body)
     content, implied_history = parse_run_input(body)
-    instructions = optional_str(body, "instructions")
-    model = optional_str(body, "model")
-    if model is not None and (not model.strip() or len(model) > MAX_MODEL_LENGTH):
-        raise RequestValidationError("'model' must be a non-empty model name", code="invalid_model", param="model")
-    optional_str(body, "previous_response_id")  # accepted for compatibility; not chained here
-    raw_session = optional_str(body, "session_id")
+    instructions: str | None = body.get("instructions")
+    model: str | None = body.get("model")
+    if model is not None and not model.strip():
+        raise RequestValidationError(_MODEL_ERROR[1], code=_MODEL_ERROR[0], param="model")
+    raw_session: str | None = body.get("session_id")
     session_id = validate_session_id(raw_session, param="session_id") if raw_session else None
     history = None
     if body.get("conversation_history") is not None:
@@ -465,7 +365,9 @@ async def stop_run(request: web.Request) -> web.Response:
     return json_response({"object": "hermes.run", "run_id": run.run_id, "status": run.status})
 
 
-_CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once", "yes": "once", "reject": "deny", "no": "deny"}
+_CHOICE_ALIASES = {
+    "approve": "once", "approved": "once", "allow": "once", "yes": "once", "reject": "deny", "no": "deny"
+}
 
 
 async def approve_run(request: web.Request) -> web.Response:
@@ -482,13 +384,8 @@ async def approve_run(request: web.Request) -> web.Response:
         raise RequestValidationError(
             f"'choice' must be one of: {', '.join(APPROVAL_CHOICES)}", code="invalid_approval_choice", param=param
         )
-    request_id = body.get("request_id")
-    if request_id is not None and (not isinstance(request_id, str) or not request_id or len(request_id) > 256):
-        raise RequestValidationError(
-            "'request_id' must be a non-empty string of at most 256 characters",
-            code="invalid_approval_request",
-            param="request_id",
-        )
+    RUN_APPROVAL.validate({**body, "choice": raw})
+    request_id: str | None = body.get("request_id")
     resolve_all = coerce_bool(body.get("all", body.get("resolve_all")), False)
     registry = registry_of(request)
     run = registry.get(run_id)
@@ -528,20 +425,6 @@ _RUN_ID_PARAM = {
 }
 
 
-def _json(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"content": {"application/json": {"schema": schema}}}
-
-
-def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"description": description, **_json(schema)}
-
-
-_ERRORS = {
-    "400": {"$ref": "#/components/responses/BadRequest"},
-    "401": {"$ref": "#/components/responses/Unauthorized"},
-    "404": {"$ref": "#/components/responses/NotFound"},
-}
-
 OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
     "RunStatus": {
         "type": "object",
@@ -565,18 +448,7 @@ OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
             "approval": {"type": "object"},
         },
     },
-    "RunCreate": {
-        "type": "object",
-        "required": ["input"],
-        "properties": {
-            "input": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]},
-            "instructions": {"type": "string"},
-            "session_id": {"type": "string", "maxLength": 256},
-            "model": {"type": "string", "maxLength": 256},
-            "conversation_history": {"type": "array", "items": {"type": "object"}},
-            "previous_response_id": {"type": "string"},
-        },
-    },
+    **components(RUN_CREATE, RUN_APPROVAL),
 }
 
 OPENAPI_PATHS: dict[str, dict[str, Any]] = {
@@ -588,15 +460,12 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "Idempotency-Key", "in": "header", "required": False,
                  "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
             ],
-            "requestBody": {"required": True, **_json({"$ref": "#/components/schemas/RunCreate"})},
+            "requestBody": request_body(RUN_CREATE),
             "responses": {
-                "202": _ok("Started (or replayed)", {"type": "object"}),
-                "409": _ok(
-                    "Idempotency-Key reused with another payload, or the session is busy",
-                    {"$ref": "#/components/schemas/Error"},
-                ),
-                "429": {"$ref": "#/components/responses/RateLimited"},
-                **_ERRORS,
+                "202": reply("Started (or replayed)", {"type": "object"}),
+                "409": reply("Idempotency-Key reused with another payload, or the session is busy", "Error"),
+                "429": shared_reply("RateLimited"),
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -605,7 +474,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "getRun",
             "summary": "Run status (live, or from the durable store)",
             "parameters": [_RUN_ID_PARAM],
-            "responses": {"200": _ok("Status", {"$ref": "#/components/schemas/RunStatus"}), **_ERRORS},
+            "responses": {"200": reply("Status", "RunStatus"), **CLIENT_ERRORS},
         }
     },
     "/v1/runs/{run_id}/events": {
@@ -619,9 +488,9 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                  "schema": {"type": "integer", "minimum": 0}},
             ],
             "responses": {
-                "200": {"description": "Event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-                "410": _ok("Events expired", {"$ref": "#/components/schemas/Error"}),
-                **_ERRORS,
+                "200": sse_reply("Event stream"),
+                "410": reply("Events expired", "Error"),
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -631,9 +500,9 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "Interrupt a run; it settles `cancelled`",
             "parameters": [_RUN_ID_PARAM],
             "responses": {
-                "200": _ok("Stopping, or already settled", {"type": "object"}),
-                "409": _ok("Not active here", {"$ref": "#/components/schemas/Error"}),
-                **_ERRORS,
+                "200": reply("Stopping, or already settled", {"type": "object"}),
+                "409": reply("Not active here", "Error"),
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -642,22 +511,11 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "approveRun",
             "summary": "Answer the run's pending command approval",
             "parameters": [_RUN_ID_PARAM],
-            "requestBody": {
-                "required": True,
-                **_json({
-                    "type": "object",
-                    "required": ["choice"],
-                    "properties": {
-                        "choice": {"enum": ["once", "session", "deny", "approve", "approved", "allow"]},
-                        "request_id": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "all": {"type": "boolean"},
-                    },
-                }),
-            },
+            "requestBody": request_body(RUN_APPROVAL),
             "responses": {
-                "200": _ok("Resolved", {"type": "object"}),
-                "409": _ok("Nothing pending", {"$ref": "#/components/schemas/Error"}),
-                **_ERRORS,
+                "200": reply("Resolved", {"type": "object"}),
+                "409": reply("Nothing pending", "Error"),
+                **CLIENT_ERRORS,
             },
         }
     },

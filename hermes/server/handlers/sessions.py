@@ -5,7 +5,7 @@ CLI made are listed here too, and every turn run through this API is one more se
 row with source `api_server`.
 
 `chat` and `chat/stream` run their turn as a background run of the `RunRegistry`
-(see hermes/server/handlers/runs.py), so a stream's client may disconnect without
+(see hermes/server/background_runs.py), so a stream's client may disconnect without
 stopping the turn; it reattaches with `GET /v1/runs/{run_id}/events` (or by posting
 to `chat/stream` again with `Last-Event-ID`) and answers approvals with
 `POST /v1/runs/{run_id}/approval`. History always comes from the store.
@@ -32,19 +32,25 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, UserContent
+from hermes.agent.types import TurnRequest, TurnResult, UserContent
 from hermes.ids import new_message_id, new_session_id
-from hermes.server.errors import AgentIncomplete, Conflict, NotFound, RequestValidationError, json_response
-from hermes.server.handlers.runs import (
+from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
     check_user_content,
     parse_after,
     registry_of,
     start_run,
     stream_run,
-    usage_json,
+)
+from hermes.server.errors import (
+    AgentIncomplete,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
 )
 from hermes.server.request import (
+    MAX_HEADER_VALUE,
     flatten_text,
     has_visible_payload,
     normalize_content,
@@ -52,14 +58,28 @@ from hermes.server.request import (
     session_key_header,
     validate_session_id,
 )
-from hermes.server.runs import Run
-from hermes.server.state import sessions
-from hermes.server.turns import Outcome
+from hermes.server.run_registry import Run
+from hermes.server.schema import (
+    CLIENT_ERRORS,
+    Anything,
+    Body,
+    Integer,
+    String,
+    Text,
+    components,
+    reply,
+    request_body,
+    shared_reply,
+    sse_reply,
+)
+from hermes.server.state import SESSIONS
+from hermes.server.wire import Outcome, status_payload, usage_json
 from hermes.store.base import MessageRecord, SessionRecord, SessionStore
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
 MAX_END_REASON = 64
+MAX_SOURCE = 64
 LIST_LIMIT = (50, 200)
 """(default, maximum) of `GET /api/sessions?limit=`."""
 MESSAGES_LIMIT = (100, 500)
@@ -71,24 +91,18 @@ KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
 
 
 def session_json(record: SessionRecord, run: Run | None = None) -> dict[str, Any]:
-    """The public session object: never the system prompt itself."""
+    """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
+    `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
+    the server knows: `last_active` (= updated_at, the name session clients read) and the
+    active run. README, "One session shape", lists the differences."""
+    data = record.to_json()
+    data["has_system_prompt"] = bool(data.pop("system_prompt", None))
+    active = run is not None and run.active
     return {
-        "id": record.id,
-        "source": record.source,
-        "title": record.title,
-        "model": record.model,
-        "parent_session_id": record.parent_session_id,
-        "started_at": record.started_at,
+        **data,
         "last_active": record.updated_at,
-        "ended_at": record.ended_at,
-        "end_reason": record.end_reason,
-        "message_count": record.message_count,
-        "tool_call_count": record.tool_call_count,
-        "input_tokens": record.input_tokens,
-        "output_tokens": record.output_tokens,
-        "has_system_prompt": bool(record.system_prompt),
-        "active_run_id": run.run_id if run is not None and run.active else None,
-        "active_run_status": run.status if run is not None and run.active else None,
+        "active_run_id": run.run_id if run is not None and active else None,
+        "active_run_status": run.status if run is not None and active else None,
     }
 
 
@@ -134,7 +148,7 @@ def _session_envelope(request: web.Request, record: SessionRecord, status: int =
 
 
 def _store(request: web.Request) -> SessionStore:
-    return sessions(request.app)
+    return request.app[SESSIONS]
 
 
 def _path_session_id(request: web.Request) -> str:
@@ -176,21 +190,54 @@ def _int_query(request: web.Request, name: str, default: int, *, low: int, high:
     return value
 
 
-def _text_field(body: dict[str, Any], name: str, *, code: str, limit: int, allow_newlines: bool = False) -> str | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise RequestValidationError(f"'{name}' must be a string", code=code, param=name)
-    if len(value) > limit:
-        raise RequestValidationError(f"'{name}' must be at most {limit} characters", code=code, param=name)
-    if "\x00" in value or (not allow_newlines and any(ch in value for ch in "\r\n")):
-        raise RequestValidationError(f"'{name}' contains control characters", code=code, param=name)
-    return value
+_SESSION_ID = String(
+    max_length=MAX_HEADER_VALUE,
+    error=("invalid_session_id", "'{name}' must be a string"),
+    value_error=("invalid_session_id", "Session ID too long"),
+)
+_TITLE = Text(code="invalid_title", min_length=1, max_length=MAX_TITLE)
+_MODEL = Text(code="invalid_model", min_length=1, max_length=MAX_MODEL_LENGTH)
+_END_REASON = Text(code="invalid_end_reason", min_length=1, max_length=MAX_END_REASON)
+
+SESSION_CREATE = Body(
+    "SessionCreate",
+    {
+        "id": _SESSION_ID,
+        "title": _TITLE,
+        "system_prompt": Text(code="invalid_system_prompt", max_length=MAX_SYSTEM_PROMPT, multiline=True),
+        "source": Text(code="invalid_source", max_length=MAX_SOURCE),
+        "model": _MODEL,
+    },
+)
+"""`session_id` is accepted as an alias of `id`; ids are path-safe (`validate_session_id`)."""
+SESSION_PATCH = Body("SessionPatch", {"title": _TITLE, "end_reason": _END_REASON}, closed=True)
+SESSION_FORK = Body(
+    "SessionFork",
+    {
+        "title": _TITLE,
+        "at_message_id": Integer(
+            minimum=1, error=("invalid_message_id", "'at_message_id' must be a positive integer")
+        ),
+    },
+)
+SESSION_CHAT = Body(
+    "SessionChat",
+    {
+        "message": Anything(
+            required=True,
+            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "object"}}]},
+            description="`input` is accepted as an alias.",
+        ),
+        "system_message": Anything(
+            documented={"type": "string"}, description="`instructions` is accepted as an alias."
+        ),
+        "model": _MODEL,
+    },
+)
 
 
 def _title(body: dict[str, Any]) -> str | None:
-    title = _text_field(body, "title", code="invalid_title", limit=MAX_TITLE)
+    title = _TITLE.text(body, "title")
     if title is not None and not title.strip():
         raise RequestValidationError("'title' must not be blank", code="invalid_title", param="title")
     return title.strip() if title is not None else None
@@ -225,17 +272,14 @@ async def create_session(request: web.Request) -> web.Response:
     body = await _optional_body(request)
     raw_id = body.get("id", body.get("session_id"))
     id_param = "id" if "id" in body else "session_id"
-    if raw_id is not None and not isinstance(raw_id, str):
-        raise RequestValidationError(f"'{id_param}' must be a string", code="invalid_session_id", param=id_param)
+    _SESSION_ID.check(raw_id, id_param)
     session_id = validate_session_id(raw_id, param=id_param) if raw_id else None
     title = _title(body)
-    system_prompt = _text_field(
-        body, "system_prompt", code="invalid_system_prompt", limit=MAX_SYSTEM_PROMPT, allow_newlines=True
-    )
-    source = _text_field(body, "source", code="invalid_source", limit=64) or "api_server"
+    system_prompt = SESSION_CREATE.text(body, "system_prompt")
+    source = SESSION_CREATE.text(body, "source") or "api_server"
     if not source.replace("_", "").replace("-", "").isalnum():
         raise RequestValidationError("'source' must be a short identifier", code="invalid_source", param="source")
-    model = _text_field(body, "model", code="invalid_model", limit=MAX_MODEL_LENGTH)
+    model = _MODEL.text(body, "model")
     store = _store(request)
     if session_id is not None and store.find_session(session_id) is not None:
         raise Conflict(f"Session already exists: {session_id}", code="session_exists", param=id_param)
@@ -265,7 +309,7 @@ async def patch_session(request: web.Request) -> web.Response:
                 param=name[:64],
             )
     title = _title(body)
-    end_reason = _text_field(body, "end_reason", code="invalid_end_reason", limit=MAX_END_REASON)
+    end_reason = _END_REASON.text(body, "end_reason")
     if end_reason is not None and not end_reason.strip():
         raise RequestValidationError("'end_reason' must not be blank", code="invalid_end_reason", param="end_reason")
     store = _store(request)
@@ -321,11 +365,8 @@ async def fork_session(request: web.Request) -> web.Response:
             "Choosing the id of a fork is not supported", code="unsupported_session_field", param="id"
         )
     title = _title(body)
-    at = body.get("at_message_id")
-    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 1 <= at < 2**63):
-        raise RequestValidationError(
-            "'at_message_id' must be a positive integer", code="invalid_message_id", param="at_message_id"
-        )
+    SESSION_FORK.properties["at_message_id"].check(body.get("at_message_id"), "at_message_id")
+    at: int | None = body.get("at_message_id")
     fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
     return _session_envelope(request, fork, status=201)
 
@@ -380,13 +421,8 @@ class SessionChatTranslator:
                 pending = run.approvals.get(event.call_id)
                 data = pending.to_json() if pending else {"request_id": event.call_id}
                 run.emit("approval.request", {"message_id": mid, **data})
-            case StreamStalled():
-                run.emit("status", {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)})
-            case Retrying():
-                run.emit("status", {"kind": "retrying", "text": event.reason, "attempt": event.attempt,
-                                    "max_attempts": event.max_attempts})
-            case Status():
-                run.emit("status", {"kind": event.kind, "text": event.text})
+            case Status() | Retrying() | StreamStalled():
+                run.emit("status", status_payload(event))
             case TurnStarted() | ToolCallGenerating() | TurnCompleted():
                 pass
             case _:
@@ -404,7 +440,7 @@ class SessionChatTranslator:
         run.emit(
             f"run.{status}",
             {"message_id": self.message_id, **outcome, "messages": turn_messages(result),
-             "usage": usage_json(result)},
+             "usage": usage_json(result.usage)},
         )
         run.emit("done", {})
 
@@ -432,7 +468,7 @@ def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | No
                 f"'{prompt_name}' must be a string", code="invalid_system_prompt", param=prompt_name
             )
         system = flatten_text(normalize_content(raw_system, prompt_name)) or None
-    model = _text_field(body, "model", code="invalid_model", limit=MAX_MODEL_LENGTH)
+    model = _MODEL.text(body, "model")
     if model is not None and not model.strip():
         raise RequestValidationError("'model' must be a non-empty model name", code="invalid_model", param="model")
     return content, system, model
@@ -464,7 +500,7 @@ async def session_chat(request: web.Request) -> web.Response:
     headers = _chat_headers(record, run, session_key)
     result = run.result
     outcome = Outcome.of(result)
-    usage = usage_json(result) if result is not None else None
+    usage = usage_json(result.usage) if result is not None else None
     text = result.final_text if result is not None else ""
     if outcome.hard_failure:
         raise AgentIncomplete(
@@ -520,42 +556,26 @@ ROUTES = [
 # ---- OpenAPI ------------------------------------------------------------------------------------
 
 _SID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "maxLength": 256}}
-_ERR = {
-    "400": {"$ref": "#/components/responses/BadRequest"},
-    "401": {"$ref": "#/components/responses/Unauthorized"},
-    "404": {"$ref": "#/components/responses/NotFound"},
-}
-
-
-def _json(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"content": {"application/json": {"schema": schema}}}
 
 
 def _ok(description: str, ref: str = "SessionEnvelope") -> dict[str, Any]:
-    return {"description": description, **_json({"$ref": f"#/components/schemas/{ref}"})}
+    return reply(description, ref)
 
-
-_CHAT_BODY = {
-    "type": "object",
-    "required": ["message"],
-    "properties": {
-        "message": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "object"}}]},
-        "system_message": {"type": "string"},
-        "model": {"type": "string", "minLength": 1, "maxLength": 256},
-    },
-}
 
 OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
+    **components(SESSION_CREATE, SESSION_PATCH, SESSION_FORK, SESSION_CHAT),
     "Session": {
         "type": "object",
         "required": ["id", "source"],
         "properties": {
+            "object": {"const": "session"},
             "id": {"type": "string"},
             "source": {"type": "string"},
             "title": {"type": ["string", "null"]},
             "model": {"type": ["string", "null"]},
             "parent_session_id": {"type": ["string", "null"]},
             "started_at": {"type": "number"},
+            "updated_at": {"type": "number"},
             "last_active": {"type": "number"},
             "ended_at": {"type": ["number", "null"]},
             "end_reason": {"type": ["string", "null"]},
@@ -585,50 +605,32 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
                 {"name": "source", "in": "query", "schema": {"type": "string", "maxLength": 64}},
             ],
-            "responses": {"200": {"description": "A page", **_json({"type": "object"})}, **_ERR},
+            "responses": {"200": reply("A page", {"type": "object"}), **CLIENT_ERRORS},
         },
         "post": {
             "operationId": "createSession",
             "summary": "Create a session",
-            "requestBody": {
-                "required": False,
-                **_json({
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "maxLength": 256},
-                        "title": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "system_prompt": {"type": "string"},
-                        "source": {"type": "string", "maxLength": 64},
-                        "model": {"type": "string", "maxLength": 256},
-                    },
-                }),
-            },
-            "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **_ERR},
+            "requestBody": request_body(SESSION_CREATE, required=False),
+            "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **CLIENT_ERRORS},
         },
     },
     "/api/sessions/{session_id}": {
-        "get": {"operationId": "getSession", "parameters": [_SID], "responses": {"200": _ok("The session"), **_ERR}},
+        "get": {
+            "operationId": "getSession",
+            "parameters": [_SID],
+            "responses": {"200": _ok("The session"), **CLIENT_ERRORS},
+        },
         "patch": {
             "operationId": "patchSession",
             "parameters": [_SID],
-            "requestBody": {
-                "required": True,
-                **_json({
-                    "type": "object",
-                    "properties": {
-                        "title": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "end_reason": {"type": "string", "minLength": 1, "maxLength": 64},
-                    },
-                    "additionalProperties": False,
-                }),
-            },
-            "responses": {"200": _ok("Updated"), **_ERR},
+            "requestBody": request_body(SESSION_PATCH, required=True),
+            "responses": {"200": _ok("Updated"), **CLIENT_ERRORS},
         },
         "delete": {
             "operationId": "deleteSession",
             "parameters": [_SID],
-            "responses": {"200": {"description": "Deleted", **_json({"type": "object"})},
-                          "409": _ok("A run is active", "Error"), **_ERR},
+            "responses": {"200": reply("Deleted", {"type": "object"}),
+                          "409": _ok("A run is active", "Error"), **CLIENT_ERRORS},
         },
     },
     "/api/sessions/{session_id}/messages": {
@@ -640,24 +642,15 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
                 {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
                 {"name": "order", "in": "query", "schema": {"enum": ["oldest", "latest"]}},
             ],
-            "responses": {"200": {"description": "A page of messages", **_json({"type": "object"})}, **_ERR},
+            "responses": {"200": reply("A page of messages", {"type": "object"}), **CLIENT_ERRORS},
         }
     },
     "/api/sessions/{session_id}/fork": {
         "post": {
             "operationId": "forkSession",
             "parameters": [_SID],
-            "requestBody": {
-                "required": False,
-                **_json({
-                    "type": "object",
-                    "properties": {
-                        "title": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "at_message_id": {"type": "integer", "minimum": 1},
-                    },
-                }),
-            },
-            "responses": {"201": _ok("The fork"), **_ERR},
+            "requestBody": request_body(SESSION_FORK, required=False),
+            "responses": {"201": _ok("The fork"), **CLIENT_ERRORS},
         }
     },
     "/api/sessions/{session_id}/chat": {
@@ -665,13 +658,13 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "sessionChat",
             "summary": "One turn with the stored history",
             "parameters": [_SID],
-            "requestBody": {"required": True, **_json(_CHAT_BODY)},
+            "requestBody": request_body(SESSION_CHAT),
             "responses": {
-                "200": {"description": "The answer", **_json({"type": "object"})},
+                "200": reply("The answer", {"type": "object"}),
                 "409": _ok("A run is active", "Error"),
-                "429": {"$ref": "#/components/responses/RateLimited"},
+                "429": shared_reply("RateLimited"),
                 "502": _ok("No usable answer", "Error"),
-                **_ERR,
+                **CLIENT_ERRORS,
             },
         }
     },
@@ -680,12 +673,12 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "sessionChatStream",
             "summary": "One streamed turn (SSE, named events with id:)",
             "parameters": [_SID],
-            "requestBody": {"required": True, **_json(_CHAT_BODY)},
+            "requestBody": request_body(SESSION_CHAT),
             "responses": {
-                "200": {"description": "Event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                "200": sse_reply("Event stream"),
                 "409": _ok("A run is active", "Error"),
-                "429": {"$ref": "#/components/responses/RateLimited"},
-                **_ERR,
+                "429": shared_reply("RateLimited"),
+                **CLIENT_ERRORS,
             },
         }
     },

@@ -31,14 +31,12 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from hermes.agent.events import AgentEvent, ApprovalRequested, TurnCompleted, TurnStarted
-from hermes.agent.interrupt import TurnInterrupt
-from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
-from hermes.error_codes import SERVER_SHUTDOWN
-from hermes.errors import HermesError
+from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnResult
+from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
 from hermes.ids import new_run_id
+from hermes.server.turn_runner import TurnRun
 from hermes.store.run_store import TERMINAL_STATES, RunRecord, RunStore
 
 logger = logging.getLogger(__name__)
@@ -110,13 +108,13 @@ class Run:
     closed: bool = False
     """True once the log is complete (the terminal events are in it)."""
     task: asyncio.Task[None] | None = None
-    interrupt: TurnInterrupt = field(default_factory=TurnInterrupt)
-    """Stops the run's turn; it still settles through the engine's final TurnCompleted."""
     approvals: dict[str, PendingApproval] = field(default_factory=dict)
     settled_at: float | None = None
     stop_requested: bool = False
     result: TurnResult | None = None
-    """The engine's result, once the turn has settled through `drive_turn`."""
+    """The engine's result, once the turn has settled (see `hermes.server.background_runs`)."""
+    turn: TurnRun | None = None
+    """The engine turn this run drives, once it has started; `RunRegistry.stop` interrupts it."""
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _on_status: Callable[[Run], None] | None = None
 
@@ -340,7 +338,7 @@ class RunRegistry:
     def start(self, run: Run, turn: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run `turn` in a task owned by the registry (not by any HTTP request).
 
-        `turn` is expected to settle the run itself (see `drive_turn`); if it cannot
+        `turn` is expected to settle the run itself (see `background_runs.drive_run`); if it cannot
         (cancelled before it began, or crashed), the registry settles it here.
         """
         task = asyncio.get_running_loop().create_task(turn, name=f"hermes-{run.run_id}")
@@ -395,9 +393,7 @@ class RunRegistry:
             return
         run.stop_requested = True
         run.set_status("stopping")
-        run.interrupt.interrupt()
-        if not run.interrupt.listened and run.task is not None and not run.task.done():
-            run.task.cancel()  # no turn is listening (not started yet): stop the task itself
+        _interrupt(run, INTERRUPTED, "Stopped by request.")
 
     async def wait(self, run: Run) -> None:
         """Wait until the run has settled (does not cancel it if the waiter is cancelled)."""
@@ -415,14 +411,12 @@ class RunRegistry:
         live = [run for run in self._runs.values() if run.active]
         for run in live:
             run.status = "stopping"
-            run.interrupt.interrupt(SERVER_SHUTDOWN, "the server is shutting down")
-            if not run.interrupt.listened and run.task is not None and not run.task.done():
-                run.task.cancel()
+            _interrupt(run, SERVER_SHUTDOWN, "The server is shutting down.")
         tasks = [run.task for run in live if run.task is not None]
         if tasks:
-            _, stuck = await asyncio.wait(tasks, timeout=timeout)
-            for task in stuck:  # the engine did not wind down in time: cancel outright
-                task.cancel()
+            await asyncio.wait(tasks, timeout=timeout)
+        for task in tasks:
+            task.cancel()  # a turn that did not settle in time
         ids = []
         for run in live:
             if not run.closed:
@@ -445,107 +439,9 @@ def _emit_final(run: Run, name: str, data: dict[str, Any]) -> None:
     run.close_log()
 
 
-# ---- driving a turn ----------------------------------------------------------------------
-
-
-class EventTranslator(Protocol):
-    """Turns engine events into one endpoint family's run events (its vocabulary)."""
-
-    def on_start(self, run: Run) -> None: ...
-
-    def on_event(self, run: Run, event: AgentEvent) -> None: ...
-
-    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
-        """Emit the terminal events for a settled turn (`status` is the run's new status)."""
-        ...
-
-    def on_error(self, run: Run, message: str) -> None: ...
-
-
-class TurnRunner(Protocol):
-    """What a run needs from the engine (`hermes.agent.engine.Agent` satisfies it)."""
-
-    def run_turn(self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None) -> AsyncIterator[AgentEvent]: ...
-
-
-def run_status_for(result: TurnResult, *, shutting_down: bool) -> str:
-    """The run status a settled turn maps to."""
-    if result.status == "completed":
-        return "completed"
-    if result.status == "interrupted":
-        return "interrupted" if shutting_down else "cancelled"
-    return "failed"  # partial answers and failures alike: never reported as completed
-
-
-async def drive_turn(
-    registry: RunRegistry,
-    run: Run,
-    agent: TurnRunner,
-    request: TurnRequest,
-    translator: EventTranslator,
-) -> None:
-    """Iterate one turn, logging its events on `run`, and settle the run.
-
-    Start it with `registry.start(run, drive_turn(...))`. Approvals the engine asks for
-    park on the run until `POST /v1/runs/{id}/approval` or the registry's timeout.
-    """
-
-    async def approve(approval: ApprovalRequest) -> ApprovalDecision:
-        return await run.wait_approval(approval, registry.approval_timeout)
-
-    request.approve = approve
-    run.set_status("running")
-    translator.on_start(run)
-    result: TurnResult | None = None
-    try:
-        async for event in agent.run_turn(request, interrupt=run.interrupt):
-            if isinstance(event, TurnCompleted):
-                result = event.result
-                continue
-            if isinstance(event, TurnStarted) and run.session_id is None:
-                run.session_id = event.session_id
-            elif isinstance(event, ApprovalRequested):
-                run.open_approval(event.call_id, event.tool_name, event.command, event.reason)
-            translator.on_event(run, event)
-    except asyncio.CancelledError:
-        # Cancelled before the engine could settle the turn itself: settle it here.
-        _settle(registry, run, translator, TurnResult(run.session_id or "", "interrupted", ""))
-        raise
-    except HermesError as exc:
-        _fail(run, translator, exc.message, exc.code)
-        return
-    except Exception as exc:  # a background task must settle its run, whatever happened
-        logger.exception("run %s: the turn failed", run.run_id)
-        _fail(run, translator, str(exc) or type(exc).__name__, "internal_error")
-        return
-    if result is None:
-        _fail(run, translator, "The turn ended without a result.", "internal_error")
-        return
-    _settle(registry, run, translator, result)
-
-
-def _settle(registry: RunRegistry, run: Run, translator: EventTranslator, result: TurnResult) -> None:
-    status = run_status_for(result, shutting_down=registry.closing)
-    run.result = result
-    if run.session_id is None and result.session_id:
-        run.session_id = result.session_id
-    usage = {
-        "input_tokens": result.usage.input_tokens,
-        "output_tokens": result.usage.output_tokens,
-        "total_tokens": result.usage.total_tokens,
-    }
-    run.set_status(
-        status,
-        output=result.final_text,
-        usage=usage,
-        error=result.error if status != "cancelled" else result.error or "Stopped by request.",
-        error_code=result.error_code if status == "failed" else (None if status == "completed" else status),
-    )
-    translator.on_result(run, result, status)
-    run.close_log()
-
-
-def _fail(run: Run, translator: EventTranslator, message: str, code: str) -> None:
-    run.set_status("failed", error=message, error_code=code)
-    translator.on_error(run, message)
-    run.close_log()
+def _interrupt(run: Run, code: str, message: str) -> None:
+    """Stop a live run: through its turn's interrupt handle, else by cancelling its task."""
+    if run.turn is not None and not run.turn.done:
+        run.turn.stop(code, message)
+    elif run.task is not None and not run.task.done():
+        run.task.cancel()

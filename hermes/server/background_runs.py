@@ -1,0 +1,286 @@
+"""Background runs over HTTP: admission, the turn driver, and the SSE follower.
+
+Shared by `POST /v1/runs` (hermes/server/handlers/runs.py) and the session chat
+endpoints (hermes/server/handlers/sessions.py). Each of those owns a `RunTranslator`,
+its wire format: a `match` over the engine's event union that appends frames to the
+run's log. This module starts the turn (`start_run`), feeds the translator
+(`drive_run`), settles the run, and follows its log over SSE (`stream_run`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Protocol
+
+from aiohttp import web
+
+from hermes.agent.events import AgentEvent, ApprovalRequested, TurnStarted
+from hermes.agent.types import (
+    ApprovalDecision,
+    ApprovalRequest,
+    TurnRequest,
+    TurnResult,
+    UserContent,
+)
+from hermes.error_codes import INTERNAL_ERROR
+from hermes.errors import HermesError
+from hermes.server.errors import ApiError, Conflict, RequestValidationError
+from hermes.server.run_registry import Run, RunEvent, RunKind, RunRegistry
+from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
+from hermes.server.state import AGENT, LIMITER, RUNS, SETTINGS
+from hermes.server.turn_runner import TurnCrashed, TurnEngine, TurnRun
+from hermes.server.wire import usage_json
+from hermes.store.run_store import open_run_store
+
+logger = logging.getLogger(__name__)
+
+RUNS_DB = "runs.db"
+MAX_SEQ_DIGITS = 18
+MAX_MODEL_LENGTH = 256
+
+
+# ---- app wiring --------------------------------------------------------------------------
+
+
+def attach_run_registry(app: web.Application) -> None:
+    """Create the registry; open the run store at start-up, settle runs at shutdown."""
+    settings = app[SETTINGS]
+    registry = RunRegistry(None, max_concurrent=0)  # the app-wide TurnLimiter caps turns
+    app[RUNS] = registry
+
+    async def open_store(app: web.Application) -> None:
+        settings.ensure_home()
+        store = open_run_store(settings.home / RUNS_DB)
+        store.recover_orphans()
+        store.prune()
+        registry.store = store
+
+    async def settle_runs(app: web.Application) -> None:
+        await registry.shutdown(timeout=2.0)
+
+    async def close_store(app: web.Application) -> None:
+        if registry.store is not None:
+            registry.store.close()
+            registry.store = None
+
+    app.on_startup.append(open_store)
+    app.on_shutdown.append(settle_runs)
+    app.on_cleanup.append(close_store)
+
+
+def registry_of(request: web.Request) -> RunRegistry:
+    return request.config_dict[RUNS]
+
+
+# ---- the translator contract and the driver ---------------------------------------------
+
+
+class RunTranslator(Protocol):
+    """Engine events → one endpoint family's run events (its wire format)."""
+
+    def on_start(self, run: Run) -> None: ...
+
+    def on_event(self, run: Run, event: AgentEvent) -> None:
+        """Append this event's frames; a `match` over `AgentEvent` ending in `assert_never`."""
+        ...
+
+    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
+        """Emit the terminal events for a settled turn (`status` is the run's new status)."""
+        ...
+
+    def on_error(self, run: Run, message: str) -> None: ...
+
+
+def run_status_for(result: TurnResult, *, shutting_down: bool) -> str:
+    """The run status a settled turn maps to."""
+    if result.status == "completed":
+        return "completed"
+    if result.status == "interrupted":
+        return "interrupted" if shutting_down else "cancelled"
+    return "failed"  # partial answers and failures alike: never reported as completed
+
+
+async def drive_run(
+    registry: RunRegistry,
+    run: Run,
+    agent: TurnEngine,
+    request: TurnRequest,
+    translator: RunTranslator,
+) -> None:
+    """Run one turn for `run`, logging its events through `translator`, and settle the run.
+
+    Start it with `registry.start(run, drive_run(...))`. Approvals the engine asks for
+    park on the run until `POST /v1/runs/{id}/approval` or the registry's timeout.
+    """
+
+    async def approve(approval: ApprovalRequest) -> ApprovalDecision:
+        return await run.wait_approval(approval, registry.approval_timeout)
+
+    request.approve = approve
+    run.set_status("running")
+    translator.on_start(run)
+    turn = TurnRun(agent, request)
+    run.turn = turn
+    try:
+        async for event in turn.events():
+            if isinstance(event, TurnStarted) and run.session_id is None:
+                run.session_id = event.session_id
+            elif isinstance(event, ApprovalRequested):
+                run.open_approval(event.call_id, event.tool_name, event.command, event.reason)
+            translator.on_event(run, event)
+    except asyncio.CancelledError:
+        # Cancelled before the engine could settle the turn itself: settle it here.
+        await turn.aclose()
+        _settle(registry, run, translator, turn.result or TurnResult(run.session_id or "", "interrupted", ""))
+        raise
+    except TurnCrashed as crash:
+        cause = crash.cause
+        if isinstance(cause, HermesError):
+            _fail(run, translator, cause.message, cause.code)
+        else:  # a background task must settle its run, whatever happened
+            logger.error("run %s: the turn failed", run.run_id, exc_info=cause)
+            _fail(run, translator, str(cause) or type(cause).__name__, INTERNAL_ERROR)
+        return
+    finally:
+        await turn.aclose()
+    if turn.result is None:
+        _fail(run, translator, "The turn ended without a result.", INTERNAL_ERROR)
+        return
+    _settle(registry, run, translator, turn.result)
+
+
+def _settle(registry: RunRegistry, run: Run, translator: RunTranslator, result: TurnResult) -> None:
+    status = run_status_for(result, shutting_down=registry.closing)
+    run.result = result
+    if run.session_id is None and result.session_id:
+        run.session_id = result.session_id
+    run.set_status(
+        status,
+        output=result.final_text,
+        usage=usage_json(result.usage),
+        error=result.error if status != "cancelled" else result.error or "Stopped by request.",
+        error_code=result.error_code if status == "failed" else (None if status == "completed" else status),
+    )
+    translator.on_result(run, result, status)
+    run.close_log()
+
+
+def _fail(run: Run, translator: RunTranslator, message: str, code: str) -> None:
+    run.set_status("failed", error=message, error_code=code)
+    translator.on_error(run, message)
+    run.close_log()
+
+
+# ---- starting and following runs ---------------------------------------------------------
+
+
+def start_run(
+    request: web.Request,
+    *,
+    kind: RunKind,
+    turn: TurnRequest,
+    translator: RunTranslator,
+    session_id: str,
+) -> Run:
+    """Admit and start one background turn. Nothing is written before admission passes.
+
+    Raises:
+        Conflict: the session already has a running turn (`run_already_active`).
+        RateLimited: the server runs `max_concurrent_runs` turns already (429).
+    """
+    registry = registry_of(request)
+    if registry.closing:
+        raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
+                       headers={"Retry-After": "1"})
+    busy = registry.active_for_session(session_id)
+    if busy is not None:
+        raise Conflict(
+            "A run is already active for this session",
+            code="run_already_active",
+            extra={"run_id": busy.run_id},
+        )
+    admission = contextlib.ExitStack()
+    admission.enter_context(request.config_dict[LIMITER].admit())
+    settings = request.config_dict[SETTINGS]
+    turn.session_id = session_id
+    turn.source = "api_server"
+    turn.yolo = turn.yolo or settings.yolo
+    agent = request.config_dict[AGENT]
+    run = registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
+    task = registry.start(run, drive_run(registry, run, agent, turn, translator))
+    task.add_done_callback(lambda _: admission.close())
+    return run
+
+
+def _agent_model(agent: object) -> str | None:
+    model = getattr(agent, "model", None)
+    return model if isinstance(model, str) else None
+
+
+def check_user_content(content: UserContent, param: str) -> UserContent:
+    """A turn's user content must show something and carry no NUL characters."""
+    texts = [content] if isinstance(content, str) else [str(p.get("text", "")) for p in content]
+    if any("\x00" in text for text in texts):
+        raise RequestValidationError("Text must not contain NUL characters", code="invalid_content", param=param)
+    return content
+
+
+def parse_after(request: web.Request) -> int:
+    """The last seq the client has: `Last-Event-ID` header, else `?after=`; 0 when absent."""
+    raw = request.headers.get("Last-Event-ID")
+    param = "Last-Event-ID"
+    if raw is None or not raw.strip():
+        raw, param = request.query.get("after"), "after"
+    if raw is None or not raw.strip():
+        return 0
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > MAX_SEQ_DIGITS:
+        raise RequestValidationError(
+            f"{param} must be a non-negative integer event id", code="invalid_last_event_id", param=param
+        )
+    return int(text)
+
+
+def frame(run: Run, event: RunEvent) -> bytes:
+    """One SSE frame in the run's format.
+
+    `run` (POST /v1/runs): unnamed, `{"event", "run_id", "timestamp", …}`, ASCII JSON.
+    `session_chat`: named `event: <name>`, payload stamped with session_id, run_id, seq, ts.
+    """
+    if run.kind == "run":
+        payload = {"event": event.name, "run_id": run.run_id, "timestamp": event.ts, **event.data}
+        return encode_frame(payload, id=event.seq)
+    payload = {**event.data, "session_id": run.session_id, "run_id": run.run_id, "seq": event.seq, "ts": event.ts}
+    return encode_frame(payload, event=event.name, id=event.seq, ensure_ascii=False)
+
+
+async def stream_run(
+    request: web.Request, run: Run, *, after: int = 0, headers: Mapping[str, str] | None = None
+) -> web.StreamResponse:
+    """Follow `run` over SSE from `after`. A disconnect ends this stream, never the run."""
+    stream = SSEStream(
+        request,
+        headers={"X-Hermes-Run-Id": run.run_id, **(headers or {})},
+        ensure_ascii=run.kind == "run",
+    )
+    await stream.prepare()
+
+    async def pump() -> None:
+        async for event in run.follow(after):
+            await stream.send_raw(frame(run, event))
+
+    pumping = asyncio.create_task(pump())
+    gone = asyncio.create_task(stream.wait_disconnected())
+    try:
+        await asyncio.wait({pumping, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (pumping, gone):
+            task.cancel()
+        for task in (pumping, gone):
+            with contextlib.suppress(asyncio.CancelledError, ClientDisconnected):
+                await task
+    await stream.close(comment="stream closed" if run.kind == "run" and not stream.disconnected else None)
+    return stream.response

@@ -1,0 +1,426 @@
+"""The Responses API's objects: the parsed request, the chain it continues, the response.
+
+Input mapping: a string is one user message; in an array, strings are user messages and
+message objects keep their role (``system``/``developer`` items join the instructions),
+while echoed ``reasoning``/``function_call``/``function_call_output`` items are skipped.
+The last item is the turn's input, earlier ones are history.
+
+Chaining: ``previous_response_id`` (unknown → 404) or a ``conversation`` name (unknown →
+a new conversation; both at once → 400) loads the stored transcript, session id and
+instructions (inherited when the request has none). An explicit ``conversation_history``
+replaces the stored transcript. ``truncation: "auto"`` keeps the last 100 history
+messages. Stored record (when ``store`` is on, the default):
+``{"response", "conversation_history": prior + this turn's transcript, "instructions",
+"session_id"}`` — the transcript is stored once, never re-appended.
+
+The output lists only the current turn's items: ``function_call`` / ``function_call_output``
+per tool call, commentary ``message`` items for text written beside tool calls, then the
+final ``message``. Used by the JSON handler (handlers/responses.py) and the SSE one
+(handlers/responses_stream.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.agent.types import TurnResult
+from hermes.ids import new_item_id, new_response_id, new_session_id
+from hermes.server.errors import NotFound, RequestValidationError
+from hermes.server.request import (
+    coerce_bool,
+    flatten_text,
+    has_visible_payload,
+    normalize_content,
+    optional_str,
+)
+from hermes.server.schema import Anything, Array, Body, Boolean, Object, String
+from hermes.server.wire import usage_json
+from hermes.store.responses import ResponseStore
+
+AUTO_TRUNCATION_LIMIT = 100
+MAX_NAME_LENGTH = 256
+SKIPPED_INPUT_TYPES = {"reasoning", "function_call", "function_call_output", "item_reference"}
+
+
+def new_id(prefix: str) -> str:
+    return new_item_id(prefix)
+
+
+def response_id() -> str:
+    return new_response_id()
+
+
+# ---- request parsing ------------------------------------------------------------------------
+
+
+@dataclass
+class ResponsesRequest:
+    model: str
+    stream: bool
+    store: bool
+    input: str | list[dict[str, Any]]
+    input_history: list[dict[str, Any]]
+    instructions: str | None
+    previous_response_id: str | None
+    conversation: str | None
+    conversation_history: list[dict[str, Any]] | None
+    truncation: str | None
+    metadata: dict[str, Any] | None = None
+    extra_instructions: list[str] = field(default_factory=list)
+
+
+def _parse_input(value: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """(messages, system texts) from the `input` field."""
+    if value is None:
+        raise RequestValidationError("Missing 'input' field", code="missing_input", param="input")
+    if isinstance(value, str):
+        return [{"role": "user", "content": normalize_content(value, "input")}], []
+    if not isinstance(value, list):
+        raise RequestValidationError("'input' must be a string or array", code="invalid_input", param="input")
+    messages: list[dict[str, Any]] = []
+    system: list[str] = []
+    for index, item in enumerate(value):
+        param = f"input[{index}]"
+        if isinstance(item, str):
+            messages.append({"role": "user", "content": normalize_content(item, param)})
+            continue
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise RequestValidationError(
+                "Input item 'type' must be a string.", code="invalid_input_item", param=f"{param}.type"
+            )
+        if kind in SKIPPED_INPUT_TYPES:
+            continue
+        if kind is not None and kind != "message":
+            raise RequestValidationError(
+                f"Unsupported input item type {str(kind)[:64]!r}.", code="unsupported_input_item", param=f"{param}.type"
+            )
+        role = item.get("role", "user")
+        if not isinstance(role, str) or role not in ("user", "assistant", "system", "developer"):
+            raise RequestValidationError(
+                "Input message role must be user, assistant, system or developer.",
+                code="invalid_role",
+                param=f"{param}.role",
+            )
+        content = normalize_content(item.get("content"), f"{param}.content")
+        if role in ("system", "developer"):
+            system.append(flatten_text(content))
+            continue
+        messages.append({"role": role, "content": content})
+    return messages, system
+
+
+def _parse_history(value: Any) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise RequestValidationError(
+            "'conversation_history' must be an array of message objects",
+            code="invalid_conversation_history",
+            param="conversation_history",
+        )
+    history: list[dict[str, Any]] = []
+    for index, entry in enumerate(value):
+        param = f"conversation_history[{index}]"
+        if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
+            raise RequestValidationError(
+                f"{param} must have 'role' and 'content' fields", code="invalid_conversation_history", param=param
+            )
+        role = entry["role"]
+        if not isinstance(role, str) or role not in ("user", "assistant"):
+            raise RequestValidationError(
+                f"{param}.role must be 'user' or 'assistant'",
+                code="invalid_conversation_history",
+                param=f"{param}.role",
+            )
+        history.append({"role": role, "content": normalize_content(entry["content"], f"{param}.content")})
+    return history
+
+
+def _name(body: dict[str, Any], field_name: str) -> str | None:
+    value = optional_str(body, field_name)
+    if value is None:
+        return None
+    if not value or len(value) > MAX_NAME_LENGTH or any(ch in value for ch in "\r\n\x00"):
+        raise RequestValidationError(f"Invalid '{field_name}'", code=f"invalid_{field_name}", param=field_name)
+    return value
+
+
+_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+_INPUT_DOC: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1},
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "anyOf": [
+                    {"type": "string"},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string", "enum": ["message"]},
+                            "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
+                            "content": _CONTENT_DOC,
+                        },
+                        "required": ["content"],
+                    },
+                ]
+            },
+        },
+    ]
+}
+
+RESPONSE_REQUEST = Body(
+    "ResponseRequest",
+    {
+        "input": Anything(required=True, documented=_INPUT_DOC),
+        "model": String(),
+        "instructions": String(),
+        "previous_response_id": String(),
+        "conversation": Anything(
+            documented={"anyOf": [{"type": "string"}, {"type": "object", "properties": {"id": {"type": "string"}}}]}
+        ),
+        "conversation_history": Array(
+            items=Object(properties={"role": String(required=True, enum=("user", "assistant")),
+                                     "content": Anything(required=True, documented=_CONTENT_DOC)}),
+            error=("invalid_conversation_history", "'conversation_history' must be an array of message objects"),
+        ),
+        "store": Boolean(),
+        "stream": Boolean(),
+        "truncation": String(
+            enum=("auto", "disabled"), value_error=("invalid_truncation", "'truncation' must be 'auto' or 'disabled'")
+        ),
+        "metadata": Object(),
+    },
+)
+"""`input` and the items of `conversation_history` are checked by `parse_responses_body`
+(per-item params such as ``input[2].role``)."""
+
+
+def parse_responses_body(body: dict[str, Any], advertised_model: str) -> ResponsesRequest:
+    RESPONSE_REQUEST.validate(body)
+    messages, system = _parse_input(body.get("input"))
+    if not messages or not has_visible_payload(messages[-1]["content"]):
+        raise RequestValidationError("No user message found in input", code="no_user_message", param="input")
+    conversation_field = body.get("conversation")
+    if isinstance(conversation_field, dict):  # OpenAI's {"id": "..."} form
+        conversation_field = conversation_field.get("id")
+        body = {**body, "conversation": conversation_field}
+    previous = _name(body, "previous_response_id")
+    conversation = _name(body, "conversation")
+    if previous and conversation:
+        raise RequestValidationError(
+            "Cannot use both 'conversation' and 'previous_response_id'",
+            code="conflicting_parameters",
+            param="conversation",
+        )
+    truncation: str | None = body.get("truncation")
+    metadata: dict[str, Any] | None = body.get("metadata")
+    return ResponsesRequest(
+        model=body.get("model") or advertised_model,
+        stream=coerce_bool(body.get("stream"), False),
+        store=coerce_bool(body.get("store"), True),
+        input=messages[-1]["content"],
+        input_history=messages[:-1],
+        instructions=body.get("instructions"),
+        previous_response_id=previous,
+        conversation=conversation,
+        conversation_history=_parse_history(body.get("conversation_history")),
+        truncation=truncation,
+        metadata=metadata,
+        extra_instructions=system,
+    )
+
+
+@dataclass
+class Chain:
+    """Everything a turn inherits from what came before it."""
+
+    history: list[dict[str, Any]]
+    session_id: str
+    instructions: str | None
+    previous_response_id: str | None
+
+
+def resolve_chain(req: ResponsesRequest, store: ResponseStore) -> Chain:
+    previous_id = req.previous_response_id
+    if previous_id is None and req.conversation is not None:
+        previous_id = store.get_conversation(req.conversation)
+    history: list[dict[str, Any]] = []
+    session_id: str | None = None
+    instructions = req.instructions
+    if previous_id is not None:
+        record = store.get(previous_id)
+        if record is None:
+            if req.previous_response_id is not None:
+                raise NotFound(
+                    f"Previous response not found: {previous_id}",
+                    code="previous_response_not_found",
+                    param="previous_response_id",
+                )
+            previous_id = None  # the conversation's response was deleted: start afresh
+        else:
+            history = list(record.get("conversation_history") or [])
+            session_id = record.get("session_id")
+            if instructions is None:
+                instructions = record.get("instructions")
+    if req.conversation_history is not None:
+        history = list(req.conversation_history)
+    history.extend(req.input_history)
+    if req.truncation == "auto" and len(history) > AUTO_TRUNCATION_LIMIT:
+        history = history[-AUTO_TRUNCATION_LIMIT:]
+    return Chain(
+        history=history,
+        session_id=session_id or new_session_id(),
+        instructions=instructions,
+        previous_response_id=previous_id,
+    )
+
+
+def system_text(req: ResponsesRequest, chain: Chain) -> str | None:
+    parts = [p for p in (chain.instructions, *req.extra_instructions) if p]
+    return "\n".join(parts) or None
+
+
+# ---- output items ---------------------------------------------------------------------------
+
+
+def message_item(text: str, *, item_id: str | None = None, status: str = "completed") -> dict[str, Any]:
+    return {
+        "id": item_id or new_id("msg_"),
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def function_call_item(call: dict[str, Any], status: str = "completed") -> dict[str, Any]:
+    fn = call.get("function") or {}
+    arguments = fn.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments or {})
+    return {
+        "id": new_id("fc_"),
+        "type": "function_call",
+        "status": status,
+        "name": fn.get("name", ""),
+        "arguments": arguments,
+        "call_id": call.get("id", ""),
+    }
+
+
+def output_items(result: TurnResult) -> list[dict[str, Any]]:
+    """The current turn's items (the transcript after its user message) plus the final message."""
+    items: list[dict[str, Any]] = []
+    if result.reasoning:
+        items.append(
+            {"id": new_id("rs_"), "type": "reasoning", "summary": [{"type": "summary_text", "text": result.reasoning}]}
+        )
+    for message in result.messages[1:]:
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            text = message.get("content")
+            if isinstance(text, str) and text.strip():
+                items.append(message_item(text))
+            items.extend(function_call_item(call) for call in message["tool_calls"])
+        elif role == "tool":
+            content = message.get("content")
+            items.append(
+                {
+                    "id": new_id("fco_"),
+                    "type": "function_call_output",
+                    "status": "completed",
+                    "call_id": message.get("tool_call_id", ""),
+                    "output": content if isinstance(content, str) else json.dumps(content),
+                }
+            )
+    items.append(message_item(final_message_text(result)))
+    return items
+
+
+def final_message_text(result: TurnResult | None) -> str:
+    if result is None:
+        return "(No response generated)"
+    return result.final_text or result.error or "(No response generated)"
+
+
+def response_status(result: TurnResult | None) -> str:
+    if result is None:
+        return "failed"
+    return {"completed": "completed", "partial": "incomplete", "interrupted": "incomplete"}.get(result.status, "failed")
+
+
+def envelope(
+    rid: str,
+    created_at: int,
+    req: ResponsesRequest,
+    chain: Chain,
+    *,
+    status: str,
+    output: list[dict[str, Any]],
+    result: TurnResult | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    incomplete = None
+    if status == "incomplete":
+        reason = "interrupted" if result is None or result.status == "interrupted" else "max_output_tokens"
+        incomplete = {"reason": reason}
+    body: dict[str, Any] = {
+        "id": rid,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "model": req.model,
+        "output": output,
+        "error": error,
+        "incomplete_details": incomplete,
+        "instructions": chain.instructions,
+        "previous_response_id": chain.previous_response_id,
+        "metadata": req.metadata or {},
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "store": req.store,
+        "truncation": req.truncation or "disabled",
+        "usage": usage_json(result.usage) if result is not None else None,
+    }
+    if req.conversation is not None:
+        body["conversation"] = {"id": req.conversation}
+    return body
+
+
+def error_object(result: TurnResult | None, message: str | None = None) -> dict[str, Any]:
+    return {
+        "code": (result.error_code if result is not None else None) or "agent_error",
+        "message": message or (result.error if result is not None else None) or "Agent run failed.",
+    }
+
+
+def store_record(
+    store: ResponseStore,
+    req: ResponsesRequest,
+    chain: Chain,
+    rid: str,
+    response: dict[str, Any],
+    transcript: list[dict[str, Any]],
+) -> None:
+    """Persist one snapshot (no-op with store off) and advance the conversation name."""
+    if not req.store:
+        return
+    store.put(
+        rid,
+        {
+            "response": response,
+            "conversation_history": chain.history + transcript,
+            "instructions": chain.instructions,
+            "session_id": chain.session_id,
+        },
+    )
+    if req.conversation is not None:
+        store.set_conversation(req.conversation, rid)

@@ -1,0 +1,334 @@
+"""Request schemas declared once: the same declaration validates a body and documents it.
+
+    CHAT = Body("ChatCompletionRequest", {
+        "messages": Array(required=True, min_items=1, items=MESSAGE,
+                          error=("invalid_messages", "Missing or invalid 'messages' field")),
+        "model": String(),
+        "metadata": Object(),
+    })
+    CHAT.validate(body)        # 400 with the field's code/message at the first bad field
+    CHAT.openapi()             # {"type": "object", "required": [...], "properties": {...}}
+
+A field checks what its JSON Schema says about the value's *shape* (type, length, enum,
+item shape), in declaration order, and raises `RequestValidationError` with the code
+and message the API reference fixes for it. What needs more than a shape — content
+normalisation, chaining, id syntax — stays in the handler's parser, which runs after
+`validate` and may rely on every declared shape holding.
+
+No third-party schema library: the checks must reproduce the reference's exact error
+codes and messages (a generic validator reports its own), and the document is OpenAPI
+3.1 JSON Schema, which these few classes emit directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.server.errors import RequestValidationError
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Field:
+    """One property: its JSON Schema and its shape check."""
+
+    required: bool = False
+    """Absent (or null) → the field's error (required fields only)."""
+    nullable: bool = False
+    """Documents ``null`` as allowed (a null optional field is always treated as absent)."""
+    error: tuple[str, str] | None = None
+    """(code, message) for a value of the wrong type; `{name}` in the message is the field."""
+    value_error: tuple[str, str] | None = None
+    """(code, message) for a value of the right type outside the declared range (length,
+    enum); `error` when None."""
+    description: str | None = None
+
+    def schema(self) -> JSON:
+        raise NotImplementedError
+
+    def fits(self, value: Any) -> bool:
+        """Whether `value` (not None) has the declared type."""
+        raise NotImplementedError
+
+    def in_range(self, value: Any) -> bool:
+        """Whether a value of the right type meets the declared bounds."""
+        return True
+
+    def default_error(self) -> tuple[str, str]:
+        return "invalid_type", "'{name}' must be a string"
+
+    def document(self) -> JSON:
+        schema = self.schema()
+        if self.nullable:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+        if self.description:
+            schema = {**schema, "description": self.description}
+        return schema
+
+    def check(self, value: Any, name: str) -> None:
+        if value is None:
+            if self.required:
+                self.fail(name)
+            return
+        if not self.fits(value):
+            self.fail(name)
+        if not self.in_range(value):
+            self.fail(name, self.value_error)
+
+    def fail(self, name: str, error: tuple[str, str] | None = None) -> None:
+        code, message = error or self.error or self.default_error()
+        raise RequestValidationError(message.format(name=name), code=code, param=name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class String(Field):
+    min_length: int | None = None
+    max_length: int | None = None
+    enum: Sequence[str] | None = None
+
+    def schema(self) -> JSON:
+        schema: JSON = {"type": "string"}
+        if self.enum is not None:
+            schema["enum"] = list(self.enum)
+        if self.min_length is not None:
+            schema["minLength"] = self.min_length
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        return schema
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def in_range(self, value: Any) -> bool:
+        if self.enum is not None and value not in self.enum:
+            return False
+        if self.min_length is not None and len(value) < self.min_length:
+            return False
+        return self.max_length is None or len(value) <= self.max_length
+
+
+@dataclass(frozen=True, kw_only=True)
+class Text(String):
+    """A user-facing string field with one error code for every fault: not a string, too
+    long (the message names the limit), or a control character (NUL always; CR/LF unless
+    `multiline`)."""
+
+    code: str
+    multiline: bool = False
+
+    def check(self, value: Any, name: str) -> None:
+        if value is None:
+            if self.required:
+                self.fail(name, (self.code, "'{name}' is required"))
+            return
+        if not isinstance(value, str):
+            self.fail(name, (self.code, "'{name}' must be a string"))
+        if self.max_length is not None and len(value) > self.max_length:
+            self.fail(name, (self.code, "'{name}' must be at most " + f"{self.max_length} characters"))
+        if "\x00" in value or (not self.multiline and ("\r" in value or "\n" in value)):
+            self.fail(name, (self.code, "'{name}' contains control characters"))
+
+    def text(self, body: Mapping[str, Any], name: str) -> str | None:
+        """The checked value of `name` in `body` (None when absent)."""
+        value = body.get(name)
+        self.check(value, name)
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Boolean(Field):
+    """Documented as a boolean; bool-ish strings and numbers are accepted (`coerce_bool`)."""
+
+    def schema(self) -> JSON:
+        return {"type": "boolean"}
+
+    def fits(self, value: Any) -> bool:
+        return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Number(Field):
+    def schema(self) -> JSON:
+        return {"type": "number"}
+
+    def fits(self, value: Any) -> bool:
+        return True  # passed through to nobody: hermes does not sample
+
+
+@dataclass(frozen=True, kw_only=True)
+class Integer(Field):
+    minimum: int | None = None
+
+    def schema(self) -> JSON:
+        schema: JSON = {"type": "integer"}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        return schema
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def in_range(self, value: Any) -> bool:
+        return (self.minimum is None or int(value) >= self.minimum) and int(value) < 2**63
+
+
+@dataclass(frozen=True, kw_only=True)
+class Object(Field):
+    """A JSON object; `properties` documents (and checks) its known fields."""
+
+    properties: Mapping[str, Field] = field(default_factory=dict)
+
+    def default_error(self) -> tuple[str, str]:
+        return "invalid_type", "'{name}' must be an object"
+
+    def schema(self) -> JSON:
+        schema: JSON = {"type": "object"}
+        if self.properties:
+            schema["properties"] = {name: prop.document() for name, prop in self.properties.items()}
+            required = [name for name, prop in self.properties.items() if prop.required]
+            if required:
+                schema["required"] = required
+        return schema
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Array(Field):
+    items: Field | None = None
+    """Documents the items; their shape is the handler parser's to check (per-item params)."""
+    min_items: int | None = None
+
+    def default_error(self) -> tuple[str, str]:
+        return "invalid_type", "'{name}' must be an array"
+
+    def schema(self) -> JSON:
+        schema: JSON = {"type": "array"}
+        if self.min_items is not None:
+            schema["minItems"] = self.min_items
+        if self.items is not None:
+            schema["items"] = self.items.document()
+        return schema
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, list)
+
+    def in_range(self, value: Any) -> bool:
+        return self.min_items is None or len(value) >= self.min_items
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneOf(Field):
+    """A value of any of `options` (e.g. a string or an array of content parts)."""
+
+    options: Sequence[Field] = ()
+
+    def schema(self) -> JSON:
+        return {"anyOf": [option.document() for option in self.options]}
+
+    def fits(self, value: Any) -> bool:
+        return any(option.fits(value) for option in self.options)
+
+    def in_range(self, value: Any) -> bool:
+        return any(option.fits(value) and option.in_range(value) for option in self.options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Anything(Field):
+    """Documented only; the handler's parser owns every check (e.g. `input`)."""
+
+    documented: JSON = field(default_factory=dict)
+
+    def schema(self) -> JSON:
+        return dict(self.documented)
+
+    def fits(self, value: Any) -> bool:
+        return True
+
+    def check(self, value: Any, name: str) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Body:
+    """A request body: a named object schema (``#/components/schemas/<name>``)."""
+
+    name: str
+    properties: Mapping[str, Field]
+    closed: bool = False
+    """Unknown fields are documented as not allowed (the handler reports them)."""
+
+    def validate(self, body: Mapping[str, Any]) -> None:
+        """Check every declared field's shape, in declaration order."""
+        for name, prop in self.properties.items():
+            prop.check(body.get(name), name)
+
+    def openapi(self) -> JSON:
+        schema: JSON = {
+            "type": "object",
+            "properties": {name: prop.document() for name, prop in self.properties.items()},
+        }
+        required = [name for name, prop in self.properties.items() if prop.required]
+        if required:
+            schema["required"] = required
+        if self.closed:
+            schema["additionalProperties"] = False
+        return schema
+
+    def text(self, body: Mapping[str, Any], name: str) -> str | None:
+        """The checked value of the `Text` field `name` (None when absent)."""
+        prop = self.properties[name]
+        if not isinstance(prop, Text):
+            raise TypeError(f"{self.name}.{name} is not a Text field")
+        return prop.text(body, name)
+
+    @property
+    def ref(self) -> JSON:
+        return {"$ref": f"#/components/schemas/{self.name}"}
+
+
+def components(*bodies: Body) -> dict[str, JSON]:
+    """``components.schemas`` entries for `bodies`."""
+    return {body.name: body.openapi() for body in bodies}
+
+
+# ---- pieces of operation documents --------------------------------------------------------
+
+
+def json_content(schema: JSON) -> JSON:
+    """``{"content": {"application/json": {"schema": schema}}}``."""
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def reply(description: str, schema: JSON | str | None = None) -> JSON:
+    """A JSON response; a string `schema` names a component (``#/components/schemas/<name>``)."""
+    if schema is None:
+        return {"description": description}
+    if isinstance(schema, str):
+        schema = {"$ref": f"#/components/schemas/{schema}"}
+    return {"description": description, **json_content(schema)}
+
+
+def sse_reply(description: str) -> JSON:
+    return {"description": description, "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+
+
+def shared_reply(name: str) -> JSON:
+    """One of the shared responses (``#/components/responses/<name>``)."""
+    return {"$ref": f"#/components/responses/{name}"}
+
+
+CLIENT_ERRORS: dict[str, JSON] = {
+    "400": shared_reply("BadRequest"),
+    "401": shared_reply("Unauthorized"),
+    "404": shared_reply("NotFound"),
+}
+"""The error replies every resource endpoint documents."""
+
+
+def request_body(body: Body, *, required: bool = True) -> JSON:
+    return {"required": required, **json_content(body.ref)}

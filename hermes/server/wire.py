@@ -1,0 +1,108 @@
+"""Pieces every wire format shares: the status payload, the usage object, the outcome.
+
+The translators (chat chunks in `handlers/chat.py`, Responses events in
+`handlers/responses_stream.py`, run and session frames in `handlers/runs.py` and
+`handlers/sessions.py`) build their payloads from these, so a status line, a usage
+block or an error outcome looks the same on every endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from hermes.agent.events import Retrying, Status, StreamStalled
+from hermes.agent.types import TurnResult, Usage
+from hermes.error_codes import AGENT_ERROR, INTERRUPTED, OUTPUT_TRUNCATED
+
+UsageNames = Literal["chat", "responses"]
+"""`chat`: prompt_tokens/completion_tokens (Chat Completions). `responses`: input_tokens/
+output_tokens (Responses, runs, sessions)."""
+
+
+def status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
+    """The one status object: `{"kind", "text"}` plus the event's own numbers.
+
+    It is the body of a named `hermes.status` frame (chat, responses) and of a `status`
+    event (runs, session chat).
+    """
+    match event:
+        case Status():
+            return {"kind": event.kind, "text": event.text}
+        case Retrying():
+            return {
+                "kind": "retrying",
+                "text": f"{event.reason} (attempt {event.attempt}/{event.max_attempts})",
+                "attempt": event.attempt,
+                "max_attempts": event.max_attempts,
+            }
+        case StreamStalled():
+            return {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)}
+        case _:
+            assert_never(event)
+
+
+def usage_json(usage: Usage, names: UsageNames = "responses") -> dict[str, int]:
+    """The one usage object, in the field names of the wire format."""
+    if names == "chat":
+        return {
+            "prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def header_safe(text: str, limit: int = 200) -> str:
+    """Printable ASCII only, at most `limit` characters (for X-Hermes-Error)."""
+    cleaned = "".join(ch if 32 <= ord(ch) < 127 else " " for ch in text)
+    return " ".join(cleaned.split())[:limit]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a finished turn is reported to an OpenAI client (chat, responses, session chat)."""
+
+    finish_reason: str
+    """stop | length | error."""
+    hermes: dict[str, Any] | None
+    """The ``hermes`` block; None for a clean completion."""
+    hard_failure: bool
+    """No usable text: JSON answers 502 agent_incomplete."""
+    error: str | None
+
+    @classmethod
+    def of(cls, result: TurnResult | None, *, crash: BaseException | None = None) -> Outcome:
+        if crash is not None or result is None:
+            message = str(crash) if crash is not None else "The turn ended without a result."
+            block = {"completed": False, "partial": False, "failed": True, "error": message, "error_code": AGENT_ERROR}
+            return cls("error", block, True, message)
+        text = result.final_text or ""
+        if result.status == "completed":
+            return cls("stop", None, False, None)
+        error = result.error or "Agent run did not produce a response."
+        partial = result.status == "partial" or (result.status == "interrupted" and bool(text))
+        failed = result.status == "failed"
+        if result.status == "partial" and text:
+            code = OUTPUT_TRUNCATED
+            reason = "length"
+        else:
+            code = result.error_code or (INTERRUPTED if result.status == "interrupted" else AGENT_ERROR)
+            reason = "error"
+        block = {"completed": False, "partial": partial, "failed": failed, "error": error, "error_code": code}
+        return cls(reason, block, not text.strip(), error)
+
+    def headers(self) -> dict[str, str]:
+        if self.hermes is None:
+            return {}
+        headers = {
+            "X-Hermes-Completed": "false",
+            "X-Hermes-Partial": "true" if self.hermes["partial"] else "false",
+        }
+        if self.error:
+            headers["X-Hermes-Error"] = header_safe(self.error)
+        return headers
