@@ -46,6 +46,7 @@ from hermes.agent.events import ContextCompacted
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
 from hermes.store.base import CompactionLog, NewCompaction, SessionStore
+from hermes.store.transcript import valid_transcript
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ def resume_history(store: SessionStore, session_id: str) -> list[ChatMessage]:
         if markers:
             marker = markers[-1]
             kept = [m.to_openai() for m in store.get_messages(session_id) if m.id >= marker.first_kept_message_id]
-            return [summary_message(marker.summary), *kept]
+            return [summary_message(marker.summary), *valid_transcript(kept)]
     return store.history(session_id)
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent._call import CallOutcome, CallPolicy, model_call
+from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent.context import (
@@ -145,6 +146,8 @@ class _Turn:
     """TurnStarted was yielded."""
     finished: bool = False
     """The session end was attempted (it is attempted once)."""
+    checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
+    """The turn row and streaming-text checkpoints in the store (crash safety)."""
 
 
 class Agent:
@@ -186,6 +189,8 @@ class Agent:
         model = request.model or self.model
         session_id, system_prompt, history = self._open_session(request, model)
         turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
+        if turn.persist:
+            turn.checkpoints = TurnCheckpoints(self.store, session_id)
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
             session_id=session_id,
@@ -281,6 +286,7 @@ class Agent:
                 async for event in call_events:
                     if event.type == "text.delta":
                         turn.text_parts.append(event.text)
+                        turn.checkpoints.streamed(turn.text_parts)
                     yield event
             turn.usage = turn.usage + outcome.usage + budget.take_usage()
             budget.observe(outcome.usage, context, request_tools)
@@ -495,9 +501,8 @@ class Agent:
     ) -> None:
         # Stored first: the result's transcript holds only what the store accepted.
         if turn.persist and self.store is not None:
-            self.store.append_message(
-                turn.session_id,
-                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason),
+            turn.checkpoints.record(
+                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
             )
         turn.messages.append(message)
 
@@ -562,6 +567,7 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
+            turn.checkpoints.end(status)
             self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
             self.store.end_session(turn.session_id, status)
         except Exception:  # best effort unless told otherwise (re-raised then)
