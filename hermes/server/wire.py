@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from hermes.agent.events import Retrying, Status, StreamStalled
+from hermes.agent.context import compacted_text
+from hermes.agent.events import ContextCompacted, Retrying, Status, StreamStalled
 from hermes.agent.types import TurnResult, Usage
 from hermes.error_codes import AGENT_ERROR, INTERRUPTED, OUTPUT_TRUNCATED
 
@@ -20,7 +21,7 @@ UsageNames = Literal["chat", "responses"]
 output_tokens (Responses, runs, sessions)."""
 
 
-def status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
+def status_payload(event: Status | Retrying | StreamStalled | ContextCompacted) -> dict[str, Any]:
     """The one status object: `{"kind", "text"}` plus the event's own numbers.
 
     It is the body of a named `hermes.status` frame (chat, responses) and of a `status`
@@ -38,6 +39,14 @@ def status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
             }
         case StreamStalled():
             return {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)}
+        case ContextCompacted():
+            return {
+                "kind": "context_compacted",
+                "text": compacted_text(event),
+                "before_tokens": event.before_tokens,
+                "after_tokens": event.after_tokens,
+                "reason": event.reason,
+            }
         case _:
             assert_never(event)
 

@@ -27,6 +27,7 @@ from hermes.agent.provider import (
 )
 from hermes.agent.types import Usage
 from hermes.errors import (
+    ContextLengthExceeded,
     ProviderAuthError,
     ProviderConnectionError,
     ProviderError,
@@ -79,6 +80,10 @@ def _status_error(exc: openai.APIStatusError, provider: str) -> ProviderError:
             retryable=True,
             retry_after=_retry_after(exc.response.headers),
             provider=provider,
+        )
+    if getattr(exc, "code", None) == "context_length_exceeded":
+        return ContextLengthExceeded(
+            f"the request is too long for the model's context ({status}): {detail}", status=status, provider=provider
         )
     if _STREAM_UNSUPPORTED.search(detail or ""):
         return StreamingUnsupported(detail, status=status, provider=provider)

@@ -24,6 +24,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -286,7 +287,7 @@ class ChatChunks:
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
                     await self.stream.send(payload, event="hermes.tool.progress")
-            case Status() | Retrying() | StreamStalled():
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case TurnStarted() | SegmentEnd() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():

@@ -33,6 +33,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -99,7 +100,7 @@ class ResponseEvents:
                 await self.tool_started(event)
             case ToolCompleted():
                 await self.tool_completed(event)
-            case Status() | Retrying() | StreamStalled():
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
