@@ -93,7 +93,7 @@ async def test_multi_turn_from_client_history(kind: str, sdk: AsyncOpenAI, herme
     first = await Runner.run(agent, "run echo")
     assert str(first.final_output).endswith(TOOL_ANSWER)
     history = first.to_input_list() + [{"role": "user", "content": "Thanks"}]
-    second = await Runner.run(agent, history)  # type: ignore[arg-type]
+    second = await Runner.run(agent, history)
     assert second.final_output == "You are welcome."
     sent = [m for m in hermes_serve.upstream.requests[-1].messages if m["role"] != "system"]
     assert sent[0] == {"role": "user", "content": "run echo"}

@@ -13,6 +13,7 @@ from _clients_harness import (
     HermesServe,
     tool_turn_script,
 )
+from openai.types.chat import ChatCompletionMessageParam
 
 from hermes.testing.upstream import text_reply
 
@@ -185,10 +186,10 @@ def test_chat_stream_helper_tool_turn(client: openai.OpenAI, hermes_serve: Herme
 
 def test_chat_tool_turn_json_equals_streamed(client: openai.OpenAI, hermes_serve: HermesServe) -> None:
     hermes_serve.script(*tool_turn_script(), *tool_turn_script())
-    messages = [{"role": "user", "content": "run echo"}]
-    plain = client.chat.completions.create(model=hermes_serve.model, messages=messages)  # type: ignore[arg-type]
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "run echo"}]
+    plain = client.chat.completions.create(model=hermes_serve.model, messages=messages)
     streamed = ""
-    for chunk in client.chat.completions.create(model=hermes_serve.model, messages=messages, stream=True):  # type: ignore[arg-type]
+    for chunk in client.chat.completions.create(model=hermes_serve.model, messages=messages, stream=True):
         streamed += chunk.choices[0].delta.content or ""
     assert (plain.choices[0].message.content or "").endswith(TOOL_ANSWER)
     assert plain.choices[0].message.content == streamed

@@ -42,7 +42,7 @@ async function generate() {
 
 async function stream() {
   const errors = [];
-  const result = streamText({ ...common(), prompt: input, onError: ({ error }) => errors.push(String(error?.message ?? error)) });
+  const result = streamText({ ...common(), prompt: input, onError: () => {} });
   let deltas = "";
   for await (const part of result.fullStream) {
     if (part.type === "text-delta") deltas += part.text ?? part.delta ?? "";
