@@ -11,7 +11,9 @@ Keys in `$HERMES_HOME/config.toml` are the field names below (flat, e.g.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -19,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import ConfigError
+from hermes.mcp_config import TABLE as MCP_TABLE
+from hermes.mcp_config import McpServerConfig, parse_servers
+from hermes.redact import redact_text
 
 CONFIG_FILE = "config.toml"
 
@@ -48,6 +53,11 @@ OPTIONS: dict[str, Option] = {
     "system_prompt": Option(("HERMES_SYSTEM_PROMPT",), "replaces the built-in system prompt"),
     "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
+    "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
+    "sandbox_network": Option(("HERMES_SANDBOX_NETWORK",), "network inside the sandbox (false cuts it off)"),
+    "tool_env_passthrough": Option(
+        ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
+    ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
     "server_key": Option(("API_SERVER_KEY",), "bearer key clients of hermes serve must send", secret=True),
@@ -82,6 +92,9 @@ class Settings:
     system_prompt: str | None = None
     yolo: bool = False
     local_model_path: Path | None = None
+    sandbox: str = "auto"
+    sandbox_network: bool = True
+    tool_env_passthrough: tuple[str, ...] = ()
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None
@@ -91,6 +104,8 @@ class Settings:
     server_keepalive_seconds: float = 10.0
     server_max_concurrent_runs: int = 64
     server_response_store_size: int = 1000
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """The `[mcp_servers.NAME]` tables of config.toml (no environment form)."""
 
     # ---- resolution -------------------------------------------------------------
 
@@ -155,7 +170,8 @@ class Settings:
         out = []
         for name, option in OPTIONS.items():
             value = getattr(self, name)
-            out.append((name, mask(value) if option.secret else render(value)))
+            shown = mask(value) if option.secret else redact_text(render(value))
+            out.append((name, shown))
         return out
 
     def replace(self, **changes: Any) -> Settings:
@@ -163,6 +179,9 @@ class Settings:
 
 
 # ---- value handling -------------------------------------------------------------------
+
+_CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
+"""String settings that take one of a few words (compared lower-case)."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -177,6 +196,8 @@ def coerce(name: str, value: Any) -> Any:
     kind = _field_types().get(name)
     if kind is None:
         raise ConfigError(f"unknown setting {name!r}")
+    if name == "mcp_servers":
+        return tuple(value)  # parsed and checked by read_config_file
     try:
         if kind == "bool":
             if isinstance(value, bool):
@@ -195,7 +216,7 @@ def coerce(name: str, value: Any) -> Any:
             if isinstance(value, bool):
                 raise ValueError(value)
             number = float(value)
-            if number != number or number in (float("inf"), float("-inf")):
+            if not math.isfinite(number):
                 raise ValueError(value)
             return number
         if kind == "Path":
@@ -211,6 +232,11 @@ def coerce(name: str, value: Any) -> Any:
                 return None
             if not isinstance(value, str):
                 raise ValueError(value)
+            if name in _CHOICES:
+                word = value.strip().lower()
+                if word not in _CHOICES[name]:
+                    raise ConfigError(f"invalid value for {name}: {value!r} (use {', '.join(_CHOICES[name])})")
+                return word
             return value
     except (TypeError, ValueError):
         raise ConfigError(f"invalid value for {name}: {value!r} (expected {kind})") from None
@@ -245,10 +271,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(OPTIONS) - {"home"})
+    unknown = sorted(set(data) - set(OPTIONS) - {"home", MCP_TABLE})
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     data.pop("home", None)
+    if MCP_TABLE in data:
+        data[MCP_TABLE] = parse_servers(data[MCP_TABLE], str(path))
     return data
 
 
@@ -273,10 +301,41 @@ def write_config_value(settings: Settings, name: str, raw: str | None) -> None:
         data.pop(name, None)
     else:
         data[name] = coerce(name, raw)
-    settings.ensure_home()
     lines = [f"{key} = {_toml_value(data[key])}" for key in OPTIONS if key in data]
+    text = "\n".join(lines) + ("\n" if lines else "")
+    tables = config_tables_text(settings.config_path)
+    write_config_text(settings, text + ("\n" if text and tables else "") + tables)
+
+
+def config_tables_text(path: Path) -> str:
+    """config.toml from its first table header on (e.g. `[mcp_servers.…]`), verbatim."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    match = re.search(r"^[ \t]*\[\[?[ \t]*[A-Za-z0-9_\-.\"' ]+\]\]?[ \t]*(#.*)?$", text, re.MULTILINE)
+    return text[match.start() :] if match else ""
+
+
+def read_config_text(settings: Settings) -> str:
+    """config.toml as text ("" when missing), after checking that it is valid."""
+    read_config_file(settings.config_path)
+    try:
+        return settings.config_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def write_config_text(settings: Settings, text: str) -> None:
+    """Replace config.toml with `text`, atomically, mode 0600 (checked before writing)."""
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # a bug in the caller, never the user's file
+        raise ConfigError(f"refusing to write invalid TOML to {settings.config_path} ({exc})") from None
+    settings.ensure_home()
     tmp = settings.config_path.with_suffix(".toml.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + ("\n" if lines else ""))
+        fh.write(text)
+    os.chmod(tmp, 0o600)
     os.replace(tmp, settings.config_path)

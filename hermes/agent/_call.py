@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,7 +174,7 @@ async def model_call(
     *,
     streaming: bool,
     on_streaming_unsupported: Any = None,
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """Run one model call with retries; see the module docstring."""
     attempts = policy.stream_retries + 1
     attempt = 1
@@ -251,7 +251,7 @@ async def model_call(
 
 async def _stream_once(
     provider: Provider, request: ModelRequest, policy: CallPolicy, acc: _Accumulator
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     loop = asyncio.get_running_loop()
     stream = provider.stream(request)
     try:
@@ -271,7 +271,7 @@ async def _stream_once(
 
 def _backoff(policy: CallPolicy, attempt: int, error: ProviderError) -> float:
     if error.retry_after is not None:
-        return min(error.retry_after, policy.retry_max_delay)
+        return min(float(error.retry_after), policy.retry_max_delay)
     if error.status is None:
         return 0.0 if attempt == 2 else min(policy.retry_base_delay * (attempt - 2), policy.retry_max_delay)
-    return min(policy.retry_base_delay * 2 ** (attempt - 2), policy.retry_max_delay)
+    return min(policy.retry_base_delay * 2.0 ** (attempt - 2), policy.retry_max_delay)

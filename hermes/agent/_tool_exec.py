@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,7 @@ async def run_batch(
     *,
     output_limit: int,
     results: dict[str, ToolCompleted],
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """Yield ToolStarted/ApprovalRequested/ToolCompleted events; fill `results` by call id."""
     side_events: asyncio.Queue[AgentEvent] = asyncio.Queue()
 
@@ -111,23 +111,25 @@ async def run_batch(
     ctx = dataclasses.replace(ctx, on_approval_request=on_approval)
     for segment in plan_segments(calls):
         tasks: dict[asyncio.Task[ToolCompleted], PlannedCall] = {}
-        for call in segment:
-            preview = call.tool.preview(call.arguments or {}) if call.tool else call.raw_arguments[:120]
-            yield ToolStarted(call_id=call.call_id, name=call.name, arguments=call.arguments or {}, preview=preview)
-            tasks[asyncio.create_task(_invoke(call, ctx, output_limit))] = call
-        pending: set[asyncio.Task[Any]] = set(tasks)
-        position = {task: i for i, task in enumerate(tasks)}
         getter: asyncio.Task[AgentEvent] | None = None
         try:
+            for call in segment:
+                preview = call.tool.preview(call.arguments or {}) if call.tool else call.raw_arguments[:120]
+                # Started before it is announced: the tool runs while the consumer handles the event.
+                tasks[asyncio.create_task(_invoke(call, ctx, output_limit))] = call
+                yield ToolStarted(call_id=call.call_id, name=call.name, arguments=call.arguments or {}, preview=preview)
+            pending: set[asyncio.Task[ToolCompleted]] = set(tasks)
+            position = {task: i for i, task in enumerate(tasks)}
             while pending:
                 if getter is None:
                     getter = asyncio.create_task(side_events.get())
-                done, _ = await asyncio.wait(pending | {getter}, return_when=asyncio.FIRST_COMPLETED)
+                waiting: set[asyncio.Task[Any]] = {*pending, getter}
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
                     yield getter.result()
                     getter = None
                 # Calls that finished together are reported in call order.
-                for task in sorted((t for t in done if t in pending), key=position.__getitem__):
+                for task in sorted((t for t in pending if t in done), key=position.__getitem__):
                     pending.discard(task)
                     completed = task.result()
                     results[completed.call_id] = completed

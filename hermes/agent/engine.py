@@ -14,37 +14,65 @@ The loop of one turn:
        at most `max_iterations` model calls, then one tool-less summary call
     4. otherwise persist the answer and emit TurnCompleted
 
-Interrupt = cancel the task iterating `run_turn`. The upstream request is closed, running
-tools are cancelled (their process groups killed), every tool call left open gets a
-placeholder result so the history stays valid, and the turn ends with TurnCompleted
-(status "interrupted"); that one cancellation is absorbed with `Task.uncancel()`, so the
-consumer's loop simply ends. If the generator is instead closed (`aclose()`, or the
-consumer died elsewhere) the same cleanup runs without the final event.
+Stopping a turn (see hermes/agent/interrupt.py and hermes/agent/_interrupt_gate.py):
+
+- Interrupt = `handle.interrupt(code, message)` on the `TurnInterrupt` passed to
+  `run_turn(..., interrupt=handle)`. The upstream request is closed, running tools are
+  cancelled (their process groups killed), each call that got `ToolStarted` gets its
+  `ToolCompleted` (is_error, saying it was interrupted), every tool call left open gets a
+  placeholder result so the history stays valid, the session is ended, and the turn ends
+  with `TurnCompleted(status="interrupted", error_code=handle.code)`.
+- Any other cancellation of the consuming task (a timeout, a task group, shutdown) and
+  `aclose()` run the same cleanup, without further events, and then propagate.
+- Cleanup order: the inner generators are closed first (`contextlib.aclosing`), so tools
+  have stopped before the placeholders are written and before `aclose()` returns.
+- An unexpected exception (a `StoreError`, a bug) ends the turn with
+  `TurnCompleted(status="failed", error_code=` the `HermesError`'s code or `INTERNAL_ERROR`)
+  after the same cleanup, and the session is ended "failed".
+- A broken store while ending: cleanup writes are best effort. A failure is logged, the
+  final event is still yielded (a failed turn's error then says the session could not be
+  ended), and the session row keeps no end_reason. A stop's cause (cancellation, interrupt)
+  is never replaced by a store error.
+- Errors before the turn starts (opening or creating the session) raise from the first
+  `__anext__`, before `TurnStarted`: the request could not be served at all.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes.agent._call import CallOutcome, CallPolicy, model_call
+from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
-from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, TurnCompleted, TurnStarted
+from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, ToolStarted, TurnCompleted, TurnStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.prompt import default_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
+from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
+from hermes.errors import HermesError
+from hermes.ids import new_session_id
 from hermes.store.base import NewMessage, SessionStore
+
+log = logging.getLogger(__name__)
 
 INTERRUPTED_TOOL_RESULT = "[interrupted: the user stopped the turn before this tool finished; it may have partly run]"
 SUMMARY_NUDGE = (
     "You have used the maximum number of tool steps for this request. Do not call any more tools. "
     "Summarise what you did, what you found, and what is left to do."
 )
+
+
+class _Interrupted(Exception):
+    """Raised inside the turn when its TurnInterrupt was set while suspended at a yield."""
 
 
 @dataclass(slots=True)
@@ -81,9 +109,16 @@ class _Turn:
     reasoning: list[str] = field(default_factory=list)
     open_calls: list[tuple[str, str]] = field(default_factory=list)
     """(call_id, name) of tool calls whose results are not in `messages` yet."""
+    results: dict[str, ToolCompleted] = field(default_factory=dict)
+    """Results of the current tool batch by call id (some may not be recorded yet)."""
+    running_tools: dict[str, tuple[ToolStarted, float]] = field(default_factory=dict)
+    """Calls that got ToolStarted but no ToolCompleted yet, with their start time."""
     usage: Usage = field(default_factory=Usage)
     api_calls: int = 0
+    started: bool = False
+    """TurnStarted was yielded."""
     finished: bool = False
+    """The session end was attempted (it is attempted once)."""
 
 
 class Agent:
@@ -113,48 +148,79 @@ class Agent:
 
     # ---- the turn --------------------------------------------------------------------
 
-    async def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]:
-        """Run one turn; see the module docstring. Always ends with TurnCompleted."""
+    async def run_turn(
+        self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run one turn; see the module docstring. Ends with TurnCompleted unless cancelled or closed."""
         model = request.model or self.model
         session_id, system_prompt, history = self._open_session(request, model)
         turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
-        user_message: ChatMessage = {"role": "user", "content": request.input}
-        self._record(turn, user_message)
-        context = [{"role": "system", "content": system_prompt}, *history, user_message]
+        context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
             session_id=session_id,
             cwd=Path(request.cwd or Path.cwd()),
             approve=request.approve,
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
+            source=request.source,
         )
-        yield TurnStarted(session_id=session_id, model=model)
+        gate = InterruptGate(interrupt)
         result: TurnResult | None = None
-        steps = self._loop(turn, context, tool_ctx, request)
         try:
-            async for event in steps:
-                if isinstance(event, TurnCompleted):
-                    result = event.result
-                else:
-                    yield event
-        except asyncio.CancelledError:
-            self._close_interrupted(turn)
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            result = self._result(turn, "interrupted", error="interrupted by the user", error_code="interrupted")
-        except GeneratorExit:
-            await steps.aclose()  # cancels running tools before the transcript is closed
-            self._close_interrupted(turn)
-            self._end_session(turn, "interrupted")
-            raise
-        assert result is not None
-        self._end_session(turn, result.status)
+            try:
+                gate.task = asyncio.current_task()
+                user_message: ChatMessage = {"role": "user", "content": request.input}
+                context.append(user_message)
+                self._record(turn, user_message)
+                async with aclosing(self._loop(turn, context, tool_ctx, request)) as steps:
+                    gate.task = None
+                    turn.started = True
+                    yield TurnStarted(session_id=session_id, model=model)
+                    gate.task = asyncio.current_task()
+                    if interrupt is not None and interrupt.code is not None:
+                        raise _Interrupted
+                    async for event in steps:
+                        if event.type == "turn.completed":
+                            result = event.result
+                            break
+                        gate.task = None
+                        yield event
+                        gate.task = asyncio.current_task()
+                        if interrupt is not None and interrupt.code is not None:
+                            raise _Interrupted
+                # Inner generators are closed here: running tools have stopped.
+                assert result is not None, "the turn loop ends with TurnCompleted"
+                self._end_session(turn, result.status, best_effort=False)
+            except (asyncio.CancelledError, _Interrupted) as exc:
+                gate.task = None
+                ours = isinstance(exc, _Interrupted) or gate.own_cancel()
+                self._close_open(turn, "interrupted")
+                self._end_session(turn, "interrupted")
+                if not ours:
+                    raise
+                assert interrupt is not None and interrupt.code is not None
+                for completed in self._interrupted_tools(turn):
+                    yield completed
+                result = self._result(turn, "interrupted", error=interrupt.message, error_code=interrupt.code)
+            except GeneratorExit:
+                # Closed by the consumer (aclose()): the same cleanup, no final event.
+                gate.task = None
+                self._close_open(turn, "interrupted")
+                self._end_session(turn, "interrupted")
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure ends the turn with TurnCompleted
+                gate.task = None
+                gate.own_cancel()  # our cancel, if one was turned into this exception, is taken back
+                result = self._fail(turn, exc)
+        finally:
+            gate.close()
+        if not turn.started:
+            yield TurnStarted(session_id=session_id, model=model)
         yield TurnCompleted(result)
 
     async def _loop(
         self, turn: _Turn, context: list[ChatMessage], tool_ctx: ToolContext, request: TurnRequest
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         max_iterations = request.max_iterations or self.options.max_iterations
         policy = CallPolicy(
             stream_retries=self.options.stream_retries,
@@ -172,17 +238,20 @@ class Agent:
             turn.api_calls += 1
             turn.text_parts = []
             model_request = ModelRequest(model=turn.model, messages=context, tools=None if summary_call else tools)
-            async for event in model_call(
-                self.provider,
-                model_request,
-                policy,
-                outcome,
-                streaming=self._streaming,
-                on_streaming_unsupported=self._disable_streaming,
-            ):
-                if event.type == "text.delta":
-                    turn.text_parts.append(event.text)  # type: ignore[union-attr]
-                yield event
+            async with aclosing(
+                model_call(
+                    self.provider,
+                    model_request,
+                    policy,
+                    outcome,
+                    streaming=self._streaming,
+                    on_streaming_unsupported=self._disable_streaming,
+                )
+            ) as call_events:
+                async for event in call_events:
+                    if event.type == "text.delta":
+                        turn.text_parts.append(event.text)
+                    yield event
             turn.usage = turn.usage + outcome.usage
             if outcome.reasoning:
                 turn.reasoning.append(outcome.reasoning)
@@ -197,21 +266,30 @@ class Agent:
             if calls and not truncated:
                 assistant = self._assistant_message(outcome, with_calls=True)
                 context.append(assistant)
-                turn.open_calls = [(slot.id, slot.name) for slot in calls]
                 self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+                # Open only once the calls are stored: closing answers exactly these.
+                turn.open_calls = [(slot.id, slot.name) for slot in calls]
+                turn.text_parts = []
                 yield SegmentEnd()
-                results: dict[str, ToolCompleted] = {}
+                results = turn.results = {}
                 order = [slot.id for slot in calls]
-                async for event in run_batch(
-                    as_registry_calls(self.tools, calls),
-                    tool_ctx,
-                    output_limit=self.options.tool_output_limit,
-                    results=results,
-                ):
-                    yield event
-                    # Results are written in call order, each as soon as all before it are in.
-                    while order and order[0] in results:
-                        self._record_tool_result(turn, context, results[order.pop(0)])
+                async with aclosing(
+                    run_batch(
+                        as_registry_calls(self.tools, calls),
+                        tool_ctx,
+                        output_limit=self.options.tool_output_limit,
+                        results=results,
+                    )
+                ) as batch:
+                    async for event in batch:
+                        if event.type == "tool.started":
+                            turn.running_tools[event.call_id] = (event, time.monotonic())
+                        elif event.type == "tool.completed":
+                            turn.running_tools.pop(event.call_id, None)
+                        yield event
+                        # Results are written in call order, each as soon as all before it are in.
+                        while order and order[0] in results:
+                            self._record_tool_result(turn, context, results[order.pop(0)])
                 if summary_call:
                     return
                 continue
@@ -221,18 +299,19 @@ class Agent:
             self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
             turn.final_text = outcome.text
             if outcome.stalled:
+                # Cut-off tool calls: the warning is already in the text and a StreamStalled event.
                 yield TurnCompleted(
                     self._result(
                         turn,
                         "partial",
                         error=outcome.warning or "the response stream broke off before the answer was complete",
-                        error_code="output_truncated",
+                        error_code=STREAM_STALLED if outcome.stalled_tools else OUTPUT_TRUNCATED,
                     )
                 )
             elif truncated:
                 yield TurnCompleted(
                     self._result(
-                        turn, "partial", error="the model hit its output limit", error_code="output_truncated"
+                        turn, "partial", error="the model hit its output limit", error_code=OUTPUT_TRUNCATED
                     )
                 )
             elif summary_call:
@@ -241,7 +320,7 @@ class Agent:
                         turn,
                         "partial",
                         error=f"stopped after {max_iterations} model calls",
-                        error_code="max_iterations",
+                        error_code=MAX_ITERATIONS,
                     )
                 )
             else:
@@ -258,7 +337,7 @@ class Agent:
         store = self.store
         explicit_prompt = request.system_prompt
         if store is None:
-            session_id = request.session_id or f"ephemeral-{time.time_ns():x}"
+            session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
         session = store.find_session(request.session_id) if request.session_id else None
@@ -302,12 +381,13 @@ class Agent:
         reasoning: str | None = None,
         finish_reason: str | None = None,
     ) -> None:
-        turn.messages.append(message)
+        # Stored first: the result's transcript holds only what the store accepted.
         if turn.persist and self.store is not None:
             self.store.append_message(
                 turn.session_id,
                 NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason),
             )
+        turn.messages.append(message)
 
     def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
         message: ChatMessage = {"role": "tool", "tool_call_id": event.call_id, "name": event.name, "content": event.result}
@@ -315,27 +395,81 @@ class Agent:
         turn.open_calls = [(cid, name) for cid, name in turn.open_calls if cid != event.call_id]
         self._record(turn, message)
 
-    def _close_interrupted(self, turn: _Turn) -> None:
-        """Keep the transcript valid after an interrupt: partial text and placeholder results."""
-        if turn.finished:
-            return
-        if turn.open_calls:
-            for call_id, name in list(turn.open_calls):
-                self._record(turn, {"role": "tool", "tool_call_id": call_id, "name": name, "content": INTERRUPTED_TOOL_RESULT})
-            turn.open_calls = []
-        elif turn.text_parts:
-            partial = "".join(turn.text_parts)
-            turn.final_text = partial
-            self._record(turn, {"role": "assistant", "content": partial}, finish_reason="interrupted")
-            turn.text_parts = []
+    def _close_open(self, turn: _Turn, why: TurnStatus) -> None:
+        """Keep the transcript valid after a stop: results or placeholders, partial text.
 
-    def _end_session(self, turn: _Turn, status: TurnStatus) -> None:
+        Runs after the inner generators are closed, i.e. after running tools stopped.
+        Best effort: a store failure here is logged, never raised over the stop's cause.
+        """
         if turn.finished:
             return
+        try:
+            if turn.open_calls:
+                for call_id, name in list(turn.open_calls):
+                    done = turn.results.get(call_id)
+                    content = done.result if done is not None else INTERRUPTED_TOOL_RESULT
+                    turn.open_calls.remove((call_id, name))
+                    self._record(turn, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
+            elif turn.text_parts:
+                partial = "".join(turn.text_parts)
+                turn.final_text = partial
+                turn.text_parts = []
+                self._record(turn, {"role": "assistant", "content": partial}, finish_reason=why)
+        except Exception:  # best effort, see the docstring
+            log.exception("could not write the closing messages of session %s", turn.session_id)
+
+    def _interrupted_tools(self, turn: _Turn) -> list[ToolCompleted]:
+        """The ToolCompleted owed to every call that got ToolStarted but no ToolCompleted."""
+        owed: list[ToolCompleted] = []
+        now = time.monotonic()
+        for call_id, (started, at) in turn.running_tools.items():
+            done = turn.results.get(call_id)
+            owed.append(
+                done
+                if done is not None
+                else ToolCompleted(
+                    call_id=call_id,
+                    name=started.name,
+                    result=INTERRUPTED_TOOL_RESULT,
+                    duration=now - at,
+                    is_error=True,
+                    arguments=started.arguments,
+                )
+            )
+        turn.running_tools.clear()
+        return owed
+
+    def _end_session(self, turn: _Turn, status: TurnStatus, *, best_effort: bool = True) -> bool:
+        """Add the turn's usage and end the session, attempted once; False when that failed.
+
+        Best effort (the failure is logged) unless told otherwise.
+        """
+        if turn.finished:
+            return False
         turn.finished = True
-        if turn.persist and self.store is not None:
+        if not (turn.persist and self.store is not None):
+            return True
+        try:
             self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
             self.store.end_session(turn.session_id, status)
+        except Exception:  # best effort unless told otherwise (re-raised then)
+            if not best_effort:
+                raise
+            log.exception("could not end session %s", turn.session_id)
+            return False
+        return True
+
+    def _fail(self, turn: _Turn, exc: Exception) -> TurnResult:
+        """The result of a turn that an unexpected exception ended (see the module docstring)."""
+        if isinstance(exc, HermesError):
+            code, error = exc.code, str(exc)
+        else:
+            code, error = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        log.error("turn in session %s failed: %s", turn.session_id, error, exc_info=exc)
+        self._close_open(turn, "failed")
+        if not self._end_session(turn, "failed"):
+            error += " (the session could not be ended)"
+        return self._result(turn, "failed", error=error, error_code=code)
 
     def _result(
         self, turn: _Turn, status: TurnStatus, *, error: str | None = None, error_code: str | None = None

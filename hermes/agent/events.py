@@ -1,7 +1,7 @@
 """The typed event vocabulary of a turn.
 
-`Agent.run_turn` yields these, in order, and always ends with exactly one
-`TurnCompleted`. Front ends translate them at their edge (SSE frames, Textual
+`Agent.run_turn` yields these, in order, and ends with exactly one `TurnCompleted`
+(unless the consuming task is cancelled or the generator closed: then no more events). Front ends translate them at their edge (SSE frames, Textual
 messages, terminal lines); nothing else invents event dicts.
 
 Ordering invariants:
@@ -10,7 +10,8 @@ Ordering invariants:
 - `SegmentEnd` follows the last `TextDelta` of a segment whose message carries tool
   calls, before any `ToolStarted` of that batch.
 - Every `ToolStarted` is followed by exactly one `ToolCompleted` with the same
-  `call_id` (interrupted calls complete with `is_error=True`).
+  `call_id`, before `TurnCompleted` (calls stopped by an interrupt complete with
+  `is_error=True` and a result saying they were interrupted).
 """
 
 from __future__ import annotations

@@ -1,48 +1,58 @@
 """Building an Agent from Settings: which provider, which tools, which options.
 
-Provider choice (`settings.provider`):
+`choose_provider(settings)` is the one place that decides the provider; `build_agent`,
+`hermes doctor` and the start-up notices of chat, the TUI and serve all use its
+`ProviderChoice`. Choice (`settings.provider`):
     openai  the OpenAI-compatible endpoint at `base_url` (model required)
     local   the bundled llama.cpp model (the `hermes[local]` extra)
     auto    openai when `base_url` is set, else local when the extra is installed,
             else a ConfigError that says exactly what to set
 Other names are looked up in the provider registry (tests register scripted ones).
+
+Slow one-time work (assembling the local model) is reported through a
+`ProgressCallback`; this layer draws nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from hermes.agent.engine import Agent, EngineOptions
+from hermes.agent.progress import ProgressCallback, ProgressUpdate
 from hermes.agent.provider import Provider, provider_factory
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ConfigError
 from hermes.store.base import SessionStore
 
+if TYPE_CHECKING:
+    from hermes.agent.providers.local import LocalStatus
+    from hermes.agent.providers.local_model import ByteProgress
+
 NO_ENDPOINT = (
     "no model endpoint configured: set HERMES_BASE_URL and HERMES_MODEL "
     "(and HERMES_API_KEY if the endpoint needs one), e.g. `hermes config set base_url http://127.0.0.1:11434/v1`, "
     "or install hermes[local] for an offline model"
 )
+LOCAL_FALLBACK_NOTICE = (
+    "no model endpoint configured: using the bundled local model (set HERMES_BASE_URL and HERMES_MODEL to use a hosted one)"
+)
+LOCAL_PROGRESS_TASK = "Preparing local model"
+
+ProviderKind = Literal["openai", "local", "registered"]
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderChoice:
+    kind: ProviderKind
     name: str
-    """openai, local, or a registered name."""
+    """openai, local, or the registered provider's name."""
     model: str
     reason: str
-    """Why this provider was chosen, in one line (for `hermes doctor` and start-up notes)."""
-
-    @property
-    def notice(self) -> str | None:
-        """The one line a front end shows at start-up when the choice was not explicit."""
-        if self.name == "local" and self.reason.startswith("no endpoint"):
-            return (
-                "no model endpoint configured: using the bundled local model "
-                "(set HERMES_BASE_URL and HERMES_MODEL to use a hosted one)"
-            )
-        return None
+    """Why this provider was chosen, in one line (for `hermes doctor`)."""
+    notice: str | None = None
+    """The one line a front end shows at start-up when the choice was not explicit."""
 
 
 def choose_provider(settings: Settings) -> ProviderChoice:
@@ -51,28 +61,46 @@ def choose_provider(settings: Settings) -> ProviderChoice:
     if wanted == "auto":
         if settings.base_url:
             wanted = "openai"
-        elif _local_installed(settings):
-            return _local_choice(settings, "no endpoint configured and hermes[local] is installed")
         else:
-            raise ConfigError(NO_ENDPOINT)
+            local = _local_status(settings)
+            if local is None or not local.available:
+                raise ConfigError(NO_ENDPOINT)
+            return _local_choice(local, "no endpoint configured and hermes[local] is installed", LOCAL_FALLBACK_NOTICE)
     if wanted == "openai":
         if not settings.base_url:
             raise ConfigError(NO_ENDPOINT)
         if not settings.model:
             raise ConfigError("no model configured: set HERMES_MODEL (or `hermes config set model NAME`)")
-        return ProviderChoice("openai", settings.model, f"base_url is set ({settings.base_url})")
+        return ProviderChoice("openai", "openai", settings.model, f"base_url is set ({settings.base_url})")
     if wanted == "local":
-        if not _local_installed(settings):
-            raise ConfigError("provider is 'local' but hermes[local] is not installed: pip install 'hermes-agent-cli[local]'")
-        return _local_choice(settings, "provider = local")
+        local = _local_status(settings)
+        if local is None or not local.available:
+            detail = f" ({local.reason})" if local is not None else ""
+            raise ConfigError(
+                f"provider is 'local' but hermes[local] is not installed: pip install 'hermes-agent-cli[local]'{detail}"
+            )
+        return _local_choice(local, "provider = local", None)
     if provider_factory(wanted) is None:
         raise ConfigError(f"unknown provider {wanted!r}: use auto, openai or local")
-    return ProviderChoice(wanted, settings.model or wanted, f"provider = {wanted}")
+    return ProviderChoice("registered", wanted, settings.model or wanted, f"provider = {wanted}")
 
 
-def build_provider(settings: Settings, choice: ProviderChoice | None = None) -> Provider:
+def prepare_provider(settings: Settings, choice: ProviderChoice, progress: ProgressCallback | None = None) -> None:
+    """Do the chosen provider's slow one-time work now (assembling the local model), with progress.
+
+    For front ends that build the agent elsewhere (the server) but want the progress shown.
+    """
+    if choice.kind == "local":
+        from hermes.agent.providers.local import resolve_model
+
+        resolve_model(settings, _bytes_to(progress))
+
+
+def build_provider(
+    settings: Settings, choice: ProviderChoice | None = None, *, progress: ProgressCallback | None = None
+) -> Provider:
     choice = choice or choose_provider(settings)
-    if choice.name == "openai":
+    if choice.kind == "openai":
         from hermes.agent.providers.openai_compat import OpenAICompatProvider
 
         assert settings.base_url is not None
@@ -82,13 +110,10 @@ def build_provider(settings: Settings, choice: ProviderChoice | None = None) -> 
             connect_timeout=settings.request_timeout,
             read_timeout=max(settings.stream_stale_timeout + 30.0, 60.0),
         )
-    if choice.name == "local":
+    if choice.kind == "local":
         from hermes.agent.providers.local import create_local_provider
-        from hermes.agent.providers.local_model import rich_progress
 
-        # The bar is drawn only during the one-time model assembly.
-        with rich_progress() as progress:
-            return create_local_provider(settings, progress=progress)
+        return create_local_provider(settings, progress=_bytes_to(progress))
     factory = provider_factory(choice.name)
     assert factory is not None
     return factory(settings)
@@ -102,12 +127,13 @@ def build_agent(
     tools: ToolRegistry | None = None,
     model: str | None = None,
     choice: ProviderChoice | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Agent:
     """The Agent every front end uses: provider from settings unless given, core tools."""
     options = EngineOptions.from_settings(settings)
     if provider is None:
         choice = choice or choose_provider(settings)
-        provider = build_provider(settings, choice)
+        provider = build_provider(settings, choice, progress=progress)
         resolved_model = model or choice.model
     else:
         resolved_model = model or settings.model or provider.name
@@ -118,8 +144,9 @@ def build_agent(
         options.stale_timeout = max(options.stale_timeout, getattr(provider, "recommended_stale_timeout", 0.0))
     if tools is None:
         from hermes.agent.tools import default_registry
+        from hermes.agent.tools.launch import ToolLauncher
 
-        tools = default_registry()
+        tools = default_registry(ToolLauncher.from_settings(settings))
     return Agent(
         provider,
         store=store,
@@ -130,16 +157,24 @@ def build_agent(
     )
 
 
-def _local_choice(settings: Settings, why: str) -> ProviderChoice:
-    from hermes.agent.providers.local import local_status
-
-    status = local_status(settings)
-    return ProviderChoice("local", status.model_name or "local", f"{why}; {status.reason}")
+def _local_choice(local: LocalStatus, why: str, notice: str | None) -> ProviderChoice:
+    return ProviderChoice("local", "local", local.model_name or "local", f"{why}; {local.reason}", notice)
 
 
-def _local_installed(settings: Settings | None = None) -> bool:
+def _local_status(settings: Settings) -> LocalStatus | None:
+    """The local provider's status, or None when its module cannot even be imported."""
     try:
-        from hermes.agent.providers.local import local_available
+        from hermes.agent.providers.local import local_status
     except ImportError:
-        return False
-    return bool(local_available(settings))
+        return None
+    return local_status(settings)
+
+
+def _bytes_to(progress: ProgressCallback | None) -> ByteProgress | None:
+    if progress is None:
+        return None
+
+    def report(done: int, total: int) -> None:
+        progress(ProgressUpdate(LOCAL_PROGRESS_TASK, done, total))
+
+    return report

@@ -34,6 +34,15 @@ class TurnInterrupt:
     def requested(self) -> bool:
         return self.code is not None
 
+    @property
+    def listened(self) -> bool:
+        """True while a turn listens (between the start and the end of `run_turn`).
+
+        A caller whose task may not be running a turn yet (or at all) can cancel it
+        instead when nobody listens.
+        """
+        return bool(self._listeners)
+
     def interrupt(self, code: str = INTERRUPTED, message: str = "interrupted by the user") -> None:
         """Ask the turn to stop; idempotent, safe from any callback on the turn's event loop."""
         if self.code is not None:

@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-# An OpenAI Chat Completions message: {"role": ..., "content": ..., "tool_calls": [...], ...}.
-# Kept as a plain dict because that is the wire shape every provider and client speaks.
-ChatMessage: TypeAlias = dict[str, Any]
-
-# User content: plain text, or OpenAI content parts ([{"type": "text", ...}, {"type": "image_url", ...}]).
-UserContent: TypeAlias = str | list[dict[str, Any]]
+from hermes.messages import ChatMessage as ChatMessage
+from hermes.messages import UserContent as UserContent
 
 TurnStatus = Literal["completed", "partial", "failed", "interrupted"]
 
@@ -92,9 +88,12 @@ class TurnResult:
     status:
         completed   the model answered in text
         partial     some text was delivered but the answer is incomplete
-                    (error_code "output_truncated" or "stream_stalled")
-        failed      no usable answer (error / error_code say why)
-        interrupted the turn was cancelled; final_text holds what was delivered
+                    (error_code OUTPUT_TRUNCATED, STREAM_STALLED or MAX_ITERATIONS)
+        failed      no usable answer (error / error_code say why; INTERNAL_ERROR or a
+                    HermesError's code for an unexpected exception)
+        interrupted stopped through its TurnInterrupt (error_code = the handle's code);
+                    final_text holds what was delivered
+    error_code is one of hermes.error_codes (or a HermesError's `code`).
     """
 
     session_id: str

@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from hermes.errors import UsageError
+
+if TYPE_CHECKING:
+    from hermes.agent.mcp.status import McpServerStatus
 
 MAX_STDIN_BYTES = 5_000_000
 
@@ -79,9 +83,12 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
     import signal
 
     from hermes.agent.factory import build_agent, choose_provider
+    from hermes.agent.mcp.manager import start_mcp
+    from hermes.agent.interrupt import TurnInterrupt
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._common import open_store
+    from hermes.cli._progress import rich_progress
     from hermes.cli._render import make_renderer
     from hermes.errors import SessionNotFound
 
@@ -96,9 +103,13 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
                 raise SessionNotFound("(newest)")
             session_id = latest.id
         choice = choose_provider(settings)
-        if choice.notice and not as_json:
-            sys.stderr.write(f"hermes: {choice.notice}\n")
-        agent = build_agent(settings, store, choice=choice)
+        from hermes.agent.sandbox import sandbox_notice
+
+        for notice in (choice.notice, sandbox_notice(settings)):
+            if notice and not as_json:
+                sys.stderr.write(f"hermes: {notice}\n")
+        with rich_progress() as progress:
+            agent = build_agent(settings, store, choice=choice, progress=progress)
         renderer = make_renderer(as_json)
         request = TurnRequest(
             input=prompt,
@@ -110,20 +121,40 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
+        interrupt = TurnInterrupt()
+
+        def on_signal() -> None:
+            # First signal: let the engine wind the turn down (exit 130 with its result);
+            # a second one stops waiting for that.
+            if interrupt.requested:
+                task.cancel()
+            else:
+                interrupt.interrupt()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, on_signal)
         result = None
+        mcp = None
         try:
-            async for event in agent.run_turn(request):
+            mcp = await start_mcp(settings, agent.tools, _report_mcp, cwd=Path.cwd())
+            async for event in agent.run_turn(request, interrupt=interrupt):
                 if event.type == "turn.completed":
-                    result = event.result  # type: ignore[union-attr]
+                    result = event.result
                     if not as_json:
                         continue
                 renderer.handle(event)
+        except asyncio.CancelledError:
+            if not interrupt.requested:
+                raise
+            if not as_json:
+                sys.stderr.write("hermes: interrupted\n")
+            return 130
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             renderer.close()
+            if mcp is not None:
+                await mcp.aclose()
             await agent.aclose()
         assert result is not None
         if as_json:
@@ -131,6 +162,10 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         return _report(result, as_json)
     finally:
         store.close()
+
+
+def _report_mcp(status: McpServerStatus) -> None:
+    sys.stderr.write(f"hermes: {status.line()}\n")
 
 
 def _report(result: Any, as_json: bool) -> int:

@@ -7,13 +7,14 @@ import typer
 from hermes.cli._common import load_settings, print_json
 from hermes.config import OPTIONS, write_config_value
 from hermes.errors import ConfigError
+from hermes.redact import redact_text
 
 app = typer.Typer(help="Show and change settings ($HERMES_HOME/config.toml).", no_args_is_help=True)
 
 
 @app.command("show")
 def show(as_json: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
-    """Print every setting as resolved (flag > env > config.toml > default); secrets masked."""
+    """Print every setting as resolved (flag > env > config.toml > default); secrets and URL credentials masked."""
     settings = load_settings()
     items = settings.public_items()
     if as_json:
@@ -39,7 +40,7 @@ def set_(key: str = typer.Argument(...), value: str = typer.Argument(...)) -> No
     """Write KEY = VALUE into config.toml (validated)."""
     settings = load_settings()
     write_config_value(settings, key, value)
-    shown = "****" if OPTIONS[key].secret else value
+    shown = "****" if OPTIONS[key].secret else redact_text(value)
     typer.echo(f"{key} = {shown}  ({settings.config_path})")
 
 

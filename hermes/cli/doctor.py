@@ -7,9 +7,13 @@
 Checks, in order: `config` (settings load; config.toml readable and valid), `provider`
 (which provider `hermes chat` would use and why, or the exact ConfigError), `home`
 (HERMES_HOME exists with mode 0700), `state.db` (mode 0600), `database` (the session
-store opens and its integrity check passes), `endpoint` (the OpenAI-compatible endpoint
-answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured model).
-A check that cannot run because an earlier one failed is left out.
+store opens and its integrity check passes), `sandbox` (whether tool commands run in
+bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
+work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
+ENDPOINT_TIMEOUT seconds, and lists the configured model), then one `mcp NAME` check per
+configured MCP server (started and listed within its startup_timeout).
+A check that cannot run because an earlier one failed is left out. Credentials in URLs
+are masked in every detail.
 
 Exit 0 when nothing failed (warnings allowed), 1 when a check failed.
 `--json` prints a list of {"name": str, "ok": bool, "status": "ok"|"warning"|"failed",
@@ -28,9 +32,11 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from hermes.cli._common import print_json
+from hermes.redact import redact_text
 
 if TYPE_CHECKING:
     from hermes.agent.factory import ProviderChoice
+    from hermes.agent.mcp import McpServerStatus
     from hermes.config import Settings
 
 ENDPOINT_TIMEOUT = 5.0
@@ -51,10 +57,10 @@ class Check:
         return self.status != "failed"
 
     def line(self) -> str:
-        return f"{_MARKS[self.status]} {self.name}: {self.detail}"
+        return f"{_MARKS[self.status]} {self.name}: {redact_text(self.detail)}"
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "ok": self.ok, "status": self.status, "detail": self.detail}
+        return {"name": self.name, "ok": self.ok, "status": self.status, "detail": redact_text(self.detail)}
 
 
 def register(app: typer.Typer) -> None:
@@ -92,8 +98,39 @@ def run_checks() -> list[Check]:
     checks.append(provider_check)
     checks.append(_check_home(settings.home))
     checks.extend(_check_database(settings.state_db_path))
+    checks.append(_check_sandbox(settings))
     if choice is not None:
         checks.append(_check_endpoint(settings, choice))
+    checks.extend(_check_mcp(settings))
+    return checks
+
+
+def _check_mcp(settings: Settings) -> list[Check]:
+    """One check per configured MCP server: started, initialised and listed within its timeout."""
+    import asyncio
+
+    from hermes.agent.mcp import McpManager
+
+    manager = McpManager.from_settings(settings, cwd=Path.cwd())
+    if manager is None:
+        return []
+
+    async def statuses() -> list[McpServerStatus]:
+        try:
+            return await manager.start()
+        finally:
+            await manager.aclose()
+
+    checks = []
+    for status in asyncio.run(statuses()):
+        name = f"mcp {status.name}"
+        if status.status == "connected":
+            count = len(status.tools)
+            checks.append(Check(name, "ok", f"connected ({status.transport}), {count} tool{'s' if count != 1 else ''}"))
+        elif status.status == "disabled":
+            checks.append(Check(name, "ok", "disabled (enabled = false)"))
+        else:
+            checks.append(Check(name, "failed", f"{status.status}: {status.message}"))
     return checks
 
 
@@ -154,10 +191,23 @@ def _check_database(path: Path) -> list[Check]:
     return [*checks, Check("database", "ok", "integrity check ok")]
 
 
+def _check_sandbox(settings: Settings) -> Check:
+    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.errors import ConfigError
+
+    try:
+        state = resolve_sandbox(SandboxConfig.from_settings(settings))
+    except ConfigError as exc:
+        return Check("sandbox", "failed", str(exc))
+    if not state.active and state.mode == "auto":
+        return Check("sandbox", "warning", state.detail)
+    return Check("sandbox", "ok", state.detail)
+
+
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
     import asyncio
 
-    if choice.name != "openai":
+    if choice.kind != "openai":
         return Check("endpoint", "ok", f"{choice.name} provider (nothing to reach)")
     from hermes.agent.factory import build_provider
     from hermes.errors import HermesError

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - older typer
 
 from hermes import __version__
 from hermes.errors import HermesError
+from hermes.redact import redact_text
 
 
 class HermesGroup(TyperGroup):
@@ -44,7 +45,7 @@ class HermesGroup(TyperGroup):
                 raise
             _usage_error(exc)
         except HermesError as exc:
-            typer.echo(f"hermes: {exc}", err=True)
+            typer.echo(f"hermes: {redact_text(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code) from None
 
 
@@ -80,11 +81,12 @@ def root(
 
 
 def _register() -> None:
-    from hermes.cli import chat, config_cmd, doctor, sessions
+    from hermes.cli import chat, config_cmd, doctor, mcp_cmd, sessions
 
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(mcp_cmd.app, name="mcp")
     doctor.register(app)
     try:
         from hermes.cli import serve

@@ -70,16 +70,22 @@ def serve(
     except UsageError as exc:
         _say(f"hermes serve: {exc}")
         raise typer.Exit(exc.exit_code) from None
-    from hermes.agent.factory import choose_provider
+    from hermes.agent.factory import choose_provider, prepare_provider
+    from hermes.agent.sandbox import sandbox_notice
+    from hermes.cli._progress import rich_progress
     from hermes.server.app import create_app
 
-    notice = choose_provider(settings).notice
-    if notice:
-        _say(f"hermes serve: {notice}")
+    choice = choose_provider(settings)
+    if choice.notice:
+        _say(f"hermes serve: {choice.notice}")
+    sandbox = sandbox_notice(settings)  # raises for `sandbox = on` without a working bwrap
+    with rich_progress() as progress:  # the app builds the agent; the slow part is done here
+        prepare_provider(settings, choice, progress)
     app = create_app(settings)
     import asyncio
 
-    code = asyncio.run(run_server(app, settings.server_host, settings.server_port))
+    after_ready = (f"hermes serve: {sandbox}",) if sandbox else ()
+    code = asyncio.run(run_server(app, settings.server_host, settings.server_port, notices=after_ready))
     if code:
         raise typer.Exit(code)
 
@@ -115,8 +121,11 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-async def run_server(app: web.Application, host: str, port: int) -> int:
-    """Serve `app` until SIGTERM/SIGINT; returns the process exit code."""
+async def run_server(app: web.Application, host: str, port: int, *, notices: tuple[str, ...] = ()) -> int:
+    """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
+
+    `notices` are printed right after the listening line (which stays the first line).
+    """
     import asyncio
     import signal
 
@@ -142,6 +151,8 @@ async def run_server(app: web.Application, host: str, port: int) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     _say(f"hermes serve: listening on {_url(host, bound)}")
+    for line in notices:
+        _say(line)
     try:
         await stop.wait()
     finally:
@@ -155,5 +166,7 @@ async def run_server(app: web.Application, host: str, port: int) -> int:
 
 
 def _say(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    from hermes.redact import redact_text
+
+    sys.stderr.write(redact_text(line) + "\n")
     sys.stderr.flush()

@@ -10,8 +10,10 @@ factory opens itself are closed by the app's cleanup context.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -33,6 +35,8 @@ from hermes.server.state import (
     TurnLimiter,
 )
 from hermes.store.responses import ResponseStore
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -64,10 +68,13 @@ def create_app(
         settings.ensure_home()
         responses = ResponseStore(settings.response_db_path, max_size=settings.server_response_store_size)
         owned.append(responses)
+    mcp = None
     if agent is None:
         from hermes.agent.factory import build_agent
+        from hermes.agent.mcp import McpManager
 
         agent = build_agent(settings, sessions)
+        mcp = McpManager.from_settings(settings, cwd=Path.cwd())
 
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
@@ -81,12 +88,18 @@ def create_app(
     app.on_response_prepare.append(on_response_prepare)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
+        if mcp is not None:  # before the socket is bound, so the first request has the tools
+            for status in await mcp.start(agent.tools):
+                if status.failed:
+                    log.warning("hermes serve: %s", status.line())
         yield
         for task in list(app[BACKGROUND]):
             task.cancel()
         for task in list(app[BACKGROUND]):
             with contextlib.suppress(BaseException):
                 await task
+        if mcp is not None:
+            await mcp.aclose()
         for resource in owned:
             resource.close()
 

@@ -28,16 +28,18 @@ import asyncio
 import contextlib
 import logging
 import os
-import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hermes.agent.events import AgentEvent, ApprovalRequested, TurnCompleted, TurnStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
+from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.errors import HermesError
-from hermes.store.runs import TERMINAL_STATES, RunRecord, RunStore
+from hermes.ids import new_run_id
+from hermes.store.run_store import TERMINAL_STATES, RunRecord, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +51,6 @@ APPROVAL_TIMEOUT_SECONDS = 300.0
 PRUNE_INTERVAL_SECONDS = 3600.0
 """How often (at most) settling a run also prunes expired rows from the run store."""
 APPROVAL_CHOICES: tuple[str, ...] = ("once", "session", "deny")
-
-
-def new_run_id() -> str:
-    return "run_" + secrets.token_hex(16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +110,8 @@ class Run:
     closed: bool = False
     """True once the log is complete (the terminal events are in it)."""
     task: asyncio.Task[None] | None = None
+    interrupt: TurnInterrupt = field(default_factory=TurnInterrupt)
+    """Stops the run's turn; it still settles through the engine's final TurnCompleted."""
     approvals: dict[str, PendingApproval] = field(default_factory=dict)
     settled_at: float | None = None
     stop_requested: bool = False
@@ -395,8 +395,9 @@ class RunRegistry:
             return
         run.stop_requested = True
         run.set_status("stopping")
-        if run.task is not None and not run.task.done():
-            run.task.cancel()
+        run.interrupt.interrupt()
+        if not run.interrupt.listened and run.task is not None and not run.task.done():
+            run.task.cancel()  # no turn is listening (not started yet): stop the task itself
 
     async def wait(self, run: Run) -> None:
         """Wait until the run has settled (does not cancel it if the waiter is cancelled)."""
@@ -414,11 +415,14 @@ class RunRegistry:
         live = [run for run in self._runs.values() if run.active]
         for run in live:
             run.status = "stopping"
-            if run.task is not None and not run.task.done():
+            run.interrupt.interrupt(SERVER_SHUTDOWN, "the server is shutting down")
+            if not run.interrupt.listened and run.task is not None and not run.task.done():
                 run.task.cancel()
         tasks = [run.task for run in live if run.task is not None]
         if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+            _, stuck = await asyncio.wait(tasks, timeout=timeout)
+            for task in stuck:  # the engine did not wind down in time: cancel outright
+                task.cancel()
         ids = []
         for run in live:
             if not run.closed:
@@ -461,7 +465,7 @@ class EventTranslator(Protocol):
 class TurnRunner(Protocol):
     """What a run needs from the engine (`hermes.agent.engine.Agent` satisfies it)."""
 
-    def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]: ...
+    def run_turn(self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None) -> AsyncIterator[AgentEvent]: ...
 
 
 def run_status_for(result: TurnResult, *, shutting_down: bool) -> str:
@@ -494,7 +498,7 @@ async def drive_turn(
     translator.on_start(run)
     result: TurnResult | None = None
     try:
-        async for event in agent.run_turn(request):
+        async for event in agent.run_turn(request, interrupt=run.interrupt):
             if isinstance(event, TurnCompleted):
                 result = event.result
                 continue

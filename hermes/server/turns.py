@@ -2,9 +2,10 @@
 
 `TurnStream` runs ``agent.run_turn(request)`` in a task of its own and hands its events
 to the handler through a queue, so a handler can stop the turn from anywhere
-(``turn.cancel()`` — e.g. from an ``SSEStream.on_disconnect`` callback) and still
-receive the final ``TurnCompleted`` (status ``interrupted``) the engine emits on
-cancellation.
+(``turn.cancel()`` — e.g. from an ``SSEStream.on_disconnect`` callback — which calls the
+turn's `TurnInterrupt`) and still receive the final ``TurnCompleted`` (status
+``interrupted``) the engine emits then. ``aclose()`` cancels the task: the engine cleans
+up and no final event follows.
 
 `Outcome.of(result)` maps a `TurnResult` to the OpenAI-facing outcome (finish_reason,
 the ``hermes`` block, the X-Hermes-* headers) shared by chat completions and responses.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.agent.events import AgentEvent, Retrying, Status, StreamStalled, TurnCompleted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.prompt import default_system_prompt
 from hermes.agent.types import TurnRequest, TurnResult, Usage
 
@@ -46,10 +48,11 @@ class TurnStream:
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self.result: TurnResult | None = None
         self._failure: TurnCrashed | None = None
+        self.interrupt = TurnInterrupt()
         self.task = asyncio.create_task(self._pump(), name="hermes-turn")
 
     async def _pump(self) -> None:
-        agen = self._agent.run_turn(self._request)
+        agen = self._agent.run_turn(self._request, interrupt=self.interrupt)
         try:
             async for event in agen:
                 if isinstance(event, TurnCompleted):
@@ -68,9 +71,11 @@ class TurnStream:
                 await self._queue.put(_END)
 
     def cancel(self) -> None:
-        """Interrupt the turn (upstream request closed, tools killed); idempotent."""
-        if not self.task.done():
-            self.task.cancel()
+        """Interrupt the turn (upstream request closed, tools killed); idempotent.
+
+        The events still end with TurnCompleted (status ``interrupted``).
+        """
+        self.interrupt.interrupt()
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """The turn's events, ending after TurnCompleted; raises TurnCrashed if the engine failed."""
@@ -90,7 +95,8 @@ class TurnStream:
 
     async def aclose(self) -> None:
         """Cancel if still running and wait for the task to finish its cleanup."""
-        self.cancel()
+        if not self.task.done():
+            self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from hermes.agent.types import ChatMessage
+from hermes.messages import ChatMessage
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,183 +1,82 @@
-"""Schema migrations for the session database (`state.db`).
+"""Schema migrations: one mechanism for every SQLite database hermes keeps.
 
-Migrations are an ordered list of functions, registered with `@migration` in the order
-they appear in this module. Invariants:
+Each database declares its schema history as a `Migrations` list of functions, registered
+with `@<list>.migration` in the order they must run (`session_schema.SESSION_MIGRATIONS`
+for state.db, `responses.RESPONSE_MIGRATIONS`, `run_store.RUN_MIGRATIONS`). `migrate()`
+brings a connection up to date and records what it applied in the database itself.
 
-- A migration is identified by its function name (`m001_sessions`, …); names never change
-  once released, and new migrations are only ever appended.
+Invariants:
+
+- A migration is identified by its function name (`m001_sessions`, …), unique within its
+  list; names never change once released, and new migrations are only ever appended.
 - `migrate()` applies each pending migration exactly once, inside its own
   `BEGIN IMMEDIATE` transaction, and records its name in `_migrations` in that same
-  transaction: a crash leaves the database either before or after a whole migration.
+  transaction: a crash leaves the database either before or after a whole migration, and
+  two processes opening the same file cannot both apply one.
 - Migrations only use `Connection.execute` (never `executescript`, which would commit the
   surrounding transaction).
-
-Schema summary (after all migrations):
-
-    sessions            one row per conversation; counters are maintained by the store
-    messages            one row per OpenAI message, `id` grows monotonically (AUTOINCREMENT)
-    messages_fts_source view: the searchable text of each message
-    messages_fts        FTS5 external-content index over messages_fts_source, kept in
-                        sync by triggers on `messages`
+- A database's first migration may use `CREATE … IF NOT EXISTS` only to adopt files
+  written before migrations were recorded, and then repeats that old DDL exactly; every
+  later migration assumes the schema its predecessors left.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+__all__ = ["Migration", "Migrations", "applied_migrations", "execute_all", "migrate"]
 
 Migration = Callable[[sqlite3.Connection], None]
 
-MIGRATIONS: list[Migration] = []
-"""Every migration, in the order it must run."""
+
+class Migrations:
+    """The ordered schema history of one database."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        """The database this history belongs to (e.g. "state.db"), for messages."""
+        self._steps: list[Migration] = []
+
+    def migration(self, fn: Migration) -> Migration:
+        """Register `fn` as the next migration (a decorator)."""
+        if fn.__name__ in self.names:
+            raise ValueError(f"{self.database}: migration {fn.__name__} is registered twice")
+        self._steps.append(fn)
+        return fn
+
+    @property
+    def names(self) -> list[str]:
+        return [fn.__name__ for fn in self._steps]
+
+    def __iter__(self) -> Iterator[Migration]:
+        return iter(list(self._steps))
+
+    def __len__(self) -> int:
+        return len(self._steps)
 
 
-def migration(fn: Migration) -> Migration:
-    """Register `fn` as the next migration."""
-    MIGRATIONS.append(fn)
-    return fn
-
-
-def _execute_all(db: sqlite3.Connection, statements: tuple[str, ...]) -> None:
+def execute_all(db: sqlite3.Connection, statements: tuple[str, ...]) -> None:
+    """Run each statement in order (inside the caller's transaction)."""
     for statement in statements:
         db.execute(statement)
 
 
-@migration
-def m001_sessions(db: sqlite3.Connection) -> None:
-    _execute_all(
-        db,
-        (
-            """
-            CREATE TABLE sessions (
-                id TEXT PRIMARY KEY,
-                source TEXT NOT NULL,
-                title TEXT,
-                model TEXT,
-                parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
-                started_at REAL NOT NULL,
-                updated_at REAL NOT NULL,
-                ended_at REAL,
-                end_reason TEXT,
-                message_count INTEGER NOT NULL DEFAULT 0,
-                tool_call_count INTEGER NOT NULL DEFAULT 0,
-                input_tokens INTEGER NOT NULL DEFAULT 0,
-                output_tokens INTEGER NOT NULL DEFAULT 0,
-                system_prompt TEXT
-            )
-            """,
-            # Listing is "newest activity first"; the implicit rowid in each index entry
-            # breaks ties in insertion order.
-            "CREATE INDEX sessions_updated_at ON sessions(updated_at)",
-            "CREATE INDEX sessions_source_updated_at ON sessions(source, updated_at)",
-            "CREATE INDEX sessions_parent ON sessions(parent_session_id)",
-            # Range scans "title >= 'x #' AND title < 'x $'" find lineage titles.
-            "CREATE INDEX sessions_title ON sessions(title)",
-        ),
-    )
-
-
-@migration
-def m002_messages(db: sqlite3.Connection) -> None:
-    _execute_all(
-        db,
-        (
-            """
-            CREATE TABLE messages (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-                role TEXT NOT NULL,
-                content TEXT,
-                content_is_parts INTEGER NOT NULL DEFAULT 0,
-                parts_text TEXT,
-                tool_calls TEXT,
-                tool_call_id TEXT,
-                tool_name TEXT,
-                reasoning TEXT,
-                finish_reason TEXT,
-                timestamp REAL NOT NULL,
-                token_count INTEGER
-            )
-            """,
-            "CREATE INDEX messages_session ON messages(session_id, id)",
-        ),
-    )
-
-
-# The searchable text of a message: plain content as is; for a content-part list the
-# store writes the `text` of its parts to `parts_text`; tool results only up to their
-# first 8,192 characters (large tool outputs would swamp the index). The view must stay
-# free of table-valued functions such as json_each: FTS5's integrity-check cannot read
-# an external-content view that uses one.
-_SEARCH_BODY = """
-    CASE
-        WHEN m.content_is_parts THEN m.parts_text
-        WHEN m.role = 'tool' THEN substr(m.content, 1, 8192)
-        ELSE m.content
-    END
-"""
-
-
-@migration
-def m003_messages_fts(db: sqlite3.Connection) -> None:
-    # Every message has exactly one row in messages_fts (possibly without tokens). The
-    # view is the single definition of the indexed text: the triggers read it both to
-    # add a row and, before a row goes away, to remove exactly what was indexed.
-    _execute_all(
-        db,
-        (
-            f"""
-            CREATE VIEW messages_fts_source AS
-            SELECT m.id AS id, {_SEARCH_BODY} AS body FROM messages AS m
-            """,
-            """
-            CREATE VIRTUAL TABLE messages_fts USING fts5(
-                body,
-                content='messages_fts_source',
-                content_rowid='id',
-                tokenize='porter unicode61 remove_diacritics 2'
-            )
-            """,
-            """
-            CREATE TRIGGER messages_fts_after_insert AFTER INSERT ON messages BEGIN
-                INSERT INTO messages_fts(rowid, body)
-                SELECT id, body FROM messages_fts_source WHERE id = new.id;
-            END
-            """,
-            """
-            CREATE TRIGGER messages_fts_before_delete BEFORE DELETE ON messages BEGIN
-                INSERT INTO messages_fts(messages_fts, rowid, body)
-                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
-            END
-            """,
-            """
-            CREATE TRIGGER messages_fts_before_update
-            BEFORE UPDATE OF content, content_is_parts, parts_text, role ON messages BEGIN
-                INSERT INTO messages_fts(messages_fts, rowid, body)
-                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
-            END
-            """,
-            """
-            CREATE TRIGGER messages_fts_after_update
-            AFTER UPDATE OF content, content_is_parts, parts_text, role ON messages BEGIN
-                INSERT INTO messages_fts(rowid, body)
-                SELECT id, body FROM messages_fts_source WHERE id = new.id;
-            END
-            """,
-        ),
+def _ensure_ledger(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
 
 
 def applied_migrations(db: sqlite3.Connection) -> list[str]:
     """Names recorded in `_migrations`, in the order they were applied."""
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-    )
+    _ensure_ledger(db)
     rows = db.execute("SELECT name FROM _migrations ORDER BY rowid").fetchall()
-    return [name for (name,) in rows]
+    return [str(name) for (name,) in rows]
 
 
-def migrate(db: sqlite3.Connection) -> list[str]:
+def migrate(db: sqlite3.Connection, migrations: Migrations) -> list[str]:
     """Apply every pending migration; return the names applied now (empty when up to date).
 
     `db` must be in autocommit mode (`isolation_level=None`) with no open transaction.
@@ -186,7 +85,7 @@ def migrate(db: sqlite3.Connection) -> list[str]:
     """
     done = set(applied_migrations(db))
     applied: list[str] = []
-    for fn in MIGRATIONS:
+    for fn in migrations:
         name = fn.__name__
         if name in done:
             continue

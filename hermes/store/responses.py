@@ -8,71 +8,101 @@ the newest response id of that conversation; a mapping disappears with the respo
 points at (on delete and on eviction), so a reused name simply starts a new
 conversation.
 
-The database file (and its WAL/SHM side files) is created owner-only (0600) whatever
-the umask. ``path=":memory:"`` keeps everything in memory (tests).
+The database is opened by `sqlite_file.open_sqlite_file` (created 0600 whatever the umask,
+WAL) and its schema is `RESPONSE_MIGRATIONS`. ``path=":memory:"`` keeps everything in
+memory (tests). `sqlite3` exceptions never leave this module: they become `StoreError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hermes.errors import StoreError
+from hermes.store.migrations import Migrations, execute_all
+from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    response_id TEXT PRIMARY KEY,
-    data        TEXT NOT NULL,
-    accessed_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS responses_accessed ON responses(accessed_at);
-CREATE TABLE IF NOT EXISTS conversations (
-    name        TEXT PRIMARY KEY,
-    response_id TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS conversations_response ON conversations(response_id);
-"""
+__all__ = ["RESPONSE_MIGRATIONS", "ResponseStore"]
+
+RESPONSE_MIGRATIONS = Migrations("response_store.db")
+"""Every response_store.db migration, in the order it must run."""
 
 
-def _create_owner_only(path: Path) -> None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
-    os.chmod(path, 0o600)
+@RESPONSE_MIGRATIONS.migration
+def m001_responses(db: sqlite3.Connection) -> None:
+    # IF NOT EXISTS adopts files written before migrations were recorded (same DDL).
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE IF NOT EXISTS responses (
+                response_id TEXT PRIMARY KEY,
+                data        TEXT NOT NULL,
+                accessed_at INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS responses_accessed ON responses(accessed_at)",
+            """
+            CREATE TABLE IF NOT EXISTS conversations (
+                name        TEXT PRIMARY KEY,
+                response_id TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS conversations_response ON conversations(response_id)",
+        ),
+    )
 
 
 class ResponseStore:
-    """See the module docstring."""
+    """See the module docstring.
 
-    def __init__(self, path: str | Path = ":memory:", *, max_size: int = 1000) -> None:
+    Args:
+        path: the database file (created 0600, with its folder 0700, when missing), or
+            ":memory:".
+        max_size: how many responses to keep (least recently used ones are evicted).
+
+    Raises:
+        StoreError: the file cannot be created, is not a database, or is damaged.
+    """
+
+    def __init__(self, path: str | Path = MEMORY, *, max_size: int = 1000) -> None:
         if max_size < 1:
             raise ValueError("max_size must be at least 1")
         self.max_size = max_size
-        self.path = None if str(path) == ":memory:" else Path(path)
-        try:
-            if self.path is not None:
-                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                _create_owner_only(self.path)
-            self._db = sqlite3.connect(str(path), isolation_level=None)
-            if self.path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            if self.path is not None:
-                self._secure_sidecars()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open response store {path}: {exc}") from exc
-        row = self._db.execute("SELECT COALESCE(MAX(accessed_at), 0) FROM responses").fetchone()
+        opened = open_sqlite_file(path, RESPONSE_MIGRATIONS, what="response store")
+        self.path = opened.path
+        self._label = opened.label
+        self._db = opened.connection
+        self.applied_migrations = opened.applied_migrations
+        """Migrations this open applied (empty when the schema was already current)."""
+        with self._errors():
+            row = self._db.execute("SELECT COALESCE(MAX(accessed_at), 0) FROM responses").fetchone()
         self._clock = int(row[0])
 
-    def _secure_sidecars(self) -> None:
-        assert self.path is not None
-        for suffix in ("-wal", "-shm"):
-            sidecar = self.path.with_name(self.path.name + suffix)
-            if sidecar.exists():
-                os.chmod(sidecar, 0o600)
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"response store {self._label}: {describe_sqlite_error(exc)}") from exc
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed when the block exits cleanly."""
+        with self._errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
 
     def _tick(self) -> int:
         self._clock += 1
@@ -82,7 +112,10 @@ class ResponseStore:
 
     def get(self, response_id: str) -> dict[str, Any] | None:
         """The record, refreshed as most recently used; None when unknown (or corrupt)."""
-        row = self._db.execute("SELECT data FROM responses WHERE response_id = ?", (response_id,)).fetchone()
+        with self._errors():
+            row = self._db.execute(
+                "SELECT data FROM responses WHERE response_id = ?", (response_id,)
+            ).fetchone()
         if row is None:
             return None
         try:
@@ -90,52 +123,61 @@ class ResponseStore:
         except json.JSONDecodeError:
             self.delete(response_id)
             return None
-        self._db.execute("UPDATE responses SET accessed_at = ? WHERE response_id = ?", (self._tick(), response_id))
+        with self._errors():
+            self._db.execute(
+                "UPDATE responses SET accessed_at = ? WHERE response_id = ?",
+                (self._tick(), response_id),
+            )
         return data if isinstance(data, dict) else None
 
     def put(self, response_id: str, record: dict[str, Any]) -> None:
         """Insert or replace, then evict the least recently used beyond max_size."""
         data = json.dumps(record)
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.execute(
+        with self._write() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO responses(response_id, data, accessed_at) VALUES (?, ?, ?)",
                 (response_id, data, self._tick()),
             )
-            (count,) = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
+            (count,) = db.execute("SELECT COUNT(*) FROM responses").fetchone()
             excess = count - self.max_size
             if excess > 0:
                 victims = [
-                    r[0]
-                    for r in self._db.execute(
-                        "SELECT response_id FROM responses ORDER BY accessed_at ASC LIMIT ?", (excess,)
-                    )
+                    (victim,)
+                    for (victim,) in db.execute(
+                        "SELECT response_id FROM responses ORDER BY accessed_at ASC LIMIT ?",
+                        (excess,),
+                    ).fetchall()
                 ]
-                self._db.executemany("DELETE FROM responses WHERE response_id = ?", [(v,) for v in victims])
-                self._db.executemany("DELETE FROM conversations WHERE response_id = ?", [(v,) for v in victims])
+                db.executemany("DELETE FROM responses WHERE response_id = ?", victims)
+                db.executemany("DELETE FROM conversations WHERE response_id = ?", victims)
 
     def delete(self, response_id: str) -> bool:
         """Remove a record and every conversation name pointing at it."""
-        with self._db:
-            self._db.execute("BEGIN")
-            cur = self._db.execute("DELETE FROM responses WHERE response_id = ?", (response_id,))
-            self._db.execute("DELETE FROM conversations WHERE response_id = ?", (response_id,))
-        return cur.rowcount > 0
+        with self._write() as db:
+            cursor = db.execute("DELETE FROM responses WHERE response_id = ?", (response_id,))
+            db.execute("DELETE FROM conversations WHERE response_id = ?", (response_id,))
+        return cursor.rowcount > 0
 
     def __len__(self) -> int:
-        (count,) = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
+        with self._errors():
+            (count,) = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
         return int(count)
 
     # ---- conversation names -----------------------------------------------------------
 
     def get_conversation(self, name: str) -> str | None:
-        row = self._db.execute("SELECT response_id FROM conversations WHERE name = ?", (name,)).fetchone()
+        with self._errors():
+            row = self._db.execute(
+                "SELECT response_id FROM conversations WHERE name = ?", (name,)
+            ).fetchone()
         return None if row is None else str(row[0])
 
     def set_conversation(self, name: str, response_id: str) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO conversations(name, response_id) VALUES (?, ?)", (name, response_id)
-        )
+        with self._errors():
+            self._db.execute(
+                "INSERT OR REPLACE INTO conversations(name, response_id) VALUES (?, ?)",
+                (name, response_id),
+            )
 
     def close(self) -> None:
         self._db.close()

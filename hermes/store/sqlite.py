@@ -2,13 +2,13 @@
 
 Invariants:
 
-- The database file is created with mode 0600 (its folder 0700 when we create it) before
-  SQLite opens it; the `-wal`/`-shm` sidecars are set to 0600 after opening.
-- One connection per store, in autocommit mode, WAL journal, `synchronous=NORMAL`,
-  foreign keys on, a busy timeout. Every write method is one `BEGIN IMMEDIATE … COMMIT`
-  transaction: when it returns the write is in the WAL and survives a crash of the
-  process (the OS holds it); only a power loss can drop the newest commits. FULL would
-  fsync every message and costs ~4 ms per write here, on the event loop.
+- The file is opened by `sqlite_file.open_sqlite_file` (created 0600, folder 0700, WAL,
+  `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `session_schema`).
+- One connection per store, in autocommit mode. Every write method is one
+  `BEGIN IMMEDIATE … COMMIT` transaction: when it returns the write is in the WAL and
+  survives a crash of the process (the OS holds it); only a power loss can drop the
+  newest commits. FULL would fsync every message and costs ~4 ms per write here, on the
+  event loop.
 - Every call holds one re-entrant lock for its whole duration, so the store may be used
   from the asyncio loop thread and from `asyncio.to_thread` workers alike.
 - `sessions.message_count` equals the number of the session's rows in `messages`, and
@@ -16,8 +16,8 @@ Invariants:
 - `updated_at` ("newest activity") moves on create, append, rename, end and fork. The
   store's clock never repeats or goes back, so through one store later activity always
   sorts first; equal times (other writers) fall back to insertion order.
-- Session ids default to `YYYYMMDD_HHMMSS_<6 hex>` (UTC creation time plus 24 random
-  bits): unique in practice, and they sort by creation time.
+- Session ids default to `hermes.ids.new_session_id()` (`YYYYMMDD_HHMMSS_<6 hex>`): unique
+  in practice (a collision is retried), and they sort by creation time.
 - `sqlite3` exceptions never leave this module: they become `StoreError` with a one-line
   message naming the database file.
 """
@@ -28,26 +28,21 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import fields, replace
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from hermes.agent.types import ChatMessage
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
+from hermes.ids import new_session_id, short_session_id
+from hermes.messages import ChatMessage
 from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreStats
-from hermes.store.migrations import migrate
+from hermes.store.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 
-MEMORY = ":memory:"
-BUSY_TIMEOUT_MS = 5_000
-FILE_MODE = 0o600
-DIR_MODE = 0o700
 SNIPPET_TOKENS = 16
 RANK_WINDOW = 20_000
 """search() ranks at most this many of the newest matching messages."""
@@ -70,13 +65,6 @@ _MESSAGE_COLUMNS = (
 
 # "<base> #<n>": a title in a fork lineage.
 _NUMBERED_TITLE = re.compile(r"^(?P<base>.*\S) #(?P<n>[0-9]{1,9})$", re.DOTALL)
-_DEFAULT_ID = re.compile(r"^[0-9]{8}_[0-9]{6}_(?P<suffix>[0-9a-f]{6})$")
-
-
-def new_session_id(now: float | None = None) -> str:
-    """A fresh `YYYYMMDD_HHMMSS_<6 hex>` id (UTC)."""
-    moment = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
-    return f"{moment:%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
 
 
 def fts_query(text: str) -> str:
@@ -151,14 +139,6 @@ def _message_from_row(row: tuple[Any, ...]) -> MessageRecord:
     )
 
 
-def _describe(exc: sqlite3.Error) -> str:
-    """One line for a sqlite3 error; damage (a bare DatabaseError) gets a pointer to doctor."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if type(exc) is sqlite3.DatabaseError:
-        text += " (run `hermes doctor`)"
-    return text
-
-
 def _fresh_session(
     session_id: str,
     now: float,
@@ -195,31 +175,6 @@ def _clean_title(title: str | None) -> str | None:
     return title or None
 
 
-def _short_id(session_id: str) -> str:
-    match = _DEFAULT_ID.match(session_id)
-    return match["suffix"] if match else session_id[:8]
-
-
-def _create_private_file(path: Path) -> None:
-    """Create `path` (and its folder) private to the owner, unless it already exists."""
-    if not path.parent.exists():
-        path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    except FileExistsError:
-        return
-    os.close(fd)
-    os.chmod(path, FILE_MODE)  # the umask may have cleared bits; make the mode exact
-
-
-def _chmod_sidecars(path: Path) -> None:
-    for suffix in ("-wal", "-shm"):
-        sidecar = path.with_name(path.name + suffix)
-        with contextlib.suppress(FileNotFoundError, PermissionError):
-            if stat.S_IMODE(sidecar.stat().st_mode) != FILE_MODE:
-                os.chmod(sidecar, FILE_MODE)
-
-
 class SqliteSessionStore:
     """Sessions and messages in one SQLite file (or `:memory:`), searchable with FTS5.
 
@@ -232,44 +187,19 @@ class SqliteSessionStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] = MEMORY) -> None:
-        self._path = None if str(path) == MEMORY else Path(path).expanduser()
-        self._label = MEMORY if self._path is None else str(self._path)
+        # Used from the loop thread and worker threads alike; `_lock` serialises every call.
+        opened = open_sqlite_file(
+            path, SESSION_MIGRATIONS, what="session database", check_same_thread=False
+        )
+        self._path = opened.path
+        self._label = opened.label
         self._lock = threading.RLock()
         self._clock = _Clock()
-        self.applied_migrations: list[str] = []
+        self.applied_migrations: list[str] = opened.applied_migrations
         """Migrations this open applied (empty when the schema was already current)."""
-        self._db: sqlite3.Connection | None = self._open()
+        self._db: sqlite3.Connection | None = opened.connection
 
     # -- connection ------------------------------------------------------------------
-
-    def _open(self) -> sqlite3.Connection:
-        try:
-            if self._path is not None:
-                _create_private_file(self._path)
-        except OSError as exc:
-            raise StoreError(f"cannot create session database {self._label}: {exc}") from exc
-        db: sqlite3.Connection | None = None
-        try:
-            db = sqlite3.connect(
-                self._label,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-            )
-            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            self.applied_migrations = migrate(db)
-        except sqlite3.Error as exc:
-            if db is not None:
-                db.close()
-            raise StoreError(
-                f"cannot open session database {self._label}: {_describe(exc)}"
-            ) from exc
-        if self._path is not None:
-            _chmod_sidecars(self._path)
-        return db
 
     @property
     def path(self) -> Path | None:
@@ -302,7 +232,7 @@ class SqliteSessionStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise StoreError(f"session database {self._label}: {_describe(exc)}") from exc
+            raise StoreError(f"session database {self._label}: {describe_sqlite_error(exc)}") from exc
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
@@ -319,7 +249,7 @@ class SqliteSessionStore:
             self._db.close()
             self._db = None
 
-    def __enter__(self) -> SqliteSessionStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -592,7 +522,7 @@ class SqliteSessionStore:
                 upto = at_message_id
             child_title = _clean_title(title)
             if child_title is None:
-                base = parent.title or f"Session {_short_id(parent.id)}"
+                base = parent.title or f"Session {short_session_id(parent.id)}"
                 match = _NUMBERED_TITLE.match(base)
                 child_title = self._next_lineage_title(db, match["base"] if match else base)
 
@@ -741,7 +671,7 @@ class SqliteSessionStore:
                         "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
                     )
                 except sqlite3.DatabaseError as exc:
-                    return f"search index: {_describe(exc)}"
+                    return f"search index: {describe_sqlite_error(exc)}"
                 (bad,) = db.execute(
                     "SELECT count(*) FROM sessions AS s WHERE s.message_count != "
                     "(SELECT count(*) FROM messages AS m WHERE m.session_id = s.id)"
@@ -749,7 +679,7 @@ class SqliteSessionStore:
                 if bad:
                     return f"counters: {bad} session(s) have a message_count that does not match"
             except sqlite3.Error as exc:
-                return f"database: {_describe(exc)}"
+                return f"database: {describe_sqlite_error(exc)}"
         return "ok"
 
     def optimize(self) -> None:

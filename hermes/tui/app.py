@@ -2,9 +2,10 @@
 
 Layout (top to bottom): status bar, transcript, activity line, command completions,
 prompt, footer. A turn runs in an exclusive worker that iterates `agent.run_turn(...)`
-and hands each event to a `TurnRenderer`; Esc (or Ctrl+C) cancels that worker, which is
-how the engine is interrupted. If the engine has not finished one second after an
-interrupt, the UI marks the turn interrupted anyway and is usable again.
+and hands each event to a `TurnRenderer`; Esc (or Ctrl+C) calls the turn's `TurnInterrupt`,
+and the engine winds the turn down and ends it with TurnCompleted("interrupted"). If the
+engine has not finished one second after an interrupt, the UI marks the turn interrupted
+anyway, cancels the worker (the engine still cleans up) and is usable again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import on, work
@@ -22,6 +23,7 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from hermes.agent.events import TurnStarted
+from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.config import Settings
 from hermes.errors import HermesError
@@ -42,6 +44,7 @@ from hermes.tui.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
     from hermes.agent.engine import Agent
+    from hermes.agent.mcp import McpManager
 
 HISTORY_PAGE = 16
 """Messages rendered when a session opens (a screenful or more); older ones load when the
@@ -103,12 +106,16 @@ class HermesApp(App[int]):
         self.theme = theme or DARK_THEME
         self.pending_title: str | None = None
         self.turn_worker: Worker[None] | None = None
+        self.turn_interrupt: TurnInterrupt | None = None
         self.renderer: TurnRenderer | None = None
         self.last_result: TurnResult | None = None
         self._older: list[MessageRecord] = []
         self._last_ctrl_c = 0.0
         self.startup_notice: str | None = None
         """Shown once in the transcript when the app starts (e.g. which provider is in use)."""
+        self.mcp: McpManager | None = None
+        """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
+        self.mcp_worker: Worker[None] | None = None
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -150,6 +157,8 @@ class HermesApp(App[int]):
         self.status_bar.yolo = self.settings.yolo
         if self.startup_notice:
             self.say(self.startup_notice)
+        if self.mcp is not None:
+            self.mcp_worker = self.run_worker(self._start_mcp(self.mcp), group="mcp", exit_on_error=False)
         if self.session_id is not None:
             self.open_session(self.session_id)
         self.chat_input.focus()
@@ -178,7 +187,9 @@ class HermesApp(App[int]):
     def send(self, text: str) -> Worker[None]:
         """Show the prompt and start a turn for it."""
         renderer = self.begin_turn(text)
-        self.turn_worker = self._run_turn(text, renderer)
+        self.turn_interrupt = TurnInterrupt()
+        # textual types a decorated coroutine's worker as Worker[Never]
+        self.turn_worker = cast("Worker[None]", self._run_turn(text, renderer, self.turn_interrupt))
         return self.turn_worker
 
     def begin_turn(self, text: str) -> TurnRenderer:
@@ -197,7 +208,7 @@ class HermesApp(App[int]):
         return self.renderer
 
     @work(exclusive=True, group="turn", exit_on_error=False)
-    async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
+    async def _run_turn(self, text: str, renderer: TurnRenderer, interrupt: TurnInterrupt) -> None:
         request = TurnRequest(
             input=text,
             session_id=self.session_id,
@@ -208,8 +219,9 @@ class HermesApp(App[int]):
             cwd=self.cwd,
         )
         try:
-            # The loop body must not await: cancellation has to land inside the engine.
-            async for event in self.agent.run_turn(request):
+            if self.mcp_worker is not None and not self.mcp_worker.is_finished:
+                await self.mcp_worker.wait()  # the first turn gets the MCP tools
+            async for event in self.agent.run_turn(request, interrupt=interrupt):
                 renderer.handle(event)
         except asyncio.CancelledError:
             renderer.interrupted()
@@ -254,17 +266,20 @@ class HermesApp(App[int]):
         if self.menu.visible:
             self.menu.hide()
             return
-        if not self.turn_running or self.turn_worker is None:
+        if not self.turn_running or self.turn_worker is None or self.turn_interrupt is None:
             return
-        renderer = self.renderer
+        renderer, worker = self.renderer, self.turn_worker
         self.activity.set_phase("interrupting", waiting_for_model=False, warning=True)
-        self.turn_worker.cancel()
-        self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer))
+        self.turn_interrupt.interrupt()
+        self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer, worker))
 
-    def _force_interrupted(self, renderer: TurnRenderer | None) -> None:
+    def _force_interrupted(self, renderer: TurnRenderer | None, worker: Worker[None]) -> None:
+        """The engine did not finish within the grace: stop waiting for it."""
         if renderer is not None and renderer is self.renderer and not renderer.done:
             renderer.interrupted()
             self._turn_finished()
+        if worker.is_running:
+            worker.cancel()
 
     def action_ctrl_c(self) -> None:
         now = time.monotonic()
@@ -534,6 +549,31 @@ class HermesApp(App[int]):
             self.theme = DARK_THEME if arg == "dark" else LIGHT_THEME
         else:
             self.action_toggle_theme()
+
+    async def _start_mcp(self, mcp: McpManager) -> None:
+        statuses = await mcp.start(self.agent.tools)
+        for status in statuses:
+            if status.failed:
+                self.say(f"✗ {status.line()}", "warning")
+        connected = [f"{s.name} ({len(s.tools)} tool{'s' if len(s.tools) != 1 else ''})" for s in statuses if s.status == "connected"]
+        if connected:
+            self.say("MCP: " + ", ".join(connected) + " — /mcp lists them")
+
+    def cmd_mcp(self, arg: str) -> None:
+        if self.mcp is None:
+            self.say("no MCP servers configured — add one with `hermes mcp add NAME -- COMMAND`", "info")
+            return
+        lines = Text("MCP servers\n", style="bold")
+        for status in self.mcp.statuses():
+            detail = f": {status.message}" if status.message else ""
+            lines.append(f"  {status.name}", style="bold")
+            lines.append(f"  {status.status}{detail}  ({status.transport}: {status.target})\n")
+            for tool in status.tools:
+                lines.append(f"    {tool.name}", style="bold")
+                lines.append(f"  {tool.description[:100]}\n" if tool.description else "\n")
+        notice = Notice("", "info")
+        notice.update(lines)
+        self.transcript.add(notice)
 
     def cmd_help(self, arg: str) -> None:
         lines = Text("Commands\n", style="bold")

@@ -34,6 +34,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("copy", "copy the last answer to the clipboard (OSC 52)"),
     Command("export", "write this session as Markdown", "[path]"),
     Command("theme", "switch between dark and light themes", "[dark|light]"),
+    Command("mcp", "list MCP servers and their tools"),
     Command("help", "list commands and keys"),
     Command("quit", "leave hermes", aliases=("exit",)),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 from hermes.config import Settings
 from hermes.errors import UsageError
@@ -33,6 +34,8 @@ def run_tui(
     Raises HermesError (bad configuration, unknown --resume id) for the CLI to report.
     """
     from hermes.agent.factory import build_agent, choose_provider
+    from hermes.agent.mcp import McpManager
+    from hermes.cli._progress import rich_progress
     from hermes.store import open_session_store
     from hermes.tui.app import make_app
 
@@ -47,14 +50,20 @@ def run_tui(
     try:
         session_id = resolve_session(store, continue_last=continue_last, resume=resume)
         choice = choose_provider(settings)
-        agent = build_agent(settings, store, choice=choice)
+        with rich_progress() as progress:  # drawn before the TUI takes the screen
+            agent = build_agent(settings, store, choice=choice, progress=progress)
         app = make_app(agent, store, settings, session_id=session_id)
-        app.startup_notice = choice.notice
+        from hermes.agent.sandbox import sandbox_notice
+
+        app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
+        app.mcp = McpManager.from_settings(settings, cwd=Path.cwd())
 
         async def main() -> int | None:
             try:
                 return await app.run_async()
             finally:
+                if app.mcp is not None:
+                    await app.mcp.aclose()
                 await agent.aclose()
 
         code = asyncio.run(main())

@@ -1,8 +1,9 @@
 """Engine events → transcript widgets, at the TUI's edge.
 
-`TurnRenderer.handle(event)` is synchronous on purpose: the turn worker's only `await`
-is the engine's `__anext__`, so an interrupt (cancelling the worker) always lands inside
-the engine, which then closes the request and yields its final `TurnCompleted`.
+`TurnRenderer.handle(event)` is synchronous: the app interrupts a turn through its
+`TurnInterrupt` handle, and the engine closes the request, stops the tools and yields
+its final `TurnCompleted` (status "interrupted"), which the renderer shows.
+`complete()` branches on `result.error_code` (hermes.error_codes), never on message text.
 `history_widgets` turns stored messages into the same widgets for resumed sessions.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, assert_never
 
 from textual.widget import Widget
 
+from hermes import error_codes
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
@@ -39,6 +41,8 @@ from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.tool_card import ToolCard, argument_preview
 from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
+
+_PARTIAL = "the answer is incomplete"
 
 
 @dataclass(slots=True)
@@ -185,9 +189,14 @@ class TurnRenderer:
                 card.interrupt()
             self.transcript.add(Notice(f"✗ {result.error or 'the turn failed'}", "error"))
         elif result.status == "partial":
-            reason = result.error or (result.error_code or "").replace("_", " ") or "the answer is incomplete"
-            if result.error_code != "stream_stalled":
-                self.transcript.add(Notice(f"⚠ partial answer: {reason}", "warning"))
+            match result.error_code:
+                case error_codes.STREAM_STALLED:
+                    pass  # its warning card is already shown (StreamStalled)
+                case error_codes.OUTPUT_TRUNCATED | error_codes.MAX_ITERATIONS:
+                    self.transcript.add(Notice(f"⚠ partial answer: {result.error or _PARTIAL}", "warning"))
+                case _:
+                    reason = result.error or (result.error_code or "").replace("_", " ") or _PARTIAL
+                    self.transcript.add(Notice(f"⚠ partial answer: {reason}", "warning"))
         self.done = True
         self.activity.stop()
         self.callbacks.on_completed(result)

@@ -1,24 +1,32 @@
-"""Interrupt = cancelling the task that iterates the turn."""
+"""Stopping a turn: the TurnInterrupt handle, other cancellations, aclose(), and failures."""
 
 from __future__ import annotations
 
 import asyncio
-import time
+import os
+from pathlib import Path
+
+import pytest
 
 from hermes.agent.engine import INTERRUPTED_TOOL_RESULT
-from hermes.agent.events import TextDelta, ToolStarted, TurnCompleted
+from hermes.agent.events import TextDelta, ToolCompleted, ToolStarted, TurnCompleted
+from hermes.agent.interrupt import TurnInterrupt
+from hermes.agent.tools.base import Tool, ToolRegistry
+from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.agent.types import TurnRequest
+from hermes.error_codes import INTERNAL_ERROR, INTERRUPTED, SERVER_SHUTDOWN
+from hermes.errors import StoreError
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 
-async def _consume_until(agent, request, predicate):
-    """Start a turn in a task; return (task, events, reached) once predicate(event) is true."""
+async def _consume_until(agent, request, predicate, interrupt=None):
+    """Start a turn in a task; return (task, events) once predicate(event) is true."""
     events = []
     reached = asyncio.Event()
 
     async def consume():
-        async for event in agent.run_turn(request):
+        async for event in agent.run_turn(request, interrupt=interrupt):
             events.append(event)
             if predicate(event):
                 reached.set()
@@ -28,20 +36,53 @@ async def _consume_until(agent, request, predicate):
     return task, events
 
 
-async def test_cancel_while_streaming_closes_upstream_and_keeps_partial_text(upstream, make_agent, store):
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _wait_for_pid(pid_file: Path) -> int:
+    async with asyncio.timeout(5):
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await asyncio.sleep(0.01)
+    return int(pid_file.read_text())
+
+
+def _sleeper_call(tmp_path: Path, call_id: str = "t1") -> tuple[dict, Path]:
+    """A terminal call whose shell writes its pid (= its process group) and then sleeps."""
+    pid_file = tmp_path / f"{call_id}.pid"
+    return call("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"}, id=call_id), pid_file
+
+
+def _assert_every_start_completed(events) -> None:
+    started = [e.call_id for e in events if isinstance(e, ToolStarted)]
+    completed = [e.call_id for e in events if isinstance(e, ToolCompleted)]
+    assert sorted(started) == sorted(completed)
+    last_completion = max((i for i, e in enumerate(events) if isinstance(e, ToolCompleted)), default=-1)
+    assert last_completion < len(events) - 1 and isinstance(events[-1], TurnCompleted)
+
+
+# ---- the TurnInterrupt handle ------------------------------------------------------
+
+
+async def test_interrupt_while_streaming_closes_upstream_and_keeps_partial_text(upstream, make_agent, store):
     upstream.enqueue(text_reply("one two three four five six seven eight", chunk_delay=0.2))
     agent = make_agent()
-    task, events = await _consume_until(agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ")
-    cancelled_at = time.monotonic()
-    task.cancel()
-    await asyncio.wait_for(task, 2)  # the turn absorbs the cancellation and ends
+    handle = TurnInterrupt()
+    task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    )
+    handle.interrupt()  # the consumer is awaiting the next chunk: engine code is running
+    await asyncio.wait_for(task, 5)
     assert not task.cancelled()
-    assert time.monotonic() - cancelled_at < 1.0
-    result = events[-1].result
     assert isinstance(events[-1], TurnCompleted)
-    assert result.status == "interrupted"
+    result = events[-1].result
+    assert (result.status, result.error_code, result.error) == ("interrupted", INTERRUPTED, "interrupted by the user")
     assert result.final_text == "one two "
-    await asyncio.wait_for(upstream.requests[0].finished.wait(), 1.0)
+    await asyncio.wait_for(upstream.requests[0].finished.wait(), 5)
     assert upstream.requests[0].client_disconnected
     rows = store.get_messages(result.session_id)
     assert [(m.role, m.content, m.finish_reason) for m in rows] == [
@@ -51,20 +92,56 @@ async def test_cancel_while_streaming_closes_upstream_and_keeps_partial_text(ups
     assert store.get_session(result.session_id).end_reason == "interrupted"
 
 
-async def test_cancel_while_a_tool_runs_leaves_a_valid_history(upstream, make_agent, store):
+async def test_interrupt_from_the_consumer_while_suspended_at_a_yield(upstream, make_agent, store):
+    upstream.enqueue(text_reply("one two three four", chunk_delay=0.05))
+    agent = make_agent()
+    handle = TurnInterrupt()
+    events = []
+    async for event in agent.run_turn(TurnRequest(input="count"), interrupt=handle):
+        events.append(event)
+        if isinstance(event, TextDelta) and event.text == "two ":
+            handle.interrupt(SERVER_SHUTDOWN, "the server is shutting down")
+    assert isinstance(events[-1], TurnCompleted)
+    result = events[-1].result
+    assert (result.status, result.error_code, result.error) == (
+        "interrupted",
+        SERVER_SHUTDOWN,
+        "the server is shutting down",
+    )
+    assert result.final_text == "one two "
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["one ", "two "]
+    assert store.get_session(result.session_id).end_reason == "interrupted"
+
+
+async def test_a_handle_interrupted_before_the_turn_stops_it_at_once(upstream, make_agent, store):
+    agent = make_agent()
+    handle = TurnInterrupt()
+    handle.interrupt()
+    events = [e async for e in agent.run_turn(TurnRequest(input="hi"), interrupt=handle)]
+    assert [e.type for e in events] == ["turn.started", "turn.completed"]
+    assert events[-1].result.status == "interrupted"
+    assert upstream.requests == []
+    assert store.get_session(events[-1].result.session_id).end_reason == "interrupted"
+
+
+async def test_interrupt_while_a_tool_runs_completes_it_and_leaves_a_valid_history(upstream, make_agent, store):
     upstream.enqueue(
         tool_reply([call("echo", {"text": "quick"}, id="e1"), call("nap_write", {"seconds": 30}, id="n1"), call("echo", id="e2")]),
     )
     agent = make_agent()
+    handle = TurnInterrupt()
     task, events = await _consume_until(
-        agent, TurnRequest(input="work"), lambda e: isinstance(e, ToolStarted) and e.call_id == "n1"
+        agent, TurnRequest(input="work"), lambda e: isinstance(e, ToolStarted) and e.call_id == "n1", handle
     )
-    started = time.monotonic()
-    task.cancel()
-    await asyncio.wait_for(task, 2)
-    assert time.monotonic() - started < 1.0
+    handle.interrupt()
+    await asyncio.wait_for(task, 5)
     result = events[-1].result
     assert result.status == "interrupted"
+    _assert_every_start_completed(events)
+    interrupted = [e for e in events if isinstance(e, ToolCompleted) and e.call_id == "n1"]
+    assert len(interrupted) == 1 and interrupted[0].is_error
+    assert interrupted[0].result == INTERRUPTED_TOOL_RESULT and "interrupted" in interrupted[0].result
+    assert not any(isinstance(e, ToolStarted) and e.call_id == "e2" for e in events)
     tool_rows = [m for m in store.get_messages(result.session_id) if m.role == "tool"]
     assert [(m.tool_call_id, m.content) for m in tool_rows] == [
         ("e1", "echo:quick"),
@@ -81,7 +158,46 @@ async def test_cancel_while_a_tool_runs_leaves_a_valid_history(upstream, make_ag
     assert call_ids == answered == ["e1", "n1", "e2"]
 
 
-async def test_closing_the_generator_early_also_cleans_up(upstream, make_agent, store):
+async def test_interrupt_kills_the_tool_process_before_the_turn_completes(upstream, make_agent, store, tmp_path):
+    sleeper, pid_file = _sleeper_call(tmp_path)
+    upstream.enqueue(tool_reply([sleeper]))
+    agent = make_agent(tools=ToolRegistry([TERMINAL_TOOL]))
+    handle = TurnInterrupt()
+    task, events = await _consume_until(agent, TurnRequest(input="work", cwd=str(tmp_path)), lambda e: isinstance(e, ToolStarted), handle)
+    pid = await _wait_for_pid(pid_file)
+    assert _process_alive(pid)
+    handle.interrupt()
+    await asyncio.wait_for(task, 5)
+    assert not _process_alive(pid)
+    assert events[-1].result.status == "interrupted"
+    completed = [e for e in events if isinstance(e, ToolCompleted)]
+    assert [(e.call_id, e.is_error) for e in completed] == [("t1", True)]
+
+
+# ---- other cancellations propagate after the same cleanup ---------------------------
+
+
+async def test_aclose_returns_only_after_the_tool_process_is_gone(upstream, make_agent, store, tmp_path):
+    sleeper, pid_file = _sleeper_call(tmp_path)
+    upstream.enqueue(tool_reply([sleeper]))
+    agent = make_agent(tools=ToolRegistry([TERMINAL_TOOL]))
+    turn = agent.run_turn(TurnRequest(input="work", cwd=str(tmp_path)))
+    session_id = None
+    async for event in turn:
+        if event.type == "turn.started":
+            session_id = event.session_id
+        if isinstance(event, ToolStarted):
+            break
+    pid = await _wait_for_pid(pid_file)
+    assert _process_alive(pid)
+    await asyncio.wait_for(turn.aclose(), 5)
+    assert not _process_alive(pid)
+    rows = store.get_messages(session_id)
+    assert rows[-1].role == "tool" and rows[-1].content == INTERRUPTED_TOOL_RESULT
+    assert store.get_session(session_id).end_reason == "interrupted"
+
+
+async def test_closing_the_generator_mid_tool_writes_the_placeholder_after_the_tool_stopped(upstream, make_agent, store):
     upstream.enqueue(tool_reply([call("nap_write", {"seconds": 30}, id="n1")]))
     agent = make_agent()
     turn = agent.run_turn(TurnRequest(input="work"))
@@ -91,9 +207,169 @@ async def test_closing_the_generator_early_also_cleans_up(upstream, make_agent, 
             session_id = event.session_id
         if isinstance(event, ToolStarted):
             break
-    started = time.monotonic()
-    await turn.aclose()
-    assert time.monotonic() - started < 1.5
+    nap_tasks = [t for t in asyncio.all_tasks() if "_invoke" in repr(t.get_coro())]
+    assert nap_tasks and not any(t.done() for t in nap_tasks)
+    await asyncio.wait_for(turn.aclose(), 5)
+    assert all(t.done() for t in nap_tasks)
     rows = store.get_messages(session_id)
     assert rows[-1].role == "tool" and rows[-1].content == INTERRUPTED_TOOL_RESULT
     assert store.get_session(session_id).end_reason == "interrupted"
+
+
+async def test_a_timeout_around_a_turn_raises_after_cleanup(upstream, make_agent, store, tmp_path):
+    sleeper, pid_file = _sleeper_call(tmp_path)
+    upstream.enqueue(tool_reply([sleeper]))
+    agent = make_agent(tools=ToolRegistry([TERMINAL_TOOL]))
+    events = []
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(30) as deadline:
+            async for event in agent.run_turn(TurnRequest(input="work", cwd=str(tmp_path))):
+                events.append(event)
+                if isinstance(event, ToolStarted):
+                    pid = await _wait_for_pid(pid_file)
+                    assert _process_alive(pid)
+                    deadline.reschedule(asyncio.get_running_loop().time())
+    assert not _process_alive(pid)
+    assert not any(isinstance(e, TurnCompleted) for e in events)
+    session_id = events[0].session_id
+    rows = store.get_messages(session_id)
+    assert [(m.role, m.content) for m in rows][-1] == ("tool", INTERRUPTED_TOOL_RESULT)
+    assert store.get_session(session_id).end_reason == "interrupted"
+
+
+async def test_a_timeout_while_streaming_raises_and_keeps_partial_text(upstream, make_agent, store):
+    upstream.enqueue(text_reply("one two three four five six", chunk_delay=0.2))
+    agent = make_agent()
+    events = []
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(30) as deadline:
+            async for event in agent.run_turn(TurnRequest(input="count")):
+                events.append(event)
+                if isinstance(event, TextDelta) and event.text == "two ":
+                    # Expire while the engine waits for the next chunk.
+                    deadline.reschedule(asyncio.get_running_loop().time() + 0.05)
+    session_id = events[0].session_id
+    rows = store.get_messages(session_id)
+    assert [(m.role, m.content, m.finish_reason) for m in rows] == [
+        ("user", "count", None),
+        ("assistant", "one two ", "interrupted"),
+    ]
+    assert store.get_session(session_id).end_reason == "interrupted"
+
+
+async def test_cancelling_the_consumer_task_propagates(upstream, make_agent, store):
+    upstream.enqueue(text_reply("one two three four five six", chunk_delay=0.2))
+    agent = make_agent()
+    handle = TurnInterrupt()
+    task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    )
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert task.cancelled()
+    assert not any(isinstance(e, TurnCompleted) for e in events)
+    handle.interrupt()  # too late: the turn is over; nothing is cancelled any more
+    assert store.get_session(events[0].session_id).end_reason == "interrupted"
+
+
+# ---- unexpected failures -------------------------------------------------------------
+
+
+async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstream, make_agent, store, monkeypatch):
+    upstream.enqueue(text_reply("the answer"))
+    agent = make_agent()
+    real_append = store.append_message
+    calls = {"n": 0}
+
+    def append_failing_once(session_id, message):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the assistant's answer
+            raise StoreError("database is locked")
+        return real_append(session_id, message)
+
+    monkeypatch.setattr(store, "append_message", append_failing_once)
+    events, result = await run(agent, TurnRequest(input="hi"))
+    assert events[0].type == "turn.started"
+    assert (result.status, result.error_code, result.error) == ("failed", StoreError.code, "database is locked")
+    assert store.get_session(result.session_id).end_reason == "failed"
+    # What was delivered is kept once, and the result's transcript is what the store holds.
+    rows = store.get_messages(result.session_id)
+    assert [(m.role, m.content, m.finish_reason) for m in rows] == [
+        ("user", "hi", None),
+        ("assistant", "the answer", "failed"),
+    ]
+    assert [(m["role"], m["content"]) for m in result.messages] == [("user", "hi"), ("assistant", "the answer")]
+
+
+async def test_a_store_error_storing_tool_calls_leaves_no_orphan_results(upstream, make_agent, store, monkeypatch):
+    upstream.enqueue(tool_reply([call("echo", {"text": "x"}, id="e1")], text="Checking."))
+    agent = make_agent()
+    real_append = store.append_message
+
+    def refuse_tool_calls(session_id, message):
+        if message.role == "assistant" and message.tool_calls:
+            raise StoreError("database is locked")
+        return real_append(session_id, message)
+
+    monkeypatch.setattr(store, "append_message", refuse_tool_calls)
+    events, result = await run(agent, TurnRequest(input="hi"))
+    assert result.status == "failed"
+    assert not any(isinstance(e, ToolStarted) for e in events)
+    rows = store.get_messages(result.session_id)
+    assert [(m.role, m.content) for m in rows] == [("user", "hi"), ("assistant", "Checking.")]
+    assert store.get_session(result.session_id).end_reason == "failed"
+
+
+async def test_a_bug_fails_the_turn_with_internal_error(upstream, make_agent, store, monkeypatch):
+    upstream.enqueue(tool_reply([call("echo", {"text": "x"}, id="e1")]))
+    agent = make_agent()
+
+    def broken_preview(*args, **kwargs):
+        raise KeyError("preview")
+
+    monkeypatch.setattr(Tool, "preview", broken_preview)
+    _, result = await run(agent, TurnRequest(input="hi"))
+    assert (result.status, result.error_code) == ("failed", INTERNAL_ERROR)
+    assert "KeyError" in result.error
+    # The open call got a placeholder: the history stays valid for the next turn.
+    rows = store.get_messages(result.session_id)
+    assert [(m.role, m.tool_call_id) for m in rows if m.role == "tool"] == [("tool", "e1")]
+    assert store.get_session(result.session_id).end_reason == "failed"
+
+
+async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, make_agent, store, monkeypatch):
+    upstream.enqueue(text_reply("the answer"))
+    agent = make_agent()
+    real_append = store.append_message
+
+    def append_then_break(session_id, message):
+        if message.role == "user":
+            return real_append(session_id, message)
+        raise StoreError("disk I/O error")
+
+    def broken(*args, **kwargs):
+        raise StoreError("disk I/O error")
+
+    monkeypatch.setattr(store, "append_message", append_then_break)
+    monkeypatch.setattr(store, "end_session", broken)
+    _, result = await run(agent, TurnRequest(input="hi"))
+    assert (result.status, result.error_code) == ("failed", StoreError.code)
+    assert "the session could not be ended" in result.error
+    monkeypatch.undo()
+    assert store.get_session(result.session_id).end_reason is None
+
+
+async def test_an_interrupt_does_not_swallow_a_cancel_that_arrives_with_it(upstream, make_agent, store):
+    upstream.enqueue(text_reply("one two three four five six", chunk_delay=0.2))
+    agent = make_agent()
+    handle = TurnInterrupt()
+    task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    )
+    handle.interrupt()
+    task.cancel()  # e.g. a shutdown's task group, at the same moment
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert not any(isinstance(e, TurnCompleted) for e in events)
+    assert store.get_session(events[0].session_id).end_reason == "interrupted"

@@ -56,3 +56,34 @@ async def test_build_agent_uses_settings_for_engine_options(tmp_path):
     assert (agent.options.stream_retries, agent.options.max_iterations) == (5, 7)
     assert "terminal" in agent.tools.names()
     await agent.aclose()
+
+
+def test_the_choice_says_its_kind_and_reason(tmp_path):
+    choice = choose_provider(settings(tmp_path, base_url="http://127.0.0.1:9/v1", model="m"))
+    assert (choice.kind, choice.name) == ("openai", "openai")
+    assert "base_url is set" in choice.reason
+
+
+def test_the_agent_layer_draws_nothing(tmp_path):
+    """Progress is reported through a callback; only the CLI imports rich to draw it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hermes.agent.factory, hermes.agent.engine, hermes.agent.providers.local_model\n"
+        "import contextlib\n"
+        "with contextlib.suppress(ImportError):\n"
+        "    import hermes.agent.providers.local\n"
+        "print(sorted(m for m in sys.modules if m == 'rich' or m.startswith('rich.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_prepare_provider_does_nothing_for_a_remote_endpoint(tmp_path):
+    from hermes.agent.factory import prepare_provider
+
+    updates = []
+    choice = choose_provider(settings(tmp_path, base_url="http://127.0.0.1:9/v1", model="m"))
+    prepare_provider(settings(tmp_path, base_url="http://127.0.0.1:9/v1", model="m"), choice, updates.append)
+    assert updates == []

@@ -126,3 +126,35 @@ def test_subprocess_set_bad_value_exit_2(run_hermes, hermes_home):
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == "hermes: invalid value for server_port: 'eighty' (expected int)\n"
     assert not (hermes_home / "config.toml").exists()
+
+
+def test_credentials_in_urls_are_masked_everywhere(invoke, monkeypatch, hermes_home):
+    url = "https://bob:hunter2@llm.example/v1?api_key=sk-abc&region=eu"
+    masked = "https://bob:****@llm.example/v1?api_key=****&region=eu"
+
+    set_result = invoke("config", "set", "base_url", url)
+    show = invoke("config", "show").stdout
+    shown_json = json.loads(invoke("config", "show", "--json").stdout)
+    got = invoke("config", "get", "base_url").stdout
+
+    assert "hunter2" not in set_result.stdout + show + got and "sk-abc" not in show
+    assert set_result.stdout == f"base_url = {masked}  ({hermes_home / 'config.toml'})\n"
+    assert shown_json["base_url"] == masked
+    assert got == f"{masked}\n"
+    assert f'base_url = "{url}"' in (hermes_home / "config.toml").read_text()  # stored as given
+
+
+def test_sandbox_settings(invoke, monkeypatch, hermes_home):
+    assert invoke("config", "get", "sandbox").stdout == "auto\n"
+    assert invoke("config", "get", "sandbox_network").stdout == "true\n"
+    assert invoke("config", "set", "sandbox", "OFF").exit_code == 0
+    assert invoke("config", "get", "sandbox").stdout == "off\n"
+    monkeypatch.setenv("HERMES_SANDBOX_NETWORK", "no")
+    monkeypatch.setenv("HERMES_TOOL_ENV_PASSTHROUGH", "GITHUB_TOKEN, AWS_*")
+    assert invoke("config", "get", "sandbox_network").stdout == "false\n"
+    assert invoke("config", "get", "tool_env_passthrough").stdout == "GITHUB_TOKEN,AWS_*\n"
+
+    bad = invoke("config", "set", "sandbox", "maybe")
+
+    assert bad.exit_code == 2
+    assert bad.stderr == "hermes: invalid value for sandbox: 'maybe' (use auto, on, off)\n"

@@ -14,6 +14,15 @@ from hermes.agent.factory import NO_ENDPOINT
 from hermes.testing.upstream import ScriptedUpstream
 
 
+SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
+
+
+@pytest.fixture(autouse=True)
+def sandbox_off(monkeypatch) -> None:
+    """The exact-output tests below run with the sandbox off; the sandbox tests set their own."""
+    monkeypatch.setenv("HERMES_SANDBOX", "off")
+
+
 @pytest.fixture
 def upstream(monkeypatch) -> Iterator[ScriptedUpstream]:
     """A reachable OpenAI-compatible endpoint, configured through the environment."""
@@ -50,6 +59,7 @@ def test_no_endpoint_fails_with_the_config_error(invoke, monkeypatch, hermes_hom
         f"✗ provider: {NO_ENDPOINT}",
         f"! home: {hermes_home} does not exist yet (created on first use)",
         f"! state.db: {hermes_home / 'state.db'} does not exist yet (created on first use)",
+        SANDBOX_OFF,
     ]
     assert not hermes_home.exists()  # the doctor creates nothing
 
@@ -62,6 +72,7 @@ def test_reachable_endpoint_all_ok(invoke, store, upstream, hermes_home):
         f"✓ config: loaded from defaults and environment ({hermes_home / 'config.toml'} not present)",
         f"✓ provider: openai, model scripted-model (base_url is set ({upstream.base_url}))",
         *ok_files(hermes_home),
+        SANDBOX_OFF,
         f"✓ endpoint: {upstream.base_url} answers and lists model 'scripted-model'",
     ]
     assert upstream.requests == []  # only GET /models: the doctor never spends tokens
@@ -87,9 +98,9 @@ def test_unreachable_endpoint_fails(invoke, store, monkeypatch, closed_port, her
 
     lines = result.stdout.splitlines()
     assert result.exit_code == 1
-    assert lines[1:5] == [f"✓ provider: openai, model m (base_url is set ({url}))", *ok_files(hermes_home)]
-    assert lines[5].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
-    assert len(lines) == 6
+    assert lines[1:6] == [f"✓ provider: openai, model m (base_url is set ({url}))", *ok_files(hermes_home), SANDBOX_OFF]
+    assert lines[6].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
+    assert len(lines) == 7
 
 
 def test_loose_permissions_are_warnings(invoke, store, upstream, hermes_home):
@@ -141,6 +152,7 @@ def test_json_output(invoke, store, upstream, hermes_home):
         ("home", True, "warning"),
         ("state.db", True, "ok"),
         ("database", True, "ok"),
+        ("sandbox", True, "ok"),
         ("endpoint", True, "ok"),
     ]
     assert all(set(c) == {"name", "ok", "status", "detail"} for c in checks)
@@ -184,3 +196,68 @@ def test_silent_endpoint_times_out(invoke, store, monkeypatch):
 
     assert result.exit_code == 1
     assert result.stdout.splitlines()[-1] == f"✗ endpoint: {url} did not answer within 0.3 s"
+
+
+# --- sandbox and masking ------------------------------------------------------------------
+
+
+def fake_bwrap(folder: Path, body: str) -> Path:
+    """A `bwrap` program on a PATH of its own that runs `body` (a shell script)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / "bwrap"
+    program.write_text(f"#!/bin/sh\n{body}\n")
+    program.chmod(0o755)
+    return program
+
+
+def sandbox_line(result) -> str:
+    return next(line for line in result.stdout.splitlines() if line[2:].startswith("sandbox:"))
+
+
+def test_sandbox_auto_without_bwrap_is_a_warning(invoke, monkeypatch, tmp_path, store, upstream):
+    monkeypatch.setenv("HERMES_SANDBOX", "auto")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0
+    assert sandbox_line(result) == "! sandbox: off (bubblewrap (bwrap) is not installed; sandbox = auto)"
+
+
+def test_sandbox_on_with_a_broken_bwrap_fails(invoke, monkeypatch, tmp_path, store, upstream):
+    bwrap = fake_bwrap(tmp_path / "bin", 'echo "bwrap: No permissions to creating new namespace" >&2; exit 1')
+    monkeypatch.setenv("HERMES_SANDBOX", "on")
+    monkeypatch.setenv("PATH", f"{bwrap.parent}:{os.environ['PATH']}")
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 1
+    assert sandbox_line(result) == (
+        f"✗ sandbox: sandbox = on, but {bwrap} failed a test run: bwrap: No permissions to creating new "
+        "namespace; install bubblewrap (bwrap) or set sandbox = off"
+    )
+
+
+def test_sandbox_on_reports_bubblewrap(invoke, monkeypatch, store, upstream):
+    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+
+    if resolve_sandbox(SandboxConfig(mode="auto")).active is False:
+        pytest.skip("bubblewrap does not work on this machine")
+    monkeypatch.setenv("HERMES_SANDBOX", "on")
+    monkeypatch.setenv("HERMES_SANDBOX_NETWORK", "false")
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0
+    assert sandbox_line(result).startswith("✓ sandbox: on (bubblewrap ")
+    assert "sandbox = on, network off; working directory writable)" in sandbox_line(result)
+
+
+def test_credentials_in_base_url_are_masked(invoke, monkeypatch, closed_port):
+    monkeypatch.setenv("HERMES_BASE_URL", f"http://bob:hunter2@127.0.0.1:{closed_port}/v1?api_key=sk-secret&x=1")
+    monkeypatch.setenv("HERMES_MODEL", "m")
+
+    text = invoke("doctor").stdout + invoke("doctor", "--json").stdout
+
+    assert "hunter2" not in text and "sk-secret" not in text
+    assert f"http://bob:****@127.0.0.1:{closed_port}/v1?api_key=****&x=1" in text

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes.server.idempotency import IdempotencyCache, fingerprint, validate_key
+from hermes.errors import StoreError
 from hermes.server.errors import RequestValidationError
+from hermes.server.idempotency import IdempotencyCache, fingerprint, validate_key
 from hermes.store.responses import ResponseStore
 
 
@@ -207,3 +208,12 @@ def test_key_validation_and_fingerprint() -> None:
     assert a == fingerprint({"messages": [1], "other": 2}, ["messages"])
     assert a != fingerprint({"messages": [2]}, ["messages"])
     assert a != fingerprint({"messages": [1]}, ["messages"], session_key="k")
+
+
+def test_response_store_errors_are_store_errors(tmp_path: Path) -> None:
+    s = ResponseStore(tmp_path / "rs.db")
+    s.close()
+    with pytest.raises(StoreError, match="response store"):
+        s.get("resp_1")
+    with pytest.raises(StoreError, match="response store"):
+        s.put("resp_1", {"n": 1})

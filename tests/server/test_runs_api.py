@@ -382,7 +382,7 @@ async def test_shutdown_marks_in_flight_runs_interrupted(serve, upstream):
     store = registry.store
     await client.close()
     # The store was closed with the app; reopen it to read the durable row.
-    from hermes.store.runs import open_run_store
+    from hermes.store.run_store import open_run_store
 
     reopened = open_run_store(store.path)
     try:

@@ -8,7 +8,7 @@ import pytest
 
 from hermes.agent.types import ApprovalDecision, ApprovalRequest
 from hermes.server.runs import ApprovalNotPending, RunRegistry
-from hermes.store.runs import open_run_store
+from hermes.store.run_store import open_run_store
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from hermes.store.runs import RunRecord, RunStore, open_run_store
+from hermes.errors import StoreError
+from hermes.store.run_store import RunRecord, RunStore, open_run_store
 
 
 @pytest.fixture
@@ -29,7 +30,8 @@ def test_file_is_private(tmp_path):
 
 
 def test_put_get_roundtrip_and_json(store):
-    store.put(_record(session_id="s1", output="Done.", usage={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}))
+    usage = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}
+    store.put(_record(session_id="s1", output="Done.", usage=usage))
     got = store.get("run_1")
     assert got is not None
     assert got.session_id == "s1"
@@ -97,3 +99,10 @@ def test_prune_keeps_unsettled_runs(tmp_path):
     assert s.get("run_old_done") is None
     assert s.get("run_old_live") is not None
     s.close()
+
+
+def test_use_after_close_is_a_store_error(tmp_path):
+    s = open_run_store(tmp_path / "runs.db")
+    s.close()
+    with pytest.raises(StoreError, match="closed"):
+        s.get("run_1")

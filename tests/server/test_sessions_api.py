@@ -5,6 +5,7 @@ from __future__ import annotations
 from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 from _runs_fixtures import parse_frames, read_frames, wait_for
 
+from hermes.ids import SESSION_ID
 from hermes.store.base import NewMessage
 from hermes.testing.upstream import call, error_reply, text_reply, tool_reply
 
@@ -89,7 +90,7 @@ async def test_create_with_id_conflict_and_validation(serve, sessions_db):
         assert (await r.json())["error"]["code"] == code
     empty = await client.post("/api/sessions")
     assert empty.status == 201
-    assert (await empty.json())["session"]["id"].startswith("api_")
+    assert SESSION_ID.match((await empty.json())["session"]["id"])  # the one generated-id format
     assert sessions_db.count_sessions() == 2
 
 

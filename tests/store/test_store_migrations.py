@@ -1,11 +1,14 @@
-"""Schema migrations: applied once, in order, recorded in `_migrations`."""
+"""Schema migrations of state.db: applied once, in order, recorded in `_migrations`."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from hermes.store.migrations import MIGRATIONS, applied_migrations, migrate
+import pytest
+
+from hermes.store.migrations import Migrations, applied_migrations, migrate
+from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite import SqliteSessionStore
 
 RECORDED = "SELECT name, applied_at FROM _migrations ORDER BY rowid"
@@ -24,8 +27,8 @@ def columns(db: sqlite3.Connection, table: str) -> list[str]:
 
 def test_migrate_memory_creates_the_schema() -> None:
     db = sqlite3.connect(":memory:", isolation_level=None)
-    applied = migrate(db)
-    assert applied == [fn.__name__ for fn in MIGRATIONS]
+    applied = migrate(db, SESSION_MIGRATIONS)
+    assert applied == SESSION_MIGRATIONS.names
     assert applied[:3] == ["m001_sessions", "m002_messages", "m003_messages_fts"]
 
     found = schema(db)
@@ -63,16 +66,16 @@ def test_migrate_memory_creates_the_schema() -> None:
 
 def test_migrate_twice_is_a_no_op() -> None:
     db = sqlite3.connect(":memory:", isolation_level=None)
-    migrate(db)
+    migrate(db, SESSION_MIGRATIONS)
     before = db.execute(RECORDED).fetchall()
-    assert migrate(db) == []
+    assert migrate(db, SESSION_MIGRATIONS) == []
     assert db.execute(RECORDED).fetchall() == before
 
 
 def test_reopening_a_file_does_not_rerun_migrations(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     first = SqliteSessionStore(path)
-    assert first.applied_migrations == [fn.__name__ for fn in MIGRATIONS]
+    assert first.applied_migrations == SESSION_MIGRATIONS.names
     session = first.create_session(source="cli", title="kept")
     first.close()
     with sqlite3.connect(path) as raw:
@@ -95,16 +98,12 @@ def test_a_failing_migration_is_rolled_back_and_not_recorded() -> None:
         conn.execute("CREATE TABLE half_done (x)")
         conn.execute("THIS IS NOT SQL")
 
-    MIGRATIONS.append(m999_broken)
-    try:
-        try:
-            migrate(db)
-        except sqlite3.OperationalError:
-            pass
-        else:
-            raise AssertionError("the broken migration should have raised")
-    finally:
-        MIGRATIONS.remove(m999_broken)
+    with_broken = Migrations("state.db")
+    for fn in SESSION_MIGRATIONS:
+        with_broken.migration(fn)
+    with_broken.migration(m999_broken)
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(db, with_broken)
     assert "m999_broken" not in applied_migrations(db)
     assert "half_done" not in schema(db)["table"]
     assert "m003_messages_fts" in applied_migrations(db)
@@ -112,7 +111,22 @@ def test_a_failing_migration_is_rolled_back_and_not_recorded() -> None:
 
 
 def test_migration_names_are_ordered_and_unique() -> None:
-    names = [fn.__name__ for fn in MIGRATIONS]
+    names = SESSION_MIGRATIONS.names
     assert names == sorted(names)
     assert len(set(names)) == len(names)
     assert all(name[0] == "m" and name[1:4].isdigit() for name in names)
+
+
+def test_a_name_cannot_be_registered_twice() -> None:
+    history = Migrations("x.db")
+
+    @history.migration
+    def m001_first(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE one (x)")
+
+    def again(db: sqlite3.Connection) -> None: ...
+
+    again.__name__ = "m001_first"
+    with pytest.raises(ValueError, match="m001_first is registered twice"):
+        history.migration(again)
+    assert history.names == ["m001_first"]

@@ -324,3 +324,61 @@ def test_check_write_path_follows_symlinks(tmp_path: Path, monkeypatch: pytest.M
     link = tmp_path / "innocent.txt"
     link.symlink_to(home / ".ssh" / "authorized_keys")
     assert check_write_path(link).rule == "ssh_write"
+
+
+# --- the two sandbox-off bypasses: $HERMES_HOME writes and links to protected places ------
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("original\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hh"))
+    return home
+
+
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("ln -s ~/.ssh l && echo k >> l/authorized_keys", "protected_link"),
+        ("ln -s $HOME/.ssh/ keys", "protected_link"),
+        ("ln -sf ~/.ssh/authorized_keys ak; cat pub >> ak", "protected_link"),
+        ("ln -s ~/.bashrc rc", "protected_link"),
+        ("ln -s / root-link", "protected_link"),
+        ("ln -s ~ h && echo k >> h/.ssh/authorized_keys", "protected_link"),
+        ("ln -s $HERMES_HOME hh-link", "protected_link"),
+        ("echo 'yolo = true' > $HERMES_HOME/config.toml", "hermes_config_write"),
+        ("echo 'yolo = true' >> ${HERMES_HOME}/config.toml", "hermes_config_write"),
+        ("cp evil.toml $HERMES_HOME/config.toml", "hermes_config_write"),
+        ("printf x | tee $HERMES_HOME/state.db", "hermes_home_write"),
+        ("echo x > ~/.hermes/anything", "hermes_home_write"),
+    ],
+)
+def test_sandbox_off_bypasses_need_approval(user_home: Path, command: str, rule: str) -> None:
+    verdict = classify_command(command, cwd=str(user_home / "project"))
+
+    assert verdict.level == "approve", command
+    assert rule in verdict.rule.split("+"), verdict
+
+
+def test_writes_through_an_existing_link_are_followed(user_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "l").symlink_to(user_home / ".ssh")
+
+    verdict = classify_command("echo k >> l/authorized_keys", cwd=str(tmp_path))
+
+    assert (verdict.level, verdict.rule) == ("approve", "ssh_write")
+
+
+def test_ordinary_links_and_writes_are_allowed(user_home: Path) -> None:
+    for command in ("ln -s ../shared/config.py config.py", "ln -s /usr/bin/python3 py", "ln target.txt hard.txt",
+                    "echo x > $HERMES_HOMEWORK/file"):  # fmt: skip
+        assert classify_command(command, cwd=str(user_home / "project")) == Verdict("allow"), command
+
+
+def test_check_write_path_covers_all_of_hermes_home(user_home: Path, tmp_path: Path) -> None:
+    assert check_write_path(tmp_path / "hh" / "state.db").rule == "hermes_home_write"
+    assert check_write_path(tmp_path / "hh").rule == "hermes_home_write"
+    assert check_write_path(tmp_path / "hh" / "config.toml").rule == "hermes_config_write"
+    assert check_write_path(tmp_path / "hhx" / "file").level == "allow"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
+from hermes.error_codes import INTERRUPTED, STREAM_STALLED
 from hermes.testing.upstream import Sleep, call, error_reply, text_reply, tool_reply
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -77,6 +76,9 @@ async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream,
         await until_settled(pilot)
         warnings = [n.text for n in app.transcript.query(Notice) if n.kind == "warning"]
         assert any("write_file" in w and "stalled" in w.lower() for w in warnings), warnings
+        # shown once: no "⚠ partial answer: ⚠ Stream stalled…" repeating it
+        assert len(warnings) == 1, warnings
+        assert app.last_result is not None and app.last_result.error_code == STREAM_STALLED
         card = app.transcript.query_one(ToolCard)
         assert card.state == "stalled"
         # the ⚠ line (also sent as text) is shown once, as the card, not inside the answer
@@ -90,11 +92,8 @@ async def test_escape_interrupts_within_a_second(make_tui, upstream, store):
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "talk a lot")
         await until(pilot, lambda: app.query(AssistantMessage) and len(app.transcript.query_one(AssistantMessage).text) > 20)
-        pressed = time.monotonic()
         await pilot.press("escape")
         await until(pilot, lambda: not app.turn_running)
-        # the product's promise: the engine winds down before the UI's 1 s grace timer
-        assert time.monotonic() - pressed < 1.0
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         await until(pilot, lambda: upstream.requests[0].client_disconnected)
@@ -104,8 +103,29 @@ async def test_escape_interrupts_within_a_second(make_tui, upstream, store):
         assert answer.has_class("-interrupted")
         assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
         assert not app.query_one(Activity).has_class("-active")
+        # the product's promise: the engine itself ends the turn within the UI's grace (a
+        # turn the grace timer declares interrupted has no engine result)
         assert app.last_result is not None and app.last_result.status == "interrupted"
+        assert app.last_result.error_code == INTERRUPTED
     assert upstream.requests[0].client_disconnected
+
+
+async def test_escape_while_a_tool_runs_completes_its_card_as_interrupted(make_tui, upstream, gates, store):
+    upstream.enqueue(tool_reply([call("shell", {"command": "make test", "gate": "never"})], text="Running."))
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "test it")
+        await until(pilot, lambda: app.query(ToolCard) and app.transcript.query_one(ToolCard).state == "running")
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.turn_running)
+        await app.workers.wait_for_complete()
+        await until_settled(pilot)
+        # the engine's own final events arrived (not the UI's grace timer)
+        assert app.last_result is not None and app.last_result.status == "interrupted"
+        assert app.transcript.query_one(ToolCard).state != "running"
+        session_id = app.last_result.session_id
+    tool_rows = [m for m in store.get_messages(session_id) if m.role == "tool"]
+    assert len(tool_rows) == 1 and "interrupted" in tool_rows[0].content
 
 
 async def test_ctrl_c_interrupts_then_twice_quits(make_tui, upstream):

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -50,6 +49,7 @@ from hermes.agent.provider import (
     UsageChunk,
 )
 from hermes.agent.types import ChatMessage, Usage
+from hermes.ids import new_call_id
 
 REPLY = "reply"
 
@@ -603,7 +603,7 @@ class JsonActionProvider(Provider):
 
     @staticmethod
     def _call_events(action: Action) -> list[ProviderEvent]:
-        call_id = "call_" + uuid.uuid4().hex[:24]
+        call_id = new_call_id()
         arguments = json.dumps(action.args, ensure_ascii=False)
         return [ToolCallChunk(index=0, id=call_id, name=action.name, arguments=arguments), FinishChunk("tool_calls")]
 

@@ -35,8 +35,8 @@ from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
 from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
+    ByteProgress,
     LocalModelError,
-    ProgressCallback,
     bundled_model_path,
     check_gguf,
     ensure_model,
@@ -110,7 +110,7 @@ def local_available(settings: Settings | None = None) -> bool:
     return local_status(settings).available
 
 
-def resolve_model(settings: Settings, progress: ProgressCallback | None = None) -> tuple[Path, str]:
+def resolve_model(settings: Settings, progress: ByteProgress | None = None) -> tuple[Path, str]:
     """(GGUF path, model name): the configured file as is, or the verified bundled one."""
     if settings.local_model_path is not None:
         path = check_gguf(settings.local_model_path)
@@ -150,7 +150,7 @@ class LocalServer:
         """http://127.0.0.1:PORT once started (the OpenAI API is under /v1)."""
 
     def start(self) -> LocalServer:
-        import xllamacpp
+        import xllamacpp  # type: ignore[import-untyped]
 
         params = xllamacpp.CommonParams()
         params.model.path = str(self.model_path)
@@ -264,7 +264,7 @@ class LocalProvider(Provider):
         cls,
         settings: Settings,
         *,
-        progress: ProgressCallback | None = None,
+        progress: ByteProgress | None = None,
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
         verbose: bool = False,
@@ -296,7 +296,7 @@ class LocalProvider(Provider):
         cls,
         settings: Settings,
         *,
-        progress: ProgressCallback | None = None,
+        progress: ByteProgress | None = None,
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
     ) -> LocalProvider:
@@ -329,6 +329,6 @@ def _prune(folder: Path, keep: int) -> None:
         stale.unlink(missing_ok=True)
 
 
-def create_local_provider(settings: Settings, *, progress: ProgressCallback | None = None) -> LocalProvider:
+def create_local_provider(settings: Settings, *, progress: ByteProgress | None = None) -> LocalProvider:
     """The factory's entry point: `LocalProvider.start(settings)` (blocks while loading)."""
     return LocalProvider.start(settings, progress=progress)

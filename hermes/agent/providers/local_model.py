@@ -20,13 +20,13 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes.errors import ConfigError, HermesError
 
-ProgressCallback = Callable[[int, int], None]
+ByteProgress = Callable[[int, int], None]
 """Called with (bytes done, bytes total) while the model is assembled or hashed."""
 
 _CHUNK = 4 * 1024 * 1024
@@ -141,7 +141,7 @@ def stamp_matches(path: Path, model: BundledModel = BUNDLED) -> bool:
     return stamp == {"sha256": model.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def sha256_file(path: Path, progress: ProgressCallback | None = None) -> str:
+def sha256_file(path: Path, progress: ByteProgress | None = None) -> str:
     digest = hashlib.sha256()
     total = path.stat().st_size
     done = 0
@@ -154,7 +154,7 @@ def sha256_file(path: Path, progress: ProgressCallback | None = None) -> str:
     return digest.hexdigest()
 
 
-def verify_model(path: Path, model: BundledModel = BUNDLED, progress: ProgressCallback | None = None) -> None:
+def verify_model(path: Path, model: BundledModel = BUNDLED, progress: ByteProgress | None = None) -> None:
     """Hash `path` and raise ModelChecksumError unless it is the published file."""
     actual = sha256_file(path, progress)
     if actual != model.sha256:
@@ -166,7 +166,7 @@ def assemble_model(
     parts: list[Path],
     target: Path,
     model: BundledModel = BUNDLED,
-    progress: ProgressCallback | None = None,
+    progress: ByteProgress | None = None,
 ) -> Path:
     """Concatenate `parts` into `target`, hashing as it goes; refuse a wrong digest.
 
@@ -202,14 +202,14 @@ def assemble_model(
 def ensure_model(
     home: Path,
     model: BundledModel = BUNDLED,
-    progress: ProgressCallback | None = None,
+    progress: ByteProgress | None = None,
     parts: list[Path] | None = None,
 ) -> Path:
     """Return the verified bundled model in `home/models`, assembling it the first time.
 
     Args:
         home: `$HERMES_HOME`.
-        progress: called as bytes are written or hashed (drives the CLI's progress bar).
+        progress: called as bytes are written or hashed (reported to the factory's progress callback).
         parts: the part files; found among the installed packages when omitted.
 
     Raises:
@@ -247,35 +247,3 @@ def check_gguf(path: Path) -> Path:
     if magic != GGUF_MAGIC:
         raise ConfigError(f"local_model_path {path} is not a GGUF file")
     return path
-
-
-@contextlib.contextmanager
-def rich_progress(description: str = "Preparing local model") -> Iterator[ProgressCallback]:
-    """A progress bar on stderr for the one-time assembly; yields the callback.
-
-    Nothing is drawn when the model is already in place (the callback is never called).
-    """
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task_id: list[TaskID] = []
-
-    def update(done: int, total: int) -> None:
-        if not task_id:
-            progress.start()
-            task_id.append(progress.add_task(description, total=total))
-        progress.update(task_id[0], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if task_id:
-            progress.stop()

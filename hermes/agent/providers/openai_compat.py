@@ -34,11 +34,12 @@ from hermes.errors import (
     ProviderTimeout,
     StreamingUnsupported,
 )
+from hermes.redact import redact_url
 
 try:  # the SDK moved to httpx2; older releases use httpx
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx  # type: ignore[no-redef]
+    import httpx as _httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 # API errors without a status whose text means the connection, not the request, failed.
 _CONNECTION_LOST = re.compile(
@@ -94,7 +95,8 @@ def _status_error(exc: openai.APIStatusError, provider: str) -> ProviderError:
 
 @contextlib.contextmanager
 def translate_errors(provider: str, base_url: str) -> Iterator[None]:
-    """Map SDK/transport exceptions to ProviderError subclasses."""
+    """Map SDK/transport exceptions to ProviderError subclasses (credentials in the URL masked)."""
+    base_url = redact_url(base_url)
     try:
         yield
     except openai.APITimeoutError:
@@ -206,7 +208,7 @@ class OpenAICompatProvider(Provider):
         """Cleared for good once the endpoint rejects stream_options."""
 
     def describe(self) -> str:
-        return f"openai-compatible endpoint {self.base_url}"
+        return f"openai-compatible endpoint {redact_url(self.base_url)}"
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": request.model, "messages": request.messages}

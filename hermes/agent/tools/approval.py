@@ -251,9 +251,17 @@ class _Scanner:
             self.block("disk_device_write", f"direct write to the disk device {path}")
             return
         expanded = expand_command_path(path, self.cwd)
-        found = sensitive_path(expanded) if expanded else None
+        found = _sensitive(expanded) if expanded else None
         if found:
             self.approve(found[0], f"write to {found[1]}")
+
+    def link_source(self, path: str) -> None:
+        expanded = expand_command_path(path, self.cwd)
+        found = _sensitive(expanded) if expanded else None
+        if found:
+            self.approve("protected_link", f"a link to {found[1]} (writes through it would change it)")
+        elif self.is_critical(path):
+            self.approve("protected_link", f"a link to the folder {path} (writes through it would reach it)")
 
     def is_critical(self, path: str) -> bool:
         return is_critical_target(path, self.cwd)
@@ -343,6 +351,15 @@ class _Scanner:
             statement = source[match.end() :].split(";", 1)[0]
             if not _SQL_WHERE.search(statement):
                 self.approve("sql_destructive", "SQL DELETE without WHERE (empties a table)")
+
+
+def _sensitive(path: str) -> tuple[str, str] | None:
+    """sensitive_path of `path` or, when symlinks lead elsewhere (`l -> ~/.ssh`), of its real path."""
+    for candidate in dict.fromkeys((path, os.path.realpath(path))):
+        found = sensitive_path(candidate)
+        if found:
+            return found
+    return None
 
 
 def _mask_quoted(source: str) -> str:

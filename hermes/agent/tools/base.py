@@ -29,6 +29,8 @@ class ToolContext:
     """Rule keys approved "for this session"; owned by the Agent, per session id."""
     on_approval_request: Callable[[ApprovalRequest], None] | None = None
     """Engine hook to surface an ApprovalRequested event before the callback is asked."""
+    source: str = "cli"
+    """Front end of the turn (cli, tui, api_server); the file tools guard secrets for api_server."""
 
     async def request_approval(self, tool_name: str, command: str, reason: str, rule: str) -> bool:
         """Ask the front end. No callback means deny; a SESSION answer is remembered."""

@@ -22,6 +22,7 @@ class Scan(Protocol):
     def scan_source(self, source: str) -> None: ...
     def scan_words(self, words: list[Word]) -> None: ...
     def write_target(self, path: str) -> None: ...
+    def link_source(self, path: str) -> None: ...
     def is_critical(self, path: str) -> bool: ...
     def saw_db_client(self) -> None: ...
 
@@ -189,6 +190,15 @@ def _copy(args: list[str], words: list[Word], scan: Scan) -> None:
         scan.write_target(rest[-1])
 
 
+def _link(args: list[str], words: list[Word], scan: Scan) -> None:
+    """`ln [-s] SOURCE… [LINK]`: a link to a protected place makes later writes through it reach there."""
+    rest = positionals(args)
+    for operand in rest:  # sources, and the link name or -t folder (a protected name is one anyway)
+        scan.link_source(operand)
+    if len(rest) >= 2:
+        scan.write_target(rest[-1])
+
+
 def _in_place(args: list[str], words: list[Word], scan: Scan) -> None:
     if any(a.startswith("-i") or a.startswith("--in-place") for a in args):
         for target in positionals(args):
@@ -304,7 +314,7 @@ RULES: dict[str, Rule] = {
     "cp": _copy,
     "mv": _copy,
     "install": _copy,
-    "ln": _copy,
+    "ln": _link,
     "rsync": _copy,
     "sed": _in_place,
     "perl": _perl,

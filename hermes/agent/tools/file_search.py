@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from hermes.agent.tools.args import check_object, optional_int, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.fsutil import SNIFF_BYTES, glob_matcher, iter_files, not_found, resolve
+from hermes.agent.tools.secret_reads import guards_reads, is_secret_file, read_refusal
 from hermes.errors import ToolError
 
 MAX_LISTED = 500
@@ -144,6 +145,10 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
     top = resolve(ctx, optional_str(args, "path") or ".")
     if not top.exists():
         raise not_found(top)
+    refusal = await read_refusal(ctx, "search_files", top)
+    if refusal is not None:
+        return refusal
+    guarded = guards_reads(ctx)
     file_glob = optional_str(args, "glob")
     matches_glob = glob_matcher(file_glob) if file_glob else None
     limit = optional_int(args, "limit", DEFAULT_MATCH_LIMIT, minimum=1, maximum=MAX_MATCH_LIMIT)
@@ -158,7 +163,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
             if matches_glob is not None and not matches_glob(rel):
                 continue
             text = _text_of(path)
-            if text is None:
+            if text is None or (guarded and path != top and is_secret_file(path, text)):
                 continue
             searched += 1
             for number, line in enumerate(text.splitlines(), 1):

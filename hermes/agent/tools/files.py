@@ -19,6 +19,7 @@ from hermes.agent.tools.args import check_object, optional_bool, optional_int, r
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
+from hermes.agent.tools.secret_reads import read_refusal
 from hermes.errors import ToolError
 
 __all__ = ["LIST_FILES_TOOL", "PATCH_TOOL", "READ_FILE_TOOL", "SEARCH_FILES_TOOL", "WRITE_FILE_TOOL"]
@@ -52,6 +53,9 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     offset = optional_int(args, "offset", 1, minimum=1)
     limit = optional_int(args, "limit", DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
     existing_text_file(path)
+    refusal = await read_refusal(ctx, "read_file", path)
+    if refusal is not None:
+        return refusal
     try:
         lines, total = await asyncio.to_thread(_read_lines, path, offset, limit)
     except PermissionError:
@@ -221,6 +225,9 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
     existing_text_file(path)
+    refusal = await read_refusal(ctx, "patch", path)
+    if refusal is not None:
+        return refusal
     text = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")
 
     count = text.count(old)

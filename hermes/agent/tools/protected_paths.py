@@ -2,10 +2,14 @@
 
 - critical targets: deleting them recursively is hard-blocked (/, system folders, homes);
 - disk devices: writing to them is hard-blocked (/dev/sda, /dev/nvme0n1, …);
-- sensitive files: writing to them needs approval (~/.ssh, shell rc files, /etc, hermes config).
+- sensitive files: writing to them needs approval (~/.ssh, shell rc files, /etc, anything
+  in $HERMES_HOME);
+- secret files: reading them through the file tools of a server needs approval
+  (/etc/shadow, /etc/gshadow, private keys, ~/.ssh, $HERMES_HOME).
 
-Paths in commands are text: `~`, `$HOME` and `${HOME}` are understood, other variables
-are not evaluated (such a path is "unknown" and never counts as critical or sensitive).
+Paths in commands are text: `~`, `$HOME`, `${HOME}`, `$HERMES_HOME` and `${HERMES_HOME}`
+are understood, other variables are not evaluated (such a path is "unknown" and never
+counts as critical or sensitive).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ RC_FILES = frozenset(
 )  # fmt: skip
 _HOME_MARKER = "/\0home"  # stands for ~, ~user, $HOME, ${HOME} in normalised targets
 _HOME_PREFIX = re.compile(r"^(~[\w.-]*|\$HOME|\$\{HOME\})(?=/|$)")
+_HERMES_HOME_PREFIX = re.compile(r"^(\$HERMES_HOME|\$\{HERMES_HOME\})(?=/|$)")
 _USER_HOME = re.compile(r"/(home|Users)/[^/]+")
 _DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|r?disk|mapper/|md\d|dm-)")
 
@@ -66,6 +71,9 @@ def is_critical_target(path: str, cwd: str | None) -> bool:
 
 def expand_command_path(path: str, cwd: str | None) -> str | None:
     """Absolute, normalised form of a path written in a command, or None if it cannot be known."""
+    hermes_home = _HERMES_HOME_PREFIX.match(path)
+    if hermes_home:
+        path = hermes_homes()[-1] + path[hermes_home.end() :]
     home = _HOME_PREFIX.match(path)
     if home and home.group(1).startswith("~") and home.group(1) != "~":
         return None  # ~otheruser: not ours to resolve
@@ -102,9 +110,62 @@ def sensitive_path(path: str) -> tuple[str, str] | None:
             return "ssh_write", "SSH keys or configuration in ~/.ssh"
         if path.startswith(h + "/") and path[len(h) + 1 :] in RC_FILES:
             return "shell_rc_write", f"the shell startup file ~/{path[len(h) + 1 :]}"
-    hermes_homes = [posixpath.join(home, ".hermes")]
-    if os.environ.get("HERMES_HOME"):  # read per call: nothing caches HERMES_HOME
-        hermes_homes.append(os.path.abspath(os.path.expanduser(os.environ["HERMES_HOME"])))
-    if any(path == posixpath.join(h, "config.toml") for h in hermes_homes):
-        return "hermes_config_write", "hermes's own configuration file"
+    for h in hermes_homes():
+        if path == posixpath.join(h, "config.toml"):
+            return "hermes_config_write", "hermes's own configuration file"
+        if _under(path, h):
+            return "hermes_home_write", "hermes's own files in $HERMES_HOME"
     return None
+
+
+def hermes_homes() -> list[str]:
+    """~/.hermes and $HERMES_HOME (last, when set), absolute and with symlinks resolved too."""
+    homes = [posixpath.join(os.path.expanduser("~"), ".hermes")]
+    if os.environ.get("HERMES_HOME"):  # read per call: nothing caches HERMES_HOME
+        homes.append(os.path.abspath(os.path.expanduser(os.environ["HERMES_HOME"])))
+    out: list[str] = []
+    for h in homes:
+        for candidate in (os.path.realpath(h), h):
+            if candidate in out:
+                out.remove(candidate)
+            out.append(candidate)
+    return out
+
+
+SECRET_FILES = frozenset({"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"})
+SSH_KEY_NAMES = re.compile(r"id_(rsa|dsa|ecdsa|ed25519|xmss)(_sk)?")
+"""Default names of SSH private keys (their .pub halves are public)."""
+PRIVATE_KEY_MARKER = b"PRIVATE KEY-----"
+"""Found in the first SNIFF of PEM/OpenSSH private keys ("-----BEGIN RSA PRIVATE KEY-----")."""
+_SNIFF = 8192
+
+
+def secret_read(path: str, *, sniff: bool = True) -> tuple[str, str] | None:
+    """(rule, description) when reading the absolute `path` exposes secrets, else None.
+
+    Looks at the path itself and, with `sniff`, at the start of a file's content (private
+    keys stored under any name); symlinks are followed, so a link cannot disguise its target.
+    """
+    for candidate in dict.fromkeys((path, os.path.realpath(path))):
+        if candidate in SECRET_FILES:
+            return "secret_file_read", f"the password or sudo database {candidate}"
+        for h in hermes_homes():
+            if _under(candidate, h):
+                return "hermes_home_read", "hermes's own files in $HERMES_HOME (keys, sessions)"
+        home = os.path.expanduser("~")
+        for folder in (".ssh", ".gnupg", ".aws", ".config/gcloud", ".azure", ".kube", ".password-store"):
+            if _under(candidate, posixpath.join(home, folder)):
+                return "credential_read", f"the credential store ~/{folder}"
+        name = posixpath.basename(candidate)
+        if SSH_KEY_NAMES.fullmatch(name) or (sniff and holds_private_key(candidate)):
+            return "private_key_read", f"a private key ({name})"
+    return None
+
+
+def holds_private_key(path: str) -> bool:
+    """True when the file's first bytes hold a PEM/OpenSSH private key marker."""
+    try:
+        with open(path, "rb") as handle:
+            return PRIVATE_KEY_MARKER in handle.read(_SNIFF)
+    except OSError:
+        return False

@@ -10,7 +10,8 @@ from hermes.agent.tools.files import (
     SEARCH_FILES_TOOL,
     WRITE_FILE_TOOL,
 )
-from hermes.agent.tools.terminal import TERMINAL_TOOL
+from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.tools.terminal import TERMINAL_TOOL, make_terminal_tool
 
 CORE_TOOLS: tuple[Tool, ...] = (
     TERMINAL_TOOL,
@@ -22,6 +23,12 @@ CORE_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def default_registry() -> ToolRegistry:
-    """A fresh registry holding the core tools (callers may register more on it)."""
-    return ToolRegistry(CORE_TOOLS)
+def default_registry(launcher: ToolLauncher | None = None) -> ToolRegistry:
+    """A fresh registry holding the core tools (callers may register more on it).
+
+    `launcher` decides how the terminal tool starts commands (sandbox, environment); without
+    one, commands run unsandboxed, still supervised and with a scrubbed environment.
+    """
+    if launcher is None:
+        return ToolRegistry(CORE_TOOLS)
+    return ToolRegistry(make_terminal_tool(launcher) if tool is TERMINAL_TOOL else tool for tool in CORE_TOOLS)

@@ -5,6 +5,8 @@ Invariants:
   runs only when ctx.request_approval says yes;
 - the command runs in a new session (start_new_session=True), so its process group id is
   its pid and every process it starts without leaving that group can be signalled at once;
+- it starts through the ToolLauncher: a scrubbed environment (no secrets), a supervisor that
+  kills the group when hermes dies (even by SIGKILL), and the bubblewrap sandbox when on;
 - on timeout the group gets SIGTERM, then SIGKILL after a short grace; on cancellation
   (interrupt) it gets SIGKILL at once and CancelledError is re-raised. Processes that
   start a session of their own (setsid, daemons) leave the group and are not tracked;
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -26,6 +29,7 @@ from typing import Any
 from hermes.agent.tools.approval import blocked_message, classify_command, denied_message
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
+from hermes.agent.tools.launch import ToolLauncher
 from hermes.errors import ToolError
 
 DEFAULT_TIMEOUT = 180.0
@@ -100,8 +104,14 @@ async def _open_pipe(
     return capture
 
 
-async def run_command(command: str, cwd: Path, timeout: float) -> str:
-    """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel."""
+async def run_command(
+    command: str, cwd: Path, timeout: float, launcher: ToolLauncher | None = None, *, writable: Path | None = None
+) -> str:
+    """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel.
+
+    In the sandbox only `writable` (default: `cwd`) may be changed.
+    """
+    launcher = launcher or ToolLauncher()
     loop = asyncio.get_running_loop()
     child_fds: list[int] = []
     transports: list[asyncio.BaseTransport] = []
@@ -109,14 +119,13 @@ async def run_command(command: str, cwd: Path, timeout: float) -> str:
         out = await _open_pipe(loop, child_fds, transports)
         err = await _open_pipe(loop, child_fds, transports)
         try:
-            proc = await asyncio.create_subprocess_shell(
-                command,
-                executable=_shell(),
+            proc = await asyncio.create_subprocess_exec(
+                *launcher.argv([_shell(), "-c", command], cwd, writable=writable),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=child_fds[0],
                 stderr=child_fds[1],
                 cwd=cwd,
-                env={**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"},
+                env=launcher.env(),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -192,7 +201,7 @@ def _workdir(ctx: ToolContext, raw: str | None) -> Path:
     return path
 
 
-async def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
+async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLauncher | None = None) -> str:
     args = check_object(args)
     command = require_str(args, "command")
     timeout = optional_number(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
@@ -205,7 +214,29 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> str:
         approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule)
         if not approved:
             return denied_message("this command", verdict, approver_available=ctx.approve is not None)
-    return await run_command(command, cwd, timeout)
+    # The sandbox's writable root is the session's folder, never a `workdir` the model picks.
+    return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd))
+
+
+def make_terminal_tool(launcher: ToolLauncher) -> Tool:
+    """The terminal tool starting its commands through `launcher` (sandbox, environment).
+
+    With the sandbox on, the description tells the model what the sandbox allows, so it
+    does not retry what cannot work (writes outside the working directory, daemons).
+    """
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        return await terminal(args, ctx, launcher)
+
+    description = TERMINAL_TOOL.description
+    if launcher.sandbox.active:
+        network = "available" if launcher.sandbox.network else "off"
+        description += (
+            " Commands run in a sandbox: only the working directory is writable (the rest of the file "
+            "system is read-only), credential folders and hermes's own files are hidden, /tmp is private "
+            f"to each command, background processes end when the command ends, and the network is {network}."
+        )
+    return dataclasses.replace(TERMINAL_TOOL, handler=handler, description=description)
 
 
 TERMINAL_TOOL = Tool(

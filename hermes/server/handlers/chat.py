@@ -14,9 +14,7 @@ block, X-Hermes-* headers, 502 ``agent_incomplete`` when there is no usable text
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +33,7 @@ from hermes.agent.events import (
 )
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.errors import StoreError
+from hermes.ids import derived_session_id, new_completion_id
 from hermes.server.errors import AgentIncomplete, RequestValidationError, json_response
 from hermes.server.idempotency import fingerprint, validate_key
 from hermes.server.request import (
@@ -70,12 +69,11 @@ TOOL_EMOJI = {
 def derive_session_id(system_prompt: str | None, first_user_content: Any) -> str:
     """Deterministic id for clients that resend the transcript: api-<16 hex>."""
     content = first_user_content if isinstance(first_user_content, str) else str(first_user_content)
-    seed = f"{system_prompt or ''}\n{content}"
-    return "api-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return derived_session_id(system_prompt, content)
 
 
 def completion_id() -> str:
-    return "chatcmpl-" + secrets.token_hex(15)[:29]
+    return new_completion_id()
 
 
 @dataclass

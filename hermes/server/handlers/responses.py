@@ -21,7 +21,6 @@ final ``message``. Streaming lives in `hermes.server.handlers.responses_stream`.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes.agent.types import TurnRequest, TurnResult
+from hermes.ids import new_item_id, new_response_id, new_session_id
 from hermes.server.errors import AgentIncomplete, NotFound, RequestValidationError, json_response
 from hermes.server.idempotency import fingerprint, validate_key
 from hermes.server.request import (
@@ -60,12 +60,12 @@ IDEMPOTENCY_FIELDS = (
 )
 
 
-def new_id(prefix: str, length: int = 24) -> str:
-    return prefix + secrets.token_hex(16)[:length]
+def new_id(prefix: str) -> str:
+    return new_item_id(prefix)
 
 
 def response_id() -> str:
-    return new_id("resp_", 28)
+    return new_response_id()
 
 
 # ---- request parsing ------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def resolve_chain(req: ResponsesRequest, store: Any) -> Chain:
         history = history[-AUTO_TRUNCATION_LIMIT:]
     return Chain(
         history=history,
-        session_id=session_id or new_id("api-", 16),
+        session_id=session_id or new_session_id(),
         instructions=instructions,
         previous_response_id=previous_id,
     )

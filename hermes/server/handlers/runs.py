@@ -19,9 +19,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import re
-import secrets
-import time
 from collections.abc import Mapping
 from typing import Any, assert_never
 
@@ -43,6 +40,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import ApprovalDecision, ChatMessage, TurnRequest, TurnResult, UserContent
+from hermes.ids import RUN_ID, new_session_id
 from hermes.server.errors import ApiError, Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
@@ -68,21 +66,15 @@ from hermes.server.runs import (
 )
 from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.state import AGENT, LIMITER, SETTINGS
-from hermes.store.runs import open_run_store
+from hermes.store.run_store import open_run_store
 
 RUNS = web.AppKey("hermes.runs", RunRegistry)
 """The run registry of this app (set by `init_app`)."""
 
 RUNS_DB = "runs.db"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 MAX_SEQ_DIGITS = 18
 MAX_MODEL_LENGTH = 256
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
-
-
-def new_session_id() -> str:
-    """The default id of a session the server creates: `api_<unix>_<8 hex>`."""
-    return f"api_{int(time.time())}_{secrets.token_hex(4)}"
 
 
 # ---- app wiring --------------------------------------------------------------------------

@@ -13,7 +13,6 @@ to `chat/stream` again with `Last-Event-ID`) and answers approvals with
 
 from __future__ import annotations
 
-import secrets
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -34,11 +33,11 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, UserContent
+from hermes.ids import new_message_id, new_session_id
 from hermes.server.errors import AgentIncomplete, Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.handlers.runs import (
     MAX_MODEL_LENGTH,
     check_user_content,
-    new_session_id,
     parse_after,
     registry_of,
     start_run,
@@ -339,7 +338,7 @@ class SessionChatTranslator:
 
     def __init__(self, user_content: UserContent) -> None:
         self.user_content = user_content
-        self.message_id = "msg_" + secrets.token_hex(16)
+        self.message_id = new_message_id()
         self._segment: list[str] = []
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
 

@@ -19,6 +19,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
+from hermes.agent.mcp.naming import split_name
 from hermes.tui.widgets.activity import SPINNER
 
 ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
@@ -45,6 +46,15 @@ def clip(text: str, lines: int = PREVIEW_LINES, chars: int = PREVIEW_CHARS) -> s
     if hidden > 0 or len(text) > len(shown) + 1:
         shown += f"\n… {max(hidden, 1)} more line{'s' if hidden != 1 else ''} ({len(text):,} chars in all)"
     return shown
+
+
+def tool_label(name: str) -> Text:
+    """The tool's name in bold; an MCP tool (`mcp__server__tool`) also names its server."""
+    mcp = split_name(name)
+    if mcp is None:
+        return Text(name, style="bold")
+    server, tool = mcp
+    return Text.assemble((tool, "bold"), (f" [MCP {server}]", "dim"))
 
 
 def argument_preview(arguments: dict[str, Any]) -> str:
@@ -237,7 +247,7 @@ class ToolCard(Vertical):
         return self._header_renderable().plain
 
     def _header_renderable(self) -> Text:
-        name = Text(self.tool_name, style="bold")
+        name = tool_label(self.tool_name)
         preview = Text(one_line(self.preview), style="dim") if self.preview else Text("")
         if self.state == "generating":
             return Text.assemble((SPINNER[self._frame] + " ", "bold"), "generating ", name, "…")

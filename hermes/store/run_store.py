@@ -1,13 +1,14 @@
 """Durable run status and idempotency receipts for `hermes serve`.
 
-The run registry (`hermes.server.runs`) keeps live runs and their event logs in memory;
+The server's run registry keeps live runs and their event logs in memory;
 this module keeps what must outlive them: the last known status of every run, so
 `GET /v1/runs/{id}` still answers after the events are gone or the server restarted,
 and the `Idempotency-Key` receipts of `POST /v1/runs`, so a client that retries after a
 lost response gets its original run back instead of a second one.
 
-Storage is its own SQLite file (`$HERMES_HOME/runs.db`, mode 0600, WAL), not `state.db`,
-so it never touches the session store's migrations. Schema (created IF NOT EXISTS):
+Storage is its own SQLite file (`$HERMES_HOME/runs.db`), opened by
+`sqlite_file.open_sqlite_file` (created 0600, WAL) with its own schema history,
+`RUN_MIGRATIONS`, so it never touches the session store's. Schema:
 
     runs      one row per run: status, session, output, usage, error, owner pid
     receipts  one row per (scope, idempotency key): request fingerprint -> run id
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes.errors import StoreError
+from hermes.store.migrations import Migrations, execute_all
+from hermes.store.sqlite_file import describe_sqlite_error, open_sqlite_file
 
 RunState = Literal[
     "queued",
@@ -52,38 +55,48 @@ RETENTION_SECONDS = 24 * 3600.0
 
 ORPHAN_MESSAGE = "The server stopped before this run settled."
 
-_SCHEMA = (
-    """
-    CREATE TABLE IF NOT EXISTS runs (
-        run_id TEXT PRIMARY KEY,
-        status TEXT NOT NULL,
-        session_id TEXT,
-        model TEXT,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        last_event TEXT,
-        output TEXT,
-        usage TEXT,
-        error TEXT,
-        error_code TEXT,
-        owner_pid INTEGER
+RUN_MIGRATIONS = Migrations("runs.db")
+"""Every runs.db migration, in the order it must run."""
+
+
+@RUN_MIGRATIONS.migration
+def m001_runs_and_receipts(db: sqlite3.Connection) -> None:
+    # IF NOT EXISTS adopts files written before migrations were recorded (same DDL).
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE IF NOT EXISTS runs (
+                run_id TEXT PRIMARY KEY,
+                status TEXT NOT NULL,
+                session_id TEXT,
+                model TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                last_event TEXT,
+                output TEXT,
+                usage TEXT,
+                error TEXT,
+                error_code TEXT,
+                owner_pid INTEGER
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS runs_status ON runs(status)",
+            "CREATE INDEX IF NOT EXISTS runs_updated_at ON runs(updated_at)",
+            """
+            CREATE TABLE IF NOT EXISTS receipts (
+                scope TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                run_id TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (scope, key)
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS receipts_updated_at ON receipts(updated_at)",
+        ),
     )
-    """,
-    "CREATE INDEX IF NOT EXISTS runs_status ON runs(status)",
-    "CREATE INDEX IF NOT EXISTS runs_updated_at ON runs(updated_at)",
-    """
-    CREATE TABLE IF NOT EXISTS receipts (
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        PRIMARY KEY (scope, key)
-    )
-    """,
-    "CREATE INDEX IF NOT EXISTS receipts_updated_at ON receipts(updated_at)",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,27 +161,13 @@ class RunStore:
     """SQLite-backed run rows and receipts. Every call is short and synchronous."""
 
     def __init__(self, path: str | Path, *, retention: float = RETENTION_SECONDS) -> None:
-        self.path = str(path)
+        opened = open_sqlite_file(path, RUN_MIGRATIONS, what="run store")
+        self.path = opened.label
         self.retention = retention
-        self._db: sqlite3.Connection | None = None
-        try:
-            if self.path != ":memory:":
-                _create_private(Path(self.path))
-            db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
-            db.row_factory = sqlite3.Row
-            if self.path != ":memory:":
-                db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            for statement in _SCHEMA:
-                db.execute(statement)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the run store ({exc})") from None
-        self._db = db
-        if self.path != ":memory:":
-            for suffix in ("-wal", "-shm"):
-                extra = Path(self.path + suffix)
-                if extra.exists():
-                    os.chmod(extra, 0o600)
+        self.applied_migrations = opened.applied_migrations
+        """Migrations this open applied (empty when the schema was already current)."""
+        opened.connection.row_factory = sqlite3.Row
+        self._db: sqlite3.Connection | None = opened.connection
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -293,10 +292,11 @@ class RunStore:
                 db.execute("COMMIT")
                 return None
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: {exc}") from None
+            raise StoreError(f"run store {self.path}: {describe_sqlite_error(exc)}") from None
 
     def touch_receipts(self, run_id: str, *, now: float | None = None) -> None:
         """Restart the retention clock of the receipts of `run_id` (it just settled)."""
@@ -318,7 +318,7 @@ class RunStore:
         try:
             return self.db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: {exc}") from None
+            raise StoreError(f"run store {self.path}: {describe_sqlite_error(exc)}") from None
 
 
 def open_run_store(path: str | Path) -> RunStore:
@@ -331,13 +331,6 @@ def open_run_store(path: str | Path) -> RunStore:
 
 def _terminal_sql() -> str:
     return ", ".join(f"'{state}'" for state in sorted(TERMINAL_STATES))
-
-
-def _create_private(path: Path) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
-    os.chmod(path, 0o600)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -1,0 +1,149 @@
+"""The schema history of the session database (`state.db`).
+
+Migrations run through the shared mechanism in `hermes.store.migrations` (see its
+invariants); this module only lists them, in order.
+
+Schema summary (after all migrations):
+
+    sessions            one row per conversation; counters are maintained by the store
+    messages            one row per OpenAI message, `id` grows monotonically (AUTOINCREMENT)
+    messages_fts_source view: the searchable text of each message
+    messages_fts        FTS5 external-content index over messages_fts_source, kept in
+                        sync by triggers on `messages`
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hermes.store.migrations import Migrations, execute_all
+
+__all__ = ["SESSION_MIGRATIONS"]
+
+SESSION_MIGRATIONS = Migrations("state.db")
+"""Every state.db migration, in the order it must run."""
+
+
+@SESSION_MIGRATIONS.migration
+def m001_sessions(db: sqlite3.Connection) -> None:
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                source TEXT NOT NULL,
+                title TEXT,
+                model TEXT,
+                parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+                started_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                ended_at REAL,
+                end_reason TEXT,
+                message_count INTEGER NOT NULL DEFAULT 0,
+                tool_call_count INTEGER NOT NULL DEFAULT 0,
+                input_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0,
+                system_prompt TEXT
+            )
+            """,
+            # Listing is "newest activity first"; the implicit rowid in each index entry
+            # breaks ties in insertion order.
+            "CREATE INDEX sessions_updated_at ON sessions(updated_at)",
+            "CREATE INDEX sessions_source_updated_at ON sessions(source, updated_at)",
+            "CREATE INDEX sessions_parent ON sessions(parent_session_id)",
+            # Range scans "title >= 'x #' AND title < 'x $'" find lineage titles.
+            "CREATE INDEX sessions_title ON sessions(title)",
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m002_messages(db: sqlite3.Connection) -> None:
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE messages (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                role TEXT NOT NULL,
+                content TEXT,
+                content_is_parts INTEGER NOT NULL DEFAULT 0,
+                parts_text TEXT,
+                tool_calls TEXT,
+                tool_call_id TEXT,
+                tool_name TEXT,
+                reasoning TEXT,
+                finish_reason TEXT,
+                timestamp REAL NOT NULL,
+                token_count INTEGER
+            )
+            """,
+            "CREATE INDEX messages_session ON messages(session_id, id)",
+        ),
+    )
+
+
+# The searchable text of a message: plain content as is; for a content-part list the
+# store writes the `text` of its parts to `parts_text`; tool results only up to their
+# first 8,192 characters (large tool outputs would swamp the index). The view must stay
+# free of table-valued functions such as json_each: FTS5's integrity-check cannot read
+# an external-content view that uses one.
+_SEARCH_BODY = """
+    CASE
+        WHEN m.content_is_parts THEN m.parts_text
+        WHEN m.role = 'tool' THEN substr(m.content, 1, 8192)
+        ELSE m.content
+    END
+"""
+
+
+@SESSION_MIGRATIONS.migration
+def m003_messages_fts(db: sqlite3.Connection) -> None:
+    # Every message has exactly one row in messages_fts (possibly without tokens). The
+    # view is the single definition of the indexed text: the triggers read it both to
+    # add a row and, before a row goes away, to remove exactly what was indexed.
+    execute_all(
+        db,
+        (
+            f"""
+            CREATE VIEW messages_fts_source AS
+            SELECT m.id AS id, {_SEARCH_BODY} AS body FROM messages AS m
+            """,
+            """
+            CREATE VIRTUAL TABLE messages_fts USING fts5(
+                body,
+                content='messages_fts_source',
+                content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )
+            """,
+            """
+            CREATE TRIGGER messages_fts_after_insert AFTER INSERT ON messages BEGIN
+                INSERT INTO messages_fts(rowid, body)
+                SELECT id, body FROM messages_fts_source WHERE id = new.id;
+            END
+            """,
+            """
+            CREATE TRIGGER messages_fts_before_delete BEFORE DELETE ON messages BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, body)
+                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
+            END
+            """,
+            """
+            CREATE TRIGGER messages_fts_before_update
+            BEFORE UPDATE OF content, content_is_parts, parts_text, role ON messages BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, body)
+                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
+            END
+            """,
+            """
+            CREATE TRIGGER messages_fts_after_update
+            AFTER UPDATE OF content, content_is_parts, parts_text, role ON messages BEGIN
+                INSERT INTO messages_fts(rowid, body)
+                SELECT id, body FROM messages_fts_source WHERE id = new.id;
+            END
+            """,
+        ),
+    )

@@ -1,0 +1,94 @@
+"""Layering: hermes/store imports nothing from the layers above it (checked statically).
+
+Every import statement counts, including ones inside functions and `if TYPE_CHECKING:`
+blocks, so an import hidden in a function body cannot slip through.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hermes
+
+PACKAGE = Path(hermes.__file__).parent
+ABOVE_THE_STORE = ("hermes.agent", "hermes.server", "hermes.cli", "hermes.tui", "hermes.testing")
+
+
+def imported_modules(source: str, module: str) -> set[str]:
+    """Every module `source` (the text of `module`) imports, relative imports resolved."""
+    found: set[str] = set()
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                name = f"{base}.{node.module}" if node.module else base
+            else:
+                name = node.module or ""
+            found.add(name)
+            # `from hermes import agent` imports the module hermes.agent.
+            found.update(f"{name}.{alias.name}" for alias in node.names)
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def offending(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    bad: dict[str, list[str]] = {}
+    for path in paths:
+        name = module_name(path)
+        hits = sorted(
+            imported
+            for imported in imported_modules(path.read_text(encoding="utf-8"), name)
+            if any(imported == f or imported.startswith(f + ".") for f in forbidden)
+        )
+        if hits:
+            bad[name] = hits
+    return bad
+
+
+def test_the_checker_sees_every_kind_of_import() -> None:
+    source = (
+        "from __future__ import annotations\n"
+        "import hermes.agent.types\n"
+        "from hermes.server import app\n"
+        "from hermes import cli\n"
+        "from ..tui import widgets\n"
+        "def later():\n"
+        "    from hermes.testing.turns import x\n"
+    )
+    found = imported_modules(source, "hermes.store.example")
+    assert {"hermes.agent.types", "hermes.server", "hermes.cli", "hermes.tui", "hermes.testing.turns"} <= found
+
+
+def test_the_store_imports_nothing_from_the_layers_above() -> None:
+    paths = sorted((PACKAGE / "store").rglob("*.py"))
+    assert len(paths) >= 8
+    assert offending(paths, ABOVE_THE_STORE) == {}
+
+
+@pytest.mark.parametrize("name", ["messages.py", "ids.py"])
+def test_shared_vocabularies_sit_below_every_layer(name: str) -> None:
+    assert offending([PACKAGE / name], ("hermes",)) == {}
+
+
+def test_importing_every_store_module_loads_no_agent_module() -> None:
+    code = (
+        "import sys\n"
+        "import hermes.store, hermes.store.responses, hermes.store.run_store\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('hermes.agent', 'hermes.server'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,112 @@
+"""In server mode the file tools read secrets only with approval; local front ends are not guarded."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hermes.agent.tools.base import ToolContext
+from hermes.agent.tools.file_search import search_files
+from hermes.agent.tools.files import patch, read_file
+from hermes.agent.types import ApprovalDecision, ApprovalRequest
+
+KEY_TEXT = "-----BEGIN RSA PRIVATE KEY-----\nMIIEneedle\n-----END RSA PRIVATE KEY-----\n"
+
+
+class Approver:
+    def __init__(self, decision: ApprovalDecision) -> None:
+        self.decision = decision
+        self.requests: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.requests.append(request)
+        return self.decision
+
+
+def server_ctx(cwd: Path, approve: Approver | None = None) -> ToolContext:
+    return ToolContext(session_id="s", cwd=cwd, approve=approve, source="api_server")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "server.pem").write_text(KEY_TEXT)
+    (folder / "notes.txt").write_text("a needle in the notes\n")
+    return folder
+
+
+async def test_server_read_of_a_private_key_is_denied_without_approval(project: Path) -> None:
+    out = await read_file({"path": "server.pem"}, server_ctx(project))
+
+    assert out.startswith(f"DENIED: reading {project / 'server.pem'} was not done (nothing was read).")
+    assert "[rule: private_key_read]" in out and "MIIE" not in out
+
+
+async def test_server_read_with_approval_returns_the_file(project: Path) -> None:
+    approver = Approver(ApprovalDecision.ONCE)
+
+    out = await read_file({"path": "server.pem"}, server_ctx(project, approver))
+
+    assert "MIIEneedle" in out
+    assert [(r.tool_name, r.rule) for r in approver.requests] == [("read_file", "private_key_read")]
+    assert approver.requests[0].reason == "read a private key (server.pem)"
+
+
+async def test_denied_approval_keeps_the_file_unread(project: Path) -> None:
+    approver = Approver(ApprovalDecision.DENY)
+
+    out = await read_file({"path": "server.pem"}, server_ctx(project, approver))
+
+    assert out.startswith("DENIED:") and "the user denied it" in out and "MIIE" not in out
+
+
+async def test_local_front_ends_read_freely(project: Path) -> None:
+    out = await read_file({"path": "server.pem"}, ToolContext(session_id="s", cwd=project, source="cli"))
+
+    assert "MIIEneedle" in out
+
+
+@pytest.mark.skipif(not os.access("/etc/shadow", os.R_OK), reason="/etc/shadow is not readable here")
+async def test_server_read_of_etc_shadow_is_denied(tmp_path: Path) -> None:
+    out = await read_file({"path": "/etc/shadow"}, server_ctx(tmp_path))
+
+    assert out.startswith("DENIED: reading /etc/shadow") and "[rule: secret_file_read]" in out
+    assert "root:" not in out
+
+
+async def test_server_read_in_hermes_home_and_through_links_is_denied(tmp_path: Path, hermes_home: Path) -> None:
+    hermes_home.mkdir()
+    (hermes_home / "config.toml").write_text('api_key = "sk-stored"\n')
+    (tmp_path / "innocent.txt").symlink_to(hermes_home / "config.toml")
+    (tmp_path / "id_ed25519").write_text("not even PEM, but an SSH key by name\n")
+
+    direct = await read_file({"path": str(hermes_home / "config.toml")}, server_ctx(tmp_path))
+    linked = await read_file({"path": "innocent.txt"}, server_ctx(tmp_path))
+    by_name = await read_file({"path": "id_ed25519"}, server_ctx(tmp_path))
+
+    assert "[rule: hermes_home_read]" in direct and "[rule: hermes_home_read]" in linked
+    assert "sk-stored" not in direct + linked
+    assert "[rule: private_key_read]" in by_name
+
+
+async def test_server_search_skips_secrets_and_refuses_hermes_home(project: Path, hermes_home: Path) -> None:
+    hermes_home.mkdir()
+    (hermes_home / "config.toml").write_text("needle\n")
+
+    found = await search_files({"pattern": "needle"}, server_ctx(project))
+    refused = await search_files({"pattern": "needle", "path": str(hermes_home)}, server_ctx(project))
+    local = await search_files({"pattern": "needle"}, ToolContext(session_id="s", cwd=project))
+
+    assert "notes.txt:1: a needle in the notes" in found and "server.pem" not in found
+    assert refused.startswith("DENIED:") and "[rule: hermes_home_read]" in refused
+    assert "server.pem:2: MIIEneedle" in local
+
+
+async def test_server_patch_of_a_key_is_denied(project: Path) -> None:
+    out = await patch({"path": "server.pem", "old_string": "needle", "new_string": "pin"}, server_ctx(project))
+
+    assert out.startswith("DENIED:") and "[rule: private_key_read]" in out
+    assert (project / "server.pem").read_text() == KEY_TEXT
