@@ -99,7 +99,10 @@ def serve_env(home: Path, upstream: ScriptedUpstream, **extra: str) -> dict[str,
     return env
 
 
-def start_serve(home: Path, workdir: Path, upstream: ScriptedUpstream) -> tuple[subprocess.Popen[str], str]:
+def start_serve(
+    home: Path, workdir: Path, upstream: ScriptedUpstream
+) -> tuple[subprocess.Popen[str], str, threading.Thread]:
+    """The process, its root URL, and the thread draining its stderr (join it, then close the pipe)."""
     workdir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "hermes", "serve", "--port", "0", "--key", SERVER_KEY, "--model-name", MODEL_NAME],
@@ -117,5 +120,6 @@ def start_serve(home: Path, workdir: Path, upstream: ScriptedUpstream) -> tuple[
         raise AssertionError("hermes serve did not start: " + line + proc.stderr.read())
     # Keep draining stderr so a chatty server can never block on a full pipe.
 
-    threading.Thread(target=proc.stderr.read, daemon=True).start()
-    return proc, line[len(READY_PREFIX):].strip()
+    drain = threading.Thread(target=proc.stderr.read, daemon=True)
+    drain.start()
+    return proc, line[len(READY_PREFIX):].strip(), drain

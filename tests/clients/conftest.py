@@ -21,7 +21,7 @@ from hermes.testing.upstream import ScriptedUpstream
 def _serve_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HermesServe]:
     base = tmp_path_factory.mktemp("hermes-serve")
     with ScriptedUpstream.in_thread() as upstream:
-        proc, root = start_serve(base / "home", base / "work", upstream)
+        proc, root, drain = start_serve(base / "home", base / "work", upstream)
         try:
             yield HermesServe(proc=proc, root=root, upstream=upstream, workdir=base / "work")
         finally:
@@ -31,6 +31,9 @@ def _serve_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HermesSe
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+            drain.join(timeout=10)  # EOF once the process is gone
+            if proc.stderr is not None:
+                proc.stderr.close()
 
 
 @pytest.fixture

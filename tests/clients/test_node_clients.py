@@ -154,6 +154,8 @@ def test_ai_sdk_server_tool_turn(hermes_serve: HermesServe, provider: str, scena
     if scenario == "stream":
         assert result["errors"] == [], "the stream carried frames the SDK could not validate"
     assert result["toolCalls"] == [], "a server-run tool was handed to the SDK as a call to make"
+    # The Responses model sees hermes' mcp_call as a tool the provider already executed.
+    assert result["serverTools"] == (["mcp.terminal"] if provider == "openai-responses" else [])
     assert result["steps"] == 1
     assert result["text"].endswith(TOOL_ANSWER)
     assert TOOL_PREAMBLE + TOOL_ANSWER not in result["text"]
@@ -169,6 +171,19 @@ def test_ai_sdk_multi_turn_from_client_history(hermes_serve: HermesServe, provid
     assert (result["first"], result["text"]) == ("Paris", "About 2 million")
     sent = [(m["role"], m["content"]) for m in hermes_serve.upstream.requests[1].messages if m["role"] != "system"]
     assert sent == [("user", "Capital of France?"), ("assistant", "Paris"), ("user", "Population?")]
+
+
+def test_ai_sdk_responses_multi_turn_after_tool_turn(hermes_serve: HermesServe) -> None:
+    """The second turn refers to the first turn's items (message and mcp_call) by item_reference."""
+    hermes_serve.script(*tool_turn_script(), text_reply("You are welcome."))
+    result = ok(run_node("ai_sdk.mjs", hermes_serve, "multi_turn_tool", provider="openai-responses", input="run echo"))
+    assert result["first"].endswith(TOOL_ANSWER) and result["text"] == "You are welcome."
+    sent = [m for m in hermes_serve.upstream.requests[-1].messages if m["role"] != "system"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[0]["content"] == "run echo" and sent[-1]["content"] == "Thanks"
+    assert sent[1]["content"] == TOOL_PREAMBLE and sent[1]["tool_calls"][0]["function"]["name"] == "terminal"
+    assert TOOL_OUTPUT in sent[2]["content"]
+    assert sent[3]["content"].endswith(TOOL_ANSWER)
 
 
 def test_ai_sdk_previous_response_id(hermes_serve: HermesServe) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import openai
 import pytest
@@ -19,8 +20,9 @@ from hermes.testing.upstream import text_reply
 
 
 @pytest.fixture
-def client(hermes_serve: HermesServe) -> openai.OpenAI:
-    return openai.OpenAI(base_url=hermes_serve.base_url, api_key=hermes_serve.key, max_retries=0, timeout=30)
+def client(hermes_serve: HermesServe) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=hermes_serve.base_url, api_key=hermes_serve.key, max_retries=0, timeout=30) as sdk:
+        yield sdk
 
 
 def _tool_ran(serve: HermesServe) -> None:
@@ -231,7 +233,7 @@ def test_chat_usage_present(client: openai.OpenAI, hermes_serve: HermesServe) ->
 @pytest.mark.parametrize("call", ["models", "chat", "responses"])
 def test_wrong_key_raises_authentication_error(hermes_serve: HermesServe, call: str) -> None:
     bad = openai.OpenAI(base_url=hermes_serve.base_url, api_key="sk-wrong", max_retries=0, timeout=30)
-    with pytest.raises(openai.AuthenticationError) as info:
+    with bad, pytest.raises(openai.AuthenticationError) as info:
         if call == "models":
             bad.models.list()
         elif call == "chat":

@@ -3,7 +3,10 @@
 Request mapping: ``system`` messages (joined with newlines) are layered on top of
 hermes' own system prompt; ``user``/``assistant`` messages are kept (content
 normalised), every other role is dropped; the last kept message is the turn's input
-and the rest is history. Without ``X-Hermes-Session-Id`` the session id is derived
+(it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
+Text segments of one answer are joined with a blank line (`hermes.server.wire`), in the
+stream and in the JSON answer alike; named ``hermes.*`` frames never go to SDK clients
+unless they opt in (`tool_progress_enabled`). Without ``X-Hermes-Session-Id`` the session id is derived
 (``api-`` + 16 hex of sha256(system + "\\n" + first user content)) so clients that
 resend the whole transcript map to one session; with it, history comes from the
 session store instead of the body. Every turn is persisted (source ``api_server``).
@@ -72,7 +75,7 @@ from hermes.server.schema import (
 from hermes.server.sse import ClientDisconnected, SSEStream
 from hermes.server.state import SESSIONS, SETTINGS
 from hermes.server.turn_runner import TurnCrashed, TurnRun
-from hermes.server.wire import Outcome, status_payload, usage_json
+from hermes.server.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
 from hermes.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -166,8 +169,10 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         if role == "user" and first_user is None:
             first_user = content
         kept.append({"role": role, "content": content})
-    if not kept or not has_visible_payload(kept[-1]["content"]):
-        raise RequestValidationError("No user message found in messages", code="no_user_message", param="messages")
+    if not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"]):
+        raise RequestValidationError(
+            "The messages must end with a user message (the new turn)", code="no_user_message", param="messages"
+        )
     system = "\n".join(p for p in system_parts if p) or None
     return ChatRequest(
         model=model,
@@ -192,7 +197,7 @@ def _load_history(store: SessionStore, session_id: str) -> list[ChatMessage]:
 def completion_body(
     cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
 ) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": result.final_text}
+    message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
     body: dict[str, Any] = {
@@ -260,6 +265,7 @@ class ChatChunks:
         self.named_events = named_events
         self.sent_text = False
         self.progress = ToolProgress()
+        self.joiner = SegmentJoiner()
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -278,7 +284,7 @@ class ChatChunks:
             case TextDelta():
                 if event.text:
                     self.sent_text = True
-                    await self.stream.send(self.chunk({"content": event.text}))
+                    await self.stream.send(self.chunk({"content": self.joiner.text(event.text)}))
             case ReasoningDelta():
                 if event.text:
                     await self.stream.send(self.chunk({"reasoning_content": event.text}))
@@ -289,15 +295,17 @@ class ChatChunks:
             case Status() | Retrying() | StreamStalled():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
-            case TurnStarted() | SegmentEnd() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
+            case SegmentEnd():
+                self.joiner.end_segment()
+            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)
 
     async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
         """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""
-        if result is not None and not self.sent_text and result.final_text and crash is None:
-            await self.stream.send(self.chunk({"content": result.final_text}))
+        if result is not None and not self.sent_text and answer_text(result) and crash is None:
+            await self.stream.send(self.chunk({"content": answer_text(result)}))
         outcome = Outcome.of(result, crash=crash)
         final = self.chunk({}, outcome.finish_reason)
         if result is not None:

@@ -24,6 +24,7 @@ from hermes.server.openai_turns import (
     read_preamble,
     session_headers,
 )
+from hermes.server.request import tool_item_form
 from hermes.server.response_objects import (
     RESPONSE_REQUEST,
     envelope,
@@ -56,22 +57,23 @@ IDEMPOTENCY_FIELDS = (
 async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     preamble = await read_preamble(request)
-    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name)
+    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, app[RESPONSES].find_item)
     chain = resolve_chain(req, app[RESPONSES])
     turn_request = api_turn(
         request, input=req.input, session_id=chain.session_id, history=chain.history,
         client_prompt=system_text(req, chain),
     )
     headers = session_headers(chain.session_id, preamble.session_key)
+    form = tool_item_form(request)
     if req.stream:  # streams are never cached
-        return await stream_response(request, req, chain, turn_request, headers)
+        return await stream_response(request, req, chain, turn_request, headers, form)
     rid, created_at = response_id(), int(time.time())
 
     def finish(result: TurnResult | None) -> Answer:
         outcome = Outcome.of(result)
         status = response_status(result)
         error = error_object(result) if status == "failed" else None
-        output = output_items(result) if result else []
+        output = output_items(result, form) if result else []
         response = envelope(rid, created_at, req, chain, status=status, output=output, result=result, error=error)
         transcript: list[Any] = (
             list(result.messages) if result is not None else [{"role": "user", "content": req.input}]

@@ -24,12 +24,18 @@ function model() {
 
 const common = () => ({ model: model(), maxRetries: 0, stopWhen: isStepCount(5) });
 
+// Calls the SDK would have to make itself (a server-run tool must never be one) and tools the
+// provider reports as already executed (`providerExecuted`, hermes' `mcp_call` items).
+const callsToMake = (steps) => steps.flatMap((s) => s.toolCalls.filter((c) => !c.providerExecuted).map((c) => c.toolName));
+const serverTools = (steps) => steps.flatMap((s) => s.toolCalls.filter((c) => c.providerExecuted).map((c) => c.toolName));
+
 function summary(result, extra = {}) {
   return {
     text: result.text,
     steps: result.steps.length,
     finishReason: result.finishReason,
-    toolCalls: result.steps.flatMap((s) => s.toolCalls.map((c) => c.toolName)),
+    toolCalls: callsToMake(result.steps),
+    serverTools: serverTools(result.steps),
     usage: result.totalUsage ?? result.usage ?? null,
     ...extra,
   };
@@ -54,7 +60,8 @@ async function stream() {
     text: await result.text,
     steps: steps.length,
     finishReason: await result.finishReason,
-    toolCalls: steps.flatMap((s) => s.toolCalls.map((c) => c.toolName)),
+    toolCalls: callsToMake(steps),
+    serverTools: serverTools(steps),
     usage: (await result.totalUsage) ?? null,
     errors,
   };
@@ -63,6 +70,15 @@ async function stream() {
 async function multiTurn() {
   const first = await generateText({ ...common(), prompt: "Capital of France?" });
   const messages = [{ role: "user", content: "Capital of France?" }, ...first.response.messages, { role: "user", content: "Population?" }];
+  const second = await generateText({ ...common(), messages });
+  return summary(second, { first: first.text });
+}
+
+// A tool turn, then a follow-up from the SDK's own messages (the Responses model sends the
+// earlier output items back as `item_reference`s, the mcp_call included).
+async function multiTurnTool() {
+  const first = await generateText({ ...common(), prompt: input });
+  const messages = [{ role: "user", content: input }, ...first.response.messages, { role: "user", content: "Thanks" }];
   const second = await generateText({ ...common(), messages });
   return summary(second, { first: first.text });
 }
@@ -78,7 +94,7 @@ async function previousResponseId() {
   return summary(second, { first: first.text, firstId: id });
 }
 
-const scenarios = { generate, stream, multi_turn: multiTurn, previous_response_id: previousResponseId };
+const scenarios = { generate, stream, multi_turn: multiTurn, multi_turn_tool: multiTurnTool, previous_response_id: previousResponseId };
 
 await report(() => {
   const run = scenarios[cfg.scenario];
