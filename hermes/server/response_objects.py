@@ -112,7 +112,13 @@ class _Transcript:
             raise RequestValidationError(
                 "Input items must be strings or objects.", code="invalid_input_item", param=param
             )
-        kind = item.get("type") or "message"
+        kind = item.get("type", "message")
+        if kind is None:
+            kind = "message"
+        elif not isinstance(kind, str):
+            raise RequestValidationError(
+                "Input item 'type' must be a string.", code="invalid_input_item", param=f"{param}.type"
+            )
         match kind:
             case "message":
                 self._message(item, param)

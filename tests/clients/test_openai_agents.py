@@ -42,7 +42,9 @@ def _agent(kind: str, sdk: AsyncOpenAI, serve: HermesServe) -> Agent:
     return Agent(name="hermes-client", instructions="Be brief.", model=model)
 
 
-async def _run(agent: Agent, text: str, *, streamed: bool, previous_response_id: str | None = None) -> tuple[str, str | None]:
+async def _run(
+    agent: Agent, text: str, *, streamed: bool, previous_response_id: str | None = None
+) -> tuple[str, str | None]:
     """Final output text and the last response id, via Runner.run or Runner.run_streamed."""
     if streamed:
         result = Runner.run_streamed(agent, text, previous_response_id=previous_response_id)

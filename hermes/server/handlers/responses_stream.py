@@ -282,6 +282,7 @@ async def stream_response(
             created = envelope(rid, created_at, req, chain, status="in_progress", output=[])
             store_record(store, req, chain, rid, created, [user_message])
             await events.emit("response.created", response=created)
+            await events.emit("response.in_progress", response=created)
             crash: TurnCrashed | None = None
             try:
                 async for event in turn.events():

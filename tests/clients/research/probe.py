@@ -19,7 +19,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE.parent / "node"
 sys.path.insert(0, str(HERE))
-from responses_stub import ANSWER, PREAMBLE, TOOL_OUTPUT, VARIANTS
+from responses_stub import ANSWER, PREAMBLE, TOOL_OUTPUT, VARIANTS  # noqa: E402 - found through sys.path above
 
 PY_CLIENTS = ["openai", "agents", "pydantic_ai", "langchain"]
 NODE_CLIENTS = ["openai", "ai-sdk"]
@@ -48,7 +48,10 @@ def verdict(result: dict[str, Any], requests: list[dict[str, Any]], mode: str) -
             notes.append("stream errors: " + "; ".join(result["errors"])[:200])
     else:
         sent = requests[-1].get("input") if requests else None
-        types = [i.get("type", "message") if isinstance(i, dict) else "str" for i in sent] if isinstance(sent, list) else [str(type(sent).__name__)]
+        if isinstance(sent, list):
+            types = [i.get("type", "message") if isinstance(i, dict) else "str" for i in sent]
+        else:
+            types = [str(type(sent).__name__)]
         notes.append("2nd input: " + ",".join(types))
     if "LOOPED" in text and mode != "followup":
         notes.append("text came from the loop-back request")

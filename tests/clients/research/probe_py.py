@@ -74,8 +74,8 @@ async def run_pydantic_ai(variant: str, mode: str, base: str) -> dict[str, Any]:
     if mode == "stream":
         async with agent.run_stream("run echo hi") as result:
             text = ""
-            async for text in result.stream_text():
-                pass
+            async for snapshot in result.stream_text():
+                text = snapshot  # stream_text yields the text so far
             parts = [type(p).__name__ for m in result.all_messages() for p in getattr(m, "parts", [])]
         return {"text": text, "items": parts}
     res = await agent.run("run echo hi")

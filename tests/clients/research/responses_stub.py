@@ -164,8 +164,9 @@ class Stub:
         self.requests.append(body)
         variant = str(body.get("model", "message_only"))
         if variant not in VARIANTS:
-            return web.json_response({"error": {"message": f"unknown variant {variant}", "type": "invalid_request_error",
-                                                "param": "model", "code": None}}, status=400)
+            error = {"message": f"unknown variant {variant}", "type": "invalid_request_error", "param": "model",
+                     "code": None}
+            return web.json_response({"error": error}, status=400)
         looped = len(self.requests) > 1 and not body.get("previous_response_id") and _has_tool_feedback(body)
         self.count += 1
         resp_id = f"resp_{self.count}"
@@ -174,7 +175,8 @@ class Stub:
             return web.json_response(envelope(resp_id, variant, output, "completed"))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
-        events: list[dict[str, Any]] = [{"type": "response.created", "response": envelope(resp_id, variant, output, "in_progress")},
+        started = envelope(resp_id, variant, output, "in_progress")
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": started},
                   {"type": "response.in_progress", "response": envelope(resp_id, variant, output, "in_progress")}]
         for i, item in enumerate(output):
             events += item_events(i, item, minimal=variant in MINIMAL_SSE)
