@@ -256,3 +256,51 @@ async def test_failed_stream_sends_its_error_once(server: Server) -> None:
     assert events[-1]["response"]["error"]["message"]
     assert not [e for e in events if e["type"] == "response.output_text.delta"]
     assert events[-1]["response"]["output"] == []
+
+
+# ---- Open WebUI: utility requests ----------------------------------------------------------------
+
+TITLE_PROMPT = "### Task:\nGenerate a concise, 3-5 word title for the chat history.\n### Chat History:\nUSER: hi"
+
+
+@pytest.mark.parametrize(
+    ("url", "body"),
+    [
+        (CHAT, {"messages": [{"role": "user", "content": TITLE_PROMPT}]}),
+        (CHAT, {"messages": [{"role": "user", "content": "Tag this chat"}], "metadata": {"task": "tags_generation"}}),
+        (RESPONSES, {"input": TITLE_PROMPT}),
+    ],
+    ids=["chat-task-prompt", "chat-metadata-task", "responses-task-prompt"],
+)
+async def test_utility_request_is_one_plain_model_call(server: Server, url: str, body: dict[str, Any]) -> None:
+    server.upstream.enqueue(text_reply('{"title": "Greeting"}'))
+    resp = await post(server, url, body)
+    assert resp.status == 200
+    data = await resp.json()
+    text = data["choices"][0]["message"]["content"] if url == CHAT else data["output"][-1]["content"][0]["text"]
+    assert text == '{"title": "Greeting"}'
+    assert len(server.upstream.requests) == 1
+    sent = server.upstream.requests[0]
+    assert not sent.body.get("tools")
+    assert [m["role"] for m in sent.messages] == ["user"]  # no hermes system prompt either
+    assert "X-Hermes-Session-Id" not in resp.headers
+    assert server.sessions.list_sessions() == []
+    if url == RESPONSES:
+        assert server.responses.get(data["id"]) is None
+
+
+async def test_streamed_task_prompt_is_a_normal_turn(server: Server) -> None:
+    server.upstream.enqueue(text_reply("ok"))
+    body = {"messages": [{"role": "user", "content": TITLE_PROMPT}], "stream": True}
+    resp = await post(server, CHAT, body)
+    await resp.text()
+    assert server.upstream.requests[0].body.get("tools")
+    assert len(server.sessions.list_sessions()) == 1
+
+
+async def test_failed_utility_request_is_502(server: Server) -> None:
+    server.upstream.enqueue(error_reply(500, "upstream exploded"))
+    resp = await post(server, CHAT, {"messages": [{"role": "user", "content": TITLE_PROMPT}]})
+    assert resp.status == 502
+    assert (await resp.json())["error"]["code"] == "agent_incomplete"
+    assert server.sessions.list_sessions() == []

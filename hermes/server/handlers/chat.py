@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -52,6 +53,8 @@ from hermes.server.openai_turns import (
     read_preamble,
     session_headers,
     streamed_turn,
+    utility_engine,
+    utility_turn,
 )
 from hermes.server.request import (
     CONTENT_DOC,
@@ -75,6 +78,7 @@ from hermes.server.schema import (
 from hermes.server.sse import ClientDisconnected, SSEStream
 from hermes.server.state import SESSIONS, SETTINGS
 from hermes.server.turn_runner import TurnCrashed, TurnRun
+from hermes.server.utility import is_utility_request
 from hermes.server.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
 from hermes.store.base import SessionStore
 
@@ -217,6 +221,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     preamble = await read_preamble(request)
     chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
     header_session = session_id_header(request)
+    if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
+        return await complete(
+            request, preamble, utility_turn(chat.input, chat.history, chat.system),
+            _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            engine=utility_engine(request),
+        )
     if header_session is not None:
         session_id = header_session
         history = _load_history(request.app[SESSIONS], session_id)
@@ -229,6 +239,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     headers = session_headers(session_id, preamble.session_key)
     if chat.stream:  # streams are never cached
         return await _stream(request, chat, turn_request, headers)
+    return await complete(
+        request, preamble, turn_request, _finisher(chat, headers), scope="chat",
+        fingerprint=lambda: _fingerprint(preamble, header_session),
+    )
+
+
+def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Answer]:
+    """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
 
     def finish(result: TurnResult | None) -> Answer:
         outcome = Outcome.of(result)
@@ -240,10 +258,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             return Answer(error.status, error.body(), out_headers)
         return Answer(200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers)
 
-    return await complete(
-        request, preamble, turn_request, finish, scope="chat",
-        fingerprint=lambda: _fingerprint(preamble, header_session),
-    )
+    return finish
 
 
 def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
