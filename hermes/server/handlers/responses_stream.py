@@ -1,18 +1,26 @@
 """The SSE form of POST /v1/responses.
 
 Event sequence (each frame ``event: <type>`` + ``data: {"type": <type>, ...,
-"sequence_number": n}``, n = 0, 1, 2… per stream):
+"sequence_number": n}``, n = 0, 1, 2… per stream; ``output_index`` is the item's place in
+the final output, ``item_id`` its id, ``content_index`` always 0):
 
-    response.created                              (status in_progress; stored at once when store is on)
+    response.created, response.in_progress        (status in_progress; stored at once when store is on)
     per block, in the order the agent produced them:
       reasoning: output_item.added → reasoning_summary_part.added → reasoning_summary_text.delta…
                  → reasoning_summary_text.done → reasoning_summary_part.done → output_item.done
-      text:      output_item.added (message) → output_text.delta… (logprobs: [])
-                 → output_text.done → output_item.done   (text before tool calls is closed at SegmentEnd)
-      tool call: output_item.added (function_call, in_progress) … on completion
+      text:      output_item.added (message) → content_part.added → output_text.delta… (logprobs: [])
+                 → output_text.done → content_part.done → output_item.done
+                 (one message per segment, closed at SegmentEnd; a later segment's first delta
+                 starts with the blank-line separator, see `hermes.server.wire`)
+      tool, function_call form: output_item.added (function_call, in_progress) … on completion
                  output_item.done (function_call) → output_item.added + output_item.done
                  (function_call_output, output = [{"type": "input_text", "text": …}])
+      tool, mcp_call form (SDK clients, `hermes.server.tool_items`): output_item.added
+                 (mcp_call, in_progress) → mcp_call.in_progress → mcp_call_arguments.delta/.done
+                 … on completion mcp_call.completed | mcp_call.failed → output_item.done
     response.completed | response.incomplete | response.failed   (the full response)
+
+A failed turn's error is in ``response.failed`` only, never also as output text.
 
 Named ``hermes.status`` frames (no sequence number) go only to clients that accept
 named events (see `tool_progress_enabled`). A client disconnect — or the server
