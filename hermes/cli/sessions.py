@@ -111,6 +111,9 @@ ARGUMENTS_CHARS = 120
 def _opened_store(settings: Settings | None = None) -> Iterator[SessionStore]:
     store = open_store(settings or load_settings())
     try:
+        from hermes.store.repair import repair_after_crash
+
+        repair_after_crash(store)  # so what is read shows crashed turns as interrupted
         yield store
     finally:
         store.close()

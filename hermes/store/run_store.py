@@ -10,7 +10,8 @@ Storage is its own SQLite file (`$HERMES_HOME/runs.db`), opened by
 `sqlite_file.open_sqlite_file` (created 0600, WAL) with its own schema history,
 `RUN_MIGRATIONS`, so it never touches the session store's. Schema:
 
-    runs      one row per run: status, session, output, usage, error, owner pid
+    runs      one row per run: status, session, output, usage, error, owner (pid, host,
+              start identity: see `owner.ProcessOwner`)
     receipts  one row per (scope, idempotency key): request fingerprint -> run id
 
 Invariants:
@@ -35,6 +36,7 @@ from typing import Any, Literal
 
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
+from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.sqlite_file import describe_sqlite_error, open_sqlite_file
 
 RunState = Literal[
@@ -95,6 +97,18 @@ def m001_runs_and_receipts(db: sqlite3.Connection) -> None:
             )
             """,
             "CREATE INDEX IF NOT EXISTS receipts_updated_at ON receipts(updated_at)",
+        ),
+    )
+
+
+@RUN_MIGRATIONS.migration
+def m002_owner_identity(db: sqlite3.Connection) -> None:
+    # owner_pid alone cannot tell a dead owner from a new process that reused its pid.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE runs ADD COLUMN owner_host TEXT",
+            "ALTER TABLE runs ADD COLUMN owner_started TEXT",
         ),
     )
 
@@ -183,12 +197,18 @@ class RunStore:
     # ---- runs ---------------------------------------------------------------------
 
     def put(self, record: RunRecord) -> None:
-        """Insert or replace the row of `record.run_id`."""
+        """Insert or replace the row of `record.run_id`.
+
+        When the owner is this process, its host and start identity are recorded too.
+        """
+        me = current_owner()
+        mine = record.owner_pid == me.pid
         self._execute(
             """
             INSERT OR REPLACE INTO runs (run_id, status, session_id, model, created_at,
-                updated_at, last_event, output, usage, error, error_code, owner_pid)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                updated_at, last_event, output, usage, error, error_code, owner_pid,
+                owner_host, owner_started)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             (
                 record.run_id,
@@ -203,6 +223,8 @@ class RunStore:
                 record.error,
                 record.error_code,
                 record.owner_pid,
+                me.host if mine else None,
+                me.started if mine else None,
             ),
         )
 
@@ -232,21 +254,29 @@ class RunStore:
         """Mark `interrupted` every unsettled run whose owner process no longer runs.
 
         Args:
-            alive: pids known to be alive (default: checked with `os.kill(pid, 0)`);
-                this process's own pid always counts as alive.
+            alive: pids known to be alive (default: `owner.owner_gone` decides, which also
+                sees a pid reused by another process); this process's own pid counts
+                as alive unless its recorded start identity is another process's.
         """
         rows = self._execute(
-            f"SELECT run_id, owner_pid FROM runs WHERE status NOT IN ({_terminal_sql()})"
+            "SELECT run_id, owner_pid, owner_host, owner_started FROM runs "
+            f"WHERE status NOT IN ({_terminal_sql()})"
         ).fetchall()
+        me = current_owner()
         orphans = []
         for row in rows:
             pid = row["owner_pid"]
-            if pid == os.getpid():
+            started = row["owner_started"]
+            if pid == me.pid and (started is None or started == me.started):
                 continue
             if alive is not None:
                 is_alive = pid in alive
+            elif pid is None:
+                is_alive = False
+            elif row["owner_host"] is None:  # written before identities were recorded
+                is_alive = _pid_alive(pid)
             else:
-                is_alive = pid is not None and _pid_alive(pid)
+                is_alive = not owner_gone(ProcessOwner(row["owner_host"], pid, started or ""))
             if not is_alive:
                 orphans.append(row["run_id"])
         return self.mark_interrupted(orphans)
