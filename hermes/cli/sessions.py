@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 try:  # recent typer (0.29 here) vendors click as typer._click
     from typer._click.exceptions import UsageError as _ClickUsageError
 except ImportError:  # pragma: no cover - older typer releases use click itself
-    from click.exceptions import UsageError as _ClickUsageError  # type: ignore[no-redef]
+    from click.exceptions import UsageError as _ClickUsageError  # type: ignore[assignment, no-redef, unused-ignore]
 
 
 class _OneLineUsageErrors(TyperGroup):
@@ -159,12 +159,12 @@ def _call_summary(call: dict[str, Any]) -> tuple[str, str]:
     """(name, compact arguments) of an OpenAI tool call."""
     function = call.get("function") or {}
     name = str(function.get("name") or call.get("name") or "?")
-    raw = function.get("arguments") or ""
+    raw: Any = function.get("arguments") or ""
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
         except ValueError:
-            return name, _one_line(raw)
+            return name, _one_line(str(raw))
     return name, json.dumps(raw, ensure_ascii=False)
 
 

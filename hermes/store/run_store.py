@@ -113,6 +113,29 @@ def m002_owner_identity(db: sqlite3.Connection) -> None:
     )
 
 
+@RUN_MIGRATIONS.migration
+def m003_run_owner_instances(db: sqlite3.Connection) -> None:
+    # Ownership by lease (hermes.store.api.LeaseStore): a run names the instance that
+    # owns it; an instance whose lease has expired no longer owns anything.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE runs ADD COLUMN owner_instance TEXT",
+            "CREATE INDEX runs_owner_instance ON runs(owner_instance)",
+            """
+            CREATE TABLE instances (
+                instance_id TEXT PRIMARY KEY,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                started_at REAL NOT NULL,
+                heartbeat_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )
+            """,
+        ),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """The durable status of one run (the body of `GET /v1/runs/{id}`)."""
@@ -131,6 +154,8 @@ class RunRecord:
     error: str | None = None
     error_code: str | None = None
     owner_pid: int | None = None
+    owner_instance: str | None = None
+    """The instance (lease holder, `hermes.store.api.InstanceLease`) running it, if any."""
 
     @property
     def terminal(self) -> bool:
@@ -207,8 +232,8 @@ class RunStore:
             """
             INSERT OR REPLACE INTO runs (run_id, status, session_id, model, created_at,
                 updated_at, last_event, output, usage, error, error_code, owner_pid,
-                owner_host, owner_started)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                owner_host, owner_started, owner_instance)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             (
                 record.run_id,
@@ -225,6 +250,7 @@ class RunStore:
                 record.owner_pid,
                 me.host if mine else None,
                 me.started if mine else None,
+                record.owner_instance,
             ),
         )
 
@@ -388,6 +414,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         error=row["error"],
         error_code=row["error_code"],
         owner_pid=row["owner_pid"],
+        owner_instance=row["owner_instance"],
     )
 
 

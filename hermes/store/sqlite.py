@@ -100,8 +100,9 @@ def fts_query(text: str) -> str:
     (`AND`, `OR`, `NOT`, `NEAR`, `-`, `*`, `^`, parentheses, column filters) are searched
     as ordinary words and never raise. Words without a letter or digit are dropped. The
     last word is a prefix match unless the text ends with whitespace. Returns "" when
-    nothing searchable is left.
+    nothing searchable is left. NUL separates words (FTS5 cannot take it inside a string).
     """
+    text = text.replace("\x00", " ")
     words = [word for word in text.split() if any(ch.isalnum() for ch in word)]
     if not words:
         return ""
