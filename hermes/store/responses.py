@@ -268,7 +268,7 @@ class ResponseStore:
             row = self._db.execute(
                 "SELECT item.value FROM responses, json_each("
                 " CASE WHEN json_valid(responses.data) THEN responses.data ELSE '{}' END, '$.response.output') AS item"
-                " WHERE json_extract(item.value, '$.id') = ? LIMIT 1",
+                " WHERE CASE WHEN item.type = 'object' THEN json_extract(item.value, '$.id') END = ? LIMIT 1",
                 (item_id,),
             ).fetchone()
         if row is None:
