@@ -4,12 +4,15 @@ Request mapping: ``system`` messages (joined with newlines) are layered on top o
 hermes' own system prompt; ``user``/``assistant`` messages are kept (content
 normalised), every other role is dropped; the last kept message is the turn's input
 (it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
+Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
+sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
+map to one session; with it, history comes from the session store instead of the body.
+Every turn is persisted (source ``api_server``), except utility requests
+(`hermes.server.utility`: one model call, no tools, no session).
+
 Text segments of one answer are joined with a blank line (`hermes.server.wire`), in the
-stream and in the JSON answer alike; named ``hermes.*`` frames never go to SDK clients
-unless they opt in (`tool_progress_enabled`). Without ``X-Hermes-Session-Id`` the session id is derived
-(``api-`` + 16 hex of sha256(system + "\\n" + first user content)) so clients that
-resend the whole transcript map to one session; with it, history comes from the
-session store instead of the body. Every turn is persisted (source ``api_server``).
+stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
+unless they opt in (`tool_progress_enabled`).
 
 Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
 block, X-Hermes-* headers, 502 ``agent_incomplete`` when there is no usable text).
