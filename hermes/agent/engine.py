@@ -450,8 +450,10 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
-            self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
-            self.store.end_session(turn.session_id, status)
+            with self.store.transaction():  # usage and end: one commit
+                usage = turn.usage
+                self.store.add_usage(turn.session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+                self.store.end_session(turn.session_id, status)
         except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise

@@ -8,8 +8,10 @@ can tell whether anything was delivered.
 
 Invariants:
 - The provider owns one `aiohttp.ClientSession` (keep-alive pool), created on first use
-  on the running loop and closed by `aclose()`. Proxies and netrc come from the
-  environment (`trust_env`), TLS roots from OpenSSL's defaults (`SSL_CERT_FILE`/`SSL_CERT_DIR`).
+  on the running loop and closed by `aclose()`. The proxy comes from the environment
+  (`HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, proxy credentials from netrc), looked up once
+  per session rather than in a worker thread per request as aiohttp's `trust_env` does;
+  TLS roots are OpenSSL's defaults (which honour `SSL_CERT_FILE`/`SSL_CERT_DIR`).
 - A stream abandoned before its end (cancellation, `aclose`) closes its connection,
   which is what stops the upstream request; a stream read to its end returns the
   connection to the pool.
@@ -25,6 +27,8 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, ClassVar
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from hermes import __version__
 from hermes.agent.provider import (
@@ -210,7 +214,7 @@ class OpenAICompatProvider(Provider):
         default_headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._chat_url = f"{self.base_url}/chat/completions"
+        endpoint = URL(self.base_url)
         self._headers: dict[str, str] = {
             # Local servers accept any key; some insist on a non-empty one.
             "Authorization": f"Bearer {api_key or 'not-needed'}",
@@ -218,9 +222,17 @@ class OpenAICompatProvider(Provider):
             "Accept": "application/json",
             **(default_headers or {}),
         }
+        if endpoint.user is not None or endpoint.password is not None:
+            # Credentials in the URL are sent as Basic auth, in place of the key.
+            self._headers["Authorization"] = aiohttp.encode_basic_auth(endpoint.user or "", endpoint.password or "")
+            endpoint = endpoint.with_user(None)
+        self._chat_url = _join(endpoint, "chat/completions")
+        self._models_url = _join(endpoint, "models")
         self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=read_timeout)
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
         self._include_usage = True
         """Cleared for good once the endpoint rejects stream_options."""
 
@@ -239,10 +251,9 @@ class OpenAICompatProvider(Provider):
                 if connector is not None:
                     with contextlib.suppress(Exception):
                         connector._close()
-            session = self._session = aiohttp.ClientSession(
-                headers=self._headers, timeout=self._timeout, trust_env=True
-            )
+            session = self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
             self._session_loop = loop
+            self._proxy, self._proxy_auth = _env_proxy(self._chat_url)
         return session
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
@@ -255,7 +266,10 @@ class OpenAICompatProvider(Provider):
     async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         """POST the body in one write; a non-2xx reply is read, closed and raised as ProviderError."""
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        response = await self._http().post(self._chat_url, data=data, headers=_JSON_BODY)
+        session = self._http()
+        response = await session.post(
+            self._chat_url, data=data, headers=_JSON_BODY, proxy=self._proxy, proxy_auth=self._proxy_auth
+        )
         if response.status >= 300:
             try:
                 text = await response.text(errors="replace")
@@ -310,7 +324,8 @@ class OpenAICompatProvider(Provider):
     async def list_models(self) -> list[str]:
         """Model ids the endpoint offers (used by `hermes doctor`)."""
         with translate_errors(self.name, self.base_url):
-            async with self._http().get(f"{self.base_url}/models") as response:
+            session = self._http()
+            async with session.get(self._models_url, proxy=self._proxy, proxy_auth=self._proxy_auth) as response:
                 text = await response.text(errors="replace")
                 if response.status >= 300:
                     raise status_error(response.status, text, response.headers, self.name)
@@ -327,6 +342,19 @@ class OpenAICompatProvider(Provider):
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
+
+
+def _join(base: URL, path: str) -> URL:
+    """`base` with `/path` appended to its path (its query, if any, kept)."""
+    return base.with_path(f"{base.path.rstrip('/')}/{path}", keep_query=True)
+
+
+def _env_proxy(endpoint: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment sets for the endpoint, or (None, None)."""
+    try:
+        return get_env_proxy_for_url(endpoint)
+    except (LookupError, ValueError):
+        return None, None
 
 
 async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
