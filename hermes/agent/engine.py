@@ -52,8 +52,9 @@ from hermes.agent._call import CallOutcome, CallPolicy, model_call
 from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, ToolStarted, TurnCompleted, TurnStarted
+from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.interrupt import TurnInterrupt
-from hermes.agent.prompt import default_system_prompt
+from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
@@ -133,6 +134,7 @@ class Agent:
         tools: ToolRegistry | None = None,
         options: EngineOptions | None = None,
         system_prompt: str | None = None,
+        instructions: ProjectInstructions | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -140,6 +142,8 @@ class Agent:
         self.tools = tools if tools is not None else ToolRegistry()
         self.options = options or EngineOptions()
         self.system_prompt = system_prompt
+        self.instructions = instructions
+        """Project instructions (AGENTS.md) added to the prompt of every new session."""
         self._streaming = provider.supports_streaming
         self._session_approvals: dict[str, set[str]] = {}
 
@@ -332,6 +336,10 @@ class Agent:
 
     # ---- helpers ---------------------------------------------------------------------
 
+    def new_session_prompt(self, cwd: str | None = None) -> str:
+        """The system prompt a new session starts with (configured or default, plus instructions)."""
+        return build_system_prompt(self.system_prompt, cwd, self.instructions)
+
     def _disable_streaming(self) -> None:
         self._streaming = False
 
@@ -341,11 +349,11 @@ class Agent:
         explicit_prompt = request.system_prompt
         if store is None:
             session_id = request.session_id or new_session_id()
-            prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
         session = store.find_session(request.session_id) if request.session_id else None
         if session is None:
-            prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             session = store.create_session(
                 source=request.source,
                 model=model,
@@ -356,7 +364,7 @@ class Agent:
             history: list[ChatMessage] = []
         else:
             # Reuse the stored prompt byte for byte so the upstream's prompt cache holds.
-            prompt = explicit_prompt or session.system_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
                 store.update_session(session.id, system_prompt=explicit_prompt)
             history = store.history(session.id)

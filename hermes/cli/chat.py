@@ -110,6 +110,8 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
                 sys.stderr.write(f"hermes: {notice}\n")
         with rich_progress() as progress:
             agent = build_agent(settings, store, choice=choice, progress=progress)
+        if agent.instructions is not None and agent.instructions.notice and not as_json:
+            sys.stderr.write(f"hermes: {agent.instructions.notice}\n")
         renderer = make_renderer(as_json)
         request = TurnRequest(
             input=prompt,

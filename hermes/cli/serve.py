@@ -82,12 +82,25 @@ def serve(
     with rich_progress() as progress:  # the app builds the agent; the slow part is done here
         prepare_provider(settings, choice, progress)
     app = create_app(settings)
+    _report_instructions(app)
     import asyncio
 
     after_ready = (f"hermes serve: {sandbox}",) if sandbox else ()
     code = asyncio.run(run_server(app, settings.server_host, settings.server_port, notices=after_ready))
     if code:
         raise typer.Exit(code)
+
+
+def _report_instructions(app: web.Application) -> None:
+    """Name the AGENTS.md files the agent loaded, and say so when the cap cut them."""
+    from hermes.agent.instructions import ProjectInstructions
+    from hermes.server.state import AGENT
+
+    instructions = getattr(app[AGENT], "instructions", None)
+    if isinstance(instructions, ProjectInstructions):
+        for line in (instructions.summary, instructions.notice):
+            if line:
+                _say(f"hermes serve: {line}")
 
 
 def is_loopback(host: str) -> bool:
