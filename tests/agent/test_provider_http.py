@@ -98,3 +98,16 @@ async def test_the_proxy_comes_from_the_environment(
             await _stream(provider)
     finally:
         await provider.aclose()
+
+
+async def test_undecodable_bytes_in_a_message_still_go_out(upstream: ScriptedUpstream) -> None:
+    # Tool output decoded with surrogateescape keeps lone surrogates; the body is ASCII-escaped JSON.
+    upstream.enqueue(text_reply("ok"))
+    request = ModelRequest(model="m", messages=[{"role": "user", "content": "caf\u00e9 \udcff"}])
+    provider = OpenAICompatProvider(base_url=upstream.base_url)
+    try:
+        events = [event async for event in provider.stream(request)]
+    finally:
+        await provider.aclose()
+    assert any(isinstance(e, FinishChunk) for e in events)
+    assert upstream.requests[0].body["messages"][0]["content"] == "caf\u00e9 \udcff"

@@ -265,7 +265,8 @@ class OpenAICompatProvider(Provider):
 
     async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         """POST the body in one write; a non-2xx reply is read, closed and raised as ProviderError."""
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        # ASCII-escaped: text decoded with surrogateescape (tool output) still encodes.
+        data = json.dumps(body, separators=(",", ":")).encode("ascii")
         session = self._http()
         response = await session.post(
             self._chat_url, data=data, headers=_JSON_BODY, proxy=self._proxy, proxy_auth=self._proxy_auth
