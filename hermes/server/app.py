@@ -72,6 +72,7 @@ def create_app(
             settings.response_db_path, max_size=settings.server_response_store_size
         )
     mcp = None
+    owns_agent = agent is None
     if agent is None:
         from hermes.agent.factory import build_agent
         from hermes.agent.mcp import McpManager
@@ -99,6 +100,8 @@ def create_app(
         yield
         if mcp is not None:
             await mcp.aclose()
+        if owns_agent:  # its provider's pooled connections
+            await agent.aclose()
         if owned_sessions is not None:
             owned_sessions.close()
         if owned_responses is not None:
