@@ -111,3 +111,21 @@ async def test_undecodable_bytes_in_a_message_still_go_out(upstream: ScriptedUps
         await provider.aclose()
     assert any(isinstance(e, FinishChunk) for e in events)
     assert upstream.requests[0].body["messages"][0]["content"] == "caf\u00e9 \udcff"
+
+
+def test_a_closed_provider_serves_a_later_event_loop() -> None:
+    # e.g. a CLI that runs asyncio.run more than once, closing the provider at the end of each.
+    import asyncio
+
+    with ScriptedUpstream.in_thread() as upstream:
+        upstream.default = text_reply("again")
+        provider = OpenAICompatProvider(base_url=upstream.base_url)
+
+        async def once() -> str:
+            try:
+                return "".join(e.text for e in await _stream(provider) if isinstance(e, TextChunk))
+            finally:
+                await provider.aclose()
+
+        assert asyncio.run(once()) == "again"
+        assert asyncio.run(once()) == "again"

@@ -245,7 +245,8 @@ class OpenAICompatProvider(Provider):
         loop = asyncio.get_running_loop()
         if session is None or session.closed or self._session_loop is not loop:
             if session is not None and not session.closed:
-                # Made on another loop (an earlier asyncio.run): drop its sockets without it.
+                # Made on another loop (an earlier asyncio.run) that was left without
+                # `aclose()`: drop the pool (a closed loop's sockets can only be reported).
                 connector = session.connector
                 session.detach()
                 if connector is not None:
