@@ -62,6 +62,9 @@ OPTIONS: dict[str, Option] = {
     "tool_env_passthrough": Option(
         ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
     ),
+    "database_url": Option(
+        ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
+    ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
     "server_key": Option(("API_SERVER_KEY",), "bearer key clients of hermes serve must send", secret=True),
@@ -101,6 +104,8 @@ class Settings:
     sandbox: str = "auto"
     sandbox_network: bool = True
     tool_env_passthrough: tuple[str, ...] = ()
+    database_url: str | None = None
+    """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent._call import CallOutcome, CallPolicy, model_call
+from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, ToolStarted, TurnCompleted, TurnStarted
@@ -120,6 +121,8 @@ class _Turn:
     """TurnStarted was yielded."""
     finished: bool = False
     """The session end was attempted (it is attempted once)."""
+    checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
+    """The turn row and streaming-text checkpoints in the store (crash safety)."""
 
 
 class Agent:
@@ -158,9 +161,12 @@ class Agent:
         """Run one turn; see the module docstring. Ends with TurnCompleted unless cancelled or closed."""
         model = request.model or self.model
         user_message: ChatMessage = {"role": "user", "content": request.input}
-        with self.store.transaction() if self.store is not None else nullcontext():  # session + input: one commit
+        # The session, the turn row and the user's message: one commit.
+        with self.store.transaction() if self.store is not None else nullcontext():
             session_id, system_prompt, history = self._open_session(request, model)
             turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
+            if turn.persist:
+                turn.checkpoints = TurnCheckpoints(self.store, session_id)
             unrecorded = self._record_input(turn, user_message)
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
@@ -258,6 +264,7 @@ class Agent:
                 async for event in call_events:
                     if event.type == "text.delta":
                         turn.text_parts.append(event.text)
+                        turn.checkpoints.streamed(turn.text_parts)
                     yield event
             turn.usage = turn.usage + outcome.usage
             if outcome.reasoning:
@@ -394,9 +401,8 @@ class Agent:
     ) -> None:
         # Stored first: the result's transcript holds only what the store accepted.
         if turn.persist and self.store is not None:
-            self.store.append_message(
-                turn.session_id,
-                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason),
+            turn.checkpoints.record(
+                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
             )
         turn.messages.append(message)
 
@@ -469,7 +475,8 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
-            with self.store.transaction():  # usage and end: one commit
+            with self.store.transaction():  # the last checkpoint, turn end, usage, session end: one commit
+                turn.checkpoints.end(status)
                 self.store.add_usage(
                     turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens
                 )

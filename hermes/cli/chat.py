@@ -94,6 +94,9 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
 
     store = open_store(settings)
     try:
+        from hermes.store.repair import repair_after_crash
+
+        repair_after_crash(store)  # turns a crashed process left open (before --continue picks one)
         session_id: str | None = None
         if resume:
             session_id = store.get_session(resume).id

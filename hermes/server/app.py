@@ -71,6 +71,9 @@ def create_app(
         responses = owned_responses = ResponseStore(
             settings.response_db_path, max_size=settings.server_response_store_size
         )
+    from hermes.store.repair import repair_after_crash
+
+    repair_after_crash(sessions, responses, runs_db=settings.home / "runs.db")  # what crashed processes left
     mcp = None
     owns_agent = agent is None
     if agent is None:
