@@ -47,7 +47,9 @@ from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
 from hermes.store.base import (
+    CompactionRecord,
     MessageRecord,
+    NewCompaction,
     NewMessage,
     RepairedTurn,
     SearchHit,
@@ -737,6 +739,33 @@ class SqliteSessionStore:
         return RepairedTurn(
             turn_id=turn.id, session_id=turn.session_id, kept_text=kept_text, placeholders=len(unanswered)
         )
+
+    # -- compaction markers ----------------------------------------------------------
+
+    def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
+        with self._write() as db:
+            self._require_session(db, session_id)
+            now = self._clock()
+            cursor = db.execute(
+                "INSERT INTO compactions (session_id, summary, first_kept_message_id, "
+                "summarized_messages, before_tokens, after_tokens, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, marker.summary, marker.first_kept_message_id, marker.summarized_messages,
+                 marker.before_tokens, marker.after_tokens, now),
+            )  # fmt: skip
+            marker_id = cursor.lastrowid
+        assert marker_id is not None
+        return CompactionRecord(marker_id, session_id, marker.summary, marker.first_kept_message_id,
+                                marker.summarized_messages, marker.before_tokens, marker.after_tokens, now)  # fmt: skip
+
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT id, session_id, summary, first_kept_message_id, summarized_messages, "
+                "before_tokens, after_tokens, created_at FROM compactions WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [CompactionRecord(*row) for row in rows]
 
     # -- forks -----------------------------------------------------------------------
 

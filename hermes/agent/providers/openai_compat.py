@@ -43,6 +43,7 @@ from hermes.agent.provider import (
 )
 from hermes.agent.types import Usage
 from hermes.errors import (
+    ContextLengthExceeded,
     ProviderAuthError,
     ProviderConnectionError,
     ProviderError,
@@ -73,8 +74,9 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
-def _error_detail(status: int, text: str) -> str:
-    """The upstream's own message: the OpenAI envelope's error.message, else the body."""
+def _error_detail(status: int, text: str) -> tuple[str, str | None]:
+    """(the upstream's message, its error code): the OpenAI envelope's error.message and
+    error.code, else the body and None."""
     try:
         body = json.loads(text) if text else None
     except ValueError:
@@ -82,15 +84,16 @@ def _error_detail(status: int, text: str) -> str:
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
-            return str(error["message"])
+            code = error.get("code")
+            return str(error["message"]), code if isinstance(code, str) else None
         if isinstance(error, str) and error:
-            return error
-    return text.strip()[:500] or f"HTTP {status}"
+            return error, None
+    return text.strip()[:500] or f"HTTP {status}", None
 
 
 def status_error(status: int, text: str, headers: Mapping[str, str] | None, provider: str) -> ProviderError:
     """The ProviderError for an upstream's non-2xx reply (`text` is its body)."""
-    detail = _error_detail(status, text)
+    detail, code = _error_detail(status, text)
     if status in (401, 403):
         return ProviderAuthError(
             f"authentication failed ({status}): check HERMES_API_KEY — {detail}",
@@ -104,6 +107,10 @@ def status_error(status: int, text: str, headers: Mapping[str, str] | None, prov
             retryable=True,
             retry_after=_retry_after(headers),
             provider=provider,
+        )
+    if code == "context_length_exceeded":
+        return ContextLengthExceeded(
+            f"the request is too long for the model's context ({status}): {detail}", status=status, provider=provider
         )
     if _STREAM_UNSUPPORTED.search(detail):
         return StreamingUnsupported(detail, status=status, provider=provider)
