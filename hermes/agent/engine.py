@@ -268,7 +268,9 @@ class Agent:
         while True:
             summary_call = turn.api_calls >= max_iterations
             if summary_call and context[-1].get("content") != SUMMARY_NUDGE:
-                yield Status("max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary")
+                yield Status(
+                    "max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary"
+                )
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             async for compacted in budget.fit(context, request_tools):
@@ -488,7 +490,11 @@ class Agent:
         message: ChatMessage = {"role": "assistant", "content": outcome.text or None}
         if with_calls:
             message["tool_calls"] = [
-                {"id": slot.id, "type": "function", "function": {"name": slot.name, "arguments": slot.arguments or "{}"}}
+                {
+                    "id": slot.id,
+                    "type": "function",
+                    "function": {"name": slot.name, "arguments": slot.arguments or "{}"},
+                }
                 for slot in outcome.tool_calls
             ]
         elif message["content"] is None:
@@ -519,7 +525,12 @@ class Agent:
         return None
 
     def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
-        message: ChatMessage = {"role": "tool", "tool_call_id": event.call_id, "name": event.name, "content": event.result}
+        message: ChatMessage = {
+            "role": "tool",
+            "tool_call_id": event.call_id,
+            "name": event.name,
+            "content": event.result,
+        }
         context.append(message)
         turn.open_calls = [(cid, name) for cid, name in turn.open_calls if cid != event.call_id]
         self._record(turn, message)
