@@ -76,7 +76,8 @@ class McpServerConfig:
 def check_name(name: str) -> str:
     if not NAME_PATTERN.match(name) or "__" in name:
         raise ConfigError(
-            f"invalid MCP server name {name!r}: use up to 40 letters, digits, '-' and '_' (no '__'), starting with a letter or digit"
+            f"invalid MCP server name {name!r}: use up to 40 letters, digits, '-' and '_' (no '__'), "
+            "starting with a letter or digit"
         )
     return name
 
@@ -223,7 +224,9 @@ def _servers_in(text: str) -> dict[str, Any]:
 def add_server_text(text: str, server: McpServerConfig) -> str:
     """`text` with `server`'s block appended; ConfigError if the name is taken."""
     if server.name in _servers_in(text):
-        raise ConfigError(f"an MCP server named {server.name!r} already exists (remove it first: hermes mcp remove {server.name})")
+        raise ConfigError(
+            f"an MCP server named {server.name!r} already exists (remove it first: hermes mcp remove {server.name})"
+        )
     body = text if not text or text.endswith("\n") else text + "\n"
     new = body + ("\n" if body.strip() else "") + render_server(server)
     _servers_in(new)  # the result must still parse

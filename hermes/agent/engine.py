@@ -43,7 +43,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,10 +187,14 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run one turn; see the module docstring. Ends with TurnCompleted unless cancelled or closed."""
         model = request.model or self.model
-        session_id, system_prompt, history = self._open_session(request, model)
-        turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
-        if turn.persist:
-            turn.checkpoints = TurnCheckpoints(self.store, session_id)
+        user_message: ChatMessage = {"role": "user", "content": request.input}
+        # The session, the turn row and the user's message: one commit.
+        with self.store.transaction() if self.store is not None else nullcontext():
+            session_id, system_prompt, history = self._open_session(request, model)
+            turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
+            if turn.persist:
+                turn.checkpoints = TurnCheckpoints(self.store, session_id)
+            unrecorded = self._record_input(turn, user_message)
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
             session_id=session_id,
@@ -205,9 +209,9 @@ class Agent:
         try:
             try:
                 gate.task = asyncio.current_task()
-                user_message: ChatMessage = {"role": "user", "content": request.input}
                 context.append(user_message)
-                self._record(turn, user_message)
+                if unrecorded is not None:
+                    raise unrecorded
                 async with aclosing(self._loop(turn, context, tool_ctx, request)) as steps:
                     gate.task = None
                     turn.started = True
@@ -264,7 +268,9 @@ class Agent:
         while True:
             summary_call = turn.api_calls >= max_iterations
             if summary_call and context[-1].get("content") != SUMMARY_NUDGE:
-                yield Status("max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary")
+                yield Status(
+                    "max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary"
+                )
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             async for compacted in budget.fit(context, request_tools):
@@ -484,7 +490,11 @@ class Agent:
         message: ChatMessage = {"role": "assistant", "content": outcome.text or None}
         if with_calls:
             message["tool_calls"] = [
-                {"id": slot.id, "type": "function", "function": {"name": slot.name, "arguments": slot.arguments or "{}"}}
+                {
+                    "id": slot.id,
+                    "type": "function",
+                    "function": {"name": slot.name, "arguments": slot.arguments or "{}"},
+                }
                 for slot in outcome.tool_calls
             ]
         elif message["content"] is None:
@@ -506,8 +516,21 @@ class Agent:
             )
         turn.messages.append(message)
 
+    def _record_input(self, turn: _Turn, message: ChatMessage) -> Exception | None:
+        """Record the user's message; a failure is returned, to end the turn like any other."""
+        try:
+            self._record(turn, message)
+        except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
+            return exc
+        return None
+
     def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
-        message: ChatMessage = {"role": "tool", "tool_call_id": event.call_id, "name": event.name, "content": event.result}
+        message: ChatMessage = {
+            "role": "tool",
+            "tool_call_id": event.call_id,
+            "name": event.name,
+            "content": event.result,
+        }
         context.append(message)
         turn.open_calls = [(cid, name) for cid, name in turn.open_calls if cid != event.call_id]
         self._record(turn, message)
@@ -567,9 +590,12 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
-            turn.checkpoints.end(status)
-            self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
-            self.store.end_session(turn.session_id, status)
+            with self.store.transaction():  # the last checkpoint, turn end, usage, session end: one commit
+                turn.checkpoints.end(status)
+                self.store.add_usage(
+                    turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens
+                )
+                self.store.end_session(turn.session_id, status)
         except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise

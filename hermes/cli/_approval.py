@@ -13,9 +13,11 @@ import sys
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
 
 APPROVAL_TIMEOUT = 120.0
-_ANSWERS = {"o": ApprovalDecision.ONCE, "once": ApprovalDecision.ONCE, "y": ApprovalDecision.ONCE,
-            "s": ApprovalDecision.SESSION, "session": ApprovalDecision.SESSION,
-            "d": ApprovalDecision.DENY, "deny": ApprovalDecision.DENY, "n": ApprovalDecision.DENY, "": ApprovalDecision.DENY}
+_ANSWERS = {
+    "o": ApprovalDecision.ONCE, "once": ApprovalDecision.ONCE, "y": ApprovalDecision.ONCE,
+    "s": ApprovalDecision.SESSION, "session": ApprovalDecision.SESSION,
+    "d": ApprovalDecision.DENY, "deny": ApprovalDecision.DENY, "n": ApprovalDecision.DENY, "": ApprovalDecision.DENY,
+}
 
 
 def tty_approver(timeout: float = APPROVAL_TIMEOUT) -> ApprovalCallback | None:

@@ -83,8 +83,8 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
     import signal
 
     from hermes.agent.factory import build_agent, choose_provider
-    from hermes.agent.mcp.manager import start_mcp
     from hermes.agent.interrupt import TurnInterrupt
+    from hermes.agent.mcp.manager import start_mcp
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._common import open_store

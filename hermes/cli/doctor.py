@@ -222,7 +222,7 @@ def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
 
     async def models() -> list[str]:
         provider = build_provider(settings, choice)
-        list_models = getattr(provider, "list_models")
+        list_models = getattr(provider, "list_models")  # noqa: B009 - Provider protocol lacks list_models; keeps mypy happy
         try:
             return list(await asyncio.wait_for(list_models(), ENDPOINT_TIMEOUT))
         finally:
@@ -237,7 +237,9 @@ def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
         return Check("endpoint", "failed", str(exc))
     if choice.model not in available:
         listed = ", ".join(available[:5]) + (", …" if len(available) > 5 else "") if available else "none"
-        return Check("endpoint", "warning", f"{url} answers but does not list model {choice.model!r} (listed: {listed})")
+        return Check(
+            "endpoint", "warning", f"{url} answers but does not list model {choice.model!r} (listed: {listed})"
+        )
     return Check("endpoint", "ok", f"{url} answers and lists model {choice.model!r}")
 
 

@@ -412,7 +412,9 @@ def delete(
         record = store.get_session(session_id)
         if not yes:
             if not sys.stdin.isatty():
-                raise UsageError(f"refusing to delete {record.id} without confirmation: stdin is not a terminal; pass --yes")
+                raise UsageError(
+                    f"refusing to delete {record.id} without confirmation: stdin is not a terminal; pass --yes"
+                )
             described = f'"{record.title}", ' if record.title else ""
             question = f"Delete session {record.id} ({described}{_plural(record.message_count, 'message')})?"
             if not typer.confirm(question, default=False):
@@ -425,7 +427,9 @@ def delete(
 @app.command("fork")
 def fork(
     session_id: str = typer.Argument(..., metavar="ID", help="Session to fork."),
-    at: int | None = typer.Option(None, "--at", metavar="MESSAGE_ID", help="Copy messages up to and including this one (ids from `show`)."),
+    at: int | None = typer.Option(
+        None, "--at", metavar="MESSAGE_ID", help="Copy messages up to and including this one (ids from `show`)."
+    ),
     title: str | None = typer.Option(None, "--title", help='Title of the new session (default "<title> #2").'),
     as_json: bool = typer.Option(False, "--json", help="Print the new session object."),
 ) -> None:
@@ -516,7 +520,9 @@ def _write_private(path: Path, text: str) -> None:
 def export(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     fmt: str = typer.Option("json", "--format", "-f", metavar="json|jsonl|markdown", help="Output format."),
-    output: Path | None = typer.Option(None, "--output", "-o", metavar="FILE", help="Write to FILE (mode 0600) instead of stdout."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write to FILE (mode 0600) instead of stdout."
+    ),
 ) -> None:
     """Export a session as json, jsonl or markdown.
 

@@ -8,6 +8,7 @@ returning, so a crash mid-turn keeps what was written.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -344,5 +345,11 @@ class SessionStore(Protocol):
         ...
 
     def stats(self) -> StoreStats: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """The writes inside the block form one transaction, committed when it exits.
+
+        The block must not await (it holds the store's lock)."""
+        ...
 
     def close(self) -> None: ...

@@ -5,7 +5,8 @@ Invariants:
 - The file is opened by `sqlite_file.open_sqlite_file` (created 0600, folder 0700, WAL,
   `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `session_schema`).
 - One connection per store, in autocommit mode. Every write method is one
-  `BEGIN IMMEDIATE … COMMIT` transaction: when it returns the write is in the WAL and
+  `BEGIN IMMEDIATE … COMMIT` transaction (or a savepoint of the caller's
+  `transaction()` block, committed with it): when it returns the write is in the WAL and
   survives a crash of the process (the OS holds it); only a power loss can drop the
   newest commits. FULL would fsync every message and costs ~4 ms per write here, on the
   event loop.
@@ -256,10 +257,37 @@ class SqliteSessionStore:
             yield self._connection()
 
     @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Make the writes inside the block one transaction, committed when the block exits.
+
+        For writes that follow one another with nothing to wait for in between: the block
+        holds the store's lock, so it must not await. A write that fails inside the block
+        is undone alone (a savepoint); an exception leaving the block undoes all of it.
+        """
+        with self._write():
+            yield
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; committed (and durable) when the block exits cleanly."""
+        """One write transaction; committed (and durable) when the block exits cleanly.
+
+        Inside `transaction()` it is a savepoint of that transaction instead.
+        """
         with self._lock, self._translate_errors():
             db = self._connection()
+            # Autocommit, and this lock held: a transaction open here is our own `transaction()`.
+            inside_transaction = db.in_transaction
+            if inside_transaction:
+                db.execute("SAVEPOINT write")
+                try:
+                    yield db
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK TO write")
+                        db.execute("RELEASE write")
+                    raise
+                db.execute("RELEASE write")
+                return
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db

@@ -95,7 +95,11 @@ def _events_of(chunk: Chunk) -> list[ProviderEvent]:
         events.append(TextChunk(delta["content"]))
     for tc in delta.get("tool_calls") or ():
         fn = tc.get("function") or {}
-        events.append(ToolCallChunk(index=tc["index"], id=tc.get("id"), name=fn.get("name") or None, arguments=fn.get("arguments") or ""))
+        events.append(
+            ToolCallChunk(
+                index=tc["index"], id=tc.get("id"), name=fn.get("name") or None, arguments=fn.get("arguments") or ""
+            )
+        )
     if chunk.finish_reason:
         events.append(FinishChunk(chunk.finish_reason))
     return events

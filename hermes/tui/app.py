@@ -652,7 +652,11 @@ class HermesApp(App[int]):
         for status in statuses:
             if status.failed:
                 self.say(f"✗ {status.line()}", "warning")
-        connected = [f"{s.name} ({len(s.tools)} tool{'s' if len(s.tools) != 1 else ''})" for s in statuses if s.status == "connected"]
+        connected = [
+            f"{s.name} ({len(s.tools)} tool{'s' if len(s.tools) != 1 else ''})"
+            for s in statuses
+            if s.status == "connected"
+        ]
         if connected:
             self.say("MCP: " + ", ".join(connected) + " — /mcp lists them")
 

@@ -103,7 +103,9 @@ class TurnRenderer:
                 self._close_segment()
                 self._card(call_id, name).start(preview, arguments)
                 self.activity.set_phase(f"running {name}", waiting_for_model=False)
-            case ToolCompleted(call_id=call_id, name=name, result=result, duration=duration, is_error=is_error, arguments=arguments):
+            case ToolCompleted(
+                call_id=call_id, name=name, result=result, duration=duration, is_error=is_error, arguments=arguments
+            ):
                 self._card(call_id, name).complete(result, duration, is_error, arguments)
                 if not any(c.state in ("running", "approval") for c in self.cards.values()):
                     self.activity.set_phase("thinking")

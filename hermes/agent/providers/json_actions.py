@@ -71,12 +71,19 @@ DEFAULT_BASE_PROMPT = (
     "depends on them; never guess file contents."
 )
 
-PROTOCOL = """\
-Answer every message with exactly one JSON object: {{"action": NAME, "args": {{...}}}}.
-Actions:
-- reply {{"text": string}}: answer the user. Use it for greetings, general knowledge, how-to and programming questions, arithmetic, explanations and writing, and to give the answer once tool results are in.
-{catalogue}
-Use a tool only when the user asks about files, code or commands on this computer; use paths relative to the working directory and never invent them. Change files only when the user asks for a change. After a tool result, reply as soon as you can answer. Do not repeat an action with the same args."""
+PROTOCOL = (
+    'Answer every message with exactly one JSON object: {{"action": NAME, "args": {{...}}}}.\n'
+    "Actions:\n"
+    '- reply {{"text": string}}: answer the user. Use it for greetings, general knowledge, '
+    "how-to and programming questions, arithmetic, explanations and writing, "
+    "and to give the answer once tool results are in.\n"
+    "{catalogue}\n"
+    "Use a tool only when the user asks about files, code or commands on this computer; "
+    "use paths relative to the working directory and never invent them. "
+    "Change files only when the user asks for a change. "
+    "After a tool result, reply as soon as you can answer. "
+    "Do not repeat an action with the same args."
+)
 
 RESULT_REMINDER = 'Answer the request "{request}" with reply if this result is enough; otherwise take the next step.'
 LOOP_NOTE = (

