@@ -134,17 +134,20 @@ def session_id_header(request: web.Request) -> str | None:
     return validate_session_id(raw.strip())
 
 
-_AI_SDK_AGENT = re.compile(r"(?:^|[\s(;])ai-sdk[/-]", re.IGNORECASE)
+_SDK_AGENT = re.compile(r"(?:^|[\s(;])(?:ai-sdk[/-]|litellm/)", re.IGNORECASE)
+"""User-Agent tokens of SDK clients that send no `X-Stainless-Lang`: the Vercel AI SDK
+(`ai-sdk/…`, `ai-sdk-openai-compatible/…`, `ai-sdk-provider-utils/…`) and LiteLLM, whose
+Responses API talks HTTP itself (`litellm/1.110.2`; its chat completions go through the
+openai SDK and carry `X-Stainless-Lang`)."""
 
 
 def is_sdk_client(request: web.Request) -> bool:
     """An "SDK client" (api-decisions.md, Real clients): `X-Stainless-Lang` (the official
-    OpenAI SDKs and everything built on them) or the Vercel AI SDK's User-Agent, which holds
-    `ai-sdk/…` or, in its provider packages, `ai-sdk-openai-compatible/…`,
-    `ai-sdk-provider-utils/…` (any `ai-sdk/` or `ai-sdk-` token)."""
+    OpenAI SDKs and everything built on them) or an SDK's own User-Agent token
+    (`_SDK_AGENT`: the Vercel AI SDK, LiteLLM)."""
     if "X-Stainless-Lang" in request.headers:
         return True
-    return _AI_SDK_AGENT.search(request.headers.get("User-Agent", "")) is not None
+    return _SDK_AGENT.search(request.headers.get("User-Agent", "")) is not None
 
 
 def _opted_in(request: web.Request) -> bool | None:

@@ -3,7 +3,7 @@
 A tool that hermes ran on the server must never reach a client as a call for it to make
 (api-decisions.md, "Real clients"; the measurements are in tests/clients/FINDINGS.md):
 
-- SDK clients (`X-Stainless-Lang` header, or `ai-sdk/` in the User-Agent) get one
+- SDK clients (`X-Stainless-Lang` header, or `ai-sdk/`, `litellm/` in the User-Agent) get one
   ``mcp_call`` item per tool: ``server_label: "hermes"``, ``name``, ``arguments`` (JSON
   string), ``output`` (the tool result), ``status: completed``; a tool that failed is
   ``status: failed`` with ``output: null`` and ``error: {"type": "mcp_tool_execution_error",

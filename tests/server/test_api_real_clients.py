@@ -17,6 +17,8 @@ RESPONSES = "/v1/responses"
 CHAT = "/v1/chat/completions"
 STAINLESS = {"X-Stainless-Lang": "python"}
 AI_SDK = {"User-Agent": "ai-sdk-openai-compatible/2.0.1 ai-sdk-provider-utils/4.0.3 runtime/node.js/20"}
+LITELLM = {"User-Agent": "litellm/1.110.2"}
+"""`litellm.responses()` talks HTTP itself: no X-Stainless-Lang, only this User-Agent."""
 
 
 def tool_turn() -> list[Any]:
@@ -116,6 +118,16 @@ async def test_ai_sdk_user_agent_is_an_sdk_client(server: Server) -> None:
     assert [i["type"] for i in data["output"]] == ["message", "mcp_call", "message"]
 
 
+async def test_litellm_user_agent_is_an_sdk_client(server: Server) -> None:
+    """LiteLLM's Responses API would hand a function_call to its caller as a call to make."""
+    server.upstream.enqueue(*tool_turn(), *tool_turn())
+    data = await (await post(server, RESPONSES, {"model": "hermes-agent", "input": "read it"}, **LITELLM)).json()
+    assert [i["type"] for i in data["output"]] == ["message", "mcp_call", "message"]
+    body = await (await post(server, RESPONSES, {"input": "read it", "stream": True}, **LITELLM)).text()
+    kinds = [e["item"]["type"] for e in events_of(body) if e["type"] == "response.output_item.added"]
+    assert kinds == ["message", "mcp_call", "message"]
+
+
 async def test_sdk_client_opts_into_function_call_items(server: Server) -> None:
     server.upstream.enqueue(*tool_turn())
     data = await (
@@ -126,8 +138,9 @@ async def test_sdk_client_opts_into_function_call_items(server: Server) -> None:
 
 @pytest.mark.parametrize(
     ("headers", "named"),
-    [({}, True), (STAINLESS, False), (AI_SDK, False), ({**AI_SDK, "X-Hermes-Tool-Progress": "true"}, True)],
-    ids=["plain", "stainless", "ai-sdk", "ai-sdk-opted-in"],
+    [({}, True), (STAINLESS, False), (AI_SDK, False), ({**AI_SDK, "X-Hermes-Tool-Progress": "true"}, True),
+     (LITELLM, False), ({"User-Agent": "curl/8.5.0 (not-litellm/1)"}, True)],
+    ids=["plain", "stainless", "ai-sdk", "ai-sdk-opted-in", "litellm", "curl"],
 )
 async def test_chat_progress_frames_gated_for_sdk_clients(server: Server, headers: dict[str, str], named: bool) -> None:
     server.upstream.enqueue(*tool_turn())
