@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.types import TurnResult
+from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.ids import new_item_id, new_response_id, new_session_id
 from hermes.server.errors import NotFound, RequestValidationError
 from hermes.server.request import (
@@ -370,6 +371,8 @@ def envelope(
     incomplete = None
     if status == "incomplete":
         reason = "interrupted" if result is None or result.status == "interrupted" else "max_output_tokens"
+        if result is not None and result.error_code == SERVER_SHUTDOWN:
+            reason = SERVER_SHUTDOWN
         incomplete = {"reason": reason}
     body: dict[str, Any] = {
         "id": rid,

@@ -303,7 +303,7 @@ class ChatChunks:
         if result is not None:
             final["usage"] = usage_json(result.usage, "chat")
         if outcome.hermes is not None:
-            final["error"] = {"message": outcome.error, "type": "agent_error"}
+            final["error"] = {"message": outcome.error, "type": "agent_error", "code": outcome.hermes["error_code"]}
             final["hermes"] = outcome.hermes
         await self.stream.send(final)
         await self.stream.send_data("[DONE]")
