@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from hermes.config import Settings
+    from hermes.server.protocol import ConnectionLimits
 
 EXIT_PORT_IN_USE = 75
 SHUTDOWN_BUDGET = 4.5
@@ -84,8 +85,16 @@ def serve(
     app = create_app(settings)
     import asyncio
 
+    from hermes.server import log_limit
+    from hermes.server.protocol import ConnectionLimits
+
+    log_limit.install()
+    _raise_open_file_limit()
     after_ready = (f"hermes serve: {sandbox}",) if sandbox else ()
-    code = asyncio.run(run_server(app, settings.server_host, settings.server_port, notices=after_ready))
+    limits = ConnectionLimits.from_settings(settings)
+    code = asyncio.run(
+        run_server(app, settings.server_host, settings.server_port, notices=after_ready, limits=limits)
+    )
     if code:
         raise typer.Exit(code)
 
@@ -121,17 +130,46 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-async def run_server(app: web.Application, host: str, port: int, *, notices: tuple[str, ...] = ()) -> int:
+def _raise_open_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit, so the connection cap is reached before EMFILE."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # not available (or not allowed): the defaults stay
+
+
+async def run_server(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    notices: tuple[str, ...] = (),
+    limits: ConnectionLimits | None = None,
+) -> int:
     """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
 
     `notices` are printed right after the listening line (which stays the first line).
+    Shutdown order: the listening socket closes, the app's on_shutdown hooks interrupt
+    turns and wait (bounded) for every stream's terminal frame, then aiohttp cancels
+    what is left (`HANDLER_GRACE`), then the app's cleanup closes the stores.
     """
     import asyncio
     import signal
 
-    from aiohttp import web
+    from hermes.server.protocol import ConnectionLimits, HermesAppRunner
 
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=HANDLER_GRACE)
+    runner = HermesAppRunner(
+        app,
+        limits=limits or ConnectionLimits(),
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=HANDLER_GRACE,
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
