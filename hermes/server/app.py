@@ -109,7 +109,8 @@ def create_app(
             owned_responses.close()
 
     app.cleanup_ctx.append(resources)
-    live = app[LIVE_WORK] = LiveWork()
+    metrics = app[METRICS]
+    live = app[LIVE_WORK] = LiveWork(lambda result: metrics.note_outcome(result.error_code, result.error, time.time()))
 
     async def interrupt_turns(app: web.Application) -> None:
         live.begin_shutdown()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from aiohttp import web
@@ -32,10 +32,17 @@ class Stoppable(Protocol):
     def stop(self, code: str = ..., message: str = ...) -> None: ...
 
 
+class Outcome(Protocol):
+    error_code: str | None
+    error: str | None
+
+
 class LiveWork:
     """Counters and handles of the work in flight (also read by /health/detailed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_outcome: Callable[[Outcome], None] | None = None) -> None:
+        self._on_outcome = on_outcome
+        """Called with each tracked turn's result (health keeps the last upstream error)."""
         self._turns: set[Stoppable] = set()
         self._streams = 0
         self._idle = asyncio.Event()
@@ -68,6 +75,9 @@ class LiveWork:
         finally:
             self._turns.discard(turn)
             self._update()
+            result = getattr(turn, "result", None)
+            if result is not None and self._on_outcome is not None:
+                self._on_outcome(result)
 
     def stream_opened(self) -> None:
         self._streams += 1

@@ -1,5 +1,6 @@
 """Middlewares and response hooks, outermost first:
 
+0. `metrics_middleware` — counts requests for /health/detailed.
 1. `error_middleware` — every failure becomes the OpenAI error envelope
    (`ApiError`, `HermesError`, aiohttp `HTTPException`, anything else → 500).
 2. `cors_middleware` — requests carrying a non-allowed ``Origin`` get 403; ``OPTIONS``
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -39,7 +41,7 @@ from hermes.server.errors import (
     from_hermes_error,
     from_http_exception,
 )
-from hermes.server.state import SETTINGS
+from hermes.server.state import METRICS, SETTINGS
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +208,19 @@ async def json_guard_middleware(request: web.Request, handler: Handler) -> web.S
     return await handler(request)
 
 
+# ---- counters ------------------------------------------------------------------------------
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Counts every request that reaches the app (for /health/detailed)."""
+    metrics = request.config_dict.get(METRICS)
+    if metrics is not None:
+        metrics.requests += 1
+        metrics.last_request_at = time.time()
+    return await handler(request)
+
+
 # ---- errors -------------------------------------------------------------------------------
 
 
@@ -244,4 +259,4 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
             response.headers.setdefault(name, value)
 
 
-MIDDLEWARES = [error_middleware, cors_middleware, auth_middleware, body_limit_middleware, json_guard_middleware]
+MIDDLEWARES = [metrics_middleware, error_middleware, cors_middleware, auth_middleware, body_limit_middleware, json_guard_middleware]
