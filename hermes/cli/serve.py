@@ -161,6 +161,8 @@ async def run_server(
     import asyncio
     import signal
 
+    from aiohttp import web
+
     from hermes.server.protocol import ConnectionLimits, HermesAppRunner
 
     runner = HermesAppRunner(

@@ -2,8 +2,8 @@
 
 Under a flood (thousands of "Too many open files" accept errors a second, a scanner's
 malformed requests) the same line must not fill the log. `RateLimitFilter` lets at most
-`burst` records with the same key (logger, level, first line of the message, digits
-folded) through per `window` seconds; the first record let through in a later window
+`burst` records with the same key (logger, level, first line of the message template —
+or of the message when it has no arguments —, digits folded) through per `window` seconds; the first record let through in a later window
 says how many were dropped.
 
     handler.addFilter(RateLimitFilter(burst=5, window=60.0))
@@ -30,10 +30,10 @@ class _Bucket:
 
 
 def record_key(record: logging.LogRecord) -> tuple[str, int, str]:
-    try:
-        text = record.getMessage()
-    except Exception:  # noqa: BLE001 - a broken format still gets a key
+    if record.args:  # the template: "auth failed: %s %s" is one line whatever the request
         text = str(record.msg)
+    else:
+        text = str(record.getMessage())
     first = text.split("\n", 1)[0][:120]
     return record.name, record.levelno, _DIGITS.sub("#", first)
 

@@ -36,7 +36,7 @@ from hermes.server.request import (
     normalize_content,
     optional_str,
 )
-from hermes.server.schema import Anything, Array, Body, Boolean, Object, String
+from hermes.server.schema import CONTENT_PARTS_DOC, MAX_TEXT_LENGTH, Anything, Array, Body, Boolean, Object, String
 from hermes.server.wire import usage_json
 from hermes.store.responses import ResponseStore
 
@@ -151,7 +151,7 @@ def _name(body: dict[str, Any], field_name: str) -> str | None:
     return value
 
 
-_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string", "maxLength": MAX_TEXT_LENGTH}, CONTENT_PARTS_DOC]}
 _INPUT_DOC: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "minLength": 1},
@@ -188,7 +188,7 @@ RESPONSE_REQUEST = Body(
         ),
         "conversation_history": Array(
             items=Object(properties={"role": String(required=True, enum=("user", "assistant")),
-                                     "content": Anything(required=True, documented=_CONTENT_DOC)}),
+                                     "content": Anything(required=True, nullable=True, documented=_CONTENT_DOC)}),
             error=("invalid_conversation_history", "'conversation_history' must be an array of message objects"),
         ),
         "store": Boolean(),

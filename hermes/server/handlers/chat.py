@@ -60,6 +60,9 @@ from hermes.server.request import (
     tool_progress_enabled,
 )
 from hermes.server.schema import (
+    IDEMPOTENCY_KEY_SCHEMA,
+    SSE_CONTENT,
+    VISIBLE_CONTENT_DOC,
     Anything,
     Array,
     Body,
@@ -125,6 +128,8 @@ CHAT_REQUEST = Body(
     {
         "messages": Array(
             required=True, min_items=1, items=MESSAGE,
+            contains={"type": "object", "required": ["role", "content"],
+                      "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC}},
             error=("invalid_messages", "Missing or invalid 'messages' field"),
         ),
         "model": String(),
@@ -379,7 +384,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             "operationId": "createChatCompletion",
             "summary": "One agent turn, OpenAI Chat Completions shape (JSON, or SSE with stream: true)",
             "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
             ],
             "requestBody": {
                 "required": True,
@@ -390,7 +395,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                     "description": "A chat.completion (or an SSE stream of chat.completion.chunk)",
                     "content": {
                         "application/json": {"schema": {"type": "object"}},
-                        "text/event-stream": {"schema": {"type": "string"}},
+                        **SSE_CONTENT,
                     },
                 },
                 "400": {"$ref": "#/components/responses/BadRequest"},

@@ -45,6 +45,7 @@ from hermes.agent.types import (
 from hermes.ids import RUN_ID, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
+    MAX_SEQ_DIGITS,
     check_user_content,
     parse_after,
     registry_of,
@@ -77,6 +78,8 @@ from hermes.server.run_registry import (
 )
 from hermes.server.schema import (
     CLIENT_ERRORS,
+    CONTENT_PARTS_DOC,
+    IDEMPOTENCY_KEY_SCHEMA,
     Anything,
     Array,
     Body,
@@ -158,7 +161,7 @@ def _history(value: Any, param: str) -> list[ChatMessage]:
         if not isinstance(item, dict):
             raise RequestValidationError("Each history entry must be an object", code="invalid_history", param=where)
         role = item.get("role")
-        if role not in HISTORY_ROLES:
+        if not isinstance(role, str) or role not in HISTORY_ROLES:
             raise RequestValidationError(
                 "History roles must be user, assistant or system", code="invalid_history", param=f"{where}.role"
             )
@@ -209,6 +212,18 @@ def _receipt_scope(request: web.Request) -> str:
 
 _MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
 
+_SEQ_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 10**MAX_SEQ_DIGITS - 1}
+"""An event id (`parse_after`: at most MAX_SEQ_DIGITS digits)."""
+HISTORY_ITEM_DOC = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"enum": sorted(HISTORY_ROLES)},
+        "content": {"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC, {"type": "null"}]},
+    },
+}
+"""One `conversation_history` entry, as `_history` checks it."""
+
 RUN_CREATE = Body(
     "RunCreate",
     {
@@ -221,7 +236,8 @@ RUN_CREATE = Body(
         "previous_response_id": String(description="Accepted for compatibility; runs are not chained."),
         "session_id": String(max_length=MAX_HEADER_VALUE, value_error=("invalid_session_id", "Session ID too long")),
         "conversation_history": Array(
-            items=Object(), error=("invalid_history", "'{name}' must be an array of messages")
+            items=Anything(documented=HISTORY_ITEM_DOC),
+            error=("invalid_history", "'{name}' must be an array of messages"),
         ),
     },
 )
@@ -457,8 +473,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "createRun",
             "summary": "Start a background turn (202); Idempotency-Key makes retries safe",
             "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False,
-                 "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
             ],
             "requestBody": request_body(RUN_CREATE),
             "responses": {
@@ -483,9 +498,8 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "SSE events with `id:`; resume with Last-Event-ID or ?after=",
             "parameters": [
                 _RUN_ID_PARAM,
-                {"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
-                {"name": "Last-Event-ID", "in": "header", "required": False,
-                 "schema": {"type": "integer", "minimum": 0}},
+                {"name": "after", "in": "query", "required": False, "schema": _SEQ_SCHEMA},
+                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": _SEQ_SCHEMA},
             ],
             "responses": {
                 "200": sse_reply("Event stream"),
