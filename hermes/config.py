@@ -45,7 +45,9 @@ OPTIONS: dict[str, Option] = {
     "base_url": Option(("HERMES_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible endpoint URL"),
     "api_key": Option(("HERMES_API_KEY", "OPENAI_API_KEY"), "key for the endpoint", secret=True),
     "stream_retries": Option(("HERMES_STREAM_RETRIES",), "retries of a failed stream before any output"),
-    "stream_stale_timeout": Option(("HERMES_STREAM_STALE_TIMEOUT",), "seconds without a chunk before a stream is abandoned"),
+    "stream_stale_timeout": Option(
+        ("HERMES_STREAM_STALE_TIMEOUT",), "seconds without a chunk before a stream is abandoned"
+    ),
     "request_timeout": Option(("HERMES_REQUEST_TIMEOUT",), "seconds to connect to the endpoint"),
     "max_iterations": Option(("HERMES_MAX_ITERATIONS",), "model calls per turn before a summary is forced"),
     "tool_output_limit": Option(("HERMES_TOOL_OUTPUT_LIMIT",), "characters of tool output the model sees"),

@@ -45,13 +45,19 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     host: str | None = typer.Option(None, "--host", help="Address to bind (API_SERVER_HOST; default 127.0.0.1)."),
-    port: int | None = typer.Option(None, "--port", help="Port to bind, 0 for any free one (API_SERVER_PORT; default 8642)."),
+    port: int | None = typer.Option(
+        None, "--port", help="Port to bind, 0 for any free one (API_SERVER_PORT; default 8642)."
+    ),
     key: str | None = typer.Option(None, "--key", help="Bearer key clients must send (API_SERVER_KEY)."),
     cors_origin: list[str] | None = typer.Option(
         None, "--cors-origin", help="Browser origin allowed to call the server; repeatable (API_SERVER_CORS_ORIGINS)."
     ),
-    model_name: str | None = typer.Option(None, "--model-name", help="Model id the server advertises (API_SERVER_MODEL_NAME)."),
-    yolo: bool = typer.Option(False, "--yolo", help="Run commands that need approval without asking (hard-blocked ones never run)."),
+    model_name: str | None = typer.Option(
+        None, "--model-name", help="Model id the server advertises (API_SERVER_MODEL_NAME)."
+    ),
+    yolo: bool = typer.Option(
+        False, "--yolo", help="Run commands that need approval without asking (hard-blocked ones never run)."
+    ),
 ) -> None:
     """Run the OpenAI-compatible HTTP server."""
     from hermes.config import Settings

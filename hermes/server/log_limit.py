@@ -2,9 +2,9 @@
 
 Under a flood (thousands of "Too many open files" accept errors a second, a scanner's
 malformed requests) the same line must not fill the log. `RateLimitFilter` lets at most
-`burst` records with the same key (logger, level, first line of the message template —
-or of the message when it has no arguments —, digits folded) through per `window` seconds; the first record let through in a later window
-says how many were dropped.
+`burst` records with the same key (logger, level, first line of the message template,
+or of the message when it has no arguments; digits folded) through per `window` seconds;
+the first record let through in a later window says how many were dropped.
 
     handler.addFilter(RateLimitFilter(burst=5, window=60.0))
 """

@@ -259,4 +259,11 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
             response.headers.setdefault(name, value)
 
 
-MIDDLEWARES = [metrics_middleware, error_middleware, cors_middleware, auth_middleware, body_limit_middleware, json_guard_middleware]
+MIDDLEWARES = [
+    metrics_middleware,
+    error_middleware,
+    cors_middleware,
+    auth_middleware,
+    body_limit_middleware,
+    json_guard_middleware,
+]

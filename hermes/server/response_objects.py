@@ -36,7 +36,18 @@ from hermes.server.request import (
     normalize_content,
     optional_str,
 )
-from hermes.server.schema import CONTENT_PARTS_DOC, MAX_TEXT_LENGTH, Anything, Array, Body, Boolean, Object, String
+from hermes.server.schema import (
+    CONTENT_PARTS_DOC,
+    MAX_TEXT_LENGTH,
+    SINGLE_LINE_PATTERN,
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Object,
+    String,
+    not_both,
+)
 from hermes.server.wire import usage_json
 from hermes.store.responses import ResponseStore
 
@@ -151,6 +162,10 @@ def _name(body: dict[str, Any], field_name: str) -> str | None:
     return value
 
 
+_NAME_DOC: dict[str, Any] = {
+    "type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH, "pattern": SINGLE_LINE_PATTERN
+}
+"""A response id or conversation name, as `_name` checks it."""
 _CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string", "maxLength": MAX_TEXT_LENGTH}, CONTENT_PARTS_DOC]}
 _INPUT_DOC: dict[str, Any] = {
     "anyOf": [
@@ -182,9 +197,11 @@ RESPONSE_REQUEST = Body(
         "input": Anything(required=True, documented=_INPUT_DOC),
         "model": String(),
         "instructions": String(),
-        "previous_response_id": String(),
+        "previous_response_id": Anything(documented=_NAME_DOC),
         "conversation": Anything(
-            documented={"anyOf": [{"type": "string"}, {"type": "object", "properties": {"id": {"type": "string"}}}]}
+            documented={
+                "anyOf": [_NAME_DOC, {"type": "object", "properties": {"id": {"anyOf": [_NAME_DOC, {"type": "null"}]}}}]
+            }
         ),
         "conversation_history": Array(
             items=Object(properties={"role": String(required=True, enum=("user", "assistant")),
@@ -198,6 +215,7 @@ RESPONSE_REQUEST = Body(
         ),
         "metadata": Object(),
     },
+    rules=(not_both("conversation", "previous_response_id"),),
 )
 """`input` and the items of `conversation_history` are checked by `parse_responses_body`
 (per-item params such as ``input[2].role``)."""

@@ -123,10 +123,18 @@ class String(Field):
 
 NO_NUL_PATTERN = "^[^\\x00]*$"
 SINGLE_LINE_PATTERN = "^[^\\x00\\r\\n]*$"
-NOT_BLANK_PATTERN = (
-    "[^\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-)
-"""Some character `str.strip()` keeps (spelled out: `\\S` means different things in ECMA and Python)."""
+_SPACE = "\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+"""What `str.strip()` removes, spelled out: `\\s` means different things in ECMA and Python regexes."""
+NOT_BLANK_PATTERN = f"[^{_SPACE}]"
+"""Some character `str.strip()` keeps."""
+
+
+def text_pattern(forbidden: str, *, not_blank: bool) -> str:
+    """One anchored pattern: no character of the class `forbidden`, and (with `not_blank`) one
+    that is not whitespace. One pattern, not an allOf of several: generators handle it directly."""
+    if not not_blank:
+        return f"^[^{forbidden}]*$"
+    return f"^[^{forbidden}]*[^{forbidden}{_SPACE}][^{forbidden}]*$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,10 +165,8 @@ class Text(String):
         schema: JSON = {"type": "string"}
         if self.max_length is not None:
             schema["maxLength"] = self.max_length
-        patterns = [NO_NUL_PATTERN if self.multiline else SINGLE_LINE_PATTERN]
-        if self.min_length:
-            patterns.append(NOT_BLANK_PATTERN)
-        schema["allOf"] = [{"pattern": pattern} for pattern in patterns]
+        forbidden = "\\x00" if self.multiline else "\\x00\\r\\n"
+        schema["pattern"] = text_pattern(forbidden, not_blank=bool(self.min_length))
         return schema
 
     def text(self, body: Mapping[str, Any], name: str) -> str | None:
@@ -190,7 +196,10 @@ class Number(Field):
         return {"type": "number"}
 
     def fits(self, value: Any) -> bool:
-        return True  # passed through to nobody: hermes does not sample
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    def default_error(self) -> tuple[str, str]:
+        return "invalid_type", "'{name}' must be a number"
 
 
 MAX_INTEGER = 2**63 - 1
@@ -305,6 +314,12 @@ class Anything(Field):
         return None
 
 
+def not_both(first: str, second: str) -> JSON:
+    """Documents "`first` and `second` (non-null) exclude each other"."""
+    present = {"not": {"type": "null"}}
+    return {"not": {"required": [first, second], "properties": {first: present, second: present}}}
+
+
 @dataclass(frozen=True)
 class Body:
     """A request body: a named object schema (``#/components/schemas/<name>``)."""
@@ -313,6 +328,8 @@ class Body:
     properties: Mapping[str, Field]
     closed: bool = False
     """Unknown fields are documented as not allowed (the handler reports them)."""
+    rules: tuple[JSON, ...] = ()
+    """Cross-field rules the handler checks, documented as `allOf` entries (see `not_both`)."""
 
     def validate(self, body: Mapping[str, Any]) -> None:
         """Check every declared field's shape, in declaration order."""
@@ -329,6 +346,8 @@ class Body:
             schema["required"] = required
         if self.closed:
             schema["additionalProperties"] = False
+        if self.rules:
+            schema["allOf"] = list(self.rules)
         return schema
 
     def text(self, body: Mapping[str, Any], name: str) -> str | None:
@@ -392,16 +411,18 @@ TEXT_PART_DOC: JSON = {
         "text": {"type": "string", "maxLength": MAX_TEXT_LENGTH},
     },
 }
+TURN_TEXT_DOC: JSON = {"type": "string", "pattern": text_pattern("\\x00", not_blank=True)}
+"""Text of a turn: not blank, no NUL (`check_user_content`)."""
 VISIBLE_PART_DOC: JSON = {
     "anyOf": [
-        {"type": "string", "pattern": NOT_BLANK_PATTERN},
+        TURN_TEXT_DOC,
         {"type": "object", "required": ["type", "text"],
-         "properties": {"type": {"const": "text"}, "text": {"type": "string", "pattern": NOT_BLANK_PATTERN}}},
+         "properties": {"type": {"enum": ["text", "input_text", "output_text"]}, "text": TURN_TEXT_DOC}},
     ]
 }
 """A part that shows something (`hermes.server.request.has_visible_payload`)."""
 VISIBLE_CONTENT_DOC: JSON = {
-    "anyOf": [{"type": "string", "pattern": NOT_BLANK_PATTERN}, {"type": "array", "contains": VISIBLE_PART_DOC}]
+    "anyOf": [TURN_TEXT_DOC, {"type": "array", "contains": VISIBLE_PART_DOC}]
 }
 """Content that shows something: a non-blank string, or parts of which one is visible."""
 CONTENT_PARTS_DOC: JSON = {

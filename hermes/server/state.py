@@ -22,7 +22,6 @@ from hermes.server.run_registry import RunRegistry
 from hermes.store.base import SessionStore
 from hermes.store.responses import ResponseStore
 
-
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 
 

@@ -83,7 +83,7 @@ async def test_integer_over_4300_digits_is_400(port: int, case: str) -> None:
 async def test_session_patch_and_fork_with_surrogate_are_400(port: int, method: str) -> None:
     sid = await create_session(port)
     path = f"/api/sessions/{sid}" if method == "PATCH" else f"/api/sessions/{sid}/fork"
-    status, _, body = await exchange(port, post(path, '{"title":%s}' % SURROGATE, method=method))
+    status, _, body = await exchange(port, post(path, f'{{"title":{SURROGATE}}}', method=method))
     assert status == 400, body
     assert envelope(body)["code"] == "invalid_json"
 

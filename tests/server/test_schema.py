@@ -65,8 +65,7 @@ def test_the_declaration_is_the_document() -> None:
             "items": {"type": "array", "minItems": 1},
             # optional fields: null is treated as absent, so the document allows it
             "mode": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]},
-            "title": {"anyOf": [{"type": "string", "maxLength": 5, "allOf": [{"pattern": "^[^\\x00\\r\\n]*$"}]},
-                                {"type": "null"}]},
+            "title": {"anyOf": [{"type": "string", "maxLength": 5, "pattern": "^[^\\x00\\r\\n]*$"}, {"type": "null"}]},
             "at": {"anyOf": [{"type": "integer", "maximum": 2**63 - 1, "minimum": 1}, {"type": "null"}]},
         },
         "required": ["items"],

@@ -117,7 +117,9 @@ class ChatRequest:
 
 MESSAGE = Object(
     properties={
-        "role": String(required=True, enum=("system", "developer", "user", "assistant", "tool")),
+        "role": String(
+            required=True, description="system, developer, user, assistant or tool; other roles are dropped"
+        ),
         "content": Anything(documented=CONTENT_DOC),
         "name": String(),
     }
@@ -137,7 +139,7 @@ CHAT_REQUEST = Body(
         "metadata": Object(),
         "stream": Boolean(),
         "temperature": Number(),
-        "tools": Anything(documented={"type": "array", "items": {"type": "object"}}),
+        "tools": Array(description="Accepted for compatibility; hermes runs its own tools."),
     },
 )
 """Each message's role and content are checked per item by `parse_chat_body` (its params

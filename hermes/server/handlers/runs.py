@@ -61,7 +61,9 @@ from hermes.server.errors import (
 )
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
+    CONTENT_DOC,
     MAX_HEADER_VALUE,
+    TEXT_PART_TYPES,
     coerce_bool,
     flatten_text,
     has_visible_payload,
@@ -80,11 +82,11 @@ from hermes.server.schema import (
     CLIENT_ERRORS,
     CONTENT_PARTS_DOC,
     IDEMPOTENCY_KEY_SCHEMA,
+    TEXT_PART_DOC,
     Anything,
     Array,
     Body,
     Boolean,
-    Object,
     String,
     components,
     reply,
@@ -181,6 +183,16 @@ def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage
     if isinstance(raw, str):
         content: UserContent = normalize_content(raw, "input")
     elif isinstance(raw, list):
+        for index, item in enumerate(raw):  # strings, text parts or messages (RUN_INPUT_ITEM_DOC)
+            is_message = isinstance(item, dict) and "role" in item and "content" in item
+            kind = item.get("type") if isinstance(item, dict) else None
+            is_part = isinstance(kind, str) and kind in TEXT_PART_TYPES and isinstance(item.get("text"), str)
+            if not (isinstance(item, str) or is_message or is_part):
+                raise RequestValidationError(
+                    "Input items must be messages, text parts or strings",
+                    code="invalid_input",
+                    param=f"input[{index}]",
+                )
         last = raw[-1]
         where = f"input[{len(raw) - 1}]"
         if isinstance(last, dict) and "content" in last:
@@ -212,6 +224,15 @@ def _receipt_scope(request: web.Request) -> str:
 
 _MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
 
+RUN_INPUT_ITEM_DOC = {
+    "anyOf": [
+        {"type": "string"},
+        TEXT_PART_DOC,
+        {"type": "object", "required": ["role", "content"],
+         "properties": {"role": {"enum": sorted(HISTORY_ROLES)}, "content": CONTENT_DOC}},
+    ]
+}
+"""An `input` item: a string, a text part, or a message (`parse_run_input`)."""
 _SEQ_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 10**MAX_SEQ_DIGITS - 1}
 """An event id (`parse_after`: at most MAX_SEQ_DIGITS digits)."""
 HISTORY_ITEM_DOC = {
@@ -229,7 +250,10 @@ RUN_CREATE = Body(
     {
         "input": Anything(
             required=True,
-            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]},
+            documented={"oneOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "minItems": 1, "items": RUN_INPUT_ITEM_DOC},
+            ]},
         ),
         "instructions": String(),
         "model": String(min_length=1, max_length=MAX_MODEL_LENGTH, value_error=_MODEL_ERROR),

@@ -34,6 +34,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.errors import MessageNotFound
 from hermes.ids import new_message_id, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
@@ -51,8 +52,8 @@ from hermes.server.errors import (
     json_response,
 )
 from hermes.server.request import (
-    SESSION_ID_PATTERN,
     MAX_HEADER_VALUE,
+    SESSION_ID_PATTERN,
     flatten_text,
     has_visible_payload,
     normalize_content,
@@ -65,7 +66,7 @@ from hermes.server.schema import (
     CLIENT_ERRORS,
     CONTENT_PARTS_DOC,
     MAX_TEXT_LENGTH,
-    NOT_BLANK_PATTERN,
+    TURN_TEXT_DOC,
     VISIBLE_PART_DOC,
     Anything,
     Body,
@@ -182,8 +183,11 @@ async def _optional_body(request: web.Request) -> dict[str, Any]:
 
 
 def _int_query(request: web.Request, name: str, default: int, *, low: int, high: int | None = None) -> int:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
+    given = request.query.getall(name, [])
+    if len(given) > 1:
+        raise RequestValidationError(f"'{name}' must be given once", code=f"invalid_{name}", param=name)
+    raw = given[0] if given else None
+    if raw is None:
         return default
     text = raw.strip()
     if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > _QUERY_INT_DIGITS:
@@ -236,7 +240,7 @@ SESSION_CHAT = Body(
     {
         "message": Anything(
             required=True,
-            documented={"anyOf": [{"type": "string", "pattern": NOT_BLANK_PATTERN, "maxLength": MAX_TEXT_LENGTH},
+            documented={"anyOf": [{**TURN_TEXT_DOC, "maxLength": MAX_TEXT_LENGTH},
                                   {**CONTENT_PARTS_DOC, "contains": VISIBLE_PART_DOC}]},
             description="`input` is accepted as an alias.",
         ),
@@ -382,7 +386,10 @@ async def fork_session(request: web.Request) -> web.Response:
         )
     title = _title(body)
     at = _AT_MESSAGE_ID.value(body, "at_message_id")
-    fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
+    try:
+        fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
+    except MessageNotFound as exc:  # the session exists; the request's field is wrong
+        raise RequestValidationError(exc.message, code=exc.code, param="at_message_id") from None
     return _session_envelope(request, fork, status=201)
 
 
