@@ -1,6 +1,6 @@
 """Benchmark of the local provider (hermes[local]) on this machine.
 
-    python bench/bench_local.py [--home DIR] [--threads N] [--repeat 3]
+    python bench/bench_local.py [--home DIR] [--threads N] [--repeat 3] [--tasks-only] [--tasks a,b]
 
 Measures, with the bundled model (or HERMES_LOCAL_MODEL_PATH):
 
@@ -12,6 +12,10 @@ Measures, with the bundled model (or HERMES_LOCAL_MODEL_PATH):
     tool step           seconds per model call that ends in a tool call, and the whole
                         read-a-file-then-answer turn through the real engine
 
+    edit tasks          small "fix this file" requests (the calc.py one from issue 12 and
+                        a few like it) in fresh folders: each is checked by running the
+                        result; the success rate is reported with steps and seconds
+
 Every request goes through the real stack: Agent → JsonActionProvider →
 OpenAICompatProvider → HTTP on 127.0.0.1 → llama.cpp. The prompt the model reads per
 call (compact system prompt + tool catalogue) is reported in tokens.
@@ -21,10 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +40,7 @@ from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import TextDelta, ToolCompleted, ToolStarted, TurnCompleted
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent, TextChunk, ToolCallChunk, UsageChunk
 from hermes.agent.providers.local import LocalProvider, LocalServer, local_status, resolve_model
-from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
+from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.config import Settings
 
@@ -66,44 +74,34 @@ class Timed(Provider):
         return await self.inner.complete(request)
 
 
-async def _read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    return (ctx.cwd / str(args.get("path", ""))).read_text(encoding="utf-8")
-
-
 def tools() -> ToolRegistry:
-    try:  # the core tools, once they exist: their real descriptions count toward the prompt
-        from hermes.agent.tools import default_registry  # type: ignore[attr-defined]
+    """The core tools: their real descriptions count toward the prompt the model reads."""
+    from hermes.agent.tools import default_registry
 
-        return default_registry()  # type: ignore[no-any-return]
-    except ImportError:
-        return ToolRegistry(
-            [
-                Tool(
-                    "read_file",
-                    "Read a text file and return its contents.",
-                    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-                    _read_file,
-                    read_only=True,
-                    preview_key="path",
-                )
-            ]
-        )
+    return default_registry()
 
 
-async def turn(agent: Agent, text: str, history: list[dict[str, Any]], cwd: Path) -> dict[str, Any]:
+async def turn(
+    agent: Agent, text: str, history: list[dict[str, Any]], cwd: Path, *, yolo: bool = False
+) -> dict[str, Any]:
     start = time.perf_counter()
     first = None
     tool_steps = 0
+    names: list[str] = []
+    steps: list[str] = []
     result = None
-    async for event in agent.run_turn(TurnRequest(input=text, history=list(history), persist=False, cwd=str(cwd))):
+    request = TurnRequest(input=text, history=list(history), persist=False, cwd=str(cwd), yolo=yolo)
+    async for event in agent.run_turn(request):
         if isinstance(event, TextDelta) and first is None:
             first = time.perf_counter() - start
         elif isinstance(event, ToolStarted):
             tool_steps += 1
+            names.append(event.name)
+            steps.append(f"{event.name} {json.dumps(event.arguments)[:160]}")
+        elif isinstance(event, ToolCompleted):
+            steps[-1] += f" → {'error: ' if event.is_error else ''}{' '.join(event.result.split())[:100]}"
         elif isinstance(event, TurnCompleted):
             result = event.result
-        elif isinstance(event, ToolCompleted):
-            pass
     assert result is not None
     history.extend(result.messages)
     return {
@@ -111,8 +109,91 @@ async def turn(agent: Agent, text: str, history: list[dict[str, Any]], cwd: Path
         "total": time.perf_counter() - start,
         "status": result.status,
         "tool_steps": tool_steps,
+        "tools": names,
+        "steps": steps,
         "text": result.final_text,
     }
+
+
+@dataclass(frozen=True)
+class EditTask:
+    """A small edit request: files to start from and a check that the edit worked."""
+
+    name: str
+    prompt: str
+    files: dict[str, str]
+    check: str
+    """Python run in the task folder; exit status 0 means the task was done."""
+
+
+EDIT_TASKS: tuple[EditTask, ...] = (
+    EditTask(
+        "calc-add",
+        "add in calc.py returns a - b; fix it so add(2, 3) is 5",
+        {"calc.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"},
+        "import calc; assert calc.add(2, 3) == 5 and calc.mul(2, 3) == 6",
+    ),
+    EditTask(
+        "greet-punctuation",
+        "greet in greet.py should end with an exclamation mark: greet('Bob') must return 'Hello, Bob!'",
+        {"greet.py": 'def greet(name):\n    return "Hello, " + name\n'},
+        "import greet; assert greet.greet('Bob') == 'Hello, Bob!'",
+    ),
+    EditTask(
+        "settings-flag",
+        "turn DEBUG off in settings.py",
+        {"settings.py": 'APP_NAME = "demo"\nDEBUG = True\nPORT = 8000\n'},
+        "import settings; assert settings.DEBUG is False and settings.PORT == 8000",
+    ),
+    EditTask(
+        "rename-function",
+        "rename the function mul in ops.py to multiply",
+        {"ops.py": "def mul(a, b):\n    return a * b\n"},
+        "import ops; assert ops.multiply(3, 4) == 12 and not hasattr(ops, 'mul')",
+    ),
+    EditTask(
+        "two-matches",
+        "sub in ops2.py is right but add returns a - b too; fix add so add(2, 3) is 5",
+        {"ops2.py": "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"},
+        "import ops2; assert ops2.add(2, 3) == 5 and ops2.sub(5, 3) == 2",
+    ),
+    EditTask(
+        "off-by-one",
+        "last_item in items.py returns the wrong element; fix it so last_item([1, 2, 3]) is 3",
+        {"items.py": "def last_item(values):\n    return values[len(values) - 2]\n"},
+        "import items; assert items.last_item([1, 2, 3]) == 3",
+    ),
+)
+
+
+def run_check(folder: Path, check: str) -> bool:
+    done = subprocess.run([sys.executable, "-c", check], cwd=folder, capture_output=True, timeout=30, check=False)
+    return done.returncode == 0
+
+
+async def edit_tasks(agent: Agent, timed: Timed, home: Path, repeat: int, only: list[str] | None = None) -> None:
+    print("\n-- edit tasks --")
+    results: list[bool] = []
+    for task in EDIT_TASKS:
+        if only and task.name not in only:
+            continue
+        for round_ in range(repeat):
+            folder = home / "edit-tasks" / f"{task.name}-{round_ + 1}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            for name, text in task.files.items():
+                (folder / name).write_text(text, encoding="utf-8")
+            timed.calls.clear()
+            outcome = await turn(agent, task.prompt, [], folder, yolo=True)
+            ok = outcome["status"] == "completed" and run_check(folder, task.check)
+            results.append(ok)
+            answer = " ".join(str(outcome["text"]).split())[:100]
+            print(f"{task.name:<18} {'ok  ' if ok else 'FAIL'} {outcome['tool_steps']} tool steps, "
+                  f"{fmt(outcome['total'])} — {answer}")
+            for step in outcome["steps"]:
+                print(f"    {step}")
+    rate = sum(results) / len(results) if results else 0.0
+    print(f"edit tasks:          {sum(results)}/{len(results)} succeeded ({rate:.0%})")
 
 
 def fmt(seconds: float | None) -> str:
@@ -139,12 +220,17 @@ async def bench(args: argparse.Namespace) -> None:
 
     provider = LocalProvider(server, name)
     timed = Timed(provider)
-    agent = Agent(timed, store=None, model=name, tools=tools(), options=EngineOptions(max_iterations=8))
+    # As build_agent does for the local provider: a loaded CPU may read a prompt for minutes.
+    options = EngineOptions(max_iterations=8, stale_timeout=LocalProvider.recommended_stale_timeout)
+    agent = Agent(timed, store=None, model=name, tools=tools(), options=options)
     work = home / "bench-project"  # stable: the system prompt names it, and saved caches are per prompt
     work.mkdir(exist_ok=True)
     (work / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "4.7.12"\n', encoding="utf-8")
 
     try:
+        if args.tasks_only:
+            await edit_tasks(agent, timed, home, args.repeat, args.tasks.split(",") if args.tasks else None)
+            return
         for round_ in range(args.repeat):
             history: list[dict[str, Any]] = []
             print(f"\n-- round {round_ + 1} (fresh conversation) --")
@@ -172,6 +258,7 @@ async def bench(args: argparse.Namespace) -> None:
             print(f"tool step:           {fmt(per_step)} per tool call ({len(tool_calls)} call(s)), "
                   f"answer call {fmt(answer['end'] - answer['start'])}, whole turn {fmt(task['total'])}, "
                   f"correct={'4.7.12' in task['text']}")
+        await edit_tasks(agent, timed, home, args.repeat)
     finally:
         await provider.aclose()
 
@@ -181,6 +268,8 @@ def main() -> None:
     parser.add_argument("--home", help="HERMES_HOME holding models/ (default: a fresh temporary folder)")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: its own choice)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--tasks-only", action="store_true", help="run only the edit tasks")
+    parser.add_argument("--tasks", help="comma-separated edit task names (default: all)")
     asyncio.run(bench(parser.parse_args()))
 
 

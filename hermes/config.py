@@ -53,12 +53,19 @@ OPTIONS: dict[str, Option] = {
     "tool_output_limit": Option(("HERMES_TOOL_OUTPUT_LIMIT",), "characters of tool output the model sees"),
     "tool_stall_warning": Option(("HERMES_TOOL_STALL_WARNING",), "seconds before a running tool is reported as slow"),
     "system_prompt": Option(("HERMES_SYSTEM_PROMPT",), "replaces the built-in system prompt"),
+    "instructions_max_bytes": Option(
+        ("HERMES_INSTRUCTIONS_MAX_BYTES",), "cap on the AGENTS.md text added to the system prompt (0: none)"
+    ),
+    "tool_protocol": Option(("HERMES_TOOL_PROTOCOL",), "native tool calls, or json actions for small models"),
     "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
     "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
     "sandbox_network": Option(("HERMES_SANDBOX_NETWORK",), "network inside the sandbox (false cuts it off)"),
     "tool_env_passthrough": Option(
         ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
+    ),
+    "database_url": Option(
+        ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
@@ -95,11 +102,15 @@ class Settings:
     tool_output_limit: int = 50_000
     tool_stall_warning: float = 30.0
     system_prompt: str | None = None
+    instructions_max_bytes: int = 32 * 1024
+    tool_protocol: str = "native"
     yolo: bool = False
     local_model_path: Path | None = None
     sandbox: str = "auto"
     sandbox_network: bool = True
     tool_env_passthrough: tuple[str, ...] = ()
+    database_url: str | None = None
+    """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None

@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-_ENDPOINT_VARS = (
-    "HERMES_MODEL",
-    "HERMES_BASE_URL",
-    "HERMES_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "HERMES_PROVIDER",
-    "HERMES_YOLO",
-    "HERMES_STREAM_RETRIES",
-    "HERMES_STREAM_STALE_TIMEOUT",
-    "HERMES_SYSTEM_PROMPT",
-    "API_SERVER_KEY",
-    "API_SERVER_HOST",
-    "API_SERVER_PORT",
-    "API_SERVER_CORS_ORIGINS",
-)
+_CLEARED_PREFIXES = ("HERMES_", "API_SERVER_", "OPENAI_")
+"""Every setting a developer's shell may carry (endpoint, database, sandbox, …) is cleared."""
 
 
 @pytest.fixture(autouse=True)
 def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "hermes-home"
     monkeypatch.setenv("HERMES_HOME", str(home))
-    for name in _ENDPOINT_VARS:
-        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith(_CLEARED_PREFIXES) and name != "HERMES_HOME":
+            monkeypatch.delenv(name)
     return home

@@ -49,11 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent._call import CallOutcome, CallPolicy, model_call
+from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, ToolStarted, TurnCompleted, TurnStarted
+from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.interrupt import TurnInterrupt
-from hermes.agent.prompt import default_system_prompt
+from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
@@ -119,6 +121,8 @@ class _Turn:
     """TurnStarted was yielded."""
     finished: bool = False
     """The session end was attempted (it is attempted once)."""
+    checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
+    """The turn row and streaming-text checkpoints in the store (crash safety)."""
 
 
 class Agent:
@@ -133,6 +137,7 @@ class Agent:
         tools: ToolRegistry | None = None,
         options: EngineOptions | None = None,
         system_prompt: str | None = None,
+        instructions: ProjectInstructions | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -140,6 +145,8 @@ class Agent:
         self.tools = tools if tools is not None else ToolRegistry()
         self.options = options or EngineOptions()
         self.system_prompt = system_prompt
+        self.instructions = instructions
+        """Project instructions (AGENTS.md) added to the prompt of every new session."""
         self._streaming = provider.supports_streaming
         self._session_approvals: dict[str, set[str]] = {}
 
@@ -155,6 +162,8 @@ class Agent:
         model = request.model or self.model
         session_id, system_prompt, history = self._open_session(request, model)
         turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
+        if turn.persist:
+            turn.checkpoints = TurnCheckpoints(self.store, session_id)
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
             session_id=session_id,
@@ -251,6 +260,7 @@ class Agent:
                 async for event in call_events:
                     if event.type == "text.delta":
                         turn.text_parts.append(event.text)
+                        turn.checkpoints.streamed(turn.text_parts)
                     yield event
             turn.usage = turn.usage + outcome.usage
             if outcome.reasoning:
@@ -329,6 +339,10 @@ class Agent:
 
     # ---- helpers ---------------------------------------------------------------------
 
+    def new_session_prompt(self, cwd: str | None = None) -> str:
+        """The system prompt a new session starts with (configured or default, plus instructions)."""
+        return build_system_prompt(self.system_prompt, cwd, self.instructions)
+
     def _disable_streaming(self) -> None:
         self._streaming = False
 
@@ -338,11 +352,11 @@ class Agent:
         explicit_prompt = request.system_prompt
         if store is None:
             session_id = request.session_id or new_session_id()
-            prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
         session = store.find_session(request.session_id) if request.session_id else None
         if session is None:
-            prompt = explicit_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             session = store.create_session(
                 source=request.source,
                 model=model,
@@ -353,7 +367,7 @@ class Agent:
             history: list[ChatMessage] = []
         else:
             # Reuse the stored prompt byte for byte so the upstream's prompt cache holds.
-            prompt = explicit_prompt or session.system_prompt or self.system_prompt or default_system_prompt(request.cwd)
+            prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
                 store.update_session(session.id, system_prompt=explicit_prompt)
             history = store.history(session.id)
@@ -383,9 +397,8 @@ class Agent:
     ) -> None:
         # Stored first: the result's transcript holds only what the store accepted.
         if turn.persist and self.store is not None:
-            self.store.append_message(
-                turn.session_id,
-                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason),
+            turn.checkpoints.record(
+                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
             )
         turn.messages.append(message)
 
@@ -450,6 +463,7 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
+            turn.checkpoints.end(status)
             self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
             self.store.end_session(turn.session_id, status)
         except Exception:  # best effort unless told otherwise (re-raised then)

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from hermes.agent.engine import Agent, EngineOptions
+from hermes.agent.instructions import ProjectInstructions, load_project_instructions
 from hermes.agent.progress import ProgressCallback, ProgressUpdate
 from hermes.agent.provider import Provider, provider_factory
+from hermes.agent.providers.json_actions import with_tool_protocol
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ConfigError
@@ -127,13 +129,17 @@ def build_agent(
     tools: ToolRegistry | None = None,
     model: str | None = None,
     choice: ProviderChoice | None = None,
+    instructions: ProjectInstructions | None = None,
     progress: ProgressCallback | None = None,
 ) -> Agent:
-    """The Agent every front end uses: provider from settings unless given, core tools."""
+    """The Agent every front end uses: provider from settings unless given, core tools.
+
+    `instructions` default to the AGENTS.md files for the process's working directory.
+    """
     options = EngineOptions.from_settings(settings)
     if provider is None:
         choice = choice or choose_provider(settings)
-        provider = build_provider(settings, choice, progress=progress)
+        provider = with_tool_protocol(build_provider(settings, choice, progress=progress), settings.tool_protocol)
         resolved_model = model or choice.model
     else:
         resolved_model = model or settings.model or provider.name
@@ -154,6 +160,7 @@ def build_agent(
         tools=tools,
         options=options,
         system_prompt=settings.system_prompt,
+        instructions=load_project_instructions(settings) if instructions is None else instructions,
     )
 
 

@@ -1,10 +1,18 @@
-"""The default system prompt: short on purpose (small local models read it every turn)."""
+"""The system prompt: short on purpose (small local models read it every turn).
+
+A new session's prompt is `build_system_prompt`: the configured prompt (or the built-in
+one with the facts a model needs), then the project instructions. It is stored with the
+session and reused byte for byte when the session continues, so the upstream's prompt
+cache holds even if AGENTS.md changes meanwhile.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
 import platform
+
+from hermes.agent.instructions import ProjectInstructions
 
 BASE_PROMPT = """You are hermes, an AI agent working in the user's terminal.
 Be direct and concise. Use the tools to inspect and change files and to run commands
@@ -18,3 +26,17 @@ def default_system_prompt(cwd: str | None = None, *, now: _dt.datetime | None = 
     where = cwd or os.getcwd()
     today = (now or _dt.datetime.now()).strftime("%Y-%m-%d")
     return f"{BASE_PROMPT}\n\nWorking directory: {where}\nOS: {platform.system()}\nDate: {today}"
+
+
+def build_system_prompt(
+    configured: str | None,
+    cwd: str | None = None,
+    instructions: ProjectInstructions | None = None,
+    *,
+    now: _dt.datetime | None = None,
+) -> str:
+    """The prompt of a new session: `configured` (else the default) plus the project instructions."""
+    base = configured or default_system_prompt(cwd, now=now)
+    if instructions is None or not instructions.text:
+        return base
+    return f"{base}\n\n{instructions.text}"

@@ -94,6 +94,9 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
 
     store = open_store(settings)
     try:
+        from hermes.store.repair import repair_after_crash
+
+        repair_after_crash(store)  # turns a crashed process left open (before --continue picks one)
         session_id: str | None = None
         if resume:
             session_id = store.get_session(resume).id
@@ -110,6 +113,8 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
                 sys.stderr.write(f"hermes: {notice}\n")
         with rich_progress() as progress:
             agent = build_agent(settings, store, choice=choice, progress=progress)
+        if agent.instructions is not None and agent.instructions.notice and not as_json:
+            sys.stderr.write(f"hermes: {agent.instructions.notice}\n")
         renderer = make_renderer(as_json)
         request = TurnRequest(
             input=prompt,

@@ -10,8 +10,10 @@ Checks, in order: `config` (settings load; config.toml readable and valid), `pro
 store opens and its integrity check passes), `sandbox` (whether tool commands run in
 bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
 work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
-ENDPOINT_TIMEOUT seconds, and lists the configured model), then one `mcp NAME` check per
-configured MCP server (started and listed within its startup_timeout).
+ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
+with a trivial tool: does the model call tools natively, or write the call as JSON text so
+that `tool_protocol = json` is needed), then one `mcp NAME` check per configured MCP
+server (started and listed within its startup_timeout).
 A check that cannot run because an earlier one failed is left out. Credentials in URLs
 are masked in every detail.
 
@@ -37,10 +39,13 @@ from hermes.redact import redact_text
 if TYPE_CHECKING:
     from hermes.agent.factory import ProviderChoice
     from hermes.agent.mcp import McpServerStatus
+    from hermes.agent.providers.tool_probe import ToolProbe
     from hermes.config import Settings
 
 ENDPOINT_TIMEOUT = 5.0
 """Seconds the endpoint has to answer GET /models."""
+TOOL_PROBE_TIMEOUT = 30.0
+"""Seconds the model has to answer the tool probe (a small model on a CPU reads slowly)."""
 
 Status = Literal["ok", "warning", "failed"]
 _MARKS: dict[Status, str] = {"ok": "✓", "warning": "!", "failed": "✗"}
@@ -100,7 +105,10 @@ def run_checks() -> list[Check]:
     checks.extend(_check_database(settings.state_db_path))
     checks.append(_check_sandbox(settings))
     if choice is not None:
-        checks.append(_check_endpoint(settings, choice))
+        endpoint = _check_endpoint(settings, choice)
+        checks.append(endpoint)
+        if choice.kind == "openai" and endpoint.ok:
+            checks.append(_check_tools(settings, choice))
     checks.extend(_check_mcp(settings))
     return checks
 
@@ -231,3 +239,48 @@ def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
         listed = ", ".join(available[:5]) + (", …" if len(available) > 5 else "") if available else "none"
         return Check("endpoint", "warning", f"{url} answers but does not list model {choice.model!r} (listed: {listed})")
     return Check("endpoint", "ok", f"{url} answers and lists model {choice.model!r}")
+
+
+def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
+    """Probe native tool calls (one small request) and suggest tool_protocol = json if needed."""
+    import asyncio
+
+    from hermes.agent.factory import build_provider
+    from hermes.agent.providers.json_actions import TOOL_PROTOCOLS
+    from hermes.agent.providers.tool_probe import probe_tool_calls
+
+    if settings.tool_protocol not in TOOL_PROTOCOLS:
+        return Check("tools", "failed", f"unknown tool_protocol {settings.tool_protocol!r}: use native or json")
+
+    async def probe() -> ToolProbe:
+        provider = build_provider(settings, choice)
+        try:
+            return await probe_tool_calls(provider, choice.model, timeout=TOOL_PROBE_TIMEOUT)
+        finally:
+            await provider.aclose()
+
+    result = asyncio.run(probe())
+    json_set = settings.tool_protocol == "json"
+    if result.kind == "native":
+        if json_set:
+            detail = f"the model {result.detail}; tool_protocol = json is set (native would work too)"
+            return Check("tools", "ok", detail)
+        return Check("tools", "ok", f"the model {result.detail}")
+    if result.kind == "error":
+        return Check("tools", "warning", f"tool probe failed: {result.detail}")
+    if json_set:
+        detail = "the model does not call tools natively; tool_protocol = json is set, so hermes uses JSON actions"
+        return Check("tools", "ok", detail)
+    if result.kind == "json_text":
+        return Check(
+            "tools",
+            "warning",
+            f"the model wrote its tool call as JSON text instead of a native tool call ({result.detail}): "
+            "set tool_protocol = json (hermes config set tool_protocol json, or HERMES_TOOL_PROTOCOL=json)",
+        )
+    return Check(
+        "tools",
+        "warning",
+        f"the model answered without calling the offered tool ({result.detail}); "
+        "if hermes never runs tools with it, set tool_protocol = json",
+    )

@@ -81,19 +81,20 @@ def root(
     """hermes: a terminal-first AI agent (chat, serve, sessions)."""
 
 
-COMMANDS = ("chat", "config", "doctor", "mcp", "serve", "sessions")
+COMMANDS = ("chat", "config", "db", "doctor", "mcp", "serve", "sessions")
 """Every top-level command and command group; `hermes --help` lists exactly these."""
 
 
 def _register() -> None:
     """Add every command. A command module that fails to import fails `hermes` at start:
     none is optional, so none is skipped. (The modules import their heavy parts lazily.)"""
-    from hermes.cli import chat, config_cmd, doctor, mcp_cmd, serve, sessions
+    from hermes.cli import chat, config_cmd, db_cmd, doctor, mcp_cmd, serve, sessions
 
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(mcp_cmd.app, name="mcp")
+    db_cmd.register(app)
     doctor.register(app)
     serve.register(app)
 

@@ -89,6 +89,7 @@ def serve(
     with rich_progress() as progress:  # the app builds the agent; the slow part is done here
         prepare_provider(settings, choice, progress)
     app = create_app(settings)
+    _report_instructions(app)
     import asyncio
 
     from hermes.server import log_limit
@@ -103,6 +104,18 @@ def serve(
     )
     if code:
         raise typer.Exit(code)
+
+
+def _report_instructions(app: web.Application) -> None:
+    """Name the AGENTS.md files the agent loaded, and say so when the cap cut them."""
+    from hermes.agent.instructions import ProjectInstructions
+    from hermes.server.state import AGENT
+
+    instructions = getattr(app[AGENT], "instructions", None)
+    if isinstance(instructions, ProjectInstructions):
+        for line in (instructions.summary, instructions.notice):
+            if line:
+                _say(f"hermes serve: {line}")
 
 
 def is_loopback(host: str) -> bool:

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 try:  # recent typer (0.29 here) vendors click as typer._click
     from typer._click.exceptions import UsageError as _ClickUsageError
 except ImportError:  # pragma: no cover - older typer releases use click itself
-    from click.exceptions import UsageError as _ClickUsageError  # type: ignore[no-redef]
+    from click.exceptions import UsageError as _ClickUsageError  # type: ignore[assignment, no-redef, unused-ignore]
 
 
 class _OneLineUsageErrors(TyperGroup):
@@ -111,6 +111,9 @@ ARGUMENTS_CHARS = 120
 def _opened_store(settings: Settings | None = None) -> Iterator[SessionStore]:
     store = open_store(settings or load_settings())
     try:
+        from hermes.store.repair import repair_after_crash
+
+        repair_after_crash(store)  # so what is read shows crashed turns as interrupted
         yield store
     finally:
         store.close()
@@ -156,12 +159,12 @@ def _call_summary(call: dict[str, Any]) -> tuple[str, str]:
     """(name, compact arguments) of an OpenAI tool call."""
     function = call.get("function") or {}
     name = str(function.get("name") or call.get("name") or "?")
-    raw = function.get("arguments") or ""
+    raw: Any = function.get("arguments") or ""
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
         except ValueError:
-            return name, _one_line(raw)
+            return name, _one_line(str(raw))
     return name, json.dumps(raw, ensure_ascii=False)
 
 

@@ -75,6 +75,9 @@ def create_app(
         responses = owned_responses = ResponseStore(
             settings.response_db_path, max_size=settings.server_response_store_size
         )
+    from hermes.store.repair import repair_after_crash
+
+    repair_after_crash(sessions, responses, runs_db=settings.home / "runs.db")  # what crashed processes left
     mcp = None
     if agent is None:
         from hermes.agent.factory import build_agent

@@ -23,7 +23,6 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.agent.prompt import default_system_prompt
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.server.errors import json_response
 from hermes.server.idempotency import validate_key
@@ -64,7 +63,7 @@ def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None
     """The client's system prompt layered on top of hermes' own (None: hermes' own only)."""
     if not client_prompt or not client_prompt.strip():
         return None
-    base = getattr(agent, "system_prompt", None) or default_system_prompt(cwd)
+    base = agent.new_session_prompt(cwd)
     return f"{base}\n\n{client_prompt}"
 
 

@@ -7,21 +7,25 @@ import os
 from hermes.store.base import (
     MessageRecord,
     NewMessage,
+    RepairedTurn,
     SearchHit,
     SessionRecord,
     SessionStore,
     StoreStats,
+    TurnRecord,
 )
 from hermes.store.sqlite import SqliteSessionStore
 
 __all__ = [
     "MessageRecord",
     "NewMessage",
+    "RepairedTurn",
     "SearchHit",
     "SessionRecord",
     "SessionStore",
     "SqliteSessionStore",
     "StoreStats",
+    "TurnRecord",
     "open_session_store",
 ]
 

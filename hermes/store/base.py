@@ -7,10 +7,12 @@ returning, so a crash mid-turn keeps what was written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from hermes.messages import ChatMessage
+from hermes.store.owner import ProcessOwner
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +110,35 @@ class NewMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn of a session: who runs it, and whether it has ended."""
+
+    id: int
+    session_id: str
+    after_message_id: int
+    """The turn's messages are the session's messages with a larger id (up to the next turn's)."""
+    draft_message_id: int | None
+    """The assistant message its streaming text is checkpointed into, while there is one."""
+    started_at: float
+    ended_at: float | None
+    end_reason: str | None
+    owner: ProcessOwner
+    """The process running (or that ran) the turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairedTurn:
+    """What start-up repair did to one turn whose owner process had died."""
+
+    turn_id: int
+    session_id: str
+    kept_text: bool
+    """A checkpointed draft was kept as the assistant message."""
+    placeholders: int
+    """Tool calls that got the "server stopped" placeholder result."""
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     session: SessionRecord
     message_id: int
@@ -185,8 +216,53 @@ class SessionStore(Protocol):
         """Delete the session and its messages (children keep their rows, parent link cleared)."""
         ...
 
-    def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
-        """Durable when it returns. Updates message/tool-call counts and updated_at."""
+    def append_message(
+        self, session_id: str, message: NewMessage, *, turn_id: int | None = None
+    ) -> MessageRecord:
+        """Durable when it returns. Updates message/tool-call counts and updated_at.
+
+        With `turn_id`, an assistant message replaces that turn's draft (keeping the
+        draft's id and place), when it has one.
+        """
+        ...
+
+    # -- turns and checkpoints (crash safety) --
+
+    def begin_turn(self, session_id: str, *, owner: ProcessOwner | None = None) -> TurnRecord:
+        """Open a turn owned by `owner` (default: this process); its messages follow."""
+        ...
+
+    def save_draft(self, turn_id: int, content: str) -> None:
+        """Checkpoint the streaming assistant text of an open turn (creates or updates its draft).
+
+        No-op when the turn has ended.
+        """
+        ...
+
+    def end_turn(self, turn_id: int, reason: str) -> None:
+        """End an open turn; a draft still open is kept as a message (finish_reason `reason`)."""
+        ...
+
+    def get_turn(self, turn_id: int) -> TurnRecord | None: ...
+
+    def find_turn(self, session_id: str, *, started_at_or_after: float) -> TurnRecord | None:
+        """The session's first turn that started at or after the given time."""
+        ...
+
+    def turn_messages(self, turn_id: int) -> list[MessageRecord]:
+        """The turn's messages, oldest first (a draft included)."""
+        ...
+
+    def repair_abandoned_turns(
+        self, is_gone: Callable[[ProcessOwner], bool] | None = None
+    ) -> list[RepairedTurn]:
+        """End every open turn whose owner is gone (default test: `owner.owner_gone`).
+
+        Each such turn ends "interrupted": its draft is kept as the assistant message,
+        every unanswered tool call gets the SERVER_STOPPED_TOOL_RESULT result, and the
+        session is ended "interrupted" (first reason wins). Open turns of live owners
+        are never touched. Cheap when nothing is open (an indexed query).
+        """
         ...
 
     def get_messages(
@@ -196,7 +272,11 @@ class SessionStore(Protocol):
         ...
 
     def history(self, session_id: str) -> list[ChatMessage]:
-        """The transcript as OpenAI messages (no system prompt), ready to send again."""
+        """The transcript as OpenAI messages (no system prompt), ready to send again.
+
+        Drafts are left out, and it is valid for strict endpoints (see
+        `transcript.valid_transcript`) even where the stored rows are not.
+        """
         ...
 
     def fork_session(

@@ -1,9 +1,14 @@
-"""Schema migrations: one mechanism for every SQLite database hermes keeps.
+"""Schema migrations: one mechanism for every database hermes keeps, on both backends.
 
 Each database declares its schema history as a `Migrations` list of functions, registered
-with `@<list>.migration` in the order they must run (`session_schema.SESSION_MIGRATIONS`
-for state.db, `responses.RESPONSE_MIGRATIONS`, `run_store.RUN_MIGRATIONS`). `migrate()`
-brings a connection up to date and records what it applied in the database itself.
+with `@<list>.migration` in the order they must run: on SQLite
+`session_schema.SESSION_MIGRATIONS` for state.db, `responses.RESPONSE_MIGRATIONS`,
+`run_store.RUN_MIGRATIONS`; on PostgreSQL `postgres.schema.PG_MIGRATIONS` (every record
+kind in one database). Applying brings a database up to date and records the name of each
+migration it applied in the database itself (`_migrations` on SQLite,
+`hermes._migrations` on PostgreSQL); `pending_names()` compares a list with that record.
+`migrate()` below applies SQLite lists; `postgres.migrate.migrate_postgres()` applies the
+PostgreSQL one with the same rules, under `pg_advisory_lock` instead of `BEGIN IMMEDIATE`.
 
 Invariants:
 
@@ -25,21 +30,41 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-__all__ = ["Migration", "Migrations", "applied_migrations", "execute_all", "migrate"]
+__all__ = [
+    "Migration",
+    "MigrationHistory",
+    "MigrationStatus",
+    "Migrations",
+    "applied_migrations",
+    "execute_all",
+    "migrate",
+    "migration_status",
+    "pending_names",
+]
 
 Migration = Callable[[sqlite3.Connection], None]
+"""A SQLite migration step."""
+
+StepT = TypeVar("StepT", bound=Callable[..., Any])
 
 
-class Migrations:
-    """The ordered schema history of one database."""
+class MigrationHistory(Generic[StepT]):
+    """The ordered schema history of one database, whatever its backend.
+
+    The step type is the backend's: `Migrations` holds SQLite steps, and
+    `postgres.schema.PgMigrations` async steps taking a psycopg connection. The
+    bookkeeping (names, order, duplicates) is the same for both.
+    """
 
     def __init__(self, database: str) -> None:
         self.database = database
         """The database this history belongs to (e.g. "state.db"), for messages."""
-        self._steps: list[Migration] = []
+        self._steps: list[StepT] = []
 
-    def migration(self, fn: Migration) -> Migration:
+    def migration(self, fn: StepT) -> StepT:
         """Register `fn` as the next migration (a decorator)."""
         if fn.__name__ in self.names:
             raise ValueError(f"{self.database}: migration {fn.__name__} is registered twice")
@@ -50,11 +75,55 @@ class Migrations:
     def names(self) -> list[str]:
         return [fn.__name__ for fn in self._steps]
 
-    def __iter__(self) -> Iterator[Migration]:
+    def __iter__(self) -> Iterator[StepT]:
         return iter(list(self._steps))
 
     def __len__(self) -> int:
         return len(self._steps)
+
+
+class Migrations(MigrationHistory[Migration]):
+    """The ordered schema history of one SQLite database."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationStatus:
+    """Where one database stands against its schema history (`hermes db status`)."""
+
+    database: str
+    """What the database is: a SQLite file path, or the masked PostgreSQL URL."""
+    applied: list[str]
+    """Names recorded in the database, in the order they were applied."""
+    pending: list[str]
+    """Names of the history not yet applied, in the order they will run."""
+    unknown: list[str]
+    """Names recorded in the database that this version of hermes does not know (the
+    database was upgraded by a newer hermes)."""
+    exists: bool = True
+    """False when the database (file) does not exist yet: everything is pending."""
+
+    @property
+    def current(self) -> bool:
+        return self.exists and not self.pending
+
+
+def pending_names(migrations: MigrationHistory[Any], applied: list[str]) -> list[str]:
+    """The names of `migrations` not in `applied`, in order."""
+    done = set(applied)
+    return [name for name in migrations.names if name not in done]
+
+
+def migration_status(
+    database: str, migrations: MigrationHistory[Any], applied: list[str], *, exists: bool = True
+) -> MigrationStatus:
+    known = set(migrations.names)
+    return MigrationStatus(
+        database=database,
+        applied=list(applied),
+        pending=pending_names(migrations, applied),
+        unknown=[name for name in applied if name not in known],
+        exists=exists,
+    )
 
 
 def execute_all(db: sqlite3.Connection, statements: tuple[str, ...]) -> None:

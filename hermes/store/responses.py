@@ -11,6 +11,10 @@ conversation.
 The database is opened by `sqlite_file.open_sqlite_file` (created 0600 whatever the umask,
 WAL) and its schema is `RESPONSE_MIGRATIONS`. ``path=":memory:"`` keeps everything in
 memory (tests). `sqlite3` exceptions never leave this module: they become `StoreError`.
+
+Crash safety: each row also keeps its envelope's `status` and the process that wrote it
+(`owner.ProcessOwner`), so start-up repair (`hermes.store.repair`) can settle the
+`in_progress` records of a process that died mid-response (`in_progress()`, `settle()`).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
+from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 
 __all__ = ["RESPONSE_MIGRATIONS", "ResponseStore"]
@@ -55,6 +61,42 @@ def m001_responses(db: sqlite3.Connection) -> None:
             "CREATE INDEX IF NOT EXISTS conversations_response ON conversations(response_id)",
         ),
     )
+
+
+@RESPONSE_MIGRATIONS.migration
+def m002_status_and_owner(db: sqlite3.Connection) -> None:
+    # The envelope's status and the writing process, as columns: start-up repair finds
+    # the `in_progress` records of dead writers with one indexed query.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE responses ADD COLUMN status TEXT",
+            "ALTER TABLE responses ADD COLUMN owner_host TEXT",
+            "ALTER TABLE responses ADD COLUMN owner_pid INTEGER",
+            "ALTER TABLE responses ADD COLUMN owner_started TEXT",
+            """
+            UPDATE responses SET status = CASE WHEN json_valid(data)
+                THEN json_extract(data, '$.response.status') END
+            """,
+            "CREATE INDEX responses_in_progress ON responses(response_id) WHERE status = 'in_progress'",
+        ),
+    )
+
+
+def _envelope_status(record: dict[str, Any]) -> str | None:
+    response = record.get("response")
+    status = response.get("status") if isinstance(response, dict) else None
+    return status if isinstance(status, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingResponse:
+    """A stored response still `in_progress`, with the process that wrote it."""
+
+    response_id: str
+    record: dict[str, Any]
+    owner: ProcessOwner | None
+    """None for records written before owners were recorded."""
 
 
 class ResponseStore:
@@ -133,11 +175,14 @@ class ResponseStore:
     def put(self, response_id: str, record: dict[str, Any]) -> None:
         """Insert or replace, then evict the least recently used beyond max_size."""
         data = json.dumps(record)
+        owner = current_owner()
         with self._write() as db:
             db.execute(
-                "INSERT OR REPLACE INTO responses(response_id, data, accessed_at) VALUES (?, ?, ?)",
-                (response_id, data, self._tick()),
-            )
+                "INSERT OR REPLACE INTO responses(response_id, data, accessed_at, status, "
+                "owner_host, owner_pid, owner_started) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (response_id, data, self._tick(), _envelope_status(record),
+                 owner.host, owner.pid, owner.started),
+            )  # fmt: skip
             (count,) = db.execute("SELECT COUNT(*) FROM responses").fetchone()
             excess = count - self.max_size
             if excess > 0:
@@ -150,6 +195,39 @@ class ResponseStore:
                 ]
                 db.executemany("DELETE FROM responses WHERE response_id = ?", victims)
                 db.executemany("DELETE FROM conversations WHERE response_id = ?", victims)
+
+    def in_progress(self) -> list[PendingResponse]:
+        """Every record whose envelope is still `in_progress` (an indexed query)."""
+        with self._errors():
+            rows = self._db.execute(
+                "SELECT response_id, data, owner_host, owner_pid, owner_started FROM responses "
+                "WHERE status = 'in_progress' ORDER BY accessed_at"
+            ).fetchall()
+        pending: list[PendingResponse] = []
+        for response_id, data, host, pid, started in rows:
+            try:
+                record = json.loads(data)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            owner = None if host is None or pid is None else ProcessOwner(host, pid, started or "")
+            pending.append(PendingResponse(response_id, record, owner))
+        return pending
+
+    def settle(self, response_id: str, record: dict[str, Any]) -> bool:
+        """Replace a record that is still `in_progress` (its recency unchanged).
+
+        Returns False, changing nothing, when the record is gone or no longer in progress
+        (its writer finished it meanwhile).
+        """
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE responses SET data = ?, status = ? "
+                "WHERE response_id = ? AND status = 'in_progress'",
+                (json.dumps(record), _envelope_status(record), response_id),
+            )
+        return cursor.rowcount > 0
 
     def delete(self, response_id: str) -> bool:
         """Remove a record and every conversation name pointing at it."""

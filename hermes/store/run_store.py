@@ -10,7 +10,8 @@ Storage is its own SQLite file (`$HERMES_HOME/runs.db`), opened by
 `sqlite_file.open_sqlite_file` (created 0600, WAL) with its own schema history,
 `RUN_MIGRATIONS`, so it never touches the session store's. Schema:
 
-    runs      one row per run: status, session, output, usage, error, owner pid
+    runs      one row per run: status, session, output, usage, error, owner (pid, host,
+              start identity: see `owner.ProcessOwner`)
     receipts  one row per (scope, idempotency key): request fingerprint -> run id
 
 Invariants:
@@ -35,6 +36,7 @@ from typing import Any, Literal
 
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
+from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.sqlite_file import describe_sqlite_error, open_sqlite_file
 
 RunState = Literal[
@@ -99,6 +101,41 @@ def m001_runs_and_receipts(db: sqlite3.Connection) -> None:
     )
 
 
+@RUN_MIGRATIONS.migration
+def m002_owner_identity(db: sqlite3.Connection) -> None:
+    # owner_pid alone cannot tell a dead owner from a new process that reused its pid.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE runs ADD COLUMN owner_host TEXT",
+            "ALTER TABLE runs ADD COLUMN owner_started TEXT",
+        ),
+    )
+
+
+@RUN_MIGRATIONS.migration
+def m003_run_owner_instances(db: sqlite3.Connection) -> None:
+    # Ownership by lease (hermes.store.api.LeaseStore): a run names the instance that
+    # owns it; an instance whose lease has expired no longer owns anything.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE runs ADD COLUMN owner_instance TEXT",
+            "CREATE INDEX runs_owner_instance ON runs(owner_instance)",
+            """
+            CREATE TABLE instances (
+                instance_id TEXT PRIMARY KEY,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                started_at REAL NOT NULL,
+                heartbeat_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )
+            """,
+        ),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """The durable status of one run (the body of `GET /v1/runs/{id}`)."""
@@ -117,6 +154,8 @@ class RunRecord:
     error: str | None = None
     error_code: str | None = None
     owner_pid: int | None = None
+    owner_instance: str | None = None
+    """The instance (lease holder, `hermes.store.api.InstanceLease`) running it, if any."""
 
     @property
     def terminal(self) -> bool:
@@ -183,12 +222,18 @@ class RunStore:
     # ---- runs ---------------------------------------------------------------------
 
     def put(self, record: RunRecord) -> None:
-        """Insert or replace the row of `record.run_id`."""
+        """Insert or replace the row of `record.run_id`.
+
+        When the owner is this process, its host and start identity are recorded too.
+        """
+        me = current_owner()
+        mine = record.owner_pid == me.pid
         self._execute(
             """
             INSERT OR REPLACE INTO runs (run_id, status, session_id, model, created_at,
-                updated_at, last_event, output, usage, error, error_code, owner_pid)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                updated_at, last_event, output, usage, error, error_code, owner_pid,
+                owner_host, owner_started, owner_instance)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             (
                 record.run_id,
@@ -203,6 +248,9 @@ class RunStore:
                 record.error,
                 record.error_code,
                 record.owner_pid,
+                me.host if mine else None,
+                me.started if mine else None,
+                record.owner_instance,
             ),
         )
 
@@ -232,21 +280,29 @@ class RunStore:
         """Mark `interrupted` every unsettled run whose owner process no longer runs.
 
         Args:
-            alive: pids known to be alive (default: checked with `os.kill(pid, 0)`);
-                this process's own pid always counts as alive.
+            alive: pids known to be alive (default: `owner.owner_gone` decides, which also
+                sees a pid reused by another process); this process's own pid counts
+                as alive unless its recorded start identity is another process's.
         """
         rows = self._execute(
-            f"SELECT run_id, owner_pid FROM runs WHERE status NOT IN ({_terminal_sql()})"
+            "SELECT run_id, owner_pid, owner_host, owner_started FROM runs "
+            f"WHERE status NOT IN ({_terminal_sql()})"
         ).fetchall()
+        me = current_owner()
         orphans = []
         for row in rows:
             pid = row["owner_pid"]
-            if pid == os.getpid():
+            started = row["owner_started"]
+            if pid == me.pid and (started is None or started == me.started):
                 continue
             if alive is not None:
                 is_alive = pid in alive
+            elif pid is None:
+                is_alive = False
+            elif row["owner_host"] is None:  # written before identities were recorded
+                is_alive = _pid_alive(pid)
             else:
-                is_alive = pid is not None and _pid_alive(pid)
+                is_alive = not owner_gone(ProcessOwner(row["owner_host"], pid, started or ""))
             if not is_alive:
                 orphans.append(row["run_id"])
         return self.mark_interrupted(orphans)
@@ -358,6 +414,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         error=row["error"],
         error_code=row["error_code"],
         owner_pid=row["owner_pid"],
+        owner_instance=row["owner_instance"],
     )
 
 

@@ -6,7 +6,9 @@ invariants); this module only lists them, in order.
 Schema summary (after all migrations):
 
     sessions            one row per conversation; counters are maintained by the store
-    messages            one row per OpenAI message, `id` grows monotonically (AUTOINCREMENT)
+    messages            one row per OpenAI message, `id` grows monotonically (AUTOINCREMENT);
+                        `draft = 1` marks a streaming assistant message checkpoint
+    turns               one row per turn: owner process, open until ended (see m004)
     messages_fts_source view: the searchable text of each message
     messages_fts        FTS5 external-content index over messages_fts_source, kept in
                         sync by triggers on `messages`
@@ -145,5 +147,38 @@ def m003_messages_fts(db: sqlite3.Connection) -> None:
                 SELECT id, body FROM messages_fts_source WHERE id = new.id;
             END
             """,
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
+    # A turn row exists from a turn's first message to its end. While `ended_at` is NULL
+    # the turn is open: its owner process is running it, or it died (start-up repair then
+    # ends it). The turn's messages are the session's rows with id > after_message_id
+    # (up to the next turn's). `draft_message_id` is the assistant row the streaming text
+    # is checkpointed into (messages.draft = 1) until the turn records the real message.
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE turns (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                after_message_id INTEGER NOT NULL,
+                draft_message_id INTEGER,
+                started_at REAL NOT NULL,
+                ended_at REAL,
+                end_reason TEXT,
+                owner_host TEXT NOT NULL,
+                owner_pid INTEGER NOT NULL,
+                owner_started TEXT NOT NULL
+            )
+            """,
+            # Start-up repair reads only open turns: a partial index keeps that query cheap
+            # however many turns the database holds.
+            "CREATE INDEX turns_open ON turns(id) WHERE ended_at IS NULL",
+            "CREATE INDEX turns_session ON turns(session_id, started_at)",
+            "ALTER TABLE messages ADD COLUMN draft INTEGER NOT NULL DEFAULT 0",
         ),
     )

@@ -18,6 +18,12 @@ Invariants:
   sorts first; equal times (other writers) fall back to insertion order.
 - Session ids default to `hermes.ids.new_session_id()` (`YYYYMMDD_HHMMSS_<6 hex>`): unique
   in practice (a collision is retried), and they sort by creation time.
+- Turns (crash safety): a turn row is open from `begin_turn` to `end_turn`. Its draft is
+  an assistant row with `draft = 1`, counted in `message_count` like any row, that
+  `save_draft` overwrites and `append_message(..., turn_id=)` / `end_turn` / repair turn
+  into a real message in place. `history()` and `fork_session` leave drafts out.
+  `repair_abandoned_turns` ends only turns whose owner process is gone, each in one
+  transaction that re-checks the turn is still open (two repairers never both act).
 - `sqlite3` exceptions never leave this module: they become `StoreError` with a one-line
   message naming the database file.
 """
@@ -31,7 +37,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Self
@@ -39,9 +45,23 @@ from typing import Any, Self
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreStats
+from hermes.store.base import (
+    MessageRecord,
+    NewMessage,
+    RepairedTurn,
+    SearchHit,
+    SessionRecord,
+    StoreStats,
+    TurnRecord,
+)
+from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
+from hermes.store.transcript import (
+    SERVER_STOPPED_TOOL_RESULT,
+    call_ids_and_names,
+    valid_transcript,
+)
 
 SNIPPET_TOKENS = 16
 RANK_WINDOW = 20_000
@@ -62,6 +82,12 @@ _MESSAGE_COLUMNS = (
     "id, session_id, role, content, content_is_parts, tool_calls, tool_call_id, tool_name, "
     "reasoning, finish_reason, timestamp, token_count"
 )
+_TURN_COLUMNS = (
+    "id, session_id, after_message_id, draft_message_id, started_at, ended_at, end_reason, "
+    "owner_host, owner_pid, owner_started"
+)
+INTERRUPTED = "interrupted"
+"""end_reason (and a kept draft's finish_reason) of a turn whose owner process died."""
 
 # "<base> #<n>": a title in a fork lineage.
 _NUMBERED_TITLE = re.compile(r"^(?P<base>.*\S) #(?P<n>[0-9]{1,9})$", re.DOTALL)
@@ -74,8 +100,9 @@ def fts_query(text: str) -> str:
     (`AND`, `OR`, `NOT`, `NEAR`, `-`, `*`, `^`, parentheses, column filters) are searched
     as ordinary words and never raise. Words without a letter or digit are dropped. The
     last word is a prefix match unless the text ends with whitespace. Returns "" when
-    nothing searchable is left.
+    nothing searchable is left. NUL separates words (FTS5 cannot take it inside a string).
     """
+    text = text.replace("\x00", " ")
     words = [word for word in text.split() if any(ch.isalnum() for ch in word)]
     if not words:
         return ""
@@ -136,6 +163,21 @@ def _message_from_row(row: tuple[Any, ...]) -> MessageRecord:
         finish_reason=finish_reason,
         timestamp=timestamp,
         token_count=token_count,
+    )
+
+
+def _turn_from_row(row: tuple[Any, ...]) -> TurnRecord:
+    (tid, session_id, after, draft, started_at, ended_at, end_reason,
+     host, pid, started) = row  # fmt: skip
+    return TurnRecord(
+        id=tid,
+        session_id=session_id,
+        after_message_id=after,
+        draft_message_id=draft,
+        started_at=started_at,
+        ended_at=ended_at,
+        end_reason=end_reason,
+        owner=ProcessOwner(host=host, pid=pid, started=started),
     )
 
 
@@ -421,11 +463,34 @@ class SqliteSessionStore:
 
     # -- messages --------------------------------------------------------------------
 
-    def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
+    def append_message(
+        self, session_id: str, message: NewMessage, *, turn_id: int | None = None
+    ) -> MessageRecord:
         content, is_parts, parts_text = _encode_content(message.content)
         tool_calls = None if message.tool_calls is None else _encode_json(message.tool_calls)
         with self._write() as db:
             now = self._clock()
+            if turn_id is not None and message.role == "assistant":
+                draft = self._open_draft(db, turn_id, session_id)
+                if draft is not None:
+                    db.execute(
+                        "UPDATE messages SET content = ?, content_is_parts = ?, parts_text = ?, "
+                        "tool_calls = ?, reasoning = ?, finish_reason = ?, token_count = ?, "
+                        "timestamp = ?, draft = 0 WHERE id = ?",
+                        (content, is_parts, parts_text, tool_calls, message.reasoning,
+                         message.finish_reason, message.token_count, now, draft),
+                    )  # fmt: skip
+                    db.execute(
+                        "UPDATE sessions SET tool_call_count = tool_call_count + ?, updated_at = ? "
+                        "WHERE id = ?",
+                        (len(message.tool_calls or ()), now, session_id),
+                    )
+                    db.execute("UPDATE turns SET draft_message_id = NULL WHERE id = ?", (turn_id,))
+                    return _message_from_row(
+                        (draft, session_id, message.role, content, is_parts, tool_calls,
+                         None, None, message.reasoning, message.finish_reason, now,
+                         message.token_count)
+                    )  # fmt: skip
             cursor = db.execute(
                 "UPDATE sessions SET message_count = message_count + 1, "
                 "tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?",
@@ -474,7 +539,176 @@ class SqliteSessionStore:
         return [_message_from_row(row) for row in rows]
 
     def history(self, session_id: str) -> list[ChatMessage]:
-        return [message.to_openai() for message in self.get_messages(session_id)]
+        with self._read() as db:
+            self._require_session(db, session_id)
+            rows = db.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND draft = 0 "
+                "ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return valid_transcript([_message_from_row(row).to_openai() for row in rows])
+
+    # -- turns and checkpoints -------------------------------------------------------
+
+    @staticmethod
+    def _fetch_turn(db: sqlite3.Connection, turn_id: int) -> TurnRecord | None:
+        row = db.execute(f"SELECT {_TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,)).fetchone()
+        return None if row is None else _turn_from_row(row)
+
+    def _require_turn(self, db: sqlite3.Connection, turn_id: int) -> TurnRecord:
+        turn = self._fetch_turn(db, turn_id)
+        if turn is None:
+            raise StoreError(f"session database {self._label}: no turn with id {turn_id}")
+        return turn
+
+    def _open_draft(self, db: sqlite3.Connection, turn_id: int, session_id: str) -> int | None:
+        turn = self._require_turn(db, turn_id)
+        if turn.session_id != session_id:
+            raise StoreError(f"turn {turn_id} belongs to session {turn.session_id}, not {session_id}")
+        return turn.draft_message_id if turn.ended_at is None else None
+
+    def begin_turn(self, session_id: str, *, owner: ProcessOwner | None = None) -> TurnRecord:
+        owner = owner or current_owner()
+        with self._write() as db:
+            self._require_session(db, session_id)
+            (after,) = db.execute(
+                "SELECT coalesce(max(id), 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            cursor = db.execute(
+                "INSERT INTO turns (session_id, after_message_id, started_at, owner_host, "
+                "owner_pid, owner_started) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, after, self._clock(), owner.host, owner.pid, owner.started),
+            )
+            assert cursor.lastrowid is not None
+            return self._require_turn(db, cursor.lastrowid)
+
+    def save_draft(self, turn_id: int, content: str) -> None:
+        with self._write() as db:
+            turn = self._require_turn(db, turn_id)
+            if turn.ended_at is not None:
+                return
+            if turn.draft_message_id is not None:
+                db.execute(
+                    "UPDATE messages SET content = ? WHERE id = ?", (content, turn.draft_message_id)
+                )
+                return
+            now = self._clock()
+            db.execute(
+                "UPDATE sessions SET message_count = message_count + 1, updated_at = ? WHERE id = ?",
+                (now, turn.session_id),
+            )
+            cursor = db.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, draft) "
+                "VALUES (?, 'assistant', ?, ?, 1)",
+                (turn.session_id, content, now),
+            )
+            db.execute(
+                "UPDATE turns SET draft_message_id = ? WHERE id = ?", (cursor.lastrowid, turn_id)
+            )
+
+    def _close_turn(self, db: sqlite3.Connection, turn: TurnRecord, reason: str) -> bool:
+        """Keep the draft as a message and end the turn; False when it had already ended."""
+        now = self._clock()
+        cursor = db.execute(
+            "UPDATE turns SET ended_at = ?, end_reason = ?, draft_message_id = NULL "
+            "WHERE id = ? AND ended_at IS NULL",
+            (now, reason, turn.id),
+        )
+        if cursor.rowcount == 0:
+            return False
+        if turn.draft_message_id is not None:
+            db.execute(
+                "UPDATE messages SET draft = 0, finish_reason = coalesce(finish_reason, ?) "
+                "WHERE id = ?",
+                (reason, turn.draft_message_id),
+            )
+        return True
+
+    def end_turn(self, turn_id: int, reason: str) -> None:
+        with self._write() as db:
+            self._close_turn(db, self._require_turn(db, turn_id), reason)
+
+    def get_turn(self, turn_id: int) -> TurnRecord | None:
+        with self._read() as db:
+            return self._fetch_turn(db, turn_id)
+
+    def find_turn(self, session_id: str, *, started_at_or_after: float) -> TurnRecord | None:
+        with self._read() as db:
+            row = db.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = ? AND started_at >= ? "
+                "ORDER BY started_at LIMIT 1",
+                (session_id, started_at_or_after),
+            ).fetchone()
+        return None if row is None else _turn_from_row(row)
+
+    def turn_messages(self, turn_id: int) -> list[MessageRecord]:
+        with self._read() as db:
+            turn = self._require_turn(db, turn_id)
+            (upto,) = db.execute(
+                "SELECT coalesce(min(after_message_id), ?) FROM turns "
+                "WHERE session_id = ? AND id > ? AND after_message_id > ?",
+                (2**63 - 1, turn.session_id, turn.id, turn.after_message_id),
+            ).fetchone()
+            rows = db.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages "
+                "WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id",
+                (turn.session_id, turn.after_message_id, upto),
+            ).fetchall()
+        return [_message_from_row(row) for row in rows]
+
+    def open_turns(self) -> list[TurnRecord]:
+        """Every turn not ended yet (running somewhere, or abandoned by a dead process)."""
+        with self._read() as db:
+            rows = db.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE ended_at IS NULL ORDER BY id"
+            ).fetchall()
+        return [_turn_from_row(row) for row in rows]
+
+    def repair_abandoned_turns(
+        self, is_gone: Callable[[ProcessOwner], bool] | None = None
+    ) -> list[RepairedTurn]:
+        gone = is_gone or owner_gone
+        repaired: list[RepairedTurn] = []
+        for turn in self.open_turns():
+            if not gone(turn.owner):
+                continue
+            with self._write() as db:
+                current = self._fetch_turn(db, turn.id)
+                if current is None or current.ended_at is not None:
+                    continue  # another process repaired it meanwhile
+                repaired.append(self._repair_turn(db, current))
+        return repaired
+
+    def _repair_turn(self, db: sqlite3.Connection, turn: TurnRecord) -> RepairedTurn:
+        """Inside a write transaction: see `SessionStore.repair_abandoned_turns`."""
+        rows = db.execute(
+            "SELECT role, tool_calls, tool_call_id FROM messages "
+            "WHERE session_id = ? AND id > ? ORDER BY id",
+            (turn.session_id, turn.after_message_id),
+        ).fetchall()
+        unanswered: list[tuple[str, str]] = []
+        for role, tool_calls, tool_call_id in rows:
+            if role == "assistant" and tool_calls is not None:
+                unanswered.extend(call_ids_and_names(json.loads(tool_calls)))
+            elif role == "tool":
+                unanswered = [pair for pair in unanswered if pair[0] != tool_call_id]
+        kept_text = turn.draft_message_id is not None
+        self._close_turn(db, turn, INTERRUPTED)
+        now = self._clock()
+        for call_id, name in unanswered:
+            db.execute(
+                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_name, timestamp) "
+                "VALUES (?, 'tool', ?, ?, ?, ?)",
+                (turn.session_id, SERVER_STOPPED_TOOL_RESULT, call_id, name or None, now),
+            )
+        db.execute(
+            "UPDATE sessions SET message_count = message_count + ?, updated_at = ?, "
+            "ended_at = coalesce(ended_at, ?), end_reason = coalesce(end_reason, ?) WHERE id = ?",
+            (len(unanswered), now, now, INTERRUPTED, turn.session_id),
+        )
+        return RepairedTurn(
+            turn_id=turn.id, session_id=turn.session_id, kept_text=kept_text, placeholders=len(unanswered)
+        )
 
     # -- forks -----------------------------------------------------------------------
 
@@ -549,12 +783,12 @@ class SqliteSessionStore:
             copied = db.execute(
                 f"INSERT INTO messages (session_id, {_MESSAGE_DATA}) "
                 f"SELECT ?, {_MESSAGE_DATA} FROM messages "
-                "WHERE session_id = ? AND id <= ? ORDER BY id",
+                "WHERE session_id = ? AND id <= ? AND draft = 0 ORDER BY id",
                 (child.id, session_id, upto),
             ).rowcount
             (tool_calls,) = db.execute(
                 "SELECT coalesce(sum(json_array_length(tool_calls)), 0) FROM messages "
-                "WHERE session_id = ? AND id <= ? AND tool_calls IS NOT NULL",
+                "WHERE session_id = ? AND id <= ? AND tool_calls IS NOT NULL AND draft = 0",
                 (session_id, upto),
             ).fetchone()
             db.execute(

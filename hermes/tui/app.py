@@ -157,6 +157,8 @@ class HermesApp(App[int]):
         self.status_bar.yolo = self.settings.yolo
         if self.startup_notice:
             self.say(self.startup_notice)
+        if self.agent.instructions is not None and self.agent.instructions.notice:
+            self.say(self.agent.instructions.notice, "warning")
         if self.mcp is not None:
             self.mcp_worker = self.run_worker(self._start_mcp(self.mcp), group="mcp", exit_on_error=False)
         if self.session_id is not None:
@@ -543,6 +545,9 @@ class HermesApp(App[int]):
             self.say(f"✗ cannot write {path}: {exc.strerror}", "error")
             return
         self.say(f"exported to {path}", "info")
+
+    def cmd_context(self, arg: str) -> None:
+        self.say(commands.context_report(self.agent.instructions), "info")
 
     def cmd_theme(self, arg: str) -> None:
         if arg in ("dark", "light"):

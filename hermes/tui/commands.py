@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hermes.agent.instructions import ProjectInstructions
+
 
 @dataclass(frozen=True, slots=True)
 class Command:
@@ -33,6 +35,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("focus", "answer-only view: hide reasoning and tool cards"),
     Command("copy", "copy the last answer to the clipboard (OSC 52)"),
     Command("export", "write this session as Markdown", "[path]"),
+    Command("context", "show the project instructions (AGENTS.md) in the system prompt"),
     Command("theme", "switch between dark and light themes", "[dark|light]"),
     Command("mcp", "list MCP servers and their tools"),
     Command("help", "list commands and keys"),
@@ -74,3 +77,27 @@ def parse(text: str) -> ParsedCommand:
     if len(matches) == 1:
         return ParsedCommand(matches[0], head, arg)
     return ParsedCommand(None, head, arg, tuple(matches))
+
+
+def context_report(instructions: ProjectInstructions | None) -> str:
+    """What `/context` prints: each AGENTS.md loaded, its size, and what the cap cut."""
+    if instructions is None or instructions.max_bytes <= 0:
+        return "project instructions: off (instructions_max_bytes = 0)"
+    if not instructions.files:
+        return "project instructions: none (no AGENTS.md in $HERMES_HOME or from the repository root to here)"
+    head = (
+        f"project instructions: {instructions.included_bytes:,} of at most "
+        f"{instructions.max_bytes:,} bytes in the system prompt of new sessions"
+    )
+    lines = [head]
+    for item in instructions.files:
+        if item.error is not None:
+            state = f"not loaded: {item.error}"
+        elif item.truncated:
+            state = f"{item.included:,} of {item.size:,} bytes (cut)"
+        else:
+            state = f"{item.size:,} bytes"
+        lines.append(f"  {item.path}  {state}")
+    if instructions.truncated:
+        lines.append("  the rest was cut: raise instructions_max_bytes to load it")
+    return "\n".join(lines)

@@ -48,6 +48,9 @@ def run_tui(
     settings.ensure_home()
     store = open_session_store(settings.state_db_path)
     try:
+        from hermes.store.repair import repair_after_crash
+
+        repair_after_crash(store)  # turns a crashed process left open (before --continue picks one)
         session_id = resolve_session(store, continue_last=continue_last, resume=resume)
         choice = choose_provider(settings)
         with rich_progress() as progress:  # drawn before the TUI takes the screen

@@ -317,11 +317,11 @@ async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstre
     real_append = store.append_message
     calls = {"n": 0}
 
-    def append_failing_once(session_id, message):
+    def append_failing_once(session_id, message, **kwargs):
         calls["n"] += 1
         if calls["n"] == 2:  # the assistant's answer
             raise StoreError("database is locked")
-        return real_append(session_id, message)
+        return real_append(session_id, message, **kwargs)
 
     monkeypatch.setattr(store, "append_message", append_failing_once)
     events, result = await run(agent, TurnRequest(input="hi"))
@@ -342,10 +342,10 @@ async def test_a_store_error_storing_tool_calls_leaves_no_orphan_results(upstrea
     agent = make_agent()
     real_append = store.append_message
 
-    def refuse_tool_calls(session_id, message):
+    def refuse_tool_calls(session_id, message, **kwargs):
         if message.role == "assistant" and message.tool_calls:
             raise StoreError("database is locked")
-        return real_append(session_id, message)
+        return real_append(session_id, message, **kwargs)
 
     monkeypatch.setattr(store, "append_message", refuse_tool_calls)
     events, result = await run(agent, TurnRequest(input="hi"))
@@ -378,9 +378,9 @@ async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, 
     agent = make_agent()
     real_append = store.append_message
 
-    def append_then_break(session_id, message):
+    def append_then_break(session_id, message, **kwargs):
         if message.role == "user":
-            return real_append(session_id, message)
+            return real_append(session_id, message, **kwargs)
         raise StoreError("disk I/O error")
 
     def broken(*args, **kwargs):

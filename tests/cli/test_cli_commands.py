@@ -28,12 +28,13 @@ def test_every_command_and_group_is_registered() -> None:
     assert isinstance(root, typer.core.TyperGroup)
     assert sorted(root.commands) == sorted(COMMANDS)
     groups = {name: command for name, command in root.commands.items() if isinstance(command, typer.core.TyperGroup)}
-    assert sorted(groups) == ["config", "mcp", "sessions"]
+    assert sorted(groups) == ["config", "db", "mcp", "sessions"]
     assert sorted(groups["sessions"].commands) == [
         "delete", "export", "fork", "list", "rename", "search", "show", "stats",
     ]
     assert sorted(groups["config"].commands) == ["get", "path", "set", "show", "unset"]
     assert sorted(groups["mcp"].commands) == ["add", "list", "remove"]
+    assert sorted(groups["db"].commands) == ["status", "upgrade"]
 
 
 def test_help_lists_every_command(run_hermes) -> None:  # type: ignore[no-untyped-def]

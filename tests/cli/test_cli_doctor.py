@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.factory import NO_ENDPOINT
-from hermes.testing.upstream import ScriptedUpstream
+from hermes.testing.upstream import ScriptedUpstream, call, tool_reply
 
 SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
 
@@ -26,6 +26,7 @@ def sandbox_off(monkeypatch) -> None:
 def upstream(monkeypatch) -> Iterator[ScriptedUpstream]:
     """A reachable OpenAI-compatible endpoint, configured through the environment."""
     with ScriptedUpstream.in_thread(model="scripted-model") as upstream:
+        upstream.default = tool_reply([call("get_time", {"city": "Paris"})])  # the tool probe's answer
         monkeypatch.setenv("HERMES_BASE_URL", upstream.base_url)
         monkeypatch.setenv("HERMES_MODEL", "scripted-model")
         yield upstream
@@ -73,8 +74,10 @@ def test_reachable_endpoint_all_ok(invoke, store, upstream, hermes_home):
         *ok_files(hermes_home),
         SANDBOX_OFF,
         f"✓ endpoint: {upstream.base_url} answers and lists model 'scripted-model'",
+        "✓ tools: the model called get_time natively",
     ]
-    assert upstream.requests == []  # only GET /models: the doctor never spends tokens
+    # Besides GET /models, one tiny tool probe: the only tokens the doctor spends.
+    assert len(upstream.requests) == 1 and upstream.requests[0].body["max_tokens"] <= 128
 
 
 def test_endpoint_that_does_not_list_the_model_is_a_warning(invoke, store, upstream, monkeypatch):
@@ -83,7 +86,7 @@ def test_endpoint_that_does_not_list_the_model_is_a_warning(invoke, store, upstr
     result = invoke("doctor")
 
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[-1] == (
+    assert result.stdout.splitlines()[-2] == (
         f"! endpoint: {upstream.base_url} answers but does not list model 'other-model' (listed: scripted-model)"
     )
 
@@ -153,6 +156,7 @@ def test_json_output(invoke, store, upstream, hermes_home):
         ("database", True, "ok"),
         ("sandbox", True, "ok"),
         ("endpoint", True, "ok"),
+        ("tools", True, "ok"),
     ]
     assert all(set(c) == {"name", "ok", "status", "detail"} for c in checks)
     assert checks[2]["detail"] == f"{hermes_home} has mode 0750, expected 0700 (chmod 700 {hermes_home})"

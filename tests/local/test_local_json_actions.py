@@ -345,3 +345,15 @@ def test_old_exchanges_are_dropped_to_fit_the_context() -> None:
     assert fitted[0] == system and fitted[-3:] == current
     assert fitted[1]["content"].startswith("[Earlier conversation omitted")
     assert len(fitted) == 5
+
+
+def test_project_instructions_survive_the_short_prompt_swap() -> None:
+    from hermes.agent.instructions import HEADER
+
+    long_base = "You are hermes. " + "Be careful. " * 200  # over base_prompt_limit: replaced
+    system = f"{long_base}\n\n{HEADER}\n\n## /repo/AGENTS.md\nAlways run pytest -q."
+    out = rewrite_messages([{"role": "system", "content": system}, {"role": "user", "content": "hi"}], TOOLS)
+    sent = out[0]["content"]
+    assert "Be careful. Be careful." not in sent
+    assert f"{HEADER}\n\n## /repo/AGENTS.md\nAlways run pytest -q." in sent
+    assert sent.index("Always run pytest -q.") < sent.index("- read_file")

@@ -136,3 +136,22 @@ async def test_the_prompt_prefix_is_saved_and_restored_across_providers(
     finally:
         await second.aclose()
     assert sorted(local_server.slot_dir.glob("prompt-*.bin")) == saved  # restored, not saved again
+
+
+async def test_fixes_the_calc_add_bug_from_issue_12(
+    local_provider: LocalProvider, core_tools: ToolRegistry, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The task a new user tried: the edit must land, whatever the model's first patch looked like."""
+    project = tmp_path_factory.mktemp("calc")
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")
+    request = TurnRequest(
+        input="add in calc.py returns a - b; fix it so add(2, 3) is 5", cwd=str(project), persist=False, yolo=True
+    )
+    events, result = await run(make_agent(local_provider, core_tools), request)
+
+    assert result.status == "completed", result.error
+    namespace: dict[str, object] = {}
+    exec((project / "calc.py").read_text(encoding="utf-8"), namespace)  # noqa: S102 - the file the test wrote
+    add, mul = namespace["add"], namespace["mul"]
+    assert callable(add) and callable(mul)
+    assert add(2, 3) == 5 and mul(2, 3) == 6, [e for e in events if isinstance(e, ToolCompleted)]

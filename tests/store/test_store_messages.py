@@ -139,6 +139,7 @@ def test_from_openai_round_trip(store: SqliteSessionStore) -> None:
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "", "tool_calls": TOOL_CALLS},
         {"role": "tool", "content": "out", "tool_call_id": "call_1", "name": "terminal"},
+        {"role": "tool", "content": "text", "tool_call_id": "call_2", "name": "read_file"},
     ]
     for message in sent:
         store.append_message(session.id, NewMessage.from_openai(message))

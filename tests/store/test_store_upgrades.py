@@ -85,8 +85,9 @@ def test_an_old_response_store_upgrades_and_keeps_its_records(tmp_path: Path) ->
 
     store = ResponseStore(path, max_size=3)
     try:
-        assert store.applied_migrations == RESPONSE_MIGRATIONS.names == ["m001_responses"]
-        assert schema_of(path) == old_schema
+        assert store.applied_migrations == RESPONSE_MIGRATIONS.names == ["m001_responses", "m002_status_and_owner"]
+        # m002 adds only the in_progress index (and columns) to the adopted schema.
+        assert schema_of(path) == old_schema | {("index", "responses_in_progress")}
         assert len(store) == 3
         assert store.get("resp_2") == {"n": 2}
         assert store.get_conversation("chat") == "resp_3"
@@ -97,7 +98,7 @@ def test_an_old_response_store_upgrades_and_keeps_its_records(tmp_path: Path) ->
     finally:
         store.close()
     with closing(sqlite3.connect(path)) as raw:
-        assert applied_migrations(raw) == ["m001_responses"]
+        assert applied_migrations(raw) == ["m001_responses", "m002_status_and_owner"]
 
     again = ResponseStore(path, max_size=3)
     try:
@@ -125,8 +126,14 @@ def test_an_old_run_store_upgrades_and_keeps_runs_and_receipts(tmp_path: Path) -
 
     store = RunStore(path)
     try:
-        assert store.applied_migrations == RUN_MIGRATIONS.names == ["m001_runs_and_receipts"]
-        assert schema_of(path) == old_schema
+        assert store.applied_migrations == RUN_MIGRATIONS.names
+        assert RUN_MIGRATIONS.names[:3] == [
+            "m001_runs_and_receipts",
+            "m002_owner_identity",
+            "m003_run_owner_instances",
+        ]
+        # m001 adopts the old tables as they are; m002 adds columns; m003 adds the lease objects.
+        assert schema_of(path) == old_schema | {("index", "runs_owner_instance"), ("table", "instances")}
         run = store.get("run_old")
         assert run is not None
         assert (run.status, run.output, run.usage) == (

@@ -27,17 +27,28 @@ turn, or already made twice in it, is not passed on. The model is asked again wi
 note that it is repeating itself; if it still repeats, it is asked once more with a
 schema that only allows `reply`. The prompt stays a stable prefix across steps (same
 system text, history only appended), so the server's prompt cache is reused.
+
+Failed edits: small models patch from memory, get "no match", and give that error as
+their answer. When the latest tool result of the turn is a failed `patch`, the adapter
+does not ask the model yet: it answers the step itself with a `read_file` call for that
+file (a real tool call the engine runs and the front ends show), and the model's next
+request ends with a note to retry the edit using the text it now sees. At most
+`MAX_EDIT_REPAIRS` such re-reads per turn; after that the model answers as it likes.
+A `patch` on a file the model has read is first fitted to that text (`align_patch`:
+copied "N|" line prefixes dropped, indentation taken from the file).
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -49,6 +60,7 @@ from hermes.agent.provider import (
     UsageChunk,
 )
 from hermes.agent.types import ChatMessage, Usage
+from hermes.errors import ConfigError
 from hermes.ids import new_call_id
 
 REPLY = "reply"
@@ -72,6 +84,19 @@ LOOP_NOTE = (
     "Do not run it again: use the result to reply, or choose a different action."
 )
 FORCE_REPLY_NOTE = "Stop using tools now. Reply to the user with what you know."
+EDIT_RETRY_NOTE = (
+    'Your patch of {path} failed: {reason} The current content of {path} is above. Do the request "{request}" '
+    "now: call patch again with old_string copied exactly from that content (without the line-number "
+    "prefixes), or reply if the file already does what was asked."
+)
+
+EDIT_TOOLS = frozenset({"patch"})
+"""Edit tools whose failure a fresh read can fix: their arguments quote the file's text."""
+READ_TOOL = "read_file"
+MAX_EDIT_REPAIRS = 2
+"""Re-reads the adapter starts after failed edits in one turn before letting the model answer."""
+ERROR_PREFIX = "Error:"
+"""How the engine starts the result of a tool call that failed."""
 
 MAX_TRAILING_CHUNKS = 16
 """Chunks accepted after the action object is complete before the stream is cut."""
@@ -435,28 +460,51 @@ def rewrite_messages(
     every step, so consecutive requests share a prefix (prompt cache).
     """
     original_system = next((_text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    base = original_system.strip() if 0 < len(original_system.strip()) <= base_prompt_limit else DEFAULT_BASE_PROMPT
+    # Project instructions (AGENTS.md) are the user's words: they stay even when the
+    # prompt before them is too long for a small model and replaced by the short one.
+    prompt, marker, project = original_system.partition(INSTRUCTIONS_HEADER)
+    base = prompt.strip() if 0 < len(prompt.strip()) <= base_prompt_limit else DEFAULT_BASE_PROMPT
+    if marker:
+        base += "\n\n" + (marker + project).strip()
     system = base + "\n\n" + PROTOCOL.format(catalogue=catalogue(tools or []))
     out: list[ChatMessage] = [{"role": "system", "content": system}]
-    call_names: dict[str, str] = {}
+    calls_by_id: dict[str, Action] = {}
     pending_results: list[str] = []
     last_request = ""
+    failed_edit: tuple[str, str] | None = None
+    """(path, error) of the latest failed edit not yet followed by a read of that path."""
+    reread: tuple[str, str] | None = None
+    """A failed edit whose file was read back in the results now pending."""
 
     def flush_results() -> None:
         # Small models lose the thread after a long result: restate what was asked.
+        nonlocal reread
         if pending_results:
-            reminder = RESULT_REMINDER.format(request=_clip_line(last_request, 300))
+            request = _clip_line(last_request, 300)
+            if reread is not None:
+                reason = _first_sentence(reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
+                reminder = EDIT_RETRY_NOTE.format(path=reread[0], reason=reason, request=request)
+            else:
+                reminder = RESULT_REMINDER.format(request=request)
             out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
             pending_results.clear()
+            reread = None
 
     for message in messages:
         role = message.get("role")
         if role == "system":
             continue
         if role == "tool":
-            name = call_names.get(message.get("tool_call_id") or "", message.get("name") or "tool")
-            result = _clip(_text_of(message.get("content")), tool_result_limit)
-            pending_results.append(f"Result of {name}:\n{result}")
+            call = calls_by_id.get(message.get("tool_call_id") or "")
+            name = call.name if call is not None else message.get("name") or "tool"
+            content = _text_of(message.get("content"))
+            if call is not None and call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
+                failed_edit = (str(call.args.get("path", "")), content)
+            elif (
+                call is not None and call.name == READ_TOOL and failed_edit and call.args.get("path") == failed_edit[0]
+            ):
+                reread, failed_edit = failed_edit, None
+            pending_results.append(f"Result of {name}:\n{_clip(content, tool_result_limit)}")
             continue
         flush_results()
         if role == "assistant":
@@ -466,14 +514,15 @@ def rewrite_messages(
                 out.append({"role": "assistant", "content": Action(REPLY, {"text": text}).to_json()})
                 continue
             rendered = []
-            for call in calls:
-                fn = call.get("function") or {}
-                name = fn.get("name") or "tool"
-                call_names[call.get("id") or ""] = name
-                rendered.append(Action(name, _as_args(fn.get("arguments")) or {}).to_json())
+            for raw_call in calls:
+                fn = raw_call.get("function") or {}
+                action = Action(fn.get("name") or "tool", _as_args(fn.get("arguments")) or {})
+                calls_by_id[raw_call.get("id") or ""] = action
+                rendered.append(action.to_json())
             out.append({"role": "assistant", "content": "\n".join(rendered)})
         else:
             last_request = _text_of(message.get("content"))
+            failed_edit = None
             out.append({"role": "user", "content": last_request})
     flush_results()
     return out
@@ -511,13 +560,138 @@ def fit_context(messages: list[ChatMessage], budget_chars: int) -> list[ChatMess
 
 def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:
     """(name, canonical args) of every tool call since the last user message."""
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     keys = []
-    for message in messages[last_user + 1 :]:
+    for message in messages[_turn_start(messages) :]:
         for call in message.get("tool_calls") or ():
             fn = call.get("function") or {}
             keys.append(Action(fn.get("name") or "", _as_args(fn.get("arguments")) or {}).key())
     return keys
+
+
+def _turn_start(messages: list[ChatMessage]) -> int:
+    return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
+
+
+def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """The `read_file` call that follows a failed edit, or None when the model should answer.
+
+    Due when the latest step of the turn was an edit (`EDIT_TOOLS`) whose result is an
+    error, `read_file` is offered, and fewer than `MAX_EDIT_REPAIRS` failed edits came
+    before it in this turn (so a model that keeps failing gets to answer).
+    """
+    if READ_TOOL not in set(tool_names):
+        return None
+    turn = messages[_turn_start(messages) :]
+    calls: dict[str, Action] = {}
+    failures: list[Action] = []
+    latest_failed: Action | None = None
+    for message in turn:
+        if message.get("role") == "assistant":
+            latest_failed = None
+            for raw_call in message.get("tool_calls") or ():
+                fn = raw_call.get("function") or {}
+                calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", _as_args(fn.get("arguments")) or {})
+        elif message.get("role") == "tool":
+            call = calls.get(message.get("tool_call_id") or "")
+            failed = _text_of(message.get("content")).startswith(ERROR_PREFIX)
+            if call is not None and call.name in EDIT_TOOLS and failed:
+                failures.append(call)
+                latest_failed = call
+    if latest_failed is None or len(failures) > MAX_EDIT_REPAIRS:
+        return None
+    path = latest_failed.args.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    return Action(READ_TOOL, {"path": path})
+
+
+_NUMBERED_LINE = re.compile(r"^(\d+)\|(.*)$")
+_LINE_PREFIX = re.compile(r"^\s*\d+\|")
+
+
+def _last_read(messages: list[ChatMessage], path: str) -> list[str] | None:
+    """The file's lines as the latest `read_file` of `path` in `messages` showed them (None: never read)."""
+    calls: dict[str, Action] = {}
+    lines: list[str] | None = None
+    for message in messages:
+        for raw_call in message.get("tool_calls") or ():
+            fn = raw_call.get("function") or {}
+            calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", _as_args(fn.get("arguments")) or {})
+        call = calls.get(message.get("tool_call_id") or "") if message.get("role") == "tool" else None
+        if call is None or call.name != READ_TOOL or call.args.get("path") != path:
+            continue
+        numbered = [_NUMBERED_LINE.match(line) for line in _text_of(message.get("content")).splitlines()]
+        if numbered and numbered[0] is not None:  # not an error, not an empty file
+            lines = [m.group(2) for m in numbered if m is not None]
+    return lines
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+FIT_SIMILARITY = 0.9
+"""How alike (difflib ratio) a run of file lines must be to the model's old_string to stand in for it."""
+
+
+def _unique_run(lines: list[str], wanted: list[str]) -> int | None:
+    """Start of the one run of `lines` matching `wanted` (stripped): exactly, else nearly (a stray `;`)."""
+    size = len(wanted)
+    runs = [[line.strip() for line in lines[i : i + size]] for i in range(len(lines) - size + 1)]
+    exact = [i for i, run in enumerate(runs) if run == wanted]
+    if exact:
+        return exact[0] if len(exact) == 1 else None
+    target = "\n".join(wanted)
+    scores = sorted(
+        ((difflib.SequenceMatcher(None, "\n".join(run), target).ratio(), i) for i, run in enumerate(runs)), reverse=True
+    )
+    if not scores or scores[0][0] < FIT_SIMILARITY or (len(scores) > 1 and scores[1][0] >= FIT_SIMILARITY):
+        return None
+    return scores[0][1]
+
+
+def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
+    """A `patch` whose old_string is fitted to the text the model last read of that file.
+
+    Small models copy read_file's "N|" line prefixes into old_string, or get the
+    indentation wrong. When the file was read in this conversation and old_string
+    is not in that text as written, the prefixes are dropped; if it still is not
+    there but its lines match exactly one run of the file's lines once leading and
+    trailing spaces are ignored (or, failing that, exactly one run is nearly the same,
+    `FIT_SIMILARITY`: a copied `;` from the request), old_string becomes the file's own text and each
+    indentation the model used is mapped to the file's in new_string too. Anything else is left for the
+    tool to refuse (also when the indentation cannot be carried over consistently).
+    """
+    path, old, new = action.args.get("path"), action.args.get("old_string"), action.args.get("new_string")
+    if action.name not in EDIT_TOOLS or not isinstance(path, str) or not isinstance(old, str) or not old.strip():
+        return action
+    if not isinstance(new, str):
+        return action
+    lines = _last_read(messages, path)
+    if lines is None:
+        return action
+    text = "\n".join(lines)
+    if old in text:
+        return action
+    if all(_LINE_PREFIX.match(line) for line in old.splitlines() if line.strip()):
+        old = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in old.splitlines())
+        new = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in new.splitlines())
+    if old not in text:
+        wanted = [line.strip() for line in old.strip("\n").splitlines()]
+        start = _unique_run(lines, wanted)
+        if start is None:
+            return action
+        found = lines[start : start + len(wanted)]
+        shift: dict[str, str] = {}
+        for mine, theirs in zip(old.strip("\n").splitlines(), found, strict=True):
+            if mine.strip() and shift.setdefault(_indent(mine), _indent(theirs)) != _indent(theirs):
+                return action  # no consistent indentation to carry over to new_string
+        old = "\n".join(found)
+        new = "\n".join(
+            shift.get(_indent(line), _indent(line)) + line.lstrip() if line.strip() else line
+            for line in new.splitlines()
+        )
+    return Action(action.name, {**action.args, "old_string": old, "new_string": new})
 
 
 def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
@@ -616,6 +790,11 @@ class JsonActionProvider(Provider):
                     yield event
             return
         names = {fn["name"] for fn in _tool_functions(request.tools)}
+        repair = edit_repair(request.messages, names)
+        if repair is not None:
+            for event in self._call_events(repair):
+                yield event
+            return
         previous = turn_actions(request.messages)
         extra_messages: list[ChatMessage] = []
         usage = Usage()
@@ -658,7 +837,7 @@ class JsonActionProvider(Provider):
             elif finish == "length":
                 pass  # a half-written action: nothing to run; the engine sees the truncation
             else:
-                for event in self._call_events(action):
+                for event in self._call_events(align_patch(action, request.messages)):
                     yield event
                 if saw_usage:
                     yield UsageChunk(usage)
@@ -672,6 +851,9 @@ class JsonActionProvider(Provider):
         if not _tool_functions(request.tools):
             return await self.inner.complete(request)
         names = {fn["name"] for fn in _tool_functions(request.tools)}
+        repair = edit_repair(request.messages, names)
+        if repair is not None:
+            return self._call_events(repair)
         previous = turn_actions(request.messages)
         extra_messages: list[ChatMessage] = []
         usage = Usage()
@@ -698,8 +880,27 @@ class JsonActionProvider(Provider):
                     events.append(TextChunk(action.text))
                 events.append(FinishChunk("length" if finish == "length" else "stop"))
             else:
-                events += self._call_events(action)
+                events += self._call_events(align_patch(action, request.messages))
             break
         if saw_usage:
             events.append(UsageChunk(usage))
         return events
+
+
+TOOL_PROTOCOLS = ("native", "json")
+"""Values of the `tool_protocol` setting."""
+
+
+def with_tool_protocol(provider: Provider, protocol: str) -> Provider:
+    """`provider` as is (`native`), or wrapped in the JSON-action adapter (`json`).
+
+    The local provider always speaks JSON actions, so it is never wrapped twice.
+
+    Raises:
+        ConfigError: `protocol` is neither native nor json.
+    """
+    if protocol not in TOOL_PROTOCOLS:
+        raise ConfigError(f"unknown tool_protocol {protocol!r}: use native or json")
+    if protocol == "native" or provider.name in ("local", JsonActionProvider.name):
+        return provider
+    return JsonActionProvider(provider)

@@ -150,7 +150,7 @@ class LocalServer:
         """http://127.0.0.1:PORT once started (the OpenAI API is under /v1)."""
 
     def start(self) -> LocalServer:
-        import xllamacpp  # type: ignore[import-untyped]
+        import xllamacpp
 
         params = xllamacpp.CommonParams()
         params.model.path = str(self.model_path)

@@ -87,6 +87,34 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _group_running(pgid: int) -> bool | None:
+    """Whether any process of group `pgid` still runs (zombies do not); None without /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # fields: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def _group_gone(pgid: int, timeout: float) -> None:
+    """Wait (at most `timeout` s) until every process of the killed group has exited."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _group_running(pgid) and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+
+
 async def _open_pipe(
     loop: asyncio.AbstractEventLoop, child_fds: list[int], transports: list[asyncio.BaseTransport]
 ) -> _Capture:
@@ -152,9 +180,9 @@ async def run_command(
             _signal_group(proc.pid, signal.SIGKILL)
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(proc.wait(), KILL_WAIT)
-                # SIGKILL is asynchronous: the group's other members (the sandboxed command
-                # among them) have exited only once the last copy of our pipes is closed.
-                await asyncio.wait([out.closed, err.closed], timeout=KILL_WAIT)
+                # SIGKILL is asynchronous and the sandboxed command is not our direct child:
+                # wait until no member of the group is still running (Linux: /proc).
+                await _group_gone(proc.pid, KILL_WAIT)
             raise
     finally:
         for fd in child_fds:

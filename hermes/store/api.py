@@ -1,0 +1,340 @@
+"""The async storage interface: one Protocol per record kind, and the `Storage` bundle.
+
+Two backends implement it, chosen by `database_url` (`hermes.store.open_storage`):
+
+- SQLite (`hermes.store.sqlite_async`): adapters over the synchronous stores, three files
+  in `$HERMES_HOME` (state.db, response_store.db, runs.db). Run events live in the
+  process (SQLite serves one process on one host), as the server always kept them.
+- PostgreSQL (`hermes.store.postgres`): every record kind in one database, shared by any
+  number of instances; run events are rows announced with NOTIFY.
+
+Record types crossing this interface are the frozen dataclasses of `hermes.store.base`
+(sessions, messages, search hits, stats) and `hermes.store.run_store` (runs, receipts),
+plus the ones defined here (run events, instance leases). Every method raises
+`StoreError` (one line, credentials masked) when the database is unusable, and the
+session methods raise `SessionNotFound` / `MessageNotFound` for unknown ids, exactly as
+`hermes.store.base.SessionStore` documents.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Self, runtime_checkable
+
+from hermes.messages import ChatMessage
+from hermes.store.base import (
+    MessageRecord,
+    NewMessage,
+    SearchHit,
+    SessionRecord,
+    StoreStats,
+)
+from hermes.store.run_store import Receipt, RunRecord
+
+__all__ = [
+    "AsyncResponseStore",
+    "AsyncRunStore",
+    "AsyncSessionStore",
+    "Backend",
+    "EventSubscription",
+    "InstanceLease",
+    "LeaseStore",
+    "ReceiptStore",
+    "RunEventStore",
+    "Storage",
+    "StoredRunEvent",
+]
+
+Backend = Literal["sqlite", "postgres"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRunEvent:
+    """One event of a run's stream, numbered 1, 2, 3… per run (the SSE `id:`)."""
+
+    run_id: str
+    seq: int
+    name: str
+    data: dict[str, Any]
+    ts: float
+    """Unix seconds when it was appended."""
+    final: bool = False
+    """True for the last event of the stream: subscriptions end after yielding it."""
+
+    def data_json(self) -> str:
+        return json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceLease:
+    """A running `hermes serve` instance and how long its lease holds."""
+
+    instance_id: str
+    host: str
+    pid: int
+    started_at: float
+    heartbeat_at: float
+    expires_at: float
+    """Unix seconds by the database's clock (PostgreSQL) or the host's (SQLite)."""
+
+
+@runtime_checkable
+class AsyncSessionStore(Protocol):
+    """Sessions and messages: the async form of `hermes.store.base.SessionStore`.
+
+    Same semantics, method for method (ordering, fork titles, first end reason wins,
+    counters, search syntax and ranking); see that Protocol for each one.
+    """
+
+    async def create_session(
+        self,
+        *,
+        source: str,
+        model: str | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> SessionRecord: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord: ...
+
+    async def find_session(self, session_id: str) -> SessionRecord | None: ...
+
+    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None: ...
+
+    async def list_sessions(
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+    ) -> list[SessionRecord]: ...
+
+    async def count_sessions(self, *, source: str | None = None) -> int: ...
+
+    async def rename_session(self, session_id: str, title: str) -> SessionRecord: ...
+
+    async def update_session(
+        self, session_id: str, *, model: str | None = None, system_prompt: str | None = None
+    ) -> SessionRecord: ...
+
+    async def end_session(self, session_id: str, reason: str) -> None: ...
+
+    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+    async def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
+        """Durable when it returns."""
+        ...
+
+    async def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]: ...
+
+    async def history(self, session_id: str) -> list[ChatMessage]: ...
+
+    async def fork_session(
+        self,
+        session_id: str,
+        *,
+        at_message_id: int | None = None,
+        title: str | None = None,
+        source: str | None = None,
+    ) -> SessionRecord: ...
+
+    async def search(
+        self, query: str, *, limit: int = 20, source: str | None = None
+    ) -> list[SearchHit]: ...
+
+    async def stats(self) -> StoreStats: ...
+
+
+@runtime_checkable
+class AsyncResponseStore(Protocol):
+    """Stored Responses API records (JSON documents) and conversation names.
+
+    LRU-bounded to `max_size`: `get` refreshes a record, `put` evicts the least recently
+    used beyond it. A conversation name maps to a response id and disappears with it.
+    A deleted record is gone for every reader at once (no reader caches records).
+    """
+
+    max_size: int
+
+    async def get(self, response_id: str) -> dict[str, Any] | None: ...
+
+    async def put(self, response_id: str, record: dict[str, Any]) -> None: ...
+
+    async def delete(self, response_id: str) -> bool:
+        """True when a record was removed."""
+        ...
+
+    async def count(self) -> int: ...
+
+    async def get_conversation(self, name: str) -> str | None: ...
+
+    async def set_conversation(self, name: str, response_id: str) -> None: ...
+
+
+@runtime_checkable
+class ReceiptStore(Protocol):
+    """`Idempotency-Key` receipts: which request (fingerprint) started which run.
+
+    `claim_receipt` is atomic across every process sharing the database: of two claims
+    for one live (scope, key) exactly one succeeds and the other gets the winner's receipt.
+    Receipts expire `retention` seconds after their last update.
+    """
+
+    @property
+    def retention(self) -> float:
+        """Seconds a receipt stays live after its last update."""
+        ...
+
+    async def find_receipt(
+        self, scope: str, key: str, *, now: float | None = None
+    ) -> Receipt | None: ...
+
+    async def claim_receipt(
+        self, scope: str, key: str, fingerprint: str, run_id: str, *, now: float | None = None
+    ) -> Receipt | None:
+        """None when the claim succeeded, else the live receipt that got there first."""
+        ...
+
+    async def touch_receipts(self, run_id: str, *, now: float | None = None) -> None: ...
+
+    async def prune_receipts(self, *, now: float | None = None) -> int: ...
+
+
+@runtime_checkable
+class AsyncRunStore(Protocol):
+    """Durable run status (the body of `GET /v1/runs/{id}`)."""
+
+    async def put(self, record: RunRecord) -> None:
+        """Insert or replace the row of `record.run_id`."""
+        ...
+
+    async def get(self, run_id: str) -> RunRecord | None: ...
+
+    async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
+        """Settle the given unsettled runs as `interrupted`; returns the ids that changed."""
+        ...
+
+    async def prune_runs(self, *, now: float | None = None) -> int:
+        """Drop settled runs older than the retention; returns rows removed."""
+        ...
+
+
+class EventSubscription(Protocol):
+    """A run's events after a seq: first the stored history, then live ones.
+
+    Iterating ends after the stream's final event, or when `aclose()` was called.
+    `next(timeout)` returns None when nothing arrived within `timeout` seconds (time for
+    a keepalive), and raises `StopAsyncIteration` at the end.
+    """
+
+    last_seq: int
+    """The seq of the newest event handed out (the `after` it started from, before)."""
+
+    async def next(self, timeout: float | None = None) -> StoredRunEvent | None: ...
+
+    def __aiter__(self) -> AsyncIterator[StoredRunEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc_info: object) -> None: ...
+
+
+@runtime_checkable
+class RunEventStore(Protocol):
+    """Each run's append-only event stream, numbered from 1 by the store."""
+
+    async def append(
+        self,
+        run_id: str,
+        name: str,
+        data: dict[str, Any] | None = None,
+        *,
+        final: bool = False,
+        ts: float | None = None,
+    ) -> StoredRunEvent:
+        """Append the next event of `run_id` (seq = previous + 1) and announce it.
+
+        Appending after the final event raises StoreError: a finished stream is closed.
+        """
+        ...
+
+    async def read_after(self, run_id: str, after: int = 0, *, limit: int | None = None) -> list[StoredRunEvent]:
+        """Stored events with seq > after, oldest first."""
+        ...
+
+    def subscribe(self, run_id: str, after: int = 0) -> EventSubscription: ...
+
+    async def delete_events(self, run_id: str) -> None: ...
+
+    async def prune_events(self, *, before: float) -> int:
+        """Drop the streams whose final event is older than `before` (Unix seconds)."""
+        ...
+
+
+@runtime_checkable
+class LeaseStore(Protocol):
+    """Instance leases: who is alive, and which runs lost their owner.
+
+    An instance registers, then heartbeats more often than its `ttl`; a lease whose
+    `expires_at` has passed (by the database's clock) means the instance is gone, and the
+    unsettled runs it owned (`RunRecord.owner_instance`) are orphans for another
+    instance to settle as interrupted.
+    """
+
+    async def register_instance(
+        self, instance_id: str, *, ttl: float, host: str, pid: int
+    ) -> InstanceLease: ...
+
+    async def heartbeat(self, instance_id: str, *, ttl: float) -> InstanceLease:
+        """Extend the lease (re-creating it when another instance pruned it)."""
+        ...
+
+    async def release_instance(self, instance_id: str) -> None:
+        """Drop the lease (clean shutdown)."""
+        ...
+
+    async def list_instances(self) -> list[InstanceLease]: ...
+
+    async def orphaned_runs(self) -> list[RunRecord]:
+        """Unsettled runs whose owner instance has no live lease (expired or missing)."""
+        ...
+
+    async def prune_instances(self, *, expired_for: float) -> int:
+        """Drop leases that expired more than `expired_for` seconds ago."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """Every store of one backend, opened together (`hermes.store.open_storage`)."""
+
+    backend: Backend
+    location: str
+    """Where the data lives, printable: the $HERMES_HOME folder or the masked URL."""
+    sessions: AsyncSessionStore
+    responses: AsyncResponseStore
+    receipts: ReceiptStore
+    runs: AsyncRunStore
+    run_events: RunEventStore
+    leases: LeaseStore
+    closer: _Closer
+
+    async def aclose(self) -> None:
+        """Close every store and connection. Closing twice is fine."""
+        await self.closer.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _Closer(Protocol):
+    async def aclose(self) -> None: ...

@@ -1,0 +1,90 @@
+"""The PostgreSQL backend of the async storage interface (the `postgres` extra).
+
+Driver choice: psycopg 3 (async) with psycopg_pool rather than asyncpg, because
+- one driver serves both the async server and synchronous callers (the CLI can use
+  `psycopg.connect` with the same SQL and types), where asyncpg is async only;
+- LISTEN/NOTIFY is a plain async iterator (`AsyncConnection.notifies()`), which is what
+  run-event subscriptions need;
+- parameters are always sent separately from the SQL (server-side binding, binary-safe),
+  with the DB-API placeholders the SQLite stores already use in spirit;
+- it ships a maintained binary wheel (`psycopg[binary]`) with libpq, and a pool with
+  health checks and bounded waits.
+
+Nothing here is imported unless `database_url` is a PostgreSQL URL.
+"""
+
+from __future__ import annotations
+
+from hermes.store.api import Storage
+from hermes.store.postgres.connect import (
+    Database,
+    connect,
+    mask_database_url,
+    open_pool,
+)
+from hermes.store.postgres.events import PgRunEventStore
+from hermes.store.postgres.migrate import migrate_postgres
+from hermes.store.postgres.responses import PgResponseStore
+from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
+from hermes.store.postgres.sessions import PgSessionStore
+from hermes.store.run_store import RETENTION_SECONDS
+
+__all__ = ["open_postgres_storage"]
+
+
+class _PgCloser:
+    def __init__(self, db: Database, events: PgRunEventStore) -> None:
+        self._db = db
+        self._events = events
+        self._closed = False
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._events.aclose()
+        await self._db.aclose()
+
+
+async def open_postgres_storage(
+    url: str,
+    *,
+    response_store_size: int = 1000,
+    retention: float = RETENTION_SECONDS,
+    migrate: bool = True,
+) -> Storage:
+    """Connect to `url`, bring its schema up to date (under the advisory lock) and return
+    every store on one pool.
+
+    Raises:
+        StoreError: the driver is missing, the server is unreachable, or migrating failed
+            (the message names the database with its password masked).
+    """
+    if migrate:
+        conn = await connect(url)
+        try:
+            import psycopg
+
+            from hermes.errors import StoreError
+            from hermes.store.postgres.connect import describe_pg_error
+
+            try:
+                await migrate_postgres(conn)
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot migrate {mask_database_url(url)}: {describe_pg_error(exc)}") from None
+        finally:
+            await conn.close()
+    pool = await open_pool(url)
+    db = Database(pool, url)
+    events = PgRunEventStore(db)
+    return Storage(
+        backend="postgres",
+        location=db.label,
+        sessions=PgSessionStore(db),
+        responses=PgResponseStore(db, max_size=response_store_size),
+        receipts=PgReceiptStore(db, retention=retention),
+        runs=PgRunStore(db, retention=retention),
+        run_events=events,
+        leases=PgLeaseStore(db),
+        closer=_PgCloser(db, events),
+    )

@@ -1,0 +1,223 @@
+"""The PostgreSQL schema history: every record kind in one database, schema `hermes`.
+
+Migrations run through the shared mechanism (`hermes.store.migrations`, applied by
+`postgres.migrate.migrate_postgres` under an advisory lock); this module only lists them,
+in order. Each step is an async function of an autocommit psycopg connection, run inside
+the transaction that also records its name. Names never change once released; new
+migrations are only ever appended.
+
+Schema summary (after all migrations), every object in schema `hermes`:
+
+    sessions        one row per conversation (same columns as state.db's); `created_seq`
+                    orders sessions with equal `updated_at` by insertion
+    messages        one row per OpenAI message; `content_json` holds the content as JSON
+                    (null, a string or a part list) so any text, NUL included, round-trips;
+                    `search_text` is the searchable text (see `postgres.search`) and
+                    `search_vector` the tsvector of `search_words(search_text)`, a
+                    generated column with a GIN index
+    search          text search configuration: the default parser, English Snowball
+                    stemming with no stop words (FTS5's porter tokenizer drops none either)
+    responses       stored Responses API records (JSON text), LRU by `accessed_at`
+    conversations   conversation name -> newest response id
+    runs            durable run status, `owner_instance` = the lease holder running it
+    receipts        Idempotency-Key receipts, primary key (scope, key)
+    instances       instance leases (`expires_at` by the database's clock)
+    run_events      each run's events, primary key (run_id, seq)
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from hermes.store.migrations import MigrationHistory
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["PG_MIGRATIONS", "SCHEMA", "PgMigration", "PgMigrations"]
+
+SCHEMA = "hermes"
+_PUNCTUATION_SQL = string.punctuation.replace("'", "''")
+
+PgMigration = Callable[["AsyncConnection[Any]"], Awaitable[None]]
+
+
+class PgMigrations(MigrationHistory[PgMigration]):
+    """The ordered schema history of the PostgreSQL database."""
+
+
+PG_MIGRATIONS = PgMigrations("postgresql")
+"""Every PostgreSQL migration, in the order it must run."""
+
+
+async def _execute_all(conn: AsyncConnection[Any], statements: tuple[str, ...]) -> None:
+    for statement in statements:
+        await conn.execute(statement)
+
+
+@PG_MIGRATIONS.migration
+async def m001_sessions(conn: AsyncConnection[Any]) -> None:
+    await _execute_all(
+        conn,
+        (
+            """
+            CREATE TABLE hermes.sessions (
+                id text PRIMARY KEY,
+                source text NOT NULL,
+                title text,
+                model text,
+                parent_session_id text REFERENCES hermes.sessions(id) ON DELETE SET NULL,
+                started_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                ended_at double precision,
+                end_reason text,
+                message_count integer NOT NULL DEFAULT 0,
+                tool_call_count integer NOT NULL DEFAULT 0,
+                input_tokens bigint NOT NULL DEFAULT 0,
+                output_tokens bigint NOT NULL DEFAULT 0,
+                system_prompt text,
+                created_seq bigint GENERATED ALWAYS AS IDENTITY
+            )
+            """,
+            "CREATE INDEX sessions_updated_at ON hermes.sessions (updated_at DESC, created_seq DESC)",
+            "CREATE INDEX sessions_source_updated_at ON hermes.sessions (source, updated_at DESC, created_seq DESC)",
+            "CREATE INDEX sessions_parent ON hermes.sessions (parent_session_id)",
+            "CREATE INDEX sessions_title ON hermes.sessions (title text_pattern_ops)",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m002_messages(conn: AsyncConnection[Any]) -> None:
+    await _execute_all(
+        conn,
+        (
+            "CREATE TEXT SEARCH DICTIONARY hermes.english_stem (TEMPLATE = pg_catalog.snowball, LANGUAGE = english)",
+            "CREATE TEXT SEARCH CONFIGURATION hermes.search (COPY = pg_catalog.simple)",
+            """
+            ALTER TEXT SEARCH CONFIGURATION hermes.search
+                ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+                WITH hermes.english_stem
+            """,
+            # The words of a text: ASCII punctuation becomes spaces, so "config.py",
+            # "foo-bar" or "3.14" index as separate words, as FTS5's unicode61 splits them
+            # (PostgreSQL's parser would keep file names, hosts and numbers whole).
+            # Immutable and locale-free: usable in the generated column.
+            f"""
+            CREATE FUNCTION hermes.search_words(body text) RETURNS text
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            AS $body$ SELECT translate(body, '{_PUNCTUATION_SQL}', '{" " * len(string.punctuation)}') $body$
+            """,
+            """
+            CREATE TABLE hermes.messages (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                session_id text NOT NULL REFERENCES hermes.sessions(id) ON DELETE CASCADE,
+                role text NOT NULL,
+                content_json text NOT NULL,
+                tool_calls text,
+                tool_call_id text,
+                tool_name text,
+                reasoning text,
+                finish_reason text,
+                timestamp double precision NOT NULL,
+                token_count integer,
+                search_text text,
+                search_vector tsvector GENERATED ALWAYS AS
+                    (to_tsvector('hermes.search'::regconfig, coalesce(hermes.search_words(search_text), ''))) STORED
+            )
+            """,
+            "CREATE INDEX messages_session ON hermes.messages (session_id, id)",
+            "CREATE INDEX messages_search ON hermes.messages USING gin (search_vector)",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m003_responses(conn: AsyncConnection[Any]) -> None:
+    await _execute_all(
+        conn,
+        (
+            """
+            CREATE TABLE hermes.responses (
+                response_id text PRIMARY KEY,
+                data text NOT NULL,
+                accessed_at bigint NOT NULL
+            )
+            """,
+            "CREATE INDEX responses_accessed ON hermes.responses (accessed_at)",
+            "CREATE SEQUENCE hermes.response_clock",
+            """
+            CREATE TABLE hermes.conversations (
+                name text PRIMARY KEY,
+                response_id text NOT NULL
+            )
+            """,
+            "CREATE INDEX conversations_response ON hermes.conversations (response_id)",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m004_runs(conn: AsyncConnection[Any]) -> None:
+    await _execute_all(
+        conn,
+        (
+            """
+            CREATE TABLE hermes.runs (
+                run_id text PRIMARY KEY,
+                status text NOT NULL,
+                session_id text,
+                model text,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                last_event text,
+                output text,
+                usage text,
+                error text,
+                error_code text,
+                owner_pid integer,
+                owner_instance text
+            )
+            """,
+            "CREATE INDEX runs_status ON hermes.runs (status)",
+            "CREATE INDEX runs_updated_at ON hermes.runs (updated_at)",
+            "CREATE INDEX runs_owner_instance ON hermes.runs (owner_instance)",
+            """
+            CREATE TABLE hermes.receipts (
+                scope text NOT NULL,
+                key text NOT NULL,
+                fingerprint text NOT NULL,
+                run_id text NOT NULL,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                PRIMARY KEY (scope, key)
+            )
+            """,
+            "CREATE INDEX receipts_updated_at ON hermes.receipts (updated_at)",
+            "CREATE INDEX receipts_run ON hermes.receipts (run_id)",
+            """
+            CREATE TABLE hermes.instances (
+                instance_id text PRIMARY KEY,
+                host text NOT NULL,
+                pid integer NOT NULL,
+                started_at double precision NOT NULL,
+                heartbeat_at double precision NOT NULL,
+                expires_at double precision NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE hermes.run_events (
+                run_id text NOT NULL,
+                seq bigint NOT NULL,
+                name text NOT NULL,
+                data text NOT NULL,
+                ts double precision NOT NULL,
+                final boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (run_id, seq)
+            )
+            """,
+            "CREATE INDEX run_events_final_ts ON hermes.run_events (ts) WHERE final",
+        ),
+    )

@@ -1,0 +1,467 @@
+"""`PgSessionStore`: sessions and messages on PostgreSQL (`AsyncSessionStore`).
+
+Same semantics as `hermes.store.sqlite.SqliteSessionStore`, method for method; the
+differences are only in how PostgreSQL provides them:
+
+- Every write method is one transaction. Counters (`message_count`, `tool_call_count`)
+  are updated in the same transaction as the rows they count, with the session row
+  locked by its UPDATE, so concurrent writers on any instance keep them exact.
+- `updated_at` comes from this store's clock, which never repeats or goes back; sessions
+  with equal times sort by insertion (`created_seq`).
+- Fork titles ("<base> #N") are chosen under a transaction-level advisory lock on the
+  base title, so two instances forking the same lineage never pick the same number.
+- Content is stored as JSON text (`content_json`), so any string round-trips; search
+  uses the generated tsvector column (see `postgres.search` for the query rules),
+  ranked by cover density (`ts_rank_cd`) divided by 1 + log(document length), like
+  FTS5's bm25 favouring repeated terms and shorter messages, among the newest RANK_WINDOW matches,
+  with `ts_headline` snippets (match wrapped in >>> <<<, "…" where text was cut).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, replace
+from typing import Any
+
+from hermes.errors import MessageNotFound, SessionNotFound, StoreError
+from hermes.ids import new_session_id, short_session_id
+from hermes.messages import ChatMessage
+from hermes.store.base import (
+    MessageRecord,
+    NewMessage,
+    SearchHit,
+    SessionRecord,
+    StoreStats,
+)
+from hermes.store.postgres.connect import Database
+from hermes.store.postgres.search import search_text, ts_query
+from hermes.store.sqlite import (
+    _NUMBERED_TITLE,
+    SNIPPET_TOKENS,
+    _clean_title,
+    _Clock,
+    _fresh_session,
+)
+
+__all__ = ["RANK_WINDOW", "PgSessionStore"]
+
+RANK_WINDOW = 20_000
+"""search() ranks at most this many of the newest matching messages (as on SQLite)."""
+
+_SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
+_SESSION_COLUMNS = ", ".join(_SESSION_FIELDS)
+_SESSION_COLUMNS_S = ", ".join(f"s.{name}" for name in _SESSION_FIELDS)
+_SESSION_PLACEHOLDERS = ", ".join("%s" for _ in _SESSION_FIELDS)
+_MESSAGE_DATA = (
+    "role, content_json, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, "
+    "timestamp, token_count, search_text"
+)
+_MESSAGE_COLUMNS = (
+    "id, session_id, role, content_json, tool_calls, tool_call_id, tool_name, reasoning, "
+    "finish_reason, timestamp, token_count"
+)
+_HEADLINE_OPTIONS = (
+    f'StartSel=">>>", StopSel="<<<", MaxWords={SNIPPET_TOKENS}, MinWords={SNIPPET_TOKENS // 2}, '
+    'ShortWord=0, MaxFragments=1, FragmentDelimiter=" … "'
+)
+
+
+def _encode_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _session(row: Any) -> SessionRecord:
+    values = list(row)
+    return SessionRecord(*values)
+
+
+def _message(row: Any) -> MessageRecord:
+    (mid, session_id, role, content_json, tool_calls, tool_call_id, tool_name, reasoning,
+     finish_reason, timestamp, token_count) = row  # fmt: skip
+    return MessageRecord(
+        id=int(mid),
+        session_id=session_id,
+        role=role,
+        content=json.loads(content_json),
+        tool_calls=json.loads(tool_calls) if tool_calls is not None else None,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        reasoning=reasoning,
+        finish_reason=finish_reason,
+        timestamp=timestamp,
+        token_count=token_count,
+    )
+
+
+def _with_ellipses(headline: str, text: str) -> str:
+    """Mark with "…" the ends where the headline cut the text."""
+    plain = headline.replace(">>>", "").replace("<<<", "")
+    where = text.find(plain)
+    if where < 0:
+        return headline
+    head = "…" if where > 0 else ""
+    tail = "…" if where + len(plain) < len(text) else ""
+    return head + headline + tail
+
+
+def _snippet(row: Any) -> str:
+    """The headline of the text as written when it marks the match; else (the match was
+    inside a word PostgreSQL's parser keeps whole, like "config.py") the headline of
+    the text's words, where punctuation is spaces."""
+    text, headline, words, words_headline = row[2] or "", row[3] or "", row[4] or "", row[5] or ""
+    if ">>>" in headline:
+        return _with_ellipses(headline, text)
+    return _with_ellipses(words_headline, words)
+
+
+class PgSessionStore:
+    """See the module docstring. Built by `open_postgres_storage`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._clock = _Clock()
+
+    # -- sessions --------------------------------------------------------------------
+
+    @staticmethod
+    async def _fetch(conn: Any, session_id: str, *, lock: bool = False) -> SessionRecord | None:
+        cursor = await conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM hermes.sessions WHERE id = %s" + (" FOR UPDATE" if lock else ""),
+            (session_id,),
+        )
+        row = await cursor.fetchone()
+        return None if row is None else _session(row)
+
+    async def _require(self, conn: Any, session_id: str, *, lock: bool = False) -> SessionRecord:
+        record = await self._fetch(conn, session_id, lock=lock)
+        if record is None:
+            raise SessionNotFound(session_id)
+        return record
+
+    async def _insert_new(self, conn: Any, record: SessionRecord, *, id_given: bool) -> SessionRecord:
+        """Insert `record`; a generated id that collides is replaced by a fresh one."""
+        for _ in range(8):
+            cursor = await conn.execute(
+                f"INSERT INTO hermes.sessions ({_SESSION_COLUMNS}) VALUES ({_SESSION_PLACEHOLDERS}) "
+                "ON CONFLICT (id) DO NOTHING",
+                tuple(getattr(record, name) for name in _SESSION_FIELDS),
+            )
+            if cursor.rowcount == 1:
+                return record
+            if id_given:
+                raise StoreError(f"a session with id {record.id!r} already exists")
+            record = replace(record, id=new_session_id(record.started_at))
+        raise StoreError("could not generate a unique session id")
+
+    async def create_session(
+        self,
+        *,
+        source: str,
+        model: str | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> SessionRecord:
+        async with self._db.transaction() as conn:
+            if parent_session_id is not None:
+                await self._require(conn, parent_session_id)
+            now = self._clock()
+            record = _fresh_session(
+                session_id or new_session_id(now),
+                now,
+                source=source,
+                title=_clean_title(title),
+                model=model,
+                parent_session_id=parent_session_id,
+                system_prompt=system_prompt,
+            )
+            return await self._insert_new(conn, record, id_given=bool(session_id))
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        async with self._db.connection() as conn:
+            return await self._require(conn, session_id)
+
+    async def find_session(self, session_id: str) -> SessionRecord | None:
+        async with self._db.connection() as conn:
+            return await self._fetch(conn, session_id)
+
+    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
+        sessions = await self.list_sessions(limit=1, source=source)
+        return sessions[0] if sessions else None
+
+    async def list_sessions(
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+    ) -> list[SessionRecord]:
+        where, params = ("WHERE source = %s", [source]) if source is not None else ("", [])
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM hermes.sessions {where} "
+                "ORDER BY updated_at DESC, created_seq DESC LIMIT %s OFFSET %s",
+                (*params, max(limit, 0), max(offset, 0)),
+            )
+            rows = await cursor.fetchall()
+        return [_session(row) for row in rows]
+
+    async def count_sessions(self, *, source: str | None = None) -> int:
+        async with self._db.connection() as conn:
+            if source is None:
+                cursor = await conn.execute("SELECT count(*) FROM hermes.sessions")
+            else:
+                cursor = await conn.execute("SELECT count(*) FROM hermes.sessions WHERE source = %s", (source,))
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def rename_session(self, session_id: str, title: str) -> SessionRecord:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE hermes.sessions SET title = %s, updated_at = %s WHERE id = %s",
+                (_clean_title(title), self._clock(), session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+            return await self._require(conn, session_id)
+
+    async def update_session(
+        self, session_id: str, *, model: str | None = None, system_prompt: str | None = None
+    ) -> SessionRecord:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE hermes.sessions SET model = coalesce(%s, model), "
+                "system_prompt = coalesce(%s, system_prompt) WHERE id = %s",
+                (model, system_prompt, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+            return await self._require(conn, session_id)
+
+    async def end_session(self, session_id: str, reason: str) -> None:
+        async with self._db.transaction() as conn:
+            now = self._clock()
+            cursor = await conn.execute(
+                "UPDATE hermes.sessions SET ended_at = %s, end_reason = %s, updated_at = %s "
+                "WHERE id = %s AND end_reason IS NULL",
+                (now, reason, now, session_id),
+            )
+            if cursor.rowcount == 0:
+                await self._require(conn, session_id)
+
+    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE hermes.sessions SET input_tokens = input_tokens + %s, "
+                "output_tokens = output_tokens + %s WHERE id = %s",
+                (input_tokens, output_tokens, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+
+    async def delete_session(self, session_id: str) -> None:
+        async with self._db.transaction() as conn:
+            await self._require(conn, session_id, lock=True)
+            await conn.execute(
+                "UPDATE hermes.sessions SET parent_session_id = NULL WHERE parent_session_id = %s", (session_id,)
+            )
+            await conn.execute("DELETE FROM hermes.messages WHERE session_id = %s", (session_id,))
+            await conn.execute("DELETE FROM hermes.sessions WHERE id = %s", (session_id,))
+
+    # -- messages --------------------------------------------------------------------
+
+    async def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
+        if message.content is not None and not isinstance(message.content, (str, list)):
+            raise TypeError(f"message content must be str, list or None, not {type(message.content).__name__}")
+        content_json = _encode_json(message.content)
+        tool_calls = None if message.tool_calls is None else _encode_json(message.tool_calls)
+        async with self._db.transaction() as conn:
+            now = self._clock()
+            cursor = await conn.execute(
+                "UPDATE hermes.sessions SET message_count = message_count + 1, "
+                "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s",
+                (len(message.tool_calls or ()), now, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(session_id)
+            cursor = await conn.execute(
+                f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (
+                    session_id,
+                    message.role,
+                    content_json,
+                    tool_calls,
+                    message.tool_call_id,
+                    message.tool_name,
+                    message.reasoning,
+                    message.finish_reason,
+                    now,
+                    message.token_count,
+                    search_text(message.role, message.content),
+                ),
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        # Decode what was stored so the record never aliases the caller's lists.
+        return _message(
+            (row[0], session_id, message.role, content_json, tool_calls, message.tool_call_id,
+             message.tool_name, message.reasoning, message.finish_reason, now, message.token_count)
+        )  # fmt: skip
+
+    async def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]:
+        async with self._db.connection() as conn:
+            await self._require(conn, session_id)
+            cursor = await conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM hermes.messages WHERE session_id = %s "
+                "ORDER BY id LIMIT %s OFFSET %s",
+                (session_id, None if limit is None else max(limit, 0), max(offset, 0)),
+            )
+            rows = await cursor.fetchall()
+        return [_message(row) for row in rows]
+
+    async def history(self, session_id: str) -> list[ChatMessage]:
+        return [message.to_openai() for message in await self.get_messages(session_id)]
+
+    # -- forks -----------------------------------------------------------------------
+
+    @staticmethod
+    async def _next_lineage_title(conn: Any, base: str) -> str:
+        """`"<base> #N"` with N one more than the highest number in use (at least 2)."""
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('hermes.fork_title'), hashtext(%s))", (base,))
+        cursor = await conn.execute(
+            "SELECT title FROM hermes.sessions WHERE starts_with(title, %s)", (base + " #",)
+        )
+        highest = 1
+        for (title,) in await cursor.fetchall():
+            match = _NUMBERED_TITLE.match(title)
+            if match and match["base"] == base:
+                highest = max(highest, int(match["n"]))
+        return f"{base} #{highest + 1}"
+
+    async def fork_session(
+        self,
+        session_id: str,
+        *,
+        at_message_id: int | None = None,
+        title: str | None = None,
+        source: str | None = None,
+    ) -> SessionRecord:
+        async with self._db.transaction() as conn:
+            parent = await self._require(conn, session_id, lock=True)
+            upto = 2**63 - 1
+            if at_message_id is not None:
+                cursor = await conn.execute(
+                    "SELECT 1 FROM hermes.messages WHERE id = %s AND session_id = %s",
+                    (at_message_id, session_id),
+                )
+                if await cursor.fetchone() is None:
+                    raise MessageNotFound(at_message_id, session_id)
+                upto = at_message_id
+            child_title = _clean_title(title)
+            if child_title is None:
+                base = parent.title or f"Session {short_session_id(parent.id)}"
+                match = _NUMBERED_TITLE.match(base)
+                child_title = await self._next_lineage_title(conn, match["base"] if match else base)
+            parent_now = self._clock()
+            await conn.execute(
+                "UPDATE hermes.sessions SET end_reason = 'branched', ended_at = %s, updated_at = %s WHERE id = %s",
+                (parent_now, parent_now, session_id),
+            )
+            now = self._clock()
+            child = await self._insert_new(
+                conn,
+                _fresh_session(
+                    new_session_id(now),
+                    now,
+                    source=source or parent.source,
+                    title=child_title,
+                    model=parent.model,
+                    parent_session_id=parent.id,
+                    system_prompt=parent.system_prompt,
+                ),
+                id_given=False,
+            )
+            cursor = await conn.execute(
+                f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) "
+                f"SELECT %s, {_MESSAGE_DATA} FROM hermes.messages "
+                "WHERE session_id = %s AND id <= %s ORDER BY id",
+                (child.id, session_id, upto),
+            )
+            copied = cursor.rowcount
+            cursor = await conn.execute(
+                "SELECT coalesce(sum(json_array_length(tool_calls::json)), 0) FROM hermes.messages "
+                "WHERE session_id = %s AND id <= %s AND tool_calls IS NOT NULL",
+                (session_id, upto),
+            )
+            row = await cursor.fetchone()
+            tool_calls = int(row[0]) if row else 0
+            await conn.execute(
+                "UPDATE hermes.sessions SET message_count = %s, tool_call_count = %s WHERE id = %s",
+                (copied, tool_calls, child.id),
+            )
+            return await self._require(conn, child.id)
+
+    # -- search and stats ------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, limit: int = 20, source: str | None = None
+    ) -> list[SearchHit]:
+        tsquery = ts_query(query)
+        if not tsquery or limit <= 0:
+            return []
+        join, where, params = "", "", []
+        if source is not None:
+            join = "JOIN hermes.sessions AS ws ON ws.id = m.session_id "
+            where = "AND ws.source = %s "
+            params = [source]
+        # The window (newest matches, an index scan) is ranked; only the returned rows
+        # get a headline, which is the expensive part.
+        sql = (
+            "WITH q AS (SELECT to_tsquery('hermes.search', %s) AS q), "
+            "win AS (SELECT m.id, m.session_id, m.role, m.search_text, m.search_vector "
+            f"FROM hermes.messages AS m {join}"
+            f"WHERE m.search_vector @@ (SELECT q FROM q) {where}"
+            "ORDER BY m.id DESC LIMIT %s), "
+            "best AS (SELECT win.*, ts_rank_cd(win.search_vector, (SELECT q FROM q), 1) AS rank "
+            "FROM win ORDER BY rank DESC, win.id DESC LIMIT %s) "
+            "SELECT best.id, best.role, best.search_text, "
+            "ts_headline('hermes.search', best.search_text, (SELECT q FROM q), %s), "
+            "hermes.search_words(best.search_text), "
+            "ts_headline('hermes.search', hermes.search_words(best.search_text), (SELECT q FROM q), %s), "
+            f"{_SESSION_COLUMNS_S} FROM best JOIN hermes.sessions AS s ON s.id = best.session_id "
+            "ORDER BY best.rank DESC, best.id DESC"
+        )
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                sql,
+                (tsquery, *params, RANK_WINDOW, limit, _HEADLINE_OPTIONS, _HEADLINE_OPTIONS),
+            )
+            rows = await cursor.fetchall()
+        return [
+            SearchHit(session=_session(row[6:]), message_id=int(row[0]), role=row[1], snippet=_snippet(row))
+            for row in rows
+        ]
+
+    async def stats(self) -> StoreStats:
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT source, count(*), coalesce(sum(message_count), 0), "
+                "coalesce(sum(tool_call_count), 0), coalesce(sum(input_tokens), 0), "
+                "coalesce(sum(output_tokens), 0) FROM hermes.sessions GROUP BY source ORDER BY source"
+            )
+            rows = await cursor.fetchall()
+            cursor = await conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+                "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'hermes' AND c.relkind = 'r'"
+            )
+            size = await cursor.fetchone()
+        return StoreStats(
+            sessions=sum(int(row[1]) for row in rows),
+            messages=sum(int(row[2]) for row in rows),
+            tool_calls=sum(int(row[3]) for row in rows),
+            input_tokens=sum(int(row[4]) for row in rows),
+            output_tokens=sum(int(row[5]) for row in rows),
+            by_source={row[0]: int(row[1]) for row in rows},
+            db_bytes=int(size[0]) if size else 0,
+        )

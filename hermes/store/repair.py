@@ -1,0 +1,200 @@
+"""Start-up repair: what a crashed hermes process left half-done becomes valid and continuable.
+
+    report = repair_after_crash(sessions, responses, runs_db=home / "runs.db")
+
+Called at the start of `hermes serve`, `hermes chat` (TUI and -q) and the `hermes sessions`
+commands. What it repairs, touching only records whose owner process is gone (see
+`owner.owner_gone`; several hermes processes share one `$HERMES_HOME`):
+
+- open turns in `state.db` end "interrupted": the checkpointed streaming text is kept as
+  the assistant message, every tool call without a result gets
+  `transcript.SERVER_STOPPED_TOOL_RESULT`, and the session ends "interrupted" (first
+  reason wins, as with `end_session`);
+- stored responses still `in_progress` become `incomplete` (reason "interrupted"), with
+  the interrupted turn's items in `output` and its repaired transcript in
+  `conversation_history`, so `previous_response_id` continues from a valid transcript;
+- runs still unsettled in `runs.db` become `interrupted`.
+
+Cheap when there is nothing to repair: each database answers one indexed query.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes.errors import StoreError
+from hermes.ids import new_item_id
+from hermes.store.base import MessageRecord, RepairedTurn, SessionStore
+from hermes.store.owner import ProcessOwner, owner_gone
+from hermes.store.responses import PendingResponse, ResponseStore
+from hermes.store.run_store import open_run_store
+from hermes.store.transcript import valid_transcript
+
+__all__ = ["RepairReport", "repair_after_crash", "repair_responses"]
+
+log = logging.getLogger(__name__)
+
+INCOMPLETE_REASON = "interrupted"
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    turns: list[RepairedTurn] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    """Ids of the stored responses settled as `incomplete`."""
+    runs: int = 0
+    """Runs marked `interrupted`."""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.turns or self.responses or self.runs)
+
+
+def repair_after_crash(
+    sessions: SessionStore,
+    responses: ResponseStore | None = None,
+    *,
+    runs_db: Path | None = None,
+    is_gone: Callable[[ProcessOwner], bool] = owner_gone,
+) -> RepairReport:
+    """Repair what dead processes left (see the module docstring); returns what was done.
+
+    `runs_db` is opened only when the file exists (no file, no runs to settle).
+    Raises StoreError when a database cannot be read or written.
+    """
+    turns = sessions.repair_abandoned_turns(is_gone)
+    settled = repair_responses(responses, sessions, is_gone=is_gone) if responses is not None else []
+    runs = 0
+    if runs_db is not None and runs_db.exists():
+        store = open_run_store(runs_db)
+        try:
+            runs = store.recover_orphans()
+        finally:
+            store.close()
+    report = RepairReport(turns=turns, responses=settled, runs=runs)
+    if not report.empty:
+        log.info(
+            "repaired after a crash: %d turn(s), %d response(s), %d run(s)",
+            len(report.turns),
+            len(report.responses),
+            report.runs,
+        )
+    return report
+
+
+def repair_responses(
+    responses: ResponseStore,
+    sessions: SessionStore,
+    *,
+    is_gone: Callable[[ProcessOwner], bool] = owner_gone,
+) -> list[str]:
+    """Settle as `incomplete` every `in_progress` response whose writer is gone; their ids."""
+    settled: list[str] = []
+    for pending in responses.in_progress():
+        if pending.owner is not None and not is_gone(pending.owner):
+            continue
+        record = _settled_record(pending, sessions, is_gone)
+        if record is not None and responses.settle(pending.response_id, record):
+            settled.append(pending.response_id)
+    return settled
+
+
+def _turn_transcript(
+    record: dict[str, Any], sessions: SessionStore, is_gone: Callable[[ProcessOwner], bool]
+) -> list[MessageRecord] | None:
+    """The stored messages of the response's turn; None while a live process still runs it."""
+    session_id = record.get("session_id")
+    response = record["response"]
+    created_at = response.get("created_at")
+    if not isinstance(session_id, str) or not isinstance(created_at, (int, float)):
+        return []
+    # The record is stored before its turn starts, and created_at is whole seconds.
+    with contextlib.suppress(StoreError):
+        turn = sessions.find_turn(session_id, started_at_or_after=float(created_at))
+        if turn is None:
+            return []
+        if turn.ended_at is None and not is_gone(turn.owner):
+            return None
+        return sessions.turn_messages(turn.id)
+    return []
+
+
+def _settled_record(
+    pending: PendingResponse, sessions: SessionStore, is_gone: Callable[[ProcessOwner], bool]
+) -> dict[str, Any] | None:
+    record = pending.record
+    response = record.get("response")
+    if not isinstance(response, dict):
+        return None
+    messages = _turn_transcript(record, sessions, is_gone)
+    if messages is None:
+        return None
+    transcript = [message.to_openai() for message in messages]
+    history = list(record.get("conversation_history") or [])
+    if transcript and transcript[0].get("role") == "user":
+        # The record's history ends with this turn's user message; the store has it too.
+        if history and history[-1].get("role") == "user":
+            history = history[:-1]
+        history += transcript
+        items = _output_items(messages[1:])
+    else:
+        history += transcript
+        items = _output_items(messages)
+    output = [item for item in response.get("output") or [] if isinstance(item, dict)]
+    settled = {
+        **response,
+        "status": "incomplete",
+        "incomplete_details": {"reason": INCOMPLETE_REASON},
+        "output": output + items,
+    }
+    return {**record, "response": settled, "conversation_history": valid_transcript(history)}
+
+
+def _output_items(messages: list[MessageRecord]) -> list[dict[str, Any]]:
+    """Responses API output items for a turn's stored messages (after its user message)."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            text = message.content if isinstance(message.content, str) else ""
+            if text:
+                status = "incomplete" if message.finish_reason == INCOMPLETE_REASON else "completed"
+                items.append(
+                    {
+                        "id": new_item_id("msg_"),
+                        "type": "message",
+                        "status": status,
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                )
+            for call in message.tool_calls or ():
+                function = call.get("function") or {}
+                arguments = function.get("arguments")
+                items.append(
+                    {
+                        "id": new_item_id("fc_"),
+                        "type": "function_call",
+                        "status": "completed",
+                        "name": function.get("name", ""),
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
+                        "call_id": call.get("id", ""),
+                    }
+                )
+        elif message.role == "tool":
+            content = message.content
+            items.append(
+                {
+                    "id": new_item_id("fco_"),
+                    "type": "function_call_output",
+                    "status": "completed",
+                    "call_id": message.tool_call_id or "",
+                    "output": content if isinstance(content, str) else json.dumps(content),
+                }
+            )
+    return items

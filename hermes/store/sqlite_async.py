@@ -1,0 +1,336 @@
+"""The SQLite backend of the async storage interface: adapters over the sync stores.
+
+Each adapter forwards to the synchronous store with a plain method call in the event
+loop's thread: the queries take well under a millisecond, so a thread hop would cost
+more than it saves, and the stores' behaviour, files (0600, WAL) and speed stay exactly
+what they are. Files in `$HERMES_HOME`: state.db (sessions), response_store.db
+(responses), runs.db (runs, receipts, instance leases). Run events live in the process
+(`event_stream.MemoryRunEventStore`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from hermes.messages import ChatMessage
+from hermes.store.api import InstanceLease, Storage
+from hermes.store.base import (
+    MessageRecord,
+    NewMessage,
+    SearchHit,
+    SessionRecord,
+    StoreStats,
+)
+from hermes.store.event_stream import MemoryRunEventStore
+from hermes.store.responses import ResponseStore
+from hermes.store.run_store import (
+    ORPHAN_MESSAGE,
+    RETENTION_SECONDS,
+    TERMINAL_STATES,
+    Receipt,
+    RunRecord,
+    RunStore,
+)
+from hermes.store.sqlite import SqliteSessionStore
+
+__all__ = [
+    "RUNS_DB",
+    "SqliteLeases",
+    "SqliteReceipts",
+    "SqliteResponses",
+    "SqliteRuns",
+    "SqliteSessions",
+    "open_sqlite_storage",
+]
+
+RUNS_DB = "runs.db"
+STATE_DB = "state.db"
+RESPONSE_DB = "response_store.db"
+
+
+class SqliteSessions:
+    """`AsyncSessionStore` over `SqliteSessionStore`."""
+
+    def __init__(self, store: SqliteSessionStore) -> None:
+        self.sync = store
+        """The synchronous store (for callers not yet on the async interface)."""
+
+    async def create_session(
+        self,
+        *,
+        source: str,
+        model: str | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> SessionRecord:
+        return self.sync.create_session(
+            source=source,
+            model=model,
+            title=title,
+            system_prompt=system_prompt,
+            session_id=session_id,
+            parent_session_id=parent_session_id,
+        )
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        return self.sync.get_session(session_id)
+
+    async def find_session(self, session_id: str) -> SessionRecord | None:
+        return self.sync.find_session(session_id)
+
+    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
+        return self.sync.latest_session(source=source)
+
+    async def list_sessions(
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+    ) -> list[SessionRecord]:
+        return self.sync.list_sessions(limit=limit, offset=offset, source=source)
+
+    async def count_sessions(self, *, source: str | None = None) -> int:
+        return self.sync.count_sessions(source=source)
+
+    async def rename_session(self, session_id: str, title: str) -> SessionRecord:
+        return self.sync.rename_session(session_id, title)
+
+    async def update_session(
+        self, session_id: str, *, model: str | None = None, system_prompt: str | None = None
+    ) -> SessionRecord:
+        return self.sync.update_session(session_id, model=model, system_prompt=system_prompt)
+
+    async def end_session(self, session_id: str, reason: str) -> None:
+        self.sync.end_session(session_id, reason)
+
+    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
+        self.sync.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
+
+    async def delete_session(self, session_id: str) -> None:
+        self.sync.delete_session(session_id)
+
+    async def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
+        return self.sync.append_message(session_id, message)
+
+    async def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]:
+        return self.sync.get_messages(session_id, limit=limit, offset=offset)
+
+    async def history(self, session_id: str) -> list[ChatMessage]:
+        return self.sync.history(session_id)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        *,
+        at_message_id: int | None = None,
+        title: str | None = None,
+        source: str | None = None,
+    ) -> SessionRecord:
+        return self.sync.fork_session(session_id, at_message_id=at_message_id, title=title, source=source)
+
+    async def search(
+        self, query: str, *, limit: int = 20, source: str | None = None
+    ) -> list[SearchHit]:
+        return self.sync.search(query, limit=limit, source=source)
+
+    async def stats(self) -> StoreStats:
+        return self.sync.stats()
+
+
+class SqliteResponses:
+    """`AsyncResponseStore` over `ResponseStore`."""
+
+    def __init__(self, store: ResponseStore) -> None:
+        self.sync = store
+
+    @property
+    def max_size(self) -> int:
+        return self.sync.max_size
+
+    @max_size.setter
+    def max_size(self, value: int) -> None:
+        self.sync.max_size = value
+
+    async def get(self, response_id: str) -> dict[str, Any] | None:
+        return self.sync.get(response_id)
+
+    async def put(self, response_id: str, record: dict[str, Any]) -> None:
+        self.sync.put(response_id, record)
+
+    async def delete(self, response_id: str) -> bool:
+        return self.sync.delete(response_id)
+
+    async def count(self) -> int:
+        return len(self.sync)
+
+    async def get_conversation(self, name: str) -> str | None:
+        return self.sync.get_conversation(name)
+
+    async def set_conversation(self, name: str, response_id: str) -> None:
+        self.sync.set_conversation(name, response_id)
+
+
+class SqliteReceipts:
+    """`ReceiptStore` over `RunStore` (runs.db)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.sync = store
+
+    @property
+    def retention(self) -> float:
+        return self.sync.retention
+
+    async def find_receipt(self, scope: str, key: str, *, now: float | None = None) -> Receipt | None:
+        return self.sync.find_receipt(scope, key, now=now)
+
+    async def claim_receipt(
+        self, scope: str, key: str, fingerprint: str, run_id: str, *, now: float | None = None
+    ) -> Receipt | None:
+        return self.sync.claim_receipt(scope, key, fingerprint, run_id, now=now)
+
+    async def touch_receipts(self, run_id: str, *, now: float | None = None) -> None:
+        self.sync.touch_receipts(run_id, now=now)
+
+    async def prune_receipts(self, *, now: float | None = None) -> int:
+        cutoff = (time.time() if now is None else now) - self.sync.retention
+        return self.sync._execute("DELETE FROM receipts WHERE updated_at < ?", (cutoff,)).rowcount
+
+
+class SqliteRuns:
+    """`AsyncRunStore` over `RunStore` (runs.db)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.sync = store
+
+    async def put(self, record: RunRecord) -> None:
+        self.sync.put(record)
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        return self.sync.get(run_id)
+
+    async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
+        text = ORPHAN_MESSAGE if message is None else message
+        return [run_id for run_id in run_ids if self.sync.mark_interrupted([run_id], message=text)]
+
+    async def prune_runs(self, *, now: float | None = None) -> int:
+        cutoff = (time.time() if now is None else now) - self.sync.retention
+        terminal = ", ".join("?" for _ in TERMINAL_STATES)
+        return self.sync._execute(
+            f"DELETE FROM runs WHERE updated_at < ? AND status IN ({terminal})",
+            (cutoff, *sorted(TERMINAL_STATES)),
+        ).rowcount
+
+
+class SqliteLeases:
+    """`LeaseStore` in runs.db, by this host's clock."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.sync = store
+
+    async def register_instance(self, instance_id: str, *, ttl: float, host: str, pid: int) -> InstanceLease:
+        now = time.time()
+        self.sync._execute(
+            "INSERT OR REPLACE INTO instances (instance_id, host, pid, started_at, heartbeat_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (instance_id, host, pid, now, now, now + ttl),
+        )
+        return InstanceLease(instance_id, host, pid, now, now, now + ttl)
+
+    async def heartbeat(self, instance_id: str, *, ttl: float) -> InstanceLease:
+        now = time.time()
+        changed = self.sync._execute(
+            "UPDATE instances SET heartbeat_at = ?, expires_at = ? WHERE instance_id = ?",
+            (now, now + ttl, instance_id),
+        ).rowcount
+        if not changed:
+            return await self.register_instance(instance_id, ttl=ttl, host=os.uname().nodename, pid=os.getpid())
+        lease = await self._lease(instance_id)
+        assert lease is not None
+        return lease
+
+    async def release_instance(self, instance_id: str) -> None:
+        self.sync._execute("DELETE FROM instances WHERE instance_id = ?", (instance_id,))
+
+    async def list_instances(self) -> list[InstanceLease]:
+        rows = self.sync._execute(
+            "SELECT instance_id, host, pid, started_at, heartbeat_at, expires_at FROM instances "
+            "ORDER BY started_at, instance_id"
+        ).fetchall()
+        return [InstanceLease(*tuple(row)) for row in rows]
+
+    async def _lease(self, instance_id: str) -> InstanceLease | None:
+        row = self.sync._execute(
+            "SELECT instance_id, host, pid, started_at, heartbeat_at, expires_at FROM instances "
+            "WHERE instance_id = ?",
+            (instance_id,),
+        ).fetchone()
+        return None if row is None else InstanceLease(*tuple(row))
+
+    async def orphaned_runs(self) -> list[RunRecord]:
+        terminal = ", ".join("?" for _ in TERMINAL_STATES)
+        rows = self.sync._execute(
+            f"SELECT run_id FROM runs WHERE status NOT IN ({terminal}) AND owner_instance IS NOT NULL "
+            "AND owner_instance NOT IN (SELECT instance_id FROM instances WHERE expires_at >= ?) "
+            "ORDER BY created_at, run_id",
+            (*sorted(TERMINAL_STATES), time.time()),
+        ).fetchall()
+        records = [self.sync.get(row["run_id"]) for row in rows]
+        return [record for record in records if record is not None]
+
+    async def prune_instances(self, *, expired_for: float) -> int:
+        return self.sync._execute(
+            "DELETE FROM instances WHERE expires_at < ?", (time.time() - expired_for,)
+        ).rowcount
+
+
+class _SqliteCloser:
+    def __init__(self, sessions: SqliteSessionStore, responses: ResponseStore, runs: RunStore) -> None:
+        self._stores = (sessions, responses, runs)
+        self._closed = False
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for store in self._stores:
+            store.close()
+
+
+def open_sqlite_storage(
+    home: str | os.PathLike[str],
+    *,
+    response_store_size: int = 1000,
+    retention: float = RETENTION_SECONDS,
+) -> Storage:
+    """Open (creating 0600 and migrating when needed) the three SQLite files in `home`.
+
+    Raises:
+        StoreError: a file cannot be created, is not a database, or is damaged.
+    """
+    folder = Path(home).expanduser()
+    sessions = SqliteSessionStore(folder / STATE_DB)
+    try:
+        responses = ResponseStore(folder / RESPONSE_DB, max_size=response_store_size)
+        try:
+            runs = RunStore(folder / RUNS_DB, retention=retention)
+        except BaseException:
+            responses.close()
+            raise
+    except BaseException:
+        sessions.close()
+        raise
+    return Storage(
+        backend="sqlite",
+        location=str(folder),
+        sessions=SqliteSessions(sessions),
+        responses=SqliteResponses(responses),
+        receipts=SqliteReceipts(runs),
+        runs=SqliteRuns(runs),
+        run_events=MemoryRunEventStore(),
+        leases=SqliteLeases(runs),
+        closer=_SqliteCloser(sessions, responses, runs),
+    )

@@ -1,0 +1,42 @@
+"""Opening the configured storage backend: `open_storage(settings)`.
+
+`database_url` unset (or empty): the SQLite files in `$HERMES_HOME`. A `postgresql://`
+(or `postgres://`) URL: that PostgreSQL database, schema brought up to date before this
+returns. Anything else is a ConfigError naming the setting.
+"""
+
+from __future__ import annotations
+
+from hermes.config import Settings
+from hermes.errors import ConfigError
+from hermes.store.api import Backend, Storage
+from hermes.store.postgres.connect import is_postgres_url, mask_database_url
+
+__all__ = ["backend_for", "open_storage"]
+
+
+def backend_for(database_url: str | None) -> Backend:
+    """Which backend a `database_url` selects (ConfigError for an unsupported URL)."""
+    if not database_url or not database_url.strip():
+        return "sqlite"
+    if is_postgres_url(database_url):
+        return "postgres"
+    raise ConfigError(
+        f"invalid value for database_url: {mask_database_url(database_url)!r} "
+        "(use a postgresql:// URL, or leave it empty for SQLite files in HERMES_HOME)"
+    )
+
+
+async def open_storage(settings: Settings) -> Storage:
+    """Every store of the configured backend (StoreError when it cannot be opened)."""
+    if backend_for(settings.database_url) == "postgres":
+        from hermes.store.postgres import open_postgres_storage
+
+        assert settings.database_url is not None
+        return await open_postgres_storage(
+            settings.database_url.strip(), response_store_size=settings.server_response_store_size
+        )
+    from hermes.store.sqlite_async import open_sqlite_storage
+
+    settings.ensure_home()
+    return open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)

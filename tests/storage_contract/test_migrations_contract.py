@@ -1,0 +1,152 @@
+"""One migration mechanism on both backends: ordered, recorded, applied once under a lock."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes.config import Settings
+from hermes.errors import StoreError
+from hermes.store.migrations import migrate
+from hermes.store.run_store import RUN_MIGRATIONS, RunRecord, RunStore
+from hermes.store.schema_admin import schema_status, schema_upgrade
+
+
+async def _applied(url: str) -> list[str]:
+    from hermes.store.postgres.connect import connect
+    from hermes.store.postgres.migrate import applied_postgres
+
+    conn = await connect(url)
+    try:
+        return await applied_postgres(conn)
+    finally:
+        await conn.close()
+
+
+async def test_postgres_empty_database_is_migrated_once(empty_pg_url: str) -> None:
+    from hermes.store.postgres.migrate import migrate_url, status_url
+    from hermes.store.postgres.schema import PG_MIGRATIONS
+
+    before = await status_url(empty_pg_url)
+    assert before.applied == [] and before.pending == PG_MIGRATIONS.names and not before.current
+    assert await migrate_url(empty_pg_url) == PG_MIGRATIONS.names
+    assert await migrate_url(empty_pg_url) == []
+    after = await status_url(empty_pg_url)
+    assert after.current and after.applied == PG_MIGRATIONS.names
+    assert "****" not in after.database  # no password in this URL; nothing to mask
+
+
+async def test_postgres_concurrent_openers_apply_each_migration_once(empty_pg_url: str) -> None:
+    from hermes.store.postgres import open_postgres_storage
+    from hermes.store.postgres.schema import PG_MIGRATIONS
+
+    opened = await asyncio.gather(*(open_postgres_storage(empty_pg_url) for _ in range(4)))
+    try:
+        session = await opened[0].sessions.create_session(source="cli")
+        assert await opened[3].sessions.get_session(session.id) == session
+    finally:
+        for storage in opened:
+            await storage.aclose()
+    assert await _applied(empty_pg_url) == PG_MIGRATIONS.names
+
+
+def test_postgres_concurrent_upgrade_processes(empty_pg_url: str, tmp_path: Path) -> None:
+    """Two `hermes db upgrade` processes started together: both succeed, one applies."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from hermes.store.postgres.schema import PG_MIGRATIONS
+
+    env = {**os.environ, "HERMES_DATABASE_URL": empty_pg_url, "HERMES_HOME": str(tmp_path / "home")}
+    command = [sys.executable, "-m", "hermes", "db", "upgrade", "--json"]
+    procs = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    applied_now: list[list[str]] = [
+        [name for names in json.loads(out)["applied_now"].values() for name in names] for out, _ in outputs
+    ]
+    assert sorted(applied_now, key=len) == [[], PG_MIGRATIONS.names]
+    assert asyncio.run(_applied(empty_pg_url)) == PG_MIGRATIONS.names
+
+
+async def test_postgres_failed_migration_rolls_back_and_releases_the_lock(empty_pg_url: str) -> None:
+    from hermes.store.postgres.connect import connect
+    from hermes.store.postgres.migrate import migrate_postgres, migrate_url
+    from hermes.store.postgres.schema import PG_MIGRATIONS, PgMigrations
+
+    broken = PgMigrations("postgresql")
+    for step in PG_MIGRATIONS:
+        broken.migration(step)
+
+    @broken.migration
+    async def m999_broken(conn: Any) -> None:
+        await conn.execute("CREATE TABLE hermes.half_done (x int)")
+        await conn.execute("SELECT no_such_function()")
+
+    import psycopg
+
+    conn = await connect(empty_pg_url)
+    try:
+        with pytest.raises(psycopg.Error):
+            await migrate_postgres(conn, broken)
+        cursor = await conn.execute("SELECT to_regclass('hermes.half_done')")
+        assert (await cursor.fetchone()) == (None,)
+    finally:
+        await conn.close()
+    assert await _applied(empty_pg_url) == PG_MIGRATIONS.names
+    assert await asyncio.wait_for(migrate_url(empty_pg_url), 30) == []  # the lock was released
+
+
+async def test_unreachable_postgres_is_a_one_line_store_error() -> None:
+    from hermes.store.postgres import open_postgres_storage
+
+    with pytest.raises(StoreError) as caught:
+        await open_postgres_storage("postgresql://hermes:s3cret@127.0.0.1:1/nothing")
+    message = str(caught.value)
+    assert "s3cret" not in message and "****" in message and "\n" not in message
+
+
+def test_sqlite_runs_db_gains_owner_and_leases_keeping_rows(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    first_only = type(RUN_MIGRATIONS)("runs.db")
+    first_only.migration(next(iter(RUN_MIGRATIONS)))
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        migrate(db, first_only)
+        db.execute(
+            "INSERT INTO runs (run_id, status, created_at, updated_at, owner_pid) VALUES ('r1', 'running', 1, 1, 42)"
+        )
+    store = RunStore(path)
+    try:
+        assert store.applied_migrations == RUN_MIGRATIONS.names[1:]
+        old = store.get("r1")
+        assert old is not None and old.owner_pid == 42 and old.owner_instance is None
+        store.put(RunRecord("r2", "running", time.time(), time.time(), owner_instance="i-1"))
+        assert (store.get("r2") or pytest.fail("missing")).owner_instance == "i-1"
+    finally:
+        store.close()
+
+
+async def test_schema_status_and_upgrade_on_sqlite(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    before = await schema_status(settings)
+    assert before.backend == "sqlite" and not before.current
+    assert all(not status.exists for status in before.databases)
+    assert not (tmp_path / "home").exists()  # status creates nothing
+    upgraded = await schema_upgrade(settings)
+    assert upgraded.current
+    assert upgraded.applied_now[str(tmp_path / "home" / "runs.db")] == RUN_MIGRATIONS.names
+    again = await schema_upgrade(settings)
+    assert again.current and not any(again.applied_now.values())
+    for name in ("state.db", "response_store.db", "runs.db"):
+        assert ((tmp_path / "home" / name).stat().st_mode & 0o777) == 0o600

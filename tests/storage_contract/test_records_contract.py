@@ -1,0 +1,145 @@
+"""Stored responses, runs, receipts and instance leases behave alike on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from hermes.store.api import Storage
+from hermes.store.run_store import RunRecord
+
+
+def run(run_id: str, status: str = "running", **fields: object) -> RunRecord:
+    now = time.time()
+    return RunRecord(run_id=run_id, status=status, created_at=now, updated_at=now, **fields)  # type: ignore[arg-type]
+
+
+# -- responses -------------------------------------------------------------------------
+
+
+async def test_responses_put_get_delete(storage: Storage) -> None:
+    responses = storage.responses
+    record = {"response": {"id": "resp_1", "output": "hi \x00 🎉"}, "conversation_history": [], "session_id": "s"}
+    assert await responses.get("resp_1") is None
+    await responses.put("resp_1", record)
+    assert await responses.get("resp_1") == record
+    await responses.put("resp_1", {**record, "instructions": "x"})
+    assert (await responses.get("resp_1") or {}).get("instructions") == "x"
+    assert await responses.count() == 1
+    assert await responses.delete("resp_1") is True
+    assert await responses.delete("resp_1") is False
+    assert await responses.get("resp_1") is None
+
+
+async def test_responses_are_lru_bounded_and_names_go_with_them(storage: Storage) -> None:
+    responses = storage.responses
+    responses.max_size = 3
+    for index in range(3):
+        await responses.put(f"r{index}", {"n": index})
+    await responses.set_conversation("chat", "r0")
+    assert await responses.get("r0") == {"n": 0}  # r0 is now the most recently used
+    await responses.put("r3", {"n": 3})
+    assert await responses.get("r1") is None
+    assert await responses.count() == 3
+    assert await responses.get_conversation("chat") == "r0"
+    await responses.set_conversation("chat", "r2")
+    assert await responses.get_conversation("chat") == "r2"
+    await responses.delete("r2")
+    assert await responses.get_conversation("chat") is None
+    await responses.set_conversation("gone", "r3")
+    for index in range(4, 8):
+        await responses.put(f"r{index}", {"n": index})
+    assert await responses.get_conversation("gone") is None
+
+
+# -- runs ------------------------------------------------------------------------------
+
+
+async def test_runs_put_get_and_interrupt(storage: Storage) -> None:
+    runs = storage.runs
+    await runs.put(run("run_a", session_id="s1", model="m", usage={"input_tokens": 3}, owner_instance="i1"))
+    await runs.put(run("run_b", status="completed", output="done"))
+    got = await runs.get("run_a")
+    assert got is not None and got.usage == {"input_tokens": 3} and got.owner_instance == "i1"
+    assert (await runs.get("run_b")) is not None
+    assert await runs.get("nope") is None
+    changed = await runs.mark_interrupted(["run_a", "run_b", "nope"])
+    assert changed == ["run_a"]
+    settled = await runs.get("run_a")
+    assert settled is not None and settled.status == "interrupted" and settled.last_event == "run.interrupted"
+    assert settled.error_code == "interrupted" and settled.terminal
+    assert await runs.mark_interrupted([]) == []
+
+
+async def test_runs_prune_only_old_settled_rows(storage: Storage) -> None:
+    old = time.time() - 10 * 24 * 3600
+    await storage.runs.put(RunRecord("old_done", "completed", old, old))
+    await storage.runs.put(RunRecord("old_running", "running", old, old))
+    await storage.runs.put(run("new_done", status="failed"))
+    assert await storage.runs.prune_runs() == 1
+    assert await storage.runs.get("old_done") is None
+    assert await storage.runs.get("old_running") is not None
+
+
+# -- receipts --------------------------------------------------------------------------
+
+
+async def test_receipts_claim_find_touch_prune(storage: Storage) -> None:
+    receipts = storage.receipts
+    now = time.time()
+    assert await receipts.claim_receipt("key1", "k", "fp1", "run_1", now=now) is None
+    winner = await receipts.claim_receipt("key1", "k", "fp2", "run_2", now=now + 1)
+    assert winner is not None and (winner.run_id, winner.fingerprint) == ("run_1", "fp1")
+    found = await receipts.find_receipt("key1", "k", now=now + 2)
+    assert found is not None and found.run_id == "run_1"
+    assert await receipts.find_receipt("key2", "k") is None
+    later = now + receipts.retention + 5
+    assert await receipts.find_receipt("key1", "k", now=later) is None
+    assert await receipts.claim_receipt("key1", "k", "fp3", "run_3", now=later) is None  # expired: replaced
+    assert (await receipts.find_receipt("key1", "k", now=later) or pytest.fail("missing")).run_id == "run_3"
+    await receipts.touch_receipts("run_3", now=later + 100)
+    assert await receipts.prune_receipts(now=later + receipts.retention + 50) == 0
+    assert await receipts.prune_receipts(now=later + receipts.retention + 500) == 1
+
+
+async def test_concurrent_claims_have_one_winner(storage: Storage) -> None:
+    results = await asyncio.gather(
+        *(storage.receipts.claim_receipt("scope", "same-key", f"fp{i}", f"run_{i}") for i in range(8))
+    )
+    winners = [i for i, result in enumerate(results) if result is None]
+    assert len(winners) == 1
+    assert {result.run_id for result in results if result is not None} == {f"run_{winners[0]}"}
+
+
+# -- leases ----------------------------------------------------------------------------
+
+
+async def test_leases_and_orphaned_runs(storage: Storage) -> None:
+    leases = storage.leases
+    alive = await leases.register_instance("alive", ttl=300, host="h1", pid=11)
+    assert alive.expires_at > alive.heartbeat_at
+    await leases.register_instance("dead", ttl=0, host="h2", pid=22)
+    await storage.runs.put(run("r_alive", owner_instance="alive"))
+    await storage.runs.put(run("r_dead", owner_instance="dead"))
+    await storage.runs.put(run("r_dead_done", status="completed", owner_instance="dead"))
+    await storage.runs.put(run("r_vanished", owner_instance="never-registered"))
+    await storage.runs.put(run("r_unowned"))
+
+    async def orphans() -> list[str]:
+        return [record.run_id for record in await leases.orphaned_runs()]
+
+    assert sorted(await orphans()) == ["r_dead", "r_vanished"]
+    beat = await leases.heartbeat("dead", ttl=300)
+    assert beat.expires_at > beat.heartbeat_at >= alive.started_at - 1
+    assert await orphans() == ["r_vanished"]
+    await leases.release_instance("alive")
+    assert sorted(await orphans()) == ["r_alive", "r_vanished"]
+    assert [lease.instance_id for lease in await leases.list_instances()] == ["dead"]
+    revived = await leases.heartbeat("alive", ttl=300)  # a pruned lease is re-created
+    assert revived.instance_id == "alive"
+    await leases.register_instance("old", ttl=0, host="h3", pid=33)
+    assert await leases.prune_instances(expired_for=3600) == 0
+    assert await leases.prune_instances(expired_for=-60) == 1
+    assert {lease.instance_id for lease in await leases.list_instances()} == {"alive", "dead"}
