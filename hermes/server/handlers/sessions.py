@@ -388,8 +388,8 @@ async def fork_session(request: web.Request) -> web.Response:
     at = _AT_MESSAGE_ID.value(body, "at_message_id")
     try:
         fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
-    except MessageNotFound as exc:  # the session exists; the request's field is wrong
-        raise RequestValidationError(exc.message, code=exc.code, param="at_message_id") from None
+    except MessageNotFound as exc:  # the session exists (not a 404); its state lacks that message
+        raise Conflict(exc.message, code=exc.code, param="at_message_id") from None
     return _session_envelope(request, fork, status=201)
 
 
@@ -672,7 +672,11 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "forkSession",
             "parameters": [_SID],
             "requestBody": request_body(SESSION_FORK, required=False),
-            "responses": {"201": _ok("The fork"), **CLIENT_ERRORS},
+            "responses": {
+                "201": _ok("The fork"),
+                **CLIENT_ERRORS,
+                "409": reply("No such message in the session", "Error"),
+            },
         }
     },
     "/api/sessions/{session_id}/chat": {
