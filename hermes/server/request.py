@@ -30,7 +30,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 CONTENT_DOC: dict[str, Any] = {
-    "anyOf": [{"type": "string", "maxLength": MAX_TEXT_LENGTH}, CONTENT_PARTS_DOC, {"type": "null"}]
+    "anyOf": [{"type": "string"}, CONTENT_PARTS_DOC, {"type": "null"}]
 }
 """The documented shape of OpenAI message content (`normalize_content` checks it)."""
 

@@ -38,7 +38,6 @@ from hermes.server.request import (
 )
 from hermes.server.schema import (
     CONTENT_PARTS_DOC,
-    MAX_TEXT_LENGTH,
     SINGLE_LINE_PATTERN,
     Anything,
     Array,
@@ -166,7 +165,7 @@ _NAME_DOC: dict[str, Any] = {
     "type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH, "pattern": SINGLE_LINE_PATTERN
 }
 """A response id or conversation name, as `_name` checks it."""
-_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string", "maxLength": MAX_TEXT_LENGTH}, CONTENT_PARTS_DOC]}
+_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC]}
 _INPUT_DOC: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "minLength": 1},

@@ -408,7 +408,7 @@ TEXT_PART_DOC: JSON = {
     "required": ["type", "text"],
     "properties": {
         "type": {"enum": ["text", "input_text", "output_text"]},
-        "text": {"type": "string", "maxLength": MAX_TEXT_LENGTH},
+        "text": {"type": "string"},
     },
 }
 TURN_TEXT_DOC: JSON = {"type": "string", "pattern": text_pattern("\\x00", not_blank=True)}
@@ -427,7 +427,7 @@ VISIBLE_CONTENT_DOC: JSON = {
 """Content that shows something: a non-blank string, or parts of which one is visible."""
 CONTENT_PARTS_DOC: JSON = {
     "type": "array",
-    "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT_LENGTH}, TEXT_PART_DOC]},
+    "items": {"anyOf": [{"type": "string"}, TEXT_PART_DOC]},
 }
 """Message content as parts: strings and text parts (image parts are accepted too, undocumented
 here because their URL rules are not a JSON Schema; `hermes.server.request.normalize_content`)."""

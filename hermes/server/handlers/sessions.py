@@ -65,7 +65,6 @@ from hermes.server.run_registry import Run
 from hermes.server.schema import (
     CLIENT_ERRORS,
     CONTENT_PARTS_DOC,
-    MAX_TEXT_LENGTH,
     TURN_TEXT_DOC,
     VISIBLE_PART_DOC,
     Anything,
@@ -240,12 +239,12 @@ SESSION_CHAT = Body(
     {
         "message": Anything(
             required=True,
-            documented={"anyOf": [{**TURN_TEXT_DOC, "maxLength": MAX_TEXT_LENGTH},
+            documented={"anyOf": [{**TURN_TEXT_DOC},
                                   {**CONTENT_PARTS_DOC, "contains": VISIBLE_PART_DOC}]},
             description="`input` is accepted as an alias.",
         ),
         "system_message": Anything(
-            documented={"anyOf": [{"type": "string", "maxLength": MAX_TEXT_LENGTH}, CONTENT_PARTS_DOC]},
+            documented={"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC]},
             description="`instructions` is accepted as an alias.",
         ),
         "model": _MODEL,
