@@ -167,10 +167,16 @@ async def phase_latency(
     }
 
 
+def cpu_split_ms(pid: int) -> tuple[float, float]:
+    """(user, system) CPU time the process has used, in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) * tick, int(fields[12]) * tick
+
+
 def cpu_ms(pid: int) -> float:
     """CPU time (user + system) the process has used, in ms."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_split_ms(pid))
 
 
 def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstream_pid: int) -> dict[str, Any]:
@@ -182,7 +188,7 @@ def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstrea
     try:
         import httpx2 as httpx
     except ImportError:  # older SDK releases depend on httpx itself
-        import httpx  # type: ignore[no-redef]
+        import httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
 
     auth = {"Authorization": f"Bearer {KEY}"}
     with httpx.Client(timeout=60) as client:
@@ -204,10 +210,12 @@ def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstrea
         for _ in range(n):
             one(f"{upstream}/chat/completions", "small", {})
         up_direct = (cpu_ms(upstream_pid) - up_before) / n
-        hermes_before = cpu_ms(hermes_pid)
+        user_before, system_before = cpu_split_ms(hermes_pid)
         for i in range(n):
             one(f"{hermes}/v1/chat/completions", f"small cpu {i}", auth)
-        hermes_cpu = (cpu_ms(hermes_pid) - hermes_before) / n
+        user_after, system_after = cpu_split_ms(hermes_pid)
+        hermes_user, hermes_system = (user_after - user_before) / n, (system_after - system_before) / n
+        hermes_cpu = hermes_user + hermes_system
     ratio = statistics.median(through) / statistics.median(direct)
     return {
         "requests": n,
@@ -216,6 +224,8 @@ def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstrea
         "hermes_ms": {"p50": statistics.median(through), "p95": pct(through, 0.95)},
         "ratio": ratio,
         "hermes_cpu_ms_per_request": hermes_cpu,
+        "hermes_user_cpu_ms_per_request": hermes_user,
+        "hermes_system_cpu_ms_per_request": hermes_system,
         "upstream_cpu_ms_per_direct_request": up_direct,
         "target_ratio": 2.0,
         "ok": ratio <= 2.0,
@@ -441,7 +451,8 @@ def print_report(r: dict[str, Any]) -> None:
         f"(p95 {out['hermes_ms']['p95']:.2f} / {out['direct_ms']['p95']:.2f} ms; target <= 2x)"
     )
     print(
-        f"       CPU per request: hermes {out['hermes_cpu_ms_per_request']:.2f} ms; "
+        f"       CPU per request: hermes {out['hermes_cpu_ms_per_request']:.2f} ms "
+        f"(user {out['hermes_user_cpu_ms_per_request']:.2f}, system {out['hermes_system_cpu_ms_per_request']:.2f}); "
         f"the upstream answering directly {out['upstream_cpu_ms_per_direct_request']:.2f} ms"
     )
     st = r.get("streams")

@@ -52,6 +52,10 @@ OPTIONS: dict[str, Option] = {
     "max_iterations": Option(("HERMES_MAX_ITERATIONS",), "model calls per turn before a summary is forced"),
     "tool_output_limit": Option(("HERMES_TOOL_OUTPUT_LIMIT",), "characters of tool output the model sees"),
     "tool_stall_warning": Option(("HERMES_TOOL_STALL_WARNING",), "seconds before a running tool is reported as slow"),
+    "context_window": Option(
+        ("HERMES_CONTEXT_WINDOW",), "tokens the model can read (default: known for the model, else 128000)"
+    ),
+    "compact_at": Option(("HERMES_COMPACT_AT",), "share of context_window at which older messages are summarised"),
     "system_prompt": Option(("HERMES_SYSTEM_PROMPT",), "replaces the built-in system prompt"),
     "instructions_max_bytes": Option(
         ("HERMES_INSTRUCTIONS_MAX_BYTES",), "cap on the AGENTS.md text added to the system prompt (0: none)"
@@ -101,6 +105,9 @@ class Settings:
     max_iterations: int = 90
     tool_output_limit: int = 50_000
     tool_stall_warning: float = 30.0
+    context_window: int | None = None
+    """None: the local model's n_ctx, else the known window of the model, else 128k."""
+    compact_at: float = 0.8
     system_prompt: str | None = None
     instructions_max_bytes: int = 32 * 1024
     tool_protocol: str = "native"
@@ -202,6 +209,11 @@ class Settings:
 _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
+_POSITIVE = frozenset({"context_window"})
+"""Integer settings that must be above zero."""
+_FRACTIONS = frozenset({"compact_at"})
+"""Float settings that are a share in (0, 1]."""
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -227,16 +239,23 @@ def coerce(name: str, value: Any) -> Any:
             if text in _FALSE:
                 return False
             raise ValueError(value)
-        if kind == "int":
+        if kind in ("int", "int | None"):
+            if value in (None, "") and kind == "int | None":
+                return None
             if isinstance(value, bool):
                 raise ValueError(value)
-            return int(value)
+            number_int = int(value)
+            if name in _POSITIVE and number_int <= 0:
+                raise ConfigError(f"invalid value for {name}: {value!r} (must be a positive number)")
+            return number_int
         if kind == "float":
             if isinstance(value, bool):
                 raise ValueError(value)
             number = float(value)
             if not math.isfinite(number):
                 raise ValueError(value)
+            if name in _FRACTIONS and not 0.0 < number <= 1.0:
+                raise ConfigError(f"invalid value for {name}: {value!r} (a share between 0 and 1, e.g. 0.8)")
             return number
         if kind == "Path":
             return Path(value).expanduser()

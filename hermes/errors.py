@@ -8,6 +8,7 @@
     │   ├── ProviderTimeout         connect/read timeout, stale stream
     │   ├── ProviderConnectionError connection refused/reset/lost
     │   ├── ProviderRateLimited     429
+    │   ├── ContextLengthExceeded   the request does not fit the model's context
     │   └── StreamingUnsupported    the endpoint cannot stream
     ├── ToolError             a tool failed (becomes a tool result, never a crash)
     ├── SessionNotFound / MessageNotFound                        (exit 1)
@@ -85,6 +86,12 @@ class ProviderConnectionError(ProviderError):
 
 class ProviderRateLimited(ProviderError):
     code = "rate_limited"
+
+
+class ContextLengthExceeded(ProviderError):
+    """The upstream refused the request as longer than the model's context window."""
+
+    code = "context_length_exceeded"
 
 
 class StreamingUnsupported(ProviderError):

@@ -43,7 +43,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,24 @@ from hermes.agent._call import CallOutcome, CallPolicy, model_call
 from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
-from hermes.agent.events import AgentEvent, SegmentEnd, Status, ToolCompleted, ToolStarted, TurnCompleted, TurnStarted
+from hermes.agent.context import (
+    ContextBudget,
+    ContextPolicy,
+    Summarize,
+    context_window_for,
+    is_context_overflow,
+    resume_history,
+)
+from hermes.agent.events import (
+    AgentEvent,
+    ContextCompacted,
+    SegmentEnd,
+    Status,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnStarted,
+)
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.prompt import build_system_prompt
@@ -60,7 +77,7 @@ from hermes.agent.provider import ModelRequest, Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus, Usage
 from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
-from hermes.errors import HermesError
+from hermes.errors import HermesError, UsageError
 from hermes.ids import new_session_id
 from hermes.store.base import NewMessage, SessionStore
 
@@ -85,6 +102,10 @@ class EngineOptions:
     tool_output_limit: int = 50_000
     retry_base_delay: float = 1.0
     retry_max_delay: float = 30.0
+    context_window: int | None = None
+    """Tokens; None: what the provider reports, else the known window of the model, else 128k."""
+    compact_at: float = 0.8
+    """Compact a request estimated above compact_at × context_window (see hermes/agent/context.py)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> EngineOptions:
@@ -93,6 +114,8 @@ class EngineOptions:
             stale_timeout=settings.stream_stale_timeout,
             max_iterations=settings.max_iterations,
             tool_output_limit=settings.tool_output_limit,
+            context_window=settings.context_window,
+            compact_at=settings.compact_at,
         )
 
 
@@ -117,6 +140,8 @@ class _Turn:
     """Calls that got ToolStarted but no ToolCompleted yet, with their start time."""
     usage: Usage = field(default_factory=Usage)
     api_calls: int = 0
+    context_tokens: int = 0
+    """Size of the last request: the provider's prompt_tokens, else the estimate."""
     started: bool = False
     """TurnStarted was yielded."""
     finished: bool = False
@@ -149,6 +174,8 @@ class Agent:
         """Project instructions (AGENTS.md) added to the prompt of every new session."""
         self._streaming = provider.supports_streaming
         self._session_approvals: dict[str, set[str]] = {}
+        self._reported_prompts: dict[str, tuple[int, int]] = {}
+        """Per session: (prompt_tokens, message count) of its last request (see ContextBudget)."""
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -160,10 +187,14 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run one turn; see the module docstring. Ends with TurnCompleted unless cancelled or closed."""
         model = request.model or self.model
-        session_id, system_prompt, history = self._open_session(request, model)
-        turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
-        if turn.persist:
-            turn.checkpoints = TurnCheckpoints(self.store, session_id)
+        user_message: ChatMessage = {"role": "user", "content": request.input}
+        # The session, the turn row and the user's message: one commit.
+        with self.store.transaction() if self.store is not None else nullcontext():
+            session_id, system_prompt, history = self._open_session(request, model)
+            turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
+            if turn.persist:
+                turn.checkpoints = TurnCheckpoints(self.store, session_id)
+            unrecorded = self._record_input(turn, user_message)
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
             session_id=session_id,
@@ -178,9 +209,9 @@ class Agent:
         try:
             try:
                 gate.task = asyncio.current_task()
-                user_message: ChatMessage = {"role": "user", "content": request.input}
                 context.append(user_message)
-                self._record(turn, user_message)
+                if unrecorded is not None:
+                    raise unrecorded
                 async with aclosing(self._loop(turn, context, tool_ctx, request)) as steps:
                     gate.task = None
                     turn.started = True
@@ -231,18 +262,17 @@ class Agent:
         self, turn: _Turn, context: list[ChatMessage], tool_ctx: ToolContext, request: TurnRequest
     ) -> AsyncGenerator[AgentEvent, None]:
         max_iterations = request.max_iterations or self.options.max_iterations
-        policy = CallPolicy(
-            stream_retries=self.options.stream_retries,
-            stale_timeout=self.options.stale_timeout,
-            retry_base_delay=self.options.retry_base_delay,
-            retry_max_delay=self.options.retry_max_delay,
-        )
+        policy = self._call_policy()
         tools = self.tools.schemas() or None
+        budget = self._budget(turn.session_id, turn.model, turn.persist)
         while True:
             summary_call = turn.api_calls >= max_iterations
-            if summary_call:
+            if summary_call and context[-1].get("content") != SUMMARY_NUDGE:
                 yield Status("max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary")
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
+            request_tools = None if summary_call else tools
+            async for compacted in budget.fit(context, request_tools):
+                yield compacted
             outcome = CallOutcome()
             turn.api_calls += 1
             turn.text_parts = []
@@ -262,12 +292,24 @@ class Agent:
                         turn.text_parts.append(event.text)
                         turn.checkpoints.streamed(turn.text_parts)
                     yield event
-            turn.usage = turn.usage + outcome.usage
+            turn.usage = turn.usage + outcome.usage + budget.take_usage()
+            budget.observe(outcome.usage, context, request_tools)
+            self._reported_prompts[turn.session_id] = budget.reported
+            turn.context_tokens = budget.last_prompt_tokens
             if outcome.reasoning:
                 turn.reasoning.append(outcome.reasoning)
 
             if outcome.error is not None:
                 error = outcome.error
+                if is_context_overflow(error) and not budget.overflow_retried:
+                    # Too long for the upstream after all: compact and retry once.
+                    budget.overflow_retried = True
+                    turn.api_calls -= 1
+                    # The endpoint's window is smaller than assumed: keep only the latest step.
+                    async for compacted in budget.compact(context, request_tools, "overflow", recent_tokens=0):
+                        yield compacted
+                    turn.usage = turn.usage + budget.take_usage()
+                    continue
                 yield TurnCompleted(self._result(turn, "failed", error=str(error), error_code=error.code))
                 return
 
@@ -337,7 +379,73 @@ class Agent:
                 yield TurnCompleted(self._result(turn, "completed"))
             return
 
+    # ---- context (see hermes/agent/context.py) ---------------------------------------
+
+    def context_window(self, model: str | None = None) -> int:
+        """The context window requests to `model` (default: the agent's) are kept in."""
+        return context_window_for(model or self.model, self.options.context_window, self.provider.context_window())
+
+    async def compact(self, session_id: str, *, model: str | None = None) -> ContextCompacted | None:
+        """Compact a stored session now (`/compact`): everything but the last exchange is summarised.
+
+        Returns the event, or None when there is nothing older to summarise. Raises
+        SessionNotFound, or ProviderError when the summary call fails.
+        """
+        if self.store is None:
+            raise UsageError("compaction needs a session store")
+        session = self.store.get_session(session_id)
+        model = model or session.model or self.model
+        prompt = session.system_prompt or self.new_session_prompt()
+        context: list[ChatMessage] = [{"role": "system", "content": prompt}, *resume_history(self.store, session_id)]
+        budget = self._budget(session_id, model, persist=True)
+        compacted: ContextCompacted | None = None
+        async for event in budget.compact(context, self.tools.schemas() or None, "manual", recent_tokens=0):
+            compacted = event
+        usage = budget.take_usage()
+        self.store.add_usage(session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        return compacted
+
+    def _budget(self, session_id: str, model: str, persist: bool) -> ContextBudget:
+        policy = ContextPolicy(self.context_window(model), self.options.compact_at)
+        return ContextBudget(
+            policy,
+            self._summarizer(model),
+            session_id=session_id,
+            store=self.store if persist else None,
+            reported=self._reported_prompts.pop(session_id, (0, 0)),
+        )
+
+    def _summarizer(self, model: str) -> Summarize:
+        async def summarize(messages: list[ChatMessage]) -> tuple[str, Usage]:
+            outcome = CallOutcome()
+            request = ModelRequest(model=model, messages=messages, tools=None)
+            async with aclosing(
+                model_call(
+                    self.provider,
+                    request,
+                    self._call_policy(),
+                    outcome,
+                    streaming=self._streaming,
+                    on_streaming_unsupported=self._disable_streaming,
+                )
+            ) as events:
+                async for _ in events:
+                    pass  # the summary is not part of the answer: nothing is shown while it streams
+            if outcome.error is not None:
+                raise outcome.error
+            return outcome.text, outcome.usage
+
+        return summarize
+
     # ---- helpers ---------------------------------------------------------------------
+
+    def _call_policy(self) -> CallPolicy:
+        return CallPolicy(
+            stream_retries=self.options.stream_retries,
+            stale_timeout=self.options.stale_timeout,
+            retry_base_delay=self.options.retry_base_delay,
+            retry_max_delay=self.options.retry_max_delay,
+        )
 
     def new_session_prompt(self, cwd: str | None = None) -> str:
         """The system prompt a new session starts with (configured or default, plus instructions)."""
@@ -370,7 +478,7 @@ class Agent:
             prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
                 store.update_session(session.id, system_prompt=explicit_prompt)
-            history = store.history(session.id)
+            history = resume_history(store, session.id)
         if request.history is not None:
             history = list(request.history)
         return session.id, prompt, history
@@ -401,6 +509,14 @@ class Agent:
                 NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
             )
         turn.messages.append(message)
+
+    def _record_input(self, turn: _Turn, message: ChatMessage) -> Exception | None:
+        """Record the user's message; a failure is returned, to end the turn like any other."""
+        try:
+            self._record(turn, message)
+        except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
+            return exc
+        return None
 
     def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
         message: ChatMessage = {"role": "tool", "tool_call_id": event.call_id, "name": event.name, "content": event.result}
@@ -463,9 +579,12 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
-            turn.checkpoints.end(status)
-            self.store.add_usage(turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
-            self.store.end_session(turn.session_id, status)
+            with self.store.transaction():  # the last checkpoint, turn end, usage, session end: one commit
+                turn.checkpoints.end(status)
+                self.store.add_usage(
+                    turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens
+                )
+                self.store.end_session(turn.session_id, status)
         except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise
@@ -495,6 +614,7 @@ class Agent:
             messages=list(turn.messages),
             usage=turn.usage,
             api_calls=turn.api_calls,
+            context_tokens=turn.context_tokens,
             model=turn.model,
             error=error,
             error_code=error_code,

@@ -116,6 +116,23 @@ class Retrying:
     type: Literal["retrying"] = "retrying"
 
 
+@dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """Older messages of the request were replaced by a summary (the store keeps them all)."""
+
+    before_tokens: int
+    """Estimated size of the request before compaction."""
+    after_tokens: int
+    """Estimated size after: system prompt + summary + recent messages."""
+    summarized_messages: int
+    kept_messages: int
+    reason: Literal["threshold", "overflow", "manual"]
+    """threshold: the request passed compact_at × context_window; overflow: the upstream
+    refused it as too long; manual: `/compact`."""
+    summary: str = ""
+    type: Literal["context.compacted"] = "context.compacted"
+
+
 StatusKind = Literal["waiting", "streaming_disabled", "max_iterations", "info"]
 
 
@@ -146,6 +163,7 @@ AgentEvent: TypeAlias = (
     | StreamStalled
     | Retrying
     | Status
+    | ContextCompacted
     | TurnCompleted
 )
 

@@ -93,6 +93,10 @@ class Provider(ABC):
         """One line for `hermes doctor` and status bars."""
         return self.name
 
+    def context_window(self) -> int | None:
+        """The real context window of the model behind this provider, when it is known."""
+        return None
+
 
 ProviderFactory: TypeAlias = Callable[..., Provider]
 _REGISTRY: dict[str, ProviderFactory] = {}

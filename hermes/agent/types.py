@@ -107,6 +107,9 @@ class TurnResult:
     error: str | None = None
     error_code: str | None = None
     reasoning: str | None = None
+    context_tokens: int = 0
+    """Size of the turn's last model request in tokens (the provider's prompt_tokens, else
+    the engine's estimate): what the context window holds now."""
 
     @property
     def completed(self) -> bool:

@@ -12,7 +12,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from hermes.agent.events import AgentEvent, event_to_dict
+from hermes.agent.context import compacted_text
+from hermes.agent.events import AgentEvent, ContextCompacted, event_to_dict
 
 
 class JsonRenderer:
@@ -55,6 +56,8 @@ class _Activity:
             self.line(f"↻ reconnecting ({event.attempt}/{event.max_attempts}): {event.reason}", "yellow")  # type: ignore[union-attr]
         elif kind == "stream.stalled":
             self.line(event.message, "yellow")  # type: ignore[union-attr]
+        elif isinstance(event, ContextCompacted):
+            self.line(f"⟲ {compacted_text(event)}", "dim")
         elif kind == "status" and event.kind != "waiting":  # type: ignore[union-attr]
             self.line(f"· {event.text}", "dim")  # type: ignore[union-attr]
 

@@ -29,7 +29,14 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
          "input_tokens": int, "output_tokens": int, "system_prompt": str|null}
 
     sessions show --json, export --format json
-        the session object plus "messages": [<message>, ...] (oldest first), where
+        the session object plus "messages": [<message>, ...] (oldest first); `show --json`
+        of a compacted session also has "compactions": [<compaction>, ...] (oldest first), where
+        <compaction> = {"object": "compaction", "id": int, "session_id": str,
+                        "summary": str, "first_kept_message_id": int,
+                        "summarized_messages": int, "before_tokens": int,
+                        "after_tokens": int, "created_at": float}
+        (the messages before first_kept_message_id were replaced by summary in what
+        the model saw from then on; they are all still in "messages"), and
         <message> = {"object": "message", "id": int, "session_id": str, "role": str,
                      "content": str|list|null, "tool_calls": list|null,
                      "tool_call_id": str|null, "tool_name": str|null,
@@ -70,7 +77,12 @@ from hermes.errors import UsageError
 
 if TYPE_CHECKING:
     from hermes.config import Settings
-    from hermes.store.base import MessageRecord, SessionRecord, SessionStore
+    from hermes.store.base import (
+        CompactionRecord,
+        MessageRecord,
+        SessionRecord,
+        SessionStore,
+    )
 
 try:  # recent typer (0.29 here) vendors click as typer._click
     from typer._click.exceptions import UsageError as _ClickUsageError
@@ -266,11 +278,25 @@ def _indented(text: str, prefix: str = "  ") -> list[str]:
     return [prefix + line if line else "" for line in text.splitlines()]
 
 
-def _transcript(messages: list[MessageRecord]) -> list[str]:
+def _compaction_lines(marker: CompactionRecord) -> list[str]:
+    """A compaction marker: one rule line, then the summary the model got instead."""
+    head = (
+        f"── context compacted {_when(marker.created_at)}: {_plural(marker.summarized_messages, 'message')} "
+        f"summarised (~{marker.before_tokens} → ~{marker.after_tokens} tokens); the model sees this summary "
+        f"instead of the messages above ──"
+    )
+    return ["", head, *_indented(marker.summary.rstrip())]
+
+
+def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] | None = None) -> list[str]:
     """Messages as readable blocks: "#ID role" then the indented text; tool calls one line
-    each, tool results cut to TOOL_RESULT_LINES lines."""
+    each, tool results cut to TOOL_RESULT_LINES lines. A compaction marker is shown before
+    the first message it kept."""
     lines: list[str] = []
+    pending = sorted(markers or [], key=lambda m: (m.first_kept_message_id, m.id))
     for message in messages:
+        while pending and pending[0].first_kept_message_id <= message.id:
+            lines.extend(_compaction_lines(pending.pop(0)))
         label = f"#{message.id} {message.role}"
         if message.role == "tool" and message.tool_name:
             label += f" ({message.tool_name})"
@@ -285,6 +311,8 @@ def _transcript(messages: list[MessageRecord]) -> list[str]:
         for call in message.tool_calls or []:
             name, arguments = _call_summary(call)
             lines.append(f"  → {name} {_clip(arguments, ARGUMENTS_CHARS)}".rstrip())
+    for marker in pending:
+        lines.extend(_compaction_lines(marker))
     return lines
 
 
@@ -297,15 +325,23 @@ def show(
 
     A header (title, source, model, counts, times), then every message as "#ID role"
     with its text indented; tool calls are summarised on one line each and long tool
-    results are cut. The message ids are the ones `fork --at` takes.
+    results are cut. The message ids are the ones `fork --at` takes. Where the context was
+    compacted, a "context compacted" line and the summary stand before the first message
+    the model still saw in full.
     """
+    from hermes.store.base import CompactionLog
+
     with _opened_store() as store:
         record = store.get_session(session_id)
         messages = store.get_messages(session_id)
+        markers = store.compactions(session_id) if isinstance(store, CompactionLog) else []
     if as_json:
-        print_json(_session_json(record, messages))
+        data = _session_json(record, messages)
+        if markers:
+            data["compactions"] = [marker.to_json() for marker in markers]
+        print_json(data)
         return
-    for line in _header(record) + _transcript(messages):
+    for line in _header(record) + _transcript(messages, markers):
         typer.echo(line)
 
 

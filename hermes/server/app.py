@@ -79,6 +79,7 @@ def create_app(
 
     repair_after_crash(sessions, responses, runs_db=settings.home / "runs.db")  # what crashed processes left
     mcp = None
+    owns_agent = agent is None
     if agent is None:
         from hermes.agent.factory import build_agent
         from hermes.agent.mcp import McpManager
@@ -106,6 +107,8 @@ def create_app(
         yield
         if mcp is not None:
             await mcp.aclose()
+        if owns_agent:  # its provider's pooled connections
+            await agent.aclose()
         if owned_sessions is not None:
             owned_sessions.close()
         if owned_responses is not None:

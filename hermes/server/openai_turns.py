@@ -8,6 +8,9 @@
     else:
         return await complete(request, preamble, turn_request, finish, scope=..., fingerprint=...)
 
+A utility request (`hermes.server.utility`) is a non-streamed completion whose turn runs on
+`utility_engine` (one model call, no tools, no session) instead of the agent.
+
 `complete` runs the turn to its end (stopped if the client leaves, unless the answer is
 cached for an Idempotency-Key) and answers with what `finish(result)` builds; one
 Idempotency-Key + fingerprint computes the answer once and replays it for 5 minutes.
@@ -30,7 +33,8 @@ from hermes.server.lifecycle import LIVE_WORK
 from hermes.server.request import read_json_object, session_key_header
 from hermes.server.sse import DisconnectWatcher, SSEStream
 from hermes.server.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS
-from hermes.server.turn_runner import TurnRun
+from hermes.server.turn_runner import TurnEngine, TurnRun
+from hermes.server.utility import UtilityEngine
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,18 @@ def api_turn(
     )
 
 
+def utility_engine(request: web.Request) -> UtilityEngine:
+    """The engine of utility requests (`hermes.server.utility`): the agent's provider and model."""
+    agent = request.app[AGENT]
+    return UtilityEngine(agent.provider, agent.model)
+
+
+def utility_turn(input: Any, history: list[Any], client_prompt: str | None) -> TurnRequest:
+    """A utility request's TurnRequest: the client's own prompt only, nothing persisted."""
+    return TurnRequest(input=input, history=history, system_prompt=client_prompt or None, source="api_server",
+                       persist=False)
+
+
 def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
     headers = {"X-Hermes-Session-Id": session_id}
     if session_key is not None:
@@ -110,12 +126,15 @@ async def streamed_turn(
                 await stream.close()
 
 
-async def run_to_end(request: web.Request, turn_request: TurnRequest, *, watch: bool) -> TurnResult | None:
-    """Run an admitted turn to its end; with `watch`, the client leaving stops it."""
+async def run_to_end(
+    request: web.Request, turn_request: TurnRequest, *, watch: bool, engine: TurnEngine | None = None
+) -> TurnResult | None:
+    """Run an admitted turn to its end (on `engine`, default the app's agent); with `watch`,
+    the client leaving stops it."""
     app = request.app
     with app[LIMITER].admit():
         app[METRICS].turns += 1
-        turn = TurnRun(app[AGENT], turn_request)
+        turn = TurnRun(engine or app[AGENT], turn_request)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
                 if watch:
@@ -135,6 +154,7 @@ async def complete(
     *,
     scope: str,
     fingerprint: Callable[[], str],
+    engine: TurnEngine | None = None,
 ) -> web.Response:
     """The non-streamed completion: run the turn, answer `finish(result)`, idempotently.
 
@@ -144,7 +164,7 @@ async def complete(
     key = preamble.idempotency_key
 
     async def compute() -> Answer:
-        return finish(await run_to_end(request, turn_request, watch=key is None))
+        return finish(await run_to_end(request, turn_request, watch=key is None, engine=engine))
 
     compute_once: Awaitable[Answer]
     if key is None:

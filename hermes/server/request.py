@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -137,21 +137,53 @@ def session_id_header(request: web.Request) -> str | None:
     return validate_session_id(raw.strip())
 
 
+_AI_SDK_AGENT = re.compile(r"(?:^|[\s(;])ai-sdk[/-]", re.IGNORECASE)
+
+
+def is_sdk_client(request: web.Request) -> bool:
+    """An "SDK client" (api-decisions.md, Real clients): `X-Stainless-Lang` (the official
+    OpenAI SDKs and everything built on them) or the Vercel AI SDK's User-Agent, which holds
+    `ai-sdk/…` or, in its provider packages, `ai-sdk-openai-compatible/…`,
+    `ai-sdk-provider-utils/…` (any `ai-sdk/` or `ai-sdk-` token)."""
+    if "X-Stainless-Lang" in request.headers:
+        return True
+    return _AI_SDK_AGENT.search(request.headers.get("User-Agent", "")) is not None
+
+
+def _opted_in(request: web.Request) -> bool | None:
+    """`X-Hermes-Tool-Progress` as a bool (None when absent)."""
+    opt = request.headers.get("X-Hermes-Tool-Progress")
+    return None if opt is None else coerce_bool(opt, False)
+
+
 def tool_progress_enabled(request: web.Request) -> bool:
     """Whether named `hermes.*` SSE frames go to this client (see api-decisions.md).
 
-    ``auto``: yes, except to the official OpenAI SDKs (they send ``X-Stainless-Lang``),
-    unless the request opts in with ``X-Hermes-Tool-Progress: true``.
+    ``auto``: yes, except to SDK clients (`is_sdk_client`), unless the request opts in
+    with ``X-Hermes-Tool-Progress: true``.
     """
     mode = request.config_dict[SETTINGS].server_tool_progress_events.strip().lower()
     if mode in _TRUE:
         return True
     if mode in _FALSE:
         return False
-    opt = request.headers.get("X-Hermes-Tool-Progress")
+    opt = _opted_in(request)
     if opt is not None:
-        return coerce_bool(opt, False)
-    return "X-Stainless-Lang" not in request.headers
+        return opt
+    return not is_sdk_client(request)
+
+
+ToolItemForm = Literal["function_call", "mcp_call"]
+"""How a server-run tool appears in Responses output (see `hermes.server.tool_items`)."""
+
+
+def tool_item_form(request: web.Request) -> ToolItemForm:
+    """`mcp_call` for SDK clients (they take it as already executed), unless the request
+    opts in with ``X-Hermes-Tool-Progress: true``; `function_call` + `function_call_output`
+    for everyone else (Open WebUI draws tool cards for those; the seeds pin them)."""
+    if is_sdk_client(request) and not _opted_in(request):
+        return "mcp_call"
+    return "function_call"
 
 
 # ---- content normalisation ------------------------------------------------------------------

@@ -1,9 +1,13 @@
 """The Responses API's objects: the parsed request, the chain it continues, the response.
 
-Input mapping: a string is one user message; in an array, strings are user messages and
-message objects keep their role (``system``/``developer`` items join the instructions),
-while echoed ``reasoning``/``function_call``/``function_call_output`` items are skipped.
-The last item is the turn's input, earlier ones are history.
+Input mapping (one item onto one transcript message, see `_Transcript`): a string is a
+user message; message items keep their role (``system``/``developer`` ones join the
+instructions); ``function_call`` and ``mcp_call`` items join the assistant message before
+them as tool calls; ``function_call_output`` (and an ``mcp_call``'s own output or error)
+becomes the ``tool`` message; ``reasoning`` is dropped; ``item_reference`` is resolved from
+the response store (any stored output item id; unknown → 400). The transcript must end
+with a user message, the turn's input (else 400 ``invalid_request_error``); the rest is
+history.
 
 Chaining: ``previous_response_id`` (unknown → 404) or a ``conversation`` name (unknown →
 a new conversation; both at once → 400) loads the stored transcript, session id and
@@ -13,15 +17,17 @@ messages. Stored record (when ``store`` is on, the default):
 ``{"response", "conversation_history": prior + this turn's transcript, "instructions",
 "session_id"}`` — the transcript is stored once, never re-appended.
 
-The output lists only the current turn's items: ``function_call`` / ``function_call_output``
-per tool call, commentary ``message`` items for text written beside tool calls, then the
-final ``message``. Used by the JSON handler (handlers/responses.py) and the SSE one
+The output lists only the current turn's items: a ``message`` per text segment (later ones
+start with the blank-line separator, `hermes.server.wire`) and the server-run tools in the
+client's form (`hermes.server.tool_items`: ``mcp_call`` for SDK clients, ``function_call``
++ ``function_call_output`` otherwise). Used by the JSON handler (handlers/responses.py) and the SSE one
 (handlers/responses_stream.py).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +36,7 @@ from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.ids import new_item_id, new_response_id, new_session_id
 from hermes.server.errors import NotFound, RequestValidationError
 from hermes.server.request import (
+    ToolItemForm,
     coerce_bool,
     flatten_text,
     has_visible_payload,
@@ -47,12 +54,17 @@ from hermes.server.schema import (
     String,
     not_both,
 )
-from hermes.server.wire import usage_json
+from hermes.server.tool_items import (
+    arguments_json,
+    call_item,
+    finish_mcp_call,
+    function_call_output_item,
+)
+from hermes.server.wire import answer_segments, usage_json
 from hermes.store.responses import ResponseStore
 
 AUTO_TRUNCATION_LIMIT = 100
 MAX_NAME_LENGTH = 256
-SKIPPED_INPUT_TYPES = {"reasoning", "function_call", "function_call_output", "item_reference"}
 
 
 def new_id(prefix: str) -> str:
@@ -82,36 +94,69 @@ class ResponsesRequest:
     extra_instructions: list[str] = field(default_factory=list)
 
 
-def _parse_input(value: Any) -> tuple[list[dict[str, Any]], list[str]]:
-    """(messages, system texts) from the `input` field."""
-    if value is None:
-        raise RequestValidationError("Missing 'input' field", code="missing_input", param="input")
-    if isinstance(value, str):
-        return [{"role": "user", "content": normalize_content(value, "input")}], []
-    if not isinstance(value, list):
-        raise RequestValidationError("'input' must be a string or array", code="invalid_input", param="input")
-    messages: list[dict[str, Any]] = []
-    system: list[str] = []
-    for index, item in enumerate(value):
-        param = f"input[{index}]"
+ItemLookup = Callable[[str], "dict[str, Any] | None"]
+"""A stored output item by its id (`ResponseStore.find_item`), for ``item_reference``."""
+
+INPUT_ROLES = ("user", "assistant", "system", "developer")
+
+
+class _Transcript:
+    """Builds the chat transcript from Responses input items, one item onto one message.
+
+    A tool call (``function_call`` or ``mcp_call``) joins the assistant message right before
+    it, so text, calls and results read as the engine writes them (never two assistant
+    messages in a row for one answer); an ``mcp_call`` also brings its result as the
+    ``tool`` message. ``system``/``developer`` messages go to the instructions.
+    """
+
+    def __init__(self, lookup: ItemLookup | None) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.system: list[str] = []
+        self._lookup = lookup
+        self._names: dict[str, str] = {}
+
+    def add(self, item: Any, param: str, *, referenced: bool = False) -> None:
         if isinstance(item, str):
-            messages.append({"role": "user", "content": normalize_content(item, param)})
-            continue
+            self.messages.append({"role": "user", "content": normalize_content(item, param)})
+            return
         if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        if kind is not None and not isinstance(kind, str):
+            raise RequestValidationError(
+                "Input items must be strings or objects.", code="invalid_input_item", param=param
+            )
+        kind = item.get("type", "message")
+        if kind is None:
+            kind = "message"
+        elif not isinstance(kind, str):
             raise RequestValidationError(
                 "Input item 'type' must be a string.", code="invalid_input_item", param=f"{param}.type"
             )
-        if kind in SKIPPED_INPUT_TYPES:
-            continue
-        if kind is not None and kind != "message":
-            raise RequestValidationError(
-                f"Unsupported input item type {str(kind)[:64]!r}.", code="unsupported_input_item", param=f"{param}.type"
-            )
+        match kind:
+            case "message":
+                self._message(item, param)
+            case "function_call":
+                self._call(_str_field(item, "call_id", param), _str_field(item, "name", param),
+                           arguments_json(item.get("arguments")))
+            case "function_call_output":
+                call_id = _str_field(item, "call_id", param)
+                self._tool_result(call_id, _output_text(item.get("output"), f"{param}.output"))
+            case "mcp_call":
+                call_id = _str_field(item, "id", param)
+                self._call(call_id, _str_field(item, "name", param), arguments_json(item.get("arguments")))
+                self._tool_result(call_id, _mcp_output(item))
+            case "reasoning":
+                pass  # the model's reasoning is not replayed
+            case "item_reference" if not referenced:
+                self._reference(item, param)
+            case _:
+                raise RequestValidationError(
+                    f"Unsupported input item type {str(kind)[:64]!r}.",
+                    code="unsupported_input_item",
+                    param=f"{param}.type",
+                )
+
+    def _message(self, item: dict[str, Any], param: str) -> None:
         role = item.get("role", "user")
-        if not isinstance(role, str) or role not in ("user", "assistant", "system", "developer"):
+        if not isinstance(role, str) or role not in INPUT_ROLES:
             raise RequestValidationError(
                 "Input message role must be user, assistant, system or developer.",
                 code="invalid_role",
@@ -119,10 +164,85 @@ def _parse_input(value: Any) -> tuple[list[dict[str, Any]], list[str]]:
             )
         content = normalize_content(item.get("content"), f"{param}.content")
         if role in ("system", "developer"):
-            system.append(flatten_text(content))
-            continue
-        messages.append({"role": role, "content": content})
-    return messages, system
+            self.system.append(flatten_text(content))
+            return
+        self.messages.append({"role": role, "content": content})
+
+    def _call(self, call_id: str, name: str, arguments: str) -> None:
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        self._names[call_id] = name
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "assistant":
+            last.setdefault("tool_calls", []).append(call)
+            if last.get("content") == "":
+                last["content"] = None
+            return
+        self.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+    def _tool_result(self, call_id: str, output: str) -> None:
+        message = {"role": "tool", "tool_call_id": call_id, "content": output}
+        if call_id in self._names:
+            message["name"] = self._names[call_id]
+        self.messages.append(message)
+
+    def _reference(self, item: dict[str, Any], param: str) -> None:
+        ref = item.get("id")
+        if not isinstance(ref, str) or not ref:
+            raise RequestValidationError("item_reference needs a string 'id'.", code="invalid_input_item",
+                                         param=f"{param}.id")
+        found = self._lookup(ref) if self._lookup is not None else None
+        if found is None:
+            raise RequestValidationError(
+                f"Unknown item reference: {ref[:128]}", code="item_reference_not_found", param=f"{param}.id"
+            )
+        self.add(found, param, referenced=True)
+
+
+def _str_field(item: dict[str, Any], name: str, param: str) -> str:
+    value = item.get(name)
+    if not isinstance(value, str):
+        raise RequestValidationError(
+            f"Input item of type {item.get('type')!r} needs a string '{name}'.",
+            code="invalid_input_item",
+            param=f"{param}.{name}",
+        )
+    return value
+
+
+def _output_text(value: Any, param: str) -> str:
+    """A tool output sent back: a string, or a list of text parts (the SSE form)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return flatten_text(normalize_content(value, param))
+
+
+def _mcp_output(item: dict[str, Any]) -> str:
+    output = item.get("output")
+    if isinstance(output, str):
+        return output
+    error = item.get("error")
+    if isinstance(error, dict):
+        parts = error.get("content")
+        if isinstance(parts, list):
+            return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+        return str(error.get("message", ""))
+    return "" if error is None else str(error)
+
+
+def _parse_input(value: Any, lookup: ItemLookup | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """(transcript messages, system texts) from the `input` field."""
+    if value is None:
+        raise RequestValidationError("Missing 'input' field", code="missing_input", param="input")
+    if isinstance(value, str):
+        return [{"role": "user", "content": normalize_content(value, "input")}], []
+    if not isinstance(value, list):
+        raise RequestValidationError("'input' must be a string or array", code="invalid_input", param="input")
+    transcript = _Transcript(lookup)
+    for index, item in enumerate(value):
+        transcript.add(item, f"input[{index}]")
+    return transcript.messages, transcript.system
 
 
 def _parse_history(value: Any) -> list[dict[str, Any]] | None:
@@ -178,11 +298,21 @@ _INPUT_DOC: dict[str, Any] = {
                     {
                         "type": "object",
                         "properties": {
-                            "type": {"type": "string", "enum": ["message"]},
+                            "type": {
+                                "type": "string",
+                                "enum": [
+                                    "message", "function_call", "function_call_output", "mcp_call",
+                                    "reasoning", "item_reference",
+                                ],
+                            },
                             "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
                             "content": _CONTENT_DOC,
+                            "id": {"type": "string"},
+                            "call_id": {"type": "string"},
+                            "name": {"type": "string"},
+                            "arguments": {"type": "string"},
+                            "output": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
                         },
-                        "required": ["content"],
                     },
                 ]
             },
@@ -220,11 +350,15 @@ RESPONSE_REQUEST = Body(
 (per-item params such as ``input[2].role``)."""
 
 
-def parse_responses_body(body: dict[str, Any], advertised_model: str) -> ResponsesRequest:
+def parse_responses_body(
+    body: dict[str, Any], advertised_model: str, lookup: ItemLookup | None = None
+) -> ResponsesRequest:
     RESPONSE_REQUEST.validate(body)
-    messages, system = _parse_input(body.get("input"))
-    if not messages or not has_visible_payload(messages[-1]["content"]):
-        raise RequestValidationError("No user message found in input", code="no_user_message", param="input")
+    messages, system = _parse_input(body.get("input"), lookup)
+    if not messages or messages[-1]["role"] != "user" or not has_visible_payload(messages[-1]["content"]):
+        raise RequestValidationError(
+            "The input must end with a user message (the new turn)", code="no_user_message", param="input"
+        )
     conversation_field = body.get("conversation")
     if isinstance(conversation_field, dict):  # OpenAI's {"id": "..."} form
         conversation_field = conversation_field.get("id")
@@ -318,48 +452,55 @@ def message_item(text: str, *, item_id: str | None = None, status: str = "comple
     }
 
 
-def function_call_item(call: dict[str, Any], status: str = "completed") -> dict[str, Any]:
-    fn = call.get("function") or {}
-    arguments = fn.get("arguments")
-    if not isinstance(arguments, str):
-        arguments = json.dumps(arguments or {})
-    return {
-        "id": new_id("fc_"),
-        "type": "function_call",
-        "status": status,
-        "name": fn.get("name", ""),
-        "arguments": arguments,
-        "call_id": call.get("id", ""),
-    }
+def output_items(result: TurnResult, form: ToolItemForm) -> list[dict[str, Any]]:
+    """The current turn's items, in transcript order (see `hermes.server.tool_items` for the tools).
 
-
-def output_items(result: TurnResult) -> list[dict[str, Any]]:
-    """The current turn's items (the transcript after its user message) plus the final message."""
+    Text segments become ``message`` items whose texts are `answer_segments` (later ones
+    start with the separator), so `output_text` equals the streamed deltas of the turn.
+    """
     items: list[dict[str, Any]] = []
     if result.reasoning:
         items.append(
             {"id": new_id("rs_"), "type": "reasoning", "summary": [{"type": "summary_text", "text": result.reasoning}]}
         )
+    segments = iter(answer_segments(result))
+    tool_results = {
+        m.get("tool_call_id"): m.get("content") for m in result.messages[1:] if m.get("role") == "tool"
+    }
     for message in result.messages[1:]:
         role = message.get("role")
         if role == "assistant" and message.get("tool_calls"):
             text = message.get("content")
-            if isinstance(text, str) and text.strip():
-                items.append(message_item(text))
-            items.extend(function_call_item(call) for call in message["tool_calls"])
-        elif role == "tool":
+            if isinstance(text, str) and text:
+                items.append(message_item(next(segments)))
+            for call in message["tool_calls"]:
+                items.append(_tool_call_item(form, call, tool_results))
+        elif role == "tool" and form == "function_call":
             content = message.get("content")
-            items.append(
-                {
-                    "id": new_id("fco_"),
-                    "type": "function_call_output",
-                    "status": "completed",
-                    "call_id": message.get("tool_call_id", ""),
-                    "output": content if isinstance(content, str) else json.dumps(content),
-                }
-            )
-    items.append(message_item(final_message_text(result)))
+            output = content if isinstance(content, str) else json.dumps(content)
+            items.append(function_call_output_item(str(message.get("tool_call_id", "")), output, streamed=False))
+    final = next(segments, None)
+    if final is not None:
+        items.append(message_item(final))
+    elif not any(item["type"] == "message" for item in items):
+        items.append(message_item(final_message_text(result)))
     return items
+
+
+def _tool_call_item(form: ToolItemForm, call: dict[str, Any], tool_results: dict[Any, Any]) -> dict[str, Any]:
+    fn = call.get("function") or {}
+    call_id = str(call.get("id", ""))
+    item = call_item(
+        form, call_id=call_id, name=str(fn.get("name", "")), arguments=arguments_json(fn.get("arguments")),
+        status="completed",
+    )
+    if form == "mcp_call":
+        output = tool_results.get(call_id)
+        if output is None:
+            item["status"] = "incomplete"
+        else:
+            finish_mcp_call(item, output if isinstance(output, str) else json.dumps(output), is_error=False)
+    return item
 
 
 def final_message_text(result: TurnResult | None) -> str:

@@ -1,5 +1,12 @@
 """Pieces every wire format shares: the status payload, the usage object, the outcome.
 
+Segments: a turn's assistant text can come in segments (text, tool calls, more text).
+Every wire format joins them with `SEGMENT_SEPARATOR` (a blank line) placed at the start
+of the later segment's text, never between items: clients concatenate several message
+items with nothing in between, and some keep only the last one. `SegmentJoiner` does it
+to streamed deltas, `answer_segments` to a finished result, so a non-streamed answer
+equals the concatenation of the streamed deltas of the same turn.
+
 The translators (chat chunks in `handlers/chat.py`, Responses events in
 `handlers/responses_stream.py`, run and session frames in `handlers/runs.py` and
 `handlers/sessions.py`) build their payloads from these, so a status line, a usage
@@ -11,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from hermes.agent.events import Retrying, Status, StreamStalled
+from hermes.agent.context import compacted_text
+from hermes.agent.events import ContextCompacted, Retrying, Status, StreamStalled
 from hermes.agent.types import TurnResult, Usage
 from hermes.error_codes import AGENT_ERROR, INTERRUPTED, OUTPUT_TRUNCATED
 
@@ -20,7 +28,7 @@ UsageNames = Literal["chat", "responses"]
 output_tokens (Responses, runs, sessions)."""
 
 
-def status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
+def status_payload(event: Status | Retrying | StreamStalled | ContextCompacted) -> dict[str, Any]:
     """The one status object: `{"kind", "text"}` plus the event's own numbers.
 
     It is the body of a named `hermes.status` frame (chat, responses) and of a `status`
@@ -38,6 +46,14 @@ def status_payload(event: Status | Retrying | StreamStalled) -> dict[str, Any]:
             }
         case StreamStalled():
             return {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)}
+        case ContextCompacted():
+            return {
+                "kind": "context_compacted",
+                "text": compacted_text(event),
+                "before_tokens": event.before_tokens,
+                "after_tokens": event.after_tokens,
+                "reason": event.reason,
+            }
         case _:
             assert_never(event)
 
@@ -55,6 +71,53 @@ def usage_json(usage: Usage, names: UsageNames = "responses") -> dict[str, int]:
         "output_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
     }
+
+
+SEGMENT_SEPARATOR = "\n\n"
+
+
+class SegmentJoiner:
+    """Prefixes the first delta of every segment after the first non-empty one with the separator."""
+
+    def __init__(self) -> None:
+        self._had_text = False
+        self._in_segment = False
+
+    def text(self, delta: str) -> str:
+        """The delta as it goes on the wire ("" stays "")."""
+        if not delta:
+            return delta
+        if not self._in_segment:
+            self._in_segment = True
+            if self._had_text:
+                delta = SEGMENT_SEPARATOR + delta
+            self._had_text = True
+        return delta
+
+    def end_segment(self) -> None:
+        self._in_segment = False
+
+
+def answer_segments(result: TurnResult) -> list[str]:
+    """The turn's non-empty text segments as they go on the wire (later ones separator-prefixed).
+
+    The segments are the text of each assistant message that carried tool calls, then the
+    final text; their concatenation is what a stream of the same turn delivers.
+    """
+    texts: list[str] = []
+    for message in result.messages[1:]:
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                texts.append(content)
+    if result.final_text:
+        texts.append(result.final_text)
+    return [text if index == 0 else SEGMENT_SEPARATOR + text for index, text in enumerate(texts)]
+
+
+def answer_text(result: TurnResult) -> str:
+    """The whole answer of a turn: its segments joined (see `answer_segments`)."""
+    return "".join(answer_segments(result))
 
 
 def header_safe(text: str, limit: int = 200) -> str:

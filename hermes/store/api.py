@@ -174,6 +174,10 @@ class AsyncResponseStore(Protocol):
 
     async def set_conversation(self, name: str, response_id: str) -> None: ...
 
+    async def find_item(self, item_id: str) -> dict[str, Any] | None:
+        """The output item (``record["response"]["output"][i]``) with this id in any stored record."""
+        ...
+
 
 @runtime_checkable
 class ReceiptStore(Protocol):

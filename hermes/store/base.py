@@ -8,6 +8,7 @@ returning, so a crash mid-turn keeps what was written.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -167,6 +168,49 @@ class StoreStats:
     db_bytes: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class NewCompaction:
+    """A compaction marker to record: the messages before `first_kept_message_id` were
+    replaced by `summary` in what the model sees from then on (the store keeps them)."""
+
+    summary: str
+    first_kept_message_id: int
+    summarized_messages: int = 0
+    before_tokens: int = 0
+    after_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    id: int
+    session_id: str
+    summary: str
+    first_kept_message_id: int
+    summarized_messages: int
+    before_tokens: int
+    after_tokens: int
+    created_at: float
+    """Unix seconds."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["object"] = "compaction"
+        return data
+
+
+@runtime_checkable
+class CompactionLog(Protocol):
+    """Compaction markers of sessions (a store that keeps them implements this too)."""
+
+    def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
+        """Record a marker; SessionNotFound for an unknown session."""
+        ...
+
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        """The session's markers, oldest first (empty for an unknown session)."""
+        ...
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Sessions and their messages. Unknown ids raise SessionNotFound / MessageNotFound."""
@@ -301,5 +345,11 @@ class SessionStore(Protocol):
         ...
 
     def stats(self) -> StoreStats: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """The writes inside the block form one transaction, committed when it exits.
+
+        The block must not await (it holds the store's lock)."""
+        ...
 
     def close(self) -> None: ...

@@ -259,3 +259,22 @@ class ResponseStore:
 
     def close(self) -> None:
         self._db.close()
+
+    # ---- output items -----------------------------------------------------------------
+
+    def find_item(self, item_id: str) -> dict[str, Any] | None:
+        """The output item with this id in any stored response (for ``item_reference``)."""
+        with self._errors():
+            row = self._db.execute(
+                "SELECT item.value FROM responses, json_each("
+                " CASE WHEN json_valid(responses.data) THEN responses.data ELSE '{}' END, '$.response.output') AS item"
+                " WHERE CASE WHEN item.type = 'object' THEN json_extract(item.value, '$.id') END = ? LIMIT 1",
+                (item_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            item = json.loads(row[0])
+        except json.JSONDecodeError:
+            return None
+        return item if isinstance(item, dict) else None

@@ -12,6 +12,8 @@ Schema summary (after all migrations):
     messages_fts_source view: the searchable text of each message
     messages_fts        FTS5 external-content index over messages_fts_source, kept in
                         sync by triggers on `messages`
+    compactions         one row per context compaction: the summary that replaced the
+                        messages before `first_kept_message_id` (which stay in `messages`)
 """
 
 from __future__ import annotations
@@ -180,5 +182,27 @@ def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
             "CREATE INDEX turns_open ON turns(id) WHERE ended_at IS NULL",
             "CREATE INDEX turns_session ON turns(session_id, started_at)",
             "ALTER TABLE messages ADD COLUMN draft INTEGER NOT NULL DEFAULT 0",
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m005_compaction_markers(db: sqlite3.Connection) -> None:
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE compactions (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                summary TEXT NOT NULL,
+                first_kept_message_id INTEGER NOT NULL,
+                summarized_messages INTEGER NOT NULL DEFAULT 0,
+                before_tokens INTEGER NOT NULL DEFAULT 0,
+                after_tokens INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL
+            )
+            """,
+            "CREATE INDEX compactions_session ON compactions(session_id, id)",
         ),
     )

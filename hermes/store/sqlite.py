@@ -5,7 +5,8 @@ Invariants:
 - The file is opened by `sqlite_file.open_sqlite_file` (created 0600, folder 0700, WAL,
   `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `session_schema`).
 - One connection per store, in autocommit mode. Every write method is one
-  `BEGIN IMMEDIATE … COMMIT` transaction: when it returns the write is in the WAL and
+  `BEGIN IMMEDIATE … COMMIT` transaction (or a savepoint of the caller's
+  `transaction()` block, committed with it): when it returns the write is in the WAL and
   survives a crash of the process (the OS holds it); only a power loss can drop the
   newest commits. FULL would fsync every message and costs ~4 ms per write here, on the
   event loop.
@@ -46,7 +47,9 @@ from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
 from hermes.store.base import (
+    CompactionRecord,
     MessageRecord,
+    NewCompaction,
     NewMessage,
     RepairedTurn,
     SearchHit,
@@ -254,10 +257,37 @@ class SqliteSessionStore:
             yield self._connection()
 
     @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Make the writes inside the block one transaction, committed when the block exits.
+
+        For writes that follow one another with nothing to wait for in between: the block
+        holds the store's lock, so it must not await. A write that fails inside the block
+        is undone alone (a savepoint); an exception leaving the block undoes all of it.
+        """
+        with self._write():
+            yield
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; committed (and durable) when the block exits cleanly."""
+        """One write transaction; committed (and durable) when the block exits cleanly.
+
+        Inside `transaction()` it is a savepoint of that transaction instead.
+        """
         with self._lock, self._translate_errors():
             db = self._connection()
+            # Autocommit, and this lock held: a transaction open here is our own `transaction()`.
+            inside_transaction = db.in_transaction
+            if inside_transaction:
+                db.execute("SAVEPOINT write")
+                try:
+                    yield db
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK TO write")
+                        db.execute("RELEASE write")
+                    raise
+                db.execute("RELEASE write")
+                return
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -709,6 +739,33 @@ class SqliteSessionStore:
         return RepairedTurn(
             turn_id=turn.id, session_id=turn.session_id, kept_text=kept_text, placeholders=len(unanswered)
         )
+
+    # -- compaction markers ----------------------------------------------------------
+
+    def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
+        with self._write() as db:
+            self._require_session(db, session_id)
+            now = self._clock()
+            cursor = db.execute(
+                "INSERT INTO compactions (session_id, summary, first_kept_message_id, "
+                "summarized_messages, before_tokens, after_tokens, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, marker.summary, marker.first_kept_message_id, marker.summarized_messages,
+                 marker.before_tokens, marker.after_tokens, now),
+            )  # fmt: skip
+            marker_id = cursor.lastrowid
+        assert marker_id is not None
+        return CompactionRecord(marker_id, session_id, marker.summary, marker.first_kept_message_id,
+                                marker.summarized_messages, marker.before_tokens, marker.after_tokens, now)  # fmt: skip
+
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT id, session_id, summary, first_kept_message_id, summarized_messages, "
+                "before_tokens, after_tokens, created_at FROM compactions WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+        return [CompactionRecord(*row) for row in rows]
 
     # -- forks -----------------------------------------------------------------------
 

@@ -173,6 +173,9 @@ class SqliteResponses:
     async def set_conversation(self, name: str, response_id: str) -> None:
         self.sync.set_conversation(name, response_id)
 
+    async def find_item(self, item_id: str) -> dict[str, Any] | None:
+        return self.sync.find_item(item_id)
+
 
 class SqliteReceipts:
     """`ReceiptStore` over `RunStore` (runs.db)."""

@@ -20,17 +20,28 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
-from hermes.agent.events import TurnStarted
+from hermes.agent.context import estimate_tokens, resume_history
+from hermes.agent.events import ContextCompacted, TurnStarted
 from hermes.agent.interrupt import TurnInterrupt
-from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
+from hermes.agent.types import (
+    ApprovalDecision,
+    ApprovalRequest,
+    TurnRequest,
+    TurnResult,
+)
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.base import MessageRecord, SessionStore
 from hermes.tui import commands
 from hermes.tui.export import session_markdown
-from hermes.tui.renderer import TurnCallbacks, TurnRenderer, history_widgets
+from hermes.tui.renderer import (
+    TurnCallbacks,
+    TurnRenderer,
+    compacted_notice,
+    history_widgets,
+)
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.widgets.activity import SILENCE_AFTER, Activity
@@ -38,6 +49,7 @@ from hermes.tui.widgets.chat_input import ChatInput
 from hermes.tui.widgets.command_menu import CommandMenu
 from hermes.tui.widgets.history_head import HistoryHead
 from hermes.tui.widgets.notice import Notice, NoticeKind
+from hermes.tui.widgets.queued_prompts import QueuedPrompts
 from hermes.tui.widgets.status_bar import StatusBar
 from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
@@ -76,6 +88,7 @@ class HermesApp(App[int]):
         Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
         Binding("ctrl+o", "toggle_focus", "Answer only"),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+        Binding("alt+up", "edit_queued", "Edit queued", show=False),
         Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
         Binding("ctrl+home", "transcript_top", show=False, priority=True),
@@ -116,6 +129,12 @@ class HermesApp(App[int]):
         self.mcp: McpManager | None = None
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self.mcp_worker: Worker[None] | None = None
+        self.queued: list[str] = []
+        """Prompts submitted while a turn (or /compact) ran, oldest first; sent one per turn
+        when the running one ends, handed back to the prompt when it is interrupted."""
+        self.compact_worker: Worker[None] | None = None
+        self._interrupted = False
+        """The user interrupted the running turn: queued prompts are not sent on their own."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -125,6 +144,7 @@ class HermesApp(App[int]):
         yield Transcript(id="transcript")
         yield Activity(silence_after=self.silence_warning, id="activity")
         yield menu
+        yield QueuedPrompts(id="queued")
         yield ChatInput(menu=menu, id="input")
         yield Footer()
 
@@ -149,10 +169,20 @@ class HermesApp(App[int]):
         return self.query_one("#menu", CommandMenu)
 
     @property
+    def queue_view(self) -> QueuedPrompts:
+        return self.query_one("#queued", QueuedPrompts)
+
+    @property
     def turn_running(self) -> bool:
         return self.renderer is not None and not self.renderer.done
 
+    @property
+    def busy(self) -> bool:
+        """A turn or a `/compact` is running: new prompts are queued."""
+        return self.turn_running or (self.compact_worker is not None and not self.compact_worker.is_finished)
+
     def on_mount(self) -> None:
+        self.status_bar.window_for = self.agent.context_window
         self.status_bar.model = self.agent.model
         self.status_bar.yolo = self.settings.yolo
         if self.startup_notice:
@@ -180,14 +210,65 @@ class HermesApp(App[int]):
         if commands.is_command(text):
             self.run_command(text)
             return
-        if self.turn_running:
-            self.chat_input.load_text(text)
-            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+        if self.busy or self.queued:
+            self.queue_prompt(text)
             return
         self.send(text)
 
+    # -- the queue ------------------------------------------------------------------------
+
+    def queue_prompt(self, text: str) -> None:
+        """Keep `text` to send when the running turn ends (as Claude Code and Codex do)."""
+        self.queued.append(text)
+        self.queue_view.show_prompts(self.queued)
+        if not self.busy:
+            self.call_later(self._send_next_queued)
+
+    def action_edit_queued(self) -> None:
+        """Take the newest queued prompt back into the prompt box (to edit or drop it)."""
+        if not self.queued:
+            return
+        text = self.queued.pop()
+        self.queue_view.show_prompts(self.queued)
+        current = self.chat_input.text
+        self.chat_input.load_text(f"{text}\n{current}" if current.strip() else text)
+        self.chat_input.focus()
+
+    def _send_next_queued(self) -> None:
+        if self.busy or not self.queued:
+            return
+        text = self.queued.pop(0)
+        self.queue_view.show_prompts(self.queued)
+        self.send(text)
+
+    def _return_queued_to_input(self) -> None:
+        """After an interrupt the user decides: queued prompts go back into the prompt box."""
+        if not self.queued:
+            return
+        texts = [*self.queued]
+        if self.chat_input.text.strip():
+            texts.append(self.chat_input.text)
+        self.queued.clear()
+        self.queue_view.show_prompts([])
+        self.chat_input.load_text("\n".join(texts))
+        self.notify("Interrupted — the queued prompts are back in the prompt box.", timeout=3)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # The next queued prompt starts only once the previous worker has fully ended
+        # (turn workers are exclusive: starting one earlier would cancel the old one).
+        if event.state not in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        if event.worker is not self.turn_worker and event.worker is not self.compact_worker:
+            return
+        if self._interrupted:
+            self._interrupted = False
+            self._return_queued_to_input()
+        elif self.queued:
+            self.call_later(self._send_next_queued)
+
     def send(self, text: str) -> Worker[None]:
         """Show the prompt and start a turn for it."""
+        self._interrupted = False
         renderer = self.begin_turn(text)
         self.turn_interrupt = TurnInterrupt()
         # textual types a decorated coroutine's worker as Worker[Never]
@@ -201,7 +282,9 @@ class HermesApp(App[int]):
         self.renderer = TurnRenderer(
             self.transcript,
             self.activity,
-            TurnCallbacks(on_started=self._turn_started, on_completed=self._turn_completed),
+            TurnCallbacks(
+                on_started=self._turn_started, on_completed=self._turn_completed, on_compacted=self._compacted
+            ),
             stall_after=self.settings.tool_stall_warning,
             show_reasoning_live=not self.transcript.has_class("-hide-reasoning"),
         )
@@ -250,12 +333,13 @@ class HermesApp(App[int]):
         usage = result.usage
         self.status_bar.input_tokens += usage.input_tokens
         self.status_bar.output_tokens += usage.output_tokens
-        if usage.input_tokens:
-            # Usage is summed over the turn's model calls; the last call's prompt is about
-            # the average prompt plus what the turn added.
-            self.status_bar.context_tokens = usage.input_tokens // max(1, result.api_calls) + usage.output_tokens
+        if result.context_tokens:
+            self.status_bar.context_tokens = result.context_tokens  # the last request's prompt tokens
         self._refresh_session_info(tokens=False)
         self._turn_finished()
+
+    def _compacted(self, event: ContextCompacted) -> None:
+        self.status_bar.context_tokens = event.after_tokens
 
     def _turn_finished(self) -> None:
         self.status_bar.end_turn()
@@ -268,10 +352,15 @@ class HermesApp(App[int]):
         if self.menu.is_open:
             self.menu.hide()
             return
+        if self.compact_worker is not None and not self.compact_worker.is_finished:
+            self._interrupted = True
+            self.compact_worker.cancel()
+            return
         if not self.turn_running or self.turn_worker is None or self.turn_interrupt is None:
             return
         renderer, worker = self.renderer, self.turn_worker
         self.activity.set_phase("interrupting", waiting_for_model=False, warning=True)
+        self._interrupted = True
         self.turn_interrupt.interrupt()
         self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer, worker))
 
@@ -363,7 +452,10 @@ class HermesApp(App[int]):
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
         transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
         self.status_bar.model = self.agent.model
-        self.status_bar.context_tokens = sum(len(str(m.content or "")) for m in messages) // 4
+        # What the next request will hold: the latest summary and the messages after it.
+        self.status_bar.context_tokens = estimate_tokens(
+            [{"role": "system", "content": record.system_prompt or ""}, *resume_history(self.store, record.id)]
+        )
         self.status_bar.turn_seconds = None
         self._refresh_session_info()
         transcript.scroll_end(animate=False)
@@ -580,6 +672,34 @@ class HermesApp(App[int]):
         notice.update(lines)
         self.transcript.add(notice)
 
+    def cmd_compact(self, arg: str) -> None:
+        if self.busy:
+            self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return
+        if self.session_id is None:
+            self.say("nothing to compact yet — send a message first", "warning")
+            return
+        self.activity.start("compacting the context")
+        self.compact_worker = self.run_worker(self._compact(self.session_id), group="compact", exit_on_error=False)
+
+    async def _compact(self, session_id: str) -> None:
+        try:
+            event = await self.agent.compact(session_id)
+        except HermesError as exc:
+            self.say(f"✗ compaction failed: {exc}", "error")
+            return
+        except asyncio.CancelledError:
+            self.say("⏹ compaction interrupted — nothing changed", "interrupted")
+            raise
+        finally:
+            self.activity.stop()
+        if event is None:
+            self.say("nothing to compact yet — the conversation is short", "info")
+            return
+        self.transcript.add(compacted_notice(event))
+        self.transcript.scroll_end(animate=False)
+        self.status_bar.context_tokens = event.after_tokens
+
     def cmd_help(self, arg: str) -> None:
         lines = Text("Commands\n", style="bold")
         for command in commands.COMMANDS:
@@ -590,6 +710,7 @@ class HermesApp(App[int]):
             ("Enter / Shift+Enter, Ctrl+J", "send / new line"),
             ("Up / Down", "prompt history"),
             ("Esc, Ctrl+C", "interrupt the turn (Ctrl+C twice quits)"),
+            ("Enter during a turn", "queue the prompt; Alt+Up takes it back"),
             ("Ctrl+S", "sessions"),
             ("Ctrl+N", "new session"),
             ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),

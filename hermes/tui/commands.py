@@ -38,6 +38,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("context", "show the project instructions (AGENTS.md) in the system prompt"),
     Command("theme", "switch between dark and light themes", "[dark|light]"),
     Command("mcp", "list MCP servers and their tools"),
+    Command("compact", "summarise older messages now to free the context window"),
     Command("help", "list commands and keys"),
     Command("quit", "leave hermes", aliases=("exit",)),
 )

@@ -20,6 +20,7 @@ from hermes import error_codes
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -51,6 +52,7 @@ class TurnCallbacks:
 
     on_started: Callable[[TurnStarted], None]
     on_completed: Callable[[TurnResult], None]
+    on_compacted: Callable[[ContextCompacted], None] | None = None
 
 
 class TurnRenderer:
@@ -118,6 +120,10 @@ class TurnRenderer:
                     self.activity.set_phase(text or "waiting for the model")
                 else:
                     self.transcript.add(Notice(text, "info"))
+            case ContextCompacted():
+                self.transcript.add(compacted_notice(event))
+                if self.callbacks.on_compacted is not None:
+                    self.callbacks.on_compacted(event)
             case TurnCompleted(result=result):
                 self.complete(result)
             case _:
@@ -229,6 +235,17 @@ class TurnRenderer:
 
 
 # ---- stored history ---------------------------------------------------------------------
+
+
+def compacted_notice(event: ContextCompacted) -> Notice:
+    """The "context compacted" line (a turn's automatic compaction and `/compact` alike)."""
+    why = {"threshold": "", "overflow": " (the model refused the long request)", "manual": ""}[event.reason]
+    return Notice(
+        f"⟲ context compacted{why}: {event.summarized_messages} older message"
+        f"{'s' if event.summarized_messages != 1 else ''} summarised, ~{event.before_tokens:,} → "
+        f"~{event.after_tokens:,} tokens (the session keeps every message)",
+        "info",
+    )
 
 
 def _content_text(content: str | list[dict[str, Any]] | None) -> str:

@@ -176,3 +176,15 @@ async def test_max_iterations_then_one_toolless_summary_call(upstream, make_agen
     assert result.final_text == "Summary: looped."
     assert result.status == "partial" and result.error_code == "max_iterations"
     assert any(e.type == "status" and e.kind == "max_iterations" for e in events)
+
+
+async def test_a_plain_turn_writes_the_store_in_three_commits(upstream, make_agent, store):
+    # Opening (session, turn row, user message), the answer, closing (turn end, usage, session end).
+    commits = []
+    store._db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    upstream.enqueue(text_reply("Hello there."))
+    _, result = await run(make_agent(), "hi")
+    assert result.status == "completed"
+    assert len(commits) == 3
+    session = store.get_session(result.session_id)
+    assert (session.message_count, session.end_reason, session.input_tokens) == (2, "completed", 10)

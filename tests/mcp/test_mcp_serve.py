@@ -37,7 +37,8 @@ def test_serve_runs_mcp_tools_and_stops_its_servers(
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "hermes", "serve", "--port", "0"],
-        env=hermes_env(hermes_home, upstream),
+        # The pid checks need the host's pid namespace: the sandbox's own test is test_mcp_sandbox.
+        env=hermes_env(hermes_home, upstream, HERMES_SANDBOX="off"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -251,7 +251,8 @@ async def test_stream_survives_tool_segments_and_reports_tool_lifecycle(server: 
     )
     resp = await server.client.post(URL, json={"messages": [user("What is the answer?")], "stream": True})
     body = await resp.text()
-    assert content_of(body) == "Thinking The answer is 42."
+    # Segments are joined with a blank line that starts the later segment's text.
+    assert content_of(body) == "Thinking\n\n The answer is 42."
     frames = progress_frames(body)
     assert [(f["status"], f["toolCallId"]) for f in frames] == [
         ("running", "call_read_1"),
@@ -310,7 +311,7 @@ async def test_keepalive_during_quiet_tool_gap(make_server: MakeServer) -> None:
     )
     body = await (await srv.client.post(URL, json={"messages": [user("do the thing")], "stream": True})).text()
     assert ": keepalive" in body
-    assert content_of(body) == "Working...done"
+    assert content_of(body) == "Working\n\n...done"
     assert "[DONE]" in body
 
 

@@ -64,7 +64,7 @@ async def test_chat_stream_with_tool_call_every_chunk_has_a_choice(
         text += choice.delta.content or ""
         finish = choice.finish_reason or finish
     assert count >= 4
-    assert text == "Let me look. It is empty."
+    assert text == "Let me look.\n\n It is empty."
     assert finish == "stop"
 
 
@@ -113,4 +113,8 @@ async def test_responses_stream(client: openai.AsyncOpenAI, sdk_server: Server) 
     assert "response.output_item.added" in types
     assert text == "Streamed answer here"
     assert final is not None and final.output_text == "Streamed answer here"
-    assert [item.type for item in final.output] == ["function_call", "function_call_output", "message"]
+    # An SDK client gets the server-run tool as an mcp_call it will not try to run.
+    assert [item.type for item in final.output] == ["mcp_call", "message"]
+    tool = final.output[0]
+    assert tool.type == "mcp_call" and tool.server_label == "hermes" and tool.name == "read_file"
+    assert tool.status in ("completed", "failed")

@@ -292,13 +292,19 @@ async def test_stream_event_sequence(server: Server) -> None:
     types = [e["type"] for e in events]
     assert types == [
         "response.created",
+        "response.in_progress",
         "response.output_item.added",
+        "response.content_part.added",
         "response.output_text.delta",
         "response.output_text.delta",
         "response.output_text.done",
+        "response.content_part.done",
         "response.output_item.done",
         "response.completed",
     ]
+    message_events = [e for e in events if "item_id" in e]
+    assert len({e["item_id"] for e in message_events}) == 1
+    assert all((e["output_index"], e["content_index"]) == (0, 0) for e in message_events)
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert all(f.event == f.json()["type"] for f in parse_sse(body))
     assert '"logprobs": []' in body

@@ -33,6 +33,19 @@ async def test_responses_put_get_delete(storage: Storage) -> None:
     assert await responses.get("resp_1") is None
 
 
+async def test_responses_find_output_items_by_id(storage: Storage) -> None:
+    responses = storage.responses
+    output = [{"id": "msg_1", "type": "message"}, {"id": "mcp_1", "type": "mcp_call", "output": "ok"}, "odd"]
+    await responses.put("r1", {"response": {"id": "r1", "output": output}})
+    await responses.put("r2", {"response": {"id": "r2", "output": "not a list"}})
+    await responses.put("r3", {"n": 3})
+    assert await responses.find_item("mcp_1") == output[1]
+    assert await responses.find_item("msg_1") == output[0]
+    assert await responses.find_item("r1") is None and await responses.find_item("odd") is None
+    await responses.delete("r1")
+    assert await responses.find_item("mcp_1") is None
+
+
 async def test_responses_are_lru_bounded_and_names_go_with_them(storage: Storage) -> None:
     responses = storage.responses
     responses.max_size = 3

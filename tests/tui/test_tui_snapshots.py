@@ -116,7 +116,8 @@ def test_tool_cards(snap_compare, store, tmp_path):
                 "c2", "terminal", "exit code 1\nE   AssertionError: 3 != 4", 1.25, True, {"command": "pytest -q"}
             )
         )
-        renderer.handle(TurnCompleted(TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2)))
+        result = TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2, context_tokens=1230)
+        renderer.handle(TurnCompleted(result))
         pilot.app.status_bar.turn_seconds = 2.5
         await quiet(pilot)
 

@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from hermes.agent.mcp.spawn import stdio_command
 from hermes.agent.mcp.status import StatusName
+from hermes.agent.tools.launch import ToolLauncher
 from hermes.mcp_config import McpServerConfig
 
 CLOSE_GRACE = 8.0
@@ -40,8 +41,17 @@ class McpCallError(Exception):
 
 
 class McpConnection:
-    def __init__(self, config: McpServerConfig, *, log_dir: Path | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        log_dir: Path | None = None,
+        cwd: Path | None = None,
+        launcher: ToolLauncher | None = None,
+    ) -> None:
         self.config = config
+        self.launcher = launcher
+        """How a stdio server starts (sandbox, scrubbed environment); see spawn.py."""
         self.log_dir = log_dir
         self.cwd = cwd
         self.status: StatusName = "starting"
@@ -106,7 +116,7 @@ class McpConnection:
     def _open(self) -> Client:
         config = self.config
         if config.transport == "stdio":
-            spawn = stdio_command(config, self.cwd)
+            spawn = stdio_command(config, self.cwd, self.launcher)
             params = StdioServerParameters(
                 command=spawn.command,
                 args=list(spawn.args),

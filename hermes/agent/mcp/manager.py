@@ -21,6 +21,7 @@ from hermes.mcp_config import McpServerConfig
 
 if TYPE_CHECKING:
     from hermes.agent.mcp.connection import McpConnection
+    from hermes.agent.tools.launch import ToolLauncher
     from hermes.config import Settings
 
 
@@ -31,8 +32,11 @@ class McpManager:
         *,
         log_dir: Path | None = None,
         cwd: Path | None = None,
+        launcher: ToolLauncher | None = None,
     ) -> None:
         self.servers = tuple(servers)
+        self.launcher = launcher
+        """How stdio servers start (sandbox, scrubbed environment); None: no sandbox."""
         self.log_dir = log_dir
         self.cwd = cwd
         self._connections: dict[str, McpConnection] = {}
@@ -44,7 +48,11 @@ class McpManager:
         """A manager for the configured servers, or None when there are none."""
         if not settings.mcp_servers:
             return None
-        return cls(settings.mcp_servers, log_dir=settings.home / "logs", cwd=cwd)
+        from hermes.agent.tools.launch import ToolLauncher
+
+        # The sandbox applies to stdio servers as it does to `terminal`.
+        launcher = ToolLauncher.from_settings(settings)
+        return cls(settings.mcp_servers, log_dir=settings.home / "logs", cwd=cwd, launcher=launcher)
 
     async def start(self, registry: ToolRegistry | None = None) -> list[McpServerStatus]:
         """Connect every enabled server; register the tools of the connected ones in `registry`."""
@@ -56,7 +64,9 @@ class McpManager:
             from hermes.agent.mcp.connection import McpConnection
 
             for server in enabled:
-                self._connections[server.name] = McpConnection(server, log_dir=self.log_dir, cwd=self.cwd)
+                self._connections[server.name] = McpConnection(
+                    server, log_dir=self.log_dir, cwd=self.cwd, launcher=self.launcher
+                )
             await asyncio.gather(*(connection.start() for connection in self._connections.values()))
         if registry is not None:
             self.register(registry)

@@ -1,14 +1,25 @@
 """How a stdio MCP server is started: the one place that builds its command.
 
-The sandbox (hermes/agent/sandbox.py) wraps this command the way it wraps `terminal`:
-`stdio_command` is the seam, everything else takes its result as it is.
+A stdio server is a tool process like `terminal`'s commands and starts the same way,
+through the `ToolLauncher` (hermes/agent/tools/launch.py):
+- its environment is the scrubbed tool environment (no hermes keys, no secret-looking
+  variables unless `tool_env_passthrough` names them) plus the server's own `env` table,
+  which is the user's explicit choice for that server and is passed as written;
+- its program line runs under the supervisor (the server dies with hermes) and, when the
+  sandbox is active, inside bubblewrap with its working folder as the one writable place.
+
+`stdio_command` is that seam; everything else takes its result as it is.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes.agent.tools.launch import ToolLauncher
 from hermes.mcp_config import McpServerConfig
 
 
@@ -17,14 +28,37 @@ class SpawnCommand:
     command: str
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
-    """Added over the SDK's small default environment (HOME, PATH, …)."""
+    """The whole environment of the server process (scrubbed tool environment + its `env`)."""
     cwd: Path | None = None
 
 
-def stdio_command(server: McpServerConfig, default_cwd: Path | None = None) -> SpawnCommand:
-    """The process to start for a stdio server (relative cwd resolves against `default_cwd`)."""
+def stdio_command(
+    server: McpServerConfig, default_cwd: Path | None = None, launcher: ToolLauncher | None = None
+) -> SpawnCommand:
+    """The process to start for a stdio server (relative cwd resolves against `default_cwd`).
+
+    `launcher` defaults to a plain one (no sandbox, scrubbed environment). Raises
+    FileNotFoundError (filename = the command) when the program does not exist.
+    """
     assert server.command is not None, "stdio_command is only for command servers"
+    launcher = launcher or ToolLauncher()
     cwd = server.cwd
     if cwd is not None and not cwd.is_absolute() and default_cwd is not None:
         cwd = default_cwd / cwd
-    return SpawnCommand(command=server.command, args=server.args, env=dict(server.env), cwd=cwd)
+    workdir = cwd or default_cwd or Path.cwd()
+    env = {**launcher.env(), **server.env}
+    _require_program(server.command, workdir, env.get("PATH"))
+    argv = launcher.argv([server.command, *server.args], workdir)
+    return SpawnCommand(command=argv[0], args=tuple(argv[1:]), env=env, cwd=workdir)
+
+
+def _require_program(command: str, cwd: Path, path: str | None) -> None:
+    """FileNotFoundError naming `command` when it cannot be run (before the supervisor would
+    report it less clearly from inside the process)."""
+    if os.sep in command:
+        program = Path(command) if Path(command).is_absolute() else cwd / command
+        found = program.is_file() and os.access(program, os.X_OK)
+    else:
+        found = shutil.which(command, path=path) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)

@@ -303,6 +303,9 @@ class LocalProvider(Provider):
         """`start` in a worker thread, so the event loop keeps running while the model loads."""
         return await asyncio.to_thread(cls.start, settings, progress=progress, n_ctx=n_ctx, threads=threads)
 
+    def context_window(self) -> int | None:
+        return int(self.server.n_ctx)
+
     def describe(self) -> str:
         port = self.server.base_url.rsplit(":", 1)[-1]
         return f"local model {self.model_name} (llama.cpp in-process on 127.0.0.1:{port})"

@@ -1,20 +1,36 @@
-"""OpenAI Chat Completions through the official SDK, for any compatible base URL.
+"""OpenAI Chat Completions over one pooled aiohttp session, for any compatible base URL.
 
-SDK and transport exceptions are translated to `hermes.errors.ProviderError`
-subclasses here (`translate_errors`), and nowhere else. The SDK's own retries are off:
-the engine owns retries so it can tell whether anything was delivered.
+The request body is serialised once and sent in one write; SSE frames and JSON replies
+are decoded with `json.loads` (no SDK models, no per-request schema transformation).
+HTTP statuses and transport exceptions are translated to `hermes.errors.ProviderError`
+subclasses here, and nowhere else. Nothing retries here: the engine owns retries so it
+can tell whether anything was delivered.
+
+Invariants:
+- The provider owns one `aiohttp.ClientSession` (keep-alive pool), created on first use
+  on the running loop and closed by `aclose()`. The proxy comes from the environment
+  (`HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, proxy credentials from netrc), looked up once
+  per session rather than in a worker thread per request as aiohttp's `trust_env` does;
+  TLS roots are OpenSSL's defaults (which honour `SSL_CERT_FILE`/`SSL_CERT_DIR`).
+- A stream abandoned before its end (cancellation, `aclose`) closes its connection,
+  which is what stops the upstream request; a stream read to its end returns the
+  connection to the pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, ClassVar
 
-import openai
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
+from hermes import __version__
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -27,6 +43,7 @@ from hermes.agent.provider import (
 )
 from hermes.agent.types import Usage
 from hermes.errors import (
+    ContextLengthExceeded,
     ProviderAuthError,
     ProviderConnectionError,
     ProviderError,
@@ -36,11 +53,6 @@ from hermes.errors import (
 )
 from hermes.redact import redact_url
 
-try:  # the SDK moved to httpx2; older releases use httpx
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
-
 # API errors without a status whose text means the connection, not the request, failed.
 _CONNECTION_LOST = re.compile(
     r"connection (lost|reset|closed|terminated|error)|peer closed|reset by peer|"
@@ -49,8 +61,7 @@ _CONNECTION_LOST = re.compile(
 )
 _STREAM_UNSUPPORTED = re.compile(r"stream(ing)?\b.*\bnot (supported|available|allowed)", re.IGNORECASE)
 _STREAM_OPTIONS_REJECTED = re.compile(r"stream_options", re.IGNORECASE)
-# Tells the SDK to return the response unread (what `with_streaming_response` does).
-_RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
+_JSON_BODY = {"Content-Type": "application/json"}
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -63,9 +74,26 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
-def _status_error(exc: openai.APIStatusError, provider: str) -> ProviderError:
-    status = exc.status_code
-    detail = exc.message
+def _error_detail(status: int, text: str) -> tuple[str, str | None]:
+    """(the upstream's message, its error code): the OpenAI envelope's error.message and
+    error.code, else the body and None."""
+    try:
+        body = json.loads(text) if text else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
+            code = error.get("code")
+            return str(error["message"]), code if isinstance(code, str) else None
+        if isinstance(error, str) and error:
+            return error, None
+    return text.strip()[:500] or f"HTTP {status}", None
+
+
+def status_error(status: int, text: str, headers: Mapping[str, str] | None, provider: str) -> ProviderError:
+    """The ProviderError for an upstream's non-2xx reply (`text` is its body)."""
+    detail, code = _error_detail(status, text)
     if status in (401, 403):
         return ProviderAuthError(
             f"authentication failed ({status}): check HERMES_API_KEY — {detail}",
@@ -77,17 +105,21 @@ def _status_error(exc: openai.APIStatusError, provider: str) -> ProviderError:
             f"rate limited by the model endpoint (429): {detail}",
             status=status,
             retryable=True,
-            retry_after=_retry_after(exc.response.headers),
+            retry_after=_retry_after(headers),
             provider=provider,
         )
-    if _STREAM_UNSUPPORTED.search(detail or ""):
+    if code == "context_length_exceeded":
+        return ContextLengthExceeded(
+            f"the request is too long for the model's context ({status}): {detail}", status=status, provider=provider
+        )
+    if _STREAM_UNSUPPORTED.search(detail):
         return StreamingUnsupported(detail, status=status, provider=provider)
     if status >= 500 or status == 408:
         return ProviderError(
             f"model endpoint error ({status}): {detail}",
             status=status,
             retryable=True,
-            retry_after=_retry_after(exc.response.headers),
+            retry_after=_retry_after(headers),
             provider=provider,
         )
     return ProviderError(f"model endpoint rejected the request ({status}): {detail}", status=status, provider=provider)
@@ -95,37 +127,30 @@ def _status_error(exc: openai.APIStatusError, provider: str) -> ProviderError:
 
 @contextlib.contextmanager
 def translate_errors(provider: str, base_url: str) -> Iterator[None]:
-    """Map SDK/transport exceptions to ProviderError subclasses (credentials in the URL masked)."""
-    base_url = redact_url(base_url)
+    """Map transport exceptions to ProviderError subclasses (credentials in the URL masked).
+
+    ProviderErrors (statuses, error frames) pass through unchanged.
+    """
     try:
         yield
-    except openai.APITimeoutError:
-        raise ProviderTimeout(f"timed out talking to {base_url}", retryable=True, provider=provider) from None
-    except openai.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
+    except (aiohttp.ServerTimeoutError, TimeoutError) as exc:
+        # Connect timeouts and sock_read timeouts (no byte for `read_timeout` seconds).
+        raise ProviderTimeout(
+            f"timed out talking to {redact_url(base_url)} ({type(exc).__name__})", retryable=True, provider=provider
+        ) from None
+    except aiohttp.ClientConnectorError as exc:
         raise ProviderConnectionError(
-            f"cannot reach the model endpoint {base_url} ({type(cause).__name__}: {cause})",
+            f"cannot reach the model endpoint {redact_url(base_url)} ({type(exc).__name__}: {exc.os_error})",
             retryable=True,
             provider=provider,
         ) from None
-    except openai.APIStatusError as exc:
-        raise _status_error(exc, provider) from None
-    except openai.APIError as exc:  # no status: e.g. an SSE error event mid-stream
-        message = exc.message or str(exc)
-        if _STREAM_UNSUPPORTED.search(message):
-            raise StreamingUnsupported(message, provider=provider) from None
-        transient = bool(_CONNECTION_LOST.search(message))
-        raise ProviderConnectionError(message, retryable=True, provider=provider) if transient else ProviderError(
-            f"model endpoint error: {message}", provider=provider
-        ) from None
-    except _httpx.TimeoutException as exc:
-        raise ProviderTimeout(f"timed out reading from {base_url} ({type(exc).__name__})", retryable=True, provider=provider) from None
-    except _httpx.TransportError as exc:
+    except (aiohttp.ClientError, OSError) as exc:
+        # Disconnects, truncated bodies, malformed responses, refused proxies.
         raise ProviderConnectionError(
-            f"connection to {base_url} failed ({type(exc).__name__}: {exc})", retryable=True, provider=provider
+            f"connection to {redact_url(base_url)} failed ({type(exc).__name__}: {exc})",
+            retryable=True,
+            provider=provider,
         ) from None
-    except (ConnectionError, OSError) as exc:
-        raise ProviderConnectionError(f"connection to {base_url} failed ({exc})", retryable=True, provider=provider) from None
 
 
 def _chunk_events(data: str) -> list[ProviderEvent]:
@@ -196,19 +221,48 @@ class OpenAICompatProvider(Provider):
         default_headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            # Local servers accept any key; the SDK insists on a non-empty one.
-            api_key=api_key or "not-needed",
-            max_retries=0,
-            timeout=_httpx.Timeout(read_timeout, connect=connect_timeout),
-            default_headers=default_headers,
-        )
+        endpoint = URL(self.base_url)
+        self._headers: dict[str, str] = {
+            # Local servers accept any key; some insist on a non-empty one.
+            "Authorization": f"Bearer {api_key or 'not-needed'}",
+            "User-Agent": f"hermes/{__version__}",
+            "Accept": "application/json",
+            **(default_headers or {}),
+        }
+        if endpoint.user is not None or endpoint.password is not None:
+            # Credentials in the URL are sent as Basic auth, in place of the key.
+            self._headers["Authorization"] = aiohttp.encode_basic_auth(endpoint.user or "", endpoint.password or "")
+            endpoint = endpoint.with_user(None)
+        self._chat_url = _join(endpoint, "chat/completions")
+        self._models_url = _join(endpoint, "models")
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=read_timeout)
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
         self._include_usage = True
         """Cleared for good once the endpoint rejects stream_options."""
 
     def describe(self) -> str:
         return f"openai-compatible endpoint {redact_url(self.base_url)}"
+
+    def _http(self) -> aiohttp.ClientSession:
+        """The pooled session of the running loop (created on first use)."""
+        session = self._session
+        loop = asyncio.get_running_loop()
+        if session is None or session.closed or self._session_loop is not loop:
+            if session is not None and not session.closed:
+                # Made on another loop (an earlier asyncio.run) that was left without
+                # `aclose()`: drop the pool (a closed loop's sockets can only be reported).
+                connector = session.connector
+                session.detach()
+                if connector is not None:
+                    with contextlib.suppress(Exception):
+                        connector._close()
+            session = self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
+            self._session_loop = loop
+            self._proxy, self._proxy_auth = _env_proxy(self._chat_url)
+        return session
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": request.model, "messages": request.messages}
@@ -217,64 +271,61 @@ class OpenAICompatProvider(Provider):
         body.update(request.extra)
         return body
 
+    async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        """POST the body in one write; a non-2xx reply is read, closed and raised as ProviderError."""
+        # ASCII-escaped: text decoded with surrogateescape (tool output) still encodes.
+        data = json.dumps(body, separators=(",", ":")).encode("ascii")
+        session = self._http()
+        response = await session.post(
+            self._chat_url, data=data, headers=_JSON_BODY, proxy=self._proxy, proxy_auth=self._proxy_auth
+        )
+        if response.status >= 300:
+            try:
+                text = await response.text(errors="replace")
+            finally:
+                response.release()
+            raise status_error(response.status, text, response.headers, self.name)
+        return response
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        body = self._body(request)
+        body: dict[str, Any] = {**self._body(request), "stream": True}
         with translate_errors(self.name, self.base_url):
-            async with contextlib.AsyncExitStack() as stack:
-                try:
-                    response = await stack.enter_async_context(
-                        self._open(body, request.include_usage and self._include_usage)
-                    )
-                except openai.BadRequestError as exc:
-                    # Some servers reject stream_options; drop it once and for all.
-                    if not (self._include_usage and _STREAM_OPTIONS_REJECTED.search(exc.message or "")):
-                        raise
-                    self._include_usage = False
-                    response = await stack.enter_async_context(self._open(body, False))
-                # Leaving the stack closes the response: on cancellation that is what
-                # stops the upstream request.
-                done = False
-                async for line in response.aiter_lines():
-                    if done or not line.startswith("data:"):
-                        continue  # comments (keepalives), event names, separators; after
-                        # [DONE] the body is drained so the connection can be reused
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        done = True
-                        continue
+            include_usage = request.include_usage and self._include_usage
+            try:
+                response = await self._post(
+                    {**body, "stream_options": {"include_usage": True}} if include_usage else body
+                )
+            except ProviderError as exc:
+                # Some servers reject stream_options; drop it once and for all.
+                if not (include_usage and exc.status == 400 and _STREAM_OPTIONS_REJECTED.search(exc.message)):
+                    raise
+                self._include_usage = False
+                response = await self._post(body)
+            finished = False
+            try:
+                async for data in _sse_data(response.content):
                     for event in _chunk_events(data):
                         yield event
-
-    @contextlib.asynccontextmanager
-    async def _open(self, body: dict[str, Any], include_usage: bool) -> AsyncIterator[Any]:
-        """POST the request through the SDK and hand back the raw streaming response.
-
-        The SDK still owns the transport, auth, base URL and status-error mapping; the
-        body goes out as built (no per-request type transformation of the tool schemas)
-        and the SSE frames are decoded with `json.loads` rather than the SDK's pydantic
-        models, which cost several times more CPU per chunk than the rest of the engine.
-        """
-        payload: dict[str, Any] = {**body, "stream": True}
-        if include_usage:
-            payload["stream_options"] = {"include_usage": True}
-        response = await self._client.post(
-            "/chat/completions",
-            cast_to=_httpx.Response,
-            body=payload,
-            options={"headers": {_RAW_STREAM_HEADER: "stream"}},
-        )
-        try:
-            yield response
-        finally:
-            await response.aclose()
+                finished = True
+            finally:
+                # Read to the end: the connection goes back to the pool. Abandoned:
+                # closing it is what stops the upstream request.
+                if finished:
+                    response.release()
+                else:
+                    response.close()
 
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
         with translate_errors(self.name, self.base_url):
-            response = await self._client.post("/chat/completions", cast_to=_httpx.Response, body=self._body(request))
+            response = await self._post(self._body(request))
             try:
-                payload = response.json()
-            except ValueError:
-                payload = None
+                raw = await response.read()
+            finally:
+                response.release()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = None
         if not isinstance(payload, dict):
             raise ProviderError("the model endpoint sent a response that is not a JSON object", retryable=True)
         return _payload_events(payload, "message")
@@ -282,8 +333,61 @@ class OpenAICompatProvider(Provider):
     async def list_models(self) -> list[str]:
         """Model ids the endpoint offers (used by `hermes doctor`)."""
         with translate_errors(self.name, self.base_url):
-            page = await self._client.models.list()
-        return [model.id for model in page.data]
+            session = self._http()
+            async with session.get(self._models_url, proxy=self._proxy, proxy_auth=self._proxy_auth) as response:
+                text = await response.text(errors="replace")
+                if response.status >= 300:
+                    raise status_error(response.status, text, response.headers, self.name)
+        try:
+            page = json.loads(text)
+        except ValueError:
+            page = None
+        models = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(models, list):
+            raise ProviderError("the model endpoint's model list is not an OpenAI list object", provider=self.name)
+        return [str(model["id"]) for model in models if isinstance(model, dict) and "id" in model]
 
     async def aclose(self) -> None:
-        await self._client.close()
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
+
+
+def _join(base: URL, path: str) -> URL:
+    """`base` with `/path` appended to its path (its query, if any, kept)."""
+    return base.with_path(f"{base.path.rstrip('/')}/{path}", keep_query=True)
+
+
+def _env_proxy(endpoint: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment sets for the endpoint, or (None, None)."""
+    try:
+        return get_env_proxy_for_url(endpoint)
+    except (LookupError, ValueError):
+        return None, None
+
+
+async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
+    """The `data:` payloads of an SSE body, up to `[DONE]` (the rest is drained).
+
+    Comments (keepalives), event names and blank separators are skipped; lines may end
+    in LF or CRLF and may be split across network reads.
+    """
+    pending = b""
+    done = False
+    async for piece in content.iter_any():
+        if done:
+            continue  # drain after [DONE] so the connection can be reused
+        lines = (pending + piece).split(b"\n")
+        pending = lines.pop()
+        for raw in lines:
+            if not raw.startswith(b"data:"):
+                continue
+            data = raw[5:].strip().decode()
+            if data == "[DONE]":
+                done = True
+                break
+            yield data
+    if not done and pending.startswith(b"data:"):
+        data = pending[5:].strip().decode()
+        if data != "[DONE]":
+            yield data

@@ -3,10 +3,16 @@
 Request mapping: ``system`` messages (joined with newlines) are layered on top of
 hermes' own system prompt; ``user``/``assistant`` messages are kept (content
 normalised), every other role is dropped; the last kept message is the turn's input
-and the rest is history. Without ``X-Hermes-Session-Id`` the session id is derived
-(``api-`` + 16 hex of sha256(system + "\\n" + first user content)) so clients that
-resend the whole transcript map to one session; with it, history comes from the
-session store instead of the body. Every turn is persisted (source ``api_server``).
+(it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
+Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
+sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
+map to one session; with it, history comes from the session store instead of the body.
+Every turn is persisted (source ``api_server``), except utility requests
+(`hermes.server.utility`: one model call, no tools, no session).
+
+Text segments of one answer are joined with a blank line (`hermes.server.wire`), in the
+stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
+unless they opt in (`tool_progress_enabled`).
 
 Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
 block, X-Hermes-* headers, 502 ``agent_incomplete`` when there is no usable text).
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -24,6 +31,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -49,6 +57,8 @@ from hermes.server.openai_turns import (
     read_preamble,
     session_headers,
     streamed_turn,
+    utility_engine,
+    utility_turn,
 )
 from hermes.server.request import (
     CONTENT_DOC,
@@ -75,7 +85,8 @@ from hermes.server.schema import (
 from hermes.server.sse import ClientDisconnected, SSEStream
 from hermes.server.state import SESSIONS, SETTINGS
 from hermes.server.turn_runner import TurnCrashed, TurnRun
-from hermes.server.wire import Outcome, status_payload, usage_json
+from hermes.server.utility import is_utility_request
+from hermes.server.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
 from hermes.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -173,8 +184,10 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         if role == "user" and first_user is None:
             first_user = content
         kept.append({"role": role, "content": content})
-    if not kept or not has_visible_payload(kept[-1]["content"]):
-        raise RequestValidationError("No user message found in messages", code="no_user_message", param="messages")
+    if not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"]):
+        raise RequestValidationError(
+            "The messages must end with a user message (the new turn)", code="no_user_message", param="messages"
+        )
     system = "\n".join(p for p in system_parts if p) or None
     return ChatRequest(
         model=model,
@@ -199,7 +212,7 @@ def _load_history(store: SessionStore, session_id: str) -> list[ChatMessage]:
 def completion_body(
     cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
 ) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": result.final_text}
+    message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
     body: dict[str, Any] = {
@@ -219,6 +232,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     preamble = await read_preamble(request)
     chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
     header_session = session_id_header(request)
+    if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
+        return await complete(
+            request, preamble, utility_turn(chat.input, chat.history, chat.system),
+            _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            engine=utility_engine(request),
+        )
     if header_session is not None:
         session_id = header_session
         history = _load_history(request.app[SESSIONS], session_id)
@@ -231,6 +250,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     headers = session_headers(session_id, preamble.session_key)
     if chat.stream:  # streams are never cached
         return await _stream(request, chat, turn_request, headers)
+    return await complete(
+        request, preamble, turn_request, _finisher(chat, headers), scope="chat",
+        fingerprint=lambda: _fingerprint(preamble, header_session),
+    )
+
+
+def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Answer]:
+    """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
 
     def finish(result: TurnResult | None) -> Answer:
         outcome = Outcome.of(result)
@@ -242,10 +269,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             return Answer(error.status, error.body(), out_headers)
         return Answer(200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers)
 
-    return await complete(
-        request, preamble, turn_request, finish, scope="chat",
-        fingerprint=lambda: _fingerprint(preamble, header_session),
-    )
+    return finish
 
 
 def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
@@ -267,6 +291,7 @@ class ChatChunks:
         self.named_events = named_events
         self.sent_text = False
         self.progress = ToolProgress()
+        self.joiner = SegmentJoiner()
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -285,7 +310,7 @@ class ChatChunks:
             case TextDelta():
                 if event.text:
                     self.sent_text = True
-                    await self.stream.send(self.chunk({"content": event.text}))
+                    await self.stream.send(self.chunk({"content": self.joiner.text(event.text)}))
             case ReasoningDelta():
                 if event.text:
                     await self.stream.send(self.chunk({"reasoning_content": event.text}))
@@ -293,18 +318,20 @@ class ChatChunks:
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
                     await self.stream.send(payload, event="hermes.tool.progress")
-            case Status() | Retrying() | StreamStalled():
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
-            case TurnStarted() | SegmentEnd() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
+            case SegmentEnd():
+                self.joiner.end_segment()
+            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)
 
     async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
         """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""
-        if result is not None and not self.sent_text and result.final_text and crash is None:
-            await self.stream.send(self.chunk({"content": result.final_text}))
+        if result is not None and not self.sent_text and answer_text(result) and crash is None:
+            await self.stream.send(self.chunk({"content": answer_text(result)}))
         outcome = Outcome.of(result, crash=crash)
         final = self.chunk({}, outcome.finish_reason)
         if result is not None:

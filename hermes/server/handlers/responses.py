@@ -23,7 +23,10 @@ from hermes.server.openai_turns import (
     complete,
     read_preamble,
     session_headers,
+    utility_engine,
+    utility_turn,
 )
+from hermes.server.request import tool_item_form
 from hermes.server.response_objects import (
     RESPONSE_REQUEST,
     envelope,
@@ -38,6 +41,7 @@ from hermes.server.response_objects import (
 )
 from hermes.server.schema import IDEMPOTENCY_KEY_SCHEMA, SSE_CONTENT, components
 from hermes.server.state import RESPONSES, SETTINGS
+from hermes.server.utility import is_utility_request
 from hermes.server.wire import Outcome
 
 IDEMPOTENCY_FIELDS = (
@@ -56,27 +60,34 @@ IDEMPOTENCY_FIELDS = (
 async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     preamble = await read_preamble(request)
-    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name)
+    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, app[RESPONSES].find_item)
     chain = resolve_chain(req, app[RESPONSES])
-    turn_request = api_turn(
-        request, input=req.input, session_id=chain.session_id, history=chain.history,
-        client_prompt=system_text(req, chain),
-    )
-    headers = session_headers(chain.session_id, preamble.session_key)
+    utility = is_utility_request(stream=req.stream, new_input=req.input, metadata=req.metadata)
+    if utility:  # one plain model call: no session, not stored
+        turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
+        headers: dict[str, str] = {}
+    else:
+        turn_request = api_turn(
+            request, input=req.input, session_id=chain.session_id, history=chain.history,
+            client_prompt=system_text(req, chain),
+        )
+        headers = session_headers(chain.session_id, preamble.session_key)
+    form = tool_item_form(request)
     if req.stream:  # streams are never cached
-        return await stream_response(request, req, chain, turn_request, headers)
+        return await stream_response(request, req, chain, turn_request, headers, form)
     rid, created_at = response_id(), int(time.time())
 
     def finish(result: TurnResult | None) -> Answer:
         outcome = Outcome.of(result)
         status = response_status(result)
         error = error_object(result) if status == "failed" else None
-        output = output_items(result) if result else []
+        output = output_items(result, form) if result else []
         response = envelope(rid, created_at, req, chain, status=status, output=output, result=result, error=error)
         transcript: list[Any] = (
             list(result.messages) if result is not None else [{"role": "user", "content": req.input}]
         )
-        store_record(app[RESPONSES], req, chain, rid, response, transcript)
+        if not utility:
+            store_record(app[RESPONSES], req, chain, rid, response, transcript)
         out_headers = {**headers, **outcome.headers()}
         if outcome.hard_failure:
             failure = AgentIncomplete(
@@ -89,6 +100,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     return await complete(
         request, preamble, turn_request, finish, scope="responses",
         fingerprint=lambda: fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_key=preamble.session_key),
+        engine=utility_engine(request) if utility else None,
     )
 
 

@@ -1,18 +1,26 @@
 """The SSE form of POST /v1/responses.
 
 Event sequence (each frame ``event: <type>`` + ``data: {"type": <type>, ...,
-"sequence_number": n}``, n = 0, 1, 2… per stream):
+"sequence_number": n}``, n = 0, 1, 2… per stream; ``output_index`` is the item's place in
+the final output, ``item_id`` its id, ``content_index`` always 0):
 
-    response.created                              (status in_progress; stored at once when store is on)
+    response.created, response.in_progress        (status in_progress; stored at once when store is on)
     per block, in the order the agent produced them:
       reasoning: output_item.added → reasoning_summary_part.added → reasoning_summary_text.delta…
                  → reasoning_summary_text.done → reasoning_summary_part.done → output_item.done
-      text:      output_item.added (message) → output_text.delta… (logprobs: [])
-                 → output_text.done → output_item.done   (text before tool calls is closed at SegmentEnd)
-      tool call: output_item.added (function_call, in_progress) … on completion
+      text:      output_item.added (message) → content_part.added → output_text.delta… (logprobs: [])
+                 → output_text.done → content_part.done → output_item.done
+                 (one message per segment, closed at SegmentEnd; a later segment's first delta
+                 starts with the blank-line separator, see `hermes.server.wire`)
+      tool, function_call form: output_item.added (function_call, in_progress) … on completion
                  output_item.done (function_call) → output_item.added + output_item.done
                  (function_call_output, output = [{"type": "input_text", "text": …}])
+      tool, mcp_call form (SDK clients, `hermes.server.tool_items`): output_item.added
+                 (mcp_call, in_progress) → mcp_call.in_progress → mcp_call_arguments.delta/.done
+                 … on completion mcp_call.completed | mcp_call.failed → output_item.done
     response.completed | response.incomplete | response.failed   (the full response)
+
+A failed turn's error is in ``response.failed`` only, never also as output text.
 
 Named ``hermes.status`` frames (no sequence number) go only to clients that accept
 named events (see `tool_progress_enabled`). A client disconnect — or the server
@@ -33,6 +41,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -47,13 +56,12 @@ from hermes.agent.events import (
 )
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.server.openai_turns import streamed_turn
-from hermes.server.request import tool_progress_enabled
+from hermes.server.request import ToolItemForm, tool_progress_enabled
 from hermes.server.response_objects import (
     Chain,
     ResponsesRequest,
     envelope,
     error_object,
-    final_message_text,
     new_id,
     response_id,
     response_status,
@@ -61,8 +69,9 @@ from hermes.server.response_objects import (
 )
 from hermes.server.sse import ClientDisconnected, SSEStream
 from hermes.server.state import RESPONSES
+from hermes.server.tool_items import call_item, finish_mcp_call, function_call_output_item
 from hermes.server.turn_runner import TurnCrashed, TurnRun
-from hermes.server.wire import status_payload
+from hermes.server.wire import SegmentJoiner, answer_text, status_payload
 from hermes.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -71,9 +80,11 @@ log = logging.getLogger(__name__)
 class ResponseEvents:
     """Builds the Responses event sequence and remembers the output items so far."""
 
-    def __init__(self, stream: SSEStream, *, named_events: bool) -> None:
+    def __init__(self, stream: SSEStream, *, named_events: bool, form: ToolItemForm = "function_call") -> None:
         self.stream = stream
         self.named_events = named_events
+        self.form = form
+        self.joiner = SegmentJoiner()
         self.seq = 0
         self.items: list[dict[str, Any]] = []
         self.streamed_text = False
@@ -88,18 +99,19 @@ class ResponseEvents:
         match event:
             case TextDelta():
                 if event.text:
-                    await self.text(event.text)
+                    await self.text(self.joiner.text(event.text))
             case ReasoningDelta():
                 if event.text:
                     await self.reasoning(event.text)
             case SegmentEnd():
+                self.joiner.end_segment()
                 await self.close_reasoning()
                 await self.close_message()
             case ToolStarted():
                 await self.tool_started(event)
             case ToolCompleted():
                 await self.tool_completed(event)
-            case Status() | Retrying() | StreamStalled():
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
@@ -126,7 +138,15 @@ class ResponseEvents:
             }
             self._message_text = []
             self.items.append(self._message)
-            await self.emit("response.output_item.added", output_index=len(self.items) - 1, item=dict(self._message))
+            index = len(self.items) - 1
+            await self.emit("response.output_item.added", output_index=index, item=dict(self._message))
+            await self.emit(
+                "response.content_part.added",
+                item_id=self._message["id"],
+                output_index=index,
+                content_index=0,
+                part=_text_part(""),
+            )
         self._message_text.append(delta)
         self.streamed_text = True
         await self.emit(
@@ -149,14 +169,9 @@ class ResponseEvents:
         index = self.items.index(message)
         message["status"] = "completed"
         message["content"] = [{"type": "output_text", "text": text, "annotations": []}]
-        await self.emit(
-            "response.output_text.done",
-            item_id=message["id"],
-            output_index=index,
-            content_index=0,
-            text=text,
-            logprobs=[],
-        )
+        common = {"item_id": message["id"], "output_index": index, "content_index": 0}
+        await self.emit("response.output_text.done", **common, text=text, logprobs=[])
+        await self.emit("response.content_part.done", **common, part=_text_part(text))
         await self.emit("response.output_item.done", output_index=index, item=message)
 
     # reasoning -------------------------------------------------------------------------
@@ -205,31 +220,35 @@ class ResponseEvents:
             return
         await self.close_reasoning()
         await self.close_message()
-        item = {
-            "id": new_id("fc_"),
-            "type": "function_call",
-            "status": "in_progress",
-            "name": event.name,
-            "call_id": event.call_id,
-            "arguments": json.dumps(event.arguments),
-        }
+        arguments = json.dumps(event.arguments)
+        item = call_item(self.form, call_id=event.call_id, name=event.name, arguments=arguments, status="in_progress")
         self._calls[event.call_id] = item
         self.items.append(item)
-        await self.emit("response.output_item.added", output_index=len(self.items) - 1, item=dict(item))
+        index = len(self.items) - 1
+        if self.form == "mcp_call":
+            # The stream helpers accumulate the arguments from the delta events.
+            await self.emit("response.output_item.added", output_index=index, item={**item, "arguments": ""})
+            common = {"item_id": item["id"], "output_index": index}
+            await self.emit("response.mcp_call.in_progress", **common)
+            await self.emit("response.mcp_call_arguments.delta", **common, delta=arguments)
+            await self.emit("response.mcp_call_arguments.done", **common, arguments=arguments)
+        else:
+            await self.emit("response.output_item.added", output_index=index, item=dict(item))
 
     async def tool_completed(self, event: ToolCompleted) -> None:
         item = self._calls.pop(event.call_id, None)
         if item is None:
             return  # internal tool, or a completion without its start
+        index = self.items.index(item)
+        if self.form == "mcp_call":
+            finish_mcp_call(item, event.result, is_error=event.is_error)
+            done = "response.mcp_call.failed" if event.is_error else "response.mcp_call.completed"
+            await self.emit(done, item_id=item["id"], output_index=index)
+            await self.emit("response.output_item.done", output_index=index, item=item)
+            return
         item["status"] = "completed"
-        await self.emit("response.output_item.done", output_index=self.items.index(item), item=item)
-        output = {
-            "id": new_id("fco_"),
-            "type": "function_call_output",
-            "call_id": event.call_id,
-            "output": [{"type": "input_text", "text": event.result}],
-            "status": "completed",
-        }
+        await self.emit("response.output_item.done", output_index=index, item=item)
+        output = function_call_output_item(event.call_id, event.result, streamed=True)
         self.items.append(output)
         index = len(self.items) - 1
         await self.emit("response.output_item.added", output_index=index, item=output)
@@ -249,24 +268,30 @@ class ResponseEvents:
         return out
 
 
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
 async def stream_response(
     request: web.Request,
     req: ResponsesRequest,
     chain: Chain,
     turn_request: TurnRequest,
     headers: dict[str, str],
+    form: ToolItemForm = "function_call",
 ) -> web.StreamResponse:
     store = request.app[RESPONSES]
     named_events = tool_progress_enabled(request)
     rid, created_at = response_id(), int(time.time())
     user_message = {"role": "user", "content": req.input}
     async with streamed_turn(request, turn_request, headers) as (stream, turn):
-        events = ResponseEvents(stream, named_events=named_events)
+        events = ResponseEvents(stream, named_events=named_events, form=form)
         terminal_stored = False
         try:
             created = envelope(rid, created_at, req, chain, status="in_progress", output=[])
             store_record(store, req, chain, rid, created, [user_message])
             await events.emit("response.created", response=created)
+            await events.emit("response.in_progress", response=created)
             crash: TurnCrashed | None = None
             try:
                 async for event in turn.events():
@@ -279,9 +304,8 @@ async def stream_response(
                 raise ClientDisconnected("client disconnected")
             await events.close_reasoning()
             status = response_status(result) if crash is None else "failed"
-            text = final_message_text(result) if crash is None else str(crash)[:500]
-            if not events.streamed_text and (status != "completed" or text):
-                await events.text(text)
+            if not events.streamed_text and crash is None and result is not None and answer_text(result):
+                await events.text(answer_text(result))  # the answer came without deltas (non-streaming upstream)
             await events.close_message()
             error = None
             if status == "failed":

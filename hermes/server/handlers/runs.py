@@ -23,6 +23,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -132,7 +133,7 @@ class RunEventsTranslator:
             case ApprovalRequested():
                 pending = run.approvals.get(event.call_id)
                 run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
-            case Status() | Retrying() | StreamStalled():
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 run.emit("status", status_payload(event))
             case SegmentEnd() | ToolCallGenerating() | TurnCompleted():
                 pass

@@ -21,6 +21,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ContextCompacted,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -442,7 +443,7 @@ class SessionChatTranslator:
                 pending = run.approvals.get(event.call_id)
                 data = pending.to_json() if pending else {"request_id": event.call_id}
                 run.emit("approval.request", {"message_id": mid, **data})
-            case Status() | Retrying() | StreamStalled():
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 run.emit("status", status_payload(event))
             case TurnStarted() | ToolCallGenerating() | TurnCompleted():
                 pass

@@ -89,3 +89,19 @@ class PgResponseStore:
                 "ON CONFLICT (name) DO UPDATE SET response_id = EXCLUDED.response_id",
                 (name, response_id),
             )
+
+    async def find_item(self, item_id: str) -> dict[str, Any] | None:
+        """The output item with this id in any stored response (for ``item_reference``)."""
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT item::text FROM hermes.responses AS r, jsonb_array_elements("
+                "CASE WHEN jsonb_typeof(r.data::jsonb #> '{response,output}') = 'array' "
+                "THEN r.data::jsonb #> '{response,output}' ELSE '[]'::jsonb END) AS item "
+                "WHERE jsonb_typeof(item) = 'object' AND item ->> 'id' = %s LIMIT 1",
+                (item_id,),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        item = json.loads(row[0])
+        return item if isinstance(item, dict) else None

@@ -3,34 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-# Context windows of common models; anything else is assumed to have DEFAULT_CONTEXT.
-CONTEXT_WINDOWS: dict[str, int] = {
-    "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4.1-mini": 1_047_576,
-    "o3": 200_000,
-    "o4-mini": 200_000,
-    "claude": 200_000,
-    "gemini": 1_048_576,
-    "llama": 128_000,
-    "qwen": 131_072,
-}
-DEFAULT_CONTEXT = 128_000
-
-
-def context_window(model: str) -> int:
-    name = model.lower().rsplit("/", 1)[-1]
-    best = ""
-    for prefix in CONTEXT_WINDOWS:
-        if name.startswith(prefix) and len(prefix) > len(best):
-            best = prefix
-    return CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT
+from hermes.agent.context import known_context_window as context_window
 
 
 def human_tokens(n: int) -> str:
@@ -70,7 +49,7 @@ class StatusBar(Widget):
     input_tokens: reactive[int] = reactive(0)
     output_tokens: reactive[int] = reactive(0)
     context_tokens: reactive[int] = reactive(0)
-    """Estimated size of the conversation the model sees now."""
+    """Size of what the model saw in the last request (its prompt_tokens when reported)."""
     turn_seconds: reactive[float | None] = reactive(None)
     """Duration of the last finished turn."""
     yolo: reactive[bool] = reactive(False)
@@ -78,6 +57,8 @@ class StatusBar(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._turn_started: float | None = None
+        self.window_for: Callable[[str], int] = context_window
+        """The context window of a model (the app sets the agent's, which knows the settings)."""
 
     def on_mount(self) -> None:
         self._ticker = self.set_interval(0.25, self.refresh, pause=True)
@@ -96,7 +77,7 @@ class StatusBar(Widget):
 
     @property
     def context_percent(self) -> float:
-        window = context_window(self.model or "")
+        window = self.window_for(self.model or "")
         return 100.0 * self.context_tokens / window if window else 0.0
 
     def _timer_text(self) -> str:
@@ -112,7 +93,7 @@ class StatusBar(Widget):
         parts: list[Text] = [Text("⚕ " + (self.model or "no model"), style="bold")]
         parts.append(Text(self.title or "new session", style="italic"))
         parts.append(Text(f"↑{human_tokens(self.input_tokens)} ↓{human_tokens(self.output_tokens)}"))
-        parts.append(Text(f"ctx {pct:.0f}% of {human_tokens(context_window(self.model or ''))}", style=ctx_style))
+        parts.append(Text(f"ctx {pct:.0f}% of {human_tokens(self.window_for(self.model or ''))}", style=ctx_style))
         timer = self._timer_text()
         if timer:
             parts.append(Text(timer))

@@ -1,0 +1,131 @@
+"""The OpenAI-compatible provider's own HTTP path: headers, URLs, proxies, error mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.agent.provider import FinishChunk, ModelRequest, TextChunk, UsageChunk
+from hermes.agent.providers.openai_compat import OpenAICompatProvider
+from hermes.errors import ProviderAuthError, ProviderConnectionError, ProviderRateLimited
+from hermes.testing.upstream import ScriptedUpstream, error_reply, text_reply
+
+REQUEST = ModelRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+
+
+async def _stream(provider: OpenAICompatProvider) -> list[object]:
+    return [event async for event in provider.stream(REQUEST)]
+
+
+async def test_sends_the_key_user_agent_and_the_body_once(upstream: ScriptedUpstream) -> None:
+    upstream.enqueue(text_reply("hello", usage=(3, 1)))
+    provider = OpenAICompatProvider(base_url=upstream.base_url, api_key="sk-test", default_headers={"X-Extra": "1"})
+    try:
+        events = await _stream(provider)
+    finally:
+        await provider.aclose()
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "hello"
+    assert any(isinstance(e, UsageChunk) and e.usage.input_tokens == 3 for e in events)
+    headers = upstream.requests[0].headers
+    assert headers["Authorization"] == "Bearer sk-test"
+    assert headers["User-Agent"].startswith("hermes/")
+    assert headers["X-Extra"] == "1"
+    assert headers["Content-Type"] == "application/json"
+    body = upstream.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+async def test_keep_alive_reuses_one_connection(upstream: ScriptedUpstream) -> None:
+    provider = OpenAICompatProvider(base_url=upstream.base_url, api_key="k")
+    try:
+        for _ in range(3):
+            upstream.enqueue(text_reply("ok"))
+            await _stream(provider)
+            upstream.enqueue(text_reply("ok"))
+            assert any(isinstance(e, FinishChunk) for e in await provider.complete(REQUEST))
+        session = provider._session
+        assert session is not None and session.connector is not None
+        # Every request went over the one pooled connection, which is idle again.
+        assert sum(len(conns) for conns in session.connector._conns.values()) == 1
+    finally:
+        await provider.aclose()
+    assert provider._session is None
+
+
+async def test_credentials_in_the_url_become_basic_auth_and_the_query_is_kept(upstream: ScriptedUpstream) -> None:
+    base = upstream.base_url.replace("http://", "http://bob:pw@") + "?tenant=7"
+    upstream.enqueue(error_reply(401, "who are you"))
+    provider = OpenAICompatProvider(base_url=base, api_key="sk-ignored")
+    try:
+        with pytest.raises(ProviderAuthError) as info:
+            await _stream(provider)
+    finally:
+        await provider.aclose()
+    assert upstream.requests[0].headers["Authorization"] == "Basic Ym9iOnB3"  # bob:pw
+    assert "who are you" in info.value.message and "pw" not in info.value.message
+
+
+async def test_rate_limit_carries_retry_after(upstream: ScriptedUpstream) -> None:
+    upstream.enqueue(error_reply(429, "slow down", retry_after=2))
+    provider = OpenAICompatProvider(base_url=upstream.base_url)
+    try:
+        with pytest.raises(ProviderRateLimited) as info:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    assert (info.value.status, info.value.retry_after, info.value.retryable) == (429, 2.0, True)
+    assert "slow down" in info.value.message
+
+
+async def test_the_proxy_comes_from_the_environment(
+    upstream: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The upstream doubles as the proxy: it answers the absolute-form request itself.
+    monkeypatch.setenv("HTTP_PROXY", upstream.base_url.rsplit("/v1", 1)[0])
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    upstream.enqueue(text_reply("via proxy"))
+    provider = OpenAICompatProvider(base_url="http://model.invalid/v1")
+    try:
+        events = await _stream(provider)
+    finally:
+        await provider.aclose()
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "via proxy"
+
+    monkeypatch.setenv("NO_PROXY", "model.invalid")
+    provider = OpenAICompatProvider(base_url="http://model.invalid/v1", connect_timeout=5)
+    try:
+        with pytest.raises(ProviderConnectionError, match="model.invalid"):
+            await _stream(provider)
+    finally:
+        await provider.aclose()
+
+
+async def test_undecodable_bytes_in_a_message_still_go_out(upstream: ScriptedUpstream) -> None:
+    # Tool output decoded with surrogateescape keeps lone surrogates; the body is ASCII-escaped JSON.
+    upstream.enqueue(text_reply("ok"))
+    request = ModelRequest(model="m", messages=[{"role": "user", "content": "caf\u00e9 \udcff"}])
+    provider = OpenAICompatProvider(base_url=upstream.base_url)
+    try:
+        events = [event async for event in provider.stream(request)]
+    finally:
+        await provider.aclose()
+    assert any(isinstance(e, FinishChunk) for e in events)
+    assert upstream.requests[0].body["messages"][0]["content"] == "caf\u00e9 \udcff"
+
+
+def test_a_closed_provider_serves_a_later_event_loop() -> None:
+    # e.g. a CLI that runs asyncio.run more than once, closing the provider at the end of each.
+    import asyncio
+
+    with ScriptedUpstream.in_thread() as upstream:
+        upstream.default = text_reply("again")
+        provider = OpenAICompatProvider(base_url=upstream.base_url)
+
+        async def once() -> str:
+            try:
+                return "".join(e.text for e in await _stream(provider) if isinstance(e, TextChunk))
+            finally:
+                await provider.aclose()
+
+        assert asyncio.run(once()) == "again"
+        assert asyncio.run(once()) == "again"

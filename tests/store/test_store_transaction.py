@@ -1,0 +1,67 @@
+"""`SqliteSessionStore.transaction()`: several writes, one commit."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hermes.errors import SessionNotFound
+from hermes.store.base import NewMessage
+from hermes.store.sqlite import SqliteSessionStore
+
+
+def _other_reader(db_path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(db_path)
+
+
+def test_writes_inside_are_committed_together_when_the_block_exits(store: SqliteSessionStore, db_path: Path) -> None:
+    reader = _other_reader(db_path)
+    try:
+        with store.transaction():
+            session = store.create_session(source="cli")
+            store.append_message(session.id, NewMessage(role="user", content="hi"))
+            # Not visible to another connection before the block ends.
+            assert reader.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+        assert reader.execute("SELECT count(*) FROM messages").fetchone()[0] == 1
+    finally:
+        reader.close()
+    assert store.get_session(session.id).message_count == 1
+
+
+def test_an_exception_leaving_the_block_undoes_all_of_it(store: SqliteSessionStore) -> None:
+    with pytest.raises(RuntimeError), store.transaction():
+        session = store.create_session(source="cli")
+        store.append_message(session.id, NewMessage(role="user", content="hi"))
+        raise RuntimeError("boom")
+    assert store.find_session(session.id) is None
+
+
+def test_a_failed_write_caught_inside_is_undone_alone(store: SqliteSessionStore) -> None:
+    with store.transaction():
+        session = store.create_session(source="cli")
+        with pytest.raises(SessionNotFound):
+            store.append_message("no-such-session", NewMessage(role="user", content="lost"))
+        store.append_message(session.id, NewMessage(role="user", content="kept"))
+    assert [m.content for m in store.get_messages(session.id)] == ["kept"]
+    assert store.integrity_check() == "ok"
+
+
+def test_a_plain_turn_commits_three_times(store: SqliteSessionStore) -> None:
+    # What the engine does for one answer without tools: open, answer, end.
+    commits: list[str] = []
+    assert store._db is not None
+    store._db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    with store.transaction():
+        session = store.create_session(source="api_server")
+        turn = store.begin_turn(session.id)
+        store.append_message(session.id, NewMessage(role="user", content="q"), turn_id=turn.id)
+    store.append_message(session.id, NewMessage(role="assistant", content="a"), turn_id=turn.id)
+    with store.transaction():
+        store.end_turn(turn.id, "completed")
+        store.add_usage(session.id, input_tokens=3, output_tokens=1)
+        store.end_session(session.id, "completed")
+    assert len(commits) == 3
+    ended = store.get_session(session.id)
+    assert (ended.end_reason, ended.input_tokens, ended.message_count) == ("completed", 3, 2)
