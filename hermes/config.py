@@ -80,6 +80,9 @@ OPTIONS: dict[str, Option] = {
     "server_keepalive_seconds": Option(("API_SERVER_KEEPALIVE_SECONDS",), "seconds of SSE silence before a keepalive"),
     "server_max_concurrent_runs": Option(("API_SERVER_MAX_CONCURRENT_RUNS",), "turns the server runs at once"),
     "server_response_store_size": Option(("API_SERVER_RESPONSE_STORE_SIZE",), "stored responses kept (LRU)"),
+    "server_header_timeout": Option(("API_SERVER_HEADER_TIMEOUT",), "seconds a client has to send a request's headers"),
+    "server_body_timeout": Option(("API_SERVER_BODY_TIMEOUT",), "seconds a request body may stall between reads"),
+    "server_max_connections": Option(("API_SERVER_MAX_CONNECTIONS",), "open client connections; more are refused"),
 }
 
 
@@ -124,6 +127,9 @@ class Settings:
     server_keepalive_seconds: float = 10.0
     server_max_concurrent_runs: int = 64
     server_response_store_size: int = 1000
+    server_header_timeout: float = 30.0
+    server_body_timeout: float = 30.0
+    server_max_connections: int = 4096
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """The `[mcp_servers.NAME]` tables of config.toml (no environment form)."""
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from hermes.config import Settings
+    from hermes.server.protocol import ConnectionLimits
 
 EXIT_PORT_IN_USE = 75
 SHUTDOWN_BUDGET = 4.5
@@ -44,13 +45,19 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     host: str | None = typer.Option(None, "--host", help="Address to bind (API_SERVER_HOST; default 127.0.0.1)."),
-    port: int | None = typer.Option(None, "--port", help="Port to bind, 0 for any free one (API_SERVER_PORT; default 8642)."),
+    port: int | None = typer.Option(
+        None, "--port", help="Port to bind, 0 for any free one (API_SERVER_PORT; default 8642)."
+    ),
     key: str | None = typer.Option(None, "--key", help="Bearer key clients must send (API_SERVER_KEY)."),
     cors_origin: list[str] | None = typer.Option(
         None, "--cors-origin", help="Browser origin allowed to call the server; repeatable (API_SERVER_CORS_ORIGINS)."
     ),
-    model_name: str | None = typer.Option(None, "--model-name", help="Model id the server advertises (API_SERVER_MODEL_NAME)."),
-    yolo: bool = typer.Option(False, "--yolo", help="Run commands that need approval without asking (hard-blocked ones never run)."),
+    model_name: str | None = typer.Option(
+        None, "--model-name", help="Model id the server advertises (API_SERVER_MODEL_NAME)."
+    ),
+    yolo: bool = typer.Option(
+        False, "--yolo", help="Run commands that need approval without asking (hard-blocked ones never run)."
+    ),
 ) -> None:
     """Run the OpenAI-compatible HTTP server."""
     from hermes.config import Settings
@@ -85,8 +92,16 @@ def serve(
     _report_instructions(app)
     import asyncio
 
+    from hermes.server import log_limit
+    from hermes.server.protocol import ConnectionLimits
+
+    log_limit.install()
+    _raise_open_file_limit()
     after_ready = (f"hermes serve: {sandbox}",) if sandbox else ()
-    code = asyncio.run(run_server(app, settings.server_host, settings.server_port, notices=after_ready))
+    limits = ConnectionLimits.from_settings(settings)
+    code = asyncio.run(
+        run_server(app, settings.server_host, settings.server_port, notices=after_ready, limits=limits)
+    )
     if code:
         raise typer.Exit(code)
 
@@ -134,17 +149,48 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-async def run_server(app: web.Application, host: str, port: int, *, notices: tuple[str, ...] = ()) -> int:
+def _raise_open_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit, so the connection cap is reached before EMFILE."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # not available (or not allowed): the defaults stay
+
+
+async def run_server(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    notices: tuple[str, ...] = (),
+    limits: ConnectionLimits | None = None,
+) -> int:
     """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
 
     `notices` are printed right after the listening line (which stays the first line).
+    Shutdown order: the listening socket closes, the app's on_shutdown hooks interrupt
+    turns and wait (bounded) for every stream's terminal frame, then aiohttp cancels
+    what is left (`HANDLER_GRACE`), then the app's cleanup closes the stores.
     """
     import asyncio
     import signal
 
     from aiohttp import web
 
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=HANDLER_GRACE)
+    from hermes.server.protocol import ConnectionLimits, HermesAppRunner
+
+    runner = HermesAppRunner(
+        app,
+        limits=limits or ConnectionLimits(),
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=HANDLER_GRACE,
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

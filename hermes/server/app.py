@@ -22,6 +22,7 @@ from hermes.server import routes
 from hermes.server.background_runs import attach_run_registry
 from hermes.server.handlers.openapi import build_document
 from hermes.server.idempotency import IdempotencyCache
+from hermes.server.lifecycle import LIVE_WORK, LiveWork
 from hermes.server.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
 from hermes.server.state import (
     AGENT,
@@ -39,6 +40,9 @@ from hermes.store.base import SessionStore
 from hermes.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
+
+SHUTDOWN_DRAIN_SECONDS = 2.5
+"""Seconds shutdown waits for interrupted turns to write their terminal frames."""
 
 
 def create_app(
@@ -111,6 +115,25 @@ def create_app(
             owned_responses.close()
 
     app.cleanup_ctx.append(resources)
+    metrics = app[METRICS]
+    live = app[LIVE_WORK] = LiveWork(lambda result: metrics.note_outcome(result.error_code, result.error, time.time()))
+
+    async def interrupt_turns(app: web.Application) -> None:
+        live.begin_shutdown()
+
+    async def wait_for_streams(app: web.Application) -> None:
+        if not await live.drained(SHUTDOWN_DRAIN_SECONDS):
+            log.warning(
+                "hermes serve: %d turn(s) and %d stream(s) still open at shutdown",
+                live.active_turns,
+                live.active_streams,
+            )
+
+    # on_shutdown runs before aiohttp cancels handlers and before any cleanup closes a
+    # store: turns are interrupted first, background runs settle, then every stream has
+    # written its terminal frame (bounded by SHUTDOWN_DRAIN_SECONDS).
+    app.on_shutdown.append(interrupt_turns)
     attach_run_registry(app)
+    app.on_shutdown.append(wait_for_streams)
     app.add_routes(routes.ROUTES)
     return app

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -30,7 +31,7 @@ from hermes.errors import HermesError
 from hermes.server.errors import ApiError, Conflict, RequestValidationError
 from hermes.server.run_registry import Run, RunEvent, RunKind, RunRegistry
 from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
-from hermes.server.state import AGENT, LIMITER, RUNS, SETTINGS
+from hermes.server.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS
 from hermes.server.turn_runner import TurnCrashed, TurnEngine, TurnRun
 from hermes.server.wire import usage_json
 from hermes.store.run_store import open_run_store
@@ -210,8 +211,11 @@ def start_run(
     turn.yolo = turn.yolo or settings.yolo
     agent = request.config_dict[AGENT]
     run = registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
+    metrics = request.config_dict[METRICS]
+    metrics.turns += 1
     task = registry.start(run, drive_run(registry, run, agent, turn, translator))
     task.add_done_callback(lambda _: admission.close())
+    task.add_done_callback(lambda _: metrics.note_outcome(run.error_code, run.error, time.time()))
     return run
 
 

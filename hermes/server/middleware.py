@@ -1,5 +1,6 @@
 """Middlewares and response hooks, outermost first:
 
+0. `metrics_middleware` — counts requests for /health/detailed.
 1. `error_middleware` — every failure becomes the OpenAI error envelope
    (`ApiError`, `HermesError`, aiohttp `HTTPException`, anything else → 500).
 2. `cors_middleware` — requests carrying a non-allowed ``Origin`` get 403; ``OPTIONS``
@@ -8,6 +9,11 @@
    preflights are open.
 4. `body_limit_middleware` — declared bodies over 10 MB → 413, bad Content-Length → 400
    (chunked bodies are capped by the app's ``client_max_size`` and mapped to the same 413).
+5. `json_guard_middleware` — JSON bodies with a lone UTF-16 surrogate or an integer
+   beyond Python's digit limit → 400 (they parse, but nothing downstream could carry them).
+
+Requests aiohttp's own parser rejects never reach these: `hermes.server.protocol`
+answers them with the same envelope.
 
 `on_response_prepare` adds the security headers and the CORS headers to *every*
 response just before its head is written, including SSE responses prepared inside a
@@ -17,8 +23,11 @@ handler — which is why SSE writers never have to remember CORS themselves.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -32,7 +41,7 @@ from hermes.server.errors import (
     from_hermes_error,
     from_http_exception,
 )
-from hermes.server.state import SETTINGS
+from hermes.server.state import METRICS, SETTINGS
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +158,69 @@ async def body_limit_middleware(request: web.Request, handler: Handler) -> web.S
     return await handler(request)
 
 
+# ---- JSON bodies that parse but cannot be used ---------------------------------------------
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when any string (key or value) in the parsed JSON holds a lone UTF-16 surrogate.
+
+    Such strings cannot be encoded as UTF-8, so no store, upstream or response could take them.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+@web.middleware
+async def json_guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """400 for JSON bodies Python parses but hermes cannot carry: lone surrogates, huge integers.
+
+    Bodies that are not valid JSON pass through: each handler reports those itself
+    ("Invalid JSON in request body"). The body stays cached on the request for the handler.
+    """
+    if request.method in BODY_METHODS and request.can_read_body:
+        raw = await request.read()
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            data = None  # the handler's own JSON error
+        except ValueError:  # int() beyond sys.get_int_max_str_digits
+            raise RequestValidationError(
+                "Invalid JSON in request body: a number has too many digits", code="invalid_json"
+            ) from None
+        if data is not None and has_lone_surrogate(data):
+            raise RequestValidationError(
+                "Invalid JSON in request body: a string holds a lone UTF-16 surrogate", code="invalid_json"
+            )
+    return await handler(request)
+
+
+# ---- counters ------------------------------------------------------------------------------
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Counts every request that reaches the app (for /health/detailed)."""
+    metrics = request.config_dict.get(METRICS)
+    if metrics is not None:
+        metrics.requests += 1
+        metrics.last_request_at = time.time()
+    return await handler(request)
+
+
 # ---- errors -------------------------------------------------------------------------------
 
 
@@ -187,4 +259,11 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
             response.headers.setdefault(name, value)
 
 
-MIDDLEWARES = [error_middleware, cors_middleware, auth_middleware, body_limit_middleware]
+MIDDLEWARES = [
+    metrics_middleware,
+    error_middleware,
+    cors_middleware,
+    auth_middleware,
+    body_limit_middleware,
+    json_guard_middleware,
+]

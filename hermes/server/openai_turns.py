@@ -29,6 +29,7 @@ from aiohttp import web
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.server.errors import json_response
 from hermes.server.idempotency import validate_key
+from hermes.server.lifecycle import LIVE_WORK
 from hermes.server.request import read_json_object, session_key_header
 from hermes.server.sse import DisconnectWatcher, SSEStream
 from hermes.server.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS
@@ -117,11 +118,12 @@ async def streamed_turn(
         await stream.prepare()
         turn = TurnRun(app[AGENT], turn_request)
         stream.on_disconnect(turn.stop)
-        try:
-            yield stream, turn
-        finally:
-            await turn.aclose()
-            await stream.close()
+        with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
+            try:
+                yield stream, turn
+            finally:
+                await turn.aclose()
+                await stream.close()
 
 
 async def run_to_end(
@@ -133,14 +135,15 @@ async def run_to_end(
     with app[LIMITER].admit():
         app[METRICS].turns += 1
         turn = TurnRun(engine or app[AGENT], turn_request)
-        try:
-            if watch:
-                async with DisconnectWatcher(request) as watcher:
-                    watcher.on_disconnect(turn.stop)
-                    return await turn.wait()
-            return await turn.wait()
-        finally:
-            await turn.aclose()
+        with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
+            try:
+                if watch:
+                    async with DisconnectWatcher(request) as watcher:
+                        watcher.on_disconnect(turn.stop)
+                        return await turn.wait()
+                return await turn.wait()
+            finally:
+                await turn.aclose()
 
 
 async def complete(

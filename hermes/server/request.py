@@ -19,6 +19,7 @@ from hermes.server.errors import (
     PermissionDenied,
     RequestValidationError,
 )
+from hermes.server.schema import CONTENT_PARTS_DOC
 from hermes.server.state import SETTINGS
 
 MAX_TEXT_LENGTH = 65_536
@@ -29,7 +30,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 CONTENT_DOC: dict[str, Any] = {
-    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]
+    "anyOf": [{"type": "string"}, CONTENT_PARTS_DOC, {"type": "null"}]
 }
 """The documented shape of OpenAI message content (`normalize_content` checks it)."""
 
@@ -110,6 +111,8 @@ def session_key_header(request: web.Request) -> str | None:
 
 
 _SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")
+SESSION_ID_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+"""What `validate_session_id` accepts, as one JSON Schema pattern (for the document)."""
 
 
 def validate_session_id(value: str, *, param: str = "X-Hermes-Session-Id") -> str:
@@ -264,7 +267,9 @@ def normalize_content(content: Any, param: str) -> str | list[dict[str, Any]]:
             parts.append({"type": "text", "text": part})
             continue
         if not isinstance(part, dict):
-            continue
+            raise RequestValidationError(
+                "Content parts must be strings or objects.", code="invalid_content_part", param=param
+            )
         kind = part.get("type")
         if not isinstance(kind, str):
             raise RequestValidationError(

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.types import TurnResult
+from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.ids import new_item_id, new_response_id, new_session_id
 from hermes.server.errors import NotFound, RequestValidationError
 from hermes.server.request import (
@@ -42,7 +43,17 @@ from hermes.server.request import (
     normalize_content,
     optional_str,
 )
-from hermes.server.schema import Anything, Array, Body, Boolean, Object, String
+from hermes.server.schema import (
+    CONTENT_PARTS_DOC,
+    SINGLE_LINE_PATTERN,
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Object,
+    String,
+    not_both,
+)
 from hermes.server.tool_items import (
     arguments_json,
     call_item,
@@ -270,7 +281,11 @@ def _name(body: dict[str, Any], field_name: str) -> str | None:
     return value
 
 
-_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+_NAME_DOC: dict[str, Any] = {
+    "type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH, "pattern": SINGLE_LINE_PATTERN
+}
+"""A response id or conversation name, as `_name` checks it."""
+_CONTENT_DOC: dict[str, Any] = {"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC]}
 _INPUT_DOC: dict[str, Any] = {
     "anyOf": [
         {"type": "string", "minLength": 1},
@@ -311,13 +326,15 @@ RESPONSE_REQUEST = Body(
         "input": Anything(required=True, documented=_INPUT_DOC),
         "model": String(),
         "instructions": String(),
-        "previous_response_id": String(),
+        "previous_response_id": Anything(documented=_NAME_DOC),
         "conversation": Anything(
-            documented={"anyOf": [{"type": "string"}, {"type": "object", "properties": {"id": {"type": "string"}}}]}
+            documented={
+                "anyOf": [_NAME_DOC, {"type": "object", "properties": {"id": {"anyOf": [_NAME_DOC, {"type": "null"}]}}}]
+            }
         ),
         "conversation_history": Array(
             items=Object(properties={"role": String(required=True, enum=("user", "assistant")),
-                                     "content": Anything(required=True, documented=_CONTENT_DOC)}),
+                                     "content": Anything(required=True, nullable=True, documented=_CONTENT_DOC)}),
             error=("invalid_conversation_history", "'conversation_history' must be an array of message objects"),
         ),
         "store": Boolean(),
@@ -327,6 +344,7 @@ RESPONSE_REQUEST = Body(
         ),
         "metadata": Object(),
     },
+    rules=(not_both("conversation", "previous_response_id"),),
 )
 """`input` and the items of `conversation_history` are checked by `parse_responses_body`
 (per-item params such as ``input[2].role``)."""
@@ -511,6 +529,8 @@ def envelope(
     incomplete = None
     if status == "incomplete":
         reason = "interrupted" if result is None or result.status == "interrupted" else "max_output_tokens"
+        if result is not None and result.error_code == SERVER_SHUTDOWN:
+            reason = SERVER_SHUTDOWN
         incomplete = {"reason": reason}
     body: dict[str, Any] = {
         "id": rid,

@@ -22,6 +22,7 @@ codes and messages (a generic validator reports its own), and the document is Op
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,9 +61,13 @@ class Field:
     def default_error(self) -> tuple[str, str]:
         return "invalid_type", "'{name}' must be a string"
 
-    def document(self) -> JSON:
+    def document(self, *, as_item: bool = False) -> JSON:
+        """The field's schema; an optional property also allows null (`check` treats it as absent).
+
+        Array items and alternatives (`as_item`) are never "absent": null is theirs only if `nullable`.
+        """
         schema = self.schema()
-        if self.nullable:
+        if self.nullable or not (self.required or as_item):
             schema = {"anyOf": [schema, {"type": "null"}]}
         if self.description:
             schema = {**schema, "description": self.description}
@@ -88,11 +93,15 @@ class String(Field):
     min_length: int | None = None
     max_length: int | None = None
     enum: Sequence[str] | None = None
+    pattern: str | None = None
+    """A regular expression the value must match somewhere (JSON Schema `pattern` semantics)."""
 
     def schema(self) -> JSON:
         schema: JSON = {"type": "string"}
         if self.enum is not None:
             schema["enum"] = list(self.enum)
+        if self.pattern is not None:
+            schema["pattern"] = self.pattern
         if self.min_length is not None:
             schema["minLength"] = self.min_length
         if self.max_length is not None:
@@ -105,9 +114,27 @@ class String(Field):
     def in_range(self, value: Any) -> bool:
         if self.enum is not None and value not in self.enum:
             return False
+        if self.pattern is not None and re.search(self.pattern, value) is None:
+            return False
         if self.min_length is not None and len(value) < self.min_length:
             return False
         return self.max_length is None or len(value) <= self.max_length
+
+
+NO_NUL_PATTERN = "^[^\\x00]*$"
+SINGLE_LINE_PATTERN = "^[^\\x00\\r\\n]*$"
+_SPACE = "\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+"""What `str.strip()` removes, spelled out: `\\s` means different things in ECMA and Python regexes."""
+NOT_BLANK_PATTERN = f"[^{_SPACE}]"
+"""Some character `str.strip()` keeps."""
+
+
+def text_pattern(forbidden: str, *, not_blank: bool) -> str:
+    """One anchored pattern: no character of the class `forbidden`, and (with `not_blank`) one
+    that is not whitespace. One pattern, not an allOf of several: generators handle it directly."""
+    if not not_blank:
+        return f"^[^{forbidden}]*$"
+    return f"^[^{forbidden}]*[^{forbidden}{_SPACE}][^{forbidden}]*$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +157,17 @@ class Text(String):
             self.fail(name, (self.code, "'{name}' must be at most " + f"{self.max_length} characters"))
         if "\x00" in value or (not self.multiline and ("\r" in value or "\n" in value)):
             self.fail(name, (self.code, "'{name}' contains control characters"))
+        if self.min_length and not value.strip():
+            self.fail(name, (self.code, "'{name}' must not be blank"))
+
+    def schema(self) -> JSON:
+        """Documents exactly what `check` enforces: length, the control characters, non-blank."""
+        schema: JSON = {"type": "string"}
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        forbidden = "\\x00" if self.multiline else "\\x00\\r\\n"
+        schema["pattern"] = text_pattern(forbidden, not_blank=bool(self.min_length))
+        return schema
 
     def text(self, body: Mapping[str, Any], name: str) -> str | None:
         """The checked value of `name` in `body` (None when absent)."""
@@ -140,13 +178,16 @@ class Text(String):
 
 @dataclass(frozen=True, kw_only=True)
 class Boolean(Field):
-    """Documented as a boolean; bool-ish strings and numbers are accepted (`coerce_bool`)."""
+    """A boolean; bool-ish strings and numbers are accepted and documented (`coerce_bool`)."""
 
     def schema(self) -> JSON:
-        return {"type": "boolean"}
+        return {"anyOf": [{"type": "boolean"}, {"type": "string"}, {"type": "number"}]}
 
     def fits(self, value: Any) -> bool:
-        return True
+        return isinstance(value, (bool, str, int, float))
+
+    def default_error(self) -> tuple[str, str]:
+        return "invalid_type", "'{name}' must be a boolean"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +196,14 @@ class Number(Field):
         return {"type": "number"}
 
     def fits(self, value: Any) -> bool:
-        return True  # passed through to nobody: hermes does not sample
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    def default_error(self) -> tuple[str, str]:
+        return "invalid_type", "'{name}' must be a number"
+
+
+MAX_INTEGER = 2**63 - 1
+"""The largest integer a body field takes (SQLite's INTEGER)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,16 +211,25 @@ class Integer(Field):
     minimum: int | None = None
 
     def schema(self) -> JSON:
-        schema: JSON = {"type": "integer"}
+        schema: JSON = {"type": "integer", "maximum": MAX_INTEGER}
         if self.minimum is not None:
             schema["minimum"] = self.minimum
         return schema
 
     def fits(self, value: Any) -> bool:
+        """An int, or a float with no fractional part (JSON Schema counts 2.0 as an integer)."""
+        if isinstance(value, float):
+            return value.is_integer()
         return isinstance(value, int) and not isinstance(value, bool)
 
+    def value(self, body: Mapping[str, Any], name: str) -> int | None:
+        """The checked value of `name` in `body` as an int (None when absent)."""
+        raw = body.get(name)
+        self.check(raw, name)
+        return None if raw is None else int(raw)
+
     def in_range(self, value: Any) -> bool:
-        return (self.minimum is None or int(value) >= self.minimum) and int(value) < 2**63
+        return (self.minimum is None or int(value) >= self.minimum) and int(value) <= MAX_INTEGER
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,6 +259,8 @@ class Array(Field):
     items: Field | None = None
     """Documents the items; their shape is the handler parser's to check (per-item params)."""
     min_items: int | None = None
+    contains: JSON | None = None
+    """Documents an item that must be present (the handler's parser checks it)."""
 
     def default_error(self) -> tuple[str, str]:
         return "invalid_type", "'{name}' must be an array"
@@ -210,8 +269,10 @@ class Array(Field):
         schema: JSON = {"type": "array"}
         if self.min_items is not None:
             schema["minItems"] = self.min_items
+        if self.contains is not None:
+            schema["contains"] = self.contains
         if self.items is not None:
-            schema["items"] = self.items.document()
+            schema["items"] = self.items.document(as_item=True)
         return schema
 
     def fits(self, value: Any) -> bool:
@@ -228,7 +289,7 @@ class OneOf(Field):
     options: Sequence[Field] = ()
 
     def schema(self) -> JSON:
-        return {"anyOf": [option.document() for option in self.options]}
+        return {"anyOf": [option.document(as_item=True) for option in self.options]}
 
     def fits(self, value: Any) -> bool:
         return any(option.fits(value) for option in self.options)
@@ -253,6 +314,12 @@ class Anything(Field):
         return None
 
 
+def not_both(first: str, second: str) -> JSON:
+    """Documents "`first` and `second` (non-null) exclude each other"."""
+    present = {"not": {"type": "null"}}
+    return {"not": {"required": [first, second], "properties": {first: present, second: present}}}
+
+
 @dataclass(frozen=True)
 class Body:
     """A request body: a named object schema (``#/components/schemas/<name>``)."""
@@ -261,6 +328,8 @@ class Body:
     properties: Mapping[str, Field]
     closed: bool = False
     """Unknown fields are documented as not allowed (the handler reports them)."""
+    rules: tuple[JSON, ...] = ()
+    """Cross-field rules the handler checks, documented as `allOf` entries (see `not_both`)."""
 
     def validate(self, body: Mapping[str, Any]) -> None:
         """Check every declared field's shape, in declaration order."""
@@ -277,6 +346,8 @@ class Body:
             schema["required"] = required
         if self.closed:
             schema["additionalProperties"] = False
+        if self.rules:
+            schema["allOf"] = list(self.rules)
         return schema
 
     def text(self, body: Mapping[str, Any], name: str) -> str | None:
@@ -313,8 +384,57 @@ def reply(description: str, schema: JSON | str | None = None) -> JSON:
     return {"description": description, **json_content(schema)}
 
 
+SSE_EVENT: JSON = {
+    "type": "object",
+    "description": "One Server-Sent Event; `data` is a JSON document, or `[DONE]` at the end of a chat stream.",
+    "required": ["data"],
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+        "id": {"type": "string"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+}
+"""The schema of each event of a ``text/event-stream`` response (OpenAPI 3.1: `schema` describes one event)."""
+
+SSE_CONTENT: JSON = {"text/event-stream": {"schema": SSE_EVENT}}
+
+IDEMPOTENCY_KEY_SCHEMA: JSON = {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"}
+"""`Idempotency-Key`: 1-255 visible ASCII characters (`hermes.server.idempotency.validate_key`)."""
+
+MAX_TEXT_LENGTH = 65_536
+TEXT_PART_DOC: JSON = {
+    "type": "object",
+    "required": ["type", "text"],
+    "properties": {
+        "type": {"enum": ["text", "input_text", "output_text"]},
+        "text": {"type": "string"},
+    },
+}
+TURN_TEXT_DOC: JSON = {"type": "string", "pattern": text_pattern("\\x00", not_blank=True)}
+"""Text of a turn: not blank, no NUL (`check_user_content`)."""
+VISIBLE_PART_DOC: JSON = {
+    "anyOf": [
+        TURN_TEXT_DOC,
+        {"type": "object", "required": ["type", "text"],
+         "properties": {"type": {"enum": ["text", "input_text", "output_text"]}, "text": TURN_TEXT_DOC}},
+    ]
+}
+"""A part that shows something (`hermes.server.request.has_visible_payload`)."""
+VISIBLE_CONTENT_DOC: JSON = {
+    "anyOf": [TURN_TEXT_DOC, {"type": "array", "contains": VISIBLE_PART_DOC}]
+}
+"""Content that shows something: a non-blank string, or parts of which one is visible."""
+CONTENT_PARTS_DOC: JSON = {
+    "type": "array",
+    "items": {"anyOf": [{"type": "string"}, TEXT_PART_DOC]},
+}
+"""Message content as parts: strings and text parts (image parts are accepted too, undocumented
+here because their URL rules are not a JSON Schema; `hermes.server.request.normalize_content`)."""
+
+
 def sse_reply(description: str) -> JSON:
-    return {"description": description, "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+    return {"description": description, "content": SSE_CONTENT}
 
 
 def shared_reply(name: str) -> JSON:

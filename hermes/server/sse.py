@@ -47,6 +47,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from hermes.server.lifecycle import live_work
+
 log = logging.getLogger(__name__)
 
 SSE_HEADERS: Mapping[str, str] = {
@@ -198,6 +200,7 @@ class SSEStream:
         self._last_write = time.monotonic()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._tracked = False
         self.frames_sent = 0
 
     # ---- lifecycle ------------------------------------------------------------------
@@ -221,6 +224,10 @@ class SSEStream:
             raise ClientDisconnected(str(exc)) from exc
         self._last_write = time.monotonic()
         self._task = asyncio.create_task(self._background(), name="sse-keepalive")
+        live = live_work(self.request)
+        if live is not None:  # shutdown waits for this stream's close()
+            live.stream_opened()
+            self._tracked = True
         return self
 
     def on_disconnect(self, callback: Callable[[], object]) -> None:
@@ -235,6 +242,15 @@ class SSEStream:
         if self._closed:
             return
         self._closed = True
+        try:
+            await self._finish(comment)
+        finally:
+            live = live_work(self.request)
+            if self._tracked and live is not None:
+                self._tracked = False
+                live.stream_closed()
+
+    async def _finish(self, comment: str | None) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -7,6 +7,7 @@ read them with ``request.app[KEY]`` (or ``request.config_dict[KEY]``).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,8 @@ from hermes.server.idempotency import IdempotencyCache
 from hermes.server.run_registry import RunRegistry
 from hermes.store.base import SessionStore
 from hermes.store.responses import ResponseStore
+
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 
 
 class TurnLimiter:
@@ -44,6 +47,21 @@ class TurnLimiter:
             self.active -= 1
 
 
+UPSTREAM_ERROR_CODES = frozenset(
+    {"provider_error", "authentication_failed", "provider_timeout", "provider_unreachable", "rate_limited",
+     "streaming_unsupported"}
+)
+"""Turn error codes that mean the model endpoint failed (`hermes.errors.ProviderError` and subclasses)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamError:
+    code: str
+    message: str
+    """Redacted, without URLs, at most 200 characters."""
+    at: float
+
+
 @dataclass
 class ServerMetrics:
     """Counters for /health/detailed (no secrets, no paths)."""
@@ -52,7 +70,14 @@ class ServerMetrics:
     requests: int = 0
     turns: int = 0
     last_request_at: float | None = None
+    last_upstream_error: UpstreamError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def note_outcome(self, error_code: str | None, error: str | None, at: float) -> None:
+        """Remember a turn's failure when the model endpoint caused it."""
+        if error_code in UPSTREAM_ERROR_CODES:
+            text = _URL.sub("<url>", error or "")
+            self.last_upstream_error = UpstreamError(error_code, text[:200], at)
 
 
 SETTINGS = web.AppKey("hermes.settings", Settings)

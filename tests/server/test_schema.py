@@ -49,6 +49,8 @@ def test_type_and_range_errors_carry_the_declared_codes() -> None:
     assert _error({"items": [1], "title": "a\nb"})[2] == "'title' contains control characters"
     assert _error({"items": [1], "at": True})[0] == "invalid_at"
     assert _error({"items": [1], "at": 0})[0] == "invalid_at"
+    assert _error({"items": [1], "at": 1.5})[0] == "invalid_at"
+    assert _error({"items": [1], "at": 2**63})[0] == "invalid_at"
     SAMPLE.validate({"items": [1], "mode": "a", "title": "ok", "at": 3, "unknown": object()})
 
 
@@ -61,9 +63,10 @@ def test_the_declaration_is_the_document() -> None:
         "type": "object",
         "properties": {
             "items": {"type": "array", "minItems": 1},
-            "mode": {"type": "string", "enum": ["a", "b"]},
-            "title": {"type": "string", "maxLength": 5},
-            "at": {"type": "integer", "minimum": 1},
+            # optional fields: null is treated as absent, so the document allows it
+            "mode": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]},
+            "title": {"anyOf": [{"type": "string", "maxLength": 5, "pattern": "^[^\\x00\\r\\n]*$"}, {"type": "null"}]},
+            "at": {"anyOf": [{"type": "integer", "maximum": 2**63 - 1, "minimum": 1}, {"type": "null"}]},
         },
         "required": ["items"],
     }

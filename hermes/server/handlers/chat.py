@@ -70,6 +70,9 @@ from hermes.server.request import (
     tool_progress_enabled,
 )
 from hermes.server.schema import (
+    IDEMPOTENCY_KEY_SCHEMA,
+    SSE_CONTENT,
+    VISIBLE_CONTENT_DOC,
     Anything,
     Array,
     Body,
@@ -125,7 +128,9 @@ class ChatRequest:
 
 MESSAGE = Object(
     properties={
-        "role": String(required=True, enum=("system", "developer", "user", "assistant", "tool")),
+        "role": String(
+            required=True, description="system, developer, user, assistant or tool; other roles are dropped"
+        ),
         "content": Anything(documented=CONTENT_DOC),
         "name": String(),
     }
@@ -136,6 +141,8 @@ CHAT_REQUEST = Body(
     {
         "messages": Array(
             required=True, min_items=1, items=MESSAGE,
+            contains={"type": "object", "required": ["role", "content"],
+                      "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC}},
             error=("invalid_messages", "Missing or invalid 'messages' field"),
         ),
         "model": String(),
@@ -143,7 +150,7 @@ CHAT_REQUEST = Body(
         "metadata": Object(),
         "stream": Boolean(),
         "temperature": Number(),
-        "tools": Anything(documented={"type": "array", "items": {"type": "object"}}),
+        "tools": Array(description="Accepted for compatibility; hermes runs its own tools."),
     },
 )
 """Each message's role and content are checked per item by `parse_chat_body` (its params
@@ -330,7 +337,7 @@ class ChatChunks:
         if result is not None:
             final["usage"] = usage_json(result.usage, "chat")
         if outcome.hermes is not None:
-            final["error"] = {"message": outcome.error, "type": "agent_error"}
+            final["error"] = {"message": outcome.error, "type": "agent_error", "code": outcome.hermes["error_code"]}
             final["hermes"] = outcome.hermes
         await self.stream.send(final)
         await self.stream.send_data("[DONE]")
@@ -406,7 +413,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             "operationId": "createChatCompletion",
             "summary": "One agent turn, OpenAI Chat Completions shape (JSON, or SSE with stream: true)",
             "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
             ],
             "requestBody": {
                 "required": True,
@@ -417,7 +424,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                     "description": "A chat.completion (or an SSE stream of chat.completion.chunk)",
                     "content": {
                         "application/json": {"schema": {"type": "object"}},
-                        "text/event-stream": {"schema": {"type": "string"}},
+                        **SSE_CONTENT,
                     },
                 },
                 "400": {"$ref": "#/components/responses/BadRequest"},

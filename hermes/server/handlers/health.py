@@ -1,9 +1,18 @@
-"""Liveness and readiness: /health, /v1/health, /health/detailed (no auth, no secrets)."""
+"""Liveness and readiness: /health, /v1/health, /health/detailed (no auth, no secrets).
+
+`/health` answers as long as the process serves HTTP. `/health/detailed` is the
+readiness check: one cheap indexed read on each store (503 ``unavailable`` when one
+fails, or while the server shuts down), the counters (requests, turns, active turns and
+streams) and the last upstream error (code, URL-free message, time). It never shows
+keys, URLs or file paths.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +20,10 @@ from aiohttp import web
 
 from hermes import __version__
 from hermes.server.errors import json_response
-from hermes.server.state import LIMITER, METRICS, SETTINGS
+from hermes.server.lifecycle import LIVE_WORK
+from hermes.server.state import LIMITER, METRICS, RESPONSES, RUNS, SESSIONS, SETTINGS
+
+log = logging.getLogger(__name__)
 
 PLATFORM = "hermes-agent"
 
@@ -26,31 +38,69 @@ def _rfc3339(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
+PROBE_ID = "health-probe"
+"""An id no row has: looking it up is one indexed read on each store."""
+
+
+def _probe(check: Callable[[], object]) -> str:
+    try:
+        check()
+    except Exception:  # noqa: BLE001 - any failure means "not ready"; details would leak paths
+        log.warning("readiness check failed", exc_info=True)
+        return "error"
+    return "ok"
+
+
+def readiness(app: web.Application) -> dict[str, str]:
+    """One cheap query per store: "ok" or "error" (never the reason: it could hold a path)."""
+    sessions, responses, runs = app[SESSIONS], app[RESPONSES], app[RUNS]
+    checks = {
+        "session_store": _probe(lambda: sessions.find_session(PROBE_ID)),
+        "response_store": _probe(lambda: responses.get(PROBE_ID)),
+    }
+    store = runs.store
+    checks["run_store"] = _probe(lambda: store.get(PROBE_ID)) if store is not None else "error"
+    return checks
+
+
 async def health_detailed(request: web.Request) -> web.Response:
-    metrics = request.config_dict[METRICS]
-    limiter = request.config_dict[LIMITER]
-    settings = request.config_dict[SETTINGS]
+    app = request.app
+    metrics = app[METRICS]
+    limiter = app[LIMITER]
+    settings = app[SETTINGS]
+    live = app[LIVE_WORK]
+    runs = app[RUNS]
+    checks = readiness(app)
+    ready = all(value == "ok" for value in checks.values()) and not live.closing
+    upstream = metrics.last_upstream_error
     body: dict[str, Any] = {
-        "status": "ok",
+        "status": "ok" if ready else "unavailable",
         "platform": PLATFORM,
         "version": __version__,
-        "gateway_state": "running",
+        "gateway_state": "stopping" if live.closing else "running",
         "platforms": {},
         "active_agents": limiter.active,
         "exit_reason": None,
         "updated_at": _rfc3339(time.time()),
         "pid": os.getpid(),
+        "checks": checks,
         "api_server": {
             "active_runs": limiter.active,
+            "active_turns": limiter.active,
+            "active_background_runs": runs.active_count,
+            "active_streams": live.active_streams,
             "max_concurrent_runs": settings.server_max_concurrent_runs,
             "started_at": _rfc3339(metrics.started_at),
             "uptime_seconds": round(time.time() - metrics.started_at, 3),
             "requests": metrics.requests,
             "turns": metrics.turns,
             "last_request_at": _rfc3339(metrics.last_request_at),
+            "last_upstream_error": None
+            if upstream is None
+            else {"code": upstream.code, "message": upstream.message, "at": _rfc3339(upstream.at)},
         },
     }
-    return json_response(body)
+    return json_response(body, status=200 if ready else 503)
 
 
 ROUTES = [
@@ -63,6 +113,18 @@ _HEALTH = {
     "type": "object",
     "required": ["status", "platform"],
     "properties": {"status": {"type": "string"}, "platform": {"type": "string"}, "version": {"type": "string"}},
+}
+
+_DETAILED = {
+    "type": "object",
+    "required": ["status", "platform", "checks", "api_server"],
+    "properties": {
+        "status": {"type": "string", "enum": ["ok", "unavailable"]},
+        "platform": {"type": "string"},
+        "version": {"type": "string"},
+        "checks": {"type": "object", "additionalProperties": {"type": "string", "enum": ["ok", "error"]}},
+        "api_server": {"type": "object"},
+    },
 }
 
 OPENAPI_PATHS: dict[str, dict[str, Any]] = {
@@ -88,7 +150,8 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "Readiness and counters (no secrets, no paths)",
             "security": [],
             "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+                "200": {"description": "Ready", "content": {"application/json": {"schema": _DETAILED}}},
+                "503": {"description": "Not ready", "content": {"application/json": {"schema": _DETAILED}}},
             },
         }
     },

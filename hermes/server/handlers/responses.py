@@ -39,7 +39,7 @@ from hermes.server.response_objects import (
     store_record,
     system_text,
 )
-from hermes.server.schema import components
+from hermes.server.schema import IDEMPOTENCY_KEY_SCHEMA, SSE_CONTENT, components
 from hermes.server.state import RESPONSES, SETTINGS
 from hermes.server.utility import is_utility_request
 from hermes.server.wire import Outcome
@@ -147,7 +147,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             "operationId": "createResponse",
             "summary": "One agent turn, OpenAI Responses shape (JSON, or SSE with stream: true)",
             "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
             ],
             "requestBody": {
                 "required": True,
@@ -158,7 +158,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                     "description": "A response object (or an SSE stream of response.* events)",
                     "content": {
                         "application/json": {"schema": {"$ref": "#/components/schemas/Response"}},
-                        "text/event-stream": {"schema": {"type": "string"}},
+                        **SSE_CONTENT,
                     },
                 },
                 "400": {"$ref": "#/components/responses/BadRequest"},

@@ -46,6 +46,7 @@ from hermes.agent.types import (
 from hermes.ids import RUN_ID, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
+    MAX_SEQ_DIGITS,
     check_user_content,
     parse_after,
     registry_of,
@@ -61,7 +62,9 @@ from hermes.server.errors import (
 )
 from hermes.server.idempotency import validate_key
 from hermes.server.request import (
+    CONTENT_DOC,
     MAX_HEADER_VALUE,
+    TEXT_PART_TYPES,
     coerce_bool,
     flatten_text,
     has_visible_payload,
@@ -78,11 +81,13 @@ from hermes.server.run_registry import (
 )
 from hermes.server.schema import (
     CLIENT_ERRORS,
+    CONTENT_PARTS_DOC,
+    IDEMPOTENCY_KEY_SCHEMA,
+    TEXT_PART_DOC,
     Anything,
     Array,
     Body,
     Boolean,
-    Object,
     String,
     components,
     reply,
@@ -159,7 +164,7 @@ def _history(value: Any, param: str) -> list[ChatMessage]:
         if not isinstance(item, dict):
             raise RequestValidationError("Each history entry must be an object", code="invalid_history", param=where)
         role = item.get("role")
-        if role not in HISTORY_ROLES:
+        if not isinstance(role, str) or role not in HISTORY_ROLES:
             raise RequestValidationError(
                 "History roles must be user, assistant or system", code="invalid_history", param=f"{where}.role"
             )
@@ -179,6 +184,16 @@ def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage
     if isinstance(raw, str):
         content: UserContent = normalize_content(raw, "input")
     elif isinstance(raw, list):
+        for index, item in enumerate(raw):  # strings, text parts or messages (RUN_INPUT_ITEM_DOC)
+            is_message = isinstance(item, dict) and "role" in item and "content" in item
+            kind = item.get("type") if isinstance(item, dict) else None
+            is_part = isinstance(kind, str) and kind in TEXT_PART_TYPES and isinstance(item.get("text"), str)
+            if not (isinstance(item, str) or is_message or is_part):
+                raise RequestValidationError(
+                    "Input items must be messages, text parts or strings",
+                    code="invalid_input",
+                    param=f"input[{index}]",
+                )
         last = raw[-1]
         where = f"input[{len(raw) - 1}]"
         if isinstance(last, dict) and "content" in last:
@@ -210,19 +225,44 @@ def _receipt_scope(request: web.Request) -> str:
 
 _MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
 
+RUN_INPUT_ITEM_DOC = {
+    "anyOf": [
+        {"type": "string"},
+        TEXT_PART_DOC,
+        {"type": "object", "required": ["role", "content"],
+         "properties": {"role": {"enum": sorted(HISTORY_ROLES)}, "content": CONTENT_DOC}},
+    ]
+}
+"""An `input` item: a string, a text part, or a message (`parse_run_input`)."""
+_SEQ_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 10**MAX_SEQ_DIGITS - 1}
+"""An event id (`parse_after`: at most MAX_SEQ_DIGITS digits)."""
+HISTORY_ITEM_DOC = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"enum": sorted(HISTORY_ROLES)},
+        "content": {"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC, {"type": "null"}]},
+    },
+}
+"""One `conversation_history` entry, as `_history` checks it."""
+
 RUN_CREATE = Body(
     "RunCreate",
     {
         "input": Anything(
             required=True,
-            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]},
+            documented={"oneOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "minItems": 1, "items": RUN_INPUT_ITEM_DOC},
+            ]},
         ),
         "instructions": String(),
         "model": String(min_length=1, max_length=MAX_MODEL_LENGTH, value_error=_MODEL_ERROR),
         "previous_response_id": String(description="Accepted for compatibility; runs are not chained."),
         "session_id": String(max_length=MAX_HEADER_VALUE, value_error=("invalid_session_id", "Session ID too long")),
         "conversation_history": Array(
-            items=Object(), error=("invalid_history", "'{name}' must be an array of messages")
+            items=Anything(documented=HISTORY_ITEM_DOC),
+            error=("invalid_history", "'{name}' must be an array of messages"),
         ),
     },
 )
@@ -458,8 +498,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "createRun",
             "summary": "Start a background turn (202); Idempotency-Key makes retries safe",
             "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False,
-                 "schema": {"type": "string", "minLength": 1, "maxLength": 255}},
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
             ],
             "requestBody": request_body(RUN_CREATE),
             "responses": {
@@ -484,9 +523,8 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "SSE events with `id:`; resume with Last-Event-ID or ?after=",
             "parameters": [
                 _RUN_ID_PARAM,
-                {"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
-                {"name": "Last-Event-ID", "in": "header", "required": False,
-                 "schema": {"type": "integer", "minimum": 0}},
+                {"name": "after", "in": "query", "required": False, "schema": _SEQ_SCHEMA},
+                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": _SEQ_SCHEMA},
             ],
             "responses": {
                 "200": sse_reply("Event stream"),

@@ -13,6 +13,7 @@ to `chat/stream` again with `Last-Event-ID`) and answers approvals with
 
 from __future__ import annotations
 
+import re
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -34,6 +35,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.errors import MessageNotFound
 from hermes.ids import new_message_id, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
@@ -52,6 +54,7 @@ from hermes.server.errors import (
 )
 from hermes.server.request import (
     MAX_HEADER_VALUE,
+    SESSION_ID_PATTERN,
     flatten_text,
     has_visible_payload,
     normalize_content,
@@ -62,6 +65,9 @@ from hermes.server.request import (
 from hermes.server.run_registry import Run
 from hermes.server.schema import (
     CLIENT_ERRORS,
+    CONTENT_PARTS_DOC,
+    TURN_TEXT_DOC,
+    VISIBLE_PART_DOC,
     Anything,
     Body,
     Integer,
@@ -80,7 +86,6 @@ from hermes.store.base import MessageRecord, SessionRecord, SessionStore
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
 MAX_END_REASON = 64
-MAX_SOURCE = 64
 LIST_LIMIT = (50, 200)
 """(default, maximum) of `GET /api/sessions?limit=`."""
 MESSAGES_LIMIT = (100, 500)
@@ -178,11 +183,14 @@ async def _optional_body(request: web.Request) -> dict[str, Any]:
 
 
 def _int_query(request: web.Request, name: str, default: int, *, low: int, high: int | None = None) -> int:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
+    given = request.query.getall(name, [])
+    if len(given) > 1:
+        raise RequestValidationError(f"'{name}' must be given once", code=f"invalid_{name}", param=name)
+    raw = given[0] if given else None
+    if raw is None:
         return default
     text = raw.strip()
-    if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > 12:
+    if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > _QUERY_INT_DIGITS:
         raise RequestValidationError(f"'{name}' must be an integer", code=f"invalid_{name}", param=name)
     value = int(text)
     if value < low or (high is not None and value > high):
@@ -191,13 +199,21 @@ def _int_query(request: web.Request, name: str, default: int, *, low: int, high:
     return value
 
 
+SOURCE_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
+SOURCE_RE = re.compile(SOURCE_PATTERN)
+"""A session source: a short identifier (``api_server``, ``cli``, ``my-tool``)."""
+_QUERY_INT_DIGITS = 12
+_OFFSET_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 10**_QUERY_INT_DIGITS - 1}
+
 _SESSION_ID = String(
     max_length=MAX_HEADER_VALUE,
+    pattern=SESSION_ID_PATTERN,
     error=("invalid_session_id", "'{name}' must be a string"),
     value_error=("invalid_session_id", "Session ID too long"),
 )
 _TITLE = Text(code="invalid_title", min_length=1, max_length=MAX_TITLE)
 _MODEL = Text(code="invalid_model", min_length=1, max_length=MAX_MODEL_LENGTH)
+_AT_MESSAGE_ID = Integer(minimum=1, error=("invalid_message_id", "'at_message_id' must be a positive integer"))
 _END_REASON = Text(code="invalid_end_reason", min_length=1, max_length=MAX_END_REASON)
 
 SESSION_CREATE = Body(
@@ -206,7 +222,7 @@ SESSION_CREATE = Body(
         "id": _SESSION_ID,
         "title": _TITLE,
         "system_prompt": Text(code="invalid_system_prompt", max_length=MAX_SYSTEM_PROMPT, multiline=True),
-        "source": Text(code="invalid_source", max_length=MAX_SOURCE),
+        "source": Anything(documented={"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
         "model": _MODEL,
     },
 )
@@ -216,9 +232,7 @@ SESSION_FORK = Body(
     "SessionFork",
     {
         "title": _TITLE,
-        "at_message_id": Integer(
-            minimum=1, error=("invalid_message_id", "'at_message_id' must be a positive integer")
-        ),
+        "at_message_id": _AT_MESSAGE_ID,
     },
 )
 SESSION_CHAT = Body(
@@ -226,11 +240,13 @@ SESSION_CHAT = Body(
     {
         "message": Anything(
             required=True,
-            documented={"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "object"}}]},
+            documented={"anyOf": [{**TURN_TEXT_DOC},
+                                  {**CONTENT_PARTS_DOC, "contains": VISIBLE_PART_DOC}]},
             description="`input` is accepted as an alias.",
         ),
         "system_message": Anything(
-            documented={"type": "string"}, description="`instructions` is accepted as an alias."
+            documented={"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC]},
+            description="`instructions` is accepted as an alias.",
         ),
         "model": _MODEL,
     },
@@ -251,7 +267,7 @@ async def list_sessions(request: web.Request) -> web.Response:
     limit = _int_query(request, "limit", LIST_LIMIT[0], low=1, high=LIST_LIMIT[1])
     offset = _int_query(request, "offset", 0, low=0)
     source = request.query.get("source") or None
-    if source is not None and (len(source) > 64 or not source.isprintable()):
+    if source is not None and not SOURCE_RE.fullmatch(source):
         raise RequestValidationError("'source' is not a valid source name", code="invalid_source", param="source")
     store = _store(request)
     records = store.list_sessions(limit=limit, offset=offset, source=source)
@@ -277,8 +293,11 @@ async def create_session(request: web.Request) -> web.Response:
     session_id = validate_session_id(raw_id, param=id_param) if raw_id else None
     title = _title(body)
     system_prompt = SESSION_CREATE.text(body, "system_prompt")
-    source = SESSION_CREATE.text(body, "source") or "api_server"
-    if not source.replace("_", "").replace("-", "").isalnum():
+    raw_source = body.get("source")
+    if raw_source is not None and not isinstance(raw_source, str):
+        raise RequestValidationError("'source' must be a string", code="invalid_source", param="source")
+    source = raw_source or "api_server"
+    if not SOURCE_RE.fullmatch(source):
         raise RequestValidationError("'source' must be a short identifier", code="invalid_source", param="source")
     model = _MODEL.text(body, "model")
     store = _store(request)
@@ -366,9 +385,11 @@ async def fork_session(request: web.Request) -> web.Response:
             "Choosing the id of a fork is not supported", code="unsupported_session_field", param="id"
         )
     title = _title(body)
-    SESSION_FORK.properties["at_message_id"].check(body.get("at_message_id"), "at_message_id")
-    at: int | None = body.get("at_message_id")
-    fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
+    at = _AT_MESSAGE_ID.value(body, "at_message_id")
+    try:
+        fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
+    except MessageNotFound as exc:  # the session exists (not a 404); its state lacks that message
+        raise Conflict(exc.message, code=exc.code, param="at_message_id") from None
     return _session_envelope(request, fork, status=201)
 
 
@@ -603,8 +624,8 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "summary": "Sessions, newest activity first",
             "parameters": [
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
-                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
-                {"name": "source", "in": "query", "schema": {"type": "string", "maxLength": 64}},
+                {"name": "offset", "in": "query", "schema": _OFFSET_SCHEMA},
+                {"name": "source", "in": "query", "schema": {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}},
             ],
             "responses": {"200": reply("A page", {"type": "object"}), **CLIENT_ERRORS},
         },
@@ -640,7 +661,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "parameters": [
                 _SID,
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
-                {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+                {"name": "offset", "in": "query", "schema": _OFFSET_SCHEMA},
                 {"name": "order", "in": "query", "schema": {"enum": ["oldest", "latest"]}},
             ],
             "responses": {"200": reply("A page of messages", {"type": "object"}), **CLIENT_ERRORS},
@@ -651,7 +672,11 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "operationId": "forkSession",
             "parameters": [_SID],
             "requestBody": request_body(SESSION_FORK, required=False),
-            "responses": {"201": _ok("The fork"), **CLIENT_ERRORS},
+            "responses": {
+                "201": _ok("The fork"),
+                **CLIENT_ERRORS,
+                "409": reply("No such message in the session", "Error"),
+            },
         }
     },
     "/api/sessions/{session_id}/chat": {
