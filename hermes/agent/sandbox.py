@@ -97,15 +97,20 @@ class SandboxState:
     bwrap: str | None = None
     hidden: tuple[Path, ...] = field(default=())
 
-    def wrap(self, argv: list[str], cwd: Path, *, writable: Path | None = None) -> list[str]:
+    def wrap(
+        self, argv: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
+    ) -> list[str]:
         """`argv` as run in `cwd`: wrapped in bwrap when active, unchanged otherwise.
 
-        `writable` is the one folder the command may change (default: `cwd`).
+        `writable` is the one folder the command may change (default: `cwd`); `expose` are
+        paths the command needs to read that the private /tmp would otherwise cover.
         """
         if not self.active:
             return list(argv)
         assert self.bwrap is not None
-        sandbox = bwrap_arguments(self.bwrap, cwd, self.hidden, network=self.network, writable=writable)
+        sandbox = bwrap_arguments(
+            self.bwrap, cwd, self.hidden, network=self.network, writable=writable, expose=expose
+        )
         return [*sandbox, "--", *argv]
 
 
@@ -114,9 +119,16 @@ OFF = SandboxState(active=False, mode="off", network=True, detail="off (sandbox 
 
 
 def bwrap_arguments(
-    bwrap: str, cwd: Path, hidden: tuple[Path, ...], *, network: bool, writable: Path | None = None
+    bwrap: str,
+    cwd: Path,
+    hidden: tuple[Path, ...],
+    *,
+    network: bool,
+    writable: Path | None = None,
+    expose: tuple[Path, ...] = (),
 ) -> list[str]:
-    """The bwrap command line up to (not including) "--". Order matters: later mounts win."""
+    """The bwrap command line up to (not including) "--". Order matters: later mounts win,
+    so the hidden folders stay hidden whatever `expose` names."""
     work = Path(os.path.realpath(writable if writable is not None else cwd))
     args = [
         bwrap,
@@ -124,8 +136,12 @@ def bwrap_arguments(
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
-        "--bind", str(work), str(work),
     ]  # fmt: skip
+    tmp = Path("/tmp")
+    for path in dict.fromkeys(Path(os.path.realpath(p)) for p in expose):
+        if path.exists() and tmp in path.parents:
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--bind", str(work), str(work)]
     covered = False
     for path in dict.fromkeys(Path(os.path.realpath(p)) for p in hidden):
         if path.is_dir():

@@ -48,8 +48,26 @@ def stdio_command(
     workdir = cwd or default_cwd or Path.cwd()
     env = {**launcher.env(), **server.env}
     _require_program(server.command, workdir, env.get("PATH"))
-    argv = launcher.argv([server.command, *server.args], workdir)
+    argv = launcher.argv([server.command, *server.args], workdir, expose=_paths_to_read(server, workdir, env))
     return SpawnCommand(command=argv[0], args=tuple(argv[1:]), env=env, cwd=workdir)
+
+
+def _paths_to_read(server: McpServerConfig, cwd: Path, env: dict[str, str]) -> tuple[Path, ...]:
+    """What a server must be able to read inside the sandbox: its program (a virtualenv's
+    program: the whole environment) and every argument that names an existing path."""
+    assert server.command is not None
+    found = server.command if os.sep in server.command else shutil.which(server.command, path=env.get("PATH"))
+    paths: list[Path] = []
+    if found is not None:
+        program = Path(found) if Path(found).is_absolute() else cwd / found
+        paths.append(program.parent)
+        if (program.parent.parent / "pyvenv.cfg").is_file():
+            paths.append(program.parent.parent)
+    for arg in server.args:
+        candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
+        if os.sep in arg and candidate.exists():
+            paths.append(candidate)
+    return tuple(paths)
 
 
 def _require_program(command: str, cwd: Path, path: str | None) -> None:

@@ -69,9 +69,12 @@ class ToolLauncher:
         keys = frozenset(k for k in (settings.api_key, settings.server_key) if k)
         return cls(sandbox=sandbox, env_passthrough=settings.tool_env_passthrough, secret_values=keys)
 
-    def argv(self, command: list[str], cwd: Path, *, writable: Path | None = None) -> list[str]:
-        """The program line to start (as a new session) in `cwd`; `writable` as in SandboxState.wrap."""
-        inner = self.sandbox.wrap(command, cwd, writable=writable)
+    def argv(
+        self, command: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
+    ) -> list[str]:
+        """The program line to start (as a new session) in `cwd`; `writable` and `expose` as in
+        SandboxState.wrap."""
+        inner = self.sandbox.wrap(command, cwd, writable=writable, expose=expose)
         return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *inner]
 
     def env(self) -> dict[str, str]:
