@@ -34,10 +34,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from pathlib import Path
@@ -58,6 +56,7 @@ from hermes.store.base import (
     TurnRecord,
 )
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
+from hermes.store.session_rules import NUMBERED_TITLE, SNIPPET_TOKENS, Clock, clean_title, fresh_session
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 from hermes.store.transcript import (
@@ -66,7 +65,6 @@ from hermes.store.transcript import (
     valid_transcript,
 )
 
-SNIPPET_TOKENS = 16
 RANK_WINDOW = 20_000
 """search() ranks at most this many of the newest matching messages."""
 
@@ -92,8 +90,6 @@ _TURN_COLUMNS = (
 INTERRUPTED = "interrupted"
 """end_reason (and a kept draft's finish_reason) of a turn whose owner process died."""
 
-# "<base> #<n>": a title in a fork lineage.
-_NUMBERED_TITLE = re.compile(r"^(?P<base>.*\S) #(?P<n>[0-9]{1,9})$", re.DOTALL)
 
 
 def fts_query(text: str) -> str:
@@ -113,20 +109,6 @@ def fts_query(text: str) -> str:
     if not text[-1].isspace():
         quoted[-1] += "*"
     return " AND ".join(quoted)
-
-
-class _Clock:
-    """Unix seconds that strictly increase from one call to the next."""
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def __call__(self) -> float:
-        now = time.time()
-        if now <= self._last:
-            now = self._last + 1e-6
-        self._last = now
-        return now
 
 
 def _encode_json(value: Any) -> str:
@@ -184,42 +166,6 @@ def _turn_from_row(row: tuple[Any, ...]) -> TurnRecord:
     )
 
 
-def _fresh_session(
-    session_id: str,
-    now: float,
-    *,
-    source: str,
-    title: str | None,
-    model: str | None,
-    parent_session_id: str | None,
-    system_prompt: str | None,
-) -> SessionRecord:
-    """A session that has just started: no messages, tokens or end yet."""
-    return SessionRecord(
-        id=session_id,
-        source=source,
-        title=title,
-        model=model,
-        parent_session_id=parent_session_id,
-        started_at=now,
-        updated_at=now,
-        ended_at=None,
-        end_reason=None,
-        message_count=0,
-        tool_call_count=0,
-        input_tokens=0,
-        output_tokens=0,
-        system_prompt=system_prompt,
-    )
-
-
-def _clean_title(title: str | None) -> str | None:
-    if title is None:
-        return None
-    title = " ".join(title.split())
-    return title or None
-
-
 class SqliteSessionStore:
     """Sessions and messages in one SQLite file (or `:memory:`), searchable with FTS5.
 
@@ -239,7 +185,7 @@ class SqliteSessionStore:
         self._path = opened.path
         self._label = opened.label
         self._lock = threading.RLock()
-        self._clock = _Clock()
+        self._clock = Clock()
         self.applied_migrations: list[str] = opened.applied_migrations
         """Migrations this open applied (empty when the schema was already current)."""
         self._db: sqlite3.Connection | None = opened.connection
@@ -379,11 +325,11 @@ class SqliteSessionStore:
             if parent_session_id is not None:
                 self._require_session(db, parent_session_id)
             now = self._clock()
-            record = _fresh_session(
+            record = fresh_session(
                 session_id or new_session_id(now),
                 now,
                 source=source,
-                title=_clean_title(title),
+                title=clean_title(title),
                 model=model,
                 parent_session_id=parent_session_id,
                 system_prompt=system_prompt,
@@ -430,7 +376,7 @@ class SqliteSessionStore:
         with self._write() as db:
             cursor = db.execute(
                 "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
-                (_clean_title(title), self._clock(), session_id),
+                (clean_title(title), self._clock(), session_id),
             )
             if cursor.rowcount == 0:
                 raise SessionNotFound(session_id)
@@ -779,7 +725,7 @@ class SqliteSessionStore:
             (base + " #", base + " $"),
         )
         for (title,) in rows:
-            match = _NUMBERED_TITLE.match(title)
+            match = NUMBERED_TITLE.match(title)
             if match and match["base"] == base:
                 highest = max(highest, int(match["n"]))
         return f"{base} #{highest + 1}"
@@ -811,10 +757,10 @@ class SqliteSessionStore:
                 if found is None:
                     raise MessageNotFound(at_message_id, session_id)
                 upto = at_message_id
-            child_title = _clean_title(title)
+            child_title = clean_title(title)
             if child_title is None:
                 base = parent.title or f"Session {short_session_id(parent.id)}"
-                match = _NUMBERED_TITLE.match(base)
+                match = NUMBERED_TITLE.match(base)
                 child_title = self._next_lineage_title(db, match["base"] if match else base)
 
             parent_now = self._clock()
@@ -826,7 +772,7 @@ class SqliteSessionStore:
             now = self._clock()
             child = self._insert_new_session(
                 db,
-                _fresh_session(
+                fresh_session(
                     new_session_id(now),
                     now,
                     source=source or parent.source,

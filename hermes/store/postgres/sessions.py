@@ -35,13 +35,7 @@ from hermes.store.base import (
 )
 from hermes.store.postgres.connect import Database
 from hermes.store.postgres.search import search_text, ts_query
-from hermes.store.sqlite import (
-    _NUMBERED_TITLE,
-    SNIPPET_TOKENS,
-    _clean_title,
-    _Clock,
-    _fresh_session,
-)
+from hermes.store.session_rules import NUMBERED_TITLE, SNIPPET_TOKENS, Clock, clean_title, fresh_session
 
 __all__ = ["RANK_WINDOW", "PgSessionStore"]
 
@@ -119,7 +113,7 @@ class PgSessionStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._clock = _Clock()
+        self._clock = Clock()
 
     # -- sessions --------------------------------------------------------------------
 
@@ -167,11 +161,11 @@ class PgSessionStore:
             if parent_session_id is not None:
                 await self._require(conn, parent_session_id)
             now = self._clock()
-            record = _fresh_session(
+            record = fresh_session(
                 session_id or new_session_id(now),
                 now,
                 source=source,
-                title=_clean_title(title),
+                title=clean_title(title),
                 model=model,
                 parent_session_id=parent_session_id,
                 system_prompt=system_prompt,
@@ -216,7 +210,7 @@ class PgSessionStore:
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "UPDATE hermes.sessions SET title = %s, updated_at = %s WHERE id = %s",
-                (_clean_title(title), self._clock(), session_id),
+                (clean_title(title), self._clock(), session_id),
             )
             if cursor.rowcount == 0:
                 raise SessionNotFound(session_id)
@@ -333,7 +327,7 @@ class PgSessionStore:
         )
         highest = 1
         for (title,) in await cursor.fetchall():
-            match = _NUMBERED_TITLE.match(title)
+            match = NUMBERED_TITLE.match(title)
             if match and match["base"] == base:
                 highest = max(highest, int(match["n"]))
         return f"{base} #{highest + 1}"
@@ -357,10 +351,10 @@ class PgSessionStore:
                 if await cursor.fetchone() is None:
                     raise MessageNotFound(at_message_id, session_id)
                 upto = at_message_id
-            child_title = _clean_title(title)
+            child_title = clean_title(title)
             if child_title is None:
                 base = parent.title or f"Session {short_session_id(parent.id)}"
-                match = _NUMBERED_TITLE.match(base)
+                match = NUMBERED_TITLE.match(base)
                 child_title = await self._next_lineage_title(conn, match["base"] if match else base)
             parent_now = self._clock()
             await conn.execute(
@@ -370,7 +364,7 @@ class PgSessionStore:
             now = self._clock()
             child = await self._insert_new(
                 conn,
-                _fresh_session(
+                fresh_session(
                     new_session_id(now),
                     now,
                     source=source or parent.source,
