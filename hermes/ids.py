@@ -78,6 +78,11 @@ def new_run_id() -> str:
     return "run_" + _hex(32)
 
 
+def new_instance_id() -> str:
+    """A running process's identity in the instance leases (`inst_` + 24 hex digits)."""
+    return "inst_" + _hex(24)
+
+
 def new_response_id() -> str:
     return "resp_" + _hex(28)
 

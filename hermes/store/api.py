@@ -20,16 +20,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 from hermes.messages import ChatMessage
 from hermes.store.base import (
+    CompactionRecord,
     MessageRecord,
+    NewCompaction,
     NewMessage,
+    RepairedTurn,
     SearchHit,
     SessionRecord,
     StoreStats,
+    TurnRecord,
 )
 from hermes.store.run_store import Receipt, RunRecord
 
@@ -123,8 +128,62 @@ class AsyncSessionStore(Protocol):
 
     async def delete_session(self, session_id: str) -> None: ...
 
-    async def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
-        """Durable when it returns."""
+    async def append_message(
+        self, session_id: str, message: NewMessage, *, turn_id: int | None = None
+    ) -> MessageRecord:
+        """Durable when it returns (or when the enclosing `transaction()` commits).
+
+        With `turn_id`, an assistant message replaces that turn's draft (keeping the
+        draft's id and place), when it has one.
+        """
+        ...
+
+    # -- turns and checkpoints (crash safety) --
+
+    async def begin_turn(self, session_id: str) -> TurnRecord:
+        """Open a turn owned by this process (SQLite) or this storage's instance (PostgreSQL)."""
+        ...
+
+    async def save_draft(self, turn_id: int, content: str) -> None:
+        """Checkpoint the streaming assistant text of an open turn (no-op once it ended)."""
+        ...
+
+    async def end_turn(self, turn_id: int, reason: str) -> None:
+        """End an open turn; a draft still open is kept as a message (finish_reason `reason`)."""
+        ...
+
+    async def get_turn(self, turn_id: int) -> TurnRecord | None: ...
+
+    async def turn_messages(self, turn_id: int) -> list[MessageRecord]:
+        """The turn's messages, oldest first (a draft included)."""
+        ...
+
+    async def repair_abandoned_turns(self) -> list[RepairedTurn]:
+        """End every open turn whose owner is gone, as `SessionStore.repair_abandoned_turns`.
+
+        "Gone" is a dead process on this host (SQLite, `owner.owner_gone`) or an instance
+        whose lease expired or is missing (PostgreSQL). Open turns of live owners are
+        never touched.
+        """
+        ...
+
+    # -- compaction markers --
+
+    async def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
+        """Record a marker; SessionNotFound for an unknown session."""
+        ...
+
+    async def compactions(self, session_id: str) -> list[CompactionRecord]:
+        """The session's markers, oldest first (empty for an unknown session)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[None]:
+        """The writes of this store inside the block form one transaction, committed at exit.
+
+        The block awaits nothing but this store's own methods, and starts no task that
+        uses the store (SQLite holds its lock; PostgreSQL pins one connection to the
+        task's context). An exception leaving the block undoes all of it.
+        """
         ...
 
     async def get_messages(
@@ -321,6 +380,8 @@ class Storage:
     backend: Backend
     location: str
     """Where the data lives, printable: the $HERMES_HOME folder or the masked URL."""
+    instance_id: str
+    """This process's identity in `leases` and as the owner of its runs and turns."""
     sessions: AsyncSessionStore
     responses: AsyncResponseStore
     receipts: ReceiptStore

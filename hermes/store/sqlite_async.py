@@ -10,19 +10,26 @@ what they are. Files in `$HERMES_HOME`: state.db (sessions), response_store.db
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from hermes.ids import new_instance_id
 from hermes.messages import ChatMessage
 from hermes.store.api import InstanceLease, Storage
 from hermes.store.base import (
+    CompactionRecord,
     MessageRecord,
+    NewCompaction,
     NewMessage,
+    RepairedTurn,
     SearchHit,
     SessionRecord,
     StoreStats,
+    TurnRecord,
 )
 from hermes.store.event_stream import MemoryRunEventStore
 from hermes.store.responses import ResponseStore
@@ -111,8 +118,41 @@ class SqliteSessions:
     async def delete_session(self, session_id: str) -> None:
         self.sync.delete_session(session_id)
 
-    async def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
-        return self.sync.append_message(session_id, message)
+    async def append_message(
+        self, session_id: str, message: NewMessage, *, turn_id: int | None = None
+    ) -> MessageRecord:
+        return self.sync.append_message(session_id, message, turn_id=turn_id)
+
+    async def begin_turn(self, session_id: str) -> TurnRecord:
+        return self.sync.begin_turn(session_id)
+
+    async def save_draft(self, turn_id: int, content: str) -> None:
+        self.sync.save_draft(turn_id, content)
+
+    async def end_turn(self, turn_id: int, reason: str) -> None:
+        self.sync.end_turn(turn_id, reason)
+
+    async def get_turn(self, turn_id: int) -> TurnRecord | None:
+        return self.sync.get_turn(turn_id)
+
+    async def turn_messages(self, turn_id: int) -> list[MessageRecord]:
+        return self.sync.turn_messages(turn_id)
+
+    async def repair_abandoned_turns(self) -> list[RepairedTurn]:
+        return self.sync.repair_abandoned_turns()
+
+    async def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
+        return self.sync.add_compaction(session_id, marker)
+
+    async def compactions(self, session_id: str) -> list[CompactionRecord]:
+        return self.sync.compactions(session_id)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        # The sync transaction holds the store's lock: the block only awaits this
+        # adapter's methods, which never suspend, so no other task can interleave.
+        with self.sync.transaction():
+            yield
 
     async def get_messages(
         self, session_id: str, *, limit: int | None = None, offset: int = 0
@@ -329,6 +369,7 @@ def open_sqlite_storage(
     return Storage(
         backend="sqlite",
         location=str(folder),
+        instance_id=new_instance_id(),
         sessions=SqliteSessions(sessions),
         responses=SqliteResponses(responses),
         receipts=SqliteReceipts(runs),

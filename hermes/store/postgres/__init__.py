@@ -15,6 +15,7 @@ Nothing here is imported unless `database_url` is a PostgreSQL URL.
 
 from __future__ import annotations
 
+from hermes.ids import new_instance_id
 from hermes.store.api import Storage
 from hermes.store.postgres.connect import (
     Database,
@@ -80,6 +81,7 @@ async def open_postgres_storage(
     return Storage(
         backend="postgres",
         location=db.label,
+        instance_id=new_instance_id(),
         sessions=PgSessionStore(db),
         responses=PgResponseStore(db, max_size=response_store_size),
         receipts=PgReceiptStore(db, retention=retention),
