@@ -125,6 +125,9 @@ class TurnRecord:
     end_reason: str | None
     owner: ProcessOwner
     """The process running (or that ran) the turn."""
+    owner_instance: str | None = None
+    """The storage instance (`Storage.instance_id`) whose lease owns the turn (PostgreSQL);
+    None on SQLite, where the owner process alone decides."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,11 +78,12 @@ async def open_postgres_storage(
     pool = await open_pool(url)
     db = Database(pool, url)
     events = PgRunEventStore(db)
+    instance_id = new_instance_id()
     return Storage(
         backend="postgres",
         location=db.label,
-        instance_id=new_instance_id(),
-        sessions=PgSessionStore(db),
+        instance_id=instance_id,
+        sessions=PgSessionStore(db, instance_id=instance_id),
         responses=PgResponseStore(db, max_size=response_store_size),
         receipts=PgReceiptStore(db, retention=retention),
         runs=PgRunStore(db, retention=retention),
