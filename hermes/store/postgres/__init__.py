@@ -24,6 +24,7 @@ from hermes.store.postgres.connect import (
     open_pool,
 )
 from hermes.store.postgres.events import PgRunEventStore
+from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
 from hermes.store.postgres.migrate import migrate_postgres
 from hermes.store.postgres.responses import PgResponseStore
 from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
@@ -34,17 +35,21 @@ __all__ = ["open_postgres_storage"]
 
 
 class _PgCloser:
-    def __init__(self, db: Database, events: PgRunEventStore) -> None:
+    def __init__(self, db: Database, events: PgRunEventStore, keeper: LeaseKeeper) -> None:
         self._db = db
         self._events = events
+        self.keeper = keeper
         self._closed = False
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
-        await self._events.aclose()
-        await self._db.aclose()
+        try:
+            await self.keeper.aclose()
+            await self._events.aclose()
+        finally:
+            await self._db.aclose()
 
 
 async def open_postgres_storage(
@@ -53,9 +58,13 @@ async def open_postgres_storage(
     response_store_size: int = 1000,
     retention: float = RETENTION_SECONDS,
     migrate: bool = True,
+    instance_lease_ttl: float = DEFAULT_LEASE_TTL,
 ) -> Storage:
     """Connect to `url`, bring its schema up to date (under the advisory lock) and return
     every store on one pool.
+
+    The storage's instance lease is registered before this returns and heartbeated
+    every `instance_lease_ttl / 3` seconds until `Storage.aclose()` releases it.
 
     Raises:
         StoreError: the driver is missing, the server is unreachable, or migrating failed
@@ -79,6 +88,13 @@ async def open_postgres_storage(
     db = Database(pool, url)
     events = PgRunEventStore(db)
     instance_id = new_instance_id()
+    leases = PgLeaseStore(db)
+    try:
+        keeper = await LeaseKeeper.start(leases, instance_id, ttl=instance_lease_ttl)
+    except BaseException:
+        await events.aclose()
+        await db.aclose()
+        raise
     return Storage(
         backend="postgres",
         location=db.label,
@@ -88,6 +104,6 @@ async def open_postgres_storage(
         receipts=PgReceiptStore(db, retention=retention),
         runs=PgRunStore(db, retention=retention),
         run_events=events,
-        leases=PgLeaseStore(db),
-        closer=_PgCloser(db, events),
+        leases=leases,
+        closer=_PgCloser(db, events, keeper),
     )
