@@ -102,15 +102,15 @@ _APPEND = (
 # not copied, the next copied one), pointing them at the copy. Copies get ids in the
 # order of the originals, so the n-th copied message is the copy of the n-th original.
 _COPY_COMPACTIONS = (
-    "WITH new AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages WHERE session_id = %s), "
-    "old AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages "
+    "WITH copies AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages WHERE session_id = %s), "
+    "originals AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages "
     "WHERE session_id = %s AND id <= %s AND NOT draft) "
     "INSERT INTO hermes.compactions (session_id, summary, first_kept_message_id, summarized_messages, "
     "before_tokens, after_tokens, created_at) "
-    "SELECT %s, c.summary, new.id, c.summarized_messages, c.before_tokens, c.after_tokens, c.created_at "
+    "SELECT %s, c.summary, copies.id, c.summarized_messages, c.before_tokens, c.after_tokens, c.created_at "
     "FROM hermes.compactions AS c "
-    "JOIN old ON old.id = (SELECT min(o.id) FROM old AS o WHERE o.id >= c.first_kept_message_id) "
-    "JOIN new ON new.n = old.n WHERE c.session_id = %s AND c.first_kept_message_id <= %s ORDER BY c.id"
+    "JOIN originals ON originals.id = (SELECT min(o.id) FROM originals AS o WHERE o.id >= c.first_kept_message_id) "
+    "JOIN copies ON copies.n = originals.n WHERE c.session_id = %s AND c.first_kept_message_id <= %s ORDER BY c.id"
 )
 _HEADLINE_OPTIONS = (
     f'StartSel=">>>", StopSel="<<<", MaxWords={SNIPPET_TOKENS}, MinWords={SNIPPET_TOKENS // 2}, '
