@@ -344,7 +344,7 @@ class SessionStore(Protocol):
     def search(
         self, query: str, *, limit: int = 20, source: str | None = None
     ) -> list[SearchHit]:
-        """Full-text search over message content, best match first."""
+        """Full-text search over message content, best match first (drafts left out)."""
         ...
 
     def stats(self) -> StoreStats: ...

@@ -22,7 +22,8 @@ Invariants:
 - Turns (crash safety): a turn row is open from `begin_turn` to `end_turn`. Its draft is
   an assistant row with `draft = 1`, counted in `message_count` like any row, that
   `save_draft` overwrites and `append_message(..., turn_id=)` / `end_turn` / repair turn
-  into a real message in place. `history()` and `fork_session` leave drafts out.
+  into a real message in place. `history()`, `fork_session` and `search` leave drafts
+  out.
   `repair_abandoned_turns` ends only turns whose owner process is gone, each in one
   transaction that re-checks the turn is still open (two repairers never both act).
 - `sqlite3` exceptions never leave this module: they become `StoreError` with a one-line

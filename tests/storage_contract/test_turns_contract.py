@@ -147,6 +147,22 @@ async def test_fork_leaves_drafts_out(storage: Storage) -> None:
     assert [m.content for m in await store.get_messages(child.id)] == ["hi"]
 
 
+async def test_search_finds_a_draft_only_once_it_is_a_real_message(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="cli")
+    kept = await store.begin_turn(session.id)
+    await store.save_draft(kept.id, "zebra crossing")
+    answered = await store.begin_turn(session.id)
+    await store.save_draft(answered.id, "giraffe draft")
+    assert await store.search("zebra") == [] and await store.search("giraffe") == []
+    await store.end_turn(kept.id, "cancelled")
+    [hit] = await store.search("zebra")
+    assert hit.role == "assistant" and ">>>zebra<<<" in hit.snippet
+    await store.append_message(session.id, NewMessage(role="assistant", content="giraffe answer"), turn_id=answered.id)
+    [hit] = await store.search("giraffe")
+    assert "answer" in hit.snippet and await store.search("draft") == []
+
+
 # -- repair ----------------------------------------------------------------------------
 
 

@@ -775,7 +775,7 @@ class PgSessionStore:
             "WITH q AS (SELECT to_tsquery('hermes.search', %s) AS q), "
             "win AS (SELECT m.id, m.session_id, m.role, m.search_text, m.search_vector "
             f"FROM hermes.messages AS m {join}"
-            f"WHERE m.search_vector @@ (SELECT q FROM q) {where}"
+            f"WHERE m.search_vector @@ (SELECT q FROM q) AND NOT m.draft {where}"
             "ORDER BY m.id DESC LIMIT %s), "
             "best AS (SELECT win.*, ts_rank_cd(win.search_vector, (SELECT q FROM q), 1) AS rank "
             "FROM win ORDER BY rank DESC, win.id DESC LIMIT %s) "
