@@ -361,6 +361,20 @@ async def test_a_failed_write_caught_inside_leaves_the_rest(storage: Storage) ->
     assert [m.content for m in await store.get_messages(session.id)] == ["kept"]
 
 
+async def test_a_nested_block_that_fails_is_undone_alone(storage: Storage) -> None:
+    store = storage.sessions
+    async with store.transaction():
+        session = await store.create_session(source="cli")
+        await store.append_message(session.id, user("outer"))
+        with pytest.raises(RuntimeError):
+            async with store.transaction():
+                await store.append_message(session.id, user("inner"))
+                raise RuntimeError("undo the inner block")
+        await store.append_message(session.id, user("after"))
+    assert [m.content for m in await store.get_messages(session.id)] == ["outer", "after"]
+    assert (await store.get_session(session.id)).message_count == 2
+
+
 async def test_transactions_of_concurrent_tasks_stay_apart(storage: Storage) -> None:
     store = storage.sessions
     session = await store.create_session(source="api_server")

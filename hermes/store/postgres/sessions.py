@@ -12,6 +12,7 @@ differences are only in how PostgreSQL provides them:
   base title, so two instances forking the same lineage never pick the same number.
 - Content is stored as JSON text (`content_json`), so any string round-trips; search
   uses the generated tsvector column (see `postgres.search` for the query rules),
+  drafts left out,
   ranked by cover density (`ts_rank_cd`) divided by 1 + log(document length), like
   FTS5's bm25 favouring repeated terms and shorter messages, among the newest RANK_WINDOW matches,
   with `ts_headline` snippets (match wrapped in >>> <<<, "…" where text was cut).
@@ -228,9 +229,12 @@ class PgSessionStore:
     async def transaction(self) -> AsyncIterator[None]:
         """See `AsyncSessionStore.transaction` and the module docstring.
 
-        A nested `transaction()` joins the enclosing one."""
-        if self._pinned.get() is not None:
-            yield
+        A nested `transaction()` is a savepoint of the enclosing one: an exception leaving
+        it undoes only its own writes."""
+        pinned = self._pinned.get()
+        if pinned is not None:
+            async with self._db.errors(), pinned.transaction():
+                yield
             return
         from psycopg.pq import TransactionStatus
 
