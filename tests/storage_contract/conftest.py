@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from pg_server import PostgresServer, find_bindir
 
 from hermes.store.api import Storage
+from hermes.testing.postgres import PostgresServer, find_bindir
 
 T = TypeVar("T")
 TEMPLATE = "hermes_template"
