@@ -5,9 +5,9 @@
 Per backend: one append on its own (SQLite: one BEGIN IMMEDIATE … COMMIT; PostgreSQL:
 one autocommit statement on a pooled connection), and appends inside `transaction()`
 blocks of 1 and of 10 (the cost per append, the block's commit included). Without
-`--database-url` a throwaway PostgreSQL server is started from the test helper
-(`tests/storage_contract/pg_server.py`), measured twice: with the tests' settings
-(fsync off) and durable (fsync on, synchronous_commit on). SQLite runs on a real file
+`--database-url` a throwaway PostgreSQL server is started (`hermes.testing.postgres`),
+measured twice: with the tests' settings (fsync off) and durable (fsync and synchronous
+commit on). SQLite runs on a real file
 with the store's settings (WAL, synchronous=NORMAL: no fsync per commit).
 """
 
@@ -16,16 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from hermes.store.api import Storage
 from hermes.store.base import NewMessage
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 async def timed(n: int, op: Callable[[], Awaitable[object]], per_call: int = 1) -> list[float]:
@@ -86,29 +82,22 @@ async def main() -> None:
             await measure(f"PostgreSQL {pg.location}", pg, args.n)
         return
 
-    sys.path.insert(0, str(ROOT / "tests" / "storage_contract"))
     import psycopg
-    from pg_server import PostgresServer, find_bindir
+
+    from hermes.testing.postgres import PostgresServer, find_bindir
 
     bindir = find_bindir()
     if bindir is None:
         raise SystemExit("no PostgreSQL binaries found; pass --database-url")
-    server = PostgresServer.start(bindir)
-    try:
-        with psycopg.connect(server.admin_url, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        async with await open_postgres_storage(server.url("bench")) as pg:
-            await measure("PostgreSQL 15, loopback TCP, fsync off (the tests' server)", pg, args.n)
-        with psycopg.connect(server.admin_url, autocommit=True) as conn:
-            conn.execute("ALTER SYSTEM SET fsync = on")
-            conn.execute("ALTER SYSTEM SET synchronous_commit = on")
-            conn.execute("ALTER SYSTEM SET full_page_writes = on")
-            conn.execute("SELECT pg_reload_conf()")
-        async with await open_postgres_storage(server.url("bench")) as pg:
-            await measure("PostgreSQL 15, loopback TCP, durable (fsync on, synchronous_commit on)", pg, args.n)
-    finally:
-        server.stop()
-
+    for durable, label in ((False, "fsync off (the tests' server)"), (True, "durable (fsync, synchronous commit)")):
+        server = PostgresServer.start(bindir, durable=durable)
+        try:
+            with psycopg.connect(server.admin_url, autocommit=True) as conn:
+                conn.execute("CREATE DATABASE bench")
+            async with await open_postgres_storage(server.url("bench")) as pg:
+                await measure(f"PostgreSQL 15, loopback TCP, {label}", pg, args.n)
+        finally:
+            server.stop()
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -375,6 +375,25 @@ async def test_a_nested_block_that_fails_is_undone_alone(storage: Storage) -> No
     assert (await store.get_session(session.id)).message_count == 2
 
 
+async def test_a_task_started_in_a_block_that_outlives_it_still_works(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="cli")
+    go = asyncio.Event()
+
+    async def later() -> None:
+        await go.wait()
+        await store.append_message(session.id, user("from the task"))
+
+    async with store.transaction():
+        await store.append_message(session.id, user("in the block"))
+        task = asyncio.create_task(later())  # inherits the block's context
+    go.set()
+    await asyncio.wait_for(task, 10)
+    async with store.transaction():  # the block's connection is free for others again
+        await store.append_message(session.id, user("next block"))
+    assert [m.content for m in await store.get_messages(session.id)] == ["in the block", "from the task", "next block"]
+
+
 async def test_transactions_of_concurrent_tasks_stay_apart(storage: Storage) -> None:
     store = storage.sessions
     session = await store.create_session(source="api_server")

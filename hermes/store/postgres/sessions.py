@@ -189,6 +189,16 @@ def _snippet(row: Any) -> str:
     return _with_ellipses(words_headline, words)
 
 
+class _Block:
+    """The connection a `transaction()` block pinned, and whether the block still runs."""
+
+    __slots__ = ("conn", "open")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.open = True
+
+
 class PgSessionStore:
     """See the module docstring. Built by `open_postgres_storage`."""
 
@@ -197,16 +207,24 @@ class PgSessionStore:
         self._clock = Clock()
         self.instance_id = instance_id
         """The owner of the turns this store begins (`Storage.instance_id`)."""
-        self._pinned: ContextVar[Any] = ContextVar(f"hermes_pg_transaction_{id(self)}", default=None)
+        self._block: ContextVar[_Block | None] = ContextVar(f"hermes_pg_transaction_{id(self)}", default=None)
 
     # -- connections -----------------------------------------------------------------
+
+    def _pinned(self) -> Any:
+        """The connection of the enclosing `transaction()` block, while that block runs.
+
+        A task started inside a block inherits the block's context; once the block has
+        ended (its connection back in the pool) such a task uses the pool like any other."""
+        block = self._block.get()
+        return block.conn if block is not None and block.open else None
 
     @contextlib.asynccontextmanager
     async def _conn(self) -> AsyncIterator[Any]:
         """The task's pinned connection inside `transaction()`, else a pooled one.
 
         Outside a transaction each statement commits on its own (autocommit)."""
-        pinned = self._pinned.get()
+        pinned = self._pinned()
         if pinned is None:
             async with self._db.connection() as conn:
                 yield conn
@@ -217,7 +235,7 @@ class PgSessionStore:
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[Any]:
         """A connection inside a transaction: the pinned one's, else a new one committed at exit."""
-        pinned = self._pinned.get()
+        pinned = self._pinned()
         if pinned is None:
             async with self._db.transaction() as conn:
                 yield conn
@@ -231,7 +249,7 @@ class PgSessionStore:
 
         A nested `transaction()` is a savepoint of the enclosing one: an exception leaving
         it undoes only its own writes."""
-        pinned = self._pinned.get()
+        pinned = self._pinned()
         if pinned is not None:
             async with self._db.errors(), pinned.transaction():
                 yield
@@ -239,11 +257,13 @@ class PgSessionStore:
         from psycopg.pq import TransactionStatus
 
         async with self._db.connection() as conn, conn.transaction():
-            token = self._pinned.set(conn)
+            block = _Block(conn)
+            token = self._block.set(block)
             try:
                 yield
             finally:
-                self._pinned.reset(token)
+                block.open = False
+                self._block.reset(token)
             if conn.info.transaction_status == TransactionStatus.INERROR:
                 # COMMIT would quietly roll back: say so instead.
                 raise StoreError(
