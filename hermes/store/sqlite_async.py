@@ -31,6 +31,7 @@ from hermes.store.base import (
     StoreStats,
     TurnRecord,
 )
+from hermes.store.control import MemoryControlChannel
 from hermes.store.event_stream import MemoryRunEventStore
 from hermes.store.responses import ResponseStore
 from hermes.store.run_store import (
@@ -366,10 +367,11 @@ def open_sqlite_storage(
     except BaseException:
         sessions.close()
         raise
+    instance_id = new_instance_id()
     return Storage(
         backend="sqlite",
         location=str(folder),
-        instance_id=new_instance_id(),
+        instance_id=instance_id,
         sessions=SqliteSessions(sessions),
         responses=SqliteResponses(responses),
         receipts=SqliteReceipts(runs),
@@ -377,4 +379,5 @@ def open_sqlite_storage(
         run_events=MemoryRunEventStore(),
         leases=SqliteLeases(runs),
         closer=_SqliteCloser(sessions, responses, runs),
+        control=MemoryControlChannel(instance_id),
     )

@@ -7,7 +7,6 @@ from typing import Any
 
 from _api_harness import SERVER_KEY, MakeServer, Server
 
-from hermes.server.state import SESSIONS
 from hermes.testing.upstream import ScriptedUpstream, error_reply, text_reply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hello"}]}
@@ -89,7 +88,7 @@ async def test_last_upstream_error_is_reported_without_urls_or_keys(
 
 
 async def test_unreachable_store_makes_it_unready(server: Server) -> None:
-    server.app[SESSIONS].close()
+    server.sessions.close()
     status, data, text = await detailed(server)
     assert status == 503
     assert data["status"] == "unavailable"
