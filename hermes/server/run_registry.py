@@ -53,6 +53,8 @@ EVENT_RETENTION_SECONDS = 300.0
 APPROVAL_TIMEOUT_SECONDS = 300.0
 PRUNE_INTERVAL_SECONDS = 3600.0
 """How often (at most) settling a run also prunes expired rows from the storage."""
+STATUS_RELAY_SECONDS = 1.0
+"""How long a status read waits for the owner's live view (the pending approval)."""
 JOURNAL_FLUSH_SECONDS = 2.0
 """How long shutdown waits for the runs' journals to reach the storage."""
 APPROVAL_CHOICES: tuple[str, ...] = ("once", "session", "deny")
@@ -289,12 +291,30 @@ class RunRegistry:
         return await self._storage().runs.get(run_id)
 
     async def status(self, run_id: str) -> dict[str, Any] | None:
-        """The run's status object: live when it runs here, else the stored row's."""
+        """The run's status object: live when it runs here, else the stored row's.
+
+        A run of another instance that waits for an approval gets the pending approval
+        from its owner (`status` control message); when the owner does not answer within
+        STATUS_RELAY_SECONDS the stored row is the answer.
+        """
         run = self._runs.get(run_id)
         if run is not None:
             return run.to_json()
         record = await self.record(run_id)
-        return record.to_json() if record is not None else None
+        if record is None:
+            return None
+        storage = self._storage()
+        owner = record.owner_instance
+        if record.status == "waiting_for_approval" and owner is not None and owner != storage.instance_id:
+            try:
+                reply = await storage.control.request(
+                    owner, ControlMessage("status", run_id), timeout=STATUS_RELAY_SECONDS
+                )
+            except StoreError:
+                reply = None
+            if reply is not None and reply.ok and reply.data.get("run_id") == run_id:
+                return reply.data
+        return record.to_json()
 
     @property
     def active_count(self) -> int:
@@ -438,6 +458,10 @@ class RunRegistry:
     async def handle_control(self, message: ControlMessage) -> ControlReply:
         """Answer a stop or approval relayed by another instance for a run owned here."""
         run = self._runs.get(message.run_id)
+        if message.op == "status":
+            if run is None:
+                return ControlReply(ok=False, code="run_not_active", message="Run is not active on its owner")
+            return ControlReply(ok=True, data=run.to_json())
         if message.op == "stop":
             if run is None:
                 return ControlReply(ok=False, code="run_not_active", message="Run is not active on its owner")

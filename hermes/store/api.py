@@ -384,7 +384,8 @@ class ControlMessage:
     """A request to the instance that owns a run: `stop` it, or answer its `approval`."""
 
     op: str
-    """"stop" or "approval"; an instance answers an op it does not know with `unknown_op`."""
+    """"stop", "approval" or "status" (the owner's live view of the run); an instance
+    answers an op it does not know with `unknown_op`."""
     run_id: str
     args: dict[str, Any] = field(default_factory=dict)
     """JSON-safe arguments of the op (approval: choice, request_id, all)."""

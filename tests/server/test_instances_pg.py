@@ -214,7 +214,9 @@ async def test_approval_sent_to_b_resolves_the_run_on_a(instance, upstream) -> N
     events = await b.get(f"/v1/runs/{run_id}/events")
     first = await read_frames(events, until=lambda f: f.data["event"] == "approval.request")
     assert first[-1].data["request_id"] == "call_risky"
-    assert (await b.status(run_id))["status"] == "waiting_for_approval"
+    status = await b.status(run_id)
+    assert status["status"] == "waiting_for_approval"
+    assert status["approval"]["request_id"] == "call_risky"  # the owner's live view, relayed
 
     resp = await b.post(f"/v1/runs/{run_id}/approval", json={"choice": "approve"})
     assert resp.status == 200, await resp.text()

@@ -3,7 +3,7 @@
 Wire format (JSON in the NOTIFY payload, well under PostgreSQL's 8000-byte limit):
 
     request  {"v": 1, "kind": "request", "id": <uuid hex>, "from": <instance id>,
-              "op": "stop" | "approval", "run_id": <run id>, "args": {...}}
+              "op": "stop" | "approval" | "status", "run_id": <run id>, "args": {...}}
     reply    {"v": 1, "kind": "reply", "id": <the request's id>, "ok": bool,
               "data": {...}, "code": str | null, "message": str | null}
 
