@@ -283,6 +283,10 @@ class AsyncRunStore(Protocol):
 
     async def get(self, run_id: str) -> RunRecord | None: ...
 
+    async def latest_for_session(self, session_id: str) -> RunRecord | None:
+        """The session's newest run (by `created_at`), settled or not."""
+        ...
+
     async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
         """Settle the given unsettled runs as `interrupted`; returns the ids that changed."""
         ...

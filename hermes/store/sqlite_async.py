@@ -256,6 +256,13 @@ class SqliteRuns:
     async def get(self, run_id: str) -> RunRecord | None:
         return self.sync.get(run_id)
 
+    async def latest_for_session(self, session_id: str) -> RunRecord | None:
+        row = self.sync._execute(
+            "SELECT run_id FROM runs WHERE session_id = ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return None if row is None else self.sync.get(row["run_id"])
+
     async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
         text = ORPHAN_MESSAGE if message is None else message
         return [run_id for run_id in run_ids if self.sync.mark_interrupted([run_id], message=text)]

@@ -350,3 +350,21 @@ async def _expire_lease(url: str, instance_id: str) -> None:
             "WHERE instance_id = %s",
             (instance_id,),
         )
+
+
+async def test_a_session_chat_stream_resumes_on_another_instance(instance, upstream) -> None:
+    a, b = await instance("a"), await instance("b")
+    upstream.enqueue(text_reply("Hello from A."))
+    created = await a.post("/api/sessions", json={"title": "shared"})
+    assert created.status == 201, await created.text()
+    session_id = (await created.json())["session"]["id"]
+    assert (await b.get(f"/api/sessions/{session_id}")).status == 200  # sessions REST is shared
+
+    first = await read_frames(await a.post(f"/api/sessions/{session_id}/chat/stream", json={"message": "hi"}))
+    assert [f.event for f in first][-1] == "done"
+    resume = {"Last-Event-ID": "2"}
+    tail = await read_frames(await b.post(f"/api/sessions/{session_id}/chat/stream", headers=resume))
+    assert [(f.id, f.event, f.data) for f in tail] == [(f.id, f.event, f.data) for f in first[2:]]
+    run_id = first[0].data["run_id"]
+    same = await read_frames(await b.get(f"/v1/runs/{run_id}/events", headers=resume))
+    assert [(f.id, f.event, f.data) for f in same] == [(f.id, f.event, f.data) for f in first[2:]]

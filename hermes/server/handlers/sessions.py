@@ -48,6 +48,7 @@ from hermes.server.background_runs import (
 )
 from hermes.server.errors import (
     AgentIncomplete,
+    ApiError,
     Conflict,
     NotFound,
     RequestValidationError,
@@ -550,20 +551,35 @@ async def session_chat(request: web.Request) -> web.Response:
 async def session_chat_stream(request: web.Request) -> web.StreamResponse:
     session_key = session_key_header(request)
     record = await _existing(request)
-    registry = registry_of(request)
     if request.headers.get("Last-Event-ID") is not None:
         # A reconnect: follow the session's latest run from where the client was.
         after = parse_after(request)
-        run = registry.latest_for_session(record.id)
-        if run is None:
-            raise NotFound("No run of this session to resume", code="run_not_found")
+        target = await _resume_target(request, record)
     else:
         after = 0
         body = await read_json_object(request)
-        run = await _start_chat(request, record, body)
-    return await stream_run(
-        request, StreamTarget.of(run), after=after, headers=_chat_headers(record, None, session_key)
-    )
+        target = StreamTarget.of(await _start_chat(request, record, body))
+    return await stream_run(request, target, after=after, headers=_chat_headers(record, None, session_key))
+
+
+async def _resume_target(request: web.Request, record: SessionRecord) -> StreamTarget:
+    """The session's newest run to resume: one running here, else the newest any instance
+    stored (its events come from the storage wherever it runs)."""
+    run = registry_of(request).latest_for_session(record.id)
+    if run is not None:
+        return StreamTarget.of(run)
+    storage = request.config_dict[STORAGE]
+    stored = await storage.runs.latest_for_session(record.id)
+    if stored is None:
+        raise NotFound("No run of this session to resume", code="run_not_found")
+    if stored.terminal and not await storage.run_events.read_after(stored.run_id, 0, limit=1):
+        raise ApiError(
+            f"Events of run {stored.run_id} are no longer kept; GET /v1/runs/{stored.run_id} has its status.",
+            status=410,
+            type="invalid_request_error",
+            code="run_events_expired",
+        )
+    return StreamTarget(stored.run_id, "session_chat", record.id)
 
 
 ROUTES = [
