@@ -33,7 +33,13 @@ from hermes.server.handlers.openapi import build_document
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.lifecycle import LIVE_WORK, LiveWork
 from hermes.server.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
-from hermes.server.orphan_sweeper import keep_lease, register_lease, storage_keeps_lease, sweep_forever
+from hermes.server.orphan_sweeper import (
+    keep_lease,
+    lease_ttl,
+    register_lease,
+    storage_keeps_lease,
+    sweep_forever,
+)
 from hermes.server.state import (
     AGENT,
     IDEMPOTENCY,
@@ -55,12 +61,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_DRAIN_SECONDS = 2.5
 """Seconds shutdown waits for interrupted turns to write their terminal frames."""
-DEFAULT_LEASE_TTL = 30.0
-
-
-def lease_ttl(settings: Settings) -> float:
-    """Seconds an instance lease holds (`instance_lease_ttl`)."""
-    return float(getattr(settings, "instance_lease_ttl", DEFAULT_LEASE_TTL))  # lease-ttl:
 
 
 def create_app(

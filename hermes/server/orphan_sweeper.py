@@ -23,6 +23,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from hermes.config import Settings
 from hermes.errors import StoreError
 from hermes.store.api import Storage
 from hermes.store.run_store import ORPHAN_MESSAGE
@@ -30,6 +31,7 @@ from hermes.store.run_store import ORPHAN_MESSAGE
 __all__ = [
     "SweepReport",
     "keep_lease",
+    "lease_ttl",
     "register_lease",
     "storage_keeps_lease",
     "sweep_forever",
@@ -40,6 +42,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MAX_SWEEP_INTERVAL = 10.0
+DEFAULT_LEASE_TTL = 30.0
+
+
+def lease_ttl(settings: Settings) -> float:
+    """Seconds an instance lease holds (`instance_lease_ttl`)."""
+    return float(getattr(settings, "instance_lease_ttl", DEFAULT_LEASE_TTL))  # lease-ttl:
 
 
 @dataclass(frozen=True, slots=True)

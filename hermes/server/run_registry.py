@@ -352,6 +352,7 @@ class RunRegistry:
         storage = self._storage()
         now = time.time()
         rid = run_id or new_run_id()
+        journal = RunJournal(rid, storage.run_events, storage.runs)
         run = Run(
             run_id=rid,
             kind=kind,
@@ -359,9 +360,10 @@ class RunRegistry:
             model=model,
             created_at=now,
             updated_at=now,
-            journal=RunJournal(rid, storage.run_events, storage.runs),
+            journal=journal,
             owner_instance=storage.instance_id,
         )
+        journal.on_superseded = lambda: _interrupt(run, INTERRUPTED, "Settled by another instance.")
         await storage.runs.put(run.record())
         self._runs[run.run_id] = run
         return run

@@ -368,3 +368,30 @@ async def test_a_session_chat_stream_resumes_on_another_instance(instance, upstr
     run_id = first[0].data["run_id"]
     same = await read_frames(await b.get(f"/v1/runs/{run_id}/events", headers=resume))
     assert [(f.id, f.event, f.data) for f in same] == [(f.id, f.event, f.data) for f in first[2:]]
+
+
+async def test_a_stop_for_a_silent_owner_is_503_until_its_lease_runs_out(
+    instance, upstream, pg_url, monkeypatch
+) -> None:
+    import hermes.server.handlers.runs as runs_handlers
+
+    monkeypatch.setattr(runs_handlers, "CONTROL_TIMEOUT", 0.5)
+    a, b = await instance("a"), await instance("b")
+    upstream.enqueue(tool_reply([call("nap", {"seconds": 30}, id="call_nap")]))
+    run_id = (await _start(a, {"input": "rest"}))["run_id"]
+    events = await b.get(f"/v1/runs/{run_id}/events")
+    await read_frames(events, until=lambda f: f.data["event"] == "tool.started")
+
+    await a.storage.control.aclose()  # A stops answering; its lease still holds
+    silent = await b.post(f"/v1/runs/{run_id}/stop")
+    assert silent.status == 503
+    assert (await silent.json())["error"]["code"] == "run_owner_unavailable"
+    assert (await b.status(run_id))["status"] == "running"
+
+    await _stop_heartbeat(a)
+    await _expire_lease(pg_url, a.storage.instance_id)  # now A is dead
+    settled = await b.post(f"/v1/runs/{run_id}/stop")
+    assert settled.status == 200, await settled.text()
+    assert (await settled.json())["status"] == "interrupted"
+    rest = await asyncio.wait_for(read_frames(events), 10)
+    assert _names(rest)[-1] == "run.interrupted"

@@ -193,3 +193,29 @@ async def test_capacity(storage):
     assert registry.at_capacity
     run.set_status("completed")
     assert not registry.at_capacity
+
+
+async def test_a_run_settled_elsewhere_supersedes_its_journal_and_stops(storage):
+    registry = RunRegistry(storage)
+    run = await registry.create(kind="run", session_id=None, model=None)
+    started = asyncio.Event()
+
+    async def turn():
+        run.set_status("running")
+        run.emit("run.started", {})
+        started.set()
+        await asyncio.Event().wait()
+
+    registry.start(run, turn())
+    await started.wait()
+    assert await run.journal.flush(5)
+    # Another instance's sweeper settled it: the stream ends, the row says interrupted.
+    await storage.runs.mark_interrupted([run.run_id])
+    await storage.run_events.append(run.run_id, "run.interrupted", {"status": "interrupted"}, final=True)
+    run.set_status("running")  # a late write of this instance
+    run.emit("message.delta", {"delta": "late"})
+    await registry.wait(run)
+    assert run.journal.superseded
+    assert (await storage.runs.get(run.run_id)).status == "interrupted"
+    events = await storage.run_events.read_after(run.run_id)
+    assert [e.name for e in events] == ["run.started", "run.interrupted"]

@@ -66,6 +66,7 @@ from hermes.server.errors import (
     json_response,
 )
 from hermes.server.idempotency import validate_key
+from hermes.server.orphan_sweeper import lease_ttl, sweep_once
 from hermes.server.request import (
     CONTENT_DOC,
     MAX_HEADER_VALUE,
@@ -408,7 +409,12 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 
 async def _relay(request: web.Request, record: RunRecord, message: ControlMessage) -> ControlReply:
-    """Send `message` to the run's owner and return its answer (503 when it does not answer)."""
+    """Send `message` to the run's owner and return its answer.
+
+    An owner that does not answer within CONTROL_TIMEOUT may be dead: on PostgreSQL one
+    sweep runs at once, and a run it settled answers "not active" (its row says why);
+    otherwise 503 `run_owner_unavailable`.
+    """
     storage = request.config_dict[STORAGE]
     owner = record.owner_instance
     if owner is None or owner == storage.instance_id:
@@ -416,14 +422,21 @@ async def _relay(request: web.Request, record: RunRecord, message: ControlMessag
     try:
         return await storage.control.request(owner, message, timeout=CONTROL_TIMEOUT)
     except ControlUnanswered:
-        raise ApiError(
-            f"The instance running {record.run_id} did not answer; if it is gone, the run "
-            "is settled as interrupted shortly.",
-            status=503,
-            type="server_error",
-            code="run_owner_unavailable",
-            headers={"Retry-After": "1"},
-        ) from None
+        pass
+    if storage.backend == "postgres":
+        # The owner may be dead: settle its orphans now rather than at the next sweep.
+        await sweep_once(storage, ttl=lease_ttl(request.config_dict[SETTINGS]))
+        settled = await storage.runs.get(record.run_id)
+        if settled is not None and settled.terminal:
+            return ControlReply(ok=False, code="run_not_active", message="Run has settled")
+    raise ApiError(
+        f"The instance running {record.run_id} did not answer; if it is gone, the run "
+        "is settled as interrupted shortly.",
+        status=503,
+        type="server_error",
+        code="run_owner_unavailable",
+        headers={"Retry-After": "1"},
+    )
 
 
 async def stop_run(request: web.Request) -> web.Response:
