@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from _api_harness import SERVER_KEY, MakeServer, Server
 
+from hermes.server.state import STORAGE
 from hermes.testing.upstream import ScriptedUpstream, error_reply, text_reply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hello"}]}
@@ -23,6 +25,10 @@ async def test_fresh_server_is_ready_with_zero_counters(server: Server) -> None:
     assert status == 200
     assert data["status"] == "ok"
     assert data["checks"] == {"session_store": "ok", "response_store": "ok", "run_store": "ok"}
+    assert data["pid"] == os.getpid()
+    assert data["instance_id"] == server.app[STORAGE].instance_id
+    assert data["instance_id"].startswith("inst_")
+    assert data["storage"] == {"backend": "sqlite"}  # never its location
     api = data["api_server"]
     assert api["turns"] == 0
     assert api["active_turns"] == 0

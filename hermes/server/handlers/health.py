@@ -124,6 +124,12 @@ _DETAILED = {
         "platform": {"type": "string"},
         "version": {"type": "string"},
         "checks": {"type": "object", "additionalProperties": {"type": "string", "enum": ["ok", "error"]}},
+        "pid": {"type": "integer", "description": "The answering worker's process id"},
+        "instance_id": {"type": "string", "description": "The answering instance (its lease and runs)"},
+        "storage": {
+            "type": "object",
+            "properties": {"backend": {"type": "string", "enum": ["sqlite", "postgres"]}},
+        },
         "api_server": {"type": "object"},
     },
 }

@@ -605,6 +605,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "responses": {
                 "200": reply("Stopping, or already settled", {"type": "object"}),
                 "409": reply("Not active here", "Error"),
+                "503": reply("The instance running it did not answer", "Error"),
                 **CLIENT_ERRORS,
             },
         }
@@ -618,6 +619,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "responses": {
                 "200": reply("Resolved", {"type": "object"}),
                 "409": reply("Nothing pending", "Error"),
+                "503": reply("The instance running it did not answer", "Error"),
                 **CLIENT_ERRORS,
             },
         }
