@@ -397,8 +397,10 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     record = await registry.record(run_id)
     if record is None:
         raise _not_found(run_id)
-    stored = await request.config_dict[STORAGE].run_events.read_after(run_id, 0, limit=1)
-    if not stored and record.terminal:
+    storage = request.config_dict[STORAGE]
+    stored = await storage.run_events.read_after(run_id, 0, limit=1)
+    # SQLite keeps events in the process that runs the run: none here means none anywhere.
+    if not stored and (record.terminal or storage.backend == "sqlite"):
         raise ApiError(
             f"Events of run {run_id} are no longer kept; GET /v1/runs/{run_id} has its status.",
             status=410,
