@@ -364,8 +364,13 @@ class RunRegistry:
             owner_instance=storage.instance_id,
         )
         journal.on_superseded = lambda: _interrupt(run, INTERRUPTED, "Settled by another instance.")
-        await storage.runs.put(run.record())
+        # Registered before the first await, so a second start for the session sees it.
         self._runs[run.run_id] = run
+        try:
+            await storage.runs.put(run.record())
+        except BaseException:
+            self._runs.pop(run.run_id, None)
+            raise
         return run
 
     def start(self, run: Run, turn: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
