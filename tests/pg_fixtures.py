@@ -1,6 +1,6 @@
 """PostgreSQL fixtures shared by the storage contract and the server tests.
 
-`pg_server` is a real PostgreSQL started once per test session (`pg_server.PostgresServer`);
+`pg_server` is a real PostgreSQL started once per test session (`hermes.testing.postgres.PostgresServer`);
 `pg_url` is a fresh database cloned from a migrated template, `empty_pg_url` one without
 any hermes schema. Where PostgreSQL or the `postgres` extra is missing these fixtures skip
 with the reason, except under CI (`CI=true`), where they fail: CI always runs them.
@@ -18,7 +18,8 @@ from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from pg_server import PostgresServer, find_bindir
+
+from hermes.testing.postgres import PostgresServer, find_bindir
 
 T = TypeVar("T")
 TEMPLATE = "hermes_template"

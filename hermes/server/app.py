@@ -26,7 +26,6 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
-from hermes.errors import ConfigError
 from hermes.server import routes
 from hermes.server.background_runs import attach_run_registry
 from hermes.server.handlers.openapi import build_document
@@ -85,8 +84,8 @@ def create_app(
     app[SETTINGS] = settings
     owned: Storage | None = None
     if storage is None and agent is None and backend_for(settings.database_url) == "sqlite":
-        # SQLite opens synchronously (as `hermes serve` always did), so the agent, which
-        # still needs the sync session store, exists when `create_app` returns.
+        # SQLite opens synchronously (as `hermes serve` always did), so the agent exists
+        # when `create_app` returns (`hermes serve` reads its instructions before start).
         from hermes.store.sqlite_async import open_sqlite_storage
 
         settings.ensure_home()
@@ -170,13 +169,8 @@ async def _repair_at_start(settings: Settings, storage: Storage) -> None:
 
 def _build_agent(settings: Settings, storage: Storage) -> Agent:
     from hermes.agent.factory import build_agent
-    from hermes.store.sqlite_async import SqliteSessions
 
-    sessions = storage.sessions
-    if not isinstance(sessions, SqliteSessions):
-        # engine-store: the engine takes `storage.sessions` once it runs on AsyncSessionStore.
-        raise ConfigError("hermes serve on PostgreSQL needs the engine on the async session store")
-    return build_agent(settings, sessions.sync)  # engine-store:
+    return build_agent(settings, storage.sessions)
 
 
 async def _start_mcp(stack: contextlib.AsyncExitStack, mcp: McpManager | None, agent: Agent) -> None:

@@ -104,7 +104,7 @@ async def hermes_app(home: Any, upstream_url: str, model: str, **overrides: Any)
     settings = Settings(**values)
     settings.ensure_home()
     storage = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
-    agent = build_agent(settings, storage.sessions.sync, tools=harness_tools())  # engine-store:
+    agent = build_agent(settings, storage.sessions, tools=harness_tools())
     try:
         yield create_app(settings, storage=storage, agent=agent)
     finally:

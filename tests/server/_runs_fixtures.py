@@ -78,7 +78,7 @@ async def storage(tmp_path: Path) -> AsyncIterator[Storage]:
 
 @pytest.fixture
 def sessions_db(storage: Storage) -> SessionStore:
-    """The sync session store on the apps' state.db (what the engine still takes)."""
+    """A sync session store on the apps' state.db, for the test's own reads and writes."""
     return storage.sessions.sync  # type: ignore[attr-defined,no-any-return]
 
 
@@ -98,7 +98,7 @@ async def serve(
         storages.append(app_storage)
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-            store=app_storage.sessions.sync,  # type: ignore[attr-defined]  # engine-store:
+            store=app_storage.sessions,
             model="scripted-model",
             tools=tools(),
             options=FAST,

@@ -54,8 +54,7 @@ async def make_server(hermes_home: Path, upstream: ScriptedUpstream, tmp_path: P
         from hermes.store.sqlite_async import open_sqlite_storage
 
         storage = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
-        # engine-store: the engine still takes the sync session store.
-        agent = build_agent(settings, storage.sessions.sync, tools=tools if tools is not None else harness_tools())
+        agent = build_agent(settings, storage.sessions, tools=tools if tools is not None else harness_tools())
         # The idempotency cache comes from the factory itself.
         app = create_app(settings, storage=storage, agent=agent)
         client = TestClient(TestServer(app))

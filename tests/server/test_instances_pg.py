@@ -2,9 +2,10 @@
 
 Each instance is the real app from `create_app` with its own PostgreSQL `Storage` on the
 same database, served by a real aiohttp server on loopback and driven over HTTP; the
-model is a `ScriptedUpstream`. The engine still keeps its turns in a per-instance SQLite
-session store (engine-store: until it runs on `AsyncSessionStore`); runs, their events,
-receipts, responses and leases are all in PostgreSQL.
+model is a `ScriptedUpstream`. The engine keeps its turns in a per-instance SQLite
+session store (pgturns: until the PostgreSQL session store has turns, drafts and
+compaction markers; then `storage.sessions`); runs, their events, receipts, responses,
+sessions REST and leases are all in PostgreSQL.
 
 Skips with the reason where PostgreSQL is missing (fails under CI=true): `pg_url` fixture.
 """
@@ -31,6 +32,7 @@ from hermes.config import Settings
 from hermes.server.app import create_app
 from hermes.store import open_session_store
 from hermes.store.api import Storage
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 STOP_DEADLINE = 3.0
@@ -86,7 +88,7 @@ async def instance(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> A
         sessions = open_session_store(home / "state.db")
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-            store=sessions,  # engine-store: the engine still takes a sync session store
+            store=SqliteSessions(sessions),  # pgturns: storage.sessions once it has turns
             model="scripted-model",
             tools=ToolRegistry([*tools(), TERMINAL_TOOL]),
             options=FAST,
