@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pg_fixtures"]
+"""PostgreSQL fixtures (`pg_server`, `pg_url`, `empty_pg_url`) for every test folder."""
+
 _CLEARED_PREFIXES = ("HERMES_", "API_SERVER_", "OPENAI_")
 """Every setting a developer's shell may carry (endpoint, database, sandbox, …) is cleared."""
 _KEPT_PREFIXES = ("HERMES_HOME", "HERMES_TEST_")

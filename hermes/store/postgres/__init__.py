@@ -23,6 +23,7 @@ from hermes.store.postgres.connect import (
     mask_database_url,
     open_pool,
 )
+from hermes.store.postgres.control import PgControlChannel
 from hermes.store.postgres.events import PgRunEventStore
 from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
 from hermes.store.postgres.migrate import migrate_postgres
@@ -35,9 +36,10 @@ __all__ = ["open_postgres_storage"]
 
 
 class _PgCloser:
-    def __init__(self, db: Database, events: PgRunEventStore, keeper: LeaseKeeper) -> None:
+    def __init__(self, db: Database, events: PgRunEventStore, control: PgControlChannel, keeper: LeaseKeeper) -> None:
         self._db = db
         self._events = events
+        self._control = control
         self.keeper = keeper
         self._closed = False
 
@@ -47,6 +49,7 @@ class _PgCloser:
         self._closed = True
         try:
             await self.keeper.aclose()
+            await self._control.aclose()
             await self._events.aclose()
         finally:
             await self._db.aclose()
@@ -88,10 +91,12 @@ async def open_postgres_storage(
     db = Database(pool, url)
     events = PgRunEventStore(db)
     instance_id = new_instance_id()
+    control = PgControlChannel(db, instance_id)
     leases = PgLeaseStore(db)
     try:
         keeper = await LeaseKeeper.start(leases, instance_id, ttl=instance_lease_ttl)
     except BaseException:
+        await control.aclose()
         await events.aclose()
         await db.aclose()
         raise
@@ -105,5 +110,6 @@ async def open_postgres_storage(
         runs=PgRunStore(db, retention=retention),
         run_events=events,
         leases=leases,
-        closer=_PgCloser(db, events, keeper),
+        closer=_PgCloser(db, events, control, keeper),
+        control=control,
     )
