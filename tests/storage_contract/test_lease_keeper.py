@@ -146,3 +146,13 @@ async def test_a_release_that_fails_is_logged_not_raised(caplog: pytest.LogCaptu
 def test_a_lease_needs_a_positive_ttl() -> None:
     with pytest.raises(ValueError, match="positive"):
         LeaseKeeper(FlakyLeases(), "inst_z", ttl=0)  # type: ignore[arg-type]
+
+
+async def test_a_keeper_whose_task_was_cancelled_still_releases_on_close() -> None:
+    leases = FlakyLeases()
+    keeper = await LeaseKeeper.start(leases, "inst_c", ttl=30)  # type: ignore[arg-type]
+    [task] = [task for task in asyncio.all_tasks() if task.get_name() == "hermes-lease-inst_c"]
+    task.cancel()
+    await asyncio.wait([task], timeout=WAIT)
+    await keeper.aclose()
+    assert leases.released == ["inst_c"]

@@ -12,6 +12,7 @@ Invariants:
   each beat bounded by `ttl` (past that the lease has lapsed anyway). A failed beat is
   logged once per outage (and the recovery once), retried at the next tick, and never
   ends the task; `heartbeat` re-creates a lease another instance pruned meanwhile.
+- The task is named `hermes-lease-<instance id>` (as the server named its own keeper).
 - `aclose` stops the task, then releases the lease (bounded; a failure is logged, the
   lease then simply expires). Closing twice is fine.
 """
@@ -56,7 +57,7 @@ class LeaseKeeper:
         """Register the lease (StoreError when that fails) and start heartbeating."""
         keeper = cls(leases, instance_id, ttl=ttl)
         await leases.register_instance(instance_id, ttl=ttl, host=socket.gethostname(), pid=os.getpid())
-        keeper._task = asyncio.create_task(keeper._run(), name=f"lease-keeper {instance_id}")
+        keeper._task = asyncio.create_task(keeper._run(), name=f"hermes-lease-{instance_id}")
         return keeper
 
     @property
