@@ -5,7 +5,7 @@
 any hermes schema. Where PostgreSQL or the `postgres` extra is missing these fixtures skip
 with the reason, except under CI (`CI=true`), where they fail: CI always runs them.
 
-Use them from a conftest with `from pg_fixtures import pg_server, pg_url`.
+Registered for every test folder by tests/conftest.py (`pytest_plugins`).
 """
 
 from __future__ import annotations
