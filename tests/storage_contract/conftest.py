@@ -1,116 +1,22 @@
 """Fixtures for the storage contract: every test runs on SQLite and on PostgreSQL.
 
-PostgreSQL is a real server started once per test session (`pg_server.PostgresServer`);
-each test gets a fresh database cloned from a migrated template. Where PostgreSQL or
-the `postgres` extra is missing the PostgreSQL cases skip with the reason, except under
-CI (`CI=true`), where they fail: CI always runs them.
+The PostgreSQL fixtures (`pg_server`, `pg_url`, `empty_pg_url`) live in
+tests/pg_fixtures.py, shared with the other test folders; where PostgreSQL or the
+`postgres` extra is missing the PostgreSQL cases skip with the reason, except under CI
+(`CI=true`), where they fail.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import itertools
-import os
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
-from pg_server import PostgresServer, find_bindir
+from pg_fixtures import run_async, unavailable
 
 from hermes.store.api import Storage
 
-T = TypeVar("T")
-TEMPLATE = "hermes_template"
-_numbers = itertools.count(1)
-
-
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def unavailable(reason: str) -> None:
-    """Skip (on a laptop) or fail (under CI) a PostgreSQL case."""
-    if _under_ci():
-        pytest.fail(f"PostgreSQL tests cannot run under CI: {reason}", pytrace=False)
-    pytest.skip(f"PostgreSQL tests skipped: {reason}")
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    try:
-        import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        unavailable("the driver is not installed (pip install -e '.[postgres]')")
-    bindir = find_bindir()
-    if bindir is None:
-        unavailable("no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql")
-    assert bindir is not None
-    try:
-        server = PostgresServer.start(bindir)
-    except (RuntimeError, OSError, KeyError) as exc:  # KeyError: no `postgres` account
-        unavailable(f"could not start PostgreSQL from {bindir}: {exc}")
-        raise
-    try:
-        _create_template(server)
-        yield server
-    finally:
-        server.stop()
-
-
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` to completion on its own loop in a helper thread (fixtures may be set up
-    from inside a test's running loop)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result(timeout=120)
-
-
-def _create_template(server: PostgresServer) -> None:
-    import psycopg
-
-    from hermes.store.postgres.migrate import migrate_url
-
-    with psycopg.connect(server.admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {TEMPLATE}")
-    run_async(migrate_url(server.url(TEMPLATE)))
-
-
-def _new_database(server: PostgresServer, *, template: str) -> str:
-    import psycopg
-
-    name = f"t{os.getpid()}_{next(_numbers)}"
-    with psycopg.connect(server.admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-    return name
-
-
-def _drop_database(server: PostgresServer, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(server.admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-@pytest.fixture
-def pg_url(pg_server: PostgresServer) -> Iterator[str]:
-    """A fresh, migrated database."""
-    name = _new_database(pg_server, template=TEMPLATE)
-    try:
-        yield pg_server.url(name)
-    finally:
-        _drop_database(pg_server, name)
-
-
-@pytest.fixture
-def empty_pg_url(pg_server: PostgresServer) -> Iterator[str]:
-    """A fresh database with no hermes schema at all."""
-    name = _new_database(pg_server, template="template0")
-    try:
-        yield pg_server.url(name)
-    finally:
-        _drop_database(pg_server, name)
+__all__ = ["run_async", "unavailable"]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
