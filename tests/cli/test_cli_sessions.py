@@ -27,6 +27,7 @@ from hermes.errors import SessionNotFound
 from hermes.store import NewMessage, SessionRecord, open_session_store
 from hermes.store.base import SessionStore
 
+
 class BlockingSessions:
     """`storage.sessions` of a PostgreSQL storage, called like the sync `SessionStore`."""
 
