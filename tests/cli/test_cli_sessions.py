@@ -580,3 +580,20 @@ def test_damaged_database_is_one_line_exit_1(run_hermes, hermes_home):
     assert proc.stderr.startswith(f"hermes: cannot open session database {hermes_home / 'state.db'}: ")
     assert proc.stderr.endswith("(run `hermes doctor`)\n")
     assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "fragment"),
+    [
+        ("postgresql://u:pw-secret@127.0.0.1:1/x", 1, "hermes: cannot connect to postgresql://u:****@127.0.0.1:1/x: "),
+        ("mysql://u:pw-secret@127.0.0.1/x", 2, "hermes: invalid value for database_url: 'mysql://u:****@127.0.0.1/x'"),
+    ],
+)
+def test_bad_database_url_is_one_masked_line(run_hermes, monkeypatch, url, code, fragment):
+    monkeypatch.setenv("HERMES_DATABASE_URL", url)
+
+    proc = run_hermes("sessions", "list")
+
+    assert (proc.returncode, proc.stdout) == (code, "")
+    assert proc.stderr.startswith(fragment) and proc.stderr.count("\n") == 1, proc.stderr
+    assert "pw-secret" not in proc.stderr
