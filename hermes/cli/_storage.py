@@ -3,8 +3,10 @@
     with opened_storage(settings) as opened:
         record = opened.run(opened.storage.sessions.get_session(session_id))
 
-One event loop (`asyncio.Runner`) lives for the command, so a command can await the
-store, ask the user something, and await again on the same connections. Before the
+One event loop lives for the command, so a command can await the store, ask the user
+something, and await again on the same connections: an `asyncio.Runner` in this thread,
+or, when this thread already runs a loop (the CLI called from async code), a private
+loop in a helper thread that this thread waits on. Before the
 command reads anything, what a crashed hermes left half-done is repaired, so crashed
 turns show as interrupted: on SQLite exactly as before (`repair_after_crash` on
 state.db, judged by owner processes), on PostgreSQL through the session store
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,17 +28,49 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["OpenedStorage", "opened_storage"]
+__all__ = ["CommandLoop", "OpenedStorage", "opened_storage"]
+
+
+class CommandLoop:
+    """The event loop of one command (see the module docstring); `close()` when done."""
+
+    def __init__(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._runner: asyncio.Runner | None = asyncio.Runner()
+            self._thread: threading.Thread | None = None
+            return
+        self._runner = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="hermes-cli-storage", daemon=True)
+        self._thread.start()
+
+    def run(self, step: Coroutine[Any, Any, T]) -> T:
+        """Await `step` on the command's loop and return its result (or raise its error)."""
+        if self._runner is not None:
+            return self._runner.run(step)
+        return asyncio.run_coroutine_threadsafe(step, self._loop).result()
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            return
+        assert self._thread is not None
+        asyncio.run_coroutine_threadsafe(self._loop.shutdown_asyncgens(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
 
 
 @dataclass(frozen=True, slots=True)
 class OpenedStorage:
     storage: Storage
-    runner: asyncio.Runner
+    loop: CommandLoop
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         """Await `step` on the command's loop and return its result."""
-        return self.runner.run(step)
+        return self.loop.run(step)
 
 
 @contextlib.contextmanager
@@ -43,13 +78,16 @@ def opened_storage(settings: Settings) -> Iterator[OpenedStorage]:
     """Open `open_storage(settings)`, repair, yield, close (StoreError/ConfigError on failure)."""
     from hermes.store.storage import open_storage
 
-    with asyncio.Runner() as runner:
-        storage = runner.run(open_storage(settings))
+    loop = CommandLoop()
+    try:
+        storage = loop.run(open_storage(settings))
         try:
-            runner.run(_repair(storage))
-            yield OpenedStorage(storage, runner)
+            loop.run(_repair(storage))
+            yield OpenedStorage(storage, loop)
         finally:
-            runner.run(storage.aclose())
+            loop.run(storage.aclose())
+    finally:
+        loop.close()
 
 
 async def _repair(storage: Storage) -> None:

@@ -272,18 +272,17 @@ class Supervisor:
             while pending and not self._stop.is_set():
                 done, pending = await asyncio.wait(pending | {stop_wait}, return_when=asyncio.FIRST_COMPLETED)
                 pending.discard(stop_wait)
-                for task in done:
-                    if task is stop_wait:
-                        continue
-                    failure = task.exception()
-                    if isinstance(failure, _StartFailed):
-                        self.say(f"hermes serve: {failure.reason}")
-                        for other in pending:
-                            other.cancel()
-                        await self._shutdown()
-                        return failure.code
-                    if failure is not None:
+                failures = [task.exception() for task in done if task is not stop_wait]
+                failure = next((exc for exc in failures if exc is not None), None)
+                if failure is not None:
+                    for other in pending:
+                        other.cancel()
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    await self._shutdown()
+                    if not isinstance(failure, _StartFailed):
                         raise failure
+                    self.say(f"hermes serve: {failure.reason}")
+                    return failure.code
             if self._stop.is_set():
                 for task in starts:
                     task.cancel()
@@ -334,8 +333,9 @@ class Supervisor:
             await asyncio.wait({exited, answered}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
         finally:
             exited.cancel()
-        line = answered.result() if answered.done() and answered.exception() is None else b""
-        answered.cancel()
+            if not answered.done():
+                answered.cancel()
+        line = answered.result() if not answered.cancelled() and answered.exception() is None else b""
         try:
             message = json.loads(line) if line else {}
         except ValueError:
