@@ -16,7 +16,8 @@ from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from pg_server import PostgresServer, find_bindir
+
+from hermes.testing.postgres import PostgresServer, find_bindir
 
 T = TypeVar("T")
 TEMPLATE = "hermes_template"

@@ -1,9 +1,9 @@
 """The store side of one running turn: its turn row and checkpoints of the streaming text.
 
     checkpoints = TurnCheckpoints(store, session_id)     # None store: everything is a no-op
-    checkpoints.record(NewMessage(...))                   # every message of the turn
-    checkpoints.streamed(text_parts)                      # after every TextDelta
-    checkpoints.end("completed")
+    await checkpoints.record(NewMessage(...))             # every message of the turn
+    checkpoints.streamed(text_parts)                      # after every TextDelta (never waits)
+    await checkpoints.end("completed")
 
 Invariants:
 
@@ -16,6 +16,9 @@ Invariants:
 - Checkpoint writes are best effort: a store failure is logged once and the turn goes on
   (the real messages are still written, and fail the turn, as before).
 - `end()` cancels the timer first, whatever happens next, so no write follows the end.
+- Draft writes run in a task of their own (`streamed()` never waits on the store), one at
+  a time and in order; recording a message or ending the turn first waits for the write
+  in flight, so a draft never lands after the message that replaces it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from hermes.store.base import MessageRecord, NewMessage, SessionStore
+from hermes.store.api import AsyncSessionStore
+from hermes.store.base import MessageRecord, NewMessage
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +42,7 @@ class TurnCheckpoints:
 
     def __init__(
         self,
-        store: SessionStore | None,
+        store: AsyncSessionStore | None,
         session_id: str,
         *,
         interval: float = CHECKPOINT_INTERVAL,
@@ -54,17 +58,20 @@ class TurnCheckpoints:
         self._saved_at: float | None = None
         """When the segment's text was last saved (or began streaming); None between segments."""
         self._timer: asyncio.TimerHandle | None = None
+        self._writing: asyncio.Task[None] | None = None
+        """The draft write in flight (each one waits for the one before)."""
         self._warned = False
 
-    def record(self, message: NewMessage) -> MessageRecord | None:
+    async def record(self, message: NewMessage) -> MessageRecord | None:
         """Write one message of the turn (an assistant message replaces the draft)."""
         if self._store is None:
             return None
         if self.turn_id is None:
-            self.turn_id = self._store.begin_turn(self._session_id).id
+            self.turn_id = (await self._store.begin_turn(self._session_id)).id
         if message.role == "assistant":
             self._segment_closed()
-        return self._store.append_message(self._session_id, message, turn_id=self.turn_id)
+        await self.drain()
+        return await self._store.append_message(self._session_id, message, turn_id=self.turn_id)
 
     def streamed(self, parts: list[str]) -> None:
         """The segment's text (`parts`, joined) grew; checkpoint it when one is due."""
@@ -81,14 +88,21 @@ class TurnCheckpoints:
             delay = max(0.0, self._saved_at + self._interval - now)
             self._timer = asyncio.get_running_loop().call_later(delay, self._save)
 
-    def end(self, reason: str) -> None:
+    async def drain(self) -> None:
+        """Wait for the draft write in flight, if any."""
+        writing = self._writing
+        if writing is not None:
+            await asyncio.shield(writing)
+
+    async def end(self, reason: str) -> None:
         """Save the newest text and end the turn (its leftover draft is kept by the store)."""
         self._cancel_timer()
         if self._store is None or self.turn_id is None:
             return
         if self._parts is not None:
             self._save()
-        self._store.end_turn(self.turn_id, reason)
+        await self.drain()
+        await self._store.end_turn(self.turn_id, reason)
 
     # ---- internals ------------------------------------------------------------------
 
@@ -108,9 +122,18 @@ class TurnCheckpoints:
         if parts is None or self._store is None or self.turn_id is None:
             return
         self._saved_at = self._clock()
+        self._writing = asyncio.ensure_future(self._write(self._writing, self.turn_id, "".join(parts)))
+
+    async def _write(self, before: asyncio.Task[None] | None, turn_id: int, text: str) -> None:
+        if before is not None:
+            await before  # never raises: see below
+        assert self._store is not None
         try:
-            self._store.save_draft(self.turn_id, "".join(parts))
+            await self._store.save_draft(turn_id, text)
         except Exception:  # best effort, see the module docstring
             if not self._warned:
                 self._warned = True
                 log.warning("could not checkpoint the streaming text of session %s", self._session_id, exc_info=True)
+        finally:
+            if self._writing is asyncio.current_task():
+                self._writing = None

@@ -45,7 +45,8 @@ from typing import Any, Literal
 from hermes.agent.events import ContextCompacted
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
-from hermes.store.base import CompactionLog, NewCompaction, SessionStore
+from hermes.store.api import AsyncSessionStore
+from hermes.store.base import NewCompaction
 from hermes.store.transcript import valid_transcript
 
 log = logging.getLogger(__name__)
@@ -183,15 +184,15 @@ def is_summary_message(message: ChatMessage) -> bool:
     return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)
 
 
-def resume_history(store: SessionStore, session_id: str) -> list[ChatMessage]:
+async def resume_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
     """What a resumed session sends: the latest summary + the messages after its marker."""
-    if isinstance(store, CompactionLog):
-        markers = store.compactions(session_id)
-        if markers:
-            marker = markers[-1]
-            kept = [m.to_openai() for m in store.get_messages(session_id) if m.id >= marker.first_kept_message_id]
-            return [summary_message(marker.summary), *valid_transcript(kept)]
-    return store.history(session_id)
+    markers = await store.compactions(session_id)
+    if markers:
+        marker = markers[-1]
+        messages = await store.get_messages(session_id)
+        kept = [m.to_openai() for m in messages if m.id >= marker.first_kept_message_id]
+        return [summary_message(marker.summary), *valid_transcript(kept)]
+    return await store.history(session_id)
 
 
 # ---- the summariser ------------------------------------------------------------------
@@ -370,7 +371,7 @@ class ContextBudget:
         summarize: Summarize,
         *,
         session_id: str,
-        store: SessionStore | None,
+        store: AsyncSessionStore | None,
         reported: tuple[int, int] = (0, 0),
     ) -> None:
         """`reported`: (prompt_tokens, message count) of the session's last request, as
@@ -435,7 +436,7 @@ class ContextBudget:
         context[:] = done.messages
         self._reported = 0
         after = estimate_tokens(context, tools)
-        self._mark(done, before, after)
+        await self._mark(done, before, after)
         yield ContextCompacted(
             before_tokens=before,
             after_tokens=after,
@@ -445,13 +446,13 @@ class ContextBudget:
             summary=done.summary,
         )
 
-    def _mark(self, done: Compaction, before: int, after: int) -> None:
+    async def _mark(self, done: Compaction, before: int, after: int) -> None:
         """Store the marker at the first kept message (when the store holds this transcript)."""
         store = self.store
-        if store is None or not isinstance(store, CompactionLog):
+        if store is None:
             return
         try:
-            records = store.get_messages(self.session_id)
+            records = await store.get_messages(self.session_id)
             kept = done.messages[len(done.messages) - done.kept :]
             if done.kept > len(records):
                 return
@@ -461,7 +462,7 @@ class ContextBudget:
             ]:
                 log.info("session %s: transcript differs from the store; compaction not marked", self.session_id)
                 return
-            store.add_compaction(
+            await store.add_compaction(
                 self.session_id,
                 NewCompaction(
                     summary=done.summary,

@@ -79,7 +79,8 @@ from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, TurnStatus,
 from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 from hermes.errors import HermesError, UsageError
 from hermes.ids import new_session_id
-from hermes.store.base import NewMessage, SessionStore
+from hermes.store.api import AsyncSessionStore
+from hermes.store.base import NewMessage
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ class Agent:
         self,
         provider: Provider,
         *,
-        store: SessionStore | None,
+        store: AsyncSessionStore | None,
         model: str,
         tools: ToolRegistry | None = None,
         options: EngineOptions | None = None,
@@ -189,12 +190,12 @@ class Agent:
         model = request.model or self.model
         user_message: ChatMessage = {"role": "user", "content": request.input}
         # The session, the turn row and the user's message: one commit.
-        with self.store.transaction() if self.store is not None else nullcontext():
-            session_id, system_prompt, history = self._open_session(request, model)
+        async with self.store.transaction() if self.store is not None else nullcontext():
+            session_id, system_prompt, history = await self._open_session(request, model)
             turn = _Turn(session_id=session_id, model=model, persist=request.persist and self.store is not None)
             if turn.persist:
                 turn.checkpoints = TurnCheckpoints(self.store, session_id)
-            unrecorded = self._record_input(turn, user_message)
+            unrecorded = await self._record_input(turn, user_message)
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history]
         tool_ctx = ToolContext(
             session_id=session_id,
@@ -230,12 +231,12 @@ class Agent:
                             raise _Interrupted
                 # Inner generators are closed here: running tools have stopped.
                 assert result is not None, "the turn loop ends with TurnCompleted"
-                self._end_session(turn, result.status, best_effort=False)
+                await self._end_session(turn, result.status, best_effort=False)
             except (asyncio.CancelledError, _Interrupted) as exc:
                 gate.task = None
                 ours = isinstance(exc, _Interrupted) or gate.own_cancel()
-                self._close_open(turn, "interrupted")
-                self._end_session(turn, "interrupted")
+                await self._close_open(turn, "interrupted")
+                await self._end_session(turn, "interrupted")
                 if not ours:
                     raise
                 assert interrupt is not None and interrupt.code is not None
@@ -245,13 +246,13 @@ class Agent:
             except GeneratorExit:
                 # Closed by the consumer (aclose()): the same cleanup, no final event.
                 gate.task = None
-                self._close_open(turn, "interrupted")
-                self._end_session(turn, "interrupted")
+                await self._close_open(turn, "interrupted")
+                await self._end_session(turn, "interrupted")
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure ends the turn with TurnCompleted
                 gate.task = None
                 gate.own_cancel()  # our cancel, if one was turned into this exception, is taken back
-                result = self._fail(turn, exc)
+                result = await self._fail(turn, exc)
         finally:
             gate.close()
         if not turn.started:
@@ -320,7 +321,7 @@ class Agent:
             if calls and not truncated:
                 assistant = self._assistant_message(outcome, with_calls=True)
                 context.append(assistant)
-                self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+                await self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
                 # Open only once the calls are stored: closing answers exactly these.
                 turn.open_calls = [(slot.id, slot.name) for slot in calls]
                 turn.text_parts = []
@@ -343,14 +344,14 @@ class Agent:
                         yield event
                         # Results are written in call order, each as soon as all before it are in.
                         while order and order[0] in results:
-                            self._record_tool_result(turn, context, results[order.pop(0)])
+                            await self._record_tool_result(turn, context, results[order.pop(0)])
                 if summary_call:
                     return
                 continue
 
             assistant = self._assistant_message(outcome, with_calls=False)
             context.append(assistant)
-            self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+            await self._record(turn, assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
             turn.final_text = outcome.text
             if outcome.stalled:
                 # Cut-off tool calls: the warning is already in the text and a StreamStalled event.
@@ -395,16 +396,17 @@ class Agent:
         """
         if self.store is None:
             raise UsageError("compaction needs a session store")
-        session = self.store.get_session(session_id)
+        session = await self.store.get_session(session_id)
         model = model or session.model or self.model
         prompt = session.system_prompt or self.new_session_prompt()
-        context: list[ChatMessage] = [{"role": "system", "content": prompt}, *resume_history(self.store, session_id)]
+        history = await resume_history(self.store, session_id)
+        context: list[ChatMessage] = [{"role": "system", "content": prompt}, *history]
         budget = self._budget(session_id, model, persist=True)
         compacted: ContextCompacted | None = None
         async for event in budget.compact(context, self.tools.schemas() or None, "manual", recent_tokens=0):
             compacted = event
         usage = budget.take_usage()
-        self.store.add_usage(session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        await self.store.add_usage(session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
         return compacted
 
     def _budget(self, session_id: str, model: str, persist: bool) -> ContextBudget:
@@ -456,7 +458,7 @@ class Agent:
     def _disable_streaming(self) -> None:
         self._streaming = False
 
-    def _open_session(self, request: TurnRequest, model: str) -> tuple[str, str, list[ChatMessage]]:
+    async def _open_session(self, request: TurnRequest, model: str) -> tuple[str, str, list[ChatMessage]]:
         """(session id, system prompt, history) for the request, creating the session if needed."""
         store = self.store
         explicit_prompt = request.system_prompt
@@ -464,10 +466,10 @@ class Agent:
             session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or [])
-        session = store.find_session(request.session_id) if request.session_id else None
+        session = await store.find_session(request.session_id) if request.session_id else None
         if session is None:
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
-            session = store.create_session(
+            session = await store.create_session(
                 source=request.source,
                 model=model,
                 title=request.title or _title_from(request.input),
@@ -479,8 +481,8 @@ class Agent:
             # Reuse the stored prompt byte for byte so the upstream's prompt cache holds.
             prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
-                store.update_session(session.id, system_prompt=explicit_prompt)
-            history = resume_history(store, session.id)
+                await store.update_session(session.id, system_prompt=explicit_prompt)
+            history = await resume_history(store, session.id)
         if request.history is not None:
             history = list(request.history)
         return session.id, prompt, history
@@ -501,7 +503,7 @@ class Agent:
             message["content"] = ""
         return message
 
-    def _record(
+    async def _record(
         self,
         turn: _Turn,
         message: ChatMessage,
@@ -511,20 +513,20 @@ class Agent:
     ) -> None:
         # Stored first: the result's transcript holds only what the store accepted.
         if turn.persist and self.store is not None:
-            turn.checkpoints.record(
+            await turn.checkpoints.record(
                 NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
             )
         turn.messages.append(message)
 
-    def _record_input(self, turn: _Turn, message: ChatMessage) -> Exception | None:
+    async def _record_input(self, turn: _Turn, message: ChatMessage) -> Exception | None:
         """Record the user's message; a failure is returned, to end the turn like any other."""
         try:
-            self._record(turn, message)
+            await self._record(turn, message)
         except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
             return exc
         return None
 
-    def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
+    async def _record_tool_result(self, turn: _Turn, context: list[ChatMessage], event: ToolCompleted) -> None:
         message: ChatMessage = {
             "role": "tool",
             "tool_call_id": event.call_id,
@@ -533,9 +535,9 @@ class Agent:
         }
         context.append(message)
         turn.open_calls = [(cid, name) for cid, name in turn.open_calls if cid != event.call_id]
-        self._record(turn, message)
+        await self._record(turn, message)
 
-    def _close_open(self, turn: _Turn, why: TurnStatus) -> None:
+    async def _close_open(self, turn: _Turn, why: TurnStatus) -> None:
         """Keep the transcript valid after a stop: results or placeholders, partial text.
 
         Runs after the inner generators are closed, i.e. after running tools stopped.
@@ -549,12 +551,15 @@ class Agent:
                     done = turn.results.get(call_id)
                     content = done.result if done is not None else INTERRUPTED_TOOL_RESULT
                     turn.open_calls.remove((call_id, name))
-                    self._record(turn, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
+                    placeholder: ChatMessage = {
+                        "role": "tool", "tool_call_id": call_id, "name": name, "content": content
+                    }
+                    await self._record(turn, placeholder)
             elif turn.text_parts:
                 partial = "".join(turn.text_parts)
                 turn.final_text = partial
                 turn.text_parts = []
-                self._record(turn, {"role": "assistant", "content": partial}, finish_reason=why)
+                await self._record(turn, {"role": "assistant", "content": partial}, finish_reason=why)
         except Exception:  # best effort, see the docstring
             log.exception("could not write the closing messages of session %s", turn.session_id)
 
@@ -579,7 +584,7 @@ class Agent:
         turn.running_tools.clear()
         return owed
 
-    def _end_session(self, turn: _Turn, status: TurnStatus, *, best_effort: bool = True) -> bool:
+    async def _end_session(self, turn: _Turn, status: TurnStatus, *, best_effort: bool = True) -> bool:
         """Add the turn's usage and end the session, attempted once; False when that failed.
 
         Best effort (the failure is logged) unless told otherwise.
@@ -590,12 +595,13 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
-            with self.store.transaction():  # the last checkpoint, turn end, usage, session end: one commit
-                turn.checkpoints.end(status)
-                self.store.add_usage(
+            await turn.checkpoints.drain()  # a draft write in flight lands before the transaction
+            async with self.store.transaction():  # the last checkpoint, turn end, usage, session end: one commit
+                await turn.checkpoints.end(status)
+                await self.store.add_usage(
                     turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens
                 )
-                self.store.end_session(turn.session_id, status)
+                await self.store.end_session(turn.session_id, status)
         except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise
@@ -603,15 +609,15 @@ class Agent:
             return False
         return True
 
-    def _fail(self, turn: _Turn, exc: Exception) -> TurnResult:
+    async def _fail(self, turn: _Turn, exc: Exception) -> TurnResult:
         """The result of a turn that an unexpected exception ended (see the module docstring)."""
         if isinstance(exc, HermesError):
             code, error = exc.code, str(exc)
         else:
             code, error = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
         log.error("turn in session %s failed: %s", turn.session_id, error, exc_info=exc)
-        self._close_open(turn, "failed")
-        if not self._end_session(turn, "failed"):
+        await self._close_open(turn, "failed")
+        if not await self._end_session(turn, "failed"):
             error += " (the session could not be ended)"
         return self._result(turn, "failed", error=error, error_code=code)
 

@@ -26,7 +26,7 @@ from hermes.agent.providers.json_actions import with_tool_protocol
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ConfigError
-from hermes.store.base import SessionStore
+from hermes.store.api import AsyncSessionStore
 
 if TYPE_CHECKING:
     from hermes.agent.providers.local import LocalStatus
@@ -124,7 +124,7 @@ def build_provider(
 
 def build_agent(
     settings: Settings,
-    store: SessionStore | None,
+    store: AsyncSessionStore | None,
     *,
     provider: Provider | None = None,
     tools: ToolRegistry | None = None,

@@ -87,21 +87,20 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
     from hermes.agent.mcp.manager import start_mcp
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
-    from hermes.cli._common import open_store
     from hermes.cli._progress import rich_progress
     from hermes.cli._render import make_renderer
     from hermes.errors import SessionNotFound
+    from hermes.store.storage import open_storage
 
-    store = open_store(settings)
+    storage = await open_storage(settings)
     try:
-        from hermes.store.repair import repair_after_crash
-
-        repair_after_crash(store)  # turns a crashed process left open (before --continue picks one)
+        store = storage.sessions
+        await store.repair_abandoned_turns()  # turns a crashed process left open (before --continue picks one)
         session_id: str | None = None
         if resume:
-            session_id = store.get_session(resume).id
+            session_id = (await store.get_session(resume)).id
         elif continue_last:
-            latest = store.latest_session()
+            latest = await store.latest_session()
             if latest is None:
                 raise SessionNotFound("(newest)")
             session_id = latest.id
@@ -166,7 +165,7 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
             sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
         return _report(result, as_json)
     finally:
-        store.close()
+        await storage.aclose()
 
 
 def _report_mcp(status: McpServerStatus) -> None:

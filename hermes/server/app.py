@@ -83,8 +83,11 @@ def create_app(
     if agent is None:
         from hermes.agent.factory import build_agent
         from hermes.agent.mcp import McpManager
+        from hermes.store.sqlite import SqliteSessionStore
+        from hermes.store.sqlite_async import SqliteSessions
 
-        agent = build_agent(settings, sessions)
+        assert isinstance(sessions, SqliteSessionStore)
+        agent = build_agent(settings, SqliteSessions(sessions))  # engine-store:
         mcp = McpManager.from_settings(settings, cwd=Path.cwd())
     tools = agent.tools
 

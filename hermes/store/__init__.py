@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-def open_session_store(path: str | os.PathLike[str]) -> SessionStore:
+def open_session_store(path: str | os.PathLike[str]) -> SqliteSessionStore:
     """Open (creating and migrating when needed) the session database at `path`.
 
     `path` is the database file, normally `$HERMES_HOME/state.db`, or ":memory:".

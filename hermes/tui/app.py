@@ -33,7 +33,7 @@ from hermes.agent.types import (
 )
 from hermes.config import Settings
 from hermes.errors import HermesError
-from hermes.store.base import MessageRecord, SessionStore
+from hermes.store.base import MessageRecord, SessionRecord, SessionStore
 from hermes.tui import commands
 from hermes.tui.export import session_markdown
 from hermes.tui.renderer import (
@@ -452,14 +452,21 @@ class HermesApp(App[int]):
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
         transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
         self.status_bar.model = self.agent.model
-        # What the next request will hold: the latest summary and the messages after it.
-        self.status_bar.context_tokens = estimate_tokens(
-            [{"role": "system", "content": record.system_prompt or ""}, *resume_history(self.store, record.id)]
-        )
+        self.run_worker(self._estimate_context(record), group="context-estimate", exclusive=True)
         self.status_bar.turn_seconds = None
         self._refresh_session_info()
         transcript.scroll_end(animate=False)
         return True
+
+    async def _estimate_context(self, record: SessionRecord) -> None:
+        """What the next request will hold: the latest summary and the messages after it."""
+        store = self.agent.store
+        if store is None:
+            return
+        history = await resume_history(store, record.id)
+        self.status_bar.context_tokens = estimate_tokens(
+            [{"role": "system", "content": record.system_prompt or ""}, *history]
+        )
 
     @on(HistoryHead.LoadRequested)
     @on(Transcript.ReachedTop)

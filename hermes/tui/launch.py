@@ -37,6 +37,7 @@ def run_tui(
     from hermes.agent.mcp import McpManager
     from hermes.cli._progress import rich_progress
     from hermes.store import open_session_store
+    from hermes.store.sqlite_async import SqliteSessions
     from hermes.tui.app import make_app
 
     if continue_last and resume:
@@ -54,7 +55,7 @@ def run_tui(
         session_id = resolve_session(store, continue_last=continue_last, resume=resume)
         choice = choose_provider(settings)
         with rich_progress() as progress:  # drawn before the TUI takes the screen
-            agent = build_agent(settings, store, choice=choice, progress=progress)
+            agent = build_agent(settings, SqliteSessions(store), choice=choice, progress=progress)
         app = make_app(agent, store, settings, session_id=session_id)
         from hermes.agent.sandbox import sandbox_notice
 

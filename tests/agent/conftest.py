@@ -15,6 +15,8 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.errors import ToolError
 from hermes.store import open_session_store
 from hermes.store.base import SessionStore
+from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream
 
 
@@ -81,6 +83,13 @@ FAST_OPTIONS = EngineOptions(
 )
 
 
+def _async_store(store: SessionStore | None) -> SqliteSessions | None:
+    if store is None or isinstance(store, SqliteSessions):
+        return store
+    assert isinstance(store, SqliteSessionStore)
+    return SqliteSessions(store)
+
+
 @pytest.fixture
 async def make_agent(
     upstream: ScriptedUpstream, store: SessionStore, test_tools: ToolRegistry
@@ -92,7 +101,7 @@ async def make_agent(
         opts = overrides.pop("opts", None) or FAST_OPTIONS
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-            store=overrides.pop("store", store),
+            store=_async_store(overrides.pop("store", store)),
             model="scripted-model",
             tools=overrides.pop("tools", test_tools),
             options=opts,

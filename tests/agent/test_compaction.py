@@ -28,6 +28,8 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.store.base import SessionStore
+from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import (
     RecordedRequest,
@@ -101,7 +103,7 @@ async def _close_agents() -> AsyncIterator[None]:
 def make_agent(upstream: ScriptedUpstream, store: SessionStore, *, window: int = WINDOW) -> Agent:
     agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="k"),
-        store=store,
+        store=SqliteSessions(store) if isinstance(store, SqliteSessionStore) else store,
         model="scripted-model",
         tools=TOOLS,
         options=EngineOptions(stale_timeout=5.0, retry_base_delay=0.01, context_window=window, compact_at=0.8),
@@ -201,7 +203,7 @@ async def test_resuming_after_a_compaction_sends_the_summary_and_the_messages_af
         _, result = await collect_turn(agent, TurnRequest(input=f"question {turn}", session_id=session_id))
         session_id = result.session_id
     marker = store.compactions(session_id)[-1]
-    history = resume_history(store, session_id)
+    history = await resume_history(SqliteSessions(store), session_id)
     assert history[0]["content"] == SUMMARY_HEADER + marker.summary
     kept = [m for m in store.get_messages(session_id) if m.id >= marker.first_kept_message_id]
     assert history[1:] == [m.to_openai() for m in kept]

@@ -7,6 +7,7 @@ from pathlib import Path
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 
@@ -133,7 +134,12 @@ async def test_real_terminal_tool_denied_without_approver_is_an_error_result(ups
 
     victim = tmp_path / "build"
     victim.mkdir()
-    agent = Agent(OpenAICompatProvider(base_url=upstream.base_url), store=store, model="m", tools=default_registry())
+    agent = Agent(
+        OpenAICompatProvider(base_url=upstream.base_url),
+        store=SqliteSessions(store),
+        model="m",
+        tools=default_registry(),
+    )
     upstream.enqueue(
         tool_reply(
             [
@@ -162,7 +168,12 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
     from hermes.agent.tools import default_registry
 
     pidfile = tmp_path / "child.pid"
-    agent = Agent(OpenAICompatProvider(base_url=upstream.base_url), store=store, model="m", tools=default_registry())
+    agent = Agent(
+        OpenAICompatProvider(base_url=upstream.base_url),
+        store=SqliteSessions(store),
+        model="m",
+        tools=default_registry(),
+    )
     upstream.enqueue(tool_reply([call("terminal", {"command": f"sleep 60 & echo $! > {pidfile}; wait"})]))
     events = []
 

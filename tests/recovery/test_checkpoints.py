@@ -17,6 +17,7 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.store import SqliteSessionStore
 from hermes.store.base import NewMessage
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 WORDS = " ".join(f"w{i}" for i in range(60))
@@ -46,7 +47,7 @@ async def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
 def _agent(upstream: ScriptedUpstream, store: SqliteSessionStore) -> Agent:
     return Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-        store=store,
+        store=SqliteSessions(store),
         model="scripted-model",
         tools=ToolRegistry([Tool("echo", "echo", {"type": "object", "properties": {}}, _echo, read_only=True)]),
         options=EngineOptions(stream_retries=0, stale_timeout=10.0),
@@ -139,26 +140,28 @@ async def test_the_segment_before_tools_is_final_at_segment_end(
 async def test_checkpoints_with_a_manual_clock(store: SqliteSessionStore) -> None:
     now = [100.0]
     session = store.create_session(source="cli")
-    checkpoints = TurnCheckpoints(store, session.id, interval=1.0, clock=lambda: now[0])
-    checkpoints.record(NewMessage(role="user", content="hi"))
+    checkpoints = TurnCheckpoints(SqliteSessions(store), session.id, interval=1.0, clock=lambda: now[0])
+    await checkpoints.record(NewMessage(role="user", content="hi"))
     parts: list[str] = []
     for i in range(50):  # a burst within one interval: no write
         parts.append(f"{i} ")
         checkpoints.streamed(parts)
+    await checkpoints.drain()
     assert [m.role for m in store.get_messages(session.id)] == ["user"]
     now[0] += 1.0
     parts.append("more")
     checkpoints.streamed(parts)  # the interval has passed: one write, of everything so far
+    await checkpoints.drain()
     assert store.get_messages(session.id)[-1].content == "".join(parts)
-    checkpoints.record(NewMessage(role="assistant", content="final"))
-    checkpoints.end("completed")
+    await checkpoints.record(NewMessage(role="assistant", content="final"))
+    await checkpoints.end("completed")
     assert [(m.role, m.content) for m in store.get_messages(session.id)] == [("user", "hi"), ("assistant", "final")]
 
 
 async def test_a_pause_in_the_stream_still_gets_checkpointed(store: SqliteSessionStore) -> None:
     session = store.create_session(source="cli")
-    checkpoints = TurnCheckpoints(store, session.id, interval=0.05)
-    checkpoints.record(NewMessage(role="user", content="hi"))
+    checkpoints = TurnCheckpoints(SqliteSessions(store), session.id, interval=0.05)
+    await checkpoints.record(NewMessage(role="user", content="hi"))
     checkpoints.streamed(["Hello", " wor"])  # then nothing more arrives for a while
 
     async def saved() -> None:
@@ -166,6 +169,6 @@ async def test_a_pause_in_the_stream_still_gets_checkpointed(store: SqliteSessio
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(saved(), 5)
-    checkpoints.end("interrupted")
+    await checkpoints.end("interrupted")
     assert store.open_turns() == []
     assert store.get_messages(session.id)[-1].finish_reason == "interrupted"

@@ -27,6 +27,7 @@ from hermes.server.app import create_app
 from hermes.server.state import RUNS
 from hermes.store import open_session_store
 from hermes.store.base import SessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream
 
 __all__ = ["Frame", "read_frames", "serve", "sessions_db", "upstream", "wait_for"]
@@ -86,7 +87,7 @@ async def serve(
         settings = Settings.load({"home": str(tmp_path / "home"), "model": "scripted-model", **overrides}, env={})
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-            store=sessions_db,
+            store=SqliteSessions(sessions_db),
             model="scripted-model",
             tools=tools(),
             options=FAST,

@@ -1,9 +1,10 @@
-"""A throwaway PostgreSQL server for the tests, started from the installed binaries.
+"""A throwaway PostgreSQL server for the tests and benchmarks, started from the installed binaries.
 
 `PostgresServer.start()` runs `initdb` and `pg_ctl` (as the `postgres` user when the
 tests run as root, since PostgreSQL refuses root) in a private temporary folder, on a
-free loopback port, with trust authentication for 127.0.0.1 only, durability off (a test
-database is disposable), and returns once the server accepts connections.
+free loopback port, with trust authentication for 127.0.0.1 only, durability off unless
+`durable=True` (a test database is disposable; a benchmark wants the real commit cost),
+and returns once the server accepts connections.
 `stop()` shuts it down and removes the folder.
 """
 
@@ -68,7 +69,7 @@ class PostgresServer:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root)
 
     @classmethod
-    def start(cls, bindir: Path) -> PostgresServer:
+    def start(cls, bindir: Path, *, durable: bool = False) -> PostgresServer:
         root = Path(tempfile.mkdtemp(prefix="hermes-pg-"))
         server = cls(bindir=bindir, root=root)
         try:
@@ -89,8 +90,10 @@ class PostgresServer:
                 server.port = _free_port()
                 options = (
                     f"-c listen_addresses=127.0.0.1 -p {server.port} -c unix_socket_directories={root} "
-                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+                    "-c max_connections=200"
                 )
+                if not durable:
+                    options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
                 done = server._run(
                     "pg_ctl", "-D", str(server.data), "-l", str(root / "server.log"), "-o", options,
                     "-w", "-t", str(START_TIMEOUT), "start",
