@@ -58,6 +58,7 @@ __all__ = [
     "MAX_WORKERS",
     "STOP_BUDGET",
     "Hello",
+    "PortInUse",
     "ReservedPort",
     "WorkerLink",
     "check_workers",
@@ -114,7 +115,7 @@ class ReservedPort:
 
 
 class PortInUse(Exception):
-    pass
+    """Someone else holds the port (exit 75)."""
 
 
 def reserve_port(host: str, port: int) -> ReservedPort:

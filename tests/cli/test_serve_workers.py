@@ -167,6 +167,20 @@ def test_absurd_worker_counts_exit_2(tmp_path: Path, count: str) -> None:
     assert done.stderr == f"hermes serve: --workers must be between 1 and 64 (got {count})\n"
 
 
+def test_worker_channel_without_a_parent_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hermes", "serve", "--worker-channel", "0"],
+        env=_env(tmp_path / "home"),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "--worker-channel" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_unreachable_database_is_one_masked_line(tmp_path: Path) -> None:
     done = subprocess.run(
         [
