@@ -6,10 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from pg_fixtures import empty_pg_url, pg_server, pg_url
 
-__all__ = ["empty_pg_url", "pg_server", "pg_url"]
-"""The PostgreSQL fixtures of tests/pg_fixtures.py, for every test folder."""
+pytest_plugins = ["pg_fixtures"]
+"""PostgreSQL fixtures (`pg_server`, `pg_url`, `empty_pg_url`) for every test folder."""
 
 _CLEARED_PREFIXES = ("HERMES_", "API_SERVER_", "OPENAI_")
 """Every setting a developer's shell may carry (endpoint, database, sandbox, …) is cleared."""

@@ -1,9 +1,11 @@
-"""PostgreSQL for the tests: a real server started once per session, a fresh database per test.
+"""PostgreSQL fixtures shared by the storage contract and the server tests.
 
-Registered for every test directory by tests/conftest.py. `pg_url` is a fresh database
-cloned from a migrated template; `empty_pg_url` one with no hermes schema. Where
-PostgreSQL or the `postgres` extra is missing the cases that use them skip with the
-reason, except under CI (`CI=true`), where they fail: CI always runs them.
+`pg_server` is a real PostgreSQL started once per test session (`hermes.testing.postgres.PostgresServer`);
+`pg_url` is a fresh database cloned from a migrated template, `empty_pg_url` one without
+any hermes schema. Where PostgreSQL or the `postgres` extra is missing these fixtures skip
+with the reason, except under CI (`CI=true`), where they fail: CI always runs them.
+
+Registered for every test folder by tests/conftest.py (`pytest_plugins`).
 """
 
 from __future__ import annotations

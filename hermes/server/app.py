@@ -1,18 +1,26 @@
 """`create_app`: the one factory behind `hermes serve` and every server test.
 
-    app = create_app(settings)                          # opens state.db, response_store.db, builds the agent
-    app = create_app(settings, agent=agent, sessions=store, responses=ResponseStore())   # tests
+    app = create_app(settings)                        # opens the configured storage
+    app = create_app(settings, storage=storage, agent=agent)   # tests: collaborators passed in
 
 Collaborators that are passed in are used as they are (and left open); the ones the
-factory opens itself are closed by the app's cleanup context.
+factory opens itself are closed by the app's cleanup. PostgreSQL storage is opened (and
+migrated) by the app's start-up, before the socket is bound, so the schema exists before
+`/health` answers; SQLite storage opens synchronously here, as it always did.
+
+On PostgreSQL every instance also runs the orphan sweeper (`orphan_sweeper`) for the
+runs of dead instances, from start-up until cleanup.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -24,20 +32,29 @@ from hermes.server.handlers.openapi import build_document
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.lifecycle import LIVE_WORK, LiveWork
 from hermes.server.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
+from hermes.server.orphan_sweeper import (
+    keep_lease,
+    lease_ttl,
+    register_lease,
+    storage_keeps_lease,
+    sweep_forever,
+)
 from hermes.server.state import (
     AGENT,
     IDEMPOTENCY,
     LIMITER,
     METRICS,
     OPENAPI_DOCUMENT,
-    RESPONSES,
-    SESSIONS,
     SETTINGS,
+    STORAGE,
     ServerMetrics,
     TurnLimiter,
 )
-from hermes.store.base import SessionStore
-from hermes.store.responses import ResponseStore
+from hermes.store.api import Storage
+from hermes.store.storage import backend_for
+
+if TYPE_CHECKING:
+    from hermes.agent.mcp import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -48,54 +65,38 @@ SHUTDOWN_DRAIN_SECONDS = 2.5
 def create_app(
     settings: Settings,
     *,
+    storage: Storage | None = None,
     agent: Agent | None = None,
-    sessions: SessionStore | None = None,
-    responses: ResponseStore | None = None,
     idempotency: IdempotencyCache | None = None,
 ) -> web.Application:
     """Build the aiohttp application.
 
     Args:
-        settings: resolved settings (server_* fields, paths under ``home``).
-        agent: the agent to run turns on; built with
-            `hermes.agent.factory.build_agent(settings, sessions)` when omitted.
-        sessions: the session store; opened at ``settings.state_db_path`` when omitted.
-        responses: the stored responses; opened at ``settings.response_db_path`` when omitted.
-        idempotency: the in-memory idempotency cache (a fresh one when omitted).
+        settings: resolved settings (server_* fields, `database_url`, paths under ``home``).
+        storage: every store of one backend; opened (and closed at cleanup) when omitted:
+            `open_storage(settings)` at start-up, or for SQLite with an agent to build,
+            at once.
+        agent: the agent to run turns on; built with `build_agent` when omitted.
+        idempotency: the in-memory idempotency cache of the OpenAI endpoints (a fresh one
+            when omitted).
     """
-    owned_sessions: SessionStore | None = None
-    owned_responses: ResponseStore | None = None
-    if sessions is None:
-        from hermes.store import open_session_store
-
-        settings.ensure_home()
-        sessions = owned_sessions = open_session_store(settings.state_db_path)
-    if responses is None:
-        settings.ensure_home()
-        responses = owned_responses = ResponseStore(
-            settings.response_db_path, max_size=settings.server_response_store_size
-        )
-    from hermes.store.repair import repair_after_crash
-
-    repair_after_crash(sessions, responses, runs_db=settings.home / "runs.db")  # what crashed processes left
-    mcp = None
-    owns_agent = agent is None
-    if agent is None:
-        from hermes.agent.factory import build_agent
-        from hermes.agent.mcp import McpManager
-        from hermes.store.sqlite import SqliteSessionStore
-        from hermes.store.sqlite_async import SqliteSessions
-
-        assert isinstance(sessions, SqliteSessionStore)
-        agent = build_agent(settings, SqliteSessions(sessions))  # engine-store:
-        mcp = McpManager.from_settings(settings, cwd=Path.cwd())
-    tools = agent.tools
-
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
-    app[AGENT] = agent
-    app[SESSIONS] = sessions
-    app[RESPONSES] = responses
+    owned: Storage | None = None
+    if storage is None and agent is None and backend_for(settings.database_url) == "sqlite":
+        # SQLite opens synchronously (as `hermes serve` always did), so the agent exists
+        # when `create_app` returns (`hermes serve` reads its instructions before start).
+        from hermes.store.sqlite_async import open_sqlite_storage
+
+        settings.ensure_home()
+        storage = owned = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
+        agent = _build_agent(settings, owned)
+    owns_agent = owned is not None
+    if storage is not None:
+        app[STORAGE] = storage
+    if agent is not None:
+        app[AGENT] = agent
+    mcp = _mcp(settings) if owns_agent else None
     app[IDEMPOTENCY] = idempotency or IdempotencyCache()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[METRICS] = ServerMetrics(started_at=time.time())
@@ -103,19 +104,28 @@ def create_app(
     app.on_response_prepare.append(on_response_prepare)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
-        if mcp is not None:  # before the socket is bound, so the first request has the tools
-            for status in await mcp.start(tools):
-                if status.failed:
-                    log.warning("hermes serve: %s", status.line())
-        yield
-        if mcp is not None:
-            await mcp.aclose()
-        if owns_agent:  # its provider's pooled connections
-            await agent.aclose()
-        if owned_sessions is not None:
-            owned_sessions.close()
-        if owned_responses is not None:
-            owned_responses.close()
+        async with contextlib.AsyncExitStack() as stack:
+            if owned is not None:
+                stack.push_async_callback(owned.aclose)
+            if storage is None:  # opened here: migrated before the socket is bound
+                from hermes.store.storage import open_storage
+
+                opened = await open_storage(settings)
+                stack.push_async_callback(opened.aclose)
+                app[STORAGE] = opened
+            current = app[STORAGE]
+            await _repair_at_start(settings, current)
+            if agent is None:
+                built = _build_agent(settings, current)
+                stack.push_async_callback(built.aclose)  # its provider's pooled connections
+                app[AGENT] = built
+                await _start_mcp(stack, _mcp(settings), built)
+            elif owns_agent:
+                stack.push_async_callback(agent.aclose)
+                await _start_mcp(stack, mcp, agent)
+            if current.backend == "postgres":
+                await _start_instance_duties(stack, current, lease_ttl(settings))
+            yield
 
     app.cleanup_ctx.append(resources)
     metrics = app[METRICS]
@@ -133,10 +143,69 @@ def create_app(
             )
 
     # on_shutdown runs before aiohttp cancels handlers and before any cleanup closes a
-    # store: turns are interrupted first, background runs settle, then every stream has
-    # written its terminal frame (bounded by SHUTDOWN_DRAIN_SECONDS).
+    # store: turns are interrupted first, background runs settle (their journals reach
+    # the storage), then every stream has written its terminal frame (bounded by
+    # SHUTDOWN_DRAIN_SECONDS).
     app.on_shutdown.append(interrupt_turns)
     attach_run_registry(app)
     app.on_shutdown.append(wait_for_streams)
     app.add_routes(routes.ROUTES)
     return app
+
+
+async def _repair_at_start(settings: Settings, storage: Storage) -> None:
+    """What crashed processes left: SQLite repairs by dead process (as always); PostgreSQL
+    leaves it to the orphan sweeper (by lease). Then expired receipts and runs are pruned."""
+    if storage.backend == "sqlite":
+        from hermes.store.repair import repair_after_crash
+        from hermes.store.sqlite_async import RUNS_DB, SqliteResponses, SqliteSessions
+
+        sessions, responses = storage.sessions, storage.responses
+        assert isinstance(sessions, SqliteSessions) and isinstance(responses, SqliteResponses)
+        repair_after_crash(sessions.sync, responses.sync, runs_db=settings.home / RUNS_DB)
+    await storage.receipts.prune_receipts()
+    await storage.runs.prune_runs()
+
+
+def _build_agent(settings: Settings, storage: Storage) -> Agent:
+    from hermes.agent.factory import build_agent
+
+    return build_agent(settings, storage.sessions)
+
+
+async def _start_mcp(stack: contextlib.AsyncExitStack, mcp: McpManager | None, agent: Agent) -> None:
+    """Connect the configured MCP servers (before the socket is bound, so the first
+    request has their tools); closed with the app."""
+    if mcp is None:
+        return
+    stack.push_async_callback(mcp.aclose)
+    for status in await mcp.start(agent.tools):
+        if status.failed:
+            log.warning("hermes serve: %s", status.line())
+
+
+def _mcp(settings: Settings) -> McpManager | None:
+    from hermes.agent.mcp import McpManager
+
+    return McpManager.from_settings(settings, cwd=Path.cwd())
+
+
+async def _start_instance_duties(stack: contextlib.AsyncExitStack, storage: Storage, ttl: float) -> None:
+    """PostgreSQL: keep this instance's lease (unless the storage does) and sweep orphans."""
+    tasks: list[asyncio.Task[None]] = []
+    own_lease = not await storage_keeps_lease(storage)  # lease-keeper: until the storage keeps it
+    if own_lease:
+        await register_lease(storage, ttl=ttl)
+        tasks.append(asyncio.create_task(keep_lease(storage, ttl=ttl), name=f"hermes-lease-{storage.instance_id}"))
+    tasks.append(asyncio.create_task(sweep_forever(storage, ttl=ttl), name=f"hermes-sweeper-{storage.instance_id}"))
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if own_lease:
+            await storage.leases.release_instance(storage.instance_id)
+
+    stack.push_async_callback(stop)

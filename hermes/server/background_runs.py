@@ -4,7 +4,10 @@ Shared by `POST /v1/runs` (hermes/server/handlers/runs.py) and the session chat
 endpoints (hermes/server/handlers/sessions.py). Each of those owns a `RunTranslator`,
 its wire format: a `match` over the engine's event union that appends frames to the
 run's log. This module starts the turn (`start_run`), feeds the translator
-(`drive_run`), settles the run, and follows its log over SSE (`stream_run`).
+(`drive_run`), settles the run, and follows its stored events over SSE (`stream_run`)
+on whichever instance the client asked: `Storage.run_events.subscribe` serves the
+history from the store and the live events as they are appended (LISTEN/NOTIFY on
+PostgreSQL).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
@@ -27,19 +31,20 @@ from hermes.agent.types import (
     UserContent,
 )
 from hermes.error_codes import INTERNAL_ERROR
-from hermes.errors import HermesError
+from hermes.errors import HermesError, StoreError
 from hermes.server.errors import ApiError, Conflict, RequestValidationError
-from hermes.server.run_registry import Run, RunEvent, RunKind, RunRegistry
+from hermes.server.run_registry import Run, RunKind, RunRegistry, emit_final
 from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
-from hermes.server.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS
+from hermes.server.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE
 from hermes.server.turn_runner import TurnCrashed, TurnEngine, TurnRun
 from hermes.server.wire import usage_json
-from hermes.store.run_store import open_run_store
+from hermes.store.api import StoredRunEvent
 
 logger = logging.getLogger(__name__)
 
-RUNS_DB = "runs.db"
 MAX_SEQ_DIGITS = 18
+FIRST_EVENT_WAIT_SECONDS = 5.0
+"""How long a stream of a run owned elsewhere waits for the run's first event to learn its format."""
 MAX_MODEL_LENGTH = 256
 
 
@@ -47,29 +52,24 @@ MAX_MODEL_LENGTH = 256
 
 
 def attach_run_registry(app: web.Application) -> None:
-    """Create the registry; open the run store at start-up, settle runs at shutdown."""
-    settings = app[SETTINGS]
+    """Create the registry; give it the storage at start-up, settle runs at shutdown.
+
+    At start-up the registry also starts answering control messages (stop, approval)
+    that other instances relay for the runs it owns.
+    """
     registry = RunRegistry(None, max_concurrent=0)  # the app-wide TurnLimiter caps turns
     app[RUNS] = registry
 
-    async def open_store(app: web.Application) -> None:
-        settings.ensure_home()
-        store = open_run_store(settings.home / RUNS_DB)
-        store.recover_orphans()
-        store.prune()
-        registry.store = store
+    async def bind_storage(app: web.Application) -> None:
+        storage = app[STORAGE]
+        registry.storage = storage
+        await storage.control.serve(registry.handle_control)
 
     async def settle_runs(app: web.Application) -> None:
         await registry.shutdown(timeout=2.0)
 
-    async def close_store(app: web.Application) -> None:
-        if registry.store is not None:
-            registry.store.close()
-            registry.store = None
-
-    app.on_startup.append(open_store)
+    app.on_startup.append(bind_storage)
     app.on_shutdown.append(settle_runs)
-    app.on_cleanup.append(close_store)
 
 
 def registry_of(request: web.Request) -> RunRegistry:
@@ -89,10 +89,13 @@ class RunTranslator(Protocol):
         ...
 
     def on_result(self, run: Run, result: TurnResult, status: str) -> None:
-        """Emit the terminal events for a settled turn (`status` is the run's new status)."""
+        """Emit the terminal events for a settled turn (`status` is the run's new status),
+        the last one with `final=True`."""
         ...
 
-    def on_error(self, run: Run, message: str) -> None: ...
+    def on_error(self, run: Run, message: str) -> None:
+        """Emit the events of a failed turn, the last one with `final=True`."""
+        ...
 
 
 def run_status_for(result: TurnResult, *, shutting_down: bool) -> str:
@@ -166,19 +169,26 @@ def _settle(registry: RunRegistry, run: Run, translator: RunTranslator, result: 
         error_code=result.error_code if status == "failed" else (None if status == "completed" else status),
     )
     translator.on_result(run, result, status)
-    run.close_log()
+    _ensure_closed(run, status)
 
 
 def _fail(run: Run, translator: RunTranslator, message: str, code: str) -> None:
     run.set_status("failed", error=message, error_code=code)
     translator.on_error(run, message)
-    run.close_log()
+    _ensure_closed(run, "failed")
+
+
+def _ensure_closed(run: Run, status: str) -> None:
+    """Every stream ends with a final event, even when a translator forgot to mark one."""
+    if not run.closed:
+        logger.error("run %s: the translator left the stream open; closing it", run.run_id)
+        emit_final(run, f"run.{status}", {"status": status})
 
 
 # ---- starting and following runs ---------------------------------------------------------
 
 
-def start_run(
+async def start_run(
     request: web.Request,
     *,
     kind: RunKind,
@@ -210,7 +220,11 @@ def start_run(
     turn.source = "api_server"
     turn.yolo = turn.yolo or settings.yolo
     agent = request.config_dict[AGENT]
-    run = registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
+    try:
+        run = await registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
+    except BaseException:
+        admission.close()
+        raise
     metrics = request.config_dict[METRICS]
     metrics.turns += 1
     task = registry.start(run, drive_run(registry, run, agent, turn, translator))
@@ -248,33 +262,73 @@ def parse_after(request: web.Request) -> int:
     return int(text)
 
 
-def frame(run: Run, event: RunEvent) -> bytes:
+@dataclass(frozen=True, slots=True)
+class StreamTarget:
+    """What a run-events stream needs to know about its run, on any instance."""
+
+    run_id: str
+    kind: RunKind
+    session_id: str | None
+
+    @classmethod
+    def of(cls, run: Run) -> StreamTarget:
+        return cls(run.run_id, run.kind, run.session_id)
+
+
+def kind_of_stream(first: StoredRunEvent | None) -> RunKind:
+    """A run's wire format, told by its first event: a session chat run always opens with
+    `run.started` carrying the `user_message` (`SessionChatTranslator.on_start`)."""
+    if first is not None and first.name == "run.started" and "user_message" in first.data:
+        return "session_chat"
+    return "run"
+
+
+async def remote_target(request: web.Request, run_id: str, session_id: str | None) -> StreamTarget:
+    """The stream target of a run this instance does not run: its format from the stored
+    first event (waiting a little for it when the owner has not written it yet)."""
+    events = request.config_dict[STORAGE].run_events
+    stored = await events.read_after(run_id, 0, limit=1)
+    first = stored[0] if stored else None
+    if first is None:
+        async with events.subscribe(run_id, 0) as subscription:
+            first = await subscription.next(FIRST_EVENT_WAIT_SECONDS)
+    return StreamTarget(run_id, kind_of_stream(first), session_id)
+
+
+def frame(target: StreamTarget, event: StoredRunEvent) -> bytes:
     """One SSE frame in the run's format.
 
     `run` (POST /v1/runs): unnamed, `{"event", "run_id", "timestamp", …}`, ASCII JSON.
     `session_chat`: named `event: <name>`, payload stamped with session_id, run_id, seq, ts.
     """
-    if run.kind == "run":
-        payload = {"event": event.name, "run_id": run.run_id, "timestamp": event.ts, **event.data}
+    if target.kind == "run":
+        payload = {"event": event.name, "run_id": target.run_id, "timestamp": event.ts, **event.data}
         return encode_frame(payload, id=event.seq)
-    payload = {**event.data, "session_id": run.session_id, "run_id": run.run_id, "seq": event.seq, "ts": event.ts}
+    payload = {**event.data, "session_id": target.session_id, "run_id": target.run_id, "seq": event.seq,
+               "ts": event.ts}
     return encode_frame(payload, event=event.name, id=event.seq, ensure_ascii=False)
 
 
 async def stream_run(
-    request: web.Request, run: Run, *, after: int = 0, headers: Mapping[str, str] | None = None
+    request: web.Request, target: StreamTarget, *, after: int = 0, headers: Mapping[str, str] | None = None
 ) -> web.StreamResponse:
-    """Follow `run` over SSE from `after`. A disconnect ends this stream, never the run."""
+    """Follow a run's stored events over SSE from `after`. A disconnect ends this stream,
+    never the run."""
+    storage = request.config_dict[STORAGE]
     stream = SSEStream(
         request,
-        headers={"X-Hermes-Run-Id": run.run_id, **(headers or {})},
-        ensure_ascii=run.kind == "run",
+        headers={"X-Hermes-Run-Id": target.run_id, **(headers or {})},
+        ensure_ascii=target.kind == "run",
     )
     await stream.prepare()
 
     async def pump() -> None:
-        async for event in run.follow(after):
-            await stream.send_raw(frame(run, event))
+        try:
+            async with storage.run_events.subscribe(target.run_id, after) as subscription:
+                async for event in subscription:
+                    await stream.send_raw(frame(target, event))
+        except StoreError as exc:  # the head is sent: end the stream, the client resumes
+            logger.warning("run %s: reading its events failed: %s", target.run_id, exc)
 
     pumping = asyncio.create_task(pump())
     gone = asyncio.create_task(stream.wait_disconnected())
@@ -286,5 +340,5 @@ async def stream_run(
         for task in (pumping, gone):
             with contextlib.suppress(asyncio.CancelledError, ClientDisconnected):
                 await task
-    await stream.close(comment="stream closed" if run.kind == "run" and not stream.disconnected else None)
+    await stream.close(comment="stream closed" if target.kind == "run" and not stream.disconnected else None)
     return stream.response

@@ -150,7 +150,7 @@ async def complete(
     request: web.Request,
     preamble: Preamble,
     turn_request: TurnRequest,
-    finish: Callable[[TurnResult | None], Answer],
+    finish: Callable[[TurnResult | None], Awaitable[Answer]],
     *,
     scope: str,
     fingerprint: Callable[[], str],
@@ -164,7 +164,7 @@ async def complete(
     key = preamble.idempotency_key
 
     async def compute() -> Answer:
-        return finish(await run_to_end(request, turn_request, watch=key is None, engine=engine))
+        return await finish(await run_to_end(request, turn_request, watch=key is None, engine=engine))
 
     compute_once: Awaitable[Answer]
     if key is None:

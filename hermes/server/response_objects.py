@@ -61,7 +61,7 @@ from hermes.server.tool_items import (
     function_call_output_item,
 )
 from hermes.server.wire import answer_segments, usage_json
-from hermes.store.responses import ResponseStore
+from hermes.store.api import AsyncResponseStore
 
 AUTO_TRUNCATION_LIMIT = 100
 MAX_NAME_LENGTH = 256
@@ -399,15 +399,33 @@ class Chain:
     previous_response_id: str | None
 
 
-def resolve_chain(req: ResponsesRequest, store: ResponseStore) -> Chain:
+async def referenced_items(body: dict[str, Any], store: AsyncResponseStore) -> dict[str, dict[str, Any]]:
+    """The stored output items the body's `item_reference` inputs name, by id (unknown
+    ids are left out; `parse_responses_body` reports them)."""
+    raw = body.get("input")
+    if not isinstance(raw, list):
+        return {}
+    wanted = {
+        item["id"] for item in raw
+        if isinstance(item, dict) and item.get("type") == "item_reference" and isinstance(item.get("id"), str)
+    }
+    found: dict[str, dict[str, Any]] = {}
+    for item_id in sorted(wanted):
+        item = await store.find_item(item_id)
+        if item is not None:
+            found[item_id] = item
+    return found
+
+
+async def resolve_chain(req: ResponsesRequest, store: AsyncResponseStore) -> Chain:
     previous_id = req.previous_response_id
     if previous_id is None and req.conversation is not None:
-        previous_id = store.get_conversation(req.conversation)
+        previous_id = await store.get_conversation(req.conversation)
     history: list[dict[str, Any]] = []
     session_id: str | None = None
     instructions = req.instructions
     if previous_id is not None:
-        record = store.get(previous_id)
+        record = await store.get(previous_id)
         if record is None:
             if req.previous_response_id is not None:
                 raise NotFound(
@@ -563,8 +581,8 @@ def error_object(result: TurnResult | None, message: str | None = None) -> dict[
     }
 
 
-def store_record(
-    store: ResponseStore,
+async def store_record(
+    store: AsyncResponseStore,
     req: ResponsesRequest,
     chain: Chain,
     rid: str,
@@ -574,7 +592,7 @@ def store_record(
     """Persist one snapshot (no-op with store off) and advance the conversation name."""
     if not req.store:
         return
-    store.put(
+    await store.put(
         rid,
         {
             "response": response,
@@ -584,4 +602,4 @@ def store_record(
         },
     )
     if req.conversation is not None:
-        store.set_conversation(req.conversation, rid)
+        await store.set_conversation(req.conversation, rid)

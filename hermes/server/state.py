@@ -19,8 +19,7 @@ from hermes.config import Settings
 from hermes.server.errors import RateLimited
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.run_registry import RunRegistry
-from hermes.store.base import SessionStore
-from hermes.store.responses import ResponseStore
+from hermes.store.api import Storage
 
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 
@@ -83,10 +82,9 @@ class ServerMetrics:
 SETTINGS = web.AppKey("hermes.settings", Settings)
 AGENT = web.AppKey("hermes.agent", Agent)
 """The agent every endpoint runs turns on."""
-SESSIONS: web.AppKey[SessionStore] = web.AppKey("hermes.sessions")
-"""The session store (state.db)."""
-RESPONSES = web.AppKey("hermes.responses", ResponseStore)
-"""The stored responses (response_store.db)."""
+STORAGE = web.AppKey("hermes.storage", Storage)
+"""Every store (sessions, responses, receipts, runs, run events, leases, control channel)
+of the configured backend; set by `create_app`, or at start-up when the app opens it."""
 IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotencyCache)
 """The in-memory idempotency cache for the non-streaming OpenAI endpoints."""
 LIMITER = web.AppKey("hermes.limiter", TurnLimiter)

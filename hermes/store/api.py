@@ -19,11 +19,12 @@ session methods raise `SessionNotFound` / `MessageNotFound` for unknown ids, exa
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
+from hermes.errors import StoreError
 from hermes.messages import ChatMessage
 from hermes.store.base import (
     CompactionRecord,
@@ -43,6 +44,11 @@ __all__ = [
     "AsyncRunStore",
     "AsyncSessionStore",
     "Backend",
+    "ControlChannel",
+    "ControlHandler",
+    "ControlMessage",
+    "ControlReply",
+    "ControlUnanswered",
     "EventSubscription",
     "InstanceLease",
     "LeaseStore",
@@ -277,6 +283,10 @@ class AsyncRunStore(Protocol):
 
     async def get(self, run_id: str) -> RunRecord | None: ...
 
+    async def latest_for_session(self, session_id: str) -> RunRecord | None:
+        """The session's newest run (by `created_at`), settled or not."""
+        ...
+
     async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
         """Settle the given unsettled runs as `interrupted`; returns the ids that changed."""
         ...
@@ -374,6 +384,61 @@ class LeaseStore(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ControlMessage:
+    """A request to the instance that owns a run: `stop` it, or answer its `approval`."""
+
+    op: str
+    """"stop", "approval" or "status" (the owner's live view of the run); an instance
+    answers an op it does not know with `unknown_op`."""
+    run_id: str
+    args: dict[str, Any] = field(default_factory=dict)
+    """JSON-safe arguments of the op (approval: choice, request_id, all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlReply:
+    """The owner's answer: `ok`, or a failure `code` + one-line `message`, plus JSON `data`."""
+
+    ok: bool
+    data: dict[str, Any] = field(default_factory=dict)
+    code: str | None = None
+    message: str | None = None
+
+
+ControlHandler = Callable[[ControlMessage], Awaitable[ControlReply]]
+
+
+class ControlUnanswered(StoreError):
+    """No instance answered a control message within its timeout (owner gone or unreachable)."""
+
+    code = "owner_unreachable"
+
+
+@runtime_checkable
+class ControlChannel(Protocol):
+    """Messages between instances about the runs they own (PostgreSQL LISTEN/NOTIFY).
+
+    Each instance answers the messages addressed to its `instance_id` with the handler
+    given to `serve`; `request` sends one and waits for the reply. SQLite serves one
+    process, so there a message reaches only this instance's own handler.
+    """
+
+    async def serve(self, handler: ControlHandler) -> None:
+        """Answer messages addressed to this instance from now on (until `aclose`)."""
+        ...
+
+    async def request(self, instance_id: str, message: ControlMessage, *, timeout: float) -> ControlReply:
+        """Send `message` to `instance_id` and wait for its reply.
+
+        Raises:
+            ControlUnanswered: no reply within `timeout` seconds.
+        """
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
 class Storage:
     """Every store of one backend, opened together (`hermes.store.open_storage`)."""
 
@@ -389,6 +454,8 @@ class Storage:
     run_events: RunEventStore
     leases: LeaseStore
     closer: _Closer
+    control: ControlChannel
+    """Stop/approval messages to the instance that owns a run."""
 
     async def aclose(self) -> None:
         """Close every store and connection. Closing twice is fine."""

@@ -31,6 +31,7 @@ from hermes.store.base import (
     StoreStats,
     TurnRecord,
 )
+from hermes.store.control import MemoryControlChannel
 from hermes.store.event_stream import MemoryRunEventStore
 from hermes.store.responses import ResponseStore
 from hermes.store.run_store import (
@@ -255,6 +256,13 @@ class SqliteRuns:
     async def get(self, run_id: str) -> RunRecord | None:
         return self.sync.get(run_id)
 
+    async def latest_for_session(self, session_id: str) -> RunRecord | None:
+        row = self.sync._execute(
+            "SELECT run_id FROM runs WHERE session_id = ? ORDER BY created_at DESC, run_id DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return None if row is None else self.sync.get(row["run_id"])
+
     async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
         text = ORPHAN_MESSAGE if message is None else message
         return [run_id for run_id in run_ids if self.sync.mark_interrupted([run_id], message=text)]
@@ -366,10 +374,11 @@ def open_sqlite_storage(
     except BaseException:
         sessions.close()
         raise
+    instance_id = new_instance_id()
     return Storage(
         backend="sqlite",
         location=str(folder),
-        instance_id=new_instance_id(),
+        instance_id=instance_id,
         sessions=SqliteSessions(sessions),
         responses=SqliteResponses(responses),
         receipts=SqliteReceipts(runs),
@@ -377,4 +386,5 @@ def open_sqlite_storage(
         run_events=MemoryRunEventStore(),
         leases=SqliteLeases(runs),
         closer=_SqliteCloser(sessions, responses, runs),
+        control=MemoryControlChannel(instance_id),
     )

@@ -11,6 +11,7 @@ anyway, cancels the worker (the engine still cleans up) and is usable again.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -23,7 +24,7 @@ from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from hermes.agent.context import estimate_tokens, resume_history
-from hermes.agent.events import ContextCompacted, TurnStarted
+from hermes.agent.events import ContextCompacted, TurnCompleted, TurnStarted
 from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import (
     ApprovalDecision,
@@ -33,7 +34,8 @@ from hermes.agent.types import (
 )
 from hermes.config import Settings
 from hermes.errors import HermesError
-from hermes.store.base import MessageRecord, SessionRecord, SessionStore
+from hermes.store.api import AsyncSessionStore
+from hermes.store.base import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.export import session_markdown
 from hermes.tui.renderer import (
@@ -99,7 +101,7 @@ class HermesApp(App[int]):
     def __init__(
         self,
         agent: Agent,
-        store: SessionStore,
+        store: AsyncSessionStore,
         settings: Settings,
         *,
         session_id: str | None = None,
@@ -181,7 +183,7 @@ class HermesApp(App[int]):
         """A turn or a `/compact` is running: new prompts are queued."""
         return self.turn_running or (self.compact_worker is not None and not self.compact_worker.is_finished)
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.status_bar.window_for = self.agent.context_window
         self.status_bar.model = self.agent.model
         self.status_bar.yolo = self.settings.yolo
@@ -192,7 +194,7 @@ class HermesApp(App[int]):
         if self.mcp is not None:
             self.mcp_worker = self.run_worker(self._start_mcp(self.mcp), group="mcp", exit_on_error=False)
         if self.session_id is not None:
-            self.open_session(self.session_id)
+            await self.open_session(self.session_id)
         self.chat_input.focus()
 
     # -- output helpers ------------------------------------------------------------------
@@ -205,10 +207,10 @@ class HermesApp(App[int]):
     # -- sending --------------------------------------------------------------------------
 
     @on(ChatInput.Submitted)
-    def _submitted(self, event: ChatInput.Submitted) -> None:
+    async def _submitted(self, event: ChatInput.Submitted) -> None:
         text = event.value.strip("\n")
         if commands.is_command(text):
-            self.run_command(text)
+            await self.run_command(text)
             return
         if self.busy or self.queued:
             self.queue_prompt(text)
@@ -307,7 +309,14 @@ class HermesApp(App[int]):
             if self.mcp_worker is not None and not self.mcp_worker.is_finished:
                 await self.mcp_worker.wait()  # the first turn gets the MCP tools
             async for event in self.agent.run_turn(request, interrupt=interrupt):
+                opens_session = isinstance(event, TurnStarted) and event.session_id != self.session_id
                 renderer.handle(event)
+                # The status bar's title and tokens come from the store: read once the
+                # turn's session exists, and again when it ends (a first turn titles it).
+                if opens_session:
+                    await self._refresh_session_info()
+                elif isinstance(event, TurnCompleted):
+                    await self._refresh_session_info(tokens=False)
         except asyncio.CancelledError:
             renderer.interrupted()
             raise
@@ -324,7 +333,6 @@ class HermesApp(App[int]):
         if self.session_id != event.session_id:
             self.session_id = event.session_id
             self.pending_title = None
-            self._refresh_session_info()
         self.status_bar.model = event.model
 
     def _turn_completed(self, result: TurnResult) -> None:
@@ -335,7 +343,6 @@ class HermesApp(App[int]):
         self.status_bar.output_tokens += usage.output_tokens
         if result.context_tokens:
             self.status_bar.context_tokens = result.context_tokens  # the last request's prompt tokens
-        self._refresh_session_info(tokens=False)
         self._turn_finished()
 
     def _compacted(self, event: ContextCompacted) -> None:
@@ -413,29 +420,46 @@ class HermesApp(App[int]):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def _refresh_session_info(self, *, tokens: bool = True) -> None:
+    async def _refresh_session_info(self, *, tokens: bool = True) -> None:
+        """The status bar's title (and with `tokens`, its token counts) from the stored session.
+
+        A store that cannot be read leaves the bar as it is and says why.
+        """
         bar = self.status_bar
         if self.session_id is None:
             bar.title = self.pending_title or ""
             return
-        record = self.store.find_session(self.session_id)
-        if record is None:
+        session_id = self.session_id
+        try:
+            record = await self.store.find_session(session_id)
+        except HermesError as exc:
+            self.say(f"✗ {exc}", "error")
             return
+        if record is None or record.id != self.session_id:
+            return  # gone, or another session was opened meanwhile
         bar.title = record.title or ""
         if tokens:
             bar.input_tokens = record.input_tokens
             bar.output_tokens = record.output_tokens
 
-    def open_session(self, session_id: str) -> bool:
-        """Show a stored session (its newest messages; older ones on demand) and continue it."""
+    def _refused_during_turn(self) -> bool:
+        """True (and the user is told) when a turn is running."""
         if self.turn_running:
             self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+            return True
+        return False
+
+    async def open_session(self, session_id: str) -> bool:
+        """Show a stored session (its newest messages; older ones on demand) and continue it."""
+        if self._refused_during_turn():
             return False
         try:
-            record = self.store.get_session(session_id)
-            messages = self.store.get_messages(session_id)
+            record = await self.store.get_session(session_id)
+            messages = await self.store.get_messages(session_id)
         except HermesError as exc:
             self.say(f"✗ {exc}", "error")
+            return False
+        if self._refused_during_turn():  # a prompt was sent while the session loaded
             return False
         self.session_id = record.id
         self.pending_title = None
@@ -454,7 +478,10 @@ class HermesApp(App[int]):
         self.status_bar.model = self.agent.model
         self.run_worker(self._estimate_context(record), group="context-estimate", exclusive=True)
         self.status_bar.turn_seconds = None
-        self._refresh_session_info()
+        bar = self.status_bar
+        bar.title = record.title or ""
+        bar.input_tokens = record.input_tokens
+        bar.output_tokens = record.output_tokens
         transcript.scroll_end(animate=False)
         return True
 
@@ -514,13 +541,18 @@ class HermesApp(App[int]):
             self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
             return
 
-        def picked(session_id: str | None) -> None:
-            if self.session_id is not None and self.store.find_session(self.session_id) is None:
+        async def picked(session_id: str | None) -> None:
+            try:
+                deleted = self.session_id is not None and await self.store.find_session(self.session_id) is None
+            except HermesError as exc:
+                self.say(f"✗ {exc}", "error")
+                deleted = False
+            if deleted:
                 self.new_session()  # the open session was deleted in the picker
             if session_id:
-                self.open_session(session_id)
+                await self.open_session(session_id)
             else:
-                self._refresh_session_info(tokens=False)
+                await self._refresh_session_info(tokens=False)  # it may have been renamed
             self.chat_input.focus()
 
         self.push_screen(SessionPicker(self.store, current=self.session_id), picked)
@@ -557,7 +589,8 @@ class HermesApp(App[int]):
 
     # -- slash commands -------------------------------------------------------------------
 
-    def run_command(self, text: str) -> None:
+    async def run_command(self, text: str) -> None:
+        """Run a slash command to its end (its notices are shown when this returns)."""
         parsed = commands.parse(text)
         if parsed.command is None:
             if parsed.candidates:
@@ -568,7 +601,9 @@ class HermesApp(App[int]):
             return
         handler = getattr(self, f"cmd_{parsed.command.name}")
         try:
-            handler(parsed.arg)
+            outcome = handler(parsed.arg)
+            if inspect.isawaitable(outcome):
+                await outcome
         except HermesError as exc:
             self.say(f"✗ {exc}", "error")
 
@@ -578,23 +613,23 @@ class HermesApp(App[int]):
             self.pending_title = arg
             self.status_bar.title = arg
 
-    def cmd_fork(self, arg: str) -> None:
+    async def cmd_fork(self, arg: str) -> None:
         if self.turn_running:
             self.notify("A turn is running — Esc to interrupt it first.", severity="warning")
             return
         if self.session_id is None:
             self.say("nothing to fork yet — send a message first", "warning")
             return
-        parent = self.store.get_session(self.session_id)
-        child = self.store.fork_session(self.session_id, title=arg or None, source="tui")
+        parent = await self.store.get_session(self.session_id)
+        child = await self.store.fork_session(self.session_id, title=arg or None, source="tui")
         self.session_id = child.id
-        self._refresh_session_info()
+        await self._refresh_session_info()
         self.say(f"⑂ forked “{parent.title or parent.id}” → “{child.title or child.id}” ({child.id})", "info")
 
     def cmd_sessions(self, arg: str) -> None:
         self.action_sessions()
 
-    def cmd_title(self, arg: str) -> None:
+    async def cmd_title(self, arg: str) -> None:
         if not arg:
             current = self.status_bar.title or "untitled"
             self.say(f"title: {current}", "info")
@@ -602,18 +637,18 @@ class HermesApp(App[int]):
         if self.session_id is None:
             self.pending_title = arg
         else:
-            self.store.rename_session(self.session_id, arg)
+            await self.store.rename_session(self.session_id, arg)
         self.status_bar.title = arg
         self.say(f"title set to “{arg}”", "info")
 
-    def cmd_model(self, arg: str) -> None:
+    async def cmd_model(self, arg: str) -> None:
         if not arg:
             self.say(f"model: {self.agent.model}", "info")
             return
         self.agent.model = arg
         self.status_bar.model = arg
         if self.session_id is not None:
-            self.store.update_session(self.session_id, model=arg)
+            await self.store.update_session(self.session_id, model=arg)
         self.say(f"model set to {arg}", "info")
 
     def cmd_reasoning(self, arg: str) -> None:
@@ -632,14 +667,15 @@ class HermesApp(App[int]):
         self.copy_to_clipboard(answer)
         self.notify(f"Copied the last answer ({len(answer):,} characters).", timeout=2)
 
-    def cmd_export(self, arg: str) -> None:
+    async def cmd_export(self, arg: str) -> None:
         if self.session_id is None:
             self.say("nothing to export yet", "warning")
             return
-        record = self.store.get_session(self.session_id)
+        record = await self.store.get_session(self.session_id)
+        messages = await self.store.get_messages(record.id)
         path = Path(arg).expanduser() if arg else Path(self.cwd or Path.cwd()) / f"hermes-{record.id}.md"
         try:
-            path.write_text(session_markdown(record, self.store.get_messages(record.id)), encoding="utf-8")
+            path.write_text(session_markdown(record, messages), encoding="utf-8")
         except OSError as exc:
             self.say(f"✗ cannot write {path}: {exc.strerror}", "error")
             return
@@ -740,7 +776,7 @@ class HermesApp(App[int]):
 
 def make_app(
     agent: Agent,
-    store: SessionStore,
+    store: AsyncSessionStore,
     settings: Settings,
     *,
     session_id: str | None = None,
@@ -753,7 +789,7 @@ def make_app(
 
     Args:
         agent: the engine (its `model` is shown and changed by /model).
-        store: the session store the agent writes to.
+        store: the session store the agent writes to (`storage.sessions`: SQLite or PostgreSQL).
         settings: resolved settings (`tool_stall_warning`, `yolo`).
         session_id: a stored session to open and continue.
         approval_timeout: seconds before an unanswered approval is denied.

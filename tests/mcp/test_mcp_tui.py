@@ -15,6 +15,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.mcp_config import McpServerConfig
 from hermes.store import open_session_store
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 from hermes.tui.app import make_app
 from hermes.tui.widgets.notice import Notice
@@ -38,7 +39,8 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
         home=tmp_path, base_url=upstream.base_url, model="scripted-model", api_key="x", stream_stale_timeout=20.0
     )
     store = open_session_store(tmp_path / "state.db")
-    agent = build_agent(settings, store, tools=ToolRegistry())
+    sessions = SqliteSessions(store)
+    agent = build_agent(settings, sessions, tools=ToolRegistry())
     manager = McpManager(
         [
             McpServerConfig(name="x", command=sys.executable, args=(str(SERVERS / "stdio_server.py"),)),
@@ -48,7 +50,7 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
         log_dir=tmp_path / "logs",
     )
     upstream.enqueue(tool_reply([call("mcp__x__y", {"text": "from the tui"}, id="c1")]), text_reply("Done in the TUI."))
-    app = make_app(agent, store, settings, cwd=str(tmp_path))
+    app = make_app(agent, sessions, settings, cwd=str(tmp_path))
     app.mcp = manager
     try:
         async with app.run_test(size=(110, 40)) as pilot:
@@ -81,8 +83,9 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
 async def test_slash_mcp_without_servers(upstream: ScriptedUpstream, tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, base_url=upstream.base_url, model="scripted-model", api_key="x")
     store = open_session_store(tmp_path / "state.db")
-    agent = build_agent(settings, store, tools=ToolRegistry())
-    app = make_app(agent, store, settings, cwd=str(tmp_path))
+    sessions = SqliteSessions(store)
+    agent = build_agent(settings, sessions, tools=ToolRegistry())
+    app = make_app(agent, sessions, settings, cwd=str(tmp_path))
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             app.chat_input.insert("/mcp")

@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ToolError
-from hermes.server.state import AGENT, RESPONSES, SESSIONS
+from hermes.server.state import AGENT, STORAGE
 from hermes.testing.upstream import ScriptedUpstream
 
 SERVER_KEY = "sk-secret"
@@ -108,11 +108,11 @@ class Server:
 
     @property
     def sessions(self) -> Any:
-        return self.app[SESSIONS]
+        return self.app[STORAGE].sessions.sync  # type: ignore[attr-defined]
 
     @property
     def responses(self) -> Any:
-        return self.app[RESPONSES]
+        return self.app[STORAGE].responses.sync  # type: ignore[attr-defined]
 
     @property
     def agent(self) -> Any:

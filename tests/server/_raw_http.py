@@ -89,7 +89,7 @@ async def hermes_app(home: Any, upstream_url: str, model: str, **overrides: Any)
     from hermes.agent.factory import build_agent
     from hermes.config import Settings
     from hermes.server import create_app
-    from hermes.store import open_session_store
+    from hermes.store.sqlite_async import open_sqlite_storage
 
     values: dict[str, Any] = {
         "home": home,
@@ -103,10 +103,10 @@ async def hermes_app(home: Any, upstream_url: str, model: str, **overrides: Any)
     }
     settings = Settings(**values)
     settings.ensure_home()
-    sessions = open_session_store(settings.state_db_path)
-    agent = build_agent(settings, sessions, tools=harness_tools())
+    storage = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
+    agent = build_agent(settings, storage.sessions, tools=harness_tools())
     try:
-        yield create_app(settings, agent=agent, sessions=sessions)
+        yield create_app(settings, storage=storage, agent=agent)
     finally:
         await agent.aclose()
-        sessions.close()
+        await storage.aclose()

@@ -25,12 +25,12 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.server.app import create_app
 from hermes.server.state import RUNS
-from hermes.store import open_session_store
+from hermes.store.api import Storage
 from hermes.store.base import SessionStore
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.sqlite_async import open_sqlite_storage
 from hermes.testing.upstream import ScriptedUpstream
 
-__all__ = ["Frame", "read_frames", "serve", "sessions_db", "upstream", "wait_for"]
+__all__ = ["Frame", "read_frames", "serve", "sessions_db", "storage", "upstream", "wait_for"]
 
 FAST = EngineOptions(stream_retries=1, stale_timeout=5.0, retry_base_delay=0.01, retry_max_delay=0.1)
 
@@ -69,32 +69,43 @@ async def upstream() -> AsyncIterator[ScriptedUpstream]:
 
 
 @pytest.fixture
-def sessions_db(tmp_path: Path) -> AsyncIterator[SessionStore]:
-    db = open_session_store(tmp_path / "state.db")
-    yield db
-    db.close()
+async def storage(tmp_path: Path) -> AsyncIterator[Storage]:
+    """A SQLite storage on the apps' files (`tmp_path/home`), for the test's own reads."""
+    opened = open_sqlite_storage(tmp_path / "home")
+    yield opened
+    await opened.aclose()
+
+
+@pytest.fixture
+def sessions_db(storage: Storage) -> SessionStore:
+    """A sync session store on the apps' state.db, for the test's own reads and writes."""
+    return storage.sessions.sync  # type: ignore[attr-defined,no-any-return]
 
 
 @pytest.fixture
 async def serve(
     upstream: ScriptedUpstream, sessions_db: SessionStore, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[TestClient]]]:
+    """Each app gets its own storage on the shared files, as a fresh process would."""
     clients: list[TestClient] = []
     agents: list[Agent] = []
+    storages: list[Storage] = []
 
     async def make(**overrides: Any) -> TestClient:
         approval_timeout = overrides.pop("approval_timeout", 5.0)
         settings = Settings.load({"home": str(tmp_path / "home"), "model": "scripted-model", **overrides}, env={})
+        app_storage = open_sqlite_storage(tmp_path / "home")
+        storages.append(app_storage)
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-            store=SqliteSessions(sessions_db),
+            store=app_storage.sessions,
             model="scripted-model",
             tools=tools(),
             options=FAST,
             system_prompt="You are a test agent.",
         )
         agents.append(agent)
-        app = create_app(settings, agent=agent, sessions=sessions_db)
+        app = create_app(settings, storage=app_storage, agent=agent)
         app[RUNS].approval_timeout = approval_timeout
         client = TestClient(TestServer(app))
         await client.start_server()
@@ -106,6 +117,8 @@ async def serve(
         await client.close()
     for agent in agents:
         await agent.aclose()
+    for opened in storages:
+        await opened.aclose()
 
 
 @dataclass

@@ -51,24 +51,24 @@ async def make_server(hermes_home: Path, upstream: ScriptedUpstream, tmp_path: P
         values.update(overrides)
         settings = Settings(**values)
         settings.ensure_home()
-        from hermes.store import open_session_store
+        from hermes.store.sqlite_async import open_sqlite_storage
 
-        sessions = open_session_store(settings.state_db_path)
-        agent = build_agent(settings, sessions, tools=tools if tools is not None else harness_tools())
-        # Responses store and idempotency cache come from the factory itself.
-        app = create_app(settings, agent=agent, sessions=sessions)
+        storage = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
+        agent = build_agent(settings, storage.sessions, tools=tools if tools is not None else harness_tools())
+        # The idempotency cache comes from the factory itself.
+        app = create_app(settings, storage=storage, agent=agent)
         client = TestClient(TestServer(app))
         await client.start_server()
         auth = {"Authorization": f"Bearer {settings.server_key}"} if settings.server_key else {}
         server = Server(client, app, settings, upstream, auth)
-        servers.append((server, sessions))
+        servers.append((server, storage))
         return server
 
     yield factory
-    for server, sessions in servers:
+    for server, storage in servers:
         await server.client.close()
         await server.agent.aclose()
-        sessions.close()
+        await storage.aclose()
 
 
 @pytest.fixture

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from _api_harness import SERVER_KEY, MakeServer, Server
 
-from hermes.server.state import SESSIONS
+from hermes.server.state import STORAGE
 from hermes.testing.upstream import ScriptedUpstream, error_reply, text_reply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hello"}]}
@@ -24,6 +25,10 @@ async def test_fresh_server_is_ready_with_zero_counters(server: Server) -> None:
     assert status == 200
     assert data["status"] == "ok"
     assert data["checks"] == {"session_store": "ok", "response_store": "ok", "run_store": "ok"}
+    assert data["pid"] == os.getpid()
+    assert data["instance_id"] == server.app[STORAGE].instance_id
+    assert data["instance_id"].startswith("inst_")
+    assert data["storage"] == {"backend": "sqlite"}  # never its location
     api = data["api_server"]
     assert api["turns"] == 0
     assert api["active_turns"] == 0
@@ -89,7 +94,7 @@ async def test_last_upstream_error_is_reported_without_urls_or_keys(
 
 
 async def test_unreachable_store_makes_it_unready(server: Server) -> None:
-    server.app[SESSIONS].close()
+    server.sessions.close()
     status, data, text = await detailed(server)
     assert status == 503
     assert data["status"] == "unavailable"

@@ -7,7 +7,7 @@ import asyncio
 from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 from _runs_fixtures import read_frames, wait_for
 
-from hermes.server.state import RUNS
+from hermes.server.state import RUNS, SETTINGS
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 
@@ -385,12 +385,12 @@ async def test_shutdown_marks_in_flight_runs_interrupted(serve, upstream):
     run_id = (await _start(client))["run_id"]
     registry = client.server.app[RUNS]
     await wait_for(lambda: registry.get(run_id).status == "running")
-    store = registry.store
+    home = client.server.app[SETTINGS].home
     await client.close()
-    # The store was closed with the app; reopen it to read the durable row.
+    # The app's storage is still open (the fixture closes it); read the durable row afresh.
     from hermes.store.run_store import open_run_store
 
-    reopened = open_run_store(store.path)
+    reopened = open_run_store(home / "runs.db")
     try:
         assert reopened.get(run_id).status == "interrupted"
     finally:

@@ -1,9 +1,10 @@
 """Fixtures for the storage contract: every test runs on SQLite and on PostgreSQL.
 
-The PostgreSQL fixtures (`pg_server`, `pg_url`, `empty_pg_url`) live in
-tests/pg_fixtures.py, shared with the other test folders; where PostgreSQL or the
-`postgres` extra is missing the PostgreSQL cases skip with the reason, except under CI
-(`CI=true`), where they fail.
+PostgreSQL is a real server started once per test session (`tests/pg_fixtures.py`, a
+plugin of tests/conftest.py shared with the server tests); each test gets a fresh
+database cloned from a migrated template. Where PostgreSQL or the `postgres` extra is
+missing the PostgreSQL cases skip with the reason, except under CI (`CI=true`), where
+they fail: CI always runs them.
 """
 
 from __future__ import annotations
@@ -12,11 +13,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from pg_fixtures import run_async, unavailable
 
 from hermes.store.api import Storage
-
-__all__ = ["run_async", "unavailable"]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -86,6 +86,16 @@ async def test_runs_put_get_and_interrupt(storage: Storage) -> None:
     assert await runs.mark_interrupted([]) == []
 
 
+async def test_runs_latest_for_session_is_the_newest_run(storage: Storage) -> None:
+    now = time.time()
+    await storage.runs.put(RunRecord("run_old", "completed", now - 20, now - 20, session_id="s1"))
+    await storage.runs.put(RunRecord("run_new", "running", now - 10, now - 10, session_id="s1"))
+    await storage.runs.put(RunRecord("run_other", "running", now, now, session_id="s2"))
+    latest = await storage.runs.latest_for_session("s1")
+    assert latest is not None and latest.run_id == "run_new" and latest.status == "running"
+    assert await storage.runs.latest_for_session("nobody") is None
+
+
 async def test_runs_prune_only_old_settled_rows(storage: Storage) -> None:
     old = time.time() - 10 * 24 * 3600
     await storage.runs.put(RunRecord("old_done", "completed", old, old))

@@ -2,6 +2,8 @@
 
 `make_tui` builds the app with `hermes.tui.app.make_app` — the same factory `hermes chat`
 uses — around an agent from `build_agent` that talks to a `ScriptedUpstream` on loopback.
+App and agent share one `AsyncSessionStore` (`sessions`, the SQLite adapter over `store`);
+tests seed and check through the synchronous `store` itself.
 The test tools are small and deterministic (no model, no remote anything): `shell` sleeps
 as long as asked (or until the test opens the named `gates` entry) and asks for approval
 when told the command is risky.
@@ -29,6 +31,8 @@ from hermes.config import Settings
 from hermes.errors import ToolError
 from hermes.store import open_session_store
 from hermes.store.base import NewMessage, SessionStore
+from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -66,10 +70,16 @@ test_tools.__test__ = False  # type: ignore[attr-defined]
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
+def store(tmp_path: Path) -> Iterator[SqliteSessionStore]:
     opened = open_session_store(tmp_path / "state.db")
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def sessions(store: SqliteSessionStore) -> SqliteSessions:
+    """The async interface over `store`, as `open_storage` gives the app and the agent."""
+    return SqliteSessions(store)
 
 
 @pytest.fixture
@@ -99,17 +109,18 @@ def gates() -> Gates:
 
 @pytest.fixture
 async def make_tui(
-    settings: Settings, store: SessionStore, tmp_path: Path, gates: Gates
+    settings: Settings, sessions: SqliteSessions, tmp_path: Path, gates: Gates
 ) -> AsyncIterator[Callable[..., HermesApp]]:
     from hermes.agent.factory import build_agent
 
     agents = []
 
     def build(**kwargs: Any) -> HermesApp:
-        agent = build_agent(kwargs.pop("settings", settings), store, tools=test_tools(gates))
+        app_store = kwargs.pop("sessions", sessions)
+        agent = build_agent(kwargs.pop("settings", settings), app_store, tools=test_tools(gates))
         agents.append(agent)
         kwargs.setdefault("cwd", str(tmp_path))
-        return make_app(agent, store, kwargs.pop("app_settings", settings), **kwargs)
+        return make_app(agent, app_store, kwargs.pop("app_settings", settings), **kwargs)
 
     yield build
     for agent in agents:

@@ -8,7 +8,7 @@ from hermes.agent.factory import build_agent
 from hermes.agent.instructions import load_instructions
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.store.base import SessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.tui.app import make_app
 from hermes.tui.widgets.notice import Notice
 
@@ -24,10 +24,10 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
     return repo, repo / "lib"
 
 
-async def test_context_lists_the_loaded_files(settings: Settings, store: SessionStore, tmp_path: Path) -> None:
+async def test_context_lists_the_loaded_files(settings: Settings, sessions: SqliteSessions, tmp_path: Path) -> None:
     repo, cwd = project(tmp_path)
-    agent = build_agent(settings, store, tools=ToolRegistry(), instructions=load_instructions(settings.home, cwd))
-    app = make_app(agent, store, settings, cwd=str(cwd))
+    agent = build_agent(settings, sessions, tools=ToolRegistry(), instructions=load_instructions(settings.home, cwd))
+    app = make_app(agent, sessions, settings, cwd=str(cwd))
     try:
         async with app.run_test(size=(120, 30)) as pilot:
             await type_and_send(pilot, "/context")
@@ -45,12 +45,12 @@ async def test_context_lists_the_loaded_files(settings: Settings, store: Session
 
 
 async def test_a_cut_is_announced_at_start_and_in_context(
-    settings: Settings, store: SessionStore, tmp_path: Path
+    settings: Settings, sessions: SqliteSessions, tmp_path: Path
 ) -> None:
     _, cwd = project(tmp_path)
     loaded = load_instructions(settings.home, cwd, max_bytes=50)
-    agent = build_agent(settings, store, tools=ToolRegistry(), instructions=loaded)
-    app = make_app(agent, store, settings, cwd=str(cwd))
+    agent = build_agent(settings, sessions, tools=ToolRegistry(), instructions=loaded)
+    app = make_app(agent, sessions, settings, cwd=str(cwd))
     try:
         async with app.run_test(size=(160, 30)) as pilot:
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from hermes.errors import SessionNotFound
 from hermes.testing.upstream import text_reply
 from hermes.tui.launch import resolve_session
 from hermes.tui.screens.session_picker import SessionPicker
@@ -135,9 +138,11 @@ async def test_new_title_and_model_commands(make_tui, upstream, store):
         assert not app.transcript.query(UserMessage)
 
 
-def test_resolve_session_for_continue_and_resume(store):
+async def test_resolve_session_for_continue_and_resume(store, sessions):
     older = seed_session(store, "older", [("a", "b")], source="cli")
     newer = seed_session(store, "newer", [("c", "d")])
-    assert resolve_session(store, continue_last=True, resume=None) == newer
-    assert resolve_session(store, continue_last=False, resume=older) == older
-    assert resolve_session(store, continue_last=False, resume=None) is None
+    assert await resolve_session(sessions, continue_last=True, resume=None) == newer
+    assert await resolve_session(sessions, continue_last=False, resume=older) == older
+    assert await resolve_session(sessions, continue_last=False, resume=None) is None
+    with pytest.raises(SessionNotFound):
+        await resolve_session(sessions, continue_last=False, resume="no-such-session")

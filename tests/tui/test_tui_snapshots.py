@@ -18,6 +18,8 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnResult, Usage
 from hermes.config import Settings
 from hermes.store.base import NewMessage, SessionStore
+from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -26,10 +28,11 @@ from hermes.tui.widgets.notice import Notice
 from .conftest import until, until_settled
 
 
-def snapshot_app(store: SessionStore, tmp_path: Path, **kwargs) -> HermesApp:
+def snapshot_app(store: SqliteSessionStore, tmp_path: Path, **kwargs) -> HermesApp:
     settings = Settings(home=tmp_path, base_url="http://127.0.0.1:9/v1", model="scripted-model", api_key="x")
-    agent = build_agent(settings, store, tools=ToolRegistry())  # never called: no turn runs here
-    return make_app(agent, store, settings, cwd=str(tmp_path), **kwargs)
+    sessions = SqliteSessions(store)
+    agent = build_agent(settings, sessions, tools=ToolRegistry())  # never called: no turn runs here
+    return make_app(agent, sessions, settings, cwd=str(tmp_path), **kwargs)
 
 
 def seed(store: SessionStore) -> str:

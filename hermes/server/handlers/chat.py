@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -83,11 +83,11 @@ from hermes.server.schema import (
     components,
 )
 from hermes.server.sse import ClientDisconnected, SSEStream
-from hermes.server.state import SESSIONS, SETTINGS
+from hermes.server.state import SETTINGS, STORAGE
 from hermes.server.turn_runner import TurnCrashed, TurnRun
 from hermes.server.utility import is_utility_request
 from hermes.server.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
-from hermes.store.base import SessionStore
+from hermes.store.api import AsyncSessionStore
 
 log = logging.getLogger(__name__)
 
@@ -199,11 +199,11 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
     )
 
 
-def _load_history(store: SessionStore, session_id: str) -> list[ChatMessage]:
+async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
     try:
-        if store.find_session(session_id) is None:
+        if await store.find_session(session_id) is None:
             return []
-        return list(store.history(session_id))
+        return list(await store.history(session_id))
     except StoreError as exc:
         log.warning("session history unavailable for %s: %s", session_id, exc)
         return []
@@ -240,7 +240,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         )
     if header_session is not None:
         session_id = header_session
-        history = _load_history(request.app[SESSIONS], session_id)
+        history = await _load_history(request.app[STORAGE].sessions, session_id)
     else:
         session_id = derive_session_id(chat.system, chat.first_user)
         history = chat.history
@@ -256,10 +256,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     )
 
 
-def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Answer]:
+def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Awaitable[Answer]]:
     """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
 
-    def finish(result: TurnResult | None) -> Answer:
+    async def finish(result: TurnResult | None) -> Answer:
         outcome = Outcome.of(result)
         out_headers = {**headers, **outcome.headers()}
         if result is None or outcome.hard_failure:

@@ -2,9 +2,10 @@
 
 `/health` answers as long as the process serves HTTP. `/health/detailed` is the
 readiness check: one cheap indexed read on each store (503 ``unavailable`` when one
-fails, or while the server shuts down), the counters (requests, turns, active turns and
-streams) and the last upstream error (code, URL-free message, time). It never shows
-keys, URLs or file paths.
+fails, or while the server shuts down), which worker answered (`pid`, `instance_id`),
+the storage backend (`sqlite` or `postgres`, never its location), the counters
+(requests, turns, active turns and streams) and the last upstream error (code, URL-free
+message, time). It never shows keys, URLs or file paths.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from aiohttp import web
 from hermes import __version__
 from hermes.server.errors import json_response
 from hermes.server.lifecycle import LIVE_WORK
-from hermes.server.state import LIMITER, METRICS, RESPONSES, RUNS, SESSIONS, SETTINGS
+from hermes.server.state import LIMITER, METRICS, RUNS, SETTINGS, STORAGE
 
 log = logging.getLogger(__name__)
 
@@ -42,25 +43,23 @@ PROBE_ID = "health-probe"
 """An id no row has: looking it up is one indexed read on each store."""
 
 
-def _probe(check: Callable[[], object]) -> str:
+async def _probe(check: Callable[[], Awaitable[object]]) -> str:
     try:
-        check()
+        await check()
     except Exception:  # noqa: BLE001 - any failure means "not ready"; details would leak paths
         log.warning("readiness check failed", exc_info=True)
         return "error"
     return "ok"
 
 
-def readiness(app: web.Application) -> dict[str, str]:
+async def readiness(app: web.Application) -> dict[str, str]:
     """One cheap query per store: "ok" or "error" (never the reason: it could hold a path)."""
-    sessions, responses, runs = app[SESSIONS], app[RESPONSES], app[RUNS]
-    checks = {
-        "session_store": _probe(lambda: sessions.find_session(PROBE_ID)),
-        "response_store": _probe(lambda: responses.get(PROBE_ID)),
+    storage = app[STORAGE]
+    return {
+        "session_store": await _probe(lambda: storage.sessions.find_session(PROBE_ID)),
+        "response_store": await _probe(lambda: storage.responses.get(PROBE_ID)),
+        "run_store": await _probe(lambda: storage.runs.get(PROBE_ID)),
     }
-    store = runs.store
-    checks["run_store"] = _probe(lambda: store.get(PROBE_ID)) if store is not None else "error"
-    return checks
 
 
 async def health_detailed(request: web.Request) -> web.Response:
@@ -70,7 +69,7 @@ async def health_detailed(request: web.Request) -> web.Response:
     settings = app[SETTINGS]
     live = app[LIVE_WORK]
     runs = app[RUNS]
-    checks = readiness(app)
+    checks = await readiness(app)
     ready = all(value == "ok" for value in checks.values()) and not live.closing
     upstream = metrics.last_upstream_error
     body: dict[str, Any] = {
@@ -83,6 +82,8 @@ async def health_detailed(request: web.Request) -> web.Response:
         "exit_reason": None,
         "updated_at": _rfc3339(time.time()),
         "pid": os.getpid(),
+        "instance_id": app[STORAGE].instance_id,
+        "storage": {"backend": app[STORAGE].backend},
         "checks": checks,
         "api_server": {
             "active_runs": limiter.active,
@@ -123,6 +124,12 @@ _DETAILED = {
         "platform": {"type": "string"},
         "version": {"type": "string"},
         "checks": {"type": "object", "additionalProperties": {"type": "string", "enum": ["ok", "error"]}},
+        "pid": {"type": "integer", "description": "The answering worker's process id"},
+        "instance_id": {"type": "string", "description": "The answering instance (its lease and runs)"},
+        "storage": {
+            "type": "object",
+            "properties": {"backend": {"type": "string", "enum": ["sqlite", "postgres"]}},
+        },
         "api_server": {"type": "object"},
     },
 }

@@ -33,6 +33,7 @@ from hermes.server.response_objects import (
     error_object,
     output_items,
     parse_responses_body,
+    referenced_items,
     resolve_chain,
     response_id,
     response_status,
@@ -40,7 +41,7 @@ from hermes.server.response_objects import (
     system_text,
 )
 from hermes.server.schema import IDEMPOTENCY_KEY_SCHEMA, SSE_CONTENT, components
-from hermes.server.state import RESPONSES, SETTINGS
+from hermes.server.state import SETTINGS, STORAGE
 from hermes.server.utility import is_utility_request
 from hermes.server.wire import Outcome
 
@@ -60,8 +61,10 @@ IDEMPOTENCY_FIELDS = (
 async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     preamble = await read_preamble(request)
-    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, app[RESPONSES].find_item)
-    chain = resolve_chain(req, app[RESPONSES])
+    store = app[STORAGE].responses
+    references = await referenced_items(preamble.body, store)
+    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, references.get)
+    chain = await resolve_chain(req, store)
     utility = is_utility_request(stream=req.stream, new_input=req.input, metadata=req.metadata)
     if utility:  # one plain model call: no session, not stored
         turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
@@ -77,7 +80,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return await stream_response(request, req, chain, turn_request, headers, form)
     rid, created_at = response_id(), int(time.time())
 
-    def finish(result: TurnResult | None) -> Answer:
+    async def finish(result: TurnResult | None) -> Answer:
         outcome = Outcome.of(result)
         status = response_status(result)
         error = error_object(result) if status == "failed" else None
@@ -87,7 +90,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             list(result.messages) if result is not None else [{"role": "user", "content": req.input}]
         )
         if not utility:
-            store_record(app[RESPONSES], req, chain, rid, response, transcript)
+            await store_record(store, req, chain, rid, response, transcript)
         out_headers = {**headers, **outcome.headers()}
         if outcome.hard_failure:
             failure = AgentIncomplete(
@@ -106,7 +109,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
 
 async def get_response(request: web.Request) -> web.Response:
     rid = request.match_info["response_id"]
-    record = request.app[RESPONSES].get(rid)
+    record = await request.app[STORAGE].responses.get(rid)
     if record is None or not isinstance(record.get("response"), dict):
         raise NotFound(f"Response not found: {rid[:256]}", code="response_not_found", param="response_id")
     return json_response(record["response"])
@@ -114,7 +117,7 @@ async def get_response(request: web.Request) -> web.Response:
 
 async def delete_response(request: web.Request) -> web.Response:
     rid = request.match_info["response_id"]
-    if not request.app[RESPONSES].delete(rid):
+    if not await request.app[STORAGE].responses.delete(rid):
         raise NotFound(f"Response not found: {rid[:256]}", code="response_not_found", param="response_id")
     return json_response({"id": rid, "object": "response", "deleted": True})
 

@@ -68,11 +68,11 @@ from hermes.server.response_objects import (
     store_record,
 )
 from hermes.server.sse import ClientDisconnected, SSEStream
-from hermes.server.state import RESPONSES
+from hermes.server.state import STORAGE
 from hermes.server.tool_items import call_item, finish_mcp_call, function_call_output_item
 from hermes.server.turn_runner import TurnCrashed, TurnRun
 from hermes.server.wire import SegmentJoiner, answer_text, status_payload
-from hermes.store.responses import ResponseStore
+from hermes.store.api import AsyncResponseStore
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ async def stream_response(
     headers: dict[str, str],
     form: ToolItemForm = "function_call",
 ) -> web.StreamResponse:
-    store = request.app[RESPONSES]
+    store = request.app[STORAGE].responses
     named_events = tool_progress_enabled(request)
     rid, created_at = response_id(), int(time.time())
     user_message = {"role": "user", "content": req.input}
@@ -289,7 +289,7 @@ async def stream_response(
         terminal_stored = False
         try:
             created = envelope(rid, created_at, req, chain, status="in_progress", output=[])
-            store_record(store, req, chain, rid, created, [user_message])
+            await store_record(store, req, chain, rid, created, [user_message])
             await events.emit("response.created", response=created)
             await events.emit("response.in_progress", response=created)
             crash: TurnCrashed | None = None
@@ -313,7 +313,7 @@ async def stream_response(
             final = envelope(
                 rid, created_at, req, chain, status=status, output=events.items, result=result, error=error
             )
-            store_record(store, req, chain, rid, final, _transcript(result, user_message))
+            await store_record(store, req, chain, rid, final, _transcript(result, user_message))
             terminal_stored = True
             await events.emit(f"response.{status}", response=final)
         except (ClientDisconnected, asyncio.CancelledError) as exc:
@@ -331,7 +331,7 @@ def _transcript(result: TurnResult | None, user_message: dict[str, Any]) -> list
 
 
 async def _store_incomplete(
-    store: ResponseStore,
+    store: AsyncResponseStore,
     req: ResponsesRequest,
     chain: Chain,
     rid: str,
@@ -355,4 +355,4 @@ async def _store_incomplete(
     if result is None and partial:
         transcript = [user_message, {"role": "assistant", "content": partial}]
     snapshot = envelope(rid, created_at, req, chain, status="incomplete", output=items, result=result)
-    store_record(store, req, chain, rid, snapshot, transcript)
+    await store_record(store, req, chain, rid, snapshot, transcript)

@@ -10,6 +10,10 @@ shared with the session chat endpoints; this module owns the `/v1/runs` wire for
 Event streams (`GET /v1/runs/{id}/events`) give every frame an `id: <seq>`; a client
 resumes with `Last-Event-ID: <seq>` (or `?after=<seq>`) and receives what it missed,
 then the live events. Any number of clients may follow one run.
+
+Any instance sharing the storage answers for any run: status and events come from the
+storage, and a stop or approval for a run owned by another instance is relayed to its
+owner over the storage's control channel (`CONTROL_TIMEOUT` for the owner's answer).
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import (
-    ApprovalDecision,
     ChatMessage,
     TurnRequest,
     TurnResult,
@@ -47,9 +50,11 @@ from hermes.ids import RUN_ID, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
     MAX_SEQ_DIGITS,
+    StreamTarget,
     check_user_content,
     parse_after,
     registry_of,
+    remote_target,
     start_run,
     stream_run,
 )
@@ -61,6 +66,7 @@ from hermes.server.errors import (
     json_response,
 )
 from hermes.server.idempotency import validate_key
+from hermes.server.orphan_sweeper import lease_ttl, sweep_once
 from hermes.server.request import (
     CONTENT_DOC,
     MAX_HEADER_VALUE,
@@ -75,6 +81,7 @@ from hermes.server.request import (
 )
 from hermes.server.run_registry import (
     APPROVAL_CHOICES,
+    ApprovalNotActive,
     ApprovalNotPending,
     Run,
     RunRegistry,
@@ -95,10 +102,14 @@ from hermes.server.schema import (
     shared_reply,
     sse_reply,
 )
-from hermes.server.state import SETTINGS
+from hermes.server.state import SETTINGS, STORAGE
 from hermes.server.wire import status_payload, usage_json
+from hermes.store.api import ControlMessage, ControlReply, ControlUnanswered
+from hermes.store.run_store import RunRecord
 
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
+CONTROL_TIMEOUT = 5.0
+"""Seconds a stop or approval relayed to the run's owner waits for its answer."""
 
 
 # ---- the /v1/runs event vocabulary ----------------------------------------------------------
@@ -146,10 +157,10 @@ class RunEventsTranslator:
         if status != "completed":
             data["error"] = run.error
             data["error_code"] = run.error_code
-        run.emit(f"run.{status}", data)
+        run.emit(f"run.{status}", data, final=True)
 
     def on_error(self, run: Run, message: str) -> None:
-        run.emit("run.failed", {"status": "failed", "error": message, "error_code": run.error_code})
+        run.emit("run.failed", {"status": "failed", "error": message, "error_code": run.error_code}, final=True)
 
 
 # ---- POST /v1/runs ------------------------------------------------------------------------
@@ -306,13 +317,13 @@ async def create_run(request: web.Request) -> web.Response:
 
     headers = {"X-Hermes-Session-Key": session_key} if session_key else {}
     registry = registry_of(request)
-    store = registry.store
+    receipts = request.config_dict[STORAGE].receipts
     scope = _receipt_scope(request)
     fingerprint = _fingerprint(body, session_key)
-    if idem_key is not None and store is not None:
-        receipt = store.find_receipt(scope, idem_key)
+    if idem_key is not None:
+        receipt = await receipts.find_receipt(scope, idem_key)
         if receipt is not None:
-            return _replay(registry, receipt.run_id, receipt.fingerprint, fingerprint, headers)
+            return await _replay(registry, receipt.run_id, receipt.fingerprint, fingerprint, headers)
 
     session_id = session_id or new_session_id()
     turn = TurnRequest(
@@ -321,9 +332,13 @@ async def create_run(request: web.Request) -> web.Response:
         system_prompt=flatten_text(normalize_content(instructions, "instructions")) if instructions else None,
         model=model,
     )
-    run = start_run(request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id)
-    if idem_key is not None and store is not None:
-        store.claim_receipt(scope, idem_key, fingerprint, run.run_id)
+    run = await start_run(request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id)
+    if idem_key is not None:
+        # Two instances racing for one key: the run that lost the claim goes on, but the
+        # client is pointed at the winner's (as a retry would be).
+        winner = await receipts.claim_receipt(scope, idem_key, fingerprint, run.run_id)
+        if winner is not None:
+            return await _replay(registry, winner.run_id, winner.fingerprint, fingerprint, headers)
     return json_response(
         {"object": "hermes.run", "run_id": run.run_id, "status": "started", "session_id": session_id,
          "replayed": False},
@@ -332,7 +347,7 @@ async def create_run(request: web.Request) -> web.Response:
     )
 
 
-def _replay(
+async def _replay(
     registry: RunRegistry, run_id: str, stored: str, given: str, headers: dict[str, str]
 ) -> web.Response:
     if stored != given:
@@ -341,7 +356,7 @@ def _replay(
             code="idempotency_key_conflict",
             param="Idempotency-Key",
         )
-    status = registry.status(run_id)
+    status = await registry.status(run_id)
     return json_response(
         {"object": "hermes.run", "run_id": run_id, "status": status["status"] if status else "unknown",
          "session_id": status.get("session_id") if status else None, "replayed": True},
@@ -366,7 +381,7 @@ def _not_found(run_id: str) -> NotFound:
 
 async def get_run(request: web.Request) -> web.Response:
     run_id = _run_id(request)
-    status = registry_of(request).status(run_id)
+    status = await registry_of(request).status(run_id)
     if status is None:
         raise _not_found(run_id)
     return json_response(status)
@@ -377,16 +392,53 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     after = parse_after(request)
     registry = registry_of(request)
     run = registry.get(run_id)
-    if run is None:
-        if registry.status(run_id) is not None:
-            raise ApiError(
-                f"Events of run {run_id} are no longer kept; GET /v1/runs/{run_id} has its status.",
-                status=410,
-                type="invalid_request_error",
-                code="run_events_expired",
-            )
+    if run is not None:
+        return await stream_run(request, StreamTarget.of(run), after=after)
+    record = await registry.record(run_id)
+    if record is None:
         raise _not_found(run_id)
-    return await stream_run(request, run, after=after)
+    storage = request.config_dict[STORAGE]
+    stored = await storage.run_events.read_after(run_id, 0, limit=1)
+    # SQLite keeps events in the process that runs the run: none here means none anywhere.
+    if not stored and (record.terminal or storage.backend == "sqlite"):
+        raise ApiError(
+            f"Events of run {run_id} are no longer kept; GET /v1/runs/{run_id} has its status.",
+            status=410,
+            type="invalid_request_error",
+            code="run_events_expired",
+        )
+    return await stream_run(request, await remote_target(request, run_id, record.session_id), after=after)
+
+
+async def _relay(request: web.Request, record: RunRecord, message: ControlMessage) -> ControlReply:
+    """Send `message` to the run's owner and return its answer.
+
+    An owner that does not answer within CONTROL_TIMEOUT may be dead: on PostgreSQL one
+    sweep runs at once, and a run it settled answers "not active" (its row says why);
+    otherwise 503 `run_owner_unavailable`.
+    """
+    storage = request.config_dict[STORAGE]
+    owner = record.owner_instance
+    if owner is None or owner == storage.instance_id:
+        return ControlReply(ok=False, code="run_not_active", message="Run is not active in this server process")
+    try:
+        return await storage.control.request(owner, message, timeout=CONTROL_TIMEOUT)
+    except ControlUnanswered:
+        pass
+    if storage.backend == "postgres":
+        # The owner may be dead: settle its orphans now rather than at the next sweep.
+        await sweep_once(storage, ttl=lease_ttl(request.config_dict[SETTINGS]))
+        settled = await storage.runs.get(record.run_id)
+        if settled is not None and settled.terminal:
+            return ControlReply(ok=False, code="run_not_active", message="Run has settled")
+    raise ApiError(
+        f"The instance running {record.run_id} did not answer; if it is gone, the run "
+        "is settled as interrupted shortly.",
+        status=503,
+        type="server_error",
+        code="run_owner_unavailable",
+        headers={"Retry-After": "1"},
+    )
 
 
 async def stop_run(request: web.Request) -> web.Response:
@@ -394,12 +446,18 @@ async def stop_run(request: web.Request) -> web.Response:
     registry = registry_of(request)
     run = registry.get(run_id)
     if run is None:
-        status = registry.status(run_id)
-        if status is None:
+        record = await registry.record(run_id)
+        if record is None:
             raise _not_found(run_id)
-        if status["status"] in ("completed", "failed", "cancelled", "interrupted"):
-            return json_response(status)
-        raise Conflict("Run is not active in this server process", code="run_not_active")
+        if record.terminal:
+            return json_response(record.to_json())
+        reply = await _relay(request, record, ControlMessage("stop", run_id))
+        if not reply.ok:
+            settled = await registry.record(run_id)
+            if settled is not None and settled.terminal:  # it settled while the message travelled
+                return json_response(settled.to_json())
+            raise Conflict(reply.message or "Run is not active", code=reply.code or "run_not_active")
+        return json_response({"object": "hermes.run", "run_id": run_id, "status": reply.data.get("status")})
     if run.terminal:
         return json_response(run.to_json())
     await registry.stop(run)
@@ -431,19 +489,27 @@ async def approve_run(request: web.Request) -> web.Response:
     registry = registry_of(request)
     run = registry.get(run_id)
     if run is None:
-        if registry.status(run_id) is None:
+        record = await registry.record(run_id)
+        if record is None:
             raise _not_found(run_id)
-        raise Conflict("Run has no active approval session", code="approval_not_active")
-    if run.terminal:
-        raise Conflict("Run has no active approval session", code="approval_not_active")
-    try:
-        resolved = run.resolve_approval(ApprovalDecision(choice), request_id, resolve_all=resolve_all)
-    except ApprovalNotPending as exc:
-        raise Conflict(str(exc), code="approval_not_pending") from None
-    data: dict[str, Any] = {"choice": choice, "resolved": resolved}
-    if request_id is not None:
-        data["request_id"] = request_id
-    run.emit("approval.responded", data)
+        if record.terminal:
+            raise Conflict("Run has no active approval session", code="approval_not_active")
+        args: dict[str, Any] = {"choice": choice, "all": resolve_all}
+        if request_id is not None:
+            args["request_id"] = request_id
+        reply = await _relay(request, record, ControlMessage("approval", run_id, args))
+        if not reply.ok:
+            if reply.code in (None, "run_not_active"):
+                raise Conflict("Run has no active approval session", code="approval_not_active")
+            raise Conflict(reply.message or "Run has no active approval session", code=reply.code)
+        data = reply.data
+    else:
+        try:
+            data = run.answer_approval(choice, request_id, resolve_all=resolve_all)
+        except ApprovalNotActive as exc:
+            raise Conflict(str(exc), code="approval_not_active") from None
+        except ApprovalNotPending as exc:
+            raise Conflict(str(exc), code="approval_not_pending") from None
     return json_response({"object": "hermes.run.approval_response", "run_id": run_id, **data})
 
 
@@ -541,6 +607,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "responses": {
                 "200": reply("Stopping, or already settled", {"type": "object"}),
                 "409": reply("Not active here", "Error"),
+                "503": reply("The instance running it did not answer", "Error"),
                 **CLIENT_ERRORS,
             },
         }
@@ -554,6 +621,7 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
             "responses": {
                 "200": reply("Resolved", {"type": "object"}),
                 "409": reply("Nothing pending", "Error"),
+                "503": reply("The instance running it did not answer", "Error"),
                 **CLIENT_ERRORS,
             },
         }

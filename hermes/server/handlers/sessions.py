@@ -39,6 +39,7 @@ from hermes.errors import MessageNotFound
 from hermes.ids import new_message_id, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
+    StreamTarget,
     check_user_content,
     parse_after,
     registry_of,
@@ -47,6 +48,7 @@ from hermes.server.background_runs import (
 )
 from hermes.server.errors import (
     AgentIncomplete,
+    ApiError,
     Conflict,
     NotFound,
     RequestValidationError,
@@ -79,9 +81,10 @@ from hermes.server.schema import (
     shared_reply,
     sse_reply,
 )
-from hermes.server.state import SESSIONS
+from hermes.server.state import STORAGE
 from hermes.server.wire import Outcome, status_payload, usage_json
-from hermes.store.base import MessageRecord, SessionRecord, SessionStore
+from hermes.store.api import AsyncSessionStore
+from hermes.store.base import MessageRecord, SessionRecord
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
@@ -153,8 +156,8 @@ def _session_envelope(request: web.Request, record: SessionRecord, status: int =
 # ---- request parsing --------------------------------------------------------------------
 
 
-def _store(request: web.Request) -> SessionStore:
-    return request.app[SESSIONS]
+def _store(request: web.Request) -> AsyncSessionStore:
+    return request.config_dict[STORAGE].sessions
 
 
 def _path_session_id(request: web.Request) -> str:
@@ -165,9 +168,9 @@ def _path_session_id(request: web.Request) -> str:
         raise NotFound(f"Session not found: {raw[:80]}", code="session_not_found") from None
 
 
-def _existing(request: web.Request) -> SessionRecord:
+async def _existing(request: web.Request) -> SessionRecord:
     session_id = _path_session_id(request)
-    record = _store(request).find_session(session_id)
+    record = await _store(request).find_session(session_id)
     if record is None:
         raise NotFound(f"Session not found: {session_id}", code="session_not_found")
     return record
@@ -270,8 +273,8 @@ async def list_sessions(request: web.Request) -> web.Response:
     if source is not None and not SOURCE_RE.fullmatch(source):
         raise RequestValidationError("'source' is not a valid source name", code="invalid_source", param="source")
     store = _store(request)
-    records = store.list_sessions(limit=limit, offset=offset, source=source)
-    total = store.count_sessions(source=source)
+    records = await store.list_sessions(limit=limit, offset=offset, source=source)
+    total = await store.count_sessions(source=source)
     registry = registry_of(request)
     return json_response(
         {
@@ -301,9 +304,9 @@ async def create_session(request: web.Request) -> web.Response:
         raise RequestValidationError("'source' must be a short identifier", code="invalid_source", param="source")
     model = _MODEL.text(body, "model")
     store = _store(request)
-    if session_id is not None and store.find_session(session_id) is not None:
+    if session_id is not None and await store.find_session(session_id) is not None:
         raise Conflict(f"Session already exists: {session_id}", code="session_exists", param=id_param)
-    record = store.create_session(
+    record = await store.create_session(
         source=source,
         model=model,
         title=title,
@@ -314,11 +317,11 @@ async def create_session(request: web.Request) -> web.Response:
 
 
 async def get_session(request: web.Request) -> web.Response:
-    return _session_envelope(request, _existing(request))
+    return _session_envelope(request, await _existing(request))
 
 
 async def patch_session(request: web.Request) -> web.Response:
-    record = _existing(request)
+    record = await _existing(request)
     body = await read_json_object(request)
     for name in body:
         if name not in PATCHABLE:
@@ -334,26 +337,26 @@ async def patch_session(request: web.Request) -> web.Response:
         raise RequestValidationError("'end_reason' must not be blank", code="invalid_end_reason", param="end_reason")
     store = _store(request)
     if title is not None:
-        store.rename_session(record.id, title)
+        await store.rename_session(record.id, title)
     if end_reason is not None:
-        store.end_session(record.id, end_reason.strip())
-    return _session_envelope(request, store.get_session(record.id))
+        await store.end_session(record.id, end_reason.strip())
+    return _session_envelope(request, await store.get_session(record.id))
 
 
 async def delete_session(request: web.Request) -> web.Response:
-    record = _existing(request)
+    record = await _existing(request)
     busy = registry_of(request).active_for_session(record.id)
     if busy is not None:
         raise Conflict(
             "A run is active for this session; stop it first", code="run_already_active",
             extra={"run_id": busy.run_id},
         )
-    _store(request).delete_session(record.id)
+    await _store(request).delete_session(record.id)
     return json_response({"object": "hermes.session.deleted", "id": record.id, "deleted": True})
 
 
 async def session_messages(request: web.Request) -> web.Response:
-    record = _existing(request)
+    record = await _existing(request)
     limit = _int_query(request, "limit", MESSAGES_LIMIT[0], low=1, high=MESSAGES_LIMIT[1])
     offset = _int_query(request, "offset", 0, low=0)
     order = request.query.get("order", "oldest")
@@ -361,12 +364,12 @@ async def session_messages(request: web.Request) -> web.Response:
         raise RequestValidationError("'order' must be oldest or latest", code="invalid_order", param="order")
     store = _store(request)
     if order == "oldest":
-        rows = store.get_messages(record.id, limit=limit, offset=offset)
+        rows = await store.get_messages(record.id, limit=limit, offset=offset)
     else:
-        total = store.get_session(record.id).message_count
+        total = (await store.get_session(record.id)).message_count
         end = max(0, total - offset)
         start = max(0, end - limit)
-        rows = list(reversed(store.get_messages(record.id, limit=end - start, offset=start))) if end else []
+        rows = list(reversed(await store.get_messages(record.id, limit=end - start, offset=start))) if end else []
     return json_response(
         {
             "object": "list",
@@ -378,7 +381,7 @@ async def session_messages(request: web.Request) -> web.Response:
 
 
 async def fork_session(request: web.Request) -> web.Response:
-    record = _existing(request)
+    record = await _existing(request)
     body = await _optional_body(request)
     if body.get("id") is not None or body.get("session_id") is not None:
         raise RequestValidationError(
@@ -387,7 +390,7 @@ async def fork_session(request: web.Request) -> web.Response:
     title = _title(body)
     at = _AT_MESSAGE_ID.value(body, "at_message_id")
     try:
-        fork = _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
+        fork = await _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
     except MessageNotFound as exc:  # the session exists (not a 404); its state lacks that message
         raise Conflict(exc.message, code=exc.code, param="at_message_id") from None
     return _session_envelope(request, fork, status=201)
@@ -464,11 +467,11 @@ class SessionChatTranslator:
             {"message_id": self.message_id, **outcome, "messages": turn_messages(result),
              "usage": usage_json(result.usage)},
         )
-        run.emit("done", {})
+        run.emit("done", {}, final=True)
 
     def on_error(self, run: Run, message: str) -> None:
         run.emit("error", {"message": message})
-        run.emit("done", {})
+        run.emit("done", {}, final=True)
 
 
 def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | None]:
@@ -505,19 +508,19 @@ def _chat_headers(record: SessionRecord, run: Run | None, session_key: str | Non
     return headers
 
 
-def _start_chat(request: web.Request, record: SessionRecord, body: dict[str, Any]) -> Run:
+async def _start_chat(request: web.Request, record: SessionRecord, body: dict[str, Any]) -> Run:
     content, system, model = _chat_input(body)
     turn = TurnRequest(input=content, system_prompt=system, model=model)
-    return start_run(
+    return await start_run(
         request, kind="session_chat", turn=turn, translator=SessionChatTranslator(content), session_id=record.id
     )
 
 
 async def session_chat(request: web.Request) -> web.Response:
     session_key = session_key_header(request)
-    record = _existing(request)
+    record = await _existing(request)
     body = await read_json_object(request)
-    run = _start_chat(request, record, body)
+    run = await _start_chat(request, record, body)
     await registry_of(request).wait(run)
     headers = _chat_headers(record, run, session_key)
     result = run.result
@@ -547,19 +550,37 @@ async def session_chat(request: web.Request) -> web.Response:
 
 async def session_chat_stream(request: web.Request) -> web.StreamResponse:
     session_key = session_key_header(request)
-    record = _existing(request)
-    registry = registry_of(request)
+    record = await _existing(request)
     if request.headers.get("Last-Event-ID") is not None:
         # A reconnect: follow the session's latest run from where the client was.
         after = parse_after(request)
-        run = registry.latest_for_session(record.id)
-        if run is None:
-            raise NotFound("No run of this session to resume", code="run_not_found")
+        target = await _resume_target(request, record)
     else:
         after = 0
         body = await read_json_object(request)
-        run = _start_chat(request, record, body)
-    return await stream_run(request, run, after=after, headers=_chat_headers(record, None, session_key))
+        target = StreamTarget.of(await _start_chat(request, record, body))
+    return await stream_run(request, target, after=after, headers=_chat_headers(record, None, session_key))
+
+
+async def _resume_target(request: web.Request, record: SessionRecord) -> StreamTarget:
+    """The session's newest run to resume: one running here, else the newest any instance
+    stored (its events come from the storage wherever it runs)."""
+    run = registry_of(request).latest_for_session(record.id)
+    if run is not None:
+        return StreamTarget.of(run)
+    storage = request.config_dict[STORAGE]
+    stored = await storage.runs.latest_for_session(record.id)
+    if stored is None:
+        raise NotFound("No run of this session to resume", code="run_not_found")
+    gone = stored.terminal or storage.backend == "sqlite"  # SQLite: events live in their process
+    if gone and not await storage.run_events.read_after(stored.run_id, 0, limit=1):
+        raise ApiError(
+            f"Events of run {stored.run_id} are no longer kept; GET /v1/runs/{stored.run_id} has its status.",
+            status=410,
+            type="invalid_request_error",
+            code="run_events_expired",
+        )
+    return StreamTarget(stored.run_id, "session_chat", record.id)
 
 
 ROUTES = [

@@ -23,6 +23,7 @@ from hermes.store.postgres.connect import (
     mask_database_url,
     open_pool,
 )
+from hermes.store.postgres.control import PgControlChannel
 from hermes.store.postgres.events import PgRunEventStore
 from hermes.store.postgres.migrate import migrate_postgres
 from hermes.store.postgres.responses import PgResponseStore
@@ -34,15 +35,17 @@ __all__ = ["open_postgres_storage"]
 
 
 class _PgCloser:
-    def __init__(self, db: Database, events: PgRunEventStore) -> None:
+    def __init__(self, db: Database, events: PgRunEventStore, control: PgControlChannel) -> None:
         self._db = db
         self._events = events
+        self._control = control
         self._closed = False
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
+        await self._control.aclose()
         await self._events.aclose()
         await self._db.aclose()
 
@@ -78,15 +81,18 @@ async def open_postgres_storage(
     pool = await open_pool(url)
     db = Database(pool, url)
     events = PgRunEventStore(db)
+    instance_id = new_instance_id()
+    control = PgControlChannel(db, instance_id)
     return Storage(
         backend="postgres",
         location=db.label,
-        instance_id=new_instance_id(),
+        instance_id=instance_id,
         sessions=PgSessionStore(db),
         responses=PgResponseStore(db, max_size=response_store_size),
         receipts=PgReceiptStore(db, retention=retention),
         runs=PgRunStore(db, retention=retention),
         run_events=events,
         leases=PgLeaseStore(db),
-        closer=_PgCloser(db, events),
+        closer=_PgCloser(db, events, control),
+        control=control,
     )

@@ -104,6 +104,16 @@ class PgRunStore:
             row = await cursor.fetchone()
         return None if row is None else _run(row)
 
+    async def latest_for_session(self, session_id: str) -> RunRecord | None:
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM hermes.runs WHERE session_id = %s "
+                "ORDER BY created_at DESC, run_id DESC LIMIT 1",
+                (session_id,),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else _run(row)
+
     async def mark_interrupted(self, run_ids: list[str], *, message: str | None = None) -> list[str]:
         if not run_ids:
             return []

@@ -1,7 +1,8 @@
 """Pick a past session: search titles and message content, open, rename, delete.
 
-Results come straight from the `SessionStore` (short SQLite calls); typing re-queries
-after a short debounce so a fast typist never waits on search.
+Results come from the app's `AsyncSessionStore` (SQLite files or PostgreSQL); typing
+re-queries after a short debounce so a fast typist never waits on search, and only the
+newest query's results are shown (an older one that answers late is dropped).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermes.errors import HermesError
-from hermes.store.base import SessionRecord, SessionStore
+from hermes.store.api import AsyncSessionStore
+from hermes.store.base import SessionRecord
 from hermes.tui.screens.text_prompt import TextPrompt
 
 LIST_LIMIT = 200
@@ -61,7 +63,7 @@ class SessionPicker(ModalScreen[str | None]):
         Binding("up", "cursor(-1)", show=False),
     ]
 
-    def __init__(self, store: SessionStore, *, current: str | None = None) -> None:
+    def __init__(self, store: AsyncSessionStore, *, current: str | None = None) -> None:
         super().__init__()
         self.store = store
         self.current = current
@@ -69,6 +71,8 @@ class SessionPicker(ModalScreen[str | None]):
         self._snippets: dict[str, str] = {}
         self._confirm_delete: str | None = None
         self._debounce: Timer | None = None
+        self._query_number = 0
+        """Counts result queries; a query's results are shown only while it is the newest."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -86,35 +90,51 @@ class SessionPicker(ModalScreen[str | None]):
     def query_input(self) -> Input:
         return self.query_one("#query", Input)
 
-    def on_mount(self) -> None:
-        self.refresh_results()
+    async def on_mount(self) -> None:
         self.query_input.focus()
+        await self.refresh_results()
 
     # -- data ---------------------------------------------------------------------------
 
-    def refresh_results(self) -> None:
+    async def refresh_results(self) -> None:
+        """Query the store for the search box's text and show the results.
+
+        A store that cannot be read shows its error in the status line.
+        """
+        self._query_number += 1
+        number = self._query_number
         query = self.query_input.value.strip()
-        self._snippets = {}
-        if not query:
-            self.sessions = self.store.list_sessions(limit=LIST_LIMIT)
-        else:
-            needle = query.lower()
-            by_title = [
-                s
-                for s in self.store.list_sessions(limit=LIST_LIMIT)
-                if needle in (s.title or "").lower() or s.id.startswith(query)
-            ]
-            found: dict[str, SessionRecord] = {s.id: s for s in by_title}
-            try:
-                hits = self.store.search(query, limit=50)
-            except HermesError:
-                hits = []  # a query FTS cannot parse still matches titles
-            for hit in hits:
-                if hit.session.id not in found:
-                    found[hit.session.id] = hit.session
-                self._snippets.setdefault(hit.session.id, hit.snippet)
-            self.sessions = list(found.values())
+        try:
+            sessions, snippets = await self._find(query)
+        except HermesError as exc:
+            if number == self._query_number:
+                self.query_one("#status", Static).update(f"✗ {exc}")
+            return
+        if number != self._query_number or not self.is_attached:
+            return  # a newer query was started meanwhile (or the picker closed)
+        self.sessions, self._snippets = sessions, snippets
         self._fill()
+
+    async def _find(self, query: str) -> tuple[list[SessionRecord], dict[str, str]]:
+        """Sessions matching `query` by title, id prefix or message content (all when empty),
+        and a content snippet per session that matched by content."""
+        listed = await self.store.list_sessions(limit=LIST_LIMIT)
+        if not query:
+            return listed, {}
+        needle = query.lower()
+        found: dict[str, SessionRecord] = {
+            s.id: s for s in listed if needle in (s.title or "").lower() or s.id.startswith(query)
+        }
+        try:
+            hits = await self.store.search(query, limit=50)
+        except HermesError:
+            hits = []  # a query full-text search cannot parse still matches titles
+        snippets: dict[str, str] = {}
+        for hit in hits:
+            if hit.session.id not in found:
+                found[hit.session.id] = hit.session
+            snippets.setdefault(hit.session.id, hit.snippet)
+        return list(found.values()), snippets
 
     def _fill(self) -> None:
         results = self.results
@@ -157,11 +177,11 @@ class SessionPicker(ModalScreen[str | None]):
         self._debounce = self.set_timer(0.15, self.refresh_results)
 
     @on(Input.Submitted, "#query")
-    def _query_submitted(self) -> None:
+    async def _query_submitted(self) -> None:
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
-            self.refresh_results()
+            await self.refresh_results()
         self.action_open()
 
     @on(OptionList.OptionSelected, "#results")
@@ -187,14 +207,19 @@ class SessionPicker(ModalScreen[str | None]):
         if record is None:
             return
 
-        def renamed(title: str | None) -> None:
-            if title:
-                self.store.rename_session(record.id, title)
-                self.refresh_results()
+        async def renamed(title: str | None) -> None:
+            if not title:
+                return
+            try:
+                await self.store.rename_session(record.id, title)
+            except HermesError as exc:
+                self.query_one("#status", Static).update(f"✗ {exc}")
+                return
+            await self.refresh_results()
 
         self.app.push_screen(TextPrompt("New title", record.title or ""), renamed)
 
-    def action_delete(self) -> None:
+    async def action_delete(self) -> None:
         record = self._selected()
         if record is None:
             return
@@ -204,6 +229,10 @@ class SessionPicker(ModalScreen[str | None]):
             status.update(f"Delete “{record.title or record.id[:8]}”? Press Ctrl+D again to confirm.")
             return
         self._confirm_delete = None
-        self.store.delete_session(record.id)
+        try:
+            await self.store.delete_session(record.id)
+        except HermesError as exc:
+            status.update(f"✗ {exc}")
+            return
         status.update(f"Deleted “{record.title or record.id[:8]}”.")
-        self.refresh_results()
+        await self.refresh_results()

@@ -1,0 +1,121 @@
+"""Settling the runs of dead instances (PostgreSQL): the orphan sweeper of every instance.
+
+Every `hermes serve` instance on PostgreSQL runs `sweep_forever` as a background task of
+its app. Every `sweep_interval(ttl)` seconds (min(10 s, ttl/3)) it:
+
+1. finds the unsettled runs whose owner instance has no live lease
+   (`LeaseStore.orphaned_runs`: the lease expired or is missing),
+2. settles them `interrupted` (`AsyncRunStore.mark_interrupted`, atomic: of several
+   instances sweeping at once, exactly one wins each run),
+3. for every run it won, appends the final `run.interrupted` event, so the run's stream
+   ends with it on every instance,
+4. repairs the turns such dead owners left open (`repair_abandoned_turns`),
+5. prunes leases that expired more than a ttl ago.
+
+With the default ttl (30 s) a dead owner's runs are `interrupted` within 40 s.
+A failing sweep is logged and retried at the next interval; it never stops the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+
+from hermes.config import Settings
+from hermes.errors import StoreError
+from hermes.store.api import Storage
+from hermes.store.run_store import ORPHAN_MESSAGE
+
+__all__ = [
+    "SweepReport",
+    "keep_lease",
+    "lease_ttl",
+    "register_lease",
+    "storage_keeps_lease",
+    "sweep_forever",
+    "sweep_interval",
+    "sweep_once",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_SWEEP_INTERVAL = 10.0
+DEFAULT_LEASE_TTL = 30.0
+
+
+def lease_ttl(settings: Settings) -> float:
+    """Seconds an instance lease holds (`instance_lease_ttl`)."""
+    return float(getattr(settings, "instance_lease_ttl", DEFAULT_LEASE_TTL))  # lease-ttl:
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    interrupted: list[str] = field(default_factory=list)
+    """The runs this sweep settled (it won them)."""
+    turns: int = 0
+    leases_pruned: int = 0
+
+
+def sweep_interval(ttl: float) -> float:
+    return max(0.05, min(MAX_SWEEP_INTERVAL, ttl / 3))
+
+
+async def sweep_once(storage: Storage, *, ttl: float) -> SweepReport:
+    orphans = await storage.leases.orphaned_runs()
+    won = await storage.runs.mark_interrupted([run.run_id for run in orphans]) if orphans else []
+    for run_id in won:
+        try:
+            await storage.run_events.append(
+                run_id,
+                "run.interrupted",
+                {"status": "interrupted", "error": ORPHAN_MESSAGE, "error_code": "interrupted"},
+                final=True,
+            )
+        except StoreError as exc:  # its stream had already ended (the owner closed it)
+            logger.info("run %s: stream already closed (%s)", run_id, exc)
+    turns = 0
+    # pgturns: PostgreSQL turn repair lands with the lease-based session store.
+    repair = getattr(storage.sessions, "repair_abandoned_turns", None)
+    if repair is not None:
+        turns = len(await repair())
+    pruned = await storage.leases.prune_instances(expired_for=ttl)
+    if won:
+        logger.warning("settled %d run(s) of dead instances as interrupted: %s", len(won), ", ".join(won))
+    return SweepReport(interrupted=list(won), turns=turns, leases_pruned=pruned)
+
+
+async def sweep_forever(storage: Storage, *, ttl: float) -> None:
+    """Sweep every `sweep_interval(ttl)` seconds until cancelled."""
+    interval = sweep_interval(ttl)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await sweep_once(storage, ttl=ttl)
+        except Exception:  # noqa: BLE001 - logged; the next interval tries again
+            logger.exception("orphan sweep failed")
+
+
+async def register_lease(storage: Storage, *, ttl: float) -> None:
+    """Register this instance's lease (see `keep_lease`)."""
+    await storage.leases.register_instance(storage.instance_id, ttl=ttl, host=os.uname().nodename, pid=os.getpid())
+
+
+async def keep_lease(storage: Storage, *, ttl: float) -> None:
+    """Heartbeat this instance's registered lease every ttl/3 until cancelled.
+
+    lease-keeper: pgturns moves this into the PostgreSQL storage itself (registered when
+    opened, released by `aclose`); the app runs it only while the storage does not.
+    """
+    while True:
+        await asyncio.sleep(ttl / 3)
+        try:
+            await storage.leases.heartbeat(storage.instance_id, ttl=ttl)
+        except Exception:  # noqa: BLE001 - logged; the lease holds until ttl
+            logger.exception("lease heartbeat failed")
+
+
+async def storage_keeps_lease(storage: Storage) -> bool:
+    """True when the storage registered this instance's lease itself."""
+    return any(lease.instance_id == storage.instance_id for lease in await storage.leases.list_instances())
