@@ -105,8 +105,6 @@ def serve(
         raise typer.Exit(_supervise(settings, overrides, workers))
     sandbox = _prepare(settings, announce=True)
     app = _build_app(settings)
-    for line in _instruction_lines(app):
-        _say(line)
     code = _run(app, settings, notices=[f"hermes serve: {sandbox}"] if sandbox else [])
     if code:
         raise typer.Exit(code)
@@ -197,7 +195,7 @@ def _serve_as_worker(channel: int) -> int:
         settings = Settings.load(hello.overrides)
         _prepare(settings, announce=False)
         app = _build_app(settings)
-        return _run(app, settings, notices=_instruction_lines(app), worker=link)
+        return _run(app, settings, notices=[], worker=link)
     except HermesError as exc:
         _say(f"hermes serve: worker {link.index}: {exc}")
         return exc.exit_code
@@ -206,11 +204,15 @@ def _serve_as_worker(channel: int) -> int:
 
 
 def _instruction_lines(app: web.Application) -> list[str]:
-    """Name the AGENTS.md files the agent loaded, and say so when the cap cut them."""
+    """Name the AGENTS.md files the agent loaded, and say so when the cap cut them.
+
+    Read once the app has started: on PostgreSQL the agent is built in its start-up.
+    """
     from hermes.agent.instructions import ProjectInstructions
     from hermes.server.state import AGENT
 
-    instructions = getattr(app[AGENT], "instructions", None)
+    agent = app.get(AGENT)
+    instructions = getattr(agent, "instructions", None)
     if not isinstance(instructions, ProjectInstructions):
         return []
     return [f"hermes serve: {line}" for line in (instructions.summary, instructions.notice) if line]
@@ -271,11 +273,11 @@ async def run_server(
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
 
-    `notices` are printed right after the listening line (which stays the first line).
-    As a `worker` of `hermes serve --workers`, the socket is bound with SO_REUSEPORT,
-    readiness and the notices go to the parent instead of stderr, the parent's exit
-    stops the server as a signal does, and repeated signals during shutdown are ignored
-    (the parent enforces the deadline).
+    The AGENTS.md lines come once the app has started (before the socket is bound), and
+    `notices` right after the listening line. As a `worker` of `hermes serve --workers`,
+    the socket is bound with SO_REUSEPORT, readiness and the notices go to the parent
+    instead of stderr, the parent's exit stops the server as a signal does, and repeated
+    signals during shutdown are ignored (the parent enforces the deadline).
     Shutdown order: the listening socket closes, the app's on_shutdown hooks interrupt
     turns and wait (bounded) for every stream's terminal frame, then aiohttp cancels
     what is left (`HANDLER_GRACE`), then the app's cleanup closes the stores.
@@ -294,7 +296,11 @@ async def run_server(
         access_log=None,
         shutdown_timeout=HANDLER_GRACE,
     )
-    await runner.setup()
+    await runner.setup()  # the app's start-up: storage opened and migrated, agent built
+    instruction_lines = _instruction_lines(app)
+    if worker is None:
+        for line in instruction_lines:
+            _say(line)
     site = web.TCPSite(runner, host, port, reuse_port=True if worker is not None else None)
     try:
         await site.start()
@@ -313,7 +319,7 @@ async def run_server(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     if worker is not None:
-        worker.report_ready(list(notices))
+        worker.report_ready([*instruction_lines, *notices])
         worker.watch_parent(loop, stop.set)
     else:
         _say(f"hermes serve: listening on {_url(host, bound)}")

@@ -127,8 +127,8 @@ def _start_workers(
     serve = Serve(
         ["--workers", str(count), "--port", "0", "--database-url", url], _env(tmp_path / "home", upstream), tmp_path
     )
-    ready = serve.wait_for("hermes serve: ")
-    assert ready.startswith(READY_PREFIX), serve.seen
+    ready = serve.wait_for(READY_PREFIX)
+    assert all(line.startswith("hermes serve: project instructions: ") for line in serve.seen[:-1]), serve.seen
     pids_line = serve.next_line()
     assert pids_line is not None and pids_line.startswith(f"hermes serve: {count} workers (pids "), serve.seen
     pids = [int(p) for p in pids_line.split("(pids ", 1)[1].rstrip(")").split(", ")]
@@ -265,3 +265,30 @@ def test_workers_exit_by_themselves_when_the_parent_is_killed(
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         serve.stop()
+
+
+def test_one_process_on_postgresql_with_project_instructions(
+    tmp_path: Path, upstream: ScriptedUpstream, pg_url: str
+) -> None:
+    """`--database-url` alone: one process (the agent is built in the app's start-up);
+    AGENTS.md is reported before the ready line, as on SQLite. With workers the parent
+    reports the first worker's."""
+    (tmp_path / "AGENTS.md").write_text("Answer briefly.\n")
+    single = Serve(["--port", "0", "--database-url", pg_url], _env(tmp_path / "home", upstream), tmp_path)
+    try:
+        first = single.next_line()
+        assert first is not None and first.startswith("hermes serve: project instructions: "), single.seen
+        ready = single.wait_for(READY_PREFIX)
+        assert _health_pid(ready[len(READY_PREFIX) :]) == single.proc.pid
+        single.proc.send_signal(signal.SIGTERM)
+        assert single.proc.wait(timeout=WAIT) == 0, single.seen
+    finally:
+        single.stop()
+
+    parent, _base, _pids = _start_workers(tmp_path, upstream, pg_url)
+    try:
+        assert parent.seen[0].startswith("hermes serve: project instructions: "), parent.seen
+        parent.proc.send_signal(signal.SIGTERM)
+        assert parent.proc.wait(timeout=WAIT) == 0, parent.seen
+    finally:
+        parent.stop()
