@@ -6,8 +6,11 @@
 
 Checks, in order: `config` (settings load; config.toml readable and valid), `provider`
 (which provider `hermes chat` would use and why, or the exact ConfigError), `home`
-(HERMES_HOME exists with mode 0700), `state.db` (mode 0600), `database` (the session
-store opens and its integrity check passes), `sandbox` (whether tool commands run in
+(HERMES_HOME exists with mode 0700), then the storage backend that `database_url`
+selects: on SQLite `state.db` (mode 0600) and `database` (the session store opens and
+its integrity check passes); on PostgreSQL one `database` check (the server answers,
+and the schema version: current, or migrations pending for `hermes db upgrade`, with
+the URL's password masked); then `sandbox` (whether tool commands run in
 bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
 work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
 ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
@@ -21,7 +24,8 @@ Exit 0 when nothing failed (warnings allowed), 1 when a check failed.
 `--json` prints a list of {"name": str, "ok": bool, "status": "ok"|"warning"|"failed",
 "detail": str}; `ok` is false only for failed checks.
 
-Nothing is created: a missing HERMES_HOME or state.db is reported, never made.
+Nothing is created: a missing HERMES_HOME or state.db is reported, never made, and a
+PostgreSQL schema is only read (never migrated).
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def run_checks() -> list[Check]:
     provider_check, choice = _check_provider(settings)
     checks.append(provider_check)
     checks.append(_check_home(settings.home))
-    checks.extend(_check_database(settings.state_db_path))
+    checks.extend(_check_storage(settings))
     checks.append(_check_sandbox(settings))
     if choice is not None:
         endpoint = _check_endpoint(settings, choice)
@@ -168,6 +172,48 @@ def _check_home(home: Path) -> Check:
     return Check("home", "ok", f"{home} (0700)")
 
 
+def _check_storage(settings: Settings) -> list[Check]:
+    """The backend `database_url` selects: the SQLite files, or the PostgreSQL database."""
+    from hermes.errors import ConfigError
+    from hermes.store.storage import backend_for
+
+    try:
+        backend = backend_for(settings.database_url)
+    except ConfigError as exc:
+        return [Check("database", "failed", str(exc))]
+    if backend == "postgres":
+        return [_check_postgres(settings)]
+    return _check_database(settings.state_db_path)
+
+
+def _check_postgres(settings: Settings) -> Check:
+    """Connect, read the schema version (changes nothing)."""
+    import asyncio
+
+    from hermes.errors import HermesError
+    from hermes.store.schema_admin import schema_status
+
+    try:
+        report = asyncio.run(schema_status(settings))
+    except HermesError as exc:  # StoreError: unreachable, refused, not readable (URL masked)
+        return Check("database", "failed", str(exc))
+    where = f"PostgreSQL {report.location}"
+    status = report.databases[0]
+    if status.unknown:
+        newer = ", ".join(status.unknown)
+        return Check("database", "warning", f"{where}: schema written by a newer hermes ({newer}); upgrade hermes")
+    if status.pending:
+        count = len(status.pending)
+        pending = f"{count} migration{'s' if count != 1 else ''} pending ({', '.join(status.pending)})"
+        return Check(
+            "database", "warning", f"{where}: {pending}; run `hermes db upgrade` (hermes serve applies them at start)"
+        )
+    newest = status.applied[-1] if status.applied else "-"
+    return Check(
+        "database", "ok", f"{where}: connected, schema up to date ({len(status.applied)} migrations, newest {newest})"
+    )
+
+
 def _check_database(path: Path) -> list[Check]:
     if not path.exists():
         return [Check("state.db", "warning", f"{path} does not exist yet (created on first use)")]
@@ -196,7 +242,7 @@ def _check_database(path: Path) -> list[Check]:
         store.close()
     if result != "ok":
         return [*checks, Check("database", "failed", f"integrity check: {result}")]
-    return [*checks, Check("database", "ok", "integrity check ok")]
+    return [*checks, Check("database", "ok", "SQLite, integrity check ok")]
 
 
 def _check_sandbox(settings: Settings) -> Check:

@@ -1,14 +1,20 @@
 """`hermes serve`: run the OpenAI-compatible agent server until SIGTERM/SIGINT.
 
     hermes serve [--host H] [--port P] [--key K] [--cors-origin O …] [--model-name M] [--yolo]
+                 [--database-url URL] [--workers N]
 
-Flags win over the API_SERVER_* environment variables, which win over config.toml.
-Start-up prints one line on stderr once the socket is bound:
+Flags win over the API_SERVER_* (and HERMES_DATABASE_URL) environment variables, which
+win over config.toml. Start-up prints one line on stderr once the socket is bound:
 
     hermes serve: listening on http://127.0.0.1:8642
 
+`--workers N` (N > 1, PostgreSQL only) runs N full server processes on that one port
+under a supervising parent (`hermes.cli.serve_workers`); the ready line comes once every
+worker is up, followed by a line naming the workers' pids.
+
 Exit codes: 0 after a clean shutdown; 2 for bad configuration (including a non-loopback
-host without an API key); 75 when the port is already in use; 1 for other bind errors.
+host without an API key, and --workers above 1 without PostgreSQL); 75 when the port is
+already in use; 1 for other bind errors and an unreachable database.
 
 Shutdown (SIGTERM or SIGINT): stop accepting connections, cancel running turns, mark
 in-flight runs `interrupted` in the run store, close the databases, exit 0 — all within
@@ -19,15 +25,16 @@ from __future__ import annotations
 
 import errno
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hermes.errors import UsageError
+from hermes.errors import HermesError, UsageError
 
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from hermes.cli.serve_workers import WorkerLink
     from hermes.config import Settings
     from hermes.server.protocol import ConnectionLimits
 
@@ -58,64 +65,157 @@ def serve(
     yolo: bool = typer.Option(
         False, "--yolo", help="Run commands that need approval without asking (hard-blocked ones never run)."
     ),
+    database_url: str | None = typer.Option(
+        None,
+        "--database-url",
+        metavar="URL",
+        help="postgresql:// URL of the database shared by every instance (HERMES_DATABASE_URL; default: "
+        "SQLite files in HERMES_HOME).",
+    ),
+    workers: int = typer.Option(
+        1, "--workers", metavar="N", help="Server processes sharing the port (more than 1 needs PostgreSQL)."
+    ),
+    worker_channel: int | None = typer.Option(None, "--worker-channel", hidden=True),
 ) -> None:
     """Run the OpenAI-compatible HTTP server."""
+    if worker_channel is not None:
+        raise typer.Exit(_serve_as_worker(worker_channel))
     from hermes.config import Settings
 
-    settings = Settings.load(
-        {
-            "server_host": host,
-            "server_port": port,
-            "server_key": key,
-            "server_cors_origins": tuple(cors_origin) if cors_origin else None,
-            "server_model_name": model_name,
-            "yolo": True if yolo else None,
-        }
-    )
+    overrides: dict[str, Any] = {
+        "server_host": host,
+        "server_port": port,
+        "server_key": key,
+        "server_cors_origins": list(cors_origin) if cors_origin else None,
+        "server_model_name": model_name,
+        "yolo": True if yolo else None,
+        "database_url": database_url,
+    }
+    overrides = {name: value for name, value in overrides.items() if value is not None}
+    settings = Settings.load(overrides)
     try:
         check_binding(settings)
-    except UsageError as exc:
+        from hermes.cli.serve_workers import check_workers
+
+        check_workers(workers, settings.database_url)
+    except HermesError as exc:
         _say(f"hermes serve: {exc}")
         raise typer.Exit(exc.exit_code) from None
-    from hermes.agent.factory import choose_provider, prepare_provider
-    from hermes.agent.sandbox import sandbox_notice
-    from hermes.cli._progress import rich_progress
-    from hermes.server.app import create_app
-
-    choice = choose_provider(settings)
-    if choice.notice:
-        _say(f"hermes serve: {choice.notice}")
-    sandbox = sandbox_notice(settings)  # raises for `sandbox = on` without a working bwrap
-    with rich_progress() as progress:  # the app builds the agent; the slow part is done here
-        prepare_provider(settings, choice, progress)
-    app = create_app(settings)
-    _report_instructions(app)
-    import asyncio
-
-    from hermes.server import log_limit
-    from hermes.server.protocol import ConnectionLimits
-
-    log_limit.install()
-    _raise_open_file_limit()
-    after_ready = (f"hermes serve: {sandbox}",) if sandbox else ()
-    limits = ConnectionLimits.from_settings(settings)
-    code = asyncio.run(
-        run_server(app, settings.server_host, settings.server_port, notices=after_ready, limits=limits)
-    )
+    if workers > 1:
+        raise typer.Exit(_supervise(settings, overrides, workers))
+    sandbox = _prepare(settings, announce=True)
+    app = _build_app(settings)
+    code = _run(app, settings, notices=[f"hermes serve: {sandbox}"] if sandbox else [])
     if code:
         raise typer.Exit(code)
 
 
-def _report_instructions(app: web.Application) -> None:
-    """Name the AGENTS.md files the agent loaded, and say so when the cap cut them."""
+def _prepare(settings: Settings, *, announce: bool) -> str | None:
+    """Choose the provider and do its slow one-time work; returns the sandbox notice.
+
+    Raises ConfigError for settings the agent cannot run with. With `announce`, the
+    provider's notice is printed now (a worker leaves that to its parent).
+    """
+    from hermes.agent.factory import choose_provider, prepare_provider
+    from hermes.agent.sandbox import sandbox_notice
+    from hermes.cli._progress import rich_progress
+
+    choice = choose_provider(settings)
+    if choice.notice and announce:
+        _say(f"hermes serve: {choice.notice}")
+    sandbox = sandbox_notice(settings)  # raises for `sandbox = on` without a working bwrap
+    with rich_progress() as progress:  # the app builds the agent; the slow part is done here
+        prepare_provider(settings, choice, progress)
+    return sandbox
+
+
+def _build_app(settings: Settings) -> web.Application:
+    from hermes.server import log_limit
+    from hermes.server.app import create_app
+
+    app = create_app(settings)
+    log_limit.install()
+    _raise_open_file_limit()
+    return app
+
+
+def _run(app: web.Application, settings: Settings, *, notices: list[str], worker: WorkerLink | None = None) -> int:
+    import asyncio
+
+    from hermes.server.protocol import ConnectionLimits
+
+    limits = ConnectionLimits.from_settings(settings)
+    return asyncio.run(
+        run_server(
+            app, settings.server_host, settings.server_port, notices=tuple(notices), limits=limits, worker=worker
+        )
+    )
+
+
+def _supervise(settings: Settings, overrides: dict[str, Any], workers: int) -> int:
+    """The parent of `--workers N`: check once, migrate once, hold the port, run the workers."""
+    import asyncio
+
+    from hermes.cli import serve_workers
+    from hermes.store.schema_admin import schema_upgrade
+
+    sandbox = _prepare(settings, announce=True)
+    asyncio.run(schema_upgrade(settings))  # once here, so N workers do not queue on the migration lock
+    host = settings.server_host
+    try:
+        reserved = serve_workers.reserve_port(host, settings.server_port)
+    except serve_workers.PortInUse:
+        _say(f"hermes serve: port {settings.server_port} on {host} is already in use")
+        return EXIT_PORT_IN_USE
+    except OSError as exc:
+        _say(f"hermes serve: cannot bind {host}:{settings.server_port} ({exc.strerror or exc})")
+        return 1
+
+    def ready_lines(first_worker_notices: list[str]) -> list[str]:
+        """The AGENTS.md lines (as a single process prints them before it binds), the ready line."""
+        lines = [*first_worker_notices, f"hermes serve: listening on {_url(host, reserved.port)}"]
+        return lines + ([f"hermes serve: {sandbox}"] if sandbox else [])
+
+    try:
+        return serve_workers.supervise(
+            workers, {**overrides, "server_port": reserved.port}, say=_say, ready_lines=ready_lines
+        )
+    finally:
+        reserved.close()
+
+
+def _serve_as_worker(channel: int) -> int:
+    """One worker of `hermes serve --workers N`: settings from the parent, report ready to it."""
+    from hermes.cli.serve_workers import WorkerLink
+    from hermes.config import Settings
+
+    link = WorkerLink.from_fd(channel)
+    try:
+        hello = link.receive_hello()
+        settings = Settings.load(hello.overrides)
+        _prepare(settings, announce=False)
+        app = _build_app(settings)
+        return _run(app, settings, notices=[], worker=link)
+    except HermesError as exc:
+        _say(f"hermes serve: worker {link.index}: {exc}")
+        return exc.exit_code
+    finally:
+        link.close()
+
+
+def _instruction_lines(app: web.Application) -> list[str]:
+    """Name the AGENTS.md files the agent loaded, and say so when the cap cut them.
+
+    Read once the app has started: on PostgreSQL the agent is built in its start-up.
+    """
     from hermes.agent.instructions import ProjectInstructions
     from hermes.server.state import AGENT
 
-    instructions = getattr(app[AGENT], "instructions", None)
-    if isinstance(instructions, ProjectInstructions):
-        for line in (instructions.summary, instructions.notice):
-            if line:
-                _say(f"hermes serve: {line}")
+    agent = app.get(AGENT)
+    instructions = getattr(agent, "instructions", None)
+    if not isinstance(instructions, ProjectInstructions):
+        return []
+    return [f"hermes serve: {line}" for line in (instructions.summary, instructions.notice) if line]
 
 
 def is_loopback(host: str) -> bool:
@@ -169,10 +269,15 @@ async def run_server(
     *,
     notices: tuple[str, ...] = (),
     limits: ConnectionLimits | None = None,
+    worker: WorkerLink | None = None,
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
 
-    `notices` are printed right after the listening line (which stays the first line).
+    The AGENTS.md lines come once the app has started (before the socket is bound), and
+    `notices` right after the listening line. As a `worker` of `hermes serve --workers`,
+    the socket is bound with SO_REUSEPORT, readiness and the notices go to the parent
+    instead of stderr, the parent's exit stops the server as a signal does, and repeated
+    signals during shutdown are ignored (the parent enforces the deadline).
     Shutdown order: the listening socket closes, the app's on_shutdown hooks interrupt
     turns and wait (bounded) for every stream's terminal frame, then aiohttp cancels
     what is left (`HANDLER_GRACE`), then the app's cleanup closes the stores.
@@ -191,8 +296,12 @@ async def run_server(
         access_log=None,
         shutdown_timeout=HANDLER_GRACE,
     )
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    await runner.setup()  # the app's start-up: storage opened and migrated, agent built
+    instruction_lines = _instruction_lines(app)
+    if worker is None:
+        for line in instruction_lines:
+            _say(line)
+    site = web.TCPSite(runner, host, port, reuse_port=True if worker is not None else None)
     try:
         await site.start()
     except OSError as exc:
@@ -209,14 +318,19 @@ async def run_server(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    _say(f"hermes serve: listening on {_url(host, bound)}")
-    for line in notices:
-        _say(line)
+    if worker is not None:
+        worker.report_ready([*instruction_lines, *notices])
+        worker.watch_parent(loop, stop.set)
+    else:
+        _say(f"hermes serve: listening on {_url(host, bound)}")
+        for line in notices:
+            _say(line)
     try:
         await stop.wait()
     finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
+        if worker is None:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
         try:
             await asyncio.wait_for(runner.cleanup(), SHUTDOWN_BUDGET)
         except TimeoutError:

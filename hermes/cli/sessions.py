@@ -1,14 +1,18 @@
 """`hermes sessions list|show|search|rename|delete|fork|export|stats`.
 
-Every command opens `$HERMES_HOME/state.db`, does one thing through the `SessionStore`
-interface and prints: an aligned plain-text view for people, or with `--json` one JSON
-document on stdout for scripts. Errors are one line on stderr (`hermes: …`):
+Every command opens the configured storage (`database_url`: the SQLite files in
+$HERMES_HOME by default, or a PostgreSQL database shared with `hermes serve`), does one
+thing through its session store (`AsyncSessionStore`) and prints, identically on both:
+an aligned plain-text view for people, or with `--json` one JSON document on stdout for
+scripts. Errors are one line on stderr (`hermes: …`):
 
     exit 0  success
-    exit 1  unknown session or message id (SessionNotFound / MessageNotFound), store errors,
-            a declined delete confirmation
+    exit 1  unknown session or message id (SessionNotFound / MessageNotFound), store errors
+            (including an unreachable database, named with its password masked), a
+            declined delete confirmation
     exit 2  bad input: a malformed or out-of-range option, an unknown --format, an empty
-            title, `delete` without --yes when stdin is not a terminal
+            title, `delete` without --yes when stdin is not a terminal, an unsupported
+            database_url
 
 JSON shapes (stable; new keys may be added, none removed or renamed):
 
@@ -50,12 +54,14 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
         {"object": "stats", "sessions": int, "messages": int, "tool_calls": int,
          "input_tokens": int, "output_tokens": int, "by_source": {source: int},
          "db_bytes": int, "path": str}
+        (`path`: state.db, or on PostgreSQL the database URL with its password masked;
+        `db_bytes`: that file's or that database's size)
 
 `export -o FILE` writes FILE with mode 0600 (a transcript can hold secrets, like
 state.db itself), atomically through a temporary file in the same folder, replacing
 any existing file; stdout stays empty and one confirmation line goes to stderr.
 
-Nothing heavy is imported at module import: the store is opened inside each command.
+Nothing heavy is imported at module import: the storage is opened inside each command.
 """
 
 from __future__ import annotations
@@ -72,7 +78,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
-from hermes.cli._common import load_settings, open_store, print_json
+from hermes.cli._common import load_settings, print_json
+from hermes.cli._storage import OpenedStorage, opened_storage
 from hermes.errors import UsageError
 
 if TYPE_CHECKING:
@@ -81,7 +88,6 @@ if TYPE_CHECKING:
         CompactionRecord,
         MessageRecord,
         SessionRecord,
-        SessionStore,
     )
 
 try:  # recent typer (0.29 here) vendors click as typer._click
@@ -120,15 +126,10 @@ ARGUMENTS_CHARS = 120
 
 
 @contextlib.contextmanager
-def _opened_store(settings: Settings | None = None) -> Iterator[SessionStore]:
-    store = open_store(settings or load_settings())
-    try:
-        from hermes.store.repair import repair_after_crash
-
-        repair_after_crash(store)  # so what is read shows crashed turns as interrupted
-        yield store
-    finally:
-        store.close()
+def _opened(settings: Settings | None = None) -> Iterator[OpenedStorage]:
+    """The configured storage, repaired (so what is read shows crashed turns as interrupted)."""
+    with opened_storage(settings or load_settings()) as opened:
+        yield opened
 
 
 def _when(timestamp: float | None) -> str:
@@ -235,8 +236,9 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
 ) -> None:
     """List sessions, newest activity first."""
-    with _opened_store() as store:
-        records = store.list_sessions(limit=limit + 1, offset=offset, source=source)
+    with _opened() as opened:
+        sessions = opened.storage.sessions
+        records = opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source))
         has_more = len(records) > limit
         records = records[:limit]
         if as_json:
@@ -249,7 +251,7 @@ def list_(
             typer.echo(line)
         if has_more:
             shown_to = offset + len(records)
-            remaining = store.count_sessions(source=source) - shown_to
+            remaining = opened.run(sessions.count_sessions(source=source)) - shown_to
             typer.echo(f"… {remaining} more (next page: --offset {shown_to})")
 
 
@@ -329,12 +331,11 @@ def show(
     compacted, a "context compacted" line and the summary stand before the first message
     the model still saw in full.
     """
-    from hermes.store.base import CompactionLog
-
-    with _opened_store() as store:
-        record = store.get_session(session_id)
-        messages = store.get_messages(session_id)
-        markers = store.compactions(session_id) if isinstance(store, CompactionLog) else []
+    with _opened() as opened:
+        sessions = opened.storage.sessions
+        record = opened.run(sessions.get_session(session_id))
+        messages = opened.run(sessions.get_messages(session_id))
+        markers = opened.run(sessions.compactions(session_id))
     if as_json:
         data = _session_json(record, messages)
         if markers:
@@ -363,8 +364,8 @@ def search(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [hits], "has_more": bool}.'),
 ) -> None:
     """Search message text, best match first."""
-    with _opened_store() as store:
-        hits = store.search(query, limit=limit + 1, source=source)
+    with _opened() as opened:
+        hits = opened.run(opened.storage.sessions.search(query, limit=limit + 1, source=source))
     has_more = len(hits) > limit
     hits = hits[:limit]
     if as_json:
@@ -393,8 +394,8 @@ def rename(
     """Set a session's title."""
     if not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened_store() as store:
-        record = store.rename_session(session_id, title)
+    with _opened() as opened:
+        record = opened.run(opened.storage.sessions.rename_session(session_id, title))
     typer.echo(f"Renamed {record.id}: {record.title}")
 
 
@@ -408,8 +409,9 @@ def delete(
     Sessions forked from it are kept. Asks for confirmation on a terminal; when stdin
     is not a terminal, --yes is required.
     """
-    with _opened_store() as store:
-        record = store.get_session(session_id)
+    with _opened() as opened:
+        sessions = opened.storage.sessions
+        record = opened.run(sessions.get_session(session_id))
         if not yes:
             if not sys.stdin.isatty():
                 raise UsageError(
@@ -420,7 +422,7 @@ def delete(
             if not typer.confirm(question, default=False):
                 typer.echo("Not deleted.", err=True)
                 raise typer.Exit(1)
-        store.delete_session(record.id)
+        opened.run(sessions.delete_session(record.id))
     typer.echo(f"Deleted {record.id}")
 
 
@@ -440,8 +442,8 @@ def fork(
     """
     if title is not None and not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened_store() as store:
-        child = store.fork_session(session_id, at_message_id=at, title=title)
+    with _opened() as opened:
+        child = opened.run(opened.storage.sessions.fork_session(session_id, at_message_id=at, title=title))
     if as_json:
         print_json(child.to_json())
         return
@@ -532,9 +534,9 @@ def export(
     fmt = {"md": "markdown"}.get(fmt.lower(), fmt.lower())
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
-    with _opened_store() as store:
-        record = store.get_session(session_id)
-        messages = store.get_messages(session_id)
+    with _opened() as opened:
+        record = opened.run(opened.storage.sessions.get_session(session_id))
+        messages = opened.run(opened.storage.sessions.get_messages(session_id))
     text = _render_export(fmt, record, messages)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
@@ -564,8 +566,10 @@ def stats(
 ) -> None:
     """Totals: sessions, messages, tokens, db size."""
     settings = load_settings()
-    with _opened_store(settings) as store:
-        totals = store.stats()
+    with _opened(settings) as opened:
+        totals = opened.run(opened.storage.sessions.stats())
+        backend, location = opened.storage.backend, opened.storage.location
+    path = str(settings.state_db_path) if backend == "sqlite" else location
     if as_json:
         print_json(
             {
@@ -577,7 +581,7 @@ def stats(
                 "output_tokens": totals.output_tokens,
                 "by_source": totals.by_source,
                 "db_bytes": totals.db_bytes,
-                "path": str(settings.state_db_path),
+                "path": path,
             }
         )
         return
@@ -587,7 +591,7 @@ def stats(
         ("messages", str(totals.messages)),
         ("tool calls", str(totals.tool_calls)),
         ("tokens", f"{totals.input_tokens} in / {totals.output_tokens} out"),
-        ("database", f"{_size(totals.db_bytes)} ({settings.state_db_path})"),
+        ("database", f"{_size(totals.db_bytes)} ({path})"),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:

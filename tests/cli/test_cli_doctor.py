@@ -44,7 +44,7 @@ def ok_files(home: Path) -> list[str]:
     return [
         f"✓ home: {home} (0700)",
         f"✓ state.db: {home / 'state.db'} (0600)",
-        "✓ database: integrity check ok",
+        "✓ database: SQLite, integrity check ok",
     ]
 
 
@@ -264,3 +264,59 @@ def test_credentials_in_base_url_are_masked(invoke, monkeypatch, closed_port):
 
     assert "hunter2" not in text and "sk-secret" not in text
     assert f"http://bob:****@127.0.0.1:{closed_port}/v1?api_key=****&x=1" in text
+
+
+# ---- PostgreSQL (database_url) ------------------------------------------------------------------
+
+
+def _database_lines(result) -> list[str]:
+    return [line for line in result.stdout.splitlines() if line[2:].startswith(("database:", "state.db:"))]
+
+
+def test_postgres_database_is_checked_with_the_password_masked(invoke, upstream, monkeypatch, pg_url):
+    from hermes.store.postgres.schema import PG_MIGRATIONS
+
+    url = pg_url.replace("postgres@", "postgres:pw-secret@")  # trust authentication ignores it
+    monkeypatch.setenv("HERMES_DATABASE_URL", url)
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0, result.stdout
+    masked = url.replace("pw-secret", "****")
+    names = PG_MIGRATIONS.names
+    assert _database_lines(result) == [
+        f"✓ database: PostgreSQL {masked}: connected, schema up to date ({len(names)} migrations, newest {names[-1]})"
+    ]
+    assert "pw-secret" not in result.stdout
+
+
+def test_postgres_schema_not_applied_is_a_warning(invoke, upstream, monkeypatch, empty_pg_url):
+    monkeypatch.setenv("HERMES_DATABASE_URL", empty_pg_url)
+
+    result = invoke("doctor", "--json")
+
+    assert result.exit_code == 0
+    database = [check for check in json.loads(result.stdout) if check["name"] == "database"]
+    assert [(c["ok"], c["status"]) for c in database] == [(True, "warning")]
+    assert "pending" in database[0]["detail"] and "hermes db upgrade" in database[0]["detail"]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "postgresql://u:pw-secret@127.0.0.1:{port}/x",
+            "✗ database: cannot connect to postgresql://u:****@127.0.0.1:{port}/x: ",
+        ),
+        ("mysql://u:pw-secret@127.0.0.1/x", "✗ database: invalid value for database_url: 'mysql://u:****@127.0.0.1/x'"),
+    ],
+)
+def test_bad_database_url_fails_masked(invoke, upstream, monkeypatch, closed_port, url, expected):
+    monkeypatch.setenv("HERMES_DATABASE_URL", url.format(port=closed_port))
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 1
+    lines = _database_lines(result)
+    assert len(lines) == 1 and lines[0].startswith(expected.format(port=closed_port)), lines
+    assert "pw-secret" not in result.stdout
