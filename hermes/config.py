@@ -71,6 +71,10 @@ OPTIONS: dict[str, Option] = {
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
+    "instance_lease_ttl": Option(
+        ("HERMES_INSTANCE_LEASE_TTL",),
+        "seconds an instance's lease lasts without a heartbeat (PostgreSQL; beats every ttl/3)",
+    ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
     "server_key": Option(("API_SERVER_KEY",), "bearer key clients of hermes serve must send", secret=True),
@@ -118,6 +122,9 @@ class Settings:
     tool_env_passthrough: tuple[str, ...] = ()
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
+    instance_lease_ttl: float = 30.0
+    """On PostgreSQL: an instance whose lease is this many seconds old is gone (its turns
+    and runs get repaired by another instance)."""
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None
@@ -213,6 +220,8 @@ _POSITIVE = frozenset({"context_window"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
+_POSITIVE_FLOATS = frozenset({"instance_lease_ttl"})
+"""Float settings that must be above zero."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -256,6 +265,8 @@ def coerce(name: str, value: Any) -> Any:
                 raise ValueError(value)
             if name in _FRACTIONS and not 0.0 < number <= 1.0:
                 raise ConfigError(f"invalid value for {name}: {value!r} (a share between 0 and 1, e.g. 0.8)")
+            if name in _POSITIVE_FLOATS and number <= 0:
+                raise ConfigError(f"invalid value for {name}: {value!r} (must be a positive number)")
             return number
         if kind == "Path":
             return Path(value).expanduser()

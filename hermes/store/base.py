@@ -125,6 +125,9 @@ class TurnRecord:
     end_reason: str | None
     owner: ProcessOwner
     """The process running (or that ran) the turn."""
+    owner_instance: str | None = None
+    """The storage instance (`Storage.instance_id`) whose lease owns the turn (PostgreSQL);
+    None on SQLite, where the owner process alone decides."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +344,7 @@ class SessionStore(Protocol):
     def search(
         self, query: str, *, limit: int = 20, source: str | None = None
     ) -> list[SearchHit]:
-        """Full-text search over message content, best match first."""
+        """Full-text search over message content, best match first (drafts left out)."""
         ...
 
     def stats(self) -> StoreStats: ...

@@ -9,7 +9,7 @@ Schema summary (after all migrations):
     messages            one row per OpenAI message, `id` grows monotonically (AUTOINCREMENT);
                         `draft = 1` marks a streaming assistant message checkpoint
     turns               one row per turn: owner process, open until ended (see m004)
-    messages_fts_source view: the searchable text of each message
+    messages_fts_source view: the searchable text of each message (drafts excluded, m006)
     messages_fts        FTS5 external-content index over messages_fts_source, kept in
                         sync by triggers on `messages`
     compactions         one row per context compaction: the summary that replaced the
@@ -204,5 +204,48 @@ def m005_compaction_markers(db: sqlite3.Connection) -> None:
             )
             """,
             "CREATE INDEX compactions_session ON compactions(session_id, id)",
+        ),
+    )
+
+
+# The update triggers of m006: they also fire when `draft` changes, since a draft
+# becomes searchable when it turns into a real message.
+_FTS_UPDATE_COLUMNS = "content, content_is_parts, parts_text, role, draft"
+
+
+@SESSION_MIGRATIONS.migration
+def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
+    # A draft (a streaming checkpoint, `draft = 1`) is left out of search as history()
+    # leaves it out; it is indexed when it becomes a real message. Drafts already indexed
+    # are removed from the index first, while the old view still yields what was indexed.
+    execute_all(
+        db,
+        (
+            """
+            INSERT INTO messages_fts(messages_fts, rowid, body)
+            SELECT 'delete', s.id, s.body FROM messages_fts_source AS s
+            JOIN messages AS m ON m.id = s.id WHERE m.draft = 1
+            """,
+            "DROP TRIGGER messages_fts_before_update",
+            "DROP TRIGGER messages_fts_after_update",
+            "DROP VIEW messages_fts_source",
+            f"""
+            CREATE VIEW messages_fts_source AS
+            SELECT m.id AS id, {_SEARCH_BODY} AS body FROM messages AS m WHERE m.draft = 0
+            """,
+            f"""
+            CREATE TRIGGER messages_fts_before_update
+            BEFORE UPDATE OF {_FTS_UPDATE_COLUMNS} ON messages BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, body)
+                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
+            END
+            """,
+            f"""
+            CREATE TRIGGER messages_fts_after_update
+            AFTER UPDATE OF {_FTS_UPDATE_COLUMNS} ON messages BEGIN
+                INSERT INTO messages_fts(rowid, body)
+                SELECT id, body FROM messages_fts_source WHERE id = new.id;
+            END
+            """,
         ),
     )

@@ -22,7 +22,8 @@ Invariants:
 - Turns (crash safety): a turn row is open from `begin_turn` to `end_turn`. Its draft is
   an assistant row with `draft = 1`, counted in `message_count` like any row, that
   `save_draft` overwrites and `append_message(..., turn_id=)` / `end_turn` / repair turn
-  into a real message in place. `history()` and `fork_session` leave drafts out.
+  into a real message in place. `history()`, `fork_session` and `search` leave drafts
+  out.
   `repair_abandoned_turns` ends only turns whose owner process is gone, each in one
   transaction that re-checks the turn is still open (two repairers never both act).
 - `sqlite3` exceptions never leave this module: they become `StoreError` with a one-line
@@ -89,6 +90,20 @@ _TURN_COLUMNS = (
 )
 INTERRUPTED = "interrupted"
 """end_reason (and a kept draft's finish_reason) of a turn whose owner process died."""
+# A fork copies the markers whose first kept message it copies (or, when that one was
+# not copied, the next copied one), pointing them at the copy. Copies get ids in the
+# order of the originals, so the n-th copied message is the copy of the n-th original.
+_COPY_COMPACTIONS = (
+    "WITH copies AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM messages WHERE session_id = ?), "
+    "originals AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM messages "
+    "WHERE session_id = ? AND id <= ? AND draft = 0) "
+    "INSERT INTO compactions (session_id, summary, first_kept_message_id, summarized_messages, "
+    "before_tokens, after_tokens, created_at) "
+    "SELECT ?, c.summary, copies.id, c.summarized_messages, c.before_tokens, c.after_tokens, c.created_at "
+    "FROM compactions AS c "
+    "JOIN originals ON originals.id = (SELECT min(o.id) FROM originals AS o WHERE o.id >= c.first_kept_message_id) "
+    "JOIN copies ON copies.n = originals.n WHERE c.session_id = ? AND c.first_kept_message_id <= ? ORDER BY c.id"
+)
 
 
 
@@ -744,7 +759,8 @@ class SqliteSessionStore:
         the given one, else the next free "<base> #N" where base is the parent title
         without its " #N" suffix ("Session <short id>" for an untitled parent). The
         parent is ended with reason "branched". Copied messages keep their timestamps;
-        the child's token counters start at zero. One transaction.
+        the child's token counters start at zero. Compaction markers whose first kept
+        message lies in the copied range come along, pointing at the copies. One transaction.
         """
         with self._write() as db:
             parent = self._require_session(db, session_id)
@@ -798,6 +814,7 @@ class SqliteSessionStore:
                 "UPDATE sessions SET message_count = ?, tool_call_count = ? WHERE id = ?",
                 (copied, tool_calls, child.id),
             )
+            db.execute(_COPY_COMPACTIONS, (child.id, session_id, upto, child.id, session_id, upto))
             return self._require_session(db, child.id)
 
     # -- search and stats ------------------------------------------------------------

@@ -34,7 +34,9 @@ async def open_storage(settings: Settings) -> Storage:
 
         assert settings.database_url is not None
         return await open_postgres_storage(
-            settings.database_url.strip(), response_store_size=settings.server_response_store_size
+            settings.database_url.strip(),
+            response_store_size=settings.server_response_store_size,
+            instance_lease_ttl=settings.instance_lease_ttl,
         )
     from hermes.store.sqlite_async import open_sqlite_storage
 

@@ -25,6 +25,7 @@ from hermes.store.postgres.connect import (
 )
 from hermes.store.postgres.control import PgControlChannel
 from hermes.store.postgres.events import PgRunEventStore
+from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
 from hermes.store.postgres.migrate import migrate_postgres
 from hermes.store.postgres.responses import PgResponseStore
 from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
@@ -35,19 +36,23 @@ __all__ = ["open_postgres_storage"]
 
 
 class _PgCloser:
-    def __init__(self, db: Database, events: PgRunEventStore, control: PgControlChannel) -> None:
+    def __init__(self, db: Database, events: PgRunEventStore, control: PgControlChannel, keeper: LeaseKeeper) -> None:
         self._db = db
         self._events = events
         self._control = control
+        self.keeper = keeper
         self._closed = False
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
-        await self._control.aclose()
-        await self._events.aclose()
-        await self._db.aclose()
+        try:
+            await self.keeper.aclose()
+            await self._control.aclose()
+            await self._events.aclose()
+        finally:
+            await self._db.aclose()
 
 
 async def open_postgres_storage(
@@ -56,9 +61,13 @@ async def open_postgres_storage(
     response_store_size: int = 1000,
     retention: float = RETENTION_SECONDS,
     migrate: bool = True,
+    instance_lease_ttl: float = DEFAULT_LEASE_TTL,
 ) -> Storage:
     """Connect to `url`, bring its schema up to date (under the advisory lock) and return
     every store on one pool.
+
+    The storage's instance lease is registered before this returns and heartbeated
+    every `instance_lease_ttl / 3` seconds until `Storage.aclose()` releases it.
 
     Raises:
         StoreError: the driver is missing, the server is unreachable, or migrating failed
@@ -83,16 +92,24 @@ async def open_postgres_storage(
     events = PgRunEventStore(db)
     instance_id = new_instance_id()
     control = PgControlChannel(db, instance_id)
+    leases = PgLeaseStore(db)
+    try:
+        keeper = await LeaseKeeper.start(leases, instance_id, ttl=instance_lease_ttl)
+    except BaseException:
+        await control.aclose()
+        await events.aclose()
+        await db.aclose()
+        raise
     return Storage(
         backend="postgres",
         location=db.label,
         instance_id=instance_id,
-        sessions=PgSessionStore(db),
+        sessions=PgSessionStore(db, instance_id=instance_id),
         responses=PgResponseStore(db, max_size=response_store_size),
         receipts=PgReceiptStore(db, retention=retention),
         runs=PgRunStore(db, retention=retention),
         run_events=events,
-        leases=PgLeaseStore(db),
-        closer=_PgCloser(db, events, control),
+        leases=leases,
+        closer=_PgCloser(db, events, control, keeper),
         control=control,
     )

@@ -137,11 +137,16 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        async with self.errors(), self.pool.connection() as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def errors(self) -> AsyncIterator[None]:
+        """Turn psycopg errors raised in the block into one-line `StoreError`s."""
         import psycopg
 
         try:
-            async with self.pool.connection() as conn:
-                yield conn
+            yield
         except HermesError:
             raise
         except psycopg.Error as exc:

@@ -23,6 +23,11 @@ Schema summary (after all migrations), every object in schema `hermes`:
     receipts        Idempotency-Key receipts, primary key (scope, key)
     instances       instance leases (`expires_at` by the database's clock)
     run_events      each run's events, primary key (run_id, seq)
+    turns           one row per turn, open until ended; owned by an instance lease
+                    (`owner_instance`) and described by its process (see m005)
+    compactions     one row per context compaction (as in state.db)
+
+`messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
 """
 
 from __future__ import annotations
@@ -219,5 +224,51 @@ async def m004_runs(conn: AsyncConnection[Any]) -> None:
             )
             """,
             "CREATE INDEX run_events_final_ts ON hermes.run_events (ts) WHERE final",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m005_turns_drafts_compactions(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m004/m005. A turn is open while `ended_at` is NULL: the instance
+    # `owner_instance` runs it, or its lease expired and a repair ends it. Its messages
+    # are the session's rows with id > after_message_id (up to the next turn's);
+    # `draft_message_id` is the assistant row (draft = true) its streaming text is
+    # checkpointed into until the turn records the real message.
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.messages ADD COLUMN draft boolean NOT NULL DEFAULT false",
+            """
+            CREATE TABLE hermes.turns (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                session_id text NOT NULL REFERENCES hermes.sessions(id) ON DELETE CASCADE,
+                after_message_id bigint NOT NULL,
+                draft_message_id bigint,
+                started_at double precision NOT NULL,
+                ended_at double precision,
+                end_reason text,
+                owner_host text NOT NULL,
+                owner_pid integer NOT NULL,
+                owner_started text NOT NULL,
+                owner_instance text NOT NULL
+            )
+            """,
+            # Repair reads only open turns: a partial index keeps that query cheap.
+            "CREATE INDEX turns_open ON hermes.turns (owner_instance) WHERE ended_at IS NULL",
+            "CREATE INDEX turns_session ON hermes.turns (session_id, started_at)",
+            """
+            CREATE TABLE hermes.compactions (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                session_id text NOT NULL REFERENCES hermes.sessions(id) ON DELETE CASCADE,
+                summary text NOT NULL,
+                first_kept_message_id bigint NOT NULL,
+                summarized_messages integer NOT NULL DEFAULT 0,
+                before_tokens bigint NOT NULL DEFAULT 0,
+                after_tokens bigint NOT NULL DEFAULT 0,
+                created_at double precision NOT NULL
+            )
+            """,
+            "CREATE INDEX compactions_session ON hermes.compactions (session_id, id)",
         ),
     )

@@ -12,14 +12,29 @@ differences are only in how PostgreSQL provides them:
   base title, so two instances forking the same lineage never pick the same number.
 - Content is stored as JSON text (`content_json`), so any string round-trips; search
   uses the generated tsvector column (see `postgres.search` for the query rules),
+  drafts left out,
   ranked by cover density (`ts_rank_cd`) divided by 1 + log(document length), like
   FTS5's bm25 favouring repeated terms and shorter messages, among the newest RANK_WINDOW matches,
   with `ts_headline` snippets (match wrapped in >>> <<<, "…" where text was cut).
+- Turns and drafts follow state.db's rules (see `hermes.store.sqlite`), except ownership:
+  a turn is owned by this storage's instance (`owner_instance`, its lease in
+  `hermes.instances`), and `repair_abandoned_turns` ends only turns whose owner's lease
+  expired or is missing (by the database's clock). Every write touching a turn locks
+  the turn row before the session row, so the owner and a repairer never deadlock.
+- `transaction()` pins one pooled connection to the current task's context (a
+  ContextVar) inside BEGIN … COMMIT; every method called in the block uses it, every
+  other call uses the pool. Writes in the block take no savepoint: a write that raises
+  one of our own errors (SessionNotFound…) has written nothing, and a database error
+  aborts the transaction, which the block's exit then reports as StoreError instead of
+  committing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import fields, replace
 from typing import Any
 
@@ -27,15 +42,21 @@ from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
 from hermes.store.base import (
+    CompactionRecord,
     MessageRecord,
+    NewCompaction,
     NewMessage,
+    RepairedTurn,
     SearchHit,
     SessionRecord,
     StoreStats,
+    TurnRecord,
 )
+from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.postgres.connect import Database
 from hermes.store.postgres.search import search_text, ts_query
 from hermes.store.session_rules import NUMBERED_TITLE, SNIPPET_TOKENS, Clock, clean_title, fresh_session
+from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT, call_ids_and_names, valid_transcript
 
 __all__ = ["RANK_WINDOW", "PgSessionStore"]
 
@@ -53,6 +74,44 @@ _MESSAGE_DATA = (
 _MESSAGE_COLUMNS = (
     "id, session_id, role, content_json, tool_calls, tool_call_id, tool_name, reasoning, "
     "finish_reason, timestamp, token_count"
+)
+_TURN_COLUMNS = (
+    "id, session_id, after_message_id, draft_message_id, started_at, ended_at, end_reason, "
+    "owner_host, owner_pid, owner_started, owner_instance"
+)
+_COMPACTION_COLUMNS = (
+    "id, session_id, summary, first_kept_message_id, summarized_messages, before_tokens, "
+    "after_tokens, created_at"
+)
+INTERRUPTED = "interrupted"
+"""end_reason (and a kept draft's finish_reason) of a turn whose owner is gone."""
+_DB_NOW = "extract(epoch from clock_timestamp())::double precision"
+_LIVE_LEASE = (
+    "EXISTS (SELECT 1 FROM hermes.instances AS i WHERE i.instance_id = t.owner_instance "
+    f"AND i.expires_at >= {_DB_NOW})"
+)
+# One statement: count the message on its session (locking the row, so counters stay
+# exact) and insert it; no row comes back when the session does not exist.
+_APPEND = (
+    "WITH s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
+    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s RETURNING id) "
+    f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) "
+    "SELECT s.id, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, "
+    "%s::double precision, %s::integer, %s::text FROM s RETURNING id"
+)
+# A fork copies the markers whose first kept message it copies (or, when that one was
+# not copied, the next copied one), pointing them at the copy. Copies get ids in the
+# order of the originals, so the n-th copied message is the copy of the n-th original.
+_COPY_COMPACTIONS = (
+    "WITH copies AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages WHERE session_id = %s), "
+    "originals AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages "
+    "WHERE session_id = %s AND id <= %s AND NOT draft) "
+    "INSERT INTO hermes.compactions (session_id, summary, first_kept_message_id, summarized_messages, "
+    "before_tokens, after_tokens, created_at) "
+    "SELECT %s, c.summary, copies.id, c.summarized_messages, c.before_tokens, c.after_tokens, c.created_at "
+    "FROM hermes.compactions AS c "
+    "JOIN originals ON originals.id = (SELECT min(o.id) FROM originals AS o WHERE o.id >= c.first_kept_message_id) "
+    "JOIN copies ON copies.n = originals.n WHERE c.session_id = %s AND c.first_kept_message_id <= %s ORDER BY c.id"
 )
 _HEADLINE_OPTIONS = (
     f'StartSel=">>>", StopSel="<<<", MaxWords={SNIPPET_TOKENS}, MinWords={SNIPPET_TOKENS // 2}, '
@@ -87,6 +146,28 @@ def _message(row: Any) -> MessageRecord:
     )
 
 
+def _turn(row: Any) -> TurnRecord:
+    (tid, session_id, after, draft, started_at, ended_at, end_reason,
+     host, pid, started, instance) = row  # fmt: skip
+    return TurnRecord(
+        id=int(tid),
+        session_id=session_id,
+        after_message_id=int(after),
+        draft_message_id=None if draft is None else int(draft),
+        started_at=started_at,
+        ended_at=ended_at,
+        end_reason=end_reason,
+        owner=ProcessOwner(host=host, pid=pid, started=started),
+        owner_instance=instance,
+    )
+
+
+def _compaction(row: Any) -> CompactionRecord:
+    (cid, session_id, summary, first_kept, summarized, before, after, created_at) = row
+    return CompactionRecord(int(cid), session_id, summary, int(first_kept), int(summarized),
+                            int(before), int(after), created_at)  # fmt: skip
+
+
 def _with_ellipses(headline: str, text: str) -> str:
     """Mark with "…" the ends where the headline cut the text."""
     plain = headline.replace(">>>", "").replace("<<<", "")
@@ -108,12 +189,86 @@ def _snippet(row: Any) -> str:
     return _with_ellipses(words_headline, words)
 
 
+class _Block:
+    """The connection a `transaction()` block pinned, and whether the block still runs."""
+
+    __slots__ = ("conn", "open")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.open = True
+
+
 class PgSessionStore:
     """See the module docstring. Built by `open_postgres_storage`."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, instance_id: str) -> None:
         self._db = db
         self._clock = Clock()
+        self.instance_id = instance_id
+        """The owner of the turns this store begins (`Storage.instance_id`)."""
+        self._block: ContextVar[_Block | None] = ContextVar(f"hermes_pg_transaction_{id(self)}", default=None)
+
+    # -- connections -----------------------------------------------------------------
+
+    def _pinned(self) -> Any:
+        """The connection of the enclosing `transaction()` block, while that block runs.
+
+        A task started inside a block inherits the block's context; once the block has
+        ended (its connection back in the pool) such a task uses the pool like any other."""
+        block = self._block.get()
+        return block.conn if block is not None and block.open else None
+
+    @contextlib.asynccontextmanager
+    async def _conn(self) -> AsyncIterator[Any]:
+        """The task's pinned connection inside `transaction()`, else a pooled one.
+
+        Outside a transaction each statement commits on its own (autocommit)."""
+        pinned = self._pinned()
+        if pinned is None:
+            async with self._db.connection() as conn:
+                yield conn
+        else:
+            async with self._db.errors():
+                yield pinned
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[Any]:
+        """A connection inside a transaction: the pinned one's, else a new one committed at exit."""
+        pinned = self._pinned()
+        if pinned is None:
+            async with self._db.transaction() as conn:
+                yield conn
+        else:
+            async with self._db.errors():
+                yield pinned
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """See `AsyncSessionStore.transaction` and the module docstring.
+
+        A nested `transaction()` is a savepoint of the enclosing one: an exception leaving
+        it undoes only its own writes."""
+        pinned = self._pinned()
+        if pinned is not None:
+            async with self._db.errors(), pinned.transaction():
+                yield
+            return
+        from psycopg.pq import TransactionStatus
+
+        async with self._db.connection() as conn, conn.transaction():
+            block = _Block(conn)
+            token = self._block.set(block)
+            try:
+                yield
+            finally:
+                block.open = False
+                self._block.reset(token)
+            if conn.info.transaction_status == TransactionStatus.INERROR:
+                # COMMIT would quietly roll back: say so instead.
+                raise StoreError(
+                    f"database {self._db.label}: a write in the transaction failed; nothing was committed"
+                )
 
     # -- sessions --------------------------------------------------------------------
 
@@ -157,7 +312,7 @@ class PgSessionStore:
         session_id: str | None = None,
         parent_session_id: str | None = None,
     ) -> SessionRecord:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             if parent_session_id is not None:
                 await self._require(conn, parent_session_id)
             now = self._clock()
@@ -173,11 +328,11 @@ class PgSessionStore:
             return await self._insert_new(conn, record, id_given=bool(session_id))
 
     async def get_session(self, session_id: str) -> SessionRecord:
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             return await self._require(conn, session_id)
 
     async def find_session(self, session_id: str) -> SessionRecord | None:
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             return await self._fetch(conn, session_id)
 
     async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
@@ -188,7 +343,7 @@ class PgSessionStore:
         self, *, limit: int = 50, offset: int = 0, source: str | None = None
     ) -> list[SessionRecord]:
         where, params = ("WHERE source = %s", [source]) if source is not None else ("", [])
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             cursor = await conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM hermes.sessions {where} "
                 "ORDER BY updated_at DESC, created_seq DESC LIMIT %s OFFSET %s",
@@ -198,7 +353,7 @@ class PgSessionStore:
         return [_session(row) for row in rows]
 
     async def count_sessions(self, *, source: str | None = None) -> int:
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             if source is None:
                 cursor = await conn.execute("SELECT count(*) FROM hermes.sessions")
             else:
@@ -207,7 +362,7 @@ class PgSessionStore:
         return int(row[0]) if row else 0
 
     async def rename_session(self, session_id: str, title: str) -> SessionRecord:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             cursor = await conn.execute(
                 "UPDATE hermes.sessions SET title = %s, updated_at = %s WHERE id = %s",
                 (clean_title(title), self._clock(), session_id),
@@ -219,7 +374,7 @@ class PgSessionStore:
     async def update_session(
         self, session_id: str, *, model: str | None = None, system_prompt: str | None = None
     ) -> SessionRecord:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             cursor = await conn.execute(
                 "UPDATE hermes.sessions SET model = coalesce(%s, model), "
                 "system_prompt = coalesce(%s, system_prompt) WHERE id = %s",
@@ -230,7 +385,7 @@ class PgSessionStore:
             return await self._require(conn, session_id)
 
     async def end_session(self, session_id: str, reason: str) -> None:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             now = self._clock()
             cursor = await conn.execute(
                 "UPDATE hermes.sessions SET ended_at = %s, end_reason = %s, updated_at = %s "
@@ -241,7 +396,7 @@ class PgSessionStore:
                 await self._require(conn, session_id)
 
     async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             cursor = await conn.execute(
                 "UPDATE hermes.sessions SET input_tokens = input_tokens + %s, "
                 "output_tokens = output_tokens + %s WHERE id = %s",
@@ -251,7 +406,7 @@ class PgSessionStore:
                 raise SessionNotFound(session_id)
 
     async def delete_session(self, session_id: str) -> None:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             await self._require(conn, session_id, lock=True)
             await conn.execute(
                 "UPDATE hermes.sessions SET parent_session_id = NULL WHERE parent_session_id = %s", (session_id,)
@@ -261,49 +416,72 @@ class PgSessionStore:
 
     # -- messages --------------------------------------------------------------------
 
-    async def append_message(self, session_id: str, message: NewMessage) -> MessageRecord:
+    async def append_message(
+        self, session_id: str, message: NewMessage, *, turn_id: int | None = None
+    ) -> MessageRecord:
         if message.content is not None and not isinstance(message.content, (str, list)):
             raise TypeError(f"message content must be str, list or None, not {type(message.content).__name__}")
         content_json = _encode_json(message.content)
         tool_calls = None if message.tool_calls is None else _encode_json(message.tool_calls)
-        async with self._db.transaction() as conn:
-            now = self._clock()
-            cursor = await conn.execute(
-                "UPDATE hermes.sessions SET message_count = message_count + 1, "
-                "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s",
-                (len(message.tool_calls or ()), now, session_id),
-            )
-            if cursor.rowcount == 0:
-                raise SessionNotFound(session_id)
-            cursor = await conn.execute(
-                f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (
-                    session_id,
-                    message.role,
-                    content_json,
-                    tool_calls,
-                    message.tool_call_id,
-                    message.tool_name,
-                    message.reasoning,
-                    message.finish_reason,
-                    now,
-                    message.token_count,
-                    search_text(message.role, message.content),
-                ),
-            )
-            row = await cursor.fetchone()
-        assert row is not None
+        text = search_text(message.role, message.content)
+        if turn_id is not None and message.role == "assistant":
+            async with self._write() as conn:
+                draft = await self._open_draft(conn, turn_id, session_id)
+                if draft is not None:
+                    now = self._clock()
+                    await conn.execute(
+                        "UPDATE hermes.messages SET content_json = %s, tool_calls = %s, reasoning = %s, "
+                        "finish_reason = %s, token_count = %s, timestamp = %s, search_text = %s, "
+                        "draft = false WHERE id = %s",
+                        (content_json, tool_calls, message.reasoning, message.finish_reason,
+                         message.token_count, now, text, draft),
+                    )  # fmt: skip
+                    await conn.execute(
+                        "UPDATE hermes.sessions SET tool_call_count = tool_call_count + %s, updated_at = %s "
+                        "WHERE id = %s",
+                        (len(message.tool_calls or ()), now, session_id),
+                    )
+                    await conn.execute("UPDATE hermes.turns SET draft_message_id = NULL WHERE id = %s", (turn_id,))
+                    return _message(
+                        (draft, session_id, message.role, content_json, tool_calls, None, None,
+                         message.reasoning, message.finish_reason, now, message.token_count)
+                    )  # fmt: skip
+                now, message_id = await self._insert_message(conn, session_id, message, content_json, tool_calls, text)
+        else:
+            async with self._conn() as conn:
+                now, message_id = await self._insert_message(conn, session_id, message, content_json, tool_calls, text)
         # Decode what was stored so the record never aliases the caller's lists.
         return _message(
-            (row[0], session_id, message.role, content_json, tool_calls, message.tool_call_id,
+            (message_id, session_id, message.role, content_json, tool_calls, message.tool_call_id,
              message.tool_name, message.reasoning, message.finish_reason, now, message.token_count)
         )  # fmt: skip
+
+    async def _insert_message(
+        self,
+        conn: Any,
+        session_id: str,
+        message: NewMessage,
+        content_json: str,
+        tool_calls: str | None,
+        text: str | None,
+    ) -> tuple[float, int]:
+        """Insert and count one message (one statement); its (timestamp, id)."""
+        now = self._clock()
+        cursor = await conn.execute(
+            _APPEND,
+            (len(message.tool_calls or ()), now, session_id, message.role, content_json, tool_calls,
+             message.tool_call_id, message.tool_name, message.reasoning, message.finish_reason, now,
+             message.token_count, text),
+        )  # fmt: skip
+        row = await cursor.fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return now, int(row[0])
 
     async def get_messages(
         self, session_id: str, *, limit: int | None = None, offset: int = 0
     ) -> list[MessageRecord]:
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             await self._require(conn, session_id)
             cursor = await conn.execute(
                 f"SELECT {_MESSAGE_COLUMNS} FROM hermes.messages WHERE session_id = %s "
@@ -314,7 +492,213 @@ class PgSessionStore:
         return [_message(row) for row in rows]
 
     async def history(self, session_id: str) -> list[ChatMessage]:
-        return [message.to_openai() for message in await self.get_messages(session_id)]
+        async with self._conn() as conn:
+            await self._require(conn, session_id)
+            cursor = await conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM hermes.messages WHERE session_id = %s AND NOT draft ORDER BY id",
+                (session_id,),
+            )
+            rows = await cursor.fetchall()
+        return valid_transcript([_message(row).to_openai() for row in rows])
+
+    # -- turns and checkpoints -------------------------------------------------------
+
+    @staticmethod
+    async def _fetch_turn(conn: Any, turn_id: int, *, lock: bool = False) -> TurnRecord | None:
+        cursor = await conn.execute(
+            f"SELECT {_TURN_COLUMNS} FROM hermes.turns WHERE id = %s" + (" FOR UPDATE" if lock else ""),
+            (turn_id,),
+        )
+        row = await cursor.fetchone()
+        return None if row is None else _turn(row)
+
+    async def _require_turn(self, conn: Any, turn_id: int, *, lock: bool = False) -> TurnRecord:
+        turn = await self._fetch_turn(conn, turn_id, lock=lock)
+        if turn is None:
+            raise StoreError(f"database {self._db.label}: no turn with id {turn_id}")
+        return turn
+
+    async def _open_draft(self, conn: Any, turn_id: int, session_id: str) -> int | None:
+        """The open turn's draft id (the turn row locked), None when it has none or ended."""
+        turn = await self._require_turn(conn, turn_id, lock=True)
+        if turn.session_id != session_id:
+            raise StoreError(f"turn {turn_id} belongs to session {turn.session_id}, not {session_id}")
+        return turn.draft_message_id if turn.ended_at is None else None
+
+    async def begin_turn(self, session_id: str) -> TurnRecord:
+        owner = current_owner()
+        async with self._conn() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
+                "owner_started, owner_instance) "
+                "SELECT s.id, (SELECT coalesce(max(m.id), 0) FROM hermes.messages AS m WHERE m.session_id = s.id), "
+                "%s, %s, %s, %s, %s FROM hermes.sessions AS s WHERE s.id = %s "
+                f"RETURNING {_TURN_COLUMNS}",
+                (self._clock(), owner.host, owner.pid, owner.started, self.instance_id, session_id),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return _turn(row)
+
+    async def save_draft(self, turn_id: int, content: str) -> None:
+        content_json = _encode_json(content)
+        text = search_text("assistant", content)
+        async with self._conn() as conn:
+            # The usual case, one statement: the open turn already has its draft. The
+            # draft row's own flag is re-checked under its lock, so a draft that
+            # end_turn has just kept is never overwritten.
+            cursor = await conn.execute(
+                "UPDATE hermes.messages AS m SET content_json = %s, search_text = %s FROM hermes.turns AS t "
+                "WHERE t.id = %s AND t.ended_at IS NULL AND m.id = t.draft_message_id AND m.draft",
+                (content_json, text, turn_id),
+            )
+            if cursor.rowcount == 1:
+                return
+        async with self._write() as conn:
+            turn = await self._require_turn(conn, turn_id, lock=True)
+            if turn.ended_at is not None:
+                return
+            if turn.draft_message_id is not None:
+                await conn.execute(
+                    "UPDATE hermes.messages SET content_json = %s, search_text = %s WHERE id = %s",
+                    (content_json, text, turn.draft_message_id),
+                )
+                return
+            now = self._clock()
+            await conn.execute(
+                "UPDATE hermes.sessions SET message_count = message_count + 1, updated_at = %s WHERE id = %s",
+                (now, turn.session_id),
+            )
+            cursor = await conn.execute(
+                "INSERT INTO hermes.messages (session_id, role, content_json, timestamp, search_text, draft) "
+                "VALUES (%s, 'assistant', %s, %s, %s, true) RETURNING id",
+                (turn.session_id, content_json, now, text),
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            await conn.execute("UPDATE hermes.turns SET draft_message_id = %s WHERE id = %s", (row[0], turn_id))
+
+    async def _close_turn(self, conn: Any, turn: TurnRecord, reason: str) -> bool:
+        """Keep the draft as a message and end the turn; False when it had already ended."""
+        cursor = await conn.execute(
+            "UPDATE hermes.turns SET ended_at = %s, end_reason = %s, draft_message_id = NULL "
+            "WHERE id = %s AND ended_at IS NULL",
+            (self._clock(), reason, turn.id),
+        )
+        if cursor.rowcount == 0:
+            return False
+        if turn.draft_message_id is not None:
+            await conn.execute(
+                "UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %s) WHERE id = %s",
+                (reason, turn.draft_message_id),
+            )
+        return True
+
+    async def end_turn(self, turn_id: int, reason: str) -> None:
+        async with self._write() as conn:
+            await self._close_turn(conn, await self._require_turn(conn, turn_id, lock=True), reason)
+
+    async def get_turn(self, turn_id: int) -> TurnRecord | None:
+        async with self._conn() as conn:
+            return await self._fetch_turn(conn, turn_id)
+
+    async def turn_messages(self, turn_id: int) -> list[MessageRecord]:
+        async with self._conn() as conn:
+            turn = await self._require_turn(conn, turn_id)
+            cursor = await conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM hermes.messages WHERE session_id = %s AND id > %s "
+                "AND id <= (SELECT coalesce(min(after_message_id), %s) FROM hermes.turns "
+                "WHERE session_id = %s AND id > %s AND after_message_id > %s) ORDER BY id",
+                (turn.session_id, turn.after_message_id, 2**63 - 1, turn.session_id, turn.id,
+                 turn.after_message_id),
+            )  # fmt: skip
+            rows = await cursor.fetchall()
+        return [_message(row) for row in rows]
+
+    async def repair_abandoned_turns(self) -> list[RepairedTurn]:
+        """End every open turn whose owner instance's lease expired or is missing.
+
+        Each turn is repaired in its own transaction that locks it and re-checks that it
+        is still open and still has no live lease, so two repairers never both act and a
+        lease renewed meanwhile saves its turn.
+        """
+        async with self._conn() as conn:
+            cursor = await conn.execute(
+                f"SELECT t.id FROM hermes.turns AS t WHERE t.ended_at IS NULL AND NOT {_LIVE_LEASE} ORDER BY t.id"
+            )
+            candidates = [int(turn_id) for (turn_id,) in await cursor.fetchall()]
+        repaired: list[RepairedTurn] = []
+        for turn_id in candidates:
+            async with self._write() as conn:
+                cursor = await conn.execute(
+                    f"SELECT {', '.join('t.' + name.strip() for name in _TURN_COLUMNS.split(','))} "
+                    f"FROM hermes.turns AS t WHERE t.id = %s AND t.ended_at IS NULL AND NOT {_LIVE_LEASE} "
+                    "FOR UPDATE OF t",
+                    (turn_id,),
+                )
+                row = await cursor.fetchone()
+                if row is None:
+                    continue  # ended, or its owner came back, meanwhile
+                repaired.append(await self._repair_turn(conn, _turn(row)))
+        return repaired
+
+    async def _repair_turn(self, conn: Any, turn: TurnRecord) -> RepairedTurn:
+        """Inside a transaction holding the turn's lock: see `SessionStore.repair_abandoned_turns`."""
+        cursor = await conn.execute(
+            "SELECT role, tool_calls, tool_call_id FROM hermes.messages WHERE session_id = %s AND id > %s ORDER BY id",
+            (turn.session_id, turn.after_message_id),
+        )
+        unanswered: list[tuple[str, str]] = []
+        for role, tool_calls, tool_call_id in await cursor.fetchall():
+            if role == "assistant" and tool_calls is not None:
+                unanswered.extend(call_ids_and_names(json.loads(tool_calls)))
+            elif role == "tool":
+                unanswered = [pair for pair in unanswered if pair[0] != tool_call_id]
+        kept_text = turn.draft_message_id is not None
+        await self._close_turn(conn, turn, INTERRUPTED)
+        now = self._clock()
+        placeholder = _encode_json(SERVER_STOPPED_TOOL_RESULT)
+        text = search_text("tool", SERVER_STOPPED_TOOL_RESULT)
+        for call_id, name in unanswered:
+            await conn.execute(
+                "INSERT INTO hermes.messages (session_id, role, content_json, tool_call_id, tool_name, "
+                "timestamp, search_text) VALUES (%s, 'tool', %s, %s, %s, %s, %s)",
+                (turn.session_id, placeholder, call_id, name or None, now, text),
+            )
+        await conn.execute(
+            "UPDATE hermes.sessions SET message_count = message_count + %s, updated_at = %s, "
+            "ended_at = coalesce(ended_at, %s), end_reason = coalesce(end_reason, %s) WHERE id = %s",
+            (len(unanswered), now, now, INTERRUPTED, turn.session_id),
+        )
+        return RepairedTurn(
+            turn_id=turn.id, session_id=turn.session_id, kept_text=kept_text, placeholders=len(unanswered)
+        )
+
+    # -- compaction markers ----------------------------------------------------------
+
+    async def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
+        async with self._conn() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO hermes.compactions (session_id, summary, first_kept_message_id, summarized_messages, "
+                "before_tokens, after_tokens, created_at) SELECT s.id, %s, %s, %s, %s, %s, %s "
+                f"FROM hermes.sessions AS s WHERE s.id = %s RETURNING {_COMPACTION_COLUMNS}",
+                (marker.summary, marker.first_kept_message_id, marker.summarized_messages, marker.before_tokens,
+                 marker.after_tokens, self._clock(), session_id),
+            )  # fmt: skip
+            row = await cursor.fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return _compaction(row)
+
+    async def compactions(self, session_id: str) -> list[CompactionRecord]:
+        async with self._conn() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_COMPACTION_COLUMNS} FROM hermes.compactions WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            )
+            rows = await cursor.fetchall()
+        return [_compaction(row) for row in rows]
 
     # -- forks -----------------------------------------------------------------------
 
@@ -340,7 +724,7 @@ class PgSessionStore:
         title: str | None = None,
         source: str | None = None,
     ) -> SessionRecord:
-        async with self._db.transaction() as conn:
+        async with self._write() as conn:
             parent = await self._require(conn, session_id, lock=True)
             upto = 2**63 - 1
             if at_message_id is not None:
@@ -378,13 +762,13 @@ class PgSessionStore:
             cursor = await conn.execute(
                 f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) "
                 f"SELECT %s, {_MESSAGE_DATA} FROM hermes.messages "
-                "WHERE session_id = %s AND id <= %s ORDER BY id",
+                "WHERE session_id = %s AND id <= %s AND NOT draft ORDER BY id",
                 (child.id, session_id, upto),
             )
             copied = cursor.rowcount
             cursor = await conn.execute(
                 "SELECT coalesce(sum(json_array_length(tool_calls::json)), 0) FROM hermes.messages "
-                "WHERE session_id = %s AND id <= %s AND tool_calls IS NOT NULL",
+                "WHERE session_id = %s AND id <= %s AND tool_calls IS NOT NULL AND NOT draft",
                 (session_id, upto),
             )
             row = await cursor.fetchone()
@@ -393,6 +777,7 @@ class PgSessionStore:
                 "UPDATE hermes.sessions SET message_count = %s, tool_call_count = %s WHERE id = %s",
                 (copied, tool_calls, child.id),
             )
+            await conn.execute(_COPY_COMPACTIONS, (child.id, session_id, upto, child.id, session_id, upto))
             return await self._require(conn, child.id)
 
     # -- search and stats ------------------------------------------------------------
@@ -414,7 +799,7 @@ class PgSessionStore:
             "WITH q AS (SELECT to_tsquery('hermes.search', %s) AS q), "
             "win AS (SELECT m.id, m.session_id, m.role, m.search_text, m.search_vector "
             f"FROM hermes.messages AS m {join}"
-            f"WHERE m.search_vector @@ (SELECT q FROM q) {where}"
+            f"WHERE m.search_vector @@ (SELECT q FROM q) AND NOT m.draft {where}"
             "ORDER BY m.id DESC LIMIT %s), "
             "best AS (SELECT win.*, ts_rank_cd(win.search_vector, (SELECT q FROM q), 1) AS rank "
             "FROM win ORDER BY rank DESC, win.id DESC LIMIT %s) "
@@ -425,7 +810,7 @@ class PgSessionStore:
             f"{_SESSION_COLUMNS_S} FROM best JOIN hermes.sessions AS s ON s.id = best.session_id "
             "ORDER BY best.rank DESC, best.id DESC"
         )
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             cursor = await conn.execute(
                 sql,
                 (tsquery, *params, RANK_WINDOW, limit, _HEADLINE_OPTIONS, _HEADLINE_OPTIONS),
@@ -437,7 +822,7 @@ class PgSessionStore:
         ]
 
     async def stats(self) -> StoreStats:
-        async with self._db.connection() as conn:
+        async with self._conn() as conn:
             cursor = await conn.execute(
                 "SELECT source, count(*), coalesce(sum(message_count), 0), "
                 "coalesce(sum(tool_call_count), 0), coalesce(sum(input_tokens), 0), "
