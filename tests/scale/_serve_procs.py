@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,8 @@ class Node:
     name: str
     base: str
     process: ServeProcess
+    worker_pids: list[int] = field(default_factory=list)
+    """With `--workers N`: the workers' pids (the parent's ready report)."""
 
     @property
     def headers(self) -> dict[str, str]:

@@ -22,6 +22,7 @@ from _serve_procs import Node, Serve, ServeProcess, Sleepers, serve_env
 
 from hermes.testing.upstream import ScriptedUpstream
 
+
 @pytest.fixture
 def upstream() -> Iterator[ScriptedUpstream]:
     """The model, on its own loop in a thread: it answers while the test's loop waits."""
@@ -58,10 +59,12 @@ def serve(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> Iterator[S
         nodes = []
         for process in started:
             base = await process.ready()
+            pids = []
             if workers > 1:
                 line = await process.wait_for_line(f"hermes serve: {workers} workers (pids ")
-                worker_pids.extend(int(p) for p in line.split("(pids ", 1)[1].rstrip(")").split(", "))
-            nodes.append(Node(process.name, base, process))
+                pids = [int(p) for p in line.split("(pids ", 1)[1].rstrip(")").split(", ")]
+                worker_pids.extend(pids)
+            nodes.append(Node(process.name, base, process, pids))
         return nodes
 
     yield start

@@ -128,9 +128,7 @@ async def test_stop_sent_to_b_cancels_the_run_on_a_and_its_tool_process(
     serve: Serve, upstream: ScriptedUpstream, sleepers: Sleepers
 ) -> None:
     a, b = await serve("a", "b")
-    upstream.enqueue(
-        tool_reply([call("terminal", {"command": sleepers.command}, id="call_sleep")]), text_reply("late")
-    )
+    upstream.enqueue(tool_reply([call("terminal", {"command": sleepers.command}, id="call_sleep")]), text_reply("late"))
     run_id = await a.start_run({"input": "sleep a while"})
     await wait_until(sleepers.pids, timeout=WAIT, what=lambda: a.process.output())
     assert (await b.run_status(run_id))["status"] == "running"
@@ -155,9 +153,7 @@ async def test_stop_sent_to_b_cancels_the_run_on_a_and_its_tool_process(
     assert len(upstream.requests) == 1  # the model was not asked again after the stop
 
 
-async def test_an_idempotency_key_used_on_a_gives_the_same_run_on_b(
-    serve: Serve, upstream: ScriptedUpstream
-) -> None:
+async def test_an_idempotency_key_used_on_a_gives_the_same_run_on_b(serve: Serve, upstream: ScriptedUpstream) -> None:
     a, b = await serve("a", "b")
     upstream.enqueue(text_reply("once"))
     key = {"Idempotency-Key": "scale-key-1"}
@@ -215,7 +211,9 @@ async def test_kill_9_of_the_owner_ends_its_run_interrupted_on_the_survivor(
             statuses.append((await b.run_status(run_id))["status"])
             return statuses[-1] == "interrupted"
 
-        await wait_until(interrupted_on_b, timeout=DEAD_OWNER_DEADLINE, what=lambda: (statuses[-3:], b.process.output()))
+        await wait_until(
+            interrupted_on_b, timeout=DEAD_OWNER_DEADLINE, what=lambda: (statuses[-3:], b.process.output())
+        )
         tail = await asyncio.wait_for(read_frames(live_on_b), WAIT)
 
     live = head + tail
