@@ -129,16 +129,21 @@ class ServeProcess:
                 self.seen.append(line)
         return "\n".join(self.seen[-60:])
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time; always reaps the process."""
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL if it does not exit in time; always reaps the process.
+
+        Returns the exit code the SIGTERM led to (None when the process had exited before).
+        """
+        code = None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=STOP_TIMEOUT)
+                code = self.proc.wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        self.proc.wait(timeout=STOP_TIMEOUT)
+                code = self.proc.wait(timeout=STOP_TIMEOUT)
         self._pump_thread.join(timeout=STOP_TIMEOUT)
+        return code
 
 
 @dataclass(frozen=True)

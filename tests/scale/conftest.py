@@ -5,7 +5,8 @@
         shared = (await serve("pool", workers=2))[0]     # `--workers 2` behind one port
 
 Every process is stopped in teardown (SIGTERM, then SIGKILL), also when the test failed,
-and every `sleep` the test's terminal tool started is killed. The database is `pg_url`
+and every `sleep` the test's terminal tool started is killed; a server that does not exit
+0 on that SIGTERM, or that printed a traceback, is an error of the test. The database is `pg_url`
 (tests/pg_fixtures.py): the tests skip with the reason where PostgreSQL is missing and
 fail under CI=true.
 """
@@ -68,11 +69,15 @@ def serve(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> Iterator[S
         return nodes
 
     yield start
+    unclean = []
     for process in processes:
-        process.stop()
+        code = process.stop()
+        if code not in (None, 0) or "Traceback" in process.output():
+            unclean.append(f"{process.name} (exit {code}):\n{process.output()}")
     for pid in worker_pids:  # a worker whose parent had to be killed exits by itself, soon
         if _is_worker(pid):
             os.kill(pid, signal.SIGKILL)
+    assert not unclean, "a server did not shut down cleanly on SIGTERM:\n" + "\n".join(unclean)
 
 
 def _is_worker(pid: int) -> bool:
