@@ -2,8 +2,9 @@
 
 Any instance serves any request (issue 11): `previous_response_id` chaining and deleted
 responses through the real `openai` SDK, sessions REST, a run's events read and resumed
-on either process, stop routed to the owner, idempotency receipts, and the kill -9 of
-the owning process (its runs end `interrupted`, their turns repaired, on the survivor).
+on either process, stop and approval routed to the owner, idempotency receipts, and the
+kill -9 of the owning process (its runs end `interrupted` and their turns are repaired on
+the survivor, where the session goes on).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -243,3 +245,45 @@ async def test_kill_9_of_the_owner_ends_its_run_interrupted_on_the_survivor(
     # The tool's process does not outlive its owner (the supervisor's parent-death signal).
     await wait_until(lambda: not sleepers.pids(), timeout=WAIT, what=sleepers.pids)
     assert len(upstream.requests) == 1
+
+    # The repaired session goes on on the survivor; the model gets a valid transcript.
+    upstream.enqueue(text_reply("The sleep was cut short."))
+    next_run = await b.start_run({"input": "what happened?", "session_id": session_id})
+    assert _names(await b.events(next_run))[-1] == "run.completed"
+    sent = upstream.requests[1].messages
+    assert [(m["role"], m.get("tool_call_id")) for m in sent if m["role"] != "system"] == [
+        ("user", None), ("assistant", None), ("tool", "call_sleep"), ("user", None),
+    ]  # fmt: skip
+    assert sent[-1]["content"] == "what happened?"
+
+
+async def test_an_approval_sent_to_b_lets_the_tool_of_a_run_on_a_go_ahead(
+    serve: Serve, upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    a, b = await serve("a", "b")
+    doomed = tmp_path / "a" / "build"  # A's working directory is tmp_path / "a"
+    (doomed / "out").mkdir(parents=True)
+    upstream.enqueue(tool_reply([call("terminal", {"command": "rm -r build"}, id="call_rm")]), text_reply("Removed."))
+    run_id = await a.start_run({"input": "clean up"})
+
+    async with b.session() as client, client.get(f"/v1/runs/{run_id}/events") as live_on_b:
+        assert live_on_b.status == 200
+        head = await asyncio.wait_for(read_frames(live_on_b, until=lambda f: f.event == "approval.request"), WAIT)
+        assert head[-1].data["request_id"] == "call_rm"
+        waiting = await b.run_status(run_id)
+        assert waiting["status"] == "waiting_for_approval"
+        assert waiting["approval"]["request_id"] == "call_rm"
+        assert doomed.exists()
+
+        status, body, _ = await b.call("POST", f"/v1/runs/{run_id}/approval", json={"choice": "once"})
+        assert status == 200, body
+        assert (body["choice"], body["resolved"]) == ("once", 1)
+        tail = await asyncio.wait_for(read_frames(live_on_b), WAIT)
+
+    names = _names(head + tail)
+    assert names.index("approval.responded") < names.index("tool.completed") < names.index("run.completed")
+    assert names[-1] == "run.completed"
+    assert not doomed.exists()
+    assert (await a.run_status(run_id))["output"] == "Removed."
+    status, late, _ = await a.call("POST", f"/v1/runs/{run_id}/approval", json={"choice": "once"})
+    assert status == 409 and late["error"]["code"] == "approval_not_active"
