@@ -206,7 +206,10 @@ async def start_run(
     if registry.closing:
         raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
                        headers={"Retry-After": "1"})
-    busy = registry.active_for_session(session_id)
+    elsewhere = await registry.active_elsewhere(session_id)
+    # No await from this local check to `registry.create`, which registers the run: of two
+    # starts for one session on this instance, the second sees the first.
+    busy = registry.active_for_session(session_id) or elsewhere
     if busy is not None:
         raise Conflict(
             "A run is already active for this session",

@@ -287,3 +287,42 @@ async def test_an_approval_sent_to_b_lets_the_tool_of_a_run_on_a_go_ahead(
     assert (await a.run_status(run_id))["output"] == "Removed."
     status, late, _ = await a.call("POST", f"/v1/runs/{run_id}/approval", json={"choice": "once"})
     assert status == 409 and late["error"]["code"] == "approval_not_active"
+
+
+async def test_a_session_with_a_run_on_a_is_busy_on_b_too(
+    serve: Serve, upstream: ScriptedUpstream, sleepers: Sleepers
+) -> None:
+    a, b = await serve("a", "b")
+    upstream.enqueue(tool_reply([call("terminal", {"command": sleepers.command}, id="call_sleep")]), text_reply("late"))
+    run_id = await a.start_run({"input": "sleep a while"})
+    session_id = (await a.run_status(run_id))["session_id"]
+    await wait_until(sleepers.pids, timeout=WAIT, what=lambda: a.process.output())
+
+    for node in (a, b):
+        status, one, _ = await node.call("GET", f"/api/sessions/{session_id}")
+        assert status == 200, one
+        assert (one["session"]["active_run_id"], one["session"]["active_run_status"]) == (run_id, "running"), node
+        status, listed, _ = await node.call("GET", "/api/sessions")
+        assert [row["active_run_id"] for row in listed["data"] if row["id"] == session_id] == [run_id], node
+        for method, path, body in (
+            ("POST", "/v1/runs", {"input": "meanwhile", "session_id": session_id}),
+            ("POST", f"/api/sessions/{session_id}/chat", {"message": "meanwhile"}),
+            ("POST", f"/api/sessions/{session_id}/chat/stream", {"message": "meanwhile"}),
+            ("DELETE", f"/api/sessions/{session_id}", None),
+        ):
+            status, refused, _ = await node.call(method, path, json=body)
+            assert status == 409, (node.name, path, refused)
+            assert (refused["error"]["code"], refused["error"]["run_id"]) == ("run_already_active", run_id)
+
+    status, body, _ = await a.call("POST", f"/v1/runs/{run_id}/stop")
+    assert status == 200, body
+    await wait_until(lambda: _settled(b, run_id), timeout=WAIT)
+    status, one, _ = await b.call("GET", f"/api/sessions/{session_id}")
+    assert one["session"]["active_run_id"] is None
+    status, deleted, _ = await b.call("DELETE", f"/api/sessions/{session_id}")
+    assert status == 200, deleted
+    assert len(upstream.requests) == 1  # no second turn ever reached the model
+
+
+async def _settled(node: Node, run_id: str) -> bool:
+    return (await node.run_status(run_id))["status"] == "cancelled"
