@@ -54,7 +54,7 @@ async def test_responses_chain_across_processes_and_a_delete_is_seen_by_both(
     serve: Serve, upstream: ScriptedUpstream
 ) -> None:
     a, b = await serve("a", "b")
-    upstream.enqueue(text_reply("Blue."), text_reply("You asked about the sky."))
+    upstream.enqueue(text_reply("Blue."), text_reply("You asked about the sky."), text_reply("About the sky."))
     async with _sdk(a) as on_a, _sdk(b) as on_b:
         raw = await on_a.responses.with_raw_response.create(model="hermes-agent", input="What colour is the sky?")
         session_id = raw.headers["X-Hermes-Session-Id"]
@@ -76,6 +76,16 @@ async def test_responses_chain_across_processes_and_a_delete_is_seen_by_both(
         fetched = await on_b.responses.retrieve(first.id)
         assert fetched.id == first.id and fetched.output_text == "Blue."
 
+        # A streamed turn on A chains from B's response; B serves the stored result.
+        async with on_a.responses.stream(
+            model="hermes-agent", input="And before that?", previous_response_id=second.id
+        ) as stream:
+            third = await stream.get_final_response()
+        assert third.output_text == "About the sky."
+        sent = [(m.get("role"), m.get("content")) for m in upstream.requests[2].messages]
+        assert ("assistant", "You asked about the sky.") in sent and sent[-1] == ("user", "And before that?")
+        assert (await on_b.responses.retrieve(third.id)).output_text == "About the sky."
+
         status, listed, _ = await b.call("GET", "/api/sessions")
         assert status == 200, listed
         assert session_id in [row["id"] for row in listed["data"]]
@@ -86,6 +96,8 @@ async def test_responses_chain_across_processes_and_a_delete_is_seen_by_both(
             ("assistant", "Blue."),
             ("user", "What did I ask?"),
             ("assistant", "You asked about the sky."),
+            ("user", "And before that?"),
+            ("assistant", "About the sky."),
         ]
 
         await on_a.responses.delete(first.id)
@@ -97,7 +109,7 @@ async def test_responses_chain_across_processes_and_a_delete_is_seen_by_both(
         with pytest.raises(openai.NotFoundError):
             await on_b.responses.delete(first.id)
         assert (await on_a.responses.retrieve(second.id)).id == second.id  # only the one is gone
-    assert len(upstream.requests) == 2
+    assert len(upstream.requests) == 3
 
 
 async def test_run_events_read_and_resumed_on_both_processes_are_each_event_once(
