@@ -338,3 +338,21 @@ async def test_a_session_with_a_run_on_a_is_busy_on_b_too(
 
 async def _settled(node: Node, run_id: str) -> bool:
     return (await node.run_status(run_id))["status"] == "cancelled"
+
+
+async def test_sigterm_of_the_owner_ends_its_run_interrupted_on_the_other_instance(
+    serve: Serve, upstream: ScriptedUpstream, sleepers: Sleepers
+) -> None:
+    a, b = await serve("a", "b")
+    upstream.enqueue(tool_reply([call("terminal", {"command": sleepers.command}, id="call_sleep")]), text_reply("late"))
+    run_id = await a.start_run({"input": "sleep a while"})
+    async with b.session() as client, client.get(f"/v1/runs/{run_id}/events") as live_on_b:
+        head = await asyncio.wait_for(read_frames(live_on_b, until=lambda f: f.event == "tool.started"), WAIT)
+        await wait_until(sleepers.pids, timeout=WAIT, what=lambda: a.process.output())
+        a.process.proc.send_signal(signal.SIGTERM)  # A shuts down cleanly: it settles its own runs
+        tail = await asyncio.wait_for(read_frames(live_on_b), WAIT)
+    assert await wait_until(lambda: a.process.proc.poll() is not None, timeout=WAIT) and a.process.proc.returncode == 0
+    live = head + tail
+    assert _names(live)[-1] == "run.interrupted" and [f.id for f in live] == list(range(1, len(live) + 1))
+    assert (await b.run_status(run_id))["status"] == "interrupted"
+    await wait_until(lambda: not sleepers.pids(), timeout=WAIT, what=sleepers.pids)
