@@ -71,10 +71,6 @@ def store(
         yield sqlite_store
         sqlite_store.close()
         return
-    from hermes.store.postgres.sessions import PgSessionStore
-
-    if not hasattr(PgSessionStore, "repair_abandoned_turns"):  # until the PostgreSQL turns land on main
-        pytest.skip("PostgreSQL sessions have no turn repair on this branch yet")
     url = request.getfixturevalue("pg_url")
     monkeypatch.setenv("HERMES_DATABASE_URL", url)
     pg_store = BlockingSessions(url)
