@@ -99,6 +99,22 @@ _APPEND = (
     "SELECT s.id, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, "
     "%s::double precision, %s::integer, %s::text FROM s RETURNING id"
 )
+# An assistant message of a turn with no open draft is a plain append (one statement);
+# no row back means the turn has a draft to replace (or the ids are wrong): the slow path.
+_APPEND_UNLESS_DRAFT = "WITH t AS (SELECT 1 FROM hermes.turns WHERE id = %s AND session_id = %s " \
+    "AND (draft_message_id IS NULL OR ended_at IS NOT NULL)), " + _APPEND.removeprefix("WITH ").replace(
+        "WHERE id = %s RETURNING id)", "WHERE id = %s AND EXISTS (SELECT 1 FROM t) RETURNING id)"
+    )  # fmt: skip
+# Ending a turn is one statement: the draft it had (read before the update) is kept as a
+# message. No row in `old`: no such turn. Ended already: nothing changes.
+_END_TURN = (
+    "WITH old AS (SELECT id, draft_message_id FROM hermes.turns WHERE id = %(turn)s), "
+    "t AS (UPDATE hermes.turns AS u SET ended_at = %(now)s, end_reason = %(reason)s, draft_message_id = NULL "
+    "FROM old WHERE u.id = old.id AND u.ended_at IS NULL RETURNING old.draft_message_id AS draft), "
+    "m AS (UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %(reason)s) "
+    "WHERE id = (SELECT draft FROM t)) "
+    "SELECT count(*) FROM old"
+)
 # A fork copies the markers whose first kept message it copies (or, when that one was
 # not copied, the next copied one), pointing them at the copy. Copies get ids in the
 # order of the originals, so the n-th copied message is the copy of the n-th original.
@@ -425,6 +441,20 @@ class PgSessionStore:
         tool_calls = None if message.tool_calls is None else _encode_json(message.tool_calls)
         text = search_text(message.role, message.content)
         if turn_id is not None and message.role == "assistant":
+            async with self._conn() as conn:
+                now = self._clock()
+                cursor = await conn.execute(
+                    _APPEND_UNLESS_DRAFT,
+                    (turn_id, session_id, len(message.tool_calls or ()), now, session_id, message.role, content_json,
+                     tool_calls, message.tool_call_id, message.tool_name, message.reasoning, message.finish_reason,
+                     now, message.token_count, text),
+                )  # fmt: skip
+                row = await cursor.fetchone()
+            if row is not None:
+                return _message(
+                    (int(row[0]), session_id, message.role, content_json, tool_calls, message.tool_call_id,
+                     message.tool_name, message.reasoning, message.finish_reason, now, message.token_count)
+                )  # fmt: skip
             async with self._write() as conn:
                 draft = await self._open_draft(conn, turn_id, session_id)
                 if draft is not None:
@@ -596,8 +626,11 @@ class PgSessionStore:
         return True
 
     async def end_turn(self, turn_id: int, reason: str) -> None:
-        async with self._write() as conn:
-            await self._close_turn(conn, await self._require_turn(conn, turn_id, lock=True), reason)
+        async with self._conn() as conn:
+            cursor = await conn.execute(_END_TURN, {"turn": turn_id, "now": self._clock(), "reason": reason})
+            row = await cursor.fetchone()
+        if row is None or int(row[0]) == 0:
+            raise StoreError(f"database {self._db.label}: no turn with id {turn_id}")
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
         async with self._conn() as conn:
