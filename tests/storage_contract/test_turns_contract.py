@@ -409,10 +409,8 @@ async def test_transactions_of_concurrent_tasks_stay_apart(storage: Storage) -> 
     assert len(await store.get_messages(session.id)) == 24
 
 
-async def test_postgres_a_database_error_in_the_block_commits_nothing(storage: Storage) -> None:
-    if storage.backend != "postgres":
-        pytest.skip("SQLite has no server-side aborted transaction")
-    store = storage.sessions
+async def test_postgres_a_database_error_in_the_block_commits_nothing(pg_storage: Storage) -> None:
+    store = pg_storage.sessions
     with pytest.raises(StoreError, match="nothing was committed"):
         async with store.transaction():
             session = await store.create_session(source="cli")
