@@ -206,13 +206,9 @@ async def start_run(
     if registry.closing:
         raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
                        headers={"Retry-After": "1"})
-    busy = registry.active_for_session(session_id)
+    busy = await active_run_id(request, session_id)
     if busy is not None:
-        raise Conflict(
-            "A run is already active for this session",
-            code="run_already_active",
-            extra={"run_id": busy.run_id},
-        )
+        raise Conflict("A run is already active for this session", code="run_already_active", extra={"run_id": busy})
     admission = contextlib.ExitStack()
     admission.enter_context(request.config_dict[LIMITER].admit())
     settings = request.config_dict[SETTINGS]
@@ -231,6 +227,22 @@ async def start_run(
     task.add_done_callback(lambda _: admission.close())
     task.add_done_callback(lambda _: metrics.note_outcome(run.error_code, run.error, time.time()))
     return run
+
+
+async def active_run_id(request: web.Request, session_id: str) -> str | None:
+    """The session's unsettled run on this instance, else (PostgreSQL) on any instance.
+
+    Another instance's run counts until it settles: its owner's stop, end, or (when the
+    owner died) the orphan sweeper. Two starts racing on two instances may both pass.
+    """
+    here = registry_of(request).active_for_session(session_id)
+    if here is not None:
+        return here.run_id
+    storage = request.config_dict[STORAGE]
+    if storage.backend == "sqlite":  # one process: the registry knows every run
+        return None
+    stored = await storage.runs.latest_for_session(session_id)
+    return stored.run_id if stored is not None and not stored.terminal else None
 
 
 def _agent_model(agent: object) -> str | None:

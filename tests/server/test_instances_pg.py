@@ -385,3 +385,33 @@ async def test_a_stop_for_a_silent_owner_is_503_until_its_lease_runs_out(
     assert (await settled.json())["status"] == "interrupted"
     rest = await asyncio.wait_for(read_frames(events), 10)
     assert _names(rest)[-1] == "run.interrupted"
+
+
+async def test_a_session_busy_on_one_instance_is_busy_on_every_instance(instance, upstream) -> None:
+    a, b = await instance("a"), await instance("b")
+    created = await a.post("/api/sessions", json={"title": "shared"})
+    session_id = (await created.json())["session"]["id"]
+    upstream.enqueue(tool_reply([call("nap", {"seconds": 30}, id="call_nap")]))
+    stream = await a.post(f"/api/sessions/{session_id}/chat/stream", json={"message": "rest"})
+    frames = await read_frames(stream, until=lambda f: f.event == "tool.started")
+    run_id = frames[0].data["run_id"]
+
+    for attempt in (
+        b.post(f"/api/sessions/{session_id}/chat/stream", json={"message": "me too"}),
+        b.post(f"/api/sessions/{session_id}/chat", json={"message": "me too"}),
+        b.client.delete(f"/api/sessions/{session_id}"),
+    ):
+        resp = await attempt
+        assert resp.status == 409, await resp.text()
+        error = (await resp.json())["error"]
+        assert error["code"] == "run_already_active" and error["run_id"] == run_id
+
+    assert (await b.post(f"/v1/runs/{run_id}/stop")).status == 200
+    await wait_for(lambda: _settled(a, run_id), timeout=STOP_DEADLINE + 2)
+    upstream.enqueue(text_reply("Now it is free."))
+    free = await b.post(f"/api/sessions/{session_id}/chat", json={"message": "me now"})
+    assert free.status == 200, await free.text()
+
+
+async def _settled(node: Instance, run_id: str) -> bool:
+    return (await node.status(run_id))["status"] == "cancelled"
