@@ -20,6 +20,7 @@ from pathlib import Path
 from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.store import SqliteSessionStore
 from hermes.store.base import NewMessage
+from hermes.store.sqlite_async import SqliteSessions
 
 DELTA_TARGET_US = 2.0
 WRITE_TARGET_MS = 5.0
@@ -27,8 +28,8 @@ WRITE_TARGET_MS = 5.0
 
 async def per_delta(store: SqliteSessionStore, deltas: int) -> float:
     session = store.create_session(source="cli")
-    checkpoints = TurnCheckpoints(store, session.id)
-    checkpoints.record(NewMessage(role="user", content="bench"))
+    checkpoints = TurnCheckpoints(SqliteSessions(store), session.id)
+    await checkpoints.record(NewMessage(role="user", content="bench"))
     parts: list[str] = []
     started = time.perf_counter()
     for i in range(deltas):
@@ -37,7 +38,7 @@ async def per_delta(store: SqliteSessionStore, deltas: int) -> float:
         if i % 5000 == 0:
             await asyncio.sleep(0)  # let a due timer run, as a real stream would
     elapsed = time.perf_counter() - started
-    checkpoints.end("completed")
+    await checkpoints.end("completed")
     return elapsed / deltas * 1e6
 
 

@@ -23,6 +23,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.store import open_session_store
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 
@@ -61,7 +62,7 @@ async def main(chunks: int, rounds: int) -> None:
             store = open_session_store(Path(tmp) / "state.db")
             agent = Agent(
                 OpenAICompatProvider(base_url=upstream.base_url, api_key="x"),
-                store=store,
+                store=SqliteSessions(store),
                 model="m",
                 tools=ToolRegistry(),
                 options=EngineOptions(),

@@ -5,7 +5,8 @@
 
 Processes: the scripted upstream of `bench_server.py`, PostgreSQL (a throwaway server
 started from the installed binaries with normal durability — fsync and synchronous
-commit on — unless `--database-url` names one), and, one configuration after another:
+commit on, unless `--pg-no-fsync` — or the one `--database-url` names), and, one
+configuration after another:
 
 - `sqlite`: `hermes serve` on the SQLite files (the embedded default);
 - `pg`: `hermes serve` on PostgreSQL;
@@ -87,7 +88,7 @@ class Running:
 
 
 @contextlib.contextmanager
-def postgres(url: str | None) -> Iterator[str]:
+def postgres(url: str | None, *, durable: bool) -> Iterator[str]:
     """The database URL to use: the one given, or a fresh database on a throwaway server."""
     if url:
         yield url
@@ -99,7 +100,7 @@ def postgres(url: str | None) -> Iterator[str]:
     bindir = find_bindir()
     if bindir is None:
         raise SystemExit("bench_scale: no PostgreSQL binaries found; pass --database-url")
-    server = PostgresServer.start(bindir, durable=True)
+    server = PostgresServer.start(bindir, durable=durable)
     try:
         with psycopg.connect(server.admin_url, autocommit=True) as conn:
             conn.execute("CREATE DATABASE hermes_bench")
@@ -193,7 +194,7 @@ async def measure_burst(
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     raise_fd_limit()
     report: dict[str, Any] = {"cpus": os.cpu_count(), "configs": {}}
-    with tempfile.TemporaryDirectory(prefix="hermes-bench-scale-") as tmp, postgres(args.database_url) as db_url:
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-scale-") as tmp, postgres(args.database_url, durable=not args.pg_no_fsync) as db_url:
         home = Path(tmp)
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_", "OPENAI_"))}
         bench_server = str(Path(__file__).with_name("bench_server.py"))
@@ -279,6 +280,9 @@ def main() -> int:
     parser.add_argument("--chunk-delay", type=float, default=0.001)
     parser.add_argument("--database-url", help="an existing PostgreSQL database (default: a throwaway server)")
     parser.add_argument("--only", nargs="*", help="run only these configurations")
+    parser.add_argument(
+        "--pg-no-fsync", action="store_true", help="the throwaway server without fsync (isolates round trips from disk)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report = asyncio.run(run(args))

@@ -31,6 +31,7 @@ from hermes.agent.types import TurnResult
 from hermes.config import Settings
 from hermes.store import open_session_store
 from hermes.store.base import NewMessage, SessionStore
+from hermes.store.sqlite_async import SqliteSessions
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
 
@@ -49,8 +50,9 @@ async def until_on_screen(app: HermesApp, text: str) -> None:
 
 def build(home: Path, store: SessionStore, **kwargs: object) -> HermesApp:
     settings = Settings(home=home, base_url="http://127.0.0.1:9/v1", model="bench-model", api_key="x")
-    agent = build_agent(settings, store, tools=ToolRegistry())  # no turn is run: events are fed directly
-    return make_app(agent, store, settings, cwd=str(home), **kwargs)  # type: ignore[arg-type]
+    sessions = SqliteSessions(store)
+    agent = build_agent(settings, sessions, tools=ToolRegistry())  # no turn is run: events are fed directly
+    return make_app(agent, sessions, settings, cwd=str(home), **kwargs)  # type: ignore[arg-type]
 
 
 def delta_stream(count: int) -> list[str]:
@@ -165,9 +167,10 @@ async def bench_resume(home: Path, store: SessionStore, messages: int, size: tup
     last_text = str(last.content)[:12]
 
     settings = Settings(home=home, base_url="http://127.0.0.1:9/v1", model="bench-model", api_key="x")
-    agent = build_agent(settings, store, tools=ToolRegistry())  # built before the clock starts, as in `hermes chat`
+    sessions = SqliteSessions(store)
+    agent = build_agent(settings, sessions, tools=ToolRegistry())  # built before the clock starts, as in `hermes chat`
     start = time.perf_counter()
-    app = make_app(agent, store, settings, session_id=sid, cwd=str(home))
+    app = make_app(agent, sessions, settings, session_id=sid, cwd=str(home))
     async with app.run_test(size=size) as pilot:
         await until_on_screen(app, last_text)
         open_seconds = time.perf_counter() - start

@@ -38,12 +38,17 @@ def unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
+def pg_driver() -> None:
+    """The PostgreSQL driver (the `postgres` extra), for cases that need it but no server."""
     try:
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError:
         unavailable("the driver is not installed (pip install -e '.[postgres]')")
+
+
+@pytest.fixture(scope="session")
+def pg_server(pg_driver: None) -> Iterator[PostgresServer]:
     bindir = find_bindir()
     if bindir is None:
         unavailable("no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql")

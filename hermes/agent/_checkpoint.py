@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from hermes.agent.types import Usage
 from hermes.store.api import AsyncSessionStore
 from hermes.store.base import MessageRecord, NewMessage
 
@@ -66,8 +67,10 @@ class TurnCheckpoints:
         """Write one message of the turn (an assistant message replaces the draft)."""
         if self._store is None:
             return None
-        if self.turn_id is None:
-            self.turn_id = (await self._store.begin_turn(self._session_id)).id
+        if self.turn_id is None:  # the turn's first message opens it, in the same write
+            turn, record = await self._store.open_turn(self._session_id, message)
+            self.turn_id = turn.id
+            return record
         if message.role == "assistant":
             self._segment_closed()
         await self.drain()
@@ -103,6 +106,28 @@ class TurnCheckpoints:
             self._save()
         await self.drain()
         await self._store.end_turn(self.turn_id, reason)
+
+    async def finish(self, reason: str, usage: Usage) -> None:
+        """Save the newest text, then end the turn, add `usage` and end the session: one write.
+
+        A turn that never opened (its first message was not stored) still gets the usage
+        and the session's end."""
+        self._cancel_timer()
+        store = self._store
+        if store is None:
+            return
+        if self._parts is not None:
+            self._save()
+        await self.drain()
+        if self.turn_id is not None:
+            await store.finish_turn(
+                self.turn_id, self._session_id, reason,
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            )  # fmt: skip
+            return
+        async with store.transaction():
+            await store.add_usage(self._session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            await store.end_session(self._session_id, reason)
 
     # ---- internals ------------------------------------------------------------------
 

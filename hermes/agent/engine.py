@@ -595,13 +595,7 @@ class Agent:
         if not (turn.persist and self.store is not None):
             return True
         try:
-            await turn.checkpoints.drain()  # a draft write in flight lands before the transaction
-            async with self.store.transaction():  # the last checkpoint, turn end, usage, session end: one commit
-                await turn.checkpoints.end(status)
-                await self.store.add_usage(
-                    turn.session_id, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens
-                )
-                await self.store.end_session(turn.session_id, status)
+            await turn.checkpoints.finish(status, turn.usage)  # turn end, usage, session end: one write
         except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise

@@ -32,13 +32,7 @@ from hermes.server.handlers.openapi import build_document
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.lifecycle import LIVE_WORK, LiveWork
 from hermes.server.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
-from hermes.server.orphan_sweeper import (
-    keep_lease,
-    lease_ttl,
-    register_lease,
-    storage_keeps_lease,
-    sweep_forever,
-)
+from hermes.server.orphan_sweeper import sweep_forever
 from hermes.server.state import (
     AGENT,
     IDEMPOTENCY,
@@ -124,7 +118,7 @@ def create_app(
                 stack.push_async_callback(agent.aclose)
                 await _start_mcp(stack, mcp, agent)
             if current.backend == "postgres":
-                await _start_instance_duties(stack, current, lease_ttl(settings))
+                await _start_instance_duties(stack, current, settings.instance_lease_ttl)
             yield
 
     app.cleanup_ctx.append(resources)
@@ -191,21 +185,13 @@ def _mcp(settings: Settings) -> McpManager | None:
 
 
 async def _start_instance_duties(stack: contextlib.AsyncExitStack, storage: Storage, ttl: float) -> None:
-    """PostgreSQL: keep this instance's lease (unless the storage does) and sweep orphans."""
-    tasks: list[asyncio.Task[None]] = []
-    own_lease = not await storage_keeps_lease(storage)  # lease-keeper: until the storage keeps it
-    if own_lease:
-        await register_lease(storage, ttl=ttl)
-        tasks.append(asyncio.create_task(keep_lease(storage, ttl=ttl), name=f"hermes-lease-{storage.instance_id}"))
-    tasks.append(asyncio.create_task(sweep_forever(storage, ttl=ttl), name=f"hermes-sweeper-{storage.instance_id}"))
+    """PostgreSQL: sweep the runs and turns of dead instances (the storage keeps this
+    instance's own lease alive)."""
+    sweeper = asyncio.create_task(sweep_forever(storage, ttl=ttl), name=f"hermes-sweeper-{storage.instance_id}")
 
     async def stop() -> None:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if own_lease:
-            await storage.leases.release_instance(storage.instance_id)
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
 
     stack.push_async_callback(stop)

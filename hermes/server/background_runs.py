@@ -206,16 +206,9 @@ async def start_run(
     if registry.closing:
         raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
                        headers={"Retry-After": "1"})
-    elsewhere = await registry.active_elsewhere(session_id)
-    # No await from this local check to `registry.create`, which registers the run: of two
-    # starts for one session on this instance, the second sees the first.
-    busy = registry.active_for_session(session_id) or elsewhere
+    busy = await active_run_id(request, session_id)
     if busy is not None:
-        raise Conflict(
-            "A run is already active for this session",
-            code="run_already_active",
-            extra={"run_id": busy.run_id},
-        )
+        raise Conflict("A run is already active for this session", code="run_already_active", extra={"run_id": busy})
     admission = contextlib.ExitStack()
     admission.enter_context(request.config_dict[LIMITER].admit())
     settings = request.config_dict[SETTINGS]
@@ -234,6 +227,21 @@ async def start_run(
     task.add_done_callback(lambda _: admission.close())
     task.add_done_callback(lambda _: metrics.note_outcome(run.error_code, run.error, time.time()))
     return run
+
+
+async def active_run_id(request: web.Request, session_id: str) -> str | None:
+    """The session's unsettled run on this instance, else (PostgreSQL) on any instance.
+
+    Another instance's run counts until it settles: its owner's stop, end, or (when the
+    owner died) the orphan sweeper. Two starts racing on two instances may both pass.
+    This instance's registry is read last, after the one await: with no await from here
+    to `registry.create` (which registers the run), of two starts for one session on
+    this instance the second sees the first.
+    """
+    registry = registry_of(request)
+    elsewhere = None if registry.active_for_session(session_id) else await registry.active_elsewhere(session_id)
+    busy = registry.active_for_session(session_id) or elsewhere
+    return busy.run_id if busy is not None else None
 
 
 def _agent_model(agent: object) -> str | None:

@@ -20,34 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass, field
 
-from hermes.config import Settings
 from hermes.errors import StoreError
 from hermes.store.api import Storage
 from hermes.store.run_store import ORPHAN_MESSAGE
 
-__all__ = [
-    "SweepReport",
-    "keep_lease",
-    "lease_ttl",
-    "register_lease",
-    "storage_keeps_lease",
-    "sweep_forever",
-    "sweep_interval",
-    "sweep_once",
-]
+__all__ = ["SweepReport", "sweep_forever", "sweep_interval", "sweep_once"]
 
 logger = logging.getLogger(__name__)
 
 MAX_SWEEP_INTERVAL = 10.0
-DEFAULT_LEASE_TTL = 30.0
-
-
-def lease_ttl(settings: Settings) -> float:
-    """Seconds an instance lease holds (`instance_lease_ttl`)."""
-    return float(getattr(settings, "instance_lease_ttl", DEFAULT_LEASE_TTL))  # lease-ttl:
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +58,7 @@ async def sweep_once(storage: Storage, *, ttl: float) -> SweepReport:
             )
         except StoreError as exc:  # its stream had already ended (the owner closed it)
             logger.info("run %s: stream already closed (%s)", run_id, exc)
-    turns = 0
-    # pgturns: PostgreSQL turn repair lands with the lease-based session store.
-    repair = getattr(storage.sessions, "repair_abandoned_turns", None)
-    if repair is not None:
-        turns = len(await repair())
+    turns = len(await storage.sessions.repair_abandoned_turns())
     pruned = await storage.leases.prune_instances(expired_for=ttl)
     if won:
         logger.warning("settled %d run(s) of dead instances as interrupted: %s", len(won), ", ".join(won))
@@ -95,27 +74,3 @@ async def sweep_forever(storage: Storage, *, ttl: float) -> None:
             await sweep_once(storage, ttl=ttl)
         except Exception:  # noqa: BLE001 - logged; the next interval tries again
             logger.exception("orphan sweep failed")
-
-
-async def register_lease(storage: Storage, *, ttl: float) -> None:
-    """Register this instance's lease (see `keep_lease`)."""
-    await storage.leases.register_instance(storage.instance_id, ttl=ttl, host=os.uname().nodename, pid=os.getpid())
-
-
-async def keep_lease(storage: Storage, *, ttl: float) -> None:
-    """Heartbeat this instance's registered lease every ttl/3 until cancelled.
-
-    lease-keeper: pgturns moves this into the PostgreSQL storage itself (registered when
-    opened, released by `aclose`); the app runs it only while the storage does not.
-    """
-    while True:
-        await asyncio.sleep(ttl / 3)
-        try:
-            await storage.leases.heartbeat(storage.instance_id, ttl=ttl)
-        except Exception:  # noqa: BLE001 - logged; the lease holds until ttl
-            logger.exception("lease heartbeat failed")
-
-
-async def storage_keeps_lease(storage: Storage) -> bool:
-    """True when the storage registered this instance's lease itself."""
-    return any(lease.instance_id == storage.instance_id for lease in await storage.leases.list_instances())

@@ -150,8 +150,21 @@ class AsyncSessionStore(Protocol):
         """Open a turn owned by this process (SQLite) or this storage's instance (PostgreSQL)."""
         ...
 
+    async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
+        """`begin_turn` and `append_message(first, turn_id=…)` as one write (all or nothing)."""
+        ...
+
     async def save_draft(self, turn_id: int, content: str) -> None:
         """Checkpoint the streaming assistant text of an open turn (no-op once it ended)."""
+        ...
+
+    async def finish_turn(
+        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
+    ) -> None:
+        """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write.
+
+        StoreError when the turn does not belong to the session; SessionNotFound when the
+        session is gone."""
         ...
 
     async def end_turn(self, turn_id: int, reason: str) -> None:

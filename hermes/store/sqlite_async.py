@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from hermes.errors import StoreError
 from hermes.ids import new_instance_id
 from hermes.messages import ChatMessage
 from hermes.store.api import InstanceLease, Storage
@@ -127,8 +128,25 @@ class SqliteSessions:
     async def begin_turn(self, session_id: str) -> TurnRecord:
         return self.sync.begin_turn(session_id)
 
+    async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
+        with self.sync.transaction():
+            turn = self.sync.begin_turn(session_id)
+            return turn, self.sync.append_message(session_id, first, turn_id=turn.id)
+
     async def save_draft(self, turn_id: int, content: str) -> None:
         self.sync.save_draft(turn_id, content)
+
+    async def finish_turn(
+        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
+    ) -> None:
+        with self.sync.transaction():
+            self.sync.get_session(session_id)  # SessionNotFound first, as on PostgreSQL
+            turn = self.sync.get_turn(turn_id)
+            if turn is None or turn.session_id != session_id:
+                raise StoreError(f"turn {turn_id} is not a turn of session {session_id}")
+            self.sync.end_turn(turn_id, reason)
+            self.sync.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
+            self.sync.end_session(session_id, reason)
 
     async def end_turn(self, turn_id: int, reason: str) -> None:
         self.sync.end_turn(turn_id, reason)

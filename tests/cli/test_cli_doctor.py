@@ -311,6 +311,7 @@ def test_postgres_schema_not_applied_is_a_warning(invoke, upstream, monkeypatch,
         ("mysql://u:pw-secret@127.0.0.1/x", "✗ database: invalid value for database_url: 'mysql://u:****@127.0.0.1/x'"),
     ],
 )
+@pytest.mark.usefixtures("pg_driver")  # the driver is what reports an unreachable server
 def test_bad_database_url_fails_masked(invoke, upstream, monkeypatch, closed_port, url, expected):
     monkeypatch.setenv("HERMES_DATABASE_URL", url.format(port=closed_port))
 

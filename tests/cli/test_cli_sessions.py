@@ -71,10 +71,6 @@ def store(
         yield sqlite_store
         sqlite_store.close()
         return
-    from hermes.store.postgres.sessions import PgSessionStore
-
-    if not hasattr(PgSessionStore, "repair_abandoned_turns"):  # until the PostgreSQL turns land on main
-        pytest.skip("PostgreSQL sessions have no turn repair on this branch yet")
     url = request.getfixturevalue("pg_url")
     monkeypatch.setenv("HERMES_DATABASE_URL", url)
     pg_store = BlockingSessions(url)
@@ -589,6 +585,7 @@ def test_damaged_database_is_one_line_exit_1(run_hermes, hermes_home):
         ("mysql://u:pw-secret@127.0.0.1/x", 2, "hermes: invalid value for database_url: 'mysql://u:****@127.0.0.1/x'"),
     ],
 )
+@pytest.mark.usefixtures("pg_driver")  # the driver is what reports an unreachable server
 def test_bad_database_url_is_one_masked_line(run_hermes, monkeypatch, url, code, fragment):
     monkeypatch.setenv("HERMES_DATABASE_URL", url)
 

@@ -181,6 +181,7 @@ def test_worker_channel_without_a_parent_is_refused(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and "--worker-channel" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.usefixtures("pg_driver")  # the driver is what reports an unreachable server
 def test_unreachable_database_is_one_masked_line(tmp_path: Path) -> None:
     done = subprocess.run(
         [

@@ -2,10 +2,8 @@
 
 Each instance is the real app from `create_app` with its own PostgreSQL `Storage` on the
 same database, served by a real aiohttp server on loopback and driven over HTTP; the
-model is a `ScriptedUpstream`. The engine keeps its turns in a per-instance SQLite
-session store (pgturns: until the PostgreSQL session store has turns, drafts and
-compaction markers; then `storage.sessions`); runs, their events, receipts, responses,
-sessions REST and leases are all in PostgreSQL.
+model is a `ScriptedUpstream`. Everything is in PostgreSQL: the engine's sessions and
+turns (`storage.sessions`), runs, their events, receipts, responses and leases.
 
 Skips with the reason where PostgreSQL is missing (fails under CI=true): `pg_url` fixture.
 """
@@ -13,7 +11,6 @@ Skips with the reason where PostgreSQL is missing (fails under CI=true): `pg_url
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -30,9 +27,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.config import Settings
 from hermes.server.app import create_app
-from hermes.store import open_session_store
 from hermes.store.api import Storage
-from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 STOP_DEADLINE = 3.0
@@ -58,11 +53,7 @@ class Instance:
 
 
 def _settings(home: Path, lease_ttl: float) -> Settings:
-    settings = Settings.load({"home": str(home), "model": "scripted-model"}, env={})
-    if any(f.name == "instance_lease_ttl" for f in dataclasses.fields(Settings)):
-        return dataclasses.replace(settings, instance_lease_ttl=lease_ttl)  # type: ignore[call-arg]
-    object.__setattr__(settings, "instance_lease_ttl", lease_ttl)  # lease-ttl: until the setting exists
-    return settings
+    return Settings.load({"home": str(home), "model": "scripted-model", "instance_lease_ttl": lease_ttl}, env={})
 
 
 @pytest.fixture
@@ -78,17 +69,16 @@ MakeInstance = Callable[..., Awaitable[Instance]]
 async def instance(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> AsyncIterator[MakeInstance]:
     from hermes.store.postgres import open_postgres_storage
 
-    made: list[tuple[Instance, Agent, Any]] = []
+    made: list[tuple[Instance, Agent]] = []
 
     async def make(name: str, *, lease_ttl: float = 30.0) -> Instance:
         home = tmp_path / name
         settings = _settings(home, lease_ttl)
         settings.ensure_home()
-        storage = await open_postgres_storage(pg_url)
-        sessions = open_session_store(home / "state.db")
+        storage = await open_postgres_storage(pg_url, instance_lease_ttl=lease_ttl)
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-            store=SqliteSessions(sessions),  # pgturns: storage.sessions once it has turns
+            store=storage.sessions,
             model="scripted-model",
             tools=ToolRegistry([*tools(), TERMINAL_TOOL]),
             options=FAST,
@@ -97,15 +87,14 @@ async def instance(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> A
         client = TestClient(TestServer(create_app(settings, storage=storage, agent=agent)))
         await client.start_server()
         one = Instance(client, storage)
-        made.append((one, agent, sessions))
+        made.append((one, agent))
         return one
 
     yield make
-    for one, agent, sessions in made:
+    for one, agent in made:
         await one.client.close()
         await agent.aclose()
         await one.storage.aclose()
-        sessions.close()
 
 
 async def _start(node: Instance, body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -337,7 +326,6 @@ async def test_health_detailed_names_the_answering_instance(instance) -> None:
 async def _stop_heartbeat(node: Instance) -> None:
     name = f"hermes-lease-{node.storage.instance_id}"
     tasks = [task for task in asyncio.all_tasks() if task.get_name() == name]
-    # lease-keeper: once the storage keeps its own lease, stop that keeper instead.
     assert tasks, "the instance keeps no lease task"
     for task in tasks:
         task.cancel()
@@ -397,3 +385,33 @@ async def test_a_stop_for_a_silent_owner_is_503_until_its_lease_runs_out(
     assert (await settled.json())["status"] == "interrupted"
     rest = await asyncio.wait_for(read_frames(events), 10)
     assert _names(rest)[-1] == "run.interrupted"
+
+
+async def test_a_session_busy_on_one_instance_is_busy_on_every_instance(instance, upstream) -> None:
+    a, b = await instance("a"), await instance("b")
+    created = await a.post("/api/sessions", json={"title": "shared"})
+    session_id = (await created.json())["session"]["id"]
+    upstream.enqueue(tool_reply([call("nap", {"seconds": 30}, id="call_nap")]))
+    stream = await a.post(f"/api/sessions/{session_id}/chat/stream", json={"message": "rest"})
+    frames = await read_frames(stream, until=lambda f: f.event == "tool.started")
+    run_id = frames[0].data["run_id"]
+
+    for attempt in (
+        b.post(f"/api/sessions/{session_id}/chat/stream", json={"message": "me too"}),
+        b.post(f"/api/sessions/{session_id}/chat", json={"message": "me too"}),
+        b.client.delete(f"/api/sessions/{session_id}"),
+    ):
+        resp = await attempt
+        assert resp.status == 409, await resp.text()
+        error = (await resp.json())["error"]
+        assert error["code"] == "run_already_active" and error["run_id"] == run_id
+
+    assert (await b.post(f"/v1/runs/{run_id}/stop")).status == 200
+    await wait_for(lambda: _settled(a, run_id), timeout=STOP_DEADLINE + 2)
+    upstream.enqueue(text_reply("Now it is free."))
+    free = await b.post(f"/api/sessions/{session_id}/chat", json={"message": "me now"})
+    assert free.status == 200, await free.text()
+
+
+async def _settled(node: Instance, run_id: str) -> bool:
+    return (await node.status(run_id))["status"] == "cancelled"

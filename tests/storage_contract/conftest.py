@@ -37,3 +37,27 @@ async def storage(backend: str, request: pytest.FixtureRequest, tmp_path: Path) 
         yield opened
     finally:
         await opened.aclose()
+
+
+@pytest.fixture
+async def pg_storage(pg_url: str) -> AsyncIterator[Storage]:
+    """The PostgreSQL storage alone, for what only that backend has."""
+    from hermes.store.postgres import open_postgres_storage
+
+    opened = await open_postgres_storage(pg_url)
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+@pytest.fixture
+async def sqlite_storage(tmp_path: Path) -> AsyncIterator[Storage]:
+    """The SQLite storage alone, for what only that backend does."""
+    from hermes.store.sqlite_async import open_sqlite_storage
+
+    opened = open_sqlite_storage(tmp_path / "home")
+    try:
+        yield opened
+    finally:
+        await opened.aclose()

@@ -24,11 +24,10 @@ async def test_a_message_to_this_instance_reaches_its_handler(storage: Storage) 
     assert reply.data == {"op": "stop", "run_id": "run_1", "args": {"all": True, "choice": "once"}}
 
 
-async def test_postgres_routes_messages_between_instances(storage: Storage, request: pytest.FixtureRequest) -> None:
-    if storage.backend != "postgres":
-        pytest.skip("SQLite serves one process: there is no other instance to reach")
+async def test_postgres_routes_messages_between_instances(pg_storage: Storage, request: pytest.FixtureRequest) -> None:
     from hermes.store.postgres import open_postgres_storage
 
+    storage = pg_storage
     other = await open_postgres_storage(request.getfixturevalue("pg_url"))
     try:
         await other.control.serve(_echo)
@@ -52,9 +51,8 @@ async def test_postgres_routes_messages_between_instances(storage: Storage, requ
         await other.aclose()
 
 
-async def test_sqlite_answers_for_another_instance_at_once(storage: Storage) -> None:
-    if storage.backend != "sqlite":
-        pytest.skip("PostgreSQL reaches other instances")
+async def test_sqlite_answers_for_another_instance_at_once(sqlite_storage: Storage) -> None:
+    storage = sqlite_storage
     await storage.control.serve(_echo)
     reply = await storage.control.request("inst_" + "0" * 24, ControlMessage("stop", "run_1"), timeout=5)
     assert not reply.ok and reply.code == "run_not_active"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def hermes(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -49,6 +51,7 @@ def test_postgres_status_and_upgrade_mask_the_password(empty_pg_url: str) -> Non
     assert "hunter2secret" not in upgrade.stdout
 
 
+@pytest.mark.usefixtures("pg_driver")  # the driver is what reports an unreachable server
 def test_bad_urls_are_one_line_errors(hermes_home: Path) -> None:
     unreachable = hermes("db", "status", env={"HERMES_DATABASE_URL": "postgresql://u:pw-secret@127.0.0.1:1/x"})
     assert unreachable.returncode == 1

@@ -108,6 +108,7 @@ async def test_postgres_failed_migration_rolls_back_and_releases_the_lock(empty_
     assert await asyncio.wait_for(migrate_url(empty_pg_url), 30) == []  # the lock was released
 
 
+@pytest.mark.usefixtures("pg_driver")  # the driver is what reports an unreachable server
 async def test_unreachable_postgres_is_a_one_line_store_error() -> None:
     from hermes.store.postgres import open_postgres_storage
 

@@ -28,7 +28,7 @@ def test_missing_postgres_skips_with_a_reason_on_a_laptop(tmp_path: Path) -> Non
     done = run_case(tmp_path, ci="")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed, 1 skipped" in done.stdout
-    assert "PostgreSQL tests skipped: no PostgreSQL server binaries" in done.stdout
+    assert "PostgreSQL tests skipped: " in done.stdout  # no server binaries (or no driver)
 
 
 def test_missing_postgres_fails_under_ci(tmp_path: Path) -> None:

@@ -46,6 +46,55 @@ async def test_a_turn_is_owned_by_this_process_and_its_storage(storage: Storage)
         await storage.sessions.begin_turn("nope")
 
 
+async def test_open_turn_writes_the_turn_and_its_first_message_together(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    await store.append_message(session.id, user("before"))
+    turn, first = await store.open_turn(session.id, user("hello"))
+    assert (turn.session_id, turn.ended_at, turn.draft_message_id) == (session.id, None, None)
+    assert (turn.owner.host, turn.owner.pid) == (socket.gethostname(), os.getpid())
+    assert turn.owner_instance == (storage.instance_id if storage.backend == "postgres" else None)
+    assert await store.get_turn(turn.id) == turn
+    assert (first.role, first.content) == ("user", "hello")
+    assert await store.turn_messages(turn.id) == [first]  # "before" is not the turn's
+    assert (await store.get_session(session.id)).message_count == 2
+    with pytest.raises(SessionNotFound):
+        await store.open_turn("nope", user("x"))
+
+
+async def test_finish_turn_ends_turn_adds_usage_and_ends_the_session_at_once(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "partial answ")
+    await store.finish_turn(turn.id, session.id, "interrupted", input_tokens=7, output_tokens=3)
+    ended = await store.get_turn(turn.id)
+    assert ended is not None and (ended.end_reason, ended.draft_message_id) == ("interrupted", None)
+    kept = (await store.get_messages(session.id))[-1]
+    assert (kept.role, kept.content, kept.finish_reason) == ("assistant", "partial answ", "interrupted")
+    record = await store.get_session(session.id)
+    assert (record.input_tokens, record.output_tokens, record.end_reason) == (7, 3, "interrupted")
+    # A second turn: usage adds up, the session's first end reason stays.
+    second, _ = await store.open_turn(session.id, user("again"))
+    await store.finish_turn(second.id, session.id, "completed", input_tokens=1, output_tokens=1)
+    record = await store.get_session(session.id)
+    assert (record.input_tokens, record.output_tokens, record.end_reason) == (8, 4, "interrupted")
+
+
+async def test_finish_turn_of_another_session_changes_nothing(storage: Storage) -> None:
+    store = storage.sessions
+    mine = await store.create_session(source="api_server")
+    other = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(mine.id, user("hello"))
+    with pytest.raises(StoreError):
+        await store.finish_turn(turn.id, other.id, "completed", input_tokens=5, output_tokens=5)
+    with pytest.raises(SessionNotFound):
+        await store.finish_turn(turn.id, "nope", "completed", input_tokens=5, output_tokens=5)
+    assert (await store.get_turn(turn.id)).ended_at is None  # type: ignore[union-attr]
+    record = await store.get_session(other.id)
+    assert (record.input_tokens, record.end_reason) == (0, None)
+
+
 async def test_the_answer_replaces_the_draft_in_place(storage: Storage) -> None:
     store = storage.sessions
     session = await store.create_session(source="api_server")
@@ -409,10 +458,8 @@ async def test_transactions_of_concurrent_tasks_stay_apart(storage: Storage) -> 
     assert len(await store.get_messages(session.id)) == 24
 
 
-async def test_postgres_a_database_error_in_the_block_commits_nothing(storage: Storage) -> None:
-    if storage.backend != "postgres":
-        pytest.skip("SQLite has no server-side aborted transaction")
-    store = storage.sessions
+async def test_postgres_a_database_error_in_the_block_commits_nothing(pg_storage: Storage) -> None:
+    store = pg_storage.sessions
     with pytest.raises(StoreError, match="nothing was committed"):
         async with store.transaction():
             session = await store.create_session(source="cli")

@@ -61,6 +61,7 @@ def chat_without_terminal(home: Path, database_url: str) -> subprocess.Completed
     ],
     ids=["unsupported", "unreachable"],
 )
+@pytest.mark.usefixtures("pg_driver")  # the driver is what reports an unreachable server
 def test_an_unusable_database_is_one_line(tmp_path: Path, url: str, code: int, says: str) -> None:
     home = tmp_path / "home"
     result = chat_without_terminal(home, url)

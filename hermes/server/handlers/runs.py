@@ -66,7 +66,7 @@ from hermes.server.errors import (
     json_response,
 )
 from hermes.server.idempotency import validate_key
-from hermes.server.orphan_sweeper import lease_ttl, sweep_once
+from hermes.server.orphan_sweeper import sweep_once
 from hermes.server.request import (
     CONTENT_DOC,
     MAX_HEADER_VALUE,
@@ -427,7 +427,7 @@ async def _relay(request: web.Request, record: RunRecord, message: ControlMessag
         pass
     if storage.backend == "postgres":
         # The owner may be dead: settle its orphans now rather than at the next sweep.
-        await sweep_once(storage, ttl=lease_ttl(request.config_dict[SETTINGS]))
+        await sweep_once(storage, ttl=request.config_dict[SETTINGS].instance_lease_ttl)
         settled = await storage.runs.get(record.run_id)
         if settled is not None and settled.terminal:
             return ControlReply(ok=False, code="run_not_active", message="Run has settled")

@@ -40,6 +40,7 @@ from hermes.ids import new_message_id, new_session_id
 from hermes.server.background_runs import (
     MAX_MODEL_LENGTH,
     StreamTarget,
+    active_run_id,
     check_user_content,
     parse_after,
     registry_of,
@@ -346,12 +347,10 @@ async def patch_session(request: web.Request) -> web.Response:
 
 async def delete_session(request: web.Request) -> web.Response:
     record = await _existing(request)
-    busy = await registry_of(request).active_anywhere(record.id)
+    busy = await active_run_id(request, record.id)
     if busy is not None:
-        raise Conflict(
-            "A run is active for this session; stop it first", code="run_already_active",
-            extra={"run_id": busy.run_id},
-        )
+        raise Conflict("A run is active for this session; stop it first", code="run_already_active",
+                       extra={"run_id": busy})  # fmt: skip
     await _store(request).delete_session(record.id)
     return json_response({"object": "hermes.session.deleted", "id": record.id, "deleted": True})
 

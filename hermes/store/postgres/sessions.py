@@ -99,6 +99,51 @@ _APPEND = (
     "SELECT s.id, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, "
     "%s::double precision, %s::integer, %s::text FROM s RETURNING id"
 )
+# An assistant message of a turn with no open draft is a plain append (one statement);
+# no row back means the turn has a draft to replace (or the ids are wrong): the slow path.
+_APPEND_UNLESS_DRAFT = "WITH t AS (SELECT 1 FROM hermes.turns WHERE id = %s AND session_id = %s " \
+    "AND (draft_message_id IS NULL OR ended_at IS NOT NULL)), " + _APPEND.removeprefix("WITH ").replace(
+        "WHERE id = %s RETURNING id)", "WHERE id = %s AND EXISTS (SELECT 1 FROM t) RETURNING id)"
+    )  # fmt: skip
+# Ending a turn is one statement: the draft it had (read before the update) is kept as a
+# message. No row in `old`: no such turn. Ended already: nothing changes.
+_END_TURN = (
+    "WITH old AS (SELECT id, draft_message_id FROM hermes.turns WHERE id = %(turn)s), "
+    "t AS (UPDATE hermes.turns AS u SET ended_at = %(now)s, end_reason = %(reason)s, draft_message_id = NULL "
+    "FROM old WHERE u.id = old.id AND u.ended_at IS NULL RETURNING old.draft_message_id AS draft), "
+    "m AS (UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %(reason)s) "
+    "WHERE id = (SELECT draft FROM t)) "
+    "SELECT count(*) FROM old"
+)
+# Opening a turn with its first message is one statement: the turn starts after the
+# session's newest message (the snapshot is from before this insert). No row: no session.
+_OPEN_TURN = (
+    "WITH s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
+    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s RETURNING id), "
+    "t AS (INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
+    "owner_started, owner_instance) SELECT s.id, (SELECT coalesce(max(m.id), 0) FROM hermes.messages AS m "
+    "WHERE m.session_id = s.id), %s, %s, %s, %s, %s FROM s RETURNING " + _TURN_COLUMNS + "), "
+    f"msg AS (INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) "
+    "SELECT s.id, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, "
+    "%s::double precision, %s::integer, %s::text FROM s RETURNING id) "
+    "SELECT t.*, msg.id FROM t, msg"
+)
+# Finishing a turn is one statement: end it (keeping its draft), add the usage, end the
+# session (first reason wins); nothing when the turn is not one of the session's.
+# Counts back: (the turn in this session, the session).
+_FINISH_TURN = (
+    "WITH old AS (SELECT id, draft_message_id FROM hermes.turns WHERE id = %(turn)s AND session_id = %(sid)s), "
+    "t AS (UPDATE hermes.turns AS u SET ended_at = %(now)s, end_reason = %(reason)s, draft_message_id = NULL "
+    "FROM old WHERE u.id = old.id AND u.ended_at IS NULL RETURNING old.draft_message_id AS draft), "
+    "m AS (UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %(reason)s) "
+    "WHERE id = (SELECT draft FROM t)), "
+    "s AS (UPDATE hermes.sessions SET input_tokens = input_tokens + %(input)s, "
+    "output_tokens = output_tokens + %(output)s, "
+    "ended_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE ended_at END, "
+    "updated_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE updated_at END, "
+    "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) RETURNING id) "
+    "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s)"
+)
 # A fork copies the markers whose first kept message it copies (or, when that one was
 # not copied, the next copied one), pointing them at the copy. Copies get ids in the
 # order of the originals, so the n-th copied message is the copy of the n-th original.
@@ -425,6 +470,20 @@ class PgSessionStore:
         tool_calls = None if message.tool_calls is None else _encode_json(message.tool_calls)
         text = search_text(message.role, message.content)
         if turn_id is not None and message.role == "assistant":
+            async with self._conn() as conn:
+                now = self._clock()
+                cursor = await conn.execute(
+                    _APPEND_UNLESS_DRAFT,
+                    (turn_id, session_id, len(message.tool_calls or ()), now, session_id, message.role, content_json,
+                     tool_calls, message.tool_call_id, message.tool_name, message.reasoning, message.finish_reason,
+                     now, message.token_count, text),
+                )  # fmt: skip
+                row = await cursor.fetchone()
+            if row is not None:
+                return _message(
+                    (int(row[0]), session_id, message.role, content_json, tool_calls, message.tool_call_id,
+                     message.tool_name, message.reasoning, message.finish_reason, now, message.token_count)
+                )  # fmt: skip
             async with self._write() as conn:
                 draft = await self._open_draft(conn, turn_id, session_id)
                 if draft is not None:
@@ -595,9 +654,48 @@ class PgSessionStore:
             )
         return True
 
+    async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
+        if first.content is not None and not isinstance(first.content, (str, list)):
+            raise TypeError(f"message content must be str, list or None, not {type(first.content).__name__}")
+        content_json = _encode_json(first.content)
+        tool_calls = None if first.tool_calls is None else _encode_json(first.tool_calls)
+        owner = current_owner()
+        now = self._clock()
+        async with self._conn() as conn:
+            cursor = await conn.execute(
+                _OPEN_TURN,
+                (len(first.tool_calls or ()), now, session_id, now, owner.host, owner.pid, owner.started,
+                 self.instance_id, first.role, content_json, tool_calls, first.tool_call_id, first.tool_name,
+                 first.reasoning, first.finish_reason, now, first.token_count, search_text(first.role, first.content)),
+            )  # fmt: skip
+            row = await cursor.fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        message = _message(
+            (int(row[-1]), session_id, first.role, content_json, tool_calls, first.tool_call_id, first.tool_name,
+             first.reasoning, first.finish_reason, now, first.token_count)
+        )  # fmt: skip
+        return _turn(row[:-1]), message
+
+    async def finish_turn(
+        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
+    ) -> None:
+        params = {"turn": turn_id, "sid": session_id, "now": self._clock(), "reason": reason,
+                  "input": input_tokens, "output": output_tokens}  # fmt: skip
+        async with self._conn() as conn:
+            row = await (await conn.execute(_FINISH_TURN, params)).fetchone()
+        assert row is not None
+        if int(row[1]) == 0:
+            raise SessionNotFound(session_id)
+        if int(row[0]) == 0:
+            raise StoreError(f"database {self._db.label}: turn {turn_id} is not a turn of session {session_id}")
+
     async def end_turn(self, turn_id: int, reason: str) -> None:
-        async with self._write() as conn:
-            await self._close_turn(conn, await self._require_turn(conn, turn_id, lock=True), reason)
+        async with self._conn() as conn:
+            cursor = await conn.execute(_END_TURN, {"turn": turn_id, "now": self._clock(), "reason": reason})
+            row = await cursor.fetchone()
+        if row is None or int(row[0]) == 0:
+            raise StoreError(f"database {self._db.label}: no turn with id {turn_id}")
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
         async with self._conn() as conn:
