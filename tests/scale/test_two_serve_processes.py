@@ -356,3 +356,21 @@ async def test_sigterm_of_the_owner_ends_its_run_interrupted_on_the_other_instan
     assert _names(live)[-1] == "run.interrupted" and [f.id for f in live] == list(range(1, len(live) + 1))
     assert (await b.run_status(run_id))["status"] == "interrupted"
     await wait_until(lambda: not sleepers.pids(), timeout=WAIT, what=sleepers.pids)
+
+
+async def test_concurrent_starts_for_one_session_on_one_instance_admit_one(
+    serve: Serve, upstream: ScriptedUpstream, sleepers: Sleepers
+) -> None:
+    (a,) = await serve("a")
+    upstream.enqueue(tool_reply([call("terminal", {"command": sleepers.command}, id="call_sleep")]), text_reply("late"))
+    status, created, _ = await a.call("POST", "/api/sessions", json={"title": "contended"})
+    assert status == 201, created
+    session_id = created["session"]["id"]
+    body = {"input": "sleep a while", "session_id": session_id}
+    answers = await asyncio.gather(*(a.call("POST", "/v1/runs", json=body) for _ in range(4)))
+    statuses = sorted(status for status, _, _ in answers)
+    assert statuses == [202, 409, 409, 409], answers
+    winner = next(data["run_id"] for status, data, _ in answers if status == 202)
+    assert {data["error"]["run_id"] for status, data, _ in answers if status == 409} == {winner}
+    await wait_until(sleepers.pids, timeout=WAIT, what=lambda: a.process.output())
+    assert len(upstream.requests) == 1  # one turn on the session
