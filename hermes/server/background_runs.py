@@ -234,15 +234,14 @@ async def active_run_id(request: web.Request, session_id: str) -> str | None:
 
     Another instance's run counts until it settles: its owner's stop, end, or (when the
     owner died) the orphan sweeper. Two starts racing on two instances may both pass.
+    This instance's registry is read last, after the one await: with no await from here
+    to `registry.create` (which registers the run), of two starts for one session on
+    this instance the second sees the first.
     """
-    here = registry_of(request).active_for_session(session_id)
-    if here is not None:
-        return here.run_id
-    storage = request.config_dict[STORAGE]
-    if storage.backend == "sqlite":  # one process: the registry knows every run
-        return None
-    stored = await storage.runs.latest_for_session(session_id)
-    return stored.run_id if stored is not None and not stored.terminal else None
+    registry = registry_of(request)
+    elsewhere = None if registry.active_for_session(session_id) else await registry.active_elsewhere(session_id)
+    busy = registry.active_for_session(session_id) or elsewhere
+    return busy.run_id if busy is not None else None
 
 
 def _agent_model(agent: object) -> str | None:

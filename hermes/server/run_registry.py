@@ -334,6 +334,22 @@ class RunRegistry:
                 return run
         return None
 
+    async def active_elsewhere(self, session_id: str) -> RunRecord | None:
+        """The session's unsettled run as the shared run store has it (PostgreSQL), which
+        also knows the runs of other instances; None on SQLite, whose one serving process
+        knows every live run (`active_for_session`). A dead owner's run stays unsettled
+        here until the orphan sweeper settles it."""
+        storage = self._storage()
+        if storage.backend != "postgres":
+            return None
+        record = await storage.runs.latest_for_session(session_id)
+        return record if record is not None and not record.terminal else None
+
+    async def active_anywhere(self, session_id: str) -> RunRecord | None:
+        """The session's unsettled run, on this instance or any other."""
+        run = self.active_for_session(session_id)
+        return run.record() if run is not None else await self.active_elsewhere(session_id)
+
     def latest_for_session(self, session_id: str) -> Run | None:
         found = [run for run in self._runs.values() if run.session_id == session_id]
         return max(found, key=lambda run: run.created_at) if found else None

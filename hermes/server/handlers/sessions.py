@@ -86,6 +86,7 @@ from hermes.server.state import STORAGE
 from hermes.server.wire import Outcome, status_payload, usage_json
 from hermes.store.api import AsyncSessionStore
 from hermes.store.base import MessageRecord, SessionRecord
+from hermes.store.run_store import RunRecord
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
@@ -100,14 +101,14 @@ KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
 # ---- JSON shapes ----------------------------------------------------------------------
 
 
-def session_json(record: SessionRecord, run: Run | None = None) -> dict[str, Any]:
+def session_json(record: SessionRecord, run: RunRecord | None = None) -> dict[str, Any]:
     """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
     `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
     the server knows: `last_active` (= updated_at, the name session clients read) and the
     active run. README, "One session shape", lists the differences."""
     data = record.to_json()
     data["has_system_prompt"] = bool(data.pop("system_prompt", None))
-    active = run is not None and run.active
+    active = run is not None and not run.terminal
     return {
         **data,
         "last_active": record.updated_at,
@@ -149,8 +150,8 @@ def turn_messages(result: TurnResult) -> list[dict[str, Any]]:
     return out
 
 
-def _session_envelope(request: web.Request, record: SessionRecord, status: int = 200) -> web.Response:
-    run = registry_of(request).active_for_session(record.id)
+async def _session_envelope(request: web.Request, record: SessionRecord, status: int = 200) -> web.Response:
+    run = await registry_of(request).active_anywhere(record.id)
     return json_response({"object": "hermes.session", "session": session_json(record, run)}, status=status)
 
 
@@ -280,7 +281,7 @@ async def list_sessions(request: web.Request) -> web.Response:
     return json_response(
         {
             "object": "list",
-            "data": [session_json(r, registry.active_for_session(r.id)) for r in records],
+            "data": [session_json(r, await registry.active_anywhere(r.id)) for r in records],
             "limit": limit,
             "offset": offset,
             "total": total,
@@ -314,11 +315,11 @@ async def create_session(request: web.Request) -> web.Response:
         system_prompt=system_prompt,
         session_id=session_id or new_session_id(),
     )
-    return _session_envelope(request, record, status=201)
+    return await _session_envelope(request, record, status=201)
 
 
 async def get_session(request: web.Request) -> web.Response:
-    return _session_envelope(request, await _existing(request))
+    return await _session_envelope(request, await _existing(request))
 
 
 async def patch_session(request: web.Request) -> web.Response:
@@ -341,7 +342,7 @@ async def patch_session(request: web.Request) -> web.Response:
         await store.rename_session(record.id, title)
     if end_reason is not None:
         await store.end_session(record.id, end_reason.strip())
-    return _session_envelope(request, await store.get_session(record.id))
+    return await _session_envelope(request, await store.get_session(record.id))
 
 
 async def delete_session(request: web.Request) -> web.Response:
@@ -392,7 +393,7 @@ async def fork_session(request: web.Request) -> web.Response:
         fork = await _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
     except MessageNotFound as exc:  # the session exists (not a 404); its state lacks that message
         raise Conflict(exc.message, code=exc.code, param="at_message_id") from None
-    return _session_envelope(request, fork, status=201)
+    return await _session_envelope(request, fork, status=201)
 
 
 # ---- chat -------------------------------------------------------------------------------------
