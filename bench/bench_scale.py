@@ -195,7 +195,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     raise_fd_limit()
     report: dict[str, Any] = {"cpus": os.cpu_count(), "configs": {}}
     durable = not args.pg_no_fsync
-    with tempfile.TemporaryDirectory(prefix="hermes-bench-scale-") as tmp, postgres(args.database_url, durable=durable) as db_url:
+    scratch = tempfile.TemporaryDirectory(prefix="hermes-bench-scale-")
+    with scratch as tmp, postgres(args.database_url, durable=durable) as db_url:
         home = Path(tmp)
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_", "OPENAI_"))}
         bench_server = str(Path(__file__).with_name("bench_server.py"))
