@@ -272,3 +272,9 @@ async def m005_turns_drafts_compactions(conn: AsyncConnection[Any]) -> None:
             "CREATE INDEX compactions_session ON hermes.compactions (session_id, id)",
         ),
     )
+
+
+@PG_MIGRATIONS.migration
+async def m006_runs_by_session(conn: AsyncConnection[Any]) -> None:
+    # The session endpoints ask for a session's newest run (is it busy on any instance?).
+    await _execute_all(conn, ("CREATE INDEX runs_session ON hermes.runs (session_id, created_at DESC)",))
