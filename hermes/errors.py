@@ -122,3 +122,7 @@ class MessageNotFound(HermesError):
 
 class StoreError(HermesError):
     code = "store_error"
+
+
+class StreamEnded(StoreError):
+    """A run's event stream already has its final event: nothing more can be appended."""

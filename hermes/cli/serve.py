@@ -208,12 +208,11 @@ def _instruction_lines(app: web.Application) -> list[str]:
 
     Read once the app has started: on PostgreSQL the agent is built in its start-up.
     """
-    from hermes.agent.instructions import ProjectInstructions
     from hermes.server.state import AGENT
 
     agent = app.get(AGENT)
-    instructions = getattr(agent, "instructions", None)
-    if not isinstance(instructions, ProjectInstructions):
+    instructions = agent.instructions if agent is not None else None
+    if instructions is None:
         return []
     return [f"hermes serve: {line}" for line in (instructions.summary, instructions.notice) if line]
 

@@ -5,10 +5,11 @@ its app. Every `sweep_interval(ttl)` seconds (min(10 s, ttl/3)) it:
 
 1. finds the unsettled runs whose owner instance has no live lease
    (`LeaseStore.orphaned_runs`: the lease expired or is missing),
-2. settles them `interrupted` (`AsyncRunStore.mark_interrupted`, atomic: of several
-   instances sweeping at once, exactly one wins each run),
-3. for every run it won, appends the final `run.interrupted` event, so the run's stream
-   ends with it on every instance,
+2. appends the final `run.interrupted` event to each one's stream (unless it has its
+   final event already: the append is atomic, so of several instances sweeping at once
+   exactly one writes it), so the stream ends with it on every instance,
+3. then settles them `interrupted` (`AsyncRunStore.mark_interrupted`); a sweep that
+   fails between the two leaves the run unsettled, and the next sweep finishes it,
 4. repairs the turns such dead owners left open (`repair_abandoned_turns`),
 5. prunes leases that expired more than a ttl ago.
 
@@ -19,10 +20,11 @@ A failing sweep is logged and retried at the next interval; it never stops the a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from hermes.errors import StoreError
+from hermes.errors import StreamEnded
 from hermes.store.api import Storage
 from hermes.store.run_store import ORPHAN_MESSAGE
 
@@ -46,18 +48,19 @@ def sweep_interval(ttl: float) -> float:
 
 
 async def sweep_once(storage: Storage, *, ttl: float) -> SweepReport:
+    """One sweep (see the module docstring). A store error propagates: what it left
+    undone is found again by the next sweep, since a run is settled only after its
+    stream has its final event."""
     orphans = await storage.leases.orphaned_runs()
-    won = await storage.runs.mark_interrupted([run.run_id for run in orphans]) if orphans else []
-    for run_id in won:
-        try:
+    for run in orphans:
+        with contextlib.suppress(StreamEnded):  # ended already: by its owner, or another sweeper
             await storage.run_events.append(
-                run_id,
+                run.run_id,
                 "run.interrupted",
                 {"status": "interrupted", "error": ORPHAN_MESSAGE, "error_code": "interrupted"},
                 final=True,
             )
-        except StoreError as exc:  # its stream had already ended (the owner closed it)
-            logger.info("run %s: stream already closed (%s)", run_id, exc)
+    won = await storage.runs.mark_interrupted([run.run_id for run in orphans]) if orphans else []
     turns = len(await storage.sessions.repair_abandoned_turns())
     pruned = await storage.leases.prune_instances(expired_for=ttl)
     if won:

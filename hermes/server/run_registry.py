@@ -51,6 +51,8 @@ RunKind = Literal["run", "session_chat"]
 
 EVENT_RETENTION_SECONDS = 300.0
 APPROVAL_TIMEOUT_SECONDS = 300.0
+CANCEL_GRACE_SECONDS = 1.0
+"""Seconds shutdown waits for the turns it had to cancel to finish their cleanup."""
 PRUNE_INTERVAL_SECONDS = 3600.0
 """How often (at most) settling a run also prunes expired rows from the storage."""
 STATUS_RELAY_SECONDS = 1.0
@@ -527,8 +529,11 @@ class RunRegistry:
         tasks = [run.task for run in live if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
-        for task in tasks:
+        stragglers = [task for task in tasks if not task.done()]
+        for task in stragglers:
             task.cancel()  # a turn that did not settle in time
+        if stragglers:  # their cleanup writes land before the storage closes (bounded)
+            await asyncio.wait(stragglers, timeout=CANCEL_GRACE_SECONDS)
         ids = []
         for run in live:
             if run.status != "interrupted":

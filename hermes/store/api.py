@@ -291,7 +291,10 @@ class AsyncRunStore(Protocol):
     """Durable run status (the body of `GET /v1/runs/{id}`)."""
 
     async def put(self, record: RunRecord) -> None:
-        """Insert or replace the row of `record.run_id`."""
+        """Insert or replace the row of `record.run_id`.
+
+        On PostgreSQL a settled row only takes writes with the same status: an owner whose
+        lease lapsed cannot bring back a run another instance settled."""
         ...
 
     async def get(self, run_id: str) -> RunRecord | None: ...

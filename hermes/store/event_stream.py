@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Self
 
-from hermes.errors import StoreError
+from hermes.errors import StreamEnded
 from hermes.store.api import StoredRunEvent
 
 __all__ = ["MemoryRunEventStore", "Subscription", "Wakeups"]
@@ -170,7 +170,7 @@ class MemoryRunEventStore:
     ) -> StoredRunEvent:
         stream = self._streams.setdefault(run_id, [])
         if stream and stream[-1].final:
-            raise StoreError(f"run {run_id}: its event stream has ended")
+            raise StreamEnded(f"run {run_id}: its event stream has ended")
         event = StoredRunEvent(
             run_id=run_id,
             seq=len(stream) + 1,

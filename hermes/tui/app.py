@@ -487,10 +487,11 @@ class HermesApp(App[int]):
 
     async def _estimate_context(self, record: SessionRecord) -> None:
         """What the next request will hold: the latest summary and the messages after it."""
-        store = self.agent.store
-        if store is None:
+        try:
+            history = await resume_history(self.store, record.id)
+        except HermesError as exc:  # the estimate is a nicety: say why it is missing, keep the app
+            self.say(f"✗ {exc}", "error")
             return
-        history = await resume_history(store, record.id)
         self.status_bar.context_tokens = estimate_tokens(
             [{"role": "system", "content": record.system_prompt or ""}, *history]
         )

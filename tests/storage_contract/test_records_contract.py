@@ -168,3 +168,19 @@ async def test_leases_and_orphaned_runs(storage: Storage) -> None:
     assert await leases.prune_instances(expired_for=3600) == 0
     assert await leases.prune_instances(expired_for=-1) == 1
     assert {lease.instance_id for lease in await leases.list_instances()} - {storage.instance_id} == {"alive", "dead"}
+
+
+async def test_postgres_a_settled_run_stays_settled(pg_storage: Storage) -> None:
+    """The owner's late status write (its lease lapsed while another instance settled the
+    run) cannot bring the run back or change how it ended; its own terminal updates can."""
+    runs = pg_storage.runs
+    await runs.put(run("run_a", "running", owner_instance="inst_a"))
+    assert await runs.mark_interrupted(["run_a"]) == ["run_a"]
+    await runs.put(run("run_a", "running", owner_instance="inst_a"))
+    await runs.put(run("run_a", "completed", owner_instance="inst_a", output="late"))
+    settled = await runs.get("run_a")
+    assert settled is not None and (settled.status, settled.output) == ("interrupted", None)
+    await runs.put(run("run_b", "completed", output="first"))
+    await runs.put(run("run_b", "completed", output="final"))
+    again = await runs.get("run_b")
+    assert again is not None and again.output == "final"

@@ -23,7 +23,7 @@ import logging
 import time
 from typing import Any
 
-from hermes.errors import StoreError
+from hermes.errors import StoreError, StreamEnded
 from hermes.store.api import StoredRunEvent
 from hermes.store.event_stream import Subscription, Wakeups
 from hermes.store.postgres.connect import CONNECT_TIMEOUT, Database
@@ -144,7 +144,7 @@ class PgRunEventStore:
                     continue
                 raise
             if row is None:
-                raise StoreError(f"run {run_id}: its event stream has ended")
+                raise StreamEnded(f"run {run_id}: its event stream has ended")
             return StoredRunEvent(run_id=run_id, seq=int(row[0]), name=name, data=payload, ts=stamp, final=final)
         raise StoreError(f"run {run_id}: could not append an event (too many concurrent writers)")
 

@@ -80,7 +80,10 @@ class PgRunStore:
                 "session_id = EXCLUDED.session_id, model = EXCLUDED.model, "
                 "last_event = EXCLUDED.last_event, output = EXCLUDED.output, usage = EXCLUDED.usage, "
                 "error = EXCLUDED.error, error_code = EXCLUDED.error_code, "
-                "owner_pid = EXCLUDED.owner_pid, owner_instance = EXCLUDED.owner_instance",
+                "owner_pid = EXCLUDED.owner_pid, owner_instance = EXCLUDED.owner_instance "
+                # A settled run stays settled: a late write of its owner (whose lease lapsed
+                # while another instance settled it) cannot bring it back or change how it ended.
+                "WHERE NOT (hermes.runs.status = ANY(%s)) OR hermes.runs.status = EXCLUDED.status",
                 (
                     record.run_id,
                     record.status,
@@ -95,6 +98,7 @@ class PgRunStore:
                     record.error_code,
                     record.owner_pid,
                     record.owner_instance,
+                    _TERMINAL,
                 ),
             )
 
