@@ -91,11 +91,5 @@ def opened_storage(settings: Settings) -> Iterator[OpenedStorage]:
 
 
 async def _repair(storage: Storage) -> None:
-    from hermes.store.sqlite_async import SqliteSessions
-
-    if isinstance(storage.sessions, SqliteSessions):
-        from hermes.store.repair import repair_after_crash
-
-        repair_after_crash(storage.sessions.sync)
-    else:
-        await storage.sessions.repair_abandoned_turns()
+    """Turns a crashed owner left open (a dead process on SQLite, a dead instance on PostgreSQL)."""
+    await storage.sessions.repair_abandoned_turns()

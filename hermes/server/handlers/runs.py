@@ -334,10 +334,11 @@ async def create_run(request: web.Request) -> web.Response:
     )
     run = await start_run(request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id)
     if idem_key is not None:
-        # Two instances racing for one key: the run that lost the claim goes on, but the
-        # client is pointed at the winner's (as a retry would be).
+        # Two instances racing for one key: the run that lost the claim is stopped at once
+        # (one request, one turn), and the client is pointed at the winner's.
         winner = await receipts.claim_receipt(scope, idem_key, fingerprint, run.run_id)
         if winner is not None:
+            await registry.stop(run)
             return await _replay(registry, winner.run_id, winner.fingerprint, fingerprint, headers)
     return json_response(
         {"object": "hermes.run", "run_id": run.run_id, "status": "started", "session_id": session_id,

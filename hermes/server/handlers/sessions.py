@@ -13,6 +13,7 @@ to `chat/stream` again with `Last-Event-ID`) and answers approvals with
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, assert_never
 
@@ -278,10 +279,11 @@ async def list_sessions(request: web.Request) -> web.Response:
     records = await store.list_sessions(limit=limit, offset=offset, source=source)
     total = await store.count_sessions(source=source)
     registry = registry_of(request)
+    active = await asyncio.gather(*(registry.active_anywhere(r.id) for r in records))  # indexed lookups
     return json_response(
         {
             "object": "list",
-            "data": [session_json(r, await registry.active_anywhere(r.id)) for r in records],
+            "data": [session_json(r, run) for r, run in zip(records, active, strict=True)],
             "limit": limit,
             "offset": offset,
             "total": total,
