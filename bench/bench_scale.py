@@ -146,9 +146,19 @@ async def measure_latency(
                 raise RuntimeError(f"{url}: HTTP {resp.status}")
         return (time.perf_counter() - started) * 1000
 
-    for i in range(40):  # warm up: connections, imports, pages, pools, on every instance/worker
+    # Warm up imports, pages and pools on every instance and worker: a fresh connection per
+    # request, so the kernel spreads them over the workers of a shared port.
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as fresh:
+        for i in range(40):
+            async with fresh.post(f"{hermes.url(i)}/v1/chat/completions", json=chat_body(f"small warmup {i}", False),
+                                  headers=auth) as resp:  # fmt: skip
+                await resp.read()
+        await asyncio.gather(*(
+            _drain(fresh, f"{hermes.url(i)}/v1/chat/completions", chat_body(f"big:20:0.001:{i}", True), auth)
+            for i in range(40)
+        ))  # fmt: skip
+    for _ in range(20):
         await one(f"{upstream}/chat/completions", "small", {})
-        await one(f"{hermes.url(i)}/v1/chat/completions", f"small warmup {i}", auth)
     direct, through = [], []
     for i in range(n):
         direct.append(await one(f"{upstream}/chat/completions", "small", {}))
@@ -160,6 +170,11 @@ async def measure_latency(
         "hermes_p95_ms": pct(through, 0.95),
         "added_ms": statistics.median(through) - statistics.median(direct),
     }
+
+
+async def _drain(session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+    async with session.post(url, json=body, headers=headers) as resp:
+        await resp.read()
 
 
 async def measure_burst(
