@@ -43,6 +43,11 @@ SHUTDOWN_BUDGET = 4.5
 """Seconds from the signal to the end of cleanup (the contract says 5)."""
 HANDLER_GRACE = 1.0
 """Seconds open requests get to finish once running turns have been settled."""
+LISTEN_BACKLOG = 2048
+"""Connections the kernel queues while the loop is busy (capped by net.core.somaxconn).
+aiohttp's default of 128 overflows in a burst (a client opening 200 streams at once):
+the dropped SYNs are retried after 1 s and 3 s, which is what the burst's slowest first
+chunks waited for."""
 
 
 def register(app: typer.Typer) -> None:
@@ -300,7 +305,7 @@ async def run_server(
     if worker is None:
         for line in instruction_lines:
             _say(line)
-    site = web.TCPSite(runner, host, port, reuse_port=True if worker is not None else None)
+    site = web.TCPSite(runner, host, port, reuse_port=True if worker is not None else None, backlog=LISTEN_BACKLOG)
     try:
         await site.start()
     except OSError as exc:

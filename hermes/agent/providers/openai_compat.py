@@ -259,7 +259,13 @@ class OpenAICompatProvider(Provider):
                 if connector is not None:
                     with contextlib.suppress(Exception):
                         connector._close()
-            session = self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
+            # No cap on connections: how many turns run at once is the server's admission
+            # (`max_concurrent_runs`), and aiohttp's default cap (100) would make the 101st
+            # stream wait, unseen, for another one to end.
+            connector = aiohttp.TCPConnector(limit=0)
+            session = self._session = aiohttp.ClientSession(
+                headers=self._headers, timeout=self._timeout, connector=connector
+            )
             self._session_loop = loop
             self._proxy, self._proxy_auth = _env_proxy(self._chat_url)
         return session
