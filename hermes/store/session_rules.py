@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import fields
 
 from hermes.store.base import SessionRecord
+
+# The sessions table has one column per SessionRecord field, selected in field order
+# (the same on both backends).
+SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
+SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
+SESSION_COLUMNS_S = ", ".join(f"s.{name}" for name in SESSION_FIELDS)
 
 SNIPPET_TOKENS = 16
 """Words of context a search hit's snippet shows."""

@@ -38,7 +38,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -57,7 +57,16 @@ from hermes.store.base import (
     TurnRecord,
 )
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
-from hermes.store.session_rules import NUMBERED_TITLE, SNIPPET_TOKENS, Clock, clean_title, fresh_session
+from hermes.store.session_rules import (
+    NUMBERED_TITLE,
+    SESSION_COLUMNS,
+    SESSION_COLUMNS_S,
+    SESSION_FIELDS,
+    SNIPPET_TOKENS,
+    Clock,
+    clean_title,
+    fresh_session,
+)
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
 from hermes.store.transcript import (
@@ -69,11 +78,7 @@ from hermes.store.transcript import (
 RANK_WINDOW = 20_000
 """search() ranks at most this many of the newest matching messages."""
 
-# The sessions table has one column per SessionRecord field, selected in field order.
-_SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
-_SESSION_COLUMNS = ", ".join(_SESSION_FIELDS)
-_SESSION_COLUMNS_S = ", ".join(f"s.{name}" for name in _SESSION_FIELDS)
-_SESSION_PLACEHOLDERS = ", ".join("?" for _ in _SESSION_FIELDS)
+_SESSION_PLACEHOLDERS = ", ".join("?" for _ in SESSION_FIELDS)
 
 # Stored message columns other than id/session_id, as copied by fork_session.
 _MESSAGE_DATA = (
@@ -293,7 +298,7 @@ class SqliteSessionStore:
     @staticmethod
     def _fetch_session(db: sqlite3.Connection, session_id: str) -> SessionRecord | None:
         row = db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
         return None if row is None else SessionRecord(*row)
 
@@ -306,8 +311,8 @@ class SqliteSessionStore:
     @staticmethod
     def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
         db.execute(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({_SESSION_PLACEHOLDERS})",
-            tuple(getattr(record, name) for name in _SESSION_FIELDS),
+            f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES ({_SESSION_PLACEHOLDERS})",
+            tuple(getattr(record, name) for name in SESSION_FIELDS),
         )
 
     def _insert_new_session(
@@ -370,7 +375,7 @@ class SqliteSessionStore:
         where, params = ("WHERE source = ?", [source]) if source is not None else ("", [])
         with self._read() as db:
             rows = db.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions {where} "
+                f"SELECT {SESSION_COLUMNS} FROM sessions {where} "
                 "ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 (*params, max(limit, 0), max(offset, 0)),
             ).fetchall()
@@ -843,7 +848,7 @@ class SqliteSessionStore:
         sql = (
             "SELECT messages_fts.rowid, m.role, "
             f"snippet(messages_fts, 0, '>>>', '<<<', '…', {SNIPPET_TOKENS}), "
-            f"{_SESSION_COLUMNS_S} FROM messages_fts {join}"
+            f"{SESSION_COLUMNS_S} FROM messages_fts {join}"
             f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? {where} "
             "ORDER BY messages_fts.rank LIMIT ?"
         )

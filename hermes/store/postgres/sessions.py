@@ -35,7 +35,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
@@ -55,7 +55,16 @@ from hermes.store.base import (
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.postgres.connect import Database
 from hermes.store.postgres.search import search_text, ts_query
-from hermes.store.session_rules import NUMBERED_TITLE, SNIPPET_TOKENS, Clock, clean_title, fresh_session
+from hermes.store.session_rules import (
+    NUMBERED_TITLE,
+    SESSION_COLUMNS,
+    SESSION_COLUMNS_S,
+    SESSION_FIELDS,
+    SNIPPET_TOKENS,
+    Clock,
+    clean_title,
+    fresh_session,
+)
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT, call_ids_and_names, valid_transcript
 
 __all__ = ["RANK_WINDOW", "PgSessionStore"]
@@ -63,10 +72,7 @@ __all__ = ["RANK_WINDOW", "PgSessionStore"]
 RANK_WINDOW = 20_000
 """search() ranks at most this many of the newest matching messages (as on SQLite)."""
 
-_SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
-_SESSION_COLUMNS = ", ".join(_SESSION_FIELDS)
-_SESSION_COLUMNS_S = ", ".join(f"s.{name}" for name in _SESSION_FIELDS)
-_SESSION_PLACEHOLDERS = ", ".join("%s" for _ in _SESSION_FIELDS)
+_SESSION_PLACEHOLDERS = ", ".join("%s" for _ in SESSION_FIELDS)
 _MESSAGE_DATA = (
     "role, content_json, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, "
     "timestamp, token_count, search_text"
@@ -320,7 +326,7 @@ class PgSessionStore:
     @staticmethod
     async def _fetch(conn: Any, session_id: str, *, lock: bool = False) -> SessionRecord | None:
         cursor = await conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM hermes.sessions WHERE id = %s" + (" FOR UPDATE" if lock else ""),
+            f"SELECT {SESSION_COLUMNS} FROM hermes.sessions WHERE id = %s" + (" FOR UPDATE" if lock else ""),
             (session_id,),
         )
         row = await cursor.fetchone()
@@ -336,9 +342,9 @@ class PgSessionStore:
         """Insert `record`; a generated id that collides is replaced by a fresh one."""
         for _ in range(8):
             cursor = await conn.execute(
-                f"INSERT INTO hermes.sessions ({_SESSION_COLUMNS}) VALUES ({_SESSION_PLACEHOLDERS}) "
+                f"INSERT INTO hermes.sessions ({SESSION_COLUMNS}) VALUES ({_SESSION_PLACEHOLDERS}) "
                 "ON CONFLICT (id) DO NOTHING",
-                tuple(getattr(record, name) for name in _SESSION_FIELDS),
+                tuple(getattr(record, name) for name in SESSION_FIELDS),
             )
             if cursor.rowcount == 1:
                 return record
@@ -390,7 +396,7 @@ class PgSessionStore:
         where, params = ("WHERE source = %s", [source]) if source is not None else ("", [])
         async with self._conn() as conn:
             cursor = await conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM hermes.sessions {where} "
+                f"SELECT {SESSION_COLUMNS} FROM hermes.sessions {where} "
                 "ORDER BY updated_at DESC, created_seq DESC LIMIT %s OFFSET %s",
                 (*params, max(limit, 0), max(offset, 0)),
             )
@@ -905,7 +911,7 @@ class PgSessionStore:
             "ts_headline('hermes.search', best.search_text, (SELECT q FROM q), %s), "
             "hermes.search_words(best.search_text), "
             "ts_headline('hermes.search', hermes.search_words(best.search_text), (SELECT q FROM q), %s), "
-            f"{_SESSION_COLUMNS_S} FROM best JOIN hermes.sessions AS s ON s.id = best.session_id "
+            f"{SESSION_COLUMNS_S} FROM best JOIN hermes.sessions AS s ON s.id = best.session_id "
             "ORDER BY best.rank DESC, best.id DESC"
         )
         async with self._conn() as conn:
