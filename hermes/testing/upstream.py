@@ -263,8 +263,12 @@ class RecordedRequest:
 class ScriptedUpstream:
     """See the module docstring."""
 
-    def __init__(self, *, model: str = "scripted-model", api_key: str | None = None) -> None:
+    def __init__(
+        self, *, model: str = "scripted-model", api_key: str | None = None, keepalive_timeout: float = 75.0
+    ) -> None:
         self.model = model
+        self.keepalive_timeout = keepalive_timeout
+        """Seconds an idle keep-alive connection stays open before the server closes it."""
         self.api_key = api_key
         """When set, requests without `Authorization: Bearer <api_key>` get 401."""
         self.replies: deque[Reply] = deque()
@@ -289,7 +293,13 @@ class ScriptedUpstream:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=0.5,
+            keepalive_timeout=self.keepalive_timeout,
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -113,6 +113,72 @@ async def test_undecodable_bytes_in_a_message_still_go_out(upstream: ScriptedUps
     assert upstream.requests[0].body["messages"][0]["content"] == "caf\u00e9 \udcff"
 
 
+def test_a_connection_the_server_closed_while_idle_is_not_a_failure() -> None:
+    # The server drops idle keep-alive connections after 0.2 s; this loop is busy (a tool,
+    # a loaded machine) for longer, so it has not seen the close when it sends again.
+    import asyncio
+    import time
+
+    with ScriptedUpstream.in_thread(keepalive_timeout=0.2) as upstream:
+        upstream.default = text_reply("fine")
+        provider = OpenAICompatProvider(base_url=upstream.base_url)
+
+        async def turns() -> list[str]:
+            texts = []
+            try:
+                for _ in range(3):
+                    texts.append("".join(e.text for e in await _stream(provider) if isinstance(e, TextChunk)))
+                    time.sleep(0.6)
+                    texts.append("".join(e.text for e in await provider.complete(REQUEST) if isinstance(e, TextChunk)))
+                    time.sleep(0.6)
+            finally:
+                await provider.aclose()
+            return texts
+
+        assert asyncio.run(turns()) == ["fine"] * 6
+        assert len(upstream.requests) == 6  # each request reached the server once
+
+
+async def test_a_request_that_fails_on_a_fresh_connection_is_not_sent_again() -> None:
+    # A server that accepts and hangs up: the failure is the server's, not a stale pool's,
+    # so it is reported (the engine decides about retries) after one connection.
+    import asyncio
+
+    connections = 0
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    provider = OpenAICompatProvider(base_url=f"http://127.0.0.1:{port}/v1")
+    try:
+        with pytest.raises(ProviderConnectionError):
+            await _stream(provider)
+    finally:
+        await provider.aclose()
+        server.close()
+        await server.wait_closed()
+    assert connections == 1
+
+
+async def test_keep_alive_off_opens_a_connection_per_request(upstream: ScriptedUpstream) -> None:
+    provider = OpenAICompatProvider(base_url=upstream.base_url, keep_alive=False)
+    try:
+        for _ in range(2):
+            upstream.enqueue(text_reply("ok"))
+            await _stream(provider)
+        session = provider._session
+        assert session is not None and session.connector is not None
+        assert sum(len(conns) for conns in session.connector._conns.values()) == 0  # nothing pooled
+    finally:
+        await provider.aclose()
+    assert [r.headers.get("Connection", "").lower() for r in upstream.requests] == ["close", "close"]
+
+
 def test_a_closed_provider_serves_a_later_event_loop() -> None:
     # e.g. a CLI that runs asyncio.run more than once, closing the provider at the end of each.
     import asyncio

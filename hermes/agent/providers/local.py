@@ -212,7 +212,11 @@ class LocalProvider(Provider):
         self.owns_server = owns_server
         self.model_name = model_name
         """What to call the model (status bar, /v1/models); requests may send any name."""
-        self._http = OpenAICompatProvider(base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0)
+        # A connection per request: llama.cpp closes an idle keep-alive connection within
+        # seconds, often before this process (busy running a tool) has seen it close.
+        self._http = OpenAICompatProvider(
+            base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0, keep_alive=False
+        )
         # Room for the answer (max_tokens 2048) is kept free; ~3 characters per token.
         self._provider = JsonActionProvider(self._http, context_chars=max(4096, (server.n_ctx - 2560) * 3))
         self._warmed: set[str] = set()

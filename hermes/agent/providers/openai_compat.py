@@ -15,6 +15,11 @@ Invariants:
 - A stream abandoned before its end (cancellation, `aclose`) closes its connection,
   which is what stops the upstream request; a stream read to its end returns the
   connection to the pool.
+- A pooled connection the server closed while it sat idle (its keep-alive timeout
+  passed before this process noticed) never fails a request: a POST that dies on a
+  reused connection before any response is sent again at once, on another connection,
+  without using up one of the engine's retries. With `keep_alive=False` (the local
+  llama.cpp server, whose keep-alive is short) every request opens its own connection.
 """
 
 from __future__ import annotations
@@ -62,6 +67,32 @@ _CONNECTION_LOST = re.compile(
 _STREAM_UNSUPPORTED = re.compile(r"stream(ing)?\b.*\bnot (supported|available|allowed)", re.IGNORECASE)
 _STREAM_OPTIONS_REJECTED = re.compile(r"stream_options", re.IGNORECASE)
 _JSON_BODY = {"Content-Type": "application/json"}
+_STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+"""What a request sent over a connection the server had already closed fails with."""
+_STALE_RESENDS = 8
+"""Idle pooled connections one request tries before giving up on the pool's idle ones
+(each failed one is dropped; once none is left the request opens a fresh connection)."""
+
+
+class _Attempt:
+    """Per-request tracing context: whether the connector handed out a pooled connection."""
+
+    __slots__ = ("reused",)
+
+    def __init__(self) -> None:
+        self.reused = False
+
+
+async def _mark_reused(_session: object, context: Any, _params: object) -> None:
+    attempt = context.trace_request_ctx
+    if isinstance(attempt, _Attempt):
+        attempt.reused = True
+
+
+def _reuse_trace() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_mark_reused)
+    return trace
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -219,7 +250,13 @@ class OpenAICompatProvider(Provider):
         connect_timeout: float = 30.0,
         read_timeout: float = 600.0,
         default_headers: dict[str, str] | None = None,
+        keep_alive: bool = True,
     ) -> None:
+        """Args:
+            keep_alive: pool connections between requests; False opens a connection per
+                request (for a loopback server whose keep-alive timeout is shorter than
+                the pause between two model calls).
+        """
         self.base_url = base_url.rstrip("/")
         endpoint = URL(self.base_url)
         self._headers: dict[str, str] = {
@@ -236,6 +273,7 @@ class OpenAICompatProvider(Provider):
         self._chat_url = _join(endpoint, "chat/completions")
         self._models_url = _join(endpoint, "models")
         self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=read_timeout)
+        self._keep_alive = keep_alive
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._proxy: URL | None = None
@@ -262,9 +300,9 @@ class OpenAICompatProvider(Provider):
             # No cap on connections: how many turns run at once is the server's admission
             # (`max_concurrent_runs`), and aiohttp's default cap (100) would make the 101st
             # stream wait, unseen, for another one to end.
-            connector = aiohttp.TCPConnector(limit=0)
+            connector = aiohttp.TCPConnector(limit=0, force_close=not self._keep_alive)
             session = self._session = aiohttp.ClientSession(
-                headers=self._headers, timeout=self._timeout, connector=connector
+                headers=self._headers, timeout=self._timeout, connector=connector, trace_configs=[_reuse_trace()]
             )
             self._session_loop = loop
             self._proxy, self._proxy_auth = _env_proxy(self._chat_url)
@@ -282,9 +320,25 @@ class OpenAICompatProvider(Provider):
         # ASCII-escaped: text decoded with surrogateescape (tool output) still encodes.
         data = json.dumps(body, separators=(",", ":")).encode("ascii")
         session = self._http()
-        response = await session.post(
-            self._chat_url, data=data, headers=_JSON_BODY, proxy=self._proxy, proxy_auth=self._proxy_auth
-        )
+        resends = 0
+        while True:
+            attempt = _Attempt()
+            try:
+                response = await session.post(
+                    self._chat_url,
+                    data=data,
+                    headers=_JSON_BODY,
+                    proxy=self._proxy,
+                    proxy_auth=self._proxy_auth,
+                    trace_request_ctx=attempt,
+                )
+                break
+            except _STALE_CONNECTION_ERRORS:
+                # Died on a pooled connection before any response: the server closed it
+                # while it sat idle here. Send the request again on another connection.
+                if not attempt.reused or resends >= _STALE_RESENDS:
+                    raise
+                resends += 1
         if response.status >= 300:
             try:
                 text = await response.text(errors="replace")
