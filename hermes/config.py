@@ -65,6 +65,9 @@ OPTIONS: dict[str, Option] = {
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
     "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
     "sandbox_network": Option(("HERMES_SANDBOX_NETWORK",), "network inside the sandbox (false cuts it off)"),
+    "writable_roots": Option(
+        ("HERMES_WRITABLE_ROOTS",), "comma-separated folders tools may change besides the working directory"
+    ),
     "tool_env_passthrough": Option(
         ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
     ),
@@ -119,6 +122,8 @@ class Settings:
     local_model_path: Path | None = None
     sandbox: str = "auto"
     sandbox_network: bool = True
+    writable_roots: tuple[str, ...] = ()
+    """Folders tools may change besides each turn's working directory (and the private tmp)."""
     tool_env_passthrough: tuple[str, ...] = ()
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""

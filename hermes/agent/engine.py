@@ -204,6 +204,7 @@ class Agent:
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
             source=request.source,
+            confinement=self.tools.confinement,
         )
         gate = InterruptGate(interrupt)
         result: TurnResult | None = None

@@ -5,10 +5,12 @@
     argv = state.wrap(["bash", "-c", cmd], cwd, writable=session_dir)
 
 Inside the sandbox (when `state.active`):
-- the whole file system is mounted read-only, the writable root (the session's working
-  directory) read-write; a command may start elsewhere (`cwd`), which stays read-only;
+- the whole file system is mounted read-only; the writable roots of the confinement policy
+  (hermes/agent/confinement.py: the session's working directory, `writable_roots`, the
+  private tmp that is every command's `TMPDIR`) read-write, except hermes's own files
+  inside them; a command may start elsewhere (`cwd`), which stays read-only;
 - `/tmp` is a private tmpfs, `/dev` and `/proc` are fresh (a new PID namespace);
-- `$HERMES_HOME` and credential stores (~/.ssh, ~/.gnupg, ~/.aws, ~/.config/gcloud, …) are
+- the policy's hidden paths ($HERMES_HOME, credential stores, password databases) are
   covered: folders by an empty read-only tmpfs, files by /dev/null, so they can be neither
   read nor written, also through symlinks (mounts are by real path);
 - bwrap dies with its parent (`--die-with-parent`) and is PID 1 of a new PID namespace,
@@ -31,22 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from hermes.agent.confinement import Confinement, private_tmp
 from hermes.errors import ConfigError
 
 if TYPE_CHECKING:
     from hermes.config import Settings
 
 SandboxMode = Literal["auto", "on", "off"]
-
-CREDENTIAL_STORES: tuple[str, ...] = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
-    ".config/hub", ".password-store", ".local/share/keyrings", ".netrc", ".git-credentials",
-    ".pgpass", ".npmrc", ".pypirc", ".vault-token", ".terraform.d/credentials.tfrc.json",
-)  # fmt: skip
-"""Paths under the home folder that the sandbox hides (folders and files)."""
-
-SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
-"""Password databases the sandbox hides (readable to root otherwise)."""
 
 PROBE_TIMEOUT = 10.0
 """Seconds the bwrap probe may take before bwrap is declared not working."""
@@ -61,9 +54,15 @@ class SandboxConfig:
     hidden: tuple[Path, ...] = ()
     bwrap: str | None = None
     """Path of the bwrap program; None looks it up on PATH."""
+    protected: tuple[Path, ...] = ()
+    """Kept read-only even inside a writable root (hermes's own files)."""
+    writable_roots: tuple[Path, ...] = ()
+    """Writable besides the command's own writable folder and the private tmp."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SandboxConfig:
+    def from_settings(cls, settings: Settings, confinement: Confinement | None = None) -> SandboxConfig:
+        """The sandbox for `settings`; its mounts follow `confinement` (default: the settings' own)."""
+        policy = confinement if confinement is not None else Confinement.from_settings(settings)
         mode: SandboxMode
         if settings.sandbox == "on":
             mode = "on"
@@ -73,14 +72,13 @@ class SandboxConfig:
             mode = "auto"
         else:
             raise ConfigError(f"invalid value for sandbox: {settings.sandbox!r} (use auto, on, off)")
-        return cls(mode=mode, network=settings.sandbox_network, hidden=default_hidden(settings.home))
-
-
-def default_hidden(hermes_home: Path, user_home: Path | None = None) -> tuple[Path, ...]:
-    """$HERMES_HOME, the credential stores under the user's home folder, the password databases."""
-    home = user_home or Path.home()
-    stores = (home / name for name in CREDENTIAL_STORES)
-    return (hermes_home.expanduser(), *stores, *(Path(p) for p in SYSTEM_SECRETS))
+        return cls(
+            mode=mode,
+            network=settings.sandbox_network,
+            hidden=policy.hidden,
+            protected=policy.protected,
+            writable_roots=policy.writable_roots,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +94,30 @@ class SandboxState:
     """The one line a front end prints at start (auto fell back to off), else None."""
     bwrap: str | None = None
     hidden: tuple[Path, ...] = field(default=())
+    protected: tuple[Path, ...] = field(default=())
+    writable_roots: tuple[Path, ...] = field(default=())
 
     def wrap(
         self, argv: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
     ) -> list[str]:
         """`argv` as run in `cwd`: wrapped in bwrap when active, unchanged otherwise.
 
-        `writable` is the one folder the command may change (default: `cwd`); `expose` are
-        paths the command needs to read that the private /tmp would otherwise cover.
+        `writable` is the command's own writable folder (default: `cwd`); the configured
+        writable roots and the private tmp (`TMPDIR`) are writable too. `expose` are paths
+        the command needs to read that the private /tmp would otherwise cover.
         """
         if not self.active:
             return list(argv)
         assert self.bwrap is not None
         sandbox = bwrap_arguments(
-            self.bwrap, cwd, self.hidden, network=self.network, writable=writable, expose=expose
+            self.bwrap,
+            cwd,
+            self.hidden,
+            network=self.network,
+            writable=writable,
+            expose=expose,
+            extra_writable=(*self.writable_roots, private_tmp()),
+            protected=self.protected,
         )
         return [*sandbox, "--", *argv]
 
@@ -126,9 +134,12 @@ def bwrap_arguments(
     network: bool,
     writable: Path | None = None,
     expose: tuple[Path, ...] = (),
+    extra_writable: tuple[Path, ...] = (),
+    protected: tuple[Path, ...] = (),
 ) -> list[str]:
     """The bwrap command line up to (not including) "--". Order matters: later mounts win,
-    so the hidden folders stay hidden whatever `expose` names."""
+    so protected paths stay read-only inside writable roots, and hidden ones stay hidden
+    whatever `expose` or the writable roots name."""
     work = Path(os.path.realpath(writable if writable is not None else cwd))
     args = [
         bwrap,
@@ -141,7 +152,12 @@ def bwrap_arguments(
     for path in dict.fromkeys(Path(os.path.realpath(p)) for p in expose):
         if path.exists() and tmp in path.parents:
             args += ["--ro-bind", str(path), str(path)]
-    args += ["--bind", str(work), str(work)]
+    roots = [work, *(Path(os.path.realpath(p)) for p in extra_writable if os.path.isdir(p))]
+    for root in dict.fromkeys(roots):
+        args += ["--bind", str(root), str(root)]
+    for path in dict.fromkeys(Path(os.path.realpath(p)) for p in protected):
+        if path.exists() and any(root == path or root in path.parents for root in roots):
+            args += ["--ro-bind", str(path), str(path)]
     covered = False
     for path in dict.fromkeys(Path(os.path.realpath(p)) for p in hidden):
         if path.is_dir():
@@ -201,7 +217,16 @@ def resolve_sandbox(config: SandboxConfig) -> SandboxState:
     if problem is None:
         assert bwrap is not None
         detail = f"on (bubblewrap {bwrap}, sandbox = {config.mode}, {net}; working directory writable)"
-        return SandboxState(True, config.mode, config.network, detail, bwrap=bwrap, hidden=config.hidden)
+        return SandboxState(
+            True,
+            config.mode,
+            config.network,
+            detail,
+            bwrap=bwrap,
+            hidden=config.hidden,
+            protected=config.protected,
+            writable_roots=config.writable_roots,
+        )
     if config.mode == "on":
         raise ConfigError(f"sandbox = on, but {problem}; install bubblewrap (bwrap) or set sandbox = off")
     return SandboxState(

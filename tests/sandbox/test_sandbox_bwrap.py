@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import needs_bwrap
 
-from hermes.agent.sandbox import SandboxConfig, default_hidden, resolve_sandbox
+from hermes.agent.confinement import hidden_paths
+from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.terminal import make_terminal_tool, run_command
@@ -39,7 +40,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def launcher(home: Path, *, network: bool = True) -> ToolLauncher:
-    hidden = default_hidden(home / ".hermes", user_home=home)
+    hidden = hidden_paths(home / ".hermes", user_home=home)
     state = resolve_sandbox(SandboxConfig(mode="on", network=network, hidden=hidden))
     assert state.active
     return ToolLauncher(sandbox=state)

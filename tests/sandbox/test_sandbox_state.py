@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import fake_bwrap
 
+from hermes.agent.confinement import hidden_paths
 from hermes.agent.sandbox import (
     SandboxConfig,
     bwrap_arguments,
-    default_hidden,
     resolve_sandbox,
 )
 from hermes.config import Settings
@@ -88,7 +88,7 @@ def test_command_line_order(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".netrc").write_text("machine x password y\n")
-    hidden = default_hidden(tmp_path / "hh", user_home=home)
+    hidden = hidden_paths(tmp_path / "hh", user_home=home)
 
     args = bwrap_arguments("bwrap", home, hidden, network=True)
 

@@ -168,7 +168,9 @@ async def test_write_file_to_shell_rc_needs_approval(tmp_path: Path, monkeypatch
     assert rc.read_text() == "alias x=y\n"
 
 
-async def test_patch_in_ssh_folder_needs_approval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_ssh_folder_is_hidden_from_patch_even_with_yolo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
@@ -176,13 +178,10 @@ async def test_patch_in_ssh_folder_needs_approval(tmp_path: Path, monkeypatch: p
     config.write_text("Host a\n  User old\n")
     args = {"path": str(config), "old_string": "User old", "new_string": "User new"}
 
-    result = await patch(args, _ctx(tmp_path))
-    assert result.startswith("DENIED")
+    for ctx in (_ctx(tmp_path), _ctx(tmp_path, yolo=True)):
+        result = await patch(args, ctx)
+        assert result.startswith("BLOCKED") and "[rule: hidden_path]" in result
     assert config.read_text() == "Host a\n  User old\n"
-
-    result = await patch(args, _ctx(tmp_path, yolo=True))
-    assert result.startswith("Patched")
-    assert config.read_text() == "Host a\n  User new\n"
 
 
 async def test_ordinary_writes_do_not_ask(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""In server mode the file tools read secrets only with approval; local front ends are not guarded."""
+"""Secrets and the file tools: hidden paths are never read in any mode; private keys elsewhere
+are read in server mode only with approval, and freely by local front ends."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -69,30 +69,33 @@ async def test_local_front_ends_read_freely(project: Path) -> None:
     assert "MIIEneedle" in out
 
 
-@pytest.mark.skipif(not os.access("/etc/shadow", os.R_OK), reason="/etc/shadow is not readable here")
-async def test_server_read_of_etc_shadow_is_denied(tmp_path: Path) -> None:
-    out = await read_file({"path": "/etc/shadow"}, server_ctx(tmp_path))
+@pytest.mark.parametrize("source", ["api_server", "cli"])
+async def test_etc_shadow_is_hidden_in_every_mode(tmp_path: Path, source: str) -> None:
+    ctx = ToolContext(session_id="s", cwd=tmp_path, approve=Approver(ApprovalDecision.ONCE), source=source)
+    out = await read_file({"path": "/etc/shadow"}, ctx)
 
-    assert out.startswith("DENIED: reading /etc/shadow") and "[rule: secret_file_read]" in out
+    assert out.startswith("BLOCKED by the safety policy: reading /etc/shadow") and "[rule: hidden_path]" in out
     assert "root:" not in out
 
 
-async def test_server_read_in_hermes_home_and_through_links_is_denied(tmp_path: Path, hermes_home: Path) -> None:
+@pytest.mark.parametrize("source", ["api_server", "cli"])
+async def test_hermes_home_is_hidden_also_through_links(tmp_path: Path, hermes_home: Path, source: str) -> None:
     hermes_home.mkdir()
     (hermes_home / "config.toml").write_text('api_key = "sk-stored"\n')
     (tmp_path / "innocent.txt").symlink_to(hermes_home / "config.toml")
     (tmp_path / "id_ed25519").write_text("not even PEM, but an SSH key by name\n")
+    ctx = ToolContext(session_id="s", cwd=tmp_path, source=source, yolo=True)
 
-    direct = await read_file({"path": str(hermes_home / "config.toml")}, server_ctx(tmp_path))
-    linked = await read_file({"path": "innocent.txt"}, server_ctx(tmp_path))
+    direct = await read_file({"path": str(hermes_home / "config.toml")}, ctx)
+    linked = await read_file({"path": "innocent.txt"}, ctx)
     by_name = await read_file({"path": "id_ed25519"}, server_ctx(tmp_path))
 
-    assert "[rule: hermes_home_read]" in direct and "[rule: hermes_home_read]" in linked
+    assert "[rule: hidden_path]" in direct and "[rule: hidden_path]" in linked
     assert "sk-stored" not in direct + linked
     assert "[rule: private_key_read]" in by_name
 
 
-async def test_server_search_skips_secrets_and_refuses_hermes_home(project: Path, hermes_home: Path) -> None:
+async def test_search_skips_secrets_in_server_mode_and_refuses_hermes_home(project: Path, hermes_home: Path) -> None:
     hermes_home.mkdir()
     (hermes_home / "config.toml").write_text("needle\n")
 
@@ -101,7 +104,7 @@ async def test_server_search_skips_secrets_and_refuses_hermes_home(project: Path
     local = await search_files({"pattern": "needle"}, ToolContext(session_id="s", cwd=project))
 
     assert "notes.txt:1: a needle in the notes" in found and "server.pem" not in found
-    assert refused.startswith("DENIED:") and "[rule: hermes_home_read]" in refused
+    assert refused.startswith("BLOCKED") and "[rule: hidden_path]" in refused and "config.toml" not in refused
     assert "server.pem:2: MIIEneedle" in local
 
 

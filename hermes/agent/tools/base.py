@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.confinement import Confinement
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
 
 
@@ -31,6 +32,14 @@ class ToolContext:
     """Engine hook to surface an ApprovalRequested event before the callback is asked."""
     source: str = "cli"
     """Front end of the turn (cli, tui, api_server); the file tools guard secrets for api_server."""
+    confinement: Confinement | None = None
+    """Where the turn's tools may write and what they may not see; None: the default policy."""
+
+    @property
+    def policy(self) -> Confinement:
+        if self.confinement is None:
+            self.confinement = Confinement.default()
+        return self.confinement
 
     async def request_approval(self, tool_name: str, command: str, reason: str, rule: str) -> bool:
         """Ask the front end. No callback means deny; a SESSION answer is remembered."""
@@ -89,6 +98,8 @@ class Tool:
 
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self.confinement: Confinement | None = None
+        """The policy its tools run under (set by whoever builds the tool set); None: default."""
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             self.register(tool)

@@ -5,12 +5,15 @@ Invariants:
   cancelling the tool sets a stop flag the walk checks before every file;
 - junk folders (fsutil.SKIP_DIRS) are never entered; search_files skips binary files
   (NUL in the first 8 KB) and files over MAX_SEARCH_BYTES;
+- paths the confinement policy hides (credential stores, $HERMES_HOME, …) are neither
+  listed nor searched, also when a symlink leads there; the result says how many were skipped;
 - results are sorted and capped, and a capped result says so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import stat
 import threading
@@ -21,7 +24,7 @@ from typing import Any, TypeVar
 from hermes.agent.tools.args import check_object, optional_int, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.fsutil import SNIFF_BYTES, glob_matcher, iter_files, not_found, resolve
-from hermes.agent.tools.secret_reads import guards_reads, is_secret_file, read_refusal
+from hermes.agent.tools.secret_reads import guards_reads, hidden_refusal, is_secret_file, read_refusal
 from hermes.errors import ToolError
 
 MAX_LISTED = 500
@@ -57,19 +60,49 @@ def _scan_note(scanned: int) -> str:
     return f"[Stopped after scanning {scanned} files; narrow the path or pattern.]"
 
 
+class _HiddenSkip:
+    """The walk's filter: true for paths the turn's policy hides; counts what it skipped.
+
+    Entries are checked as walked (os.walk does not follow symlinked folders) and, for
+    symlinks, where they lead.
+    """
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.policy = ctx.policy
+        self.cwd = ctx.cwd
+        self.skipped = 0
+
+    def __call__(self, path: Path) -> bool:
+        if self.policy.hidden_entry(path, self.cwd, resolve=os.path.islink(path)) is None:
+            return False
+        self.skipped += 1
+        return True
+
+    def note(self) -> str | None:
+        if not self.skipped:
+            return None
+        noun = "path" if self.skipped == 1 else "paths"
+        return f"[{self.skipped} hidden {noun} skipped (credential stores or hermes's own files).]"
+
+
 # --- list_files ------------------------------------------------------------------------
 
 
 async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
     args = check_object(args)
     pattern = optional_str(args, "pattern") or "**/*"
-    top = _folder(ctx, optional_str(args, "path"))
+    top = resolve(ctx, optional_str(args, "path") or ".")
+    refusal = hidden_refusal(ctx, top, verb="listing")
+    if refusal is not None:
+        return refusal
+    top = _folder(ctx, str(top))
     matches = glob_matcher(pattern)
+    skip = _HiddenSkip(ctx)
 
     def work(stop: threading.Event) -> tuple[list[str], int]:
         found: list[str] = []
         scanned = 0
-        for rel, _ in iter_files(top):
+        for rel, _ in iter_files(top, skip):
             if stop.is_set() or scanned >= MAX_SCANNED:
                 break
             scanned += 1
@@ -78,13 +111,16 @@ async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
         return sorted(found), scanned
 
     found, scanned = await _in_thread(work)
+    hidden_note = skip.note()
     if not found:
-        return f"No files under {top} match {pattern!r}."
+        return " ".join(filter(None, (f"No files under {top} match {pattern!r}.", hidden_note)))
     lines = [f"{len(found)} files under {top} matching {pattern!r}:", *found[:MAX_LISTED]]
     if len(found) > MAX_LISTED:
         lines.append(f"[… and {len(found) - MAX_LISTED} more; narrow the pattern or path to see them.]")
     if scanned >= MAX_SCANNED:
         lines.append(_scan_note(scanned))
+    if hidden_note:
+        lines.append(hidden_note)
     return "\n".join(lines)
 
 
@@ -114,11 +150,11 @@ LIST_FILES_TOOL = Tool(
 # --- search_files ----------------------------------------------------------------------
 
 
-def _candidates(top: Path) -> Iterator[tuple[str, Path]]:
+def _candidates(top: Path, skip: Callable[[Path], bool]) -> Iterator[tuple[str, Path]]:
     if top.is_file():
         yield top.name, top
     else:
-        yield from iter_files(top)
+        yield from iter_files(top, skip)
 
 
 def _text_of(path: Path) -> str | None:
@@ -143,11 +179,15 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
     top = resolve(ctx, optional_str(args, "path") or ".")
+    refusal = hidden_refusal(ctx, top, verb="searching")
+    if refusal is not None:
+        return refusal
     if not top.exists():
         raise not_found(top)
     refusal = await read_refusal(ctx, "search_files", top)
     if refusal is not None:
         return refusal
+    skip = _HiddenSkip(ctx)
     guarded = guards_reads(ctx)
     file_glob = optional_str(args, "glob")
     matches_glob = glob_matcher(file_glob) if file_glob else None
@@ -156,7 +196,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
     def work(stop: threading.Event) -> tuple[list[str], bool, int, int]:
         hits: list[str] = []
         more, scanned, searched = False, 0, 0
-        for rel, path in _candidates(top):
+        for rel, path in _candidates(top, skip):
             if stop.is_set() or more or scanned >= MAX_SCANNED:
                 break
             scanned += 1
@@ -179,8 +219,10 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
     hits, more, scanned, searched = await _in_thread(work)
     where = f"{top}" + (f" (files matching {file_glob!r})" if file_glob else "")
+    hidden_note = skip.note()
     if not hits:
-        return f"No matches for /{pattern}/ in {where}; {searched} files searched."
+        found_none = f"No matches for /{pattern}/ in {where}; {searched} files searched."
+        return " ".join(filter(None, (found_none, hidden_note)))
     base = "" if top.is_file() else f" (paths relative to {top})"
     lines = [f"{len(hits)} matches for /{pattern}/ in {where}{base}:", *hits]
     if more:
@@ -189,6 +231,8 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         )
     if scanned >= MAX_SCANNED:
         lines.append(_scan_note(scanned))
+    if hidden_note:
+        lines.append(hidden_note)
     return "\n".join(lines)
 
 

@@ -2,8 +2,12 @@
 
 Invariants:
 - every path argument is resolved against ctx.cwd with ~ expanded (fsutil.resolve);
-- writes are atomic (temp file + os.replace) and go through approval.check_write_path first;
-  a denied write changes nothing and returns a result text, not an error;
+- paths are checked against the turn's confinement policy (hermes/agent/confinement.py):
+  hidden paths are never read; a write outside the writable roots needs approval, one to
+  hermes's own files never happens; inside the roots approval.check_write_path still asks
+  for shell startup files, ~/.ssh and /etc;
+- writes are atomic (temp file + os.replace); a refused write changes nothing and returns
+  a result text, not an error;
 - patch changes a file only when old_string matches exactly once (or replace_all is set).
 """
 
@@ -14,12 +18,12 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
+from hermes.agent.tools.approval import Verdict, blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
-from hermes.agent.tools.secret_reads import read_refusal
+from hermes.agent.tools.secret_reads import hidden_refusal, read_refusal
 from hermes.errors import ToolError
 
 __all__ = ["LIST_FILES_TOOL", "PATCH_TOOL", "READ_FILE_TOOL", "SEARCH_FILES_TOOL", "WRITE_FILE_TOOL"]
@@ -52,8 +56,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve(ctx, require_str(args, "path"))
     offset = optional_int(args, "offset", 1, minimum=1)
     limit = optional_int(args, "limit", DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
-    existing_text_file(path)
-    refusal = await read_refusal(ctx, "read_file", path)
+    refusal = hidden_refusal(ctx, path) or await read_refusal(ctx, "read_file", existing_text_file(path))
     if refusal is not None:
         return refusal
     try:
@@ -116,15 +119,19 @@ _NOT_WRITTEN = "was not made (the file is unchanged)"
 
 async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | None:
     """None when the write may go ahead; otherwise the result text explaining the refusal."""
-    verdict = check_write_path(path)
+    check = ctx.policy.write_check(path, ctx.cwd)
+    verdict = Verdict(check.level, check.reason, check.rule) if check.level != "allow" else check_write_path(path)
     if verdict.level == "block":
         return blocked_message(f"the write to {path}", verdict, outcome=_NOT_WRITTEN)
     if verdict.level == "approve" and not await ctx.request_approval(
         tool_name, str(path), verdict.reason, verdict.rule
     ):
-        return denied_message(
+        message = denied_message(
             f"the write to {path}", verdict, approver_available=ctx.approve is not None, outcome=_NOT_WRITTEN
         )
+        if verdict.rule == "outside_write":
+            message += f" Files can be written in the working directory {ctx.cwd} or in {ctx.policy.tmp_dir}."
+        return message
     return None
 
 
@@ -156,7 +163,7 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     if path.is_dir():
         raise ToolError(f"{path} is a directory; give a file path")
     data = _encode(content, "content")
-    refusal = await _write_refusal(ctx, "write_file", path)
+    refusal = hidden_refusal(ctx, path, verb="writing") or await _write_refusal(ctx, "write_file", path)
     if refusal is not None:
         return refusal
     existed = path.exists()
@@ -224,8 +231,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("old_string must not be empty; to create or overwrite a whole file use write_file")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    existing_text_file(path)
-    refusal = await read_refusal(ctx, "patch", path)
+    refusal = hidden_refusal(ctx, path, verb="editing") or await read_refusal(ctx, "patch", existing_text_file(path))
     if refusal is not None:
         return refusal
     text = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")

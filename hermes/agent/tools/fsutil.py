@@ -149,14 +149,17 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-def iter_files(top: Path) -> Iterator[tuple[str, Path]]:
+def iter_files(top: Path, skip: Callable[[Path], bool] | None = None) -> Iterator[tuple[str, Path]]:
     """(relative posix path, path) of every file under `top`, junk folders skipped.
 
-    Deterministic order: folders and names are visited sorted. Symlinked folders are not followed.
+    Deterministic order: folders and names are visited sorted. Symlinked folders are not
+    followed. Folders and files for which `skip(path)` is true are left out (not entered).
     """
     for root, dirs, files in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         base = Path(root)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not (skip and skip(base / d)))
         rel_root = base.relative_to(top).as_posix()
         for name in sorted(files):
+            if skip is not None and skip(base / name):
+                continue
             yield (name if rel_root == "." else f"{rel_root}/{name}"), base / name

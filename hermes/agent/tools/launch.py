@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes.agent.confinement import Confinement, private_tmp
 from hermes.agent.sandbox import OFF, SandboxConfig, SandboxState, resolve_sandbox
 
 if TYPE_CHECKING:
@@ -61,13 +62,22 @@ class ToolLauncher:
     env_passthrough: tuple[str, ...] = ()
     secret_values: frozenset[str] = field(default=frozenset(), repr=False)
     """The provider and server keys as configured; a variable holding one is dropped."""
+    confinement: Confinement | None = None
+    """The policy the file tools check (the sandbox mounts follow the same one); None:
+    `Confinement.default()` at each use."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ToolLauncher:
         """Resolves the sandbox (ConfigError for `sandbox = on` without a working bwrap)."""
-        sandbox = resolve_sandbox(SandboxConfig.from_settings(settings))
+        confinement = Confinement.from_settings(settings)
+        sandbox = resolve_sandbox(SandboxConfig.from_settings(settings, confinement))
         keys = frozenset(k for k in (settings.api_key, settings.server_key) if k)
-        return cls(sandbox=sandbox, env_passthrough=settings.tool_env_passthrough, secret_values=keys)
+        return cls(
+            sandbox=sandbox,
+            env_passthrough=settings.tool_env_passthrough,
+            secret_values=keys,
+            confinement=confinement,
+        )
 
     def argv(
         self, command: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
@@ -79,4 +89,6 @@ class ToolLauncher:
 
     def env(self) -> dict[str, str]:
         env = scrubbed_env(os.environ, self.env_passthrough)
-        return {**{k: v for k, v in env.items() if v not in self.secret_values}, **TOOL_ENV_EXTRA}
+        kept = {k: v for k, v in env.items() if v not in self.secret_values}
+        # TMPDIR: the private tmp, a writable root of the policy (the same path in the sandbox).
+        return {**kept, **TOOL_ENV_EXTRA, "TMPDIR": str(private_tmp())}

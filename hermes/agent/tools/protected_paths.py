@@ -5,7 +5,8 @@
 - sensitive files: writing to them needs approval (~/.ssh, shell rc files, /etc, anything
   in $HERMES_HOME);
 - secret files: reading them through the file tools of a server needs approval
-  (/etc/shadow, /etc/gshadow, private keys, ~/.ssh, $HERMES_HOME).
+  (private keys by name or content, /etc/sudoers); the confinement policy hides the
+  password databases, credential stores and $HERMES_HOME from every tool.
 
 Paths in commands are text: `~`, `$HOME`, `${HOME}`, `$HERMES_HOME` and `${HERMES_HOME}`
 are understood, other variables are not evaluated (such a path is "unknown" and never
@@ -132,7 +133,9 @@ def hermes_homes() -> list[str]:
     return out
 
 
-SECRET_FILES = frozenset({"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"})
+SECRET_FILES = frozenset({"/etc/sudoers"})
+"""Secret files outside the confinement policy's hidden list (which covers the password
+databases, credential stores and $HERMES_HOME for every tool)."""
 SSH_KEY_NAMES = re.compile(r"id_(rsa|dsa|ecdsa|ed25519|xmss)(_sk)?")
 """Default names of SSH private keys (their .pub halves are public)."""
 PRIVATE_KEY_MARKER = b"PRIVATE KEY-----"
@@ -141,21 +144,15 @@ _SNIFF = 8192
 
 
 def secret_read(path: str, *, sniff: bool = True) -> tuple[str, str] | None:
-    """(rule, description) when reading the absolute `path` exposes secrets, else None.
+    """(rule, description) when reading the absolute `path` exposes a secret that the hidden
+    list does not cover, else None.
 
     Looks at the path itself and, with `sniff`, at the start of a file's content (private
     keys stored under any name); symlinks are followed, so a link cannot disguise its target.
     """
     for candidate in dict.fromkeys((path, os.path.realpath(path))):
         if candidate in SECRET_FILES:
-            return "secret_file_read", f"the password or sudo database {candidate}"
-        for h in hermes_homes():
-            if _under(candidate, h):
-                return "hermes_home_read", "hermes's own files in $HERMES_HOME (keys, sessions)"
-        home = os.path.expanduser("~")
-        for folder in (".ssh", ".gnupg", ".aws", ".config/gcloud", ".azure", ".kube", ".password-store"):
-            if _under(candidate, posixpath.join(home, folder)):
-                return "credential_read", f"the credential store ~/{folder}"
+            return "secret_file_read", f"the sudo policy {candidate}"
         name = posixpath.basename(candidate)
         if SSH_KEY_NAMES.fullmatch(name) or (sniff and holds_private_key(candidate)):
             return "private_key_read", f"a private key ({name})"

@@ -26,9 +26,12 @@ CORE_TOOLS: tuple[Tool, ...] = (
 def default_registry(launcher: ToolLauncher | None = None) -> ToolRegistry:
     """A fresh registry holding the core tools (callers may register more on it).
 
-    `launcher` decides how the terminal tool starts commands (sandbox, environment); without
-    one, commands run unsandboxed, still supervised and with a scrubbed environment.
+    `launcher` decides how the terminal tool starts commands (sandbox, environment) and the
+    confinement policy every tool follows; without one, commands run unsandboxed, still
+    supervised and with a scrubbed environment, under `Confinement.default()`.
     """
     if launcher is None:
         return ToolRegistry(CORE_TOOLS)
-    return ToolRegistry(make_terminal_tool(launcher) if tool is TERMINAL_TOOL else tool for tool in CORE_TOOLS)
+    registry = ToolRegistry(make_terminal_tool(launcher) if tool is TERMINAL_TOOL else tool for tool in CORE_TOOLS)
+    registry.confinement = launcher.confinement
+    return registry

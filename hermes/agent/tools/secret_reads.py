@@ -1,22 +1,34 @@
-"""The read guard of the file tools in server mode: secrets are read only with approval.
+"""The read guards of the file tools.
 
-A server's tool calls come from remote clients, so when a turn's source is `api_server`,
-read_file, patch and search_files refuse /etc/shadow, /etc/gshadow, private keys,
-credential stores and $HERMES_HOME unless the approval callback says yes (like a risky
-command). Local front ends (cli, tui) act for the user at the keyboard and are not guarded.
+- Hidden paths (the confinement policy's one list: $HERMES_HOME, credential stores,
+  password databases) are never read, listed or searched by any tool, in every mode:
+  `hidden_refusal`.
+- Private keys elsewhere (by name or by content) are read in server mode only with
+  approval: a server's tool calls come from remote clients, so when a turn's source is
+  `api_server`, read_file, patch and search_files ask first (like a risky command).
+  Local front ends (cli, tui) act for the user at the keyboard and are not asked.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hermes.agent.tools.approval import Verdict, denied_message
+from hermes.agent.tools.approval import Verdict, blocked_message, denied_message
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.protected_paths import PRIVATE_KEY_MARKER, secret_read
 
 GUARDED_SOURCES = frozenset({"api_server"})
 
 _NOT_READ = "was not done (nothing was read)"
+
+
+def hidden_refusal(ctx: ToolContext, path: Path, *, verb: str = "reading") -> str | None:
+    """None unless `path` is hidden by the turn's confinement policy; then the refusal text."""
+    hidden = ctx.policy.hidden_entry(path, ctx.cwd)
+    if hidden is None:
+        return None
+    verdict = Verdict("block", f"{hidden} is hidden from tools (credentials or hermes's own files)", "hidden_path")
+    return blocked_message(f"{verb} {path}", verdict, outcome="was not done")
 
 
 def guards_reads(ctx: ToolContext) -> bool:
