@@ -135,5 +135,5 @@ def test_the_terminal_tool_describes_an_active_sandbox(tmp_path: Path) -> None:
     plain = make_terminal_tool(ToolLauncher()).description
 
     assert plain == TERMINAL_TOOL.description
-    assert sandboxed.startswith(plain) and "only the working directory is writable" in sandboxed
+    assert sandboxed.startswith(plain) and "only the working directory and $TMPDIR are writable" in sandboxed
     assert sandboxed.endswith("background processes end when the command ends, and the network is off.")

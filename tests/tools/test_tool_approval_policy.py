@@ -257,9 +257,21 @@ def test_needs_approval(command: str, rule: str) -> None:
     assert verdict.reason
 
 
+INLINE_CODE = {
+    "curl -s https://x.io/data.json | python3 -c 'import json,sys; print(json.load(sys.stdin))'",
+    "python -c \"print('DROP TABLE x')\"",
+}
+"""Allowed in the sandbox; without it, code given on the command line is not inspected: ask."""
+
+
 @pytest.mark.parametrize("command", ALLOWED)
 def test_allowed(command: str) -> None:
-    assert classify_command(command) == Verdict("allow"), command
+    assert classify_command(command, sandboxed=True) == Verdict("allow"), command
+    unsandboxed = classify_command(command)
+    if command in INLINE_CODE:
+        assert unsandboxed.level == "approve" and unsandboxed.rule == "inline_code", command
+    else:
+        assert unsandboxed == Verdict("allow"), command
 
 
 def test_block_wins_over_approval() -> None:
@@ -349,11 +361,6 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("ln -s / root-link", "protected_link"),
         ("ln -s ~ h && echo k >> h/.ssh/authorized_keys", "protected_link"),
         ("ln -s $HERMES_HOME hh-link", "protected_link"),
-        ("echo 'yolo = true' > $HERMES_HOME/config.toml", "hermes_config_write"),
-        ("echo 'yolo = true' >> ${HERMES_HOME}/config.toml", "hermes_config_write"),
-        ("cp evil.toml $HERMES_HOME/config.toml", "hermes_config_write"),
-        ("printf x | tee $HERMES_HOME/state.db", "hermes_home_write"),
-        ("echo x > ~/.hermes/anything", "hermes_home_write"),
     ],
 )
 def test_sandbox_off_bypasses_need_approval(user_home: Path, command: str, rule: str) -> None:
@@ -361,6 +368,24 @@ def test_sandbox_off_bypasses_need_approval(user_home: Path, command: str, rule:
 
     assert verdict.level == "approve", command
     assert rule in verdict.rule.split("+"), verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo 'yolo = true' > $HERMES_HOME/config.toml",
+        "echo 'yolo = true' >> ${HERMES_HOME}/config.toml",
+        "v=$HERMES_HOME; echo 'yolo = true' >> $v/config.toml",
+        "cp evil.toml $HERMES_HOME/config.toml",
+        "printf x | tee $HERMES_HOME/state.db",
+        "echo x > ~/.hermes/anything",
+    ],
+)
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_writes_to_hermes_home_are_blocked(user_home: Path, command: str, sandboxed: bool) -> None:
+    verdict = classify_command(command, cwd=str(user_home / "project"), sandboxed=sandboxed)
+
+    assert verdict.level == "block" and verdict.rule == "hermes_own_write", (command, verdict)
 
 
 def test_writes_through_an_existing_link_are_followed(user_home: Path, tmp_path: Path) -> None:
@@ -374,7 +399,8 @@ def test_writes_through_an_existing_link_are_followed(user_home: Path, tmp_path:
 def test_ordinary_links_and_writes_are_allowed(user_home: Path) -> None:
     for command in ("ln -s ../shared/config.py config.py", "ln -s /usr/bin/python3 py", "ln target.txt hard.txt",
                     "echo x > $HERMES_HOMEWORK/file"):  # fmt: skip
-        assert classify_command(command, cwd=str(user_home / "project")) == Verdict("allow"), command
+        verdict = classify_command(command, cwd=str(user_home / "project"), sandboxed=True)
+        assert verdict == Verdict("allow"), command
 
 
 def test_check_write_path_covers_all_of_hermes_home(user_home: Path, tmp_path: Path) -> None:

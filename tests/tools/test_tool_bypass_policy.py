@@ -31,10 +31,10 @@ async def test_symlink_bypass_is_denied_and_changes_nothing(user_home: Path) -> 
     assert (user_home / ".ssh" / "authorized_keys").read_text() == "original\n"
 
 
-async def test_hermes_home_config_write_is_denied(user_home: Path, hermes_home: Path) -> None:
-    ctx = ToolContext(session_id="s", cwd=user_home)
+async def test_hermes_home_config_write_is_blocked(user_home: Path, hermes_home: Path) -> None:
+    ctx = ToolContext(session_id="s", cwd=user_home, yolo=True)
 
     out = await terminal({"command": "echo 'yolo = true' > $HERMES_HOME/config.toml"}, ctx)
 
-    assert out.startswith("DENIED:") and "[rule: hermes_config_write]" in out
+    assert out.startswith("BLOCKED") and "[rule: hermes_own_write]" in out
     assert (hermes_home / "config.toml").read_text() == 'model = "m"\n'

@@ -32,10 +32,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 from dataclasses import dataclass
 from typing import Literal
 
+from hermes.agent.confinement import Confinement, private_tmp
 from hermes.agent.tools.command_rules import (
+    DECODERS,
     DOWNLOADERS,
     INTERPRETERS,
     SHELLS,
@@ -69,6 +72,7 @@ _MAX_DEPTH = 8
 """Nesting of bash -c / $(…) / eval deeper than this is not inspected and needs approval."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
+_VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 _KEYWORDS = frozenset({"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until"})
 _FUNC_DEF = re.compile(
     r"(?:^|[\s;&|()])(?:function\s+)?(?P<name>[^\s;&|(){}<>]+)\s*\(\s*\)\s*\{(?P<body>[^{}]*)\}"
@@ -149,9 +153,23 @@ class _View:
     command: Command
 
 
-def classify_command(command: str, cwd: str | os.PathLike[str] | None = None) -> Verdict:
-    """Classify a shell command line. `cwd` resolves relative targets (`rm -rf .`)."""
-    scanner = _Scanner(os.fspath(cwd) if cwd is not None else None)
+def classify_command(
+    command: str,
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    sandboxed: bool = False,
+    policy: Confinement | None = None,
+) -> Verdict:
+    """Classify a shell command line. `cwd` resolves relative targets (`rm -rf .`).
+
+    With `sandboxed` false (no bubblewrap around the command), what the scan cannot
+    resolve is "approve", not "allow": a write target or program name built from a
+    variable or command output, `eval`, code handed to an interpreter on its command line
+    (`python -c`), and decoded text piped into an interpreter (`base64 -d | sh`). Writes
+    to hermes's own files (`policy`, default `Confinement.default()`), to
+    /proc/sysrq-trigger, kernel memory or a block device are blocked either way.
+    """
+    scanner = _Scanner(os.fspath(cwd) if cwd is not None else None, strict=not sandboxed, policy=policy)
     scanner.scan_source(command)
     return scanner.verdict()
 
@@ -200,12 +218,20 @@ def denied_message(subject: str, verdict: Verdict, *, approver_available: bool, 
 class _Scanner:
     """Walks one command line and collects findings. Implements command_rules.Scan."""
 
-    def __init__(self, cwd: str | None) -> None:
+    def __init__(self, cwd: str | None, *, strict: bool = False, policy: Confinement | None = None) -> None:
         self.cwd = cwd
+        self.strict = strict
+        """No sandbox around the command: what cannot be resolved needs approval."""
+        self.policy = policy
         self.blocks: list[Verdict] = []
         self.approvals: list[Verdict] = []
         self.depth = 0
         self.db_client = False
+        self.assigned: dict[str, str] = {"TMPDIR": str(private_tmp())}
+        """Variables with a known literal value: TMPDIR (every tool command's), and those
+        assigned earlier in the line (`v=/dev/vda; dd of=$v`)."""
+        if cwd is not None:
+            self.assigned["PWD"] = cwd
 
     def verdict(self) -> Verdict:
         if self.blocks:
@@ -247,13 +273,41 @@ class _Scanner:
         self._command(Command(words=list(words)))
 
     def write_target(self, path: str) -> None:
+        path = self._substitute(path)
         if is_disk_device(path):
             self.block("disk_device_write", f"direct write to the disk device {path}")
             return
         expanded = expand_command_path(path, self.cwd)
-        found = _sensitive(expanded) if expanded else None
+        if expanded is None:
+            if self.strict and ("$" in path or "`" in path):
+                self.approve("unresolved_path", f"a write to a path built at run time ({path})")
+            return
+        kernel = _kernel_target(expanded)
+        if kernel is not None:
+            self.block(kernel[0], kernel[1])
+            return
+        owner = (self.policy or Confinement.default()).protected_entry(expanded)
+        if owner is not None:
+            self.block("hermes_own_write", f"a write to hermes's own files ({owner})")
+            return
+        found = _sensitive(expanded)
         if found:
             self.approve(found[0], f"write to {found[1]}")
+
+    def eval_code(self, source: str) -> None:
+        if self.strict:
+            self.approve("eval", "eval of code assembled at run time")
+        self.scan_source(source)
+
+    def inline_code(self, program: str) -> None:
+        if self.strict:
+            self.approve("inline_code", f"{program} code given on the command line (not inspected)")
+
+    def _substitute(self, text: str) -> str:
+        """`text` with `$NAME` / `${NAME}` of literal assignments earlier in the line filled in."""
+        if "$" not in text or not self.assigned:
+            return text
+        return _VARIABLE.sub(lambda m: self.assigned.get(m.group(1) or m.group(2), m.group(0)), text)
 
     def link_source(self, path: str) -> None:
         expanded = expand_command_path(path, self.cwd)
@@ -282,6 +336,8 @@ class _Scanner:
             feeders = [v for v in views[:j] if v is not None]
             if any(v.name in DOWNLOADERS for v in feeders):
                 self.approve("remote_script", "downloaded script piped into an interpreter (curl | sh)")
+            if self.strict and any(v.name in DECODERS for v in feeders):
+                self.approve("decoded_script", "decoded or unpacked text piped into an interpreter (base64 -d | sh)")
             if view.name in SHELLS:
                 for feeder in feeders:  # `echo "rm -rf /" | sh` runs the echoed text
                     if feeder.name in ("echo", "printf"):
@@ -304,6 +360,8 @@ class _Scanner:
         if peeled is None:
             return None
         name, args = peeled
+        if self.strict and ("$" in name or "`" in name):
+            self.approve("unresolved_command", f"a program name built at run time ({name})")
         texts = [w.text for w in args]
         rule = rule_for(name)
         if rule is not None:
@@ -318,6 +376,12 @@ class _Scanner:
         while words:
             text = words[0].text
             if _ASSIGNMENT.match(text):
+                name, _, value = text.partition("=")
+                value = self._substitute(value)
+                if name.endswith("+") or "`" in value or "$(" in value:
+                    self.assigned.pop(name.rstrip("+"), None)
+                else:
+                    self.assigned[name] = value
                 words = words[1:]
                 continue
             name = posixpath.basename(text.rstrip("/")) if "/" in text.rstrip("/") else text
@@ -351,6 +415,30 @@ class _Scanner:
             statement = source[match.end() :].split(";", 1)[0]
             if not _SQL_WHERE.search(statement):
                 self.approve("sql_destructive", "SQL DELETE without WHERE (empties a table)")
+
+
+_KERNEL_FILES = {
+    "/proc/sysrq-trigger": ("sysrq_write", "a write to /proc/sysrq-trigger (crashes or reboots the machine)"),
+    "/dev/mem": ("kernel_memory_write", "a write to physical memory (/dev/mem)"),
+    "/dev/kmem": ("kernel_memory_write", "a write to kernel memory (/dev/kmem)"),
+    "/dev/port": ("kernel_memory_write", "a write to I/O ports (/dev/port)"),
+}
+
+
+def _kernel_target(path: str) -> tuple[str, str] | None:
+    """(rule, reason) when writing the absolute `path` hits the kernel or a disk, however spelled
+    (`/dev/../dev/vda`, a /dev/disk/by-id link, a device node made elsewhere)."""
+    for candidate in dict.fromkeys((path, os.path.realpath(path))):
+        if candidate in _KERNEL_FILES:
+            return _KERNEL_FILES[candidate]
+        if is_disk_device(candidate):
+            return "disk_device_write", f"direct write to the disk device {candidate}"
+        try:
+            if stat.S_ISBLK(os.stat(candidate).st_mode):
+                return "disk_device_write", f"direct write to the block device {candidate}"
+        except (OSError, ValueError):
+            pass
+    return None
 
 
 def _sensitive(path: str) -> tuple[str, str] | None:

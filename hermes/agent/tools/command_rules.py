@@ -25,6 +25,8 @@ class Scan(Protocol):
     def link_source(self, path: str) -> None: ...
     def is_critical(self, path: str) -> bool: ...
     def saw_db_client(self) -> None: ...
+    def eval_code(self, source: str) -> None: ...
+    def inline_code(self, program: str) -> None: ...
 
 
 Rule = Callable[[list[str], list[Word], Scan], None]
@@ -33,6 +35,8 @@ Rule = Callable[[list[str], list[Word], Scan], None]
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 INTERPRETERS = SHELLS | frozenset({"python", "python2", "python3", "perl", "ruby", "node", "php", "deno", "bun"})
 DOWNLOADERS = frozenset({"curl", "wget", "fetch"})
+DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "openssl", "gunzip", "zcat", "gzip", "uudecode", "rev"})
+"""Programs whose output is text the scan never saw (`echo … | base64 -d | sh`)."""
 DB_CLIENTS = frozenset(
     {"psql", "mysql", "mariadb", "sqlite3", "sqlite", "sqlcmd", "duckdb", "clickhouse-client", "cockroach", "mongosh"}
 )
@@ -218,7 +222,7 @@ def _download(args: list[str], words: list[Word], scan: Scan) -> None:
 
 def _eval(args: list[str], words: list[Word], scan: Scan) -> None:
     _remote_code_in_words(words, scan)
-    scan.scan_source(" ".join(args))
+    scan.eval_code(" ".join(args))
 
 
 def _source(args: list[str], words: list[Word], scan: Scan) -> None:
@@ -269,12 +273,27 @@ def interpreter_mode(name: str, args: list[str]) -> tuple[str, int]:
     return "file", -1
 
 
+def _takes_code(name: str, options: list[str]) -> bool:
+    """True when `options` hand the interpreter code as text (python -c, perl -e, node -e…),
+    not a module to run (python -m)."""
+    letters = _CODE_FLAGS.get(name, "").replace("m", "")
+
+    def hands_code(option: str) -> bool:
+        if option in ("--eval", "--print"):
+            return True
+        return option.startswith("-") and not option.startswith("--") and any(f in option[1:] for f in letters)
+
+    return any(hands_code(option) for option in options)
+
+
 def _interpreter(name: str) -> Rule:
     def rule(args: list[str], words: list[Word], scan: Scan) -> None:
         _remote_code_in_words(words, scan)
         mode, index = interpreter_mode(name, args)
         if name in SHELLS and mode == "inline" and index < len(words):
             scan.scan_source(words[index].text)
+        elif mode == "inline" and _takes_code(name, args[:index]):
+            scan.inline_code(name)
 
     return rule
 

@@ -238,7 +238,10 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
     timeout = optional_number(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
     cwd = _workdir(ctx, optional_str(args, "workdir"))
 
-    verdict = classify_command(command, cwd=cwd)
+    policy = launcher.confinement if launcher is not None else None
+    verdict = classify_command(
+        command, cwd=cwd, sandboxed=launcher is not None and launcher.sandbox.active, policy=policy or ctx.policy
+    )
     if verdict.level == "block":
         return blocked_message("this command", verdict)
     if verdict.level == "approve":
@@ -263,9 +266,10 @@ def make_terminal_tool(launcher: ToolLauncher) -> Tool:
     if launcher.sandbox.active:
         network = "available" if launcher.sandbox.network else "off"
         description += (
-            " Commands run in a sandbox: only the working directory is writable (the rest of the file "
-            "system is read-only), credential folders and hermes's own files are hidden, /tmp is private "
-            f"to each command, background processes end when the command ends, and the network is {network}."
+            " Commands run in a sandbox: only the working directory and $TMPDIR are writable (the rest of "
+            "the file system is read-only), credential folders and hermes's own files are hidden, /tmp is "
+            "private to each command, background processes end when the command ends, and the network is "
+            f"{network}."
         )
     return dataclasses.replace(TERMINAL_TOOL, handler=handler, description=description)
 
