@@ -220,14 +220,16 @@ async def test_patch_replaces_one_match_and_shows_a_diff(tmp_path: Path) -> None
 async def test_patch_no_match_leaves_file_untouched(tmp_path: Path) -> None:
     target = tmp_path / "m.py"
     target.write_text(SOURCE)
-    with pytest.raises(ToolError, match=r"no match.*re-read the file"):
+    # A near match is not a match: `return 42` must not stand for `return 2`.
+    with pytest.raises(ToolError, match=r"no match.*most like it are:\n5\|def g\(\):\n6\|    return 2"):
         await patch({"path": "m.py", "old_string": "return 42", "new_string": "x"}, _ctx(tmp_path))
     assert target.read_text() == SOURCE
 
 
-async def test_patch_no_match_hints_at_indentation(tmp_path: Path) -> None:
+async def test_patch_no_match_shows_the_nearest_lines(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SOURCE)
-    with pytest.raises(ToolError, match="appears at line 5"):
+    # The indentation cannot be carried over consistently ("  " stands for "" and for "    ").
+    with pytest.raises(ToolError, match=r"most like it are:\n4\|\n5\|def g\(\):\n6\|    return 2"):
         await patch({"path": "m.py", "old_string": "  def g():\n  return 2", "new_string": "x"}, _ctx(tmp_path))
 
 

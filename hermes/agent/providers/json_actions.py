@@ -41,7 +41,6 @@ copied "N|" line prefixes dropped, indentation taken from the file).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -59,6 +58,7 @@ from hermes.agent.provider import (
     ToolCallChunk,
     UsageChunk,
 )
+from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
 from hermes.ids import new_call_id
@@ -613,7 +613,6 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
 
 
 _NUMBERED_LINE = re.compile(r"^(\d+)\|(.*)$")
-_LINE_PREFIX = re.compile(r"^\s*\d+\|")
 
 
 def _last_read(messages: list[ChatMessage], path: str) -> list[str] | None:
@@ -633,41 +632,14 @@ def _last_read(messages: list[ChatMessage], path: str) -> list[str] | None:
     return lines
 
 
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
-FIT_SIMILARITY = 0.9
-"""How alike (difflib ratio) a run of file lines must be to the model's old_string to stand in for it."""
-
-
-def _unique_run(lines: list[str], wanted: list[str]) -> int | None:
-    """Start of the one run of `lines` matching `wanted` (stripped): exactly, else nearly (a stray `;`)."""
-    size = len(wanted)
-    runs = [[line.strip() for line in lines[i : i + size]] for i in range(len(lines) - size + 1)]
-    exact = [i for i, run in enumerate(runs) if run == wanted]
-    if exact:
-        return exact[0] if len(exact) == 1 else None
-    target = "\n".join(wanted)
-    scores = sorted(
-        ((difflib.SequenceMatcher(None, "\n".join(run), target).ratio(), i) for i, run in enumerate(runs)), reverse=True
-    )
-    if not scores or scores[0][0] < FIT_SIMILARITY or (len(scores) > 1 and scores[1][0] >= FIT_SIMILARITY):
-        return None
-    return scores[0][1]
-
-
 def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     """A `patch` whose old_string is fitted to the text the model last read of that file.
 
     Small models copy read_file's "N|" line prefixes into old_string, or get the
-    indentation wrong. When the file was read in this conversation and old_string
-    is not in that text as written, the prefixes are dropped; if it still is not
-    there but its lines match exactly one run of the file's lines once leading and
-    trailing spaces are ignored (or, failing that, exactly one run is nearly the same,
-    `FIT_SIMILARITY`: a copied `;` from the request), old_string becomes the file's own text and each
-    indentation the model used is mapped to the file's in new_string too. Anything else is left for the
-    tool to refuse (also when the indentation cannot be carried over consistently).
+    indentation wrong. When the file was read in this conversation and old_string is not
+    in that text as written, `edit_match.fit_edit` finds the one place it stands for and
+    old_string becomes the file's own text, with new_string indented like the file.
+    Anything else is left for the tool (which fits against the file itself) to refuse.
     """
     path, old, new = action.args.get("path"), action.args.get("old_string"), action.args.get("new_string")
     if action.name not in EDIT_TOOLS or not isinstance(path, str) or not isinstance(old, str) or not old.strip():
@@ -675,30 +647,12 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     if not isinstance(new, str):
         return action
     lines = _last_read(messages, path)
-    if lines is None:
+    if lines is None or old in "\n".join(lines):
         return action
-    text = "\n".join(lines)
-    if old in text:
+    fit = fit_edit(lines, old, new, similar=True)
+    if fit is None:
         return action
-    if all(_LINE_PREFIX.match(line) for line in old.splitlines() if line.strip()):
-        old = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in old.splitlines())
-        new = "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in new.splitlines())
-    if old not in text:
-        wanted = [line.strip() for line in old.strip("\n").splitlines()]
-        start = _unique_run(lines, wanted)
-        if start is None:
-            return action
-        found = lines[start : start + len(wanted)]
-        shift: dict[str, str] = {}
-        for mine, theirs in zip(old.strip("\n").splitlines(), found, strict=True):
-            if mine.strip() and shift.setdefault(_indent(mine), _indent(theirs)) != _indent(theirs):
-                return action  # no consistent indentation to carry over to new_string
-        old = "\n".join(found)
-        new = "\n".join(
-            shift.get(_indent(line), _indent(line)) + line.lstrip() if line.strip() else line
-            for line in new.splitlines()
-        )
-    return Action(action.name, {**action.args, "old_string": old, "new_string": new})
+    return Action(action.name, {**action.args, "old_string": fit.old, "new_string": fit.new})
 
 
 def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:

@@ -8,7 +8,9 @@ Invariants:
   for shell startup files, ~/.ssh and /etc;
 - writes are atomic (temp file + os.replace); a refused write changes nothing and returns
   a result text, not an error;
-- patch changes a file only when old_string matches exactly once (or replace_all is set).
+- patch changes a file only when old_string stands for exactly one place (or replace_all is
+  set): as written, else as fitted by edit_match (N| prefixes, indentation, a near match);
+  a failed match shows the file's nearest lines; an edit that changes nothing writes nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from hermes.agent.tools.approval import Verdict, blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
+from hermes.agent.tools.edit_match import fit_edit, nearest_run
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
 from hermes.agent.tools.secret_reads import hidden_refusal, read_refusal
@@ -167,6 +170,8 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     if refusal is not None:
         return refusal
     existed = path.exists()
+    if existed and path.is_file() and await asyncio.to_thread(path.read_bytes) == data:
+        return f"No change: {path} already has exactly this content; nothing was written."
     await _write(path, data)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
@@ -196,17 +201,19 @@ WRITE_FILE_TOOL = Tool(
 # --- patch -----------------------------------------------------------------------------
 
 
-def _no_match_hint(text: str, old: str) -> str:
-    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
-    if not first:
-        return ""
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip() == first:
-            return (
-                f" The first line of old_string appears at line {number} (ignoring indentation); "
-                "check whitespace and the lines after it."
-            )
-    return ""
+def _no_match(path: Path, text: str, old: str) -> ToolError:
+    """The error for an old_string found nowhere: it shows the file's lines most like it."""
+    lines = text.split("\n")
+    near = nearest_run(lines, old)
+    shown = ""
+    if near is not None:
+        first, last = max(0, near[0] - 1), min(len(lines), near[1] + 1)
+        numbered = "\n".join(f"{n}|{lines[n - 1]}" for n in range(first + 1, last + 1))
+        shown = f" The lines of the file most like it are:\n{numbered}\nCopy the text to change from them exactly."
+    return ToolError(
+        f"no match for old_string in {path}; copy the exact text, including whitespace and indentation, "
+        f"without read_file's 'N|' line prefixes.{shown}"
+    )
 
 
 def _diff(path: Path, before: str, after: str) -> str:
@@ -236,16 +243,19 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         return refusal
     text = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")
 
-    count = text.count(old)
-    if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
-        # read_file shows CRLF files with plain newlines; match them in the file's own style.
-        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
-        count = text.count(old)
+    count, how = text.count(old), "exact"
     if count == 0:
-        raise ToolError(
-            f"no match for old_string in {path}; re-read the file with read_file and copy the exact "
-            f"text, including whitespace and indentation, without the 'N|' line prefixes.{_no_match_hint(text, old)}"
-        )
+        # read_file shows CRLF files with plain newlines: fit against that view, then write
+        # in the file's own style.
+        crlf = "\r\n" in text
+        view = text.replace("\r\n", "\n") if crlf else text
+        fit = fit_edit(view.split("\n"), old.replace("\r\n", "\n"), new.replace("\r\n", "\n"))
+        if fit is None:
+            raise _no_match(path, view, old)
+        old, new, how = fit.old, fit.new, fit.how
+        if crlf:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
     if count > 1 and not replace_all:
         raise ToolError(
             f"{count} matches for old_string in {path}; add surrounding lines to make it unique, "
@@ -256,10 +266,20 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     if refusal is not None:
         return refusal
     after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    if after == text:
+        return f"No change: {path} already reads that way (new_string equals what it replaces); nothing was written."
     await _write(path, after.encode("utf-8", errors="surrogateescape"))
     diff = await asyncio.to_thread(_diff, path, text, after)
     noun = "occurrence" if count == 1 else "occurrences"
-    return f"Patched {path}: replaced {count} {noun}.\n{diff}"
+    matched = _MATCHED.get(how, "")
+    return f"Patched {path}: replaced {count} {noun}{matched}.\n{diff}"
+
+
+_MATCHED = {
+    "prefixes": " (old_string matched once read_file's N| prefixes were dropped)",
+    "loose": " (old_string matched ignoring indentation and spaces; new_string was indented like the file)",
+    "similar": " (old_string matched a nearly identical passage; check the diff)",
+}
 
 
 PATCH_TOOL = Tool(
