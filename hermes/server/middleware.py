@@ -5,8 +5,9 @@
    (`ApiError`, `HermesError`, aiohttp `HTTPException`, anything else → 500).
 2. `cors_middleware` — requests carrying a non-allowed ``Origin`` get 403; ``OPTIONS``
    preflights are answered here (200 for allowed origins, 403 otherwise).
-3. `auth_middleware` — bearer key, constant-time comparison on bytes; health routes and
-   preflights are open.
+3. `auth_middleware` — bearer key, constant-time comparison on bytes; only the liveness
+   routes (`OPEN_PATHS`) and preflights are open. With no key configured every route is
+   open (`hermes serve` refuses that off loopback).
 4. `body_limit_middleware` — declared bodies over 10 MB → 413, bad Content-Length → 400
    (chunked bodies are capped by the app's ``client_max_size`` and mapped to the same 413).
 5. `json_guard_middleware` — JSON bodies with a lone UTF-16 surrogate or an integer
@@ -49,8 +50,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 MAX_REQUEST_BYTES = 10_000_000
 
-OPEN_PATHS = frozenset({"/health", "/v1/health", "/health/detailed"})
-"""Routes that need no API key."""
+OPEN_PATHS = frozenset({"/health", "/v1/health"})
+"""Routes that need no API key: liveness only, whose body is the status, platform and
+version. `/health/detailed` (pid, instance id, counters, last upstream error) is not one."""
 
 SECURITY_HEADERS: dict[str, str] = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",

@@ -6,6 +6,12 @@ free loopback port, with trust authentication for 127.0.0.1 only, durability off
 `durable=True` (a test database is disposable; a benchmark wants the real commit cost),
 and returns once the server accepts connections.
 `stop()` shuts it down and removes the folder.
+
+`crash()` kills the postmaster and every process it started with SIGKILL, as a crash of
+the database server would (the operating system's page cache survives it: what
+PostgreSQL wrote survives, what sat only in its own WAL buffers does not), and returns
+once they are all gone; `restart()` starts it again on the same data directory and port
+(crash recovery replays the WAL) with the same settings.
 """
 
 from __future__ import annotations
@@ -15,14 +21,18 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 SEARCH_BINDIRS = ("/usr/lib/postgresql/15/bin", *sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True))
 START_TIMEOUT = 60
+CRASH_TIMEOUT = 30
+"""Seconds for the killed server's processes to be gone (reaped: init may take a second)."""
 
 
 def find_bindir() -> Path | None:
@@ -45,11 +55,30 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _exists(pid: int) -> bool:
+    """Whether `pid` is a process, a zombie not yet reaped included: PostgreSQL takes the
+    pid in a lock file for a live server as long as `kill(pid, 0)` succeeds."""
+    return Path(f"/proc/{pid}").exists()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
 @dataclass
 class PostgresServer:
     bindir: Path
     root: Path
     port: int = 0
+    durable: bool = False
+    """PostgreSQL's own defaults (fsync, synchronous_commit, full_page_writes on); else all
+    three off, for speed."""
 
     @property
     def data(self) -> Path:
@@ -68,10 +97,28 @@ class PostgresServer:
             command = ["runuser", "-u", "postgres", "--", *command]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root)
 
+    def _pg_ctl_start(self) -> subprocess.CompletedProcess[str]:
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root} "
+            "-c max_connections=200"
+        )
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        return self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options,
+            "-w", "-t", str(START_TIMEOUT), "start",
+        )  # fmt: skip
+
+    def _failure(self, done: subprocess.CompletedProcess[str]) -> str:
+        error = done.stderr.strip() or done.stdout.strip()
+        with contextlib.suppress(OSError):
+            error += " | " + (self.root / "server.log").read_text(encoding="utf-8")[-500:]
+        return error
+
     @classmethod
     def start(cls, bindir: Path, *, durable: bool = False) -> PostgresServer:
         root = Path(tempfile.mkdtemp(prefix="hermes-pg-"))
-        server = cls(bindir=bindir, root=root)
+        server = cls(bindir=bindir, root=root, durable=durable)
         try:
             if os.geteuid() == 0:
                 account = pwd.getpwnam("postgres")
@@ -88,25 +135,38 @@ class PostgresServer:
             last_error = ""
             for _ in range(5):
                 server.port = _free_port()
-                options = (
-                    f"-c listen_addresses=127.0.0.1 -p {server.port} -c unix_socket_directories={root} "
-                    "-c max_connections=200"
-                )
-                if not durable:
-                    options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-                done = server._run(
-                    "pg_ctl", "-D", str(server.data), "-l", str(root / "server.log"), "-o", options,
-                    "-w", "-t", str(START_TIMEOUT), "start",
-                )  # fmt: skip
+                done = server._pg_ctl_start()
                 if done.returncode == 0:
                     return server
-                last_error = done.stderr.strip() or done.stdout.strip()
-                with contextlib.suppress(OSError):
-                    last_error += " | " + (root / "server.log").read_text(encoding="utf-8")[-500:]
+                last_error = server._failure(done)
             raise RuntimeError(f"pg_ctl start failed: {last_error}")
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
+
+    def crash(self) -> None:
+        """SIGKILL the postmaster and all its processes; returns once every one is gone and reaped."""
+        postmaster = int((self.data / "postmaster.pid").read_text(encoding="utf-8").split("\n", 1)[0])
+        family = [postmaster, *_children(postmaster)]
+        # pg_ctl starts the postmaster in a session of its own: one killpg reaches the
+        # whole server at once, so no process of it outlives another by a scheduling slice.
+        with contextlib.suppress(OSError):
+            if os.getpgid(postmaster) == postmaster:
+                os.killpg(postmaster, signal.SIGKILL)
+        for pid in family:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + CRASH_TIMEOUT
+        while any(_exists(pid) for pid in family):  # the orphaned postmaster is reaped by init
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL processes still alive {CRASH_TIMEOUT} s after SIGKILL: {family}")
+            time.sleep(0.02)
+
+    def restart(self) -> None:
+        """Start again on the same data directory, port and settings, after `crash()`."""
+        done = self._pg_ctl_start()
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart failed: {self._failure(done)}")
 
     def stop(self) -> None:
         try:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server
 
-from hermes.server.middleware import check_bearer
+from hermes import __version__
+from hermes.server.middleware import OPEN_PATHS, check_bearer
 from hermes.testing.upstream import text_reply
 
 SECURITY = {
@@ -45,15 +47,46 @@ async def test_health_ok_with_security_headers(server: Server, path: str) -> Non
         assert resp.headers.get(name) == value
 
 
-@pytest.mark.parametrize("path", ["/health", "/v1/health", "/health/detailed"])
-async def test_health_routes_need_no_key(auth_server: Server, path: str) -> None:
+@pytest.mark.parametrize("path", ["/health", "/v1/health"])
+async def test_liveness_needs_no_key_and_tells_nothing_but_status(auth_server: Server, path: str) -> None:
     resp = await auth_server.client.get(path)
     assert resp.status == 200
+    data = await resp.json()
+    # Only the status and what /v1/models tells anyone anyway: no worker, instance,
+    # storage, counters or errors (those are /health/detailed's, behind the key).
+    assert data == {"status": "ok", "platform": "hermes-agent", "version": __version__}
+
+
+async def test_health_detailed_needs_the_key_when_one_is_configured(auth_server: Server) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong-key"}):
+        resp = await auth_server.client.get("/health/detailed", headers=headers)
+        assert resp.status == 401
+        assert await resp.json() == {
+            "error": {"message": "Invalid API key", "type": "invalid_request_error", "param": None,
+                      "code": "invalid_api_key"}
+        }  # fmt: skip
+    resp = await auth_server.client.get("/health/detailed", headers=auth_server.auth)
+    assert resp.status == 200
+    assert (await resp.json())["pid"] == os.getpid()
+
+
+async def test_health_detailed_is_open_like_the_whole_api_without_a_key(server: Server) -> None:
+    # No key configured: every route is open (serve refuses that off loopback), this one too.
+    assert (await server.client.get("/v1/models")).status == 200
+    resp = await server.client.get("/health/detailed")
+    assert resp.status == 200
+    assert (await resp.json())["status"] == "ok"
+
+
+async def test_only_liveness_is_documented_and_served_without_a_key(server: Server) -> None:
+    doc = await (await server.client.get("/openapi.json")).json()
+    open_paths = {path for path, item in doc["paths"].items() for op in item.values() if op.get("security") == []}
+    assert open_paths == {"/health", "/v1/health"} == set(OPEN_PATHS)
 
 
 async def test_health_detailed_exposes_no_secrets_or_paths(make_server: MakeServer) -> None:
     srv = await make_server(server_key=SERVER_KEY)
-    resp = await srv.client.get("/health/detailed")
+    resp = await srv.client.get("/health/detailed", headers=srv.auth)
     text = await resp.text()
     data = await resp.json()
     assert data["status"] == "ok"
@@ -140,6 +173,7 @@ async def test_capabilities_reflect_config(make_server: MakeServer) -> None:
         ("GET", "/v1/responses/resp_any"),
         ("DELETE", "/v1/responses/resp_any"),
         ("GET", "/openapi.json"),
+        ("GET", "/health/detailed"),
     ],
 )
 @pytest.mark.parametrize(

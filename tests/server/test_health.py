@@ -15,7 +15,7 @@ CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hello
 
 
 async def detailed(srv: Server) -> tuple[int, dict[str, Any], str]:
-    resp = await srv.client.get("/health/detailed")
+    resp = await srv.client.get("/health/detailed", headers=srv.auth)
     text = await resp.text()
     return resp.status, await resp.json(), text
 

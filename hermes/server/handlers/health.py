@@ -1,11 +1,14 @@
-"""Liveness and readiness: /health, /v1/health, /health/detailed (no auth, no secrets).
+"""Liveness and readiness: /health, /v1/health (public), /health/detailed (behind the key).
 
-`/health` answers as long as the process serves HTTP. `/health/detailed` is the
+`/health` and `/v1/health` answer as long as the process serves HTTP, to anyone (they are
+`middleware.OPEN_PATHS`), and say only the status, the platform and the version.
+`/health/detailed` needs the server's bearer key like every other route when one is
+configured (with none, the whole API is open, this route too). It is the
 readiness check: one cheap indexed read on each store (503 ``unavailable`` when one
 fails, or while the server shuts down), which worker answered (`pid`, `instance_id`),
 the storage backend (`sqlite` or `postgres`, never its location), the counters
 (requests, turns, active turns and streams) and the last upstream error (code, URL-free
-message, time). It never shows keys, URLs or file paths.
+message, time). Even to a holder of the key it never shows keys, URLs or file paths.
 """
 
 from __future__ import annotations
@@ -154,10 +157,10 @@ OPENAPI_PATHS: dict[str, dict[str, Any]] = {
     "/health/detailed": {
         "get": {
             "operationId": "healthDetailed",
-            "summary": "Readiness and counters (no secrets, no paths)",
-            "security": [],
+            "summary": "Readiness and counters (needs the key when one is configured; no secrets, no paths)",
             "responses": {
                 "200": {"description": "Ready", "content": {"application/json": {"schema": _DETAILED}}},
+                "401": {"$ref": "#/components/responses/Unauthorized"},
                 "503": {"description": "Not ready", "content": {"application/json": {"schema": _DETAILED}}},
             },
         }

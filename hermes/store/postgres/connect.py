@@ -9,20 +9,20 @@ PostgreSQL URL is used, so SQLite users never load it. Invariants:
   `StoreError` with one line naming the database by its masked URL (no password).
 - Every wait has a bound: taking a connection from the pool (`POOL_TIMEOUT`), connecting
   (`CONNECT_TIMEOUT`), and each statement (`STATEMENT_TIMEOUT`, set per connection).
-- Pooled connections commit with `synchronous_commit = off`, the durability the SQLite
-  backend has (WAL, `synchronous=NORMAL`): a commit survives hermes crashing at once and
-  never corrupts anything, but a crash of the database server itself may lose the last
-  fraction of a second of commits (which start-up repair then treats like any other
-  interrupted turn). A commit then costs a round trip instead of a WAL flush to disk.
-  A URL that sets `synchronous_commit` itself (`?options=-c%20synchronous_commit%3Don`)
-  keeps its own choice.
+- hermes never sets `synchronous_commit`: a commit is as durable as the database says,
+  which by PostgreSQL's default (`on`) means flushed to the WAL on disk before it is
+  acknowledged, so what hermes committed before answering a client survives a crash of
+  the database server. A URL that sets it (`?options=-c%20synchronous_commit%3Doff`) opts
+  out and keeps its own value; with `off`, a crash of the database server may lose the
+  last few acknowledged commits (at most three times `wal_writer_delay`' worth), never
+  consistency. tests/server/test_responses_crash_pg.py kills the server to hold this.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError, StoreError
@@ -92,16 +92,10 @@ def describe_pg_error(exc: BaseException) -> str:
     return " ".join(str(text).split())
 
 
-def _configurer(url: str) -> Callable[[AsyncConnection[Any]], Awaitable[None]]:
-    settings = f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}"
-    if "synchronous_commit" not in url.lower():  # see the module invariants
-        settings += "; SET synchronous_commit = off"
-
-    async def configure(conn: AsyncConnection[Any]) -> None:
-        await conn.set_autocommit(True)
-        await conn.execute(settings)
-
-    return configure
+async def _configure(conn: AsyncConnection[Any]) -> None:
+    """Autocommit and the statement bound; nothing about durability (see the module invariants)."""
+    await conn.set_autocommit(True)
+    await conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
 
 
 async def open_pool(url: str, *, min_size: int = POOL_MIN_SIZE, max_size: int = POOL_MAX_SIZE) -> AsyncConnectionPool:
@@ -116,7 +110,7 @@ async def open_pool(url: str, *, min_size: int = POOL_MIN_SIZE, max_size: int = 
         min_size=min_size,
         max_size=max_size,
         kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
-        configure=_configurer(url),
+        configure=_configure,
         open=False,
         timeout=POOL_TIMEOUT,
         name="hermes",
