@@ -50,7 +50,7 @@ async def _in_thread(work: Callable[[threading.Event], T]) -> T:
 def _folder(ctx: ToolContext, raw: str | None) -> Path:
     top = resolve(ctx, raw or ".")
     if not top.exists():
-        raise not_found(top)
+        raise not_found(top, ctx.cwd)
     if not top.is_dir():
         raise ToolError(f"{top} is a file, not a folder; use read_file to read it")
     return top
@@ -183,7 +183,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
     if refusal is not None:
         return refusal
     if not top.exists():
-        raise not_found(top)
+        raise not_found(top, ctx.cwd)
     refusal = await read_refusal(ctx, "search_files", top)
     if refusal is not None:
         return refusal

@@ -59,7 +59,9 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve(ctx, require_str(args, "path"))
     offset = optional_int(args, "offset", 1, minimum=1)
     limit = optional_int(args, "limit", DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
-    refusal = hidden_refusal(ctx, path) or await read_refusal(ctx, "read_file", existing_text_file(path))
+    refusal = hidden_refusal(ctx, path) or await read_refusal(
+        ctx, "read_file", existing_text_file(path, ctx.cwd)
+    )
     if refusal is not None:
         return refusal
     try:
@@ -238,7 +240,9 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("old_string must not be empty; to create or overwrite a whole file use write_file")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    refusal = hidden_refusal(ctx, path, verb="editing") or await read_refusal(ctx, "patch", existing_text_file(path))
+    refusal = hidden_refusal(ctx, path, verb="editing") or await read_refusal(
+        ctx, "patch", existing_text_file(path, ctx.cwd)
+    )
     if refusal is not None:
         return refusal
     text = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")

@@ -26,11 +26,31 @@ SKIP_DIRS = frozenset(
 
 
 def resolve(ctx: ToolContext, raw: str) -> Path:
-    """Absolute path for a tool argument: ~ expanded, relative paths against ctx.cwd, '..' folded."""
+    """Absolute path for a tool argument: ~ expanded, relative paths against ctx.cwd, '..' folded.
+
+    A path whose folder does not exist but that repeats the working directory's own trailing
+    folders (`proj/src/a.py` from inside `…/proj`, or `/proj/src/a.py`) is taken as meant
+    when that reading names something that exists (the file, or for a new file its folder).
+    """
     path = Path(raw).expanduser()
-    if not path.is_absolute():
-        path = Path(ctx.cwd) / path
-    return Path(os.path.normpath(path))
+    cwd = Path(ctx.cwd)
+    joined = Path(os.path.normpath(path if path.is_absolute() else cwd / path))
+    if joined.exists() or joined.parent.is_dir():
+        return joined
+    meant = _without_repeated_cwd(cwd, path)
+    if meant is not None and (meant.exists() or meant.parent.is_dir()):
+        return meant
+    return joined
+
+
+def _without_repeated_cwd(cwd: Path, path: Path) -> Path | None:
+    """`cwd / rest` when `path` starts with the last folders of `cwd` (longest first), else None."""
+    parts = [part for part in path.parts if part not in ("/", ".")]
+    folders = cwd.parts[1:]
+    for size in range(min(len(folders), len(parts) - 1), 0, -1):
+        if tuple(parts[:size]) == folders[-size:]:
+            return Path(os.path.normpath(cwd.joinpath(*parts[size:])))
+    return None
 
 
 def is_binary(path: Path) -> bool:
@@ -38,26 +58,56 @@ def is_binary(path: Path) -> bool:
         return b"\0" in handle.read(SNIFF_BYTES)
 
 
-def not_found(path: Path) -> ToolError:
-    """A ToolError for a missing path that names similar entries of its folder, if any."""
+def not_found(path: Path, root: Path | None = None) -> ToolError:
+    """A ToolError for a missing path that names the closest existing ones: similar entries
+    of its folder, else files of the same or a similar name under `root` (the working directory)."""
     parent = path.parent
-    if not parent.is_dir():
-        return ToolError(f"File not found: {path} (the folder {parent} does not exist either)")
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        names = []
-    similar = difflib.get_close_matches(path.name, names, n=5, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(str(parent / n) for n in similar)}?" if similar else ""
-    return ToolError(f"File not found: {path}.{hint}")
+    names: list[str] = []
+    if parent.is_dir():
+        with contextlib.suppress(OSError):
+            names = os.listdir(parent)
+    similar = [str(parent / n) for n in difflib.get_close_matches(path.name, names, n=5, cutoff=0.5)]
+    if not similar and root is not None and root.is_dir():
+        similar = _similar_under(root, path.name)
+    missing = "" if parent.is_dir() else f" (the folder {parent} does not exist either)"
+    hint = f" Did you mean: {', '.join(similar)}?" if similar else ""
+    return ToolError(f"File not found: {path}{missing}.{hint}")
 
 
-def existing_text_file(path: Path) -> Path:
-    """`path` if it is a readable text file; otherwise a ToolError saying what it is instead."""
+SIMILAR_SCAN_LIMIT = 20_000
+"""Files looked at under the working directory for a missing path's closest names."""
+
+
+def _similar_under(root: Path, name: str) -> list[str]:
+    """Up to 5 files under `root` named `name`, else named most like it (relative to `root`)."""
+    seen: list[str] = []
+    exact: list[str] = []
+    for count, (rel, _) in enumerate(iter_files(root)):
+        if count >= SIMILAR_SCAN_LIMIT:
+            break
+        base = rel.rsplit("/", 1)[-1]
+        if base == name:
+            exact.append(rel)
+        seen.append(base)
+    if exact:
+        return [str(root / rel) for rel in exact[:5]]
+    close = set(difflib.get_close_matches(name, sorted(set(seen)), n=5, cutoff=0.6))
+    found: list[str] = []
+    for count, (rel, _) in enumerate(iter_files(root)):
+        if count >= SIMILAR_SCAN_LIMIT or len(found) >= 5:
+            break
+        if rel.rsplit("/", 1)[-1] in close:
+            found.append(str(root / rel))
+    return found
+
+
+def existing_text_file(path: Path, root: Path | None = None) -> Path:
+    """`path` if it is a readable text file; otherwise a ToolError saying what it is instead
+    (for a missing one, the closest existing paths, also under `root`)."""
     if path.is_dir():
         raise ToolError(f"{path} is a directory, not a file; use list_files to see its contents")
     if not path.exists():
-        raise not_found(path)
+        raise not_found(path, root)
     if not path.is_file():
         raise ToolError(f"{path} is not a regular file")
     try:
