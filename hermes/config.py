@@ -66,7 +66,7 @@ OPTIONS: dict[str, Option] = {
     "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
     "sandbox_network": Option(("HERMES_SANDBOX_NETWORK",), "network inside the sandbox (false cuts it off)"),
     "tool_env_passthrough": Option(
-        ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
+        ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated variable names (globs) tools get besides PATH, HOME, LANG, …"
     ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"

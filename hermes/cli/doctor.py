@@ -12,7 +12,10 @@ its integrity check passes); on PostgreSQL one `database` check (the server answ
 and the schema version: current, or migrations pending for `hermes db upgrade`, with
 the URL's password masked); then `sandbox` (whether tool commands run in
 bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
-work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
+work), `tool env` (the names, never the values, of the variables a tool process gets, the
+`tool_env_passthrough` globs, and the variables a glob or the proxy rule would admit but a
+rule keeps out: hermes's own secrets, values equal to a hermes key, proxies with
+credentials), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
 ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
 with a trivial tool: does the model call tools natively, or write the call as JSON text so
 that `tool_protocol = json` is needed), then one `mcp NAME` check per configured MCP
@@ -108,6 +111,7 @@ def run_checks() -> list[Check]:
     checks.append(_check_home(settings.home))
     checks.extend(_check_storage(settings))
     checks.append(_check_sandbox(settings))
+    checks.append(_check_tool_env(settings))
     if choice is not None:
         endpoint = _check_endpoint(settings, choice)
         checks.append(endpoint)
@@ -256,6 +260,22 @@ def _check_sandbox(settings: Settings) -> Check:
     if not state.active and state.mode == "auto":
         return Check("sandbox", "warning", state.detail)
     return Check("sandbox", "ok", state.detail)
+
+
+def _check_tool_env(settings: Settings) -> Check:
+    """The names (never the values) of the variables a tool process would get now."""
+    import os
+
+    from hermes.agent.tools.tool_env import ToolEnvPolicy
+
+    report = ToolEnvPolicy.from_settings(settings).report(os.environ)
+    detail = (
+        f"tools and stdio MCP servers get {', '.join(report.names)}; "
+        f"tool_env_passthrough: {', '.join(report.passthrough) or 'none'}"
+    )
+    if report.withheld:
+        detail += f"; withheld: {', '.join(report.withheld)}"
+    return Check("tool env", "ok", detail)
 
 
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:

@@ -27,7 +27,7 @@ def default_registry(launcher: ToolLauncher | None = None) -> ToolRegistry:
     """A fresh registry holding the core tools (callers may register more on it).
 
     `launcher` decides how the terminal tool starts commands (sandbox, environment); without
-    one, commands run unsandboxed, still supervised and with a scrubbed environment.
+    one, commands run unsandboxed, still supervised and with the allowlisted environment.
     """
     if launcher is None:
         return ToolRegistry(CORE_TOOLS)
