@@ -272,7 +272,10 @@ def test_sandbox_auto_without_bwrap_is_a_warning(invoke, monkeypatch, tmp_path, 
     result = invoke("doctor")
 
     assert result.exit_code == 0
-    assert sandbox_line(result) == "! sandbox: off (bubblewrap (bwrap) is not installed; sandbox = auto)"
+    assert sandbox_line(result) == (
+        "! sandbox: off (bubblewrap (bwrap) is not installed; sandbox = auto): hermes chat runs tools "
+        'unsandboxed, hermes serve refuses to start (sandbox = "off" opts out)'
+    )
 
 
 def test_sandbox_on_with_a_broken_bwrap_fails(invoke, monkeypatch, tmp_path, store, upstream):
