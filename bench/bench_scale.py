@@ -256,6 +256,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "HERMES_API_KEY": "sk-upstream",
             "API_SERVER_KEY": KEY,
             "API_SERVER_MAX_CONCURRENT_RUNS": "0",
+            "HERMES_SANDBOX": "off",  # no tool runs in the bench; serve refuses auto where bwrap cannot work
         }
         try:
             connector = aiohttp.TCPConnector(limit=0)

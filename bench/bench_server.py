@@ -391,6 +391,7 @@ async def main(args: argparse.Namespace) -> int:
             "API_SERVER_KEY": KEY,
             "API_SERVER_MAX_CONCURRENT_RUNS": "0",
             "API_SERVER_KEEPALIVE_SECONDS": str(args.keepalive),
+            "HERMES_SANDBOX": "off",  # no tool runs in the bench; serve refuses auto where bwrap cannot work
         }
         hermes_proc, hermes = start(
             [sys.executable, "-m", "hermes", "serve", "--port", "0"], env, home, r"listening on (http://\S+)", "stderr"

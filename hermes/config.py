@@ -69,7 +69,7 @@ OPTIONS: dict[str, Option] = {
         ("HERMES_WRITABLE_ROOTS",), "comma-separated folders tools may change besides the working directory"
     ),
     "tool_env_passthrough": Option(
-        ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated secret-looking variable names (globs) tools may see"
+        ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated variable names (globs) tools get besides PATH, HOME, LANG, …"
     ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"

@@ -19,7 +19,9 @@ Inside the sandbox (when `state.active`):
 
 Modes: `off` never wraps; `on` wraps or raises ConfigError when bwrap is missing or does
 not work here (e.g. user namespaces are restricted); `auto` wraps where bwrap works and
-otherwise runs unwrapped with one `notice` line for the front end to print at start.
+otherwise runs unwrapped with one `notice` line for the front end to print at start, and
+`fallback` saying why. That fallback is for a person at the keyboard (`hermes chat`);
+`hermes serve` refuses to start on it (see cli/serve.py `check_sandbox`).
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ class SandboxState:
     """One line for `hermes doctor`: what is in force and why."""
     notice: str | None = None
     """The one line a front end prints at start (auto fell back to off), else None."""
+    fallback: str | None = None
+    """Why `auto` fell back to off (bwrap missing or not working here), else None. A front
+    end nobody watches (hermes serve) refuses to start when this is set."""
     bwrap: str | None = None
     hidden: tuple[Path, ...] = field(default=())
     protected: tuple[Path, ...] = field(default=())
@@ -235,6 +240,7 @@ def resolve_sandbox(config: SandboxConfig) -> SandboxState:
         config.network,
         f"off ({problem}; sandbox = auto)",
         notice=f"tool sandbox off: {problem} (set sandbox = off to silence this notice)",
+        fallback=problem,
     )
 
 

@@ -11,9 +11,13 @@ selects: on SQLite `state.db` (mode 0600) and `database` (the session store open
 its integrity check passes); on PostgreSQL one `database` check (the server answers,
 and the schema version: current, or migrations pending for `hermes db upgrade`, with
 the URL's password masked); then `sandbox` (whether tool commands run in
-bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
-work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
-ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
+bubblewrap, and why: a warning when `auto` fell back to off, where `hermes serve` refuses
+to start, a failure when `on` cannot work), `tool env` (the names, never the values, of
+the variables a tool process gets, the `tool_env_passthrough` globs, and the variables a
+glob or the proxy rule would admit but a rule keeps out: hermes's own secrets, values
+equal to a hermes key, proxies with credentials), `endpoint` (the OpenAI-compatible
+endpoint answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured
+model), `tools` (one tiny chat request
 with a trivial tool: does the model call tools natively, or write the call as JSON text so
 that `tool_protocol = json` is needed), then one `mcp NAME` check per configured MCP
 server (started and listed within its startup_timeout).
@@ -108,6 +112,7 @@ def run_checks() -> list[Check]:
     checks.append(_check_home(settings.home))
     checks.extend(_check_storage(settings))
     checks.append(_check_sandbox(settings))
+    checks.append(_check_tool_env(settings))
     if choice is not None:
         endpoint = _check_endpoint(settings, choice)
         checks.append(endpoint)
@@ -253,9 +258,30 @@ def _check_sandbox(settings: Settings) -> Check:
         state = resolve_sandbox(SandboxConfig.from_settings(settings))
     except ConfigError as exc:
         return Check("sandbox", "failed", str(exc))
-    if not state.active and state.mode == "auto":
-        return Check("sandbox", "warning", state.detail)
+    if state.fallback is not None:
+        return Check(
+            "sandbox",
+            "warning",
+            f"{state.detail}: hermes chat runs tools unsandboxed, hermes serve refuses to start "
+            '(sandbox = "off" opts out)',
+        )
     return Check("sandbox", "ok", state.detail)
+
+
+def _check_tool_env(settings: Settings) -> Check:
+    """The names (never the values) of the variables a tool process would get now."""
+    import os
+
+    from hermes.agent.tools.tool_env import ToolEnvPolicy
+
+    report = ToolEnvPolicy.from_settings(settings).report(os.environ)
+    detail = (
+        f"tools and stdio MCP servers get {', '.join(report.names)}; "
+        f"tool_env_passthrough: {', '.join(report.passthrough) or 'none'}"
+    )
+    if report.withheld:
+        detail += f"; withheld: {', '.join(report.withheld)}"
+    return Check("tool env", "ok", detail)
 
 
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:

@@ -1,7 +1,7 @@
 """`hermes serve`: run the OpenAI-compatible agent server until SIGTERM/SIGINT.
 
     hermes serve [--host H] [--port P] [--key K] [--cors-origin O …] [--model-name M] [--yolo]
-                 [--database-url URL] [--workers N]
+                 [--database-url URL] [--workers N] [--sandbox auto|on|off]
 
 Flags win over the API_SERVER_* (and HERMES_DATABASE_URL) environment variables, which
 win over config.toml. Start-up prints one line on stderr once the socket is bound:
@@ -12,9 +12,16 @@ win over config.toml. Start-up prints one line on stderr once the socket is boun
 under a supervising parent (`hermes.cli.serve_workers`); the ready line comes once every
 worker is up, followed by a line naming the workers' pids.
 
+The tool sandbox fails closed here: a server runs the model's commands with nobody
+watching, so `sandbox = auto` (the default) without a working bwrap refuses to start
+(exit 2, one line naming the opt-out `--sandbox off`), where `hermes chat` falls back to
+unsandboxed tools with a notice. The check comes before the provider, the database and
+any worker (a worker checks again: its probe is its own).
+
 Exit codes: 0 after a clean shutdown; 2 for bad configuration (including a non-loopback
-host without an API key, and --workers above 1 without PostgreSQL); 75 when the port is
-already in use; 1 for other bind errors and an unreachable database.
+host without an API key, --workers above 1 without PostgreSQL, and no working bwrap
+unless `sandbox = off`); 75 when the port is already in use; 1 for other bind errors and
+an unreachable database.
 
 Shutdown (SIGTERM or SIGINT): stop accepting connections, cancel running turns, mark
 in-flight runs `interrupted` in the run store, close the databases, exit 0 — all within
@@ -80,6 +87,13 @@ def serve(
     workers: int = typer.Option(
         1, "--workers", metavar="N", help="Server processes sharing the port (more than 1 needs PostgreSQL)."
     ),
+    sandbox: str | None = typer.Option(
+        None,
+        "--sandbox",
+        metavar="auto|on|off",
+        help="Tool sandbox (HERMES_SANDBOX; default auto): without a working bwrap, auto and on refuse to "
+        "start; off runs tools unsandboxed.",
+    ),
     worker_channel: int | None = typer.Option(None, "--worker-channel", hidden=True),
 ) -> None:
     """Run the OpenAI-compatible HTTP server."""
@@ -95,6 +109,7 @@ def serve(
         "server_model_name": model_name,
         "yolo": True if yolo else None,
         "database_url": database_url,
+        "sandbox": sandbox,
     }
     overrides = {name: value for name, value in overrides.items() if value is not None}
     settings = Settings.load(overrides)
@@ -103,35 +118,52 @@ def serve(
         from hermes.cli.serve_workers import check_workers
 
         check_workers(workers, settings.database_url)
+        check_sandbox(settings)  # before the provider, the database and any worker
     except HermesError as exc:
         _say(f"hermes serve: {exc}")
         raise typer.Exit(exc.exit_code) from None
     if workers > 1:
         raise typer.Exit(_supervise(settings, overrides, workers))
-    sandbox = _prepare(settings, announce=True)
+    _prepare(settings, announce=True)
     app = _build_app(settings)
-    code = _run(app, settings, notices=[f"hermes serve: {sandbox}"] if sandbox else [])
+    code = _run(app, settings)
     if code:
         raise typer.Exit(code)
 
 
-def _prepare(settings: Settings, *, announce: bool) -> str | None:
-    """Choose the provider and do its slow one-time work; returns the sandbox notice.
+def check_sandbox(settings: Settings) -> None:
+    """Refuse to serve unless tools run sandboxed or the settings say `sandbox = off`.
+
+    ConfigError (exit 2): `on` without a working bwrap (from resolve_sandbox, as everywhere),
+    and `auto` without one, whose fallback to off is only for a person at the keyboard. The
+    probe is cached per process, so a second call costs nothing.
+    """
+    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.errors import ConfigError
+
+    state = resolve_sandbox(SandboxConfig.from_settings(settings))
+    if state.fallback is not None:
+        raise ConfigError(
+            f"sandbox = auto, but {state.fallback}; with nobody watching, a server does not run tools "
+            'unsandboxed: install bubblewrap (bwrap), or opt out with --sandbox off (or sandbox = "off")'
+        )
+
+
+def _prepare(settings: Settings, *, announce: bool) -> None:
+    """Check the sandbox, choose the provider and do its slow one-time work.
 
     Raises ConfigError for settings the agent cannot run with. With `announce`, the
     provider's notice is printed now (a worker leaves that to its parent).
     """
     from hermes.agent.factory import choose_provider, prepare_provider
-    from hermes.agent.sandbox import sandbox_notice
     from hermes.cli._progress import rich_progress
 
+    check_sandbox(settings)  # a worker's own probe: the parent's said yes, this one must too
     choice = choose_provider(settings)
     if choice.notice and announce:
         _say(f"hermes serve: {choice.notice}")
-    sandbox = sandbox_notice(settings)  # raises for `sandbox = on` without a working bwrap
     with rich_progress() as progress:  # the app builds the agent; the slow part is done here
         prepare_provider(settings, choice, progress)
-    return sandbox
 
 
 def _build_app(settings: Settings) -> web.Application:
@@ -144,16 +176,14 @@ def _build_app(settings: Settings) -> web.Application:
     return app
 
 
-def _run(app: web.Application, settings: Settings, *, notices: list[str], worker: WorkerLink | None = None) -> int:
+def _run(app: web.Application, settings: Settings, *, worker: WorkerLink | None = None) -> int:
     import asyncio
 
     from hermes.server.protocol import ConnectionLimits
 
     limits = ConnectionLimits.from_settings(settings)
     return asyncio.run(
-        run_server(
-            app, settings.server_host, settings.server_port, notices=tuple(notices), limits=limits, worker=worker
-        )
+        run_server(app, settings.server_host, settings.server_port, limits=limits, worker=worker)
     )
 
 
@@ -164,7 +194,7 @@ def _supervise(settings: Settings, overrides: dict[str, Any], workers: int) -> i
     from hermes.cli import serve_workers
     from hermes.store.schema_admin import schema_upgrade
 
-    sandbox = _prepare(settings, announce=True)
+    _prepare(settings, announce=True)
     asyncio.run(schema_upgrade(settings))  # once here, so N workers do not queue on the migration lock
     host = settings.server_host
     try:
@@ -178,8 +208,7 @@ def _supervise(settings: Settings, overrides: dict[str, Any], workers: int) -> i
 
     def ready_lines(first_worker_notices: list[str]) -> list[str]:
         """The AGENTS.md lines (as a single process prints them before it binds), the ready line."""
-        lines = [*first_worker_notices, f"hermes serve: listening on {_url(host, reserved.port)}"]
-        return lines + ([f"hermes serve: {sandbox}"] if sandbox else [])
+        return [*first_worker_notices, f"hermes serve: listening on {_url(host, reserved.port)}"]
 
     try:
         return serve_workers.supervise(
@@ -200,7 +229,7 @@ def _serve_as_worker(channel: int) -> int:
         settings = Settings.load(hello.overrides)
         _prepare(settings, announce=False)
         app = _build_app(settings)
-        return _run(app, settings, notices=[], worker=link)
+        return _run(app, settings, worker=link)
     except HermesError as exc:
         _say(f"hermes serve: worker {link.index}: {exc}")
         return exc.exit_code
@@ -271,17 +300,16 @@ async def run_server(
     host: str,
     port: int,
     *,
-    notices: tuple[str, ...] = (),
     limits: ConnectionLimits | None = None,
     worker: WorkerLink | None = None,
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT; returns the process exit code.
 
-    The AGENTS.md lines come once the app has started (before the socket is bound), and
-    `notices` right after the listening line. As a `worker` of `hermes serve --workers`,
-    the socket is bound with SO_REUSEPORT, readiness and the notices go to the parent
-    instead of stderr, the parent's exit stops the server as a signal does, and repeated
-    signals during shutdown are ignored (the parent enforces the deadline).
+    The AGENTS.md lines come once the app has started (before the socket is bound). As a
+    `worker` of `hermes serve --workers`, the socket is bound with SO_REUSEPORT, readiness
+    and those lines go to the parent instead of stderr, the parent's exit stops the server
+    as a signal does, and repeated signals during shutdown are ignored (the parent enforces
+    the deadline).
     Shutdown order: the listening socket closes, the app's on_shutdown hooks interrupt
     turns and wait (bounded) for every stream's terminal frame, then aiohttp cancels
     what is left (`HANDLER_GRACE`), then the app's cleanup closes the stores.
@@ -323,12 +351,10 @@ async def run_server(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     if worker is not None:
-        worker.report_ready([*instruction_lines, *notices])
+        worker.report_ready(instruction_lines)
         worker.watch_parent(loop, stop.set)
     else:
         _say(f"hermes serve: listening on {_url(host, bound)}")
-        for line in notices:
-            _say(line)
     try:
         await stop.wait()
     finally:

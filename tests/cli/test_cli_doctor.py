@@ -14,12 +14,24 @@ from hermes.agent.factory import NO_ENDPOINT
 from hermes.testing.upstream import ScriptedUpstream, call, tool_reply
 
 SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
+TOOL_ENV = "✓ tool env: tools and stdio MCP servers get GIT_PAGER, HOME, LANG, PAGER, PATH; tool_env_passthrough: none"
 
 
 @pytest.fixture(autouse=True)
 def sandbox_off(monkeypatch) -> None:
     """The exact-output tests below run with the sandbox off; the sandbox tests set their own."""
     monkeypatch.setenv("HERMES_SANDBOX", "off")
+
+
+@pytest.fixture(autouse=True)
+def plain_tool_env(monkeypatch) -> None:
+    """Of the variables tools may get, only PATH, HOME and LANG are set (TOOL_ENV names them)."""
+    from hermes.agent.tools.tool_env import PROXY_NAMES, is_core_name
+
+    for name in list(os.environ):
+        if (is_core_name(name) or name in PROXY_NAMES) and name not in ("PATH", "HOME"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("LANG", "C.UTF-8")
 
 
 @pytest.fixture
@@ -60,6 +72,7 @@ def test_no_endpoint_fails_with_the_config_error(invoke, monkeypatch, hermes_hom
         f"! home: {hermes_home} does not exist yet (created on first use)",
         f"! state.db: {hermes_home / 'state.db'} does not exist yet (created on first use)",
         SANDBOX_OFF,
+        TOOL_ENV,
     ]
     assert not hermes_home.exists()  # the doctor creates nothing
 
@@ -73,6 +86,7 @@ def test_reachable_endpoint_all_ok(invoke, store, upstream, hermes_home):
         f"✓ provider: openai, model scripted-model (base_url is set ({upstream.base_url}))",
         *ok_files(hermes_home),
         SANDBOX_OFF,
+        TOOL_ENV,
         f"✓ endpoint: {upstream.base_url} answers and lists model 'scripted-model'",
         "✓ tools: the model called get_time natively",
     ]
@@ -100,9 +114,11 @@ def test_unreachable_endpoint_fails(invoke, store, monkeypatch, closed_port, her
 
     lines = result.stdout.splitlines()
     assert result.exit_code == 1
-    assert lines[1:6] == [f"✓ provider: openai, model m (base_url is set ({url}))", *ok_files(hermes_home), SANDBOX_OFF]
-    assert lines[6].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
-    assert len(lines) == 7
+    assert lines[1:7] == [
+        f"✓ provider: openai, model m (base_url is set ({url}))", *ok_files(hermes_home), SANDBOX_OFF, TOOL_ENV
+    ]
+    assert lines[7].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
+    assert len(lines) == 8
 
 
 def test_loose_permissions_are_warnings(invoke, store, upstream, hermes_home):
@@ -155,6 +171,7 @@ def test_json_output(invoke, store, upstream, hermes_home):
         ("state.db", True, "ok"),
         ("database", True, "ok"),
         ("sandbox", True, "ok"),
+        ("tool env", True, "ok"),
         ("endpoint", True, "ok"),
         ("tools", True, "ok"),
     ]
@@ -201,6 +218,37 @@ def test_silent_endpoint_times_out(invoke, store, monkeypatch):
     assert result.stdout.splitlines()[-1] == f"✗ endpoint: {url} did not answer within 0.3 s"
 
 
+# --- the tool environment -----------------------------------------------------------------
+
+LEAKS = {
+    "PGPASSWORD": "pg-password-9921",
+    "DATABASE_URL": "postgresql://app:app-pass-1234@db/app",
+    "GITHUB_PAT": "ghp-personal-token-5566",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-7788",
+    "FOO_BAR": "random-value-3344",
+}
+
+
+def test_the_tool_environment_is_listed_by_name_only(run_hermes, monkeypatch):
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")  # no endpoint: the provider check fails, the rest runs
+    for name, value in LEAKS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MY_TOOL_SETTING", "passed-through-value")
+    monkeypatch.setenv("HERMES_API_KEY", "sk-never-shown-1234")
+    monkeypatch.setenv("HERMES_TOOL_ENV_PASSTHROUGH", "MY_TOOL_*,HERMES_API_KEY")
+
+    result = run_hermes("doctor")
+
+    line = next(line for line in result.stdout.splitlines() if line.startswith("✓ tool env: "))
+    listed, rest = line.removeprefix("✓ tool env: tools and stdio MCP servers get ").split("; ", 1)
+    names = set(listed.split(", "))
+    assert {"PATH", "HOME", "LANG", "MY_TOOL_SETTING", "PAGER", "GIT_PAGER"} <= names
+    assert not names & {*LEAKS, "HERMES_API_KEY", "HERMES_TOOL_ENV_PASSTHROUGH"}
+    assert rest == "tool_env_passthrough: MY_TOOL_*, HERMES_API_KEY; withheld: HERMES_API_KEY"
+    for value in [*LEAKS.values(), "passed-through-value", "sk-never-shown-1234", "C.UTF-8"]:
+        assert value not in result.stdout + result.stderr, value
+
+
 # --- sandbox and masking ------------------------------------------------------------------
 
 
@@ -224,7 +272,10 @@ def test_sandbox_auto_without_bwrap_is_a_warning(invoke, monkeypatch, tmp_path, 
     result = invoke("doctor")
 
     assert result.exit_code == 0
-    assert sandbox_line(result) == "! sandbox: off (bubblewrap (bwrap) is not installed; sandbox = auto)"
+    assert sandbox_line(result) == (
+        "! sandbox: off (bubblewrap (bwrap) is not installed; sandbox = auto): hermes chat runs tools "
+        'unsandboxed, hermes serve refuses to start (sandbox = "off" opts out)'
+    )
 
 
 def test_sandbox_on_with_a_broken_bwrap_fails(invoke, monkeypatch, tmp_path, store, upstream):

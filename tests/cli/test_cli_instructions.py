@@ -44,6 +44,7 @@ def env_for(home: Path, upstream: ScriptedUpstream, **extra: str) -> dict[str, s
         HERMES_BASE_URL=upstream.base_url,
         HERMES_MODEL="scripted-model",
         HERMES_STREAM_STALE_TIMEOUT="5",
+        HERMES_SANDBOX="off",  # not about the sandbox: runs where bwrap cannot (serve would refuse auto)
         PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     )
     env.update(extra)

@@ -94,6 +94,7 @@ def serve_env(home: Path, upstream: ScriptedUpstream, **extra: str) -> dict[str,
         HERMES_MODEL=upstream.model,
         HERMES_API_KEY="sk-upstream",
         HERMES_STREAM_RETRIES="0",
+        HERMES_SANDBOX="off",  # about the protocol, not the sandbox: runs where bwrap cannot
     )
     env.update(extra)
     return env

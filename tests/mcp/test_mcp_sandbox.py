@@ -1,4 +1,4 @@
-"""Stdio MCP servers start like `terminal` commands: scrubbed environment, sandbox, supervisor."""
+"""Stdio MCP servers start like `terminal` commands: allowlisted environment, sandbox, supervisor."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hermes.agent.mcp import McpManager
 from hermes.agent.mcp.spawn import stdio_command
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.tools.launch import SUPERVISOR
+from hermes.agent.tools.tool_env import PROXY_NAMES, TOOL_ENV_EXTRA, is_core_name
 from hermes.config import Settings
 from hermes.mcp_config import McpServerConfig
 
@@ -42,20 +43,43 @@ async def started(settings: Settings, cwd: Path) -> tuple[McpManager, ToolRegist
     return manager, registry
 
 
-async def test_a_stdio_server_gets_the_scrubbed_environment_plus_its_own_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("DEPLOY_TOKEN", "leak-me")
-    monkeypatch.setenv("HERMES_API_KEY", "sk-provider-key-123456")
-    monkeypatch.setenv("INNOCENT_NAME", "sk-provider-key-123456")  # holds the provider key
-    monkeypatch.setenv("PLAIN_SETTING", "visible")
+LEAKS = {
+    "HERMES_DATABASE_URL": "postgresql://hermes:db-pass-4417@127.0.0.1/hermes",
+    "PGPASSWORD": "pg-password-9921",
+    "GITHUB_PAT": "ghp-personal-token-5566",
+    "DEPLOY_TOKEN": "leak-me",
+    "HERMES_API_KEY": "sk-provider-key-123456",
+    "PLAIN_SETTING": "visible-no-more",
+}
+
+
+def _bwrap_works() -> bool:
+    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+
+    return resolve_sandbox(SandboxConfig(mode="auto")).active
+
+
+@pytest.mark.parametrize(
+    "mode", ["off", pytest.param("on", marks=pytest.mark.skipif(not _bwrap_works(), reason="no working bwrap"))]
+)
+async def test_a_stdio_server_gets_the_core_environment_plus_its_own_env_only(tmp_path, monkeypatch, mode):
+    for name, value in LEAKS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LANG", "C.UTF-8")
     server = probe_config(env={"GITHUB_TOKEN": "given-to-this-server"})
-    manager, registry = await started(settings_with(tmp_path / "home", "off", server), tmp_path)
+    manager, registry = await started(settings_with(tmp_path / "home", mode, server), tmp_path)
     try:
         env = json.loads(await call(registry, "mcp__probe__env", {}, tmp_path))
     finally:
         await manager.aclose()
-    assert "DEPLOY_TOKEN" not in env and "HERMES_API_KEY" not in env and "INNOCENT_NAME" not in env
-    assert env["PLAIN_SETTING"] == "visible"
+    assert not set(LEAKS) & set(env), set(LEAKS) & set(env)
     assert env["GITHUB_TOKEN"] == "given-to-this-server"  # the server's own env table is the user's choice
+    assert env["LANG"] == "C.UTF-8" and {"PATH", "HOME"} <= set(env)
+    beyond_core = {name for name in env if not is_core_name(name) and name not in PROXY_NAMES}
+    if mode == "on":
+        assert env.pop("PWD") == str(tmp_path)  # bwrap's own: the folder it started the server in
+        beyond_core.discard("PWD")
+    assert beyond_core == {"GITHUB_TOKEN", *TOOL_ENV_EXTRA}, beyond_core
 
 
 def test_the_server_command_runs_under_the_supervisor(tmp_path):
@@ -63,12 +87,6 @@ def test_the_server_command_runs_under_the_supervisor(tmp_path):
     assert spawn.args[:2] == ("-I", "-S") and spawn.args[2] == str(SUPERVISOR)
     assert spawn.args[-2:] == (sys.executable, PROBE)[-2:]
     assert spawn.cwd == tmp_path / "sub"
-
-
-def _bwrap_works() -> bool:
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-
-    return resolve_sandbox(SandboxConfig(mode="auto")).active
 
 
 @pytest.mark.skipif(not _bwrap_works(), reason="bubblewrap is missing or does not work here")

@@ -109,7 +109,7 @@ async def test_network_is_on_by_default_and_a_setting_turns_it_off(home: Path) -
     assert "refused" in off
 
 
-async def test_secrets_are_scrubbed_inside(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_hermes_keys_stay_out_inside(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("API_SERVER_KEY", "server-secret")
     monkeypatch.setenv("HERMES_API_KEY", "provider-secret")
 

@@ -1,4 +1,8 @@
-"""What `hermes chat -q` says at start about the sandbox: one notice for auto without bwrap, an error for on."""
+"""What `hermes chat -q` says at start about the sandbox: one notice for auto without bwrap, an error for on.
+
+A person is at the keyboard, so `auto` falls back to unsandboxed tools with a notice here;
+`hermes serve` refuses instead (test_sandbox_serve.py).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import fake_bwrap
 
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 
-def chat(tmp_path: Path, sandbox: str, upstream: ScriptedUpstream) -> subprocess.CompletedProcess[str]:
+def chat(
+    tmp_path: Path, sandbox: str, upstream: ScriptedUpstream, path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     empty = tmp_path / "no-bwrap-here"
     empty.mkdir(exist_ok=True)
     env = {
         **os.environ,
-        "PATH": str(empty),
+        "PATH": str(path or empty),
         "HERMES_BASE_URL": upstream.base_url,
         "HERMES_MODEL": "scripted-model",
         "HERMES_SANDBOX": sandbox,
@@ -52,6 +59,20 @@ def test_auto_without_bwrap_prints_one_notice_line(tmp_path: Path, upstream: Scr
     assert "hello there" in result.stdout
 
 
+def test_auto_with_a_broken_bwrap_prints_one_notice_line(tmp_path: Path, upstream: ScriptedUpstream) -> None:
+    upstream.enqueue(text_reply("hello there"))
+    bwrap = fake_bwrap(tmp_path / "bin", 'echo "bwrap: setting up uid map: Permission denied" >&2; exit 1')
+
+    result = chat(tmp_path, "auto", upstream, bwrap.parent)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"hermes: tool sandbox off: {bwrap} failed a test run: bwrap: setting up uid map: Permission denied"
+        " (set sandbox = off to silence this notice)"
+    ]
+    assert "hello there" in result.stdout
+
+
 def test_off_prints_nothing(tmp_path: Path, upstream: ScriptedUpstream) -> None:
     upstream.enqueue(text_reply("hello there"))
 
@@ -69,33 +90,3 @@ def test_on_without_bwrap_is_a_one_line_error(tmp_path: Path, upstream: Scripted
         "or set sandbox = off\n"
     )
     assert upstream.requests == []
-
-
-def test_serve_prints_the_notice_after_its_listening_line(tmp_path: Path, upstream: ScriptedUpstream) -> None:
-    import signal
-
-    empty = tmp_path / "no-bwrap-here"
-    empty.mkdir()
-    env = {
-        **os.environ,
-        "PATH": str(empty),
-        "HERMES_BASE_URL": upstream.base_url,
-        "HERMES_MODEL": "scripted-model",
-        "HERMES_SANDBOX": "auto",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hermes", "serve", "--port", "0"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        first, second = proc.stderr.readline(), proc.stderr.readline()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
-
-    assert first.startswith("hermes serve: listening on http://127.0.0.1:")
-    assert second == (
-        "hermes serve: tool sandbox off: bubblewrap (bwrap) is not installed"
-        " (set sandbox = off to silence this notice)\n"
-    )

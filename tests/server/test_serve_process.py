@@ -32,6 +32,7 @@ def _env(home: Path, upstream: ScriptedUpstream | None = None, **extra: str) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
     env["HERMES_HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["HERMES_SANDBOX"] = "off"  # not about the sandbox: runs where bwrap cannot (serve would refuse auto)
     if upstream is not None:
         env.update(HERMES_PROVIDER="openai", HERMES_BASE_URL=upstream.base_url, HERMES_MODEL="scripted-model",
                    HERMES_API_KEY="test")

@@ -51,7 +51,7 @@ class McpConnection:
     ) -> None:
         self.config = config
         self.launcher = launcher
-        """How a stdio server starts (sandbox, scrubbed environment); see spawn.py."""
+        """How a stdio server starts (sandbox, allowlisted environment); see spawn.py."""
         self.log_dir = log_dir
         self.cwd = cwd
         self.status: StatusName = "starting"

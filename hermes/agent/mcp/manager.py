@@ -36,7 +36,7 @@ class McpManager:
     ) -> None:
         self.servers = tuple(servers)
         self.launcher = launcher
-        """How stdio servers start (sandbox, scrubbed environment); None: no sandbox."""
+        """How stdio servers start (sandbox, allowlisted environment); None: no sandbox."""
         self.log_dir = log_dir
         self.cwd = cwd
         self._connections: dict[str, McpConnection] = {}

@@ -2,9 +2,10 @@
 
 A stdio server is a tool process like `terminal`'s commands and starts the same way,
 through the `ToolLauncher` (hermes/agent/tools/launch.py):
-- its environment is the scrubbed tool environment (no hermes keys, no secret-looking
-  variables unless `tool_env_passthrough` names them) plus the server's own `env` table,
-  which is the user's explicit choice for that server and is passed as written;
+- its environment is the tool environment (the core variables such as PATH, HOME and LANG,
+  those `tool_env_passthrough` names, never hermes's keys or database URL: see
+  tools/tool_env.py) plus the server's own `env` table, which is the user's explicit
+  choice for that server and is passed as written, and nothing else;
 - its program line runs under the supervisor (the server dies with hermes) and, when the
   sandbox is active, inside bubblewrap with its working folder as the one writable place.
 
@@ -28,7 +29,7 @@ class SpawnCommand:
     command: str
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
-    """The whole environment of the server process (scrubbed tool environment + its `env`)."""
+    """The whole environment of the server process (the tool environment + its `env`)."""
     cwd: Path | None = None
 
 
@@ -37,7 +38,7 @@ def stdio_command(
 ) -> SpawnCommand:
     """The process to start for a stdio server (relative cwd resolves against `default_cwd`).
 
-    `launcher` defaults to a plain one (no sandbox, scrubbed environment). Raises
+    `launcher` defaults to a plain one (no sandbox, the default tool environment). Raises
     FileNotFoundError (filename = the command) when the program does not exist.
     """
     assert server.command is not None, "stdio_command is only for command servers"

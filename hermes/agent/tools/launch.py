@@ -1,14 +1,13 @@
-"""How tool processes start: a scrubbed environment, a supervisor, and the optional sandbox.
+"""How tool processes start: an allowlisted environment, a supervisor, and the optional sandbox.
 
-    launcher = ToolLauncher(sandbox=state, env_passthrough=("GITHUB_TOKEN",))
+    launcher = ToolLauncher(sandbox=state, env_policy=ToolEnvPolicy(passthrough=("GITHUB_TOKEN",)))
     argv = launcher.argv([shell, "-c", command], cwd)
     env = launcher.env()
 
 Invariants:
-- `env()` never contains hermes's own secrets (API_SERVER_KEY, HERMES_API_KEY,
-  OPENAI_API_KEY) nor any variable named *_KEY, *_TOKEN, *_SECRET, *_PASSWORD (and a few
-  more, see SECRET_PATTERNS), unless a glob in `env_passthrough` names it; nor, whatever
-  its name, a variable whose value is the configured provider or server key;
+- `env()` is `env_policy.environment(os.environ)`: the core variables (PATH, HOME, LANG, …),
+  those `tool_env_passthrough` names, PAGER=cat and GIT_PAGER=cat, and nothing else; never
+  hermes's own keys or database URL (see tool_env.py);
 - `argv()` starts the command under the supervisor script (_supervisor.py), which kills
   the command's process group when hermes dies, even by SIGKILL; inside it, the command
   runs in the bubblewrap sandbox when `sandbox.active`.
@@ -16,42 +15,20 @@ Invariants:
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.agent.confinement import Confinement, private_tmp
 from hermes.agent.sandbox import OFF, SandboxConfig, SandboxState, resolve_sandbox
+from hermes.agent.tools.tool_env import ToolEnvPolicy
 
 if TYPE_CHECKING:
     from hermes.config import Settings
 
-SECRET_NAMES = frozenset({"API_SERVER_KEY", "HERMES_API_KEY", "OPENAI_API_KEY"})
-SECRET_PATTERNS: tuple[str, ...] = (
-    "*_KEY", "*_TOKEN", "*_SECRET", "*_PASSWORD", "*_PASSWD", "*_CREDENTIALS", "*_SECRET_*",
-)  # fmt: skip
-"""Globs (matched on the upper-cased name) of variables tools never see unless passed through."""
-TOOL_ENV_EXTRA = {"PAGER": "cat", "GIT_PAGER": "cat"}
-"""Set for every tool command: nothing may wait for a pager."""
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
-
-
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper in SECRET_NAMES or any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
-
-
-def scrubbed_env(environ: Mapping[str, str], passthrough: tuple[str, ...] = ()) -> dict[str, str]:
-    """`environ` without secret-looking variables, except those a passthrough glob names."""
-    return {
-        name: value
-        for name, value in environ.items()
-        if not is_secret_name(name) or any(fnmatch.fnmatchcase(name, glob) for glob in passthrough)
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +36,7 @@ class ToolLauncher:
     """Everything the terminal tool needs to start a command; one per tool set."""
 
     sandbox: SandboxState = OFF
-    env_passthrough: tuple[str, ...] = ()
-    secret_values: frozenset[str] = field(default=frozenset(), repr=False)
-    """The provider and server keys as configured; a variable holding one is dropped."""
+    env_policy: ToolEnvPolicy = ToolEnvPolicy()
     confinement: Confinement | None = None
     """The policy the file tools check (the sandbox mounts follow the same one); None:
     `Confinement.default()` at each use."""
@@ -71,13 +46,7 @@ class ToolLauncher:
         """Resolves the sandbox (ConfigError for `sandbox = on` without a working bwrap)."""
         confinement = Confinement.from_settings(settings)
         sandbox = resolve_sandbox(SandboxConfig.from_settings(settings, confinement))
-        keys = frozenset(k for k in (settings.api_key, settings.server_key) if k)
-        return cls(
-            sandbox=sandbox,
-            env_passthrough=settings.tool_env_passthrough,
-            secret_values=keys,
-            confinement=confinement,
-        )
+        return cls(sandbox=sandbox, env_policy=ToolEnvPolicy.from_settings(settings), confinement=confinement)
 
     def argv(
         self, command: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
@@ -88,7 +57,8 @@ class ToolLauncher:
         return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *inner]
 
     def env(self) -> dict[str, str]:
-        env = scrubbed_env(os.environ, self.env_passthrough)
-        kept = {k: v for k, v in env.items() if v not in self.secret_values}
-        # TMPDIR: the private tmp, a writable root of the policy (the same path in the sandbox).
-        return {**kept, **TOOL_ENV_EXTRA, "TMPDIR": str(private_tmp())}
+        """The environment of a tool process started now (read from os.environ at each call).
+
+        TMPDIR is the private tmp, a writable root of the confinement policy (the same path
+        inside the sandbox)."""
+        return {**self.env_policy.environment(os.environ), "TMPDIR": str(private_tmp())}

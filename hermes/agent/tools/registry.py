@@ -28,7 +28,7 @@ def default_registry(launcher: ToolLauncher | None = None) -> ToolRegistry:
 
     `launcher` decides how the terminal tool starts commands (sandbox, environment) and the
     confinement policy every tool follows; without one, commands run unsandboxed, still
-    supervised and with a scrubbed environment, under `Confinement.default()`.
+    supervised and with the allowlisted environment, under `Confinement.default()`.
     """
     if launcher is None:
         return ToolRegistry(CORE_TOOLS)

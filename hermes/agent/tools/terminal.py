@@ -5,7 +5,7 @@ Invariants:
   runs only when ctx.request_approval says yes;
 - the command runs in a new session (start_new_session=True), so its process group id is
   its pid and every process it starts without leaving that group can be signalled at once;
-- it starts through the ToolLauncher: a scrubbed environment (no secrets), a supervisor that
+- it starts through the ToolLauncher: an allowlisted environment (no secrets), a supervisor that
   kills the group when hermes dies (even by SIGKILL), and the bubblewrap sandbox when on;
 - on timeout the group gets SIGTERM, then SIGKILL after a short grace; on cancellation
   (interrupt) it gets SIGKILL at once and CancelledError is re-raised. Processes that

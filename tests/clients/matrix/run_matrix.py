@@ -236,6 +236,7 @@ def environment(hermes_python: str) -> Iterator[Env]:
             HERMES_MODEL=upstream.model,
             HERMES_API_KEY="sk-upstream",
             HERMES_STREAM_RETRIES="0",
+            HERMES_SANDBOX="off",  # about the clients, not the sandbox: runs where bwrap cannot
         )
         work = Path(tmp) / "work"
         work.mkdir()
