@@ -40,6 +40,7 @@ Stopping a turn (see hermes/agent/interrupt.py and hermes/agent/_interrupt_gate.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -48,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes.agent._call import CallOutcome, CallPolicy, model_call
+from hermes.agent._call import CallOutcome, CallPolicy, ToolSlot, model_call
 from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._interrupt_gate import InterruptGate
 from hermes.agent._tool_exec import as_registry_calls, run_batch
@@ -88,6 +89,12 @@ INTERRUPTED_TOOL_RESULT = "[interrupted: the user stopped the turn before this t
 SUMMARY_NUDGE = (
     "You have used the maximum number of tool steps for this request. Do not call any more tools. "
     "Summarise what you did, what you found, and what is left to do."
+)
+REPEAT_LIMIT = 3
+"""The same tool call (name and arguments) this many times in a row ends the turn with a summary."""
+REPEAT_NUDGE = (
+    "You called {name} with the same arguments {times} times; its result will not change. Do not call any "
+    "more tools. Reply to the user now: what you did, what you found, and what is left to do."
 )
 
 
@@ -149,6 +156,10 @@ class _Turn:
     """The session end was attempted (it is attempted once)."""
     checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
     """The turn row and streaming-text checkpoints in the store (crash safety)."""
+    repeats: list[str] = field(default_factory=list)
+    """The latest tool call (name and canonical arguments) and its repetitions in a row."""
+    wrap_up: str | None = None
+    """Why the next model call is a tool-less summary ahead of max_iterations ("repeated")."""
 
 
 class Agent:
@@ -268,8 +279,8 @@ class Agent:
         tools = self.tools.schemas() or None
         budget = self._budget(turn.session_id, turn.model, turn.persist)
         while True:
-            summary_call = turn.api_calls >= max_iterations
-            if summary_call and context[-1].get("content") != SUMMARY_NUDGE:
+            summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None
+            if summary_call and turn.wrap_up is None and context[-1].get("content") != SUMMARY_NUDGE:
                 yield Status(
                     "max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary"
                 )
@@ -319,6 +330,15 @@ class Agent:
 
             calls = [] if summary_call else outcome.tool_calls
             truncated = outcome.finish_reason == "length"
+            repeated = _repeated_call(turn.repeats, calls) if calls and not truncated else None
+            if repeated is not None:
+                # A model that repeats itself is done or stuck: the call is not run (nor
+                # kept), and the next call is a tool-less summary that ends the turn.
+                yield Status("repeated_tool_call", f"{repeated} called {REPEAT_LIMIT} times with the same arguments")
+                turn.wrap_up = "repeated"
+                nudge = REPEAT_NUDGE.format(name=repeated, times=REPEAT_LIMIT)
+                context = [*context, {"role": "user", "content": nudge}]
+                continue
             if calls and not truncated:
                 assistant = self._assistant_message(outcome, with_calls=True)
                 context.append(assistant)
@@ -370,7 +390,7 @@ class Agent:
                         turn, "partial", error="the model hit its output limit", error_code=OUTPUT_TRUNCATED
                     )
                 )
-            elif summary_call:
+            elif summary_call and turn.wrap_up is None:
                 yield TurnCompleted(
                     self._result(
                         turn,
@@ -641,3 +661,20 @@ def _title_from(content: Any) -> str | None:
     if not text:
         return None
     return text if len(text) <= 60 else text[:59].rstrip() + "…"
+
+
+def _repeated_call(repeats: list[str], calls: list[ToolSlot]) -> str | None:
+    """Track `calls` in `repeats`; the name of one made REPEAT_LIMIT times in a row, else None.
+
+    In a row: any other call in between (an edit, another command) starts the count again,
+    so running the tests after each fix is never taken for a loop.
+    """
+    for slot in calls:
+        parsed = slot.parsed_arguments()
+        key = slot.name + "\0" + (json.dumps(parsed, sort_keys=True) if parsed is not None else slot.arguments)
+        if repeats and repeats[-1] != key:
+            repeats.clear()
+        repeats.append(key)
+        if len(repeats) >= REPEAT_LIMIT:
+            return slot.name
+    return None

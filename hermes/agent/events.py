@@ -134,7 +134,7 @@ class ContextCompacted:
     type: Literal["context.compacted"] = "context.compacted"
 
 
-StatusKind = Literal["waiting", "streaming_disabled", "max_iterations", "info"]
+StatusKind = Literal["waiting", "streaming_disabled", "max_iterations", "repeated_tool_call", "info"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,3 +188,23 @@ async def test_a_plain_turn_writes_the_store_in_three_commits(upstream, make_age
     assert len(commits) == 3
     session = store.get_session(result.session_id)
     assert (session.message_count, session.end_reason, session.input_tokens) == (2, "completed", 10)
+
+
+async def test_the_same_tool_call_three_times_ends_the_turn_with_a_summary(upstream, make_agent, fast_options):
+    upstream.enqueue(
+        tool_reply([call("echo", {"text": "same"})]),
+        tool_reply([call("echo", {"text": "other"})]),  # another call in between starts the count again
+        tool_reply([call("echo", {"text": "same"})]),
+        tool_reply([call("echo", {"text": "same"})]),
+        tool_reply([call("echo", {"text": "same"}, id="call_third")]),
+        text_reply("Done: echo said same."),
+    )
+    events, result = await run(make_agent(opts=dataclasses.replace(fast_options, max_iterations=20)), "echo it")
+
+    assert len(upstream.requests) == 6
+    last = upstream.requests[5].body
+    assert "tools" not in last and "same arguments 3 times" in last["messages"][-1]["content"]
+    assert "call_third" not in str(last["messages"])  # the repeated call was neither run nor kept
+    assert [e.type for e in events].count("tool.completed") == 4
+    assert result.status == "completed" and result.final_text == "Done: echo said same."
+    assert any(e.type == "status" and e.kind == "repeated_tool_call" for e in events)

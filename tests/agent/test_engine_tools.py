@@ -93,9 +93,9 @@ async def test_approval_once_and_for_the_session(upstream, make_agent):
         return answers[len(asked) - 1]
 
     upstream.enqueue(
-        tool_reply([call("risky", id="a")]),
-        tool_reply([call("risky", id="b")]),
-        tool_reply([call("risky", id="c")]),
+        tool_reply([call("risky", {"target": "a"}, id="a")]),
+        tool_reply([call("risky", {"target": "b"}, id="b")]),
+        tool_reply([call("risky", {"target": "c"}, id="c")]),
         text_reply("ok"),
     )
     _, result = await run(make_agent(), TurnRequest(input="go", approve=approve))

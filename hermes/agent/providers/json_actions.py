@@ -97,6 +97,44 @@ EDIT_RETRY_NOTE = (
     "prefixes), or reply if the file already does what was asked."
 )
 
+CHECK_NOTE = (
+    'You changed files. Before you reply, run the check the request names with terminal: {check}. '
+    'Then answer the request "{request}" with what it printed.'
+)
+
+WRITE_TOOLS = frozenset({"write_file", "patch"})
+"""Tools that change files: offered only when the request asks for a change (`asks_for_change`)."""
+_CHANGE_WORDS = re.compile(
+    r"\b(fix|change|edit|modify|update|add|append|insert|create|make|write|rename|replace|remove|delete|"
+    r"refactor|implement|rewrite|move|set|turn|convert|bump|correct|patch|apply|save|put|generate|format)\b",
+    re.IGNORECASE,
+)
+_CHECK_IN_TICKS = re.compile(r"`([^`\n]{2,120})`")
+_CHECK_START = re.compile(
+    r"^(\./|python3?\b|py\.?test\b|pytest\b|npm\b|npx\b|yarn\b|pnpm\b|make\b|cargo\b|go\b|node\b|"
+    r"bash\b|sh\b|tox\b|nox\b|uv\b|ruff\b|mypy\b|deno\b|bun\b|mvn\b|gradle\b|dotnet\b|ctest\b)"
+)
+_CHECK_PLAIN = re.compile(
+    r"\b(python3? -m pytest(?: -q)?|pytest(?: -q)?|npm test|make test|cargo test|go test \./\.\.\.)"
+)
+
+
+def named_check(request: str) -> str | None:
+    """The command a request names as its check (`python -m pytest -q` in backticks, or a
+    plain `pytest` / `npm test` / …), else None."""
+    for match in _CHECK_IN_TICKS.finditer(request):
+        quoted = match.group(1).strip()
+        if _CHECK_START.match(quoted):
+            return str(quoted)
+    plain = _CHECK_PLAIN.search(request)
+    return str(plain.group(1)) if plain else None
+
+
+def asks_for_change(request: str) -> bool:
+    """True unless the request is plainly a question: no word asking to change something."""
+    return _CHANGE_WORDS.search(request) is not None
+
+
 EDIT_TOOLS = frozenset({"patch"})
 """Edit tools whose failure a fresh read can fix: their arguments quote the file's text."""
 READ_TOOL = "read_file"
@@ -478,6 +516,9 @@ def rewrite_messages(
     calls_by_id: dict[str, Action] = {}
     pending_results: list[str] = []
     last_request = ""
+    check: str | None = None
+    """The check the latest request names, and whether a file changed since it last ran."""
+    unchecked = False
     failed_edit: tuple[str, str] | None = None
     """(path, error) of the latest failed edit not yet followed by a read of that path."""
     reread: tuple[str, str] | None = None
@@ -491,6 +532,8 @@ def rewrite_messages(
             if reread is not None:
                 reason = _first_sentence(reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
                 reminder = EDIT_RETRY_NOTE.format(path=reread[0], reason=reason, request=request)
+            elif check is not None and unchecked:
+                reminder = CHECK_NOTE.format(check=check, request=request)
             else:
                 reminder = RESULT_REMINDER.format(request=request)
             out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
@@ -505,6 +548,10 @@ def rewrite_messages(
             call = calls_by_id.get(message.get("tool_call_id") or "")
             name = call.name if call is not None else message.get("name") or "tool"
             content = _text_of(message.get("content"))
+            if call is not None and call.name in WRITE_TOOLS and _changed_a_file(content):
+                unchecked = True
+            elif call is not None and call.name == "terminal" and check and check in str(call.args.get("command")):
+                unchecked = False
             if call is not None and call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
                 failed_edit = (str(call.args.get("path", "")), content)
             elif (
@@ -529,10 +576,19 @@ def rewrite_messages(
             out.append({"role": "assistant", "content": "\n".join(rendered)})
         else:
             last_request = _text_of(message.get("content"))
+            check, unchecked = named_check(last_request), False
             failed_edit = None
             out.append({"role": "user", "content": last_request})
     flush_results()
     return out
+
+
+def _changed_a_file(result: str) -> bool:
+    return result.startswith(("Patched ", "Created ", "Overwrote "))
+
+
+def _latest_request(messages: list[ChatMessage]) -> str:
+    return next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
 
 
 OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
@@ -722,7 +778,11 @@ class JsonActionProvider(Provider):
         if self.context_chars is not None:
             messages = fit_context(messages, self.context_chars)
         extra = {**self.sampling, **request.extra}
-        extra["response_format"] = response_format(action_schema(request.tools, reply_only=reply_only))
+        # A question gets no write tools (in the grammar only: the prompt, and so the cache, stay).
+        offered = request.tools
+        if offered and not asks_for_change(_latest_request(request.messages)):
+            offered = [t for t in offered if (t.get("function") or t).get("name") not in WRITE_TOOLS]
+        extra["response_format"] = response_format(action_schema(offered, reply_only=reply_only))
         return ModelRequest(
             model=request.model,
             messages=messages,
