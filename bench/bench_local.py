@@ -1,6 +1,7 @@
 """Benchmark of the local provider (hermes[local]) on this machine.
 
     python bench/bench_local.py [--home DIR] [--threads N] [--repeat 3] [--tasks-only] [--tasks a,b]
+    python bench/bench_local.py --suite [--home DIR] [--via bundled,server] [--tasks a,b] [--limit 240]
 
 Measures, with the bundled model (or HERMES_LOCAL_MODEL_PATH):
 
@@ -16,6 +17,16 @@ Measures, with the bundled model (or HERMES_LOCAL_MODEL_PATH):
                         a few like it) in fresh folders: each is checked by running the
                         result; the success rate is reported with steps and seconds
 
+    --suite             the project's own task suite: eight small coding tasks (read a
+                        config value, fix a failing test, add a function, rename across
+                        two files, create a file, find a definition, fix an import,
+                        summarise a file), each run as a real `hermes chat -q --yolo
+                        --json` process in a fresh folder, offline, checked by what it
+                        left on disk and what it answered; success rate, exit codes,
+                        seconds and tool calls per task. `--via server` runs the same
+                        tasks against the same model behind a llama.cpp HTTP server with
+                        tool_protocol = "json" (the way any endpoint's small model runs).
+
 Every request goes through the real stack: Agent → JsonActionProvider →
 OpenAICompatProvider → HTTP on 127.0.0.1 → llama.cpp. The prompt the model reads per
 call (compact system prompt + tool catalogue) is reported in tokens.
@@ -26,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -196,6 +208,200 @@ async def edit_tasks(agent: Agent, timed: Timed, home: Path, repeat: int, only: 
     print(f"edit tasks:          {sum(results)}/{len(results)} succeeded ({rate:.0%})")
 
 
+@dataclass(frozen=True)
+class SuiteTask:
+    """One task of the suite: the files to start from, the request, and how to judge it."""
+
+    name: str
+    prompt: str
+    files: dict[str, str]
+    check: str | None = None
+    """Python run in the task folder after the turn; exit status 0 means done."""
+    answer_has: tuple[str, ...] = ()
+    """Strings the final answer must contain (any case)."""
+    unchanged: bool = False
+    """The task is a question: every file must be left as it was."""
+
+
+SUITE: tuple[SuiteTask, ...] = (
+    SuiteTask(
+        "read-config",
+        "What port does server.ini configure for http? Answer with the number only.",
+        {"server.ini": "[http]\nhost = 0.0.0.0\nport = 8317\n\n[admin]\nport = 9090\n"},
+        answer_has=("8317",),
+        unchanged=True,
+    ),
+    SuiteTask(
+        "fix-failing-test",
+        "The tests fail. Fix the bug in stats.py so that `python -m pytest -q` passes.",
+        {
+            "stats.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
+            "test_stats.py": "from stats import mean\n\n\ndef test_mean():\n    assert mean([2, 4, 6]) == 4\n",
+        },
+        check="import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-m', 'pytest', '-q']).returncode)",
+    ),
+    SuiteTask(
+        "add-function",
+        "Add a function `is_even(n: int) -> bool` to mathx.py that returns True when n is even.",
+        {"mathx.py": "def square(n: int) -> int:\n    return n * n\n"},
+        check="import mathx; assert mathx.is_even(4) and not mathx.is_even(7) and mathx.square(3) == 9",
+    ),
+    SuiteTask(
+        "rename-two-files",
+        "Rename the function fetch_rows to load_rows in db.py and in report.py, which calls it.",
+        {
+            "db.py": "def fetch_rows():\n    return [1, 2, 3]\n",
+            "report.py": "from db import fetch_rows\n\n\ndef total():\n    return sum(fetch_rows())\n",
+        },
+        check="import db, report; assert report.total() == 6 and db.load_rows() and not hasattr(db, 'fetch_rows')",
+    ),
+    SuiteTask(
+        "create-file",
+        "Create a file named VERSION that contains exactly 2.4.1 followed by a newline.",
+        {"README.md": "# tool\n"},
+        check="import pathlib; assert pathlib.Path('VERSION').read_text() == '2.4.1\\n'",
+    ),
+    SuiteTask(
+        "find-definition",
+        "Which file defines the class InvoiceBuilder? Answer with its path.",
+        {
+            "app.py": "from billing.builder import InvoiceBuilder\n\nprint(InvoiceBuilder().build())\n",
+            "billing/__init__.py": "",
+            "billing/builder.py": "class InvoiceBuilder:\n    def build(self):\n        return 'invoice'\n",
+            "billing/tax.py": "RATE = 0.2\n",
+        },
+        answer_has=("builder.py",),
+        unchanged=True,
+    ),
+    SuiteTask(
+        "fix-import",
+        "main.py fails with an ImportError. Fix the import so that `python main.py` prints 42.",
+        {
+            "helpers.py": "def answer():\n    return 42\n",
+            "main.py": "from helper import answer\n\nprint(answer())\n",
+        },
+        check=(
+            "import subprocess, sys; out = subprocess.run([sys.executable, 'main.py'], capture_output=True, text=True)"
+            "; assert out.stdout.strip() == '42', out"
+        ),
+    ),
+    SuiteTask(
+        "summarise-file",
+        "Summarise in one line what jobs.py does.",
+        {
+            "jobs.py": (
+                '"""A tiny in-memory job queue."""\n\nimport collections\n\n\nclass JobQueue:\n'
+                "    def __init__(self):\n        self._jobs = collections.deque()\n\n"
+                "    def push(self, job):\n        self._jobs.append(job)\n\n"
+                "    def pop(self):\n        return self._jobs.popleft() if self._jobs else None\n"
+            )
+        },
+        answer_has=("queue",),
+        unchanged=True,
+    ),
+)
+
+
+@dataclass
+class SuiteRun:
+    task: str
+    ok: bool
+    exit_code: int | None
+    seconds: float
+    tool_calls: int
+    why: str
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
+    }
+
+
+def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: float) -> SuiteRun:
+    """One task as a real `hermes chat -q --yolo --json` process in `folder`."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, text in task.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    before = _snapshot(folder)
+    argv = [sys.executable, "-m", "hermes", "chat", "-q", task.prompt, "--yolo", "--json"]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        return SuiteRun(task.name, False, None, time.perf_counter() - started, 0, f"no exit within {limit:g} s")
+    seconds = time.perf_counter() - started
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    tool_calls = sum(1 for e in events if e.get("type") == "tool.started")
+    result = next((e for e in events if e.get("type") == "result"), {})
+    answer = str(result.get("final_text") or "")
+    why = ""
+    if done.returncode != 0:
+        why = f"exit {done.returncode}: {result.get('error') or done.stderr.strip()[-200:]}"
+    elif task.unchanged and _snapshot(folder) != before:
+        why = "changed files when only asked a question"
+    elif any(want.lower() not in answer.lower() for want in task.answer_has):
+        why = f"answer lacks {task.answer_has}: {' '.join(answer.split())[:120]!r}"
+    elif task.check is not None and not run_check(folder, task.check):
+        why = "the check failed"
+    return SuiteRun(task.name, not why, done.returncode, seconds, tool_calls, why)
+
+
+def suite(args: argparse.Namespace) -> None:
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="hermes-suite-"))
+    settings = Settings.load(env={"HERMES_HOME": str(home)})
+    status = local_status(settings)
+    print(f"provider: local — {status.reason}")
+    if not status.available:
+        sys.exit(1)
+    path, name = resolve_model(settings)  # assembled once, before any task is timed
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_", "API_SERVER_"))}
+    base.update(HERMES_HOME=str(home), HERMES_SANDBOX="auto", NO_COLOR="1")
+    # Outside HERMES_HOME: tools never write there.
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="hermes-suite-work-"))
+    only = set(args.tasks.split(",")) if args.tasks else None
+    tasks = [t for t in SUITE if only is None or t.name in only]
+    rows: dict[str, list[SuiteRun]] = {}
+    for via in args.via.split(","):
+        server: LocalServer | None = None
+        env = dict(base)
+        if via == "bundled":
+            env["HERMES_PROVIDER"] = "local"
+        elif via == "server":
+            server = LocalServer(path, alias=name, threads=args.threads).start()
+            env.update(
+                HERMES_PROVIDER="openai",
+                HERMES_BASE_URL=f"{server.base_url}/v1",
+                HERMES_MODEL=name,
+                HERMES_TOOL_PROTOCOL="json",
+                HERMES_STREAM_STALE_TIMEOUT="900",
+            )
+        else:
+            sys.exit(f"--via takes bundled and/or server, not {via!r}")
+        print(f"\n-- suite via {via} --")
+        try:
+            for task in tasks:
+                run = run_suite_task(task, work / via / task.name, env, args.limit)
+                rows.setdefault(via, []).append(run)
+                print(f"{task.name:<18} {'ok  ' if run.ok else 'FAIL'} exit {run.exit_code}  {run.seconds:6.1f} s  "
+                      f"{run.tool_calls} tool calls  {run.why}", flush=True)
+        finally:
+            if server is not None:
+                server.close()
+    print("\n| task | " + " | ".join(rows) + " |")
+    print("|---|" + "---|" * len(rows))
+    for i, task in enumerate(tasks):
+        cells = [f"{'ok' if r[i].ok else 'FAIL'}, {r[i].seconds:.0f} s, {r[i].tool_calls} calls" for r in rows.values()]
+        print(f"| {task.name} | " + " | ".join(cells) + " |")
+    totals = [f"{sum(r.ok for r in runs)}/{len(runs)}, clean exits {sum(r.exit_code == 0 for r in runs)}"
+              for runs in rows.values()]
+    print("| **solved** | " + " | ".join(totals) + " |")
+
+
 def fmt(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:6.2f} s"
 
@@ -269,8 +475,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: its own choice)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--tasks-only", action="store_true", help="run only the edit tasks")
-    parser.add_argument("--tasks", help="comma-separated edit task names (default: all)")
-    asyncio.run(bench(parser.parse_args()))
+    parser.add_argument("--tasks", help="comma-separated edit (or, with --suite, suite) task names (default: all)")
+    parser.add_argument("--suite", action="store_true", help="run the task suite through `hermes chat -q`")
+    parser.add_argument("--via", default="bundled,server", help="with --suite: bundled, server or both")
+    parser.add_argument("--limit", type=float, default=240.0, help="with --suite: seconds a task may take")
+    parser.add_argument("--work", help="with --suite: folder for the task folders (default: a fresh temporary one)")
+    args = parser.parse_args()
+    if args.suite:
+        suite(args)
+    else:
+        asyncio.run(bench(args))
 
 
 if __name__ == "__main__":

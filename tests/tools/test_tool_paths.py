@@ -58,3 +58,8 @@ async def test_a_missing_path_names_the_closest_existing_ones(work: Path) -> Non
         await read_file({"path": "windows.py"}, ctx(work))
     with pytest.raises(ToolError, match=r"does not exist either.*Did you mean: .*/pkg/helpers\.py\?"):
         await read_file({"path": "src/helper.py"}, ctx(work))
+
+
+async def test_a_path_naming_folders_above_the_working_directory_is_taken_as_meant(work: Path) -> None:
+    # From inside …/llm/runs/A a small model wrote "llm/runs/window.py" (the run without its end).
+    assert "SIZE = 3" in await read_file({"path": "llm/runs/window.py"}, ctx(work))

@@ -74,15 +74,12 @@ DEFAULT_BASE_PROMPT = (
 PROTOCOL = (
     'Answer every message with exactly one JSON object: {{"action": NAME, "args": {{...}}}}.\n'
     "Actions:\n"
-    '- reply {{"text": string}}: answer the user. Use it for greetings, general knowledge, '
-    "how-to and programming questions, arithmetic, explanations and writing, "
-    "and to give the answer once tool results are in.\n"
+    '- reply {{"text": string}}: answer the user: greetings, questions, explanations, '
+    "and the answer once tool results are in.\n"
     "{catalogue}\n"
-    "Use a tool only when the user asks about files, code or commands on this computer; "
-    "use paths relative to the working directory and never invent them. "
-    "Change files only when the user asks for a change. "
-    "After a tool result, reply as soon as you can answer. "
-    "Do not repeat an action with the same args."
+    "Use a tool only for files, code or commands on this computer, with paths relative to the "
+    "working directory; never invent them. Change files only when asked to. "
+    "Reply as soon as you can answer. Never repeat an action with the same args."
 )
 
 RESULT_REMINDER = 'Answer the request "{request}" with reply if this result is enough; otherwise take the next step.'

@@ -44,11 +44,14 @@ def resolve(ctx: ToolContext, raw: str) -> Path:
 
 
 def _without_repeated_cwd(cwd: Path, path: Path) -> Path | None:
-    """`cwd / rest` when `path` starts with the last folders of `cwd` (longest first), else None."""
+    """`cwd / rest` when `path` starts with folders that `cwd` itself holds in that order
+    (`A/x.py` or `runs/A/x.py` from inside `…/runs/A`; also a run short of its end,
+    `runs/x.py` from inside `…/runs/A`), longest first, else None."""
     parts = [part for part in path.parts if part not in ("/", ".")]
     folders = cwd.parts[1:]
     for size in range(min(len(folders), len(parts) - 1), 0, -1):
-        if tuple(parts[:size]) == folders[-size:]:
+        head = tuple(parts[:size])
+        if any(folders[i : i + size] == head for i in range(len(folders) - size + 1)):
             return Path(os.path.normpath(cwd.joinpath(*parts[size:])))
     return None
 
