@@ -11,7 +11,8 @@ write_file, patch), so no tool sees or changes what another one may not.
 
 Invariants:
 - hidden: `$HERMES_HOME` (and ~/.hermes), the credential stores under the home folder
-  (HOME_SECRETS) and the password databases (SYSTEM_SECRETS). The sandbox covers them;
+  (HOME_SECRETS), the password databases (SYSTEM_SECRETS) and every process's
+  /proc/PID/environ and /proc/PID/mem. The sandbox covers them;
   the file tools refuse to read them, and list/search skip them and count what they skipped.
   A hidden folder that holds the working directory does not hide the working directory.
 - writable roots: the turn's working directory, the `writable_roots` setting and the
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import site
 import sysconfig
@@ -50,6 +52,9 @@ HOME_SECRETS: tuple[str, ...] = (
 
 SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 """Password databases (readable to root otherwise)."""
+
+_PROCESS_SECRETS = re.compile(r"^/proc/[^/]+/(environ|mem)$")
+"""Another process's environment or memory (hermes's own holds its keys): hidden too."""
 
 WriteLevel = Literal["allow", "approve", "block"]
 
@@ -181,6 +186,8 @@ class Confinement:
         forms = _forms(absolute) if resolve else (absolute,)
         work = os.path.realpath(cwd) if cwd is not None else None
         for form in map(str, forms):
+            if _PROCESS_SECRETS.match(form):
+                return Path(form)
             for secret in self.hidden:
                 folder = str(secret)
                 if not (form == folder or form.startswith(folder + "/")):

@@ -233,3 +233,10 @@ def test_the_sandbox_mounts_and_the_file_tools_use_one_list(tmp_path: Path) -> N
         home / ".password-store", Path("/etc/shadow"), Path("/etc/gshadow"),
     ):  # fmt: skip
         assert str(required) in named, required
+
+
+@pytest.mark.parametrize("path", ["/proc/self/environ", "/proc/1/environ", "/proc/self/mem"])
+async def test_process_environments_are_hidden(work: Path, path: str) -> None:
+    out = await read_file({"path": path}, ToolContext(session_id="s", cwd=work, yolo=True))
+
+    assert out.startswith("BLOCKED") and "[rule: hidden_path]" in out

@@ -37,6 +37,12 @@ def _encoded(command: str) -> str:
         ("cat payload > `mktemp -u`", "unresolved_path"),
         ('bash -c "$PAYLOAD"', "unresolved_command"),
         ("$SHELL -c id", "unresolved_command"),
+        ("cat /proc/*/environ", "process_secrets"),
+        ("tr '\\0' '\\n' < /proc/1/environ", "process_secrets"),
+        ("cat ~/.netrc", "hidden_path_read"),
+        ("grep -r password ~/.aws", "hidden_path_read"),
+        ("cat /etc/shadow", "hidden_path_read"),
+        ("v=$HERMES_HOME; cat $v/config.toml", "hidden_path_read"),
     ],
 )
 def test_what_cannot_be_resolved_asks_without_the_sandbox(command: str, rule: str) -> None:

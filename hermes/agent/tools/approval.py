@@ -34,6 +34,7 @@ import posixpath
 import re
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from hermes.agent.confinement import Confinement, private_tmp
@@ -72,6 +73,7 @@ _MAX_DEPTH = 8
 """Nesting of bash -c / $(…) / eval deeper than this is not inspected and needs approval."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
+_PROCESS_SECRETS = re.compile(r"^/proc/[^/\s]+/(environ|mem)$")
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 _KEYWORDS = frozenset({"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until"})
 _FUNC_DEF = re.compile(
@@ -360,8 +362,10 @@ class _Scanner:
         if peeled is None:
             return None
         name, args = peeled
-        if self.strict and ("$" in name or "`" in name):
-            self.approve("unresolved_command", f"a program name built at run time ({name})")
+        if self.strict:
+            if "$" in name or "`" in name:
+                self.approve("unresolved_command", f"a program name built at run time ({name})")
+            self._hidden_words([*command.words, *(r.target for r in command.redirects)])
         texts = [w.text for w in args]
         rule = rule_for(name)
         if rule is not None:
@@ -395,6 +399,21 @@ class _Scanner:
                 self.approve("sudo", "superuser command (sudo)")
             words = wrapper.command_words(words[1:])
         return None
+
+    def _hidden_words(self, words: list[Word]) -> None:
+        """Without the sandbox nothing hides the policy's hidden paths from a command: naming
+        one (`cat ~/.netrc`, `cat /proc/1/environ`) needs approval."""
+        policy = self.policy or Confinement.default()
+        for word in words:
+            text = self._substitute(word.text)
+            if _PROCESS_SECRETS.search(text):
+                self.approve("process_secrets", f"reading a process's environment or memory ({text})")
+                continue
+            if "/" not in text and not text.startswith("~"):
+                continue
+            path = expand_command_path(text.split("=", 1)[-1] if text.startswith("-") else text, self.cwd)
+            if path is not None and policy.hidden_entry(path, Path(self.cwd) if self.cwd else None) is not None:
+                self.approve("hidden_path_read", f"a hidden path (credentials or hermes's own files): {text}")
 
     def _fork_bomb(self, source: str) -> None:
         masked = _mask_quoted(source)
