@@ -10,14 +10,18 @@ Invariants:
   more, see SECRET_PATTERNS), unless a glob in `env_passthrough` names it; nor, whatever
   its name, a variable whose value is the configured provider or server key;
 - `argv()` starts the command under the supervisor script (_supervisor.py), which kills
-  the command's process group when hermes dies, even by SIGKILL; inside it, the command
-  runs in the bubblewrap sandbox when `sandbox.active`.
+  every process the command started (also those that left its process group) when the
+  command exits, when `end_call` asks, and when hermes dies, even by SIGKILL; it applies
+  the `[tool_limits]` (`limits`) unless `limited=False`; inside it, the command runs in the
+  bubblewrap sandbox when `sandbox.active`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.agent.sandbox import OFF, SandboxConfig, SandboxState, resolve_sandbox
+from hermes.agent.tools.limits import NO_LIMITS, LimitsState, resolve_limits
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -37,6 +42,14 @@ SECRET_PATTERNS: tuple[str, ...] = (
 TOOL_ENV_EXTRA = {"PAGER": "cat", "GIT_PAGER": "cat"}
 """Set for every tool command: nothing may wait for a pager."""
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+END_CALL = signal.SIGUSR2
+"""Asks a supervisor to kill everything its command started and exit (= _supervisor.END_CALL)."""
+
+
+def end_call(pid: int) -> None:
+    """Ask the supervisor `pid` to end its call now (it kills every process of the call)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, END_CALL)
 
 
 def is_secret_name(name: str) -> bool:
@@ -61,21 +74,34 @@ class ToolLauncher:
     env_passthrough: tuple[str, ...] = ()
     secret_values: frozenset[str] = field(default=frozenset(), repr=False)
     """The provider and server keys as configured; a variable holding one is dropped."""
+    limits: LimitsState = NO_LIMITS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ToolLauncher:
         """Resolves the sandbox (ConfigError for `sandbox = on` without a working bwrap)."""
         sandbox = resolve_sandbox(SandboxConfig.from_settings(settings))
         keys = frozenset(k for k in (settings.api_key, settings.server_key) if k)
-        return cls(sandbox=sandbox, env_passthrough=settings.tool_env_passthrough, secret_values=keys)
+        return cls(
+            sandbox=sandbox,
+            env_passthrough=settings.tool_env_passthrough,
+            secret_values=keys,
+            limits=resolve_limits(settings.tool_limits),
+        )
 
     def argv(
-        self, command: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
+        self,
+        command: list[str],
+        cwd: Path,
+        *,
+        writable: Path | None = None,
+        expose: tuple[Path, ...] = (),
+        limited: bool = True,
     ) -> list[str]:
         """The program line to start (as a new session) in `cwd`; `writable` and `expose` as in
-        SandboxState.wrap."""
+        SandboxState.wrap; `limited=False` leaves out the per-call limits."""
         inner = self.sandbox.wrap(command, cwd, writable=writable, expose=expose)
-        return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *inner]
+        options = self.limits.supervisor_args() if limited else []
+        return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *options, "--", *inner]
 
     def env(self) -> dict[str, str]:
         env = scrubbed_env(os.environ, self.env_passthrough)
