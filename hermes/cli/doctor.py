@@ -12,7 +12,9 @@ its integrity check passes); on PostgreSQL one `database` check (the server answ
 and the schema version: current, or migrations pending for `hermes db upgrade`, with
 the URL's password masked); then `sandbox` (whether tool commands run in
 bubblewrap, and why: a warning when `auto` fell back to off, a failure when `on` cannot
-work), `endpoint` (the OpenAI-compatible endpoint answers GET /models within
+work), `limits` (the `[tool_limits]` of each tool call and how the process limit is
+enforced: a per-call pids cgroup, RLIMIT_NPROC, or a warning that nothing here can),
+`endpoint` (the OpenAI-compatible endpoint answers GET /models within
 ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
 with a trivial tool: does the model call tools natively, or write the call as JSON text so
 that `tool_protocol = json` is needed), then one `mcp NAME` check per configured MCP
@@ -108,6 +110,7 @@ def run_checks() -> list[Check]:
     checks.append(_check_home(settings.home))
     checks.extend(_check_storage(settings))
     checks.append(_check_sandbox(settings))
+    checks.append(_check_limits(settings))
     if choice is not None:
         endpoint = _check_endpoint(settings, choice)
         checks.append(endpoint)
@@ -256,6 +259,13 @@ def _check_sandbox(settings: Settings) -> Check:
     if not state.active and state.mode == "auto":
         return Check("sandbox", "warning", state.detail)
     return Check("sandbox", "ok", state.detail)
+
+
+def _check_limits(settings: Settings) -> Check:
+    from hermes.agent.tools.limits import resolve_limits
+
+    state = resolve_limits(settings.tool_limits)
+    return Check("limits", "ok" if state.enforced else "warning", state.detail)
 
 
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:

@@ -197,7 +197,8 @@ def end_all(call: _Call) -> None:
 
 def make_cgroup(base: str, processes: int) -> str | None:
     """A fresh pids cgroup `base/call-PID` allowing `processes` tasks; None (and a warning) if
-    it cannot be made. Also removes the cgroups of supervisors that died without cleaning up."""
+    it cannot be made. Also removes the cgroups of supervisors that died without cleaning up.
+    Without it a non-root command still gets RLIMIT_NPROC (see `start`)."""
     with contextlib.suppress(OSError):
         for name in os.listdir(base):
             owner = name.removeprefix("call-")
@@ -212,7 +213,8 @@ def make_cgroup(base: str, processes: int) -> str | None:
         with open(os.path.join(path, "pids.max"), "w") as limit:
             limit.write(str(processes))
     except OSError as exc:
-        _warn(f"the process limit is not enforced: cannot set up the pids cgroup {path} ({exc.strerror or exc})")
+        instead = "RLIMIT_NPROC instead" if os.getuid() != 0 else "the process limit is not enforced"
+        _warn(f"cannot set up the pids cgroup {path} ({exc.strerror or exc}); {instead}")
         remove_cgroup(path, tries=1)
         return None
     return path
@@ -299,14 +301,17 @@ def _exit_like(status: int | None, mask: _Mask) -> int:
 
 def main() -> int:
     parent, limits, argv = parse(sys.argv[1:])
-    parent_gone = False
+    parent_gone = stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
-        nonlocal parent_gone
+        # Raises _Stop at most once, and only while the stops are unblocked (in the try below).
+        nonlocal parent_gone, stopping
         if signum == PARENT_GONE and os.getppid() != parent:
             parent_gone = True
-            raise _Stop
-        if signum == END_CALL:
+        elif signum != END_CALL:
+            return
+        if not stopping:
+            stopping = True
             raise _Stop
 
     for sig in (*_PASSED, *_STOPS):
@@ -326,9 +331,11 @@ def main() -> int:
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             call.wait()
+            # A stop that arrived meanwhile is handled inside this call (CPython checks signals
+            # when the mask changes), so _Stop can only come from within this try.
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         except _Stop:
-            pass
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     end_all(call)
     if cgroup is not None:
         remove_cgroup(cgroup)

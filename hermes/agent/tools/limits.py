@@ -92,8 +92,10 @@ NO_LIMITS = LimitsState()
 _CGROUP_PROBES: dict[Path, Path | str] = {}
 
 
-def resolve_limits(limits: ToolLimits, *, mountinfo: Path = MOUNTINFO, euid: int | None = None) -> LimitsState:
-    """Decide how `limits` are enforced here; the cgroup probe is cached per process."""
+def resolve_limits(limits: ToolLimits, *, mountinfo: Path | None = None, euid: int | None = None) -> LimitsState:
+    """Decide how `limits` are enforced here (`euid` default: ours); the cgroup probe is
+    cached per mountinfo file (default: MOUNTINFO, this process's mounts)."""
+    mountinfo = MOUNTINFO if mountinfo is None else mountinfo
     if limits.processes <= 0:
         return LimitsState(limits, "unlimited")
     if not sys.platform.startswith("linux"):
@@ -131,7 +133,7 @@ def pids_hierarchies(mountinfo: Path) -> list[Path]:
     return v2 + v1
 
 
-def probe_pids_cgroup(mountinfo: Path = MOUNTINFO) -> Path | str:
+def probe_pids_cgroup(mountinfo: Path) -> Path | str:
     """The folder for per-call pids cgroups, ready (and tried once), or why there is none."""
     roots = pids_hierarchies(mountinfo)
     if not roots:
