@@ -28,11 +28,6 @@ ENV: dict[str, str] = {
     "cpu_seconds": "HERMES_TOOL_CPU_SECONDS",
 }
 """Key of the table -> the environment variable that overrides it."""
-HELP: dict[str, str] = {
-    "processes": "processes one tool call may run at once (0: no limit)",
-    "memory_mb": "address space of each tool process in MiB, RLIMIT_AS (0: no limit)",
-    "cpu_seconds": "CPU seconds each tool process may use, RLIMIT_CPU (0: no limit)",
-}
 
 
 @dataclass(frozen=True, slots=True)
