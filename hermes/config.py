@@ -5,7 +5,9 @@ factories in tests) and the resulting object is passed down; nothing reads the
 environment at import time, and no module caches `HERMES_HOME`.
 
 Keys in `$HERMES_HOME/config.toml` are the field names below (flat, e.g.
-`model = "gpt-4o-mini"`, `server_port = 8642`).
+`model = "gpt-4o-mini"`, `server_port = 8642`), plus two tables: `[mcp_servers.NAME]`
+(hermes/mcp_config.py) and `[tool_limits]` (hermes/limits_config.py, whose keys the
+environment overrides one by one).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import ConfigError
+from hermes.limits_config import ENV as LIMITS_ENV
+from hermes.limits_config import TABLE as LIMITS_TABLE
+from hermes.limits_config import ToolLimits, parse_table, resolve_limits
 from hermes.mcp_config import TABLE as MCP_TABLE
 from hermes.mcp_config import McpServerConfig, parse_servers
 from hermes.redact import redact_text
@@ -144,6 +149,8 @@ class Settings:
     server_max_connections: int = 4096
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """The `[mcp_servers.NAME]` tables of config.toml (no environment form)."""
+    tool_limits: ToolLimits = field(default_factory=ToolLimits)
+    """The `[tool_limits]` table of config.toml, each key overridden by its environment variable."""
 
     # ---- resolution -------------------------------------------------------------
 
@@ -182,6 +189,7 @@ class Settings:
                     break
         values.update(flags)
         values["home"] = home
+        values[LIMITS_TABLE] = resolve_limits(values.get(LIMITS_TABLE, {}), env)
         return cls(**{name: coerce(name, value) for name, value in values.items()})
 
     # ---- paths (computed on call, created on demand) --------------------------------
@@ -210,6 +218,7 @@ class Settings:
             value = getattr(self, name)
             shown = mask(value) if option.secret else redact_text(render(value))
             out.append((name, shown))
+        out += [(f"{LIMITS_TABLE}.{key}", str(value)) for key, value in self.tool_limits.items()]
         return out
 
     def replace(self, **changes: Any) -> Settings:
@@ -243,6 +252,10 @@ def coerce(name: str, value: Any) -> Any:
         raise ConfigError(f"unknown setting {name!r}")
     if name == "mcp_servers":
         return tuple(value)  # parsed and checked by read_config_file
+    if name == LIMITS_TABLE:
+        if not isinstance(value, ToolLimits):
+            raise ConfigError(f"{name} takes a ToolLimits, not {value!r}")
+        return value
     try:
         if kind == "bool":
             if isinstance(value, bool):
@@ -325,12 +338,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(OPTIONS) - {"home", MCP_TABLE})
+    unknown = sorted(set(data) - set(OPTIONS) - {"home", MCP_TABLE, LIMITS_TABLE})
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     data.pop("home", None)
     if MCP_TABLE in data:
         data[MCP_TABLE] = parse_servers(data[MCP_TABLE], str(path))
+    if LIMITS_TABLE in data:
+        data[LIMITS_TABLE] = parse_table(data[LIMITS_TABLE], str(path))
     return data
 
 
@@ -348,6 +363,12 @@ def _toml_value(value: Any) -> str:
 
 def write_config_value(settings: Settings, name: str, raw: str | None) -> None:
     """Set (or with raw=None, remove) one key in config.toml, atomically, mode 0600."""
+    if name.startswith(f"{LIMITS_TABLE}.") and name.split(".", 1)[1] in LIMITS_ENV:
+        key = name.split(".", 1)[1]
+        raise ConfigError(
+            f"{name} is set in the [{LIMITS_TABLE}] table of config.toml ({key} = N), "
+            f"or with {LIMITS_ENV[key]}; `hermes config set` edits top-level settings only"
+        )
     if name not in OPTIONS or name == "home":
         raise ConfigError(f"unknown setting {name!r}; see `hermes config show`")
     data = read_config_file(settings.config_path)

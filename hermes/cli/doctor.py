@@ -15,9 +15,10 @@ bubblewrap, and why: a warning when `auto` fell back to off, where `hermes serve
 to start, a failure when `on` cannot work), `tool env` (the names, never the values, of
 the variables a tool process gets, the `tool_env_passthrough` globs, and the variables a
 glob or the proxy rule would admit but a rule keeps out: hermes's own secrets, values
-equal to a hermes key, proxies with credentials), `endpoint` (the OpenAI-compatible
-endpoint answers GET /models within ENDPOINT_TIMEOUT seconds, and lists the configured
-model), `tools` (one tiny chat request
+equal to a hermes key, proxies with credentials), `limits` (the `[tool_limits]` of each
+tool call and how the process limit is enforced: a per-call pids cgroup, RLIMIT_NPROC, or
+a warning that nothing here can), `endpoint` (the OpenAI-compatible endpoint answers GET
+/models within ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
 with a trivial tool: does the model call tools natively, or write the call as JSON text so
 that `tool_protocol = json` is needed), then one `mcp NAME` check per configured MCP
 server (started and listed within its startup_timeout).
@@ -113,6 +114,7 @@ def run_checks() -> list[Check]:
     checks.extend(_check_storage(settings))
     checks.append(_check_sandbox(settings))
     checks.append(_check_tool_env(settings))
+    checks.append(_check_limits(settings))
     if choice is not None:
         endpoint = _check_endpoint(settings, choice)
         checks.append(endpoint)
@@ -282,6 +284,13 @@ def _check_tool_env(settings: Settings) -> Check:
     if report.withheld:
         detail += f"; withheld: {', '.join(report.withheld)}"
     return Check("tool env", "ok", detail)
+
+
+def _check_limits(settings: Settings) -> Check:
+    from hermes.agent.tools.limits import resolve_limits
+
+    state = resolve_limits(settings.tool_limits)
+    return Check("limits", "ok" if state.enforced else "warning", state.detail)
 
 
 def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:

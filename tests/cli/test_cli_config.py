@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from hermes.config import OPTIONS
+from hermes.limits_config import ENV as LIMITS_ENV
+
+SHOWN = [*OPTIONS, *(f"tool_limits.{key}" for key in LIMITS_ENV)]
+"""What `config show` lists: the flat settings, then the keys of the [tool_limits] table."""
 
 
 def mode(path: Path) -> int:
@@ -25,8 +29,8 @@ def test_path(invoke, hermes_home):
 def test_show_lists_every_setting_aligned_with_defaults(invoke, hermes_home):
     lines = invoke("config", "show").stdout.splitlines()
 
-    width = max(len(name) for name in OPTIONS)
-    assert [line[:width].rstrip() for line in lines] == list(OPTIONS)
+    width = max(len(name) for name in SHOWN)
+    assert [line[:width].rstrip() for line in lines] == SHOWN
     assert f"{'home'.ljust(width)}  {hermes_home}" in lines
     assert f"{'stream_retries'.ljust(width)}  2" in lines
     assert f"{'server_port'.ljust(width)}  8642" in lines
@@ -42,7 +46,7 @@ def test_show_masks_secrets(invoke, monkeypatch):
 
     assert "very-secret" not in text and "short" not in text
     assert (data["api_key"], data["server_key"]) == ("****1234", "****")
-    assert list(data) == list(OPTIONS)
+    assert list(data) == SHOWN
     assert invoke("config", "get", "api_key").stdout == "****1234\n"
 
 
@@ -158,3 +162,49 @@ def test_sandbox_settings(invoke, monkeypatch, hermes_home):
 
     assert bad.exit_code == 2
     assert bad.stderr == "hermes: invalid value for sandbox: 'maybe' (use auto, on, off)\n"
+
+
+def test_tool_limits_table_and_environment(invoke, monkeypatch, hermes_home):
+    assert invoke("config", "get", "tool_limits.processes").stdout == "512\n"
+    assert invoke("config", "get", "tool_limits.memory_mb").stdout == "0\n"
+    hermes_home.mkdir(mode=0o700)
+    (hermes_home / "config.toml").write_text('model = "m"\n\n[tool_limits]\nprocesses = 64\ncpu_seconds = 30\n')
+    monkeypatch.setenv("HERMES_TOOL_CPU_SECONDS", "5")
+    monkeypatch.setenv("HERMES_TOOL_MEMORY_MB", "")  # empty: not set
+
+    shown = json.loads(invoke("config", "show", "--json").stdout)
+    assert (shown["tool_limits.processes"], shown["tool_limits.memory_mb"], shown["tool_limits.cpu_seconds"]) == (
+        "64",
+        "0",
+        "5",
+    )
+    # `config set` keeps the table as it is.
+    assert invoke("config", "set", "model", "n").exit_code == 0
+    assert "[tool_limits]\nprocesses = 64\n" in (hermes_home / "config.toml").read_text()
+    assert invoke("config", "get", "tool_limits.processes").stdout == "64\n"
+
+    refused = invoke("config", "set", "tool_limits.processes", "8")
+    assert refused.exit_code == 2
+    assert "[tool_limits] table of config.toml (processes = N), or with HERMES_TOOL_PROCESSES" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "env", "message"),
+    [
+        ("[tool_limits]\nprocesses = -1\n", {}, "[tool_limits] processes: -1 (a whole number, 0 for no limit)"),
+        ("[tool_limits]\nprocesses = true\n", {}, "[tool_limits] processes: True"),
+        ("[tool_limits]\nthreads = 4\n", {}, "[tool_limits]: unknown key(s) threads"),
+        ("tool_limits = 4\n", {}, "tool_limits must be a table"),
+        ("", {"HERMES_TOOL_PROCESSES": "many"}, "invalid value for HERMES_TOOL_PROCESSES: 'many'"),
+    ],
+)
+def test_bad_tool_limits_are_one_line_exit_2(invoke, monkeypatch, hermes_home, table, env, message):
+    hermes_home.mkdir(mode=0o700)
+    (hermes_home / "config.toml").write_text(table)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    result = invoke("config", "show")
+
+    assert result.exit_code == 2
+    assert message in result.stderr and result.stderr.count("\n") == 1

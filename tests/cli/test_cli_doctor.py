@@ -15,12 +15,15 @@ from hermes.testing.upstream import ScriptedUpstream, call, tool_reply
 
 SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
 TOOL_ENV = "✓ tool env: tools and stdio MCP servers get GIT_PAGER, HOME, LANG, PAGER, PATH; tool_env_passthrough: none"
+LIMITS_OFF = "✓ limits: processes: no limit; memory: no limit; CPU: no limit"
 
 
 @pytest.fixture(autouse=True)
 def sandbox_off(monkeypatch) -> None:
-    """The exact-output tests below run with the sandbox off; the sandbox tests set their own."""
+    """The exact-output tests below run with the sandbox and the tool limits off; the sandbox
+    and limits tests set their own."""
     monkeypatch.setenv("HERMES_SANDBOX", "off")
+    monkeypatch.setenv("HERMES_TOOL_PROCESSES", "0")
 
 
 @pytest.fixture(autouse=True)
@@ -73,6 +76,7 @@ def test_no_endpoint_fails_with_the_config_error(invoke, monkeypatch, hermes_hom
         f"! state.db: {hermes_home / 'state.db'} does not exist yet (created on first use)",
         SANDBOX_OFF,
         TOOL_ENV,
+        LIMITS_OFF,
     ]
     assert not hermes_home.exists()  # the doctor creates nothing
 
@@ -87,6 +91,7 @@ def test_reachable_endpoint_all_ok(invoke, store, upstream, hermes_home):
         *ok_files(hermes_home),
         SANDBOX_OFF,
         TOOL_ENV,
+        LIMITS_OFF,
         f"✓ endpoint: {upstream.base_url} answers and lists model 'scripted-model'",
         "✓ tools: the model called get_time natively",
     ]
@@ -114,11 +119,15 @@ def test_unreachable_endpoint_fails(invoke, store, monkeypatch, closed_port, her
 
     lines = result.stdout.splitlines()
     assert result.exit_code == 1
-    assert lines[1:7] == [
-        f"✓ provider: openai, model m (base_url is set ({url}))", *ok_files(hermes_home), SANDBOX_OFF, TOOL_ENV
+    assert lines[1:8] == [
+        f"✓ provider: openai, model m (base_url is set ({url}))",
+        *ok_files(hermes_home),
+        SANDBOX_OFF,
+        TOOL_ENV,
+        LIMITS_OFF,
     ]
-    assert lines[7].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
-    assert len(lines) == 8
+    assert lines[8].startswith(f"✗ endpoint: cannot reach the model endpoint {url} (")
+    assert len(lines) == 9
 
 
 def test_loose_permissions_are_warnings(invoke, store, upstream, hermes_home):
@@ -172,6 +181,7 @@ def test_json_output(invoke, store, upstream, hermes_home):
         ("database", True, "ok"),
         ("sandbox", True, "ok"),
         ("tool env", True, "ok"),
+        ("limits", True, "ok"),
         ("endpoint", True, "ok"),
         ("tools", True, "ok"),
     ]
@@ -372,3 +382,45 @@ def test_bad_database_url_fails_masked(invoke, upstream, monkeypatch, closed_por
     lines = _database_lines(result)
     assert len(lines) == 1 and lines[0].startswith(expected.format(port=closed_port)), lines
     assert "pw-secret" not in result.stdout
+
+
+# --- tool limits ----------------------------------------------------------------------------
+
+
+def limits_line(result) -> str:
+    return next(line for line in result.stdout.splitlines() if line[2:].startswith("limits:"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the pids cgroup is used when hermes runs as root")
+def test_limits_enforced_by_a_pids_cgroup(invoke, monkeypatch, store, upstream):
+    from hermes.agent.tools.limits import probe_pids_cgroup
+
+    parent = probe_pids_cgroup(Path("/proc/self/mountinfo"))
+    if not isinstance(parent, Path):
+        pytest.skip(f"no writable pids cgroup here: {parent}")
+    monkeypatch.setenv("HERMES_TOOL_PROCESSES", "64")
+    monkeypatch.setenv("HERMES_TOOL_MEMORY_MB", "256")
+    monkeypatch.setenv("HERMES_TOOL_CPU_SECONDS", "30")
+
+    assert limits_line(invoke("doctor")) == (
+        f"✓ limits: processes ≤ 64 per call (pids cgroup under {parent}); "
+        "memory ≤ 256 MiB address space per process; CPU ≤ 30 s per process"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="RLIMIT_NPROC enforces the limit when hermes is not root")
+def test_limits_not_enforceable_as_root_without_a_pids_cgroup_is_a_warning(
+    invoke, monkeypatch, store, upstream, tmp_path
+):
+    mounts = tmp_path / "mountinfo"
+    mounts.write_text("39 31 0:36 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n")
+    monkeypatch.setattr("hermes.agent.tools.limits.MOUNTINFO", mounts)
+    monkeypatch.delenv("HERMES_TOOL_PROCESSES")
+
+    result = invoke("doctor")
+
+    assert result.exit_code == 0
+    assert limits_line(result) == (
+        "! limits: processes: 512 asked but NOT enforced (hermes runs as root and no pids cgroup "
+        "controller is mounted); memory: no limit; CPU: no limit"
+    )

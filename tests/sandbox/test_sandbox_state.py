@@ -136,4 +136,5 @@ def test_the_terminal_tool_describes_an_active_sandbox(tmp_path: Path) -> None:
 
     assert plain == TERMINAL_TOOL.description
     assert sandboxed.startswith(plain) and "only the working directory and $TMPDIR are writable" in sandboxed
-    assert sandboxed.endswith("background processes end when the command ends, and the network is off.")
+    assert sandboxed.endswith("/tmp is private to each command, and the network is off.")
+    assert "Background processes (`&`, nohup, setsid, daemons) are killed when the command ends." in plain

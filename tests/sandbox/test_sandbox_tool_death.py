@@ -75,6 +75,21 @@ def test_kill_9_of_the_tool_runner_kills_the_whole_tree(mode: str, marker: str, 
 
 
 @pytest.mark.parametrize("mode", SANDBOX_MODES)
+def test_kill_9_of_the_tool_runner_kills_processes_that_left_the_group(mode: str, marker: str, tmp_path: Path) -> None:
+    # setsid'd (a new session) and double-forked (re-parented) grandchildren.
+    command = (
+        f"setsid bash -c 'exec -a {marker}-a sleep 1000' & "
+        f"(setsid bash -c 'exec -a {marker}-b sleep 1000' &) & sleep 1000; : {marker}"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", HARNESS, mode, command, str(tmp_path)], stdin=subprocess.DEVNULL)
+    try:
+        kill_and_expect_tree_gone(proc, marker)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("mode", SANDBOX_MODES)
 def test_kill_9_of_hermes_chat_mid_tool_kills_the_tool(mode: str, marker: str, tmp_path: Path) -> None:
     with ScriptedUpstream.in_thread() as upstream:
         upstream.enqueue(

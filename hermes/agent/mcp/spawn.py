@@ -6,8 +6,11 @@ through the `ToolLauncher` (hermes/agent/tools/launch.py):
   those `tool_env_passthrough` names, never hermes's keys or database URL: see
   tools/tool_env.py) plus the server's own `env` table, which is the user's explicit
   choice for that server and is passed as written, and nothing else;
-- its program line runs under the supervisor (the server dies with hermes) and, when the
-  sandbox is active, inside bubblewrap with its working folder as the one writable place.
+- its program line runs under the supervisor (the server, and every process it started,
+  dies with hermes) and, when the sandbox is active, inside bubblewrap with its working
+  folder as the one writable place;
+- the per-call `[tool_limits]` do not apply: a server is not one call but lives as long as
+  the session, and a CPU-seconds limit would end it after a while.
 
 `stdio_command` is that seam; everything else takes its result as it is.
 """
@@ -49,7 +52,9 @@ def stdio_command(
     workdir = cwd or default_cwd or Path.cwd()
     env = {**launcher.env(), **server.env}
     _require_program(server.command, workdir, env.get("PATH"))
-    argv = launcher.argv([server.command, *server.args], workdir, expose=_paths_to_read(server, workdir, env))
+    argv = launcher.argv(
+        [server.command, *server.args], workdir, expose=_paths_to_read(server, workdir, env), limited=False
+    )
     return SpawnCommand(command=argv[0], args=tuple(argv[1:]), env=env, cwd=workdir)
 
 

@@ -9,13 +9,17 @@ Invariants:
   those `tool_env_passthrough` names, PAGER=cat and GIT_PAGER=cat, and nothing else; never
   hermes's own keys or database URL (see tool_env.py);
 - `argv()` starts the command under the supervisor script (_supervisor.py), which kills
-  the command's process group when hermes dies, even by SIGKILL; inside it, the command
-  runs in the bubblewrap sandbox when `sandbox.active`.
+  every process the command started (also those that left its process group) when the
+  command exits, when `end_call` asks, and when hermes dies, even by SIGKILL; it applies
+  the `[tool_limits]` (`limits`) unless `limited=False`; inside it, the command runs in the
+  bubblewrap sandbox when `sandbox.active`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +27,21 @@ from typing import TYPE_CHECKING
 
 from hermes.agent.confinement import Confinement, private_tmp
 from hermes.agent.sandbox import OFF, SandboxConfig, SandboxState, resolve_sandbox
+from hermes.agent.tools.limits import NO_LIMITS, LimitsState, resolve_limits
 from hermes.agent.tools.tool_env import ToolEnvPolicy
 
 if TYPE_CHECKING:
     from hermes.config import Settings
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+END_CALL = signal.SIGUSR2
+"""Asks a supervisor to kill everything its command started and exit (= _supervisor.END_CALL)."""
+
+
+def end_call(pid: int) -> None:
+    """Ask the supervisor `pid` to end its call now (it kills every process of the call)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, END_CALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,21 +53,34 @@ class ToolLauncher:
     confinement: Confinement | None = None
     """The policy the file tools check (the sandbox mounts follow the same one); None:
     `Confinement.default()` at each use."""
+    limits: LimitsState = NO_LIMITS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ToolLauncher:
         """Resolves the sandbox (ConfigError for `sandbox = on` without a working bwrap)."""
         confinement = Confinement.from_settings(settings)
         sandbox = resolve_sandbox(SandboxConfig.from_settings(settings, confinement))
-        return cls(sandbox=sandbox, env_policy=ToolEnvPolicy.from_settings(settings), confinement=confinement)
+        return cls(
+            sandbox=sandbox,
+            env_policy=ToolEnvPolicy.from_settings(settings),
+            confinement=confinement,
+            limits=resolve_limits(settings.tool_limits),
+        )
 
     def argv(
-        self, command: list[str], cwd: Path, *, writable: Path | None = None, expose: tuple[Path, ...] = ()
+        self,
+        command: list[str],
+        cwd: Path,
+        *,
+        writable: Path | None = None,
+        expose: tuple[Path, ...] = (),
+        limited: bool = True,
     ) -> list[str]:
         """The program line to start (as a new session) in `cwd`; `writable` and `expose` as in
-        SandboxState.wrap."""
+        SandboxState.wrap; `limited=False` leaves out the per-call limits."""
         inner = self.sandbox.wrap(command, cwd, writable=writable, expose=expose)
-        return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *inner]
+        options = self.limits.supervisor_args() if limited else []
+        return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *options, "--", *inner]
 
     def env(self) -> dict[str, str]:
         """The environment of a tool process started now (read from os.environ at each call).

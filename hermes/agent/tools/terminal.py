@@ -5,14 +5,18 @@ Invariants:
   runs only when ctx.request_approval says yes;
 - the command runs in a new session (start_new_session=True), so its process group id is
   its pid and every process it starts without leaving that group can be signalled at once;
-- it starts through the ToolLauncher: an allowlisted environment (no secrets), a supervisor that
-  kills the group when hermes dies (even by SIGKILL), and the bubblewrap sandbox when on;
-- on timeout the group gets SIGTERM, then SIGKILL after a short grace; on cancellation
-  (interrupt) it gets SIGKILL at once and CancelledError is re-raised. Processes that
-  start a session of their own (setsid, daemons) leave the group and are not tracked;
+- it starts through the ToolLauncher: an allowlisted environment (no secrets), a supervisor,
+  the per-call limits and the bubblewrap sandbox when on. The supervisor (our child, the
+  group leader) exits only after every process the command started is dead, also those
+  that left the group (setsid, nohup, double forks, daemons): nothing outlives the call;
+- on timeout the group gets SIGTERM, then after a short grace the supervisor gets
+  END_CALL (it SIGKILLs everything the command started); on cancellation (interrupt) it
+  gets END_CALL at once and CancelledError is re-raised. Only if the supervisor does not
+  exit in time is its group SIGKILLed directly;
 - output is read through pipes we own into bounded buffers (head + tail), so memory stays
-  bounded whatever the command prints, and a background process that keeps the pipes
-  open cannot hold the tool past the shell's exit for more than PIPE_GRACE seconds.
+  bounded whatever the command prints; once the supervisor has exited no process of the
+  call holds the pipes, and should one still (the supervisor was killed) it cannot hold
+  the tool for more than PIPE_GRACE seconds.
 """
 
 from __future__ import annotations
@@ -29,17 +33,19 @@ from typing import Any
 from hermes.agent.tools.approval import blocked_message, classify_command, denied_message
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.tools.launch import ToolLauncher, end_call
 from hermes.errors import ToolError
 
 DEFAULT_TIMEOUT = 180.0
 MAX_TIMEOUT = 3600.0
 TERM_GRACE = 2.0
-"""Seconds between SIGTERM and SIGKILL after a timeout."""
+"""Seconds between SIGTERM and END_CALL after a timeout."""
 PIPE_GRACE = 0.5
-"""Seconds to wait for the output pipes to close once the shell has exited."""
+"""Seconds to wait for the output pipes to close once the supervisor has exited."""
+END_WAIT = 5.0
+"""Longest wait for the supervisor to end the call after END_CALL (it gives up after 3 s)."""
 KILL_WAIT = 2.0
-"""Longest wait for the killed shell to be reaped when cancelled."""
+"""Longest wait for the group to die after the fallback SIGKILL."""
 HEAD_BYTES = 8_000
 TAIL_BYTES = 12_000
 """Each of stdout and stderr keeps its first HEAD_BYTES and last TAIL_BYTES."""
@@ -115,6 +121,24 @@ async def _group_gone(pgid: int, timeout: float) -> None:
         await asyncio.sleep(0.01)
 
 
+async def _end_call(proc: asyncio.subprocess.Process) -> None:
+    """Have the supervisor kill every process of the call and exit; SIGKILL its group if it does not.
+
+    The group is signalled only while the supervisor is not reaped: its pid, the group id,
+    cannot have been reused then."""
+    if proc.returncode is None:
+        end_call(proc.pid)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), END_WAIT)
+    if proc.returncode is None:
+        _signal_group(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), KILL_WAIT)
+            # SIGKILL is asynchronous and the sandboxed command is not our direct child:
+            # wait until no member of the group is still running (Linux: /proc).
+            await _group_gone(proc.pid, KILL_WAIT)
+
+
 async def _open_pipe(
     loop: asyncio.AbstractEventLoop, child_fds: list[int], transports: list[asyncio.BaseTransport]
 ) -> _Capture:
@@ -172,17 +196,11 @@ async def run_command(
                 _signal_group(proc.pid, signal.SIGTERM)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(proc.wait(), TERM_GRACE)
-                _signal_group(proc.pid, signal.SIGKILL)  # also children that ignored SIGTERM
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait(), TERM_GRACE)
+                await _end_call(proc)  # also children that ignored SIGTERM or left the group
             _, still_open = await asyncio.wait([out.closed, err.closed], timeout=PIPE_GRACE)
         except asyncio.CancelledError:
-            _signal_group(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(proc.wait(), KILL_WAIT)
-                # SIGKILL is asynchronous and the sandboxed command is not our direct child:
-                # wait until no member of the group is still running (Linux: /proc).
-                await _group_gone(proc.pid, KILL_WAIT)
+            with contextlib.suppress(asyncio.CancelledError):
+                await _end_call(proc)
             raise
     finally:
         for fd in child_fds:
@@ -213,9 +231,8 @@ def _format(returncode: int | None, out: _Capture, err: _Capture, timed_out: flo
         lines.append("(no output)")
     if held_open:
         lines.append(
-            "[Note: background processes started by the command still held its output open; they were "
-            "left running, and their further output is not captured. Redirect the output of background "
-            "processes to a file, e.g. `cmd > /tmp/cmd.log 2>&1 &`.]"
+            "[Note: processes started by the command still held its output open after it ended; "
+            "their further output is not captured.]"
         )
     return "\n".join(lines)
 
@@ -268,8 +285,7 @@ def make_terminal_tool(launcher: ToolLauncher) -> Tool:
         description += (
             " Commands run in a sandbox: only the working directory and $TMPDIR are writable (the rest of "
             "the file system is read-only), credential folders and hermes's own files are hidden, /tmp is "
-            "private to each command, background processes end when the command ends, and the network is "
-            f"{network}."
+            f"private to each command, and the network is {network}."
         )
     return dataclasses.replace(TERMINAL_TOOL, handler=handler, description=description)
 
@@ -280,7 +296,8 @@ TERMINAL_TOOL = Tool(
         "Run a shell command (bash) on the user's machine and return its exit code, stdout and stderr. "
         "Non-interactive: stdin is closed, so never run commands that wait for input or open an "
         "editor or pager; pass flags like -y or --no-pager instead. Each call starts a fresh shell in "
-        "the working directory (cd does not persist; use `workdir` or `cd dir && cmd`). Long output "
+        "the working directory (cd does not persist; use `workdir` or `cd dir && cmd`). Background "
+        "processes (`&`, nohup, setsid, daemons) are killed when the command ends. Long output "
         "is cut in the middle. Prefer read_file, list_files and search_files over cat, find and grep. "
         "Dangerous commands (recursive deletes, force pushes, sudo, …) need the user's approval; "
         "commands that could destroy the system are blocked and never run."
