@@ -332,8 +332,12 @@ def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: fl
     started = time.perf_counter()
     try:
         done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=limit, check=False)
-    except subprocess.TimeoutExpired:
-        return SuiteRun(task.name, False, None, time.perf_counter() - started, 0, f"no exit within {limit:g} s")
+    except subprocess.TimeoutExpired as expired:
+        partial = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else ""
+        calls = [json.loads(line) for line in partial.splitlines() if '"type": "tool.started"' in line]
+        steps = "; ".join(f"{c['name']} {c.get('preview', '')}"[:60] for c in calls)
+        why = f"no exit within {limit:g} s (tools: {steps or 'none'})"
+        return SuiteRun(task.name, False, None, time.perf_counter() - started, len(calls), why)
     seconds = time.perf_counter() - started
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     tool_calls = sum(1 for e in events if e.get("type") == "tool.started")
