@@ -45,6 +45,7 @@ from hermes.agent.providers.local_model import (
     find_parts,
     models_dir,
 )
+from hermes.agent.providers.metered import MeteredProvider
 from hermes.config import Settings
 from hermes.errors import ProviderError
 
@@ -227,7 +228,10 @@ class LocalProvider(Provider):
             base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0, keep_alive=False
         )
         # Room for the answer (max_tokens 2048) is kept free; ~3 characters per token.
-        self._provider = JsonActionProvider(self._http, context_chars=max(4096, (server.n_ctx - 2560) * 3))
+        # Metered under the JSON actions: a tool call being written still shows tokens/s.
+        self._provider = JsonActionProvider(
+            MeteredProvider(self._http), context_chars=max(4096, (server.n_ctx - 2560) * 3)
+        )
         self._warmed: set[str] = set()
         self._warm_lock = asyncio.Lock()
 
