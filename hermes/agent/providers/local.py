@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 
-from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
+from hermes.agent.provider import ModelRequest, ProgressChunk, Provider, ProviderEvent
 from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
@@ -335,6 +335,7 @@ class LocalProvider(Provider):
         return f"local model {self.model_name} (llama.cpp in-process on 127.0.0.1:{port})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        yield ProgressChunk("reading")  # warm_up may read the prompt's prefix first (seconds)
         await self.warm_up(request)
         async with closing_stream(self._provider.stream(request)) as events:
             async for event in events:
