@@ -357,7 +357,7 @@ def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: fl
 
 def suite(args: argparse.Namespace) -> None:
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="hermes-suite-"))
-    settings = Settings.load(env={"HERMES_HOME": str(home)})
+    settings = Settings.load(env={"HERMES_HOME": str(home), **_model_cache_env()})
     status = local_status(settings)
     print(f"provider: local — {status.reason}")
     if not status.available:
@@ -406,13 +406,18 @@ def suite(args: argparse.Namespace) -> None:
     print("| **solved** | " + " | ".join(totals) + " |")
 
 
+def _model_cache_env() -> dict[str, str]:
+    """The variables that place the per-user model cache (the model is shared, not per home)."""
+    return {k: v for k, v in os.environ.items() if k in ("HERMES_MODEL_CACHE", "XDG_CACHE_HOME")}
+
+
 def fmt(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:6.2f} s"
 
 
 async def bench(args: argparse.Namespace) -> None:
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="hermes-bench-"))
-    settings = Settings.load(env={"HERMES_HOME": str(home)})
+    settings = Settings.load(env={"HERMES_HOME": str(home), **_model_cache_env()})
     status = local_status(settings)
     print(f"provider: local — {status.reason}")
     if not status.available:

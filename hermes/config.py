@@ -68,6 +68,9 @@ OPTIONS: dict[str, Option] = {
     "tool_protocol": Option(("HERMES_TOOL_PROTOCOL",), "native tool calls, or json actions for small models"),
     "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
+    "model_cache": Option(
+        ("HERMES_MODEL_CACHE",), "per-user folder of the assembled bundled model (default ~/.cache/hermes/models)"
+    ),
     "sandbox": Option(("HERMES_SANDBOX",), "run tools in bubblewrap: auto, on or off"),
     "sandbox_network": Option(("HERMES_SANDBOX_NETWORK",), "network inside the sandbox (false cuts it off)"),
     "writable_roots": Option(
@@ -102,6 +105,16 @@ def default_home() -> Path:
     return Path.home() / ".hermes"
 
 
+def default_model_cache(env: Mapping[str, str] | None = None) -> Path:
+    """`HERMES_MODEL_CACHE`, else `$XDG_CACHE_HOME/hermes/models`, else `~/.cache/hermes/models`."""
+    env = os.environ if env is None else env
+    if env.get("HERMES_MODEL_CACHE"):
+        return Path(env["HERMES_MODEL_CACHE"]).expanduser()
+    xdg = env.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"  # XDG: a relative one is invalid
+    return base / "hermes" / "models"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything configurable, after precedence has been applied."""
@@ -125,6 +138,8 @@ class Settings:
     tool_protocol: str = "native"
     yolo: bool = False
     local_model_path: Path | None = None
+    model_cache: Path = field(default_factory=lambda: default_model_cache())
+    """The bundled model, assembled once per user and shared by every home (see local_model)."""
     sandbox: str = "auto"
     sandbox_network: bool = True
     writable_roots: tuple[str, ...] = ()
@@ -190,6 +205,8 @@ class Settings:
         values.update(flags)
         values["home"] = home
         values[LIMITS_TABLE] = resolve_limits(values.get(LIMITS_TABLE, {}), env)
+        if not values.get("model_cache"):
+            values["model_cache"] = default_model_cache(env)  # XDG_CACHE_HOME of this env, not os.environ
         return cls(**{name: coerce(name, value) for name, value in values.items()})
 
     # ---- paths (computed on call, created on demand) --------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 from hermes.agent.events import (
     AgentEvent,
+    ModelProgress,
     ReasoningDelta,
     Retrying,
     Status,
@@ -32,6 +33,7 @@ from hermes.agent.events import (
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
+    ProgressChunk,
     Provider,
     ProviderEvent,
     ReasoningChunk,
@@ -120,6 +122,9 @@ class _Accumulator:
             return None
         if isinstance(event, FinishChunk):
             self.outcome.finish_reason = event.reason
+        if isinstance(event, ProgressChunk):
+            # Not output: `delivered` stays as it is, so a failed call may still be retried.
+            return ModelProgress(event.phase, event.tokens, event.tokens_per_second)
         return None
 
     def _tool_chunk(self, chunk: ToolCallChunk) -> AgentEvent | None:

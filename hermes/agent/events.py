@@ -147,6 +147,22 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelProgress:
+    """How far the current model call is, for live status lines (local model only).
+
+    Never part of the transcript, never stored, not sent by the server; `chat -q --json`
+    leaves it out too. Emitted at most a few times a second.
+    """
+
+    phase: Literal["reading", "generating"]
+    """reading: the model reads the prompt (no token yet); generating: tokens are coming,
+    also while a tool call's JSON is written and nothing is shown yet."""
+    tokens: int = 0
+    tokens_per_second: float | None = None
+    type: Literal["model.progress"] = "model.progress"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnCompleted:
     result: TurnResult
     type: Literal["turn.completed"] = "turn.completed"
@@ -165,6 +181,7 @@ AgentEvent: TypeAlias = (
     | Retrying
     | Status
     | ContextCompacted
+    | ModelProgress
     | TurnCompleted
 )
 

@@ -30,7 +30,7 @@ from hermes.store.api import AsyncSessionStore
 
 if TYPE_CHECKING:
     from hermes.agent.providers.local import LocalStatus
-    from hermes.agent.providers.local_model import ByteProgress
+    from hermes.agent.providers.local_model import StepProgress
 
 NO_ENDPOINT = (
     "no model endpoint configured: set HERMES_BASE_URL and HERMES_MODEL "
@@ -178,11 +178,11 @@ def _local_status(settings: Settings) -> LocalStatus | None:
     return local_status(settings)
 
 
-def _bytes_to(progress: ProgressCallback | None) -> ByteProgress | None:
+def _bytes_to(progress: ProgressCallback | None) -> StepProgress | None:
     if progress is None:
         return None
 
-    def report(done: int, total: int) -> None:
-        progress(ProgressUpdate(LOCAL_PROGRESS_TASK, done, total))
+    def report(step: str, done: int, total: int) -> None:
+        progress(ProgressUpdate(LOCAL_PROGRESS_TASK, done, total, step))
 
     return report

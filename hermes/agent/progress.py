@@ -16,7 +16,10 @@ class ProgressUpdate:
     """What is being done, e.g. "Preparing local model"."""
     done: int
     total: int
-    """Same unit as `done` (bytes for file work); the work is finished when done == total."""
+    """Same unit as `done` (bytes for file work); the work is finished when done == total.
+    0 of 0: a step with no measure of progress has begun (e.g. loading the model)."""
+    step: str = ""
+    """Which part of the task, e.g. "assembling", "verifying", "loading"; a new step restarts the count."""
 
 
 ProgressCallback = Callable[[ProgressUpdate], None]

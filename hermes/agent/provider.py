@@ -63,7 +63,22 @@ class FinishChunk:
     kind: Literal["finish"] = "finish"
 
 
-ProviderEvent: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk
+@dataclass(frozen=True, slots=True)
+class ProgressChunk:
+    """How far the model is with this request (from providers that can tell: the local one).
+
+    Not content: it never counts as delivered output, and a consumer may drop it.
+    """
+
+    phase: Literal["reading", "generating"]
+    """reading: the request is sent and no token has come yet; generating: tokens are coming."""
+    tokens: int = 0
+    """Tokens generated so far in this request (including ones a wrapper hides, e.g. JSON actions)."""
+    tokens_per_second: float | None = None
+    kind: Literal["progress"] = "progress"
+
+
+ProviderEvent: TypeAlias = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk | ProgressChunk
 
 
 class Provider(ABC):

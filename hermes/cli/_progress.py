@@ -1,4 +1,10 @@
-"""The CLI's rendering of agent-layer progress: a transient rich bar on stderr."""
+"""The CLI's rendering of agent-layer progress: a transient rich bar on stderr.
+
+Each step of a task (assembling, verifying, loading) restarts the bar under its own
+label, so the bar never sits full while the next step runs; a step without a measure
+(loading: 0 of 0) pulses, and the elapsed time keeps moving either way (rich redraws
+from its own thread while the caller blocks).
+"""
 
 from __future__ import annotations
 
@@ -8,28 +14,39 @@ from collections.abc import Iterator
 from hermes.agent.progress import ProgressCallback, ProgressUpdate
 
 
+def describe(event: ProgressUpdate) -> str:
+    """The label of an update: "Preparing local model: verifying"."""
+    return f"{event.task}: {event.step}" if event.step else event.task
+
+
 @contextlib.contextmanager
 def rich_progress() -> Iterator[ProgressCallback]:
     """Yield a progress callback that draws a bar per task; nothing is drawn if never called."""
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
     )
     tasks: dict[str, TaskID] = {}
+    steps: dict[str, str] = {}
 
     def update(event: ProgressUpdate) -> None:
         if not tasks:
             progress.start()
+        total = event.total or None  # 0 of 0: no measure, the bar pulses
+        if event.task in tasks and steps.get(event.task) != event.step:
+            progress.remove_task(tasks.pop(event.task))  # a new step: a new bar under its own label
         if event.task not in tasks:
-            tasks[event.task] = progress.add_task(event.task, total=event.total)
-        progress.update(tasks[event.task], completed=event.done, total=event.total)
+            tasks[event.task] = progress.add_task(describe(event), total=total)
+        steps[event.task] = event.step
+        if total is not None:
+            progress.update(tasks[event.task], completed=event.done, total=total)
 
     try:
         yield update

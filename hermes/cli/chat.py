@@ -22,7 +22,11 @@ import typer
 from hermes.errors import UsageError
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from hermes.agent.engine import Agent
     from hermes.agent.mcp.status import McpServerStatus
+    from hermes.cli._status import StatusLine
 
 MAX_STDIN_BYTES = 5_000_000
 
@@ -38,6 +42,9 @@ def chat(
     resume: str | None = typer.Option(None, "-r", "--resume", help="Continue the session with this id."),
     model: str | None = typer.Option(None, "-m", "--model", help="Model name for this run."),
     yolo: bool = typer.Option(False, "--yolo", help="Approve every command that is not hard-blocked."),
+    quiet: bool = typer.Option(
+        False, "--quiet", help="With -q: no waiting status on stderr (phase, elapsed time, tokens/s)."
+    ),
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
@@ -55,7 +62,9 @@ def chat(
     import asyncio
 
     prompt = _compose_prompt(query, piped)
-    code = asyncio.run(_one_shot(settings, prompt, as_json=as_json, continue_last=continue_last, resume=resume))
+    code = asyncio.run(
+        _one_shot(settings, prompt, as_json=as_json, continue_last=continue_last, resume=resume, quiet=quiet)
+    )
     raise typer.Exit(code)
 
 
@@ -78,17 +87,11 @@ def _compose_prompt(query: str | None, piped: str | None) -> str:
     return f"{query}\n\n<stdin>\n{piped.rstrip()}\n</stdin>"
 
 
-async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last: bool, resume: str | None) -> int:
-    import asyncio
-    import signal
-
+async def _one_shot(
+    settings: Any, prompt: str, *, as_json: bool, continue_last: bool, resume: str | None, quiet: bool = False
+) -> int:
     from hermes.agent.factory import build_agent, choose_provider
-    from hermes.agent.interrupt import TurnInterrupt
-    from hermes.agent.mcp.manager import start_mcp
-    from hermes.agent.types import TurnRequest
-    from hermes.cli._approval import tty_approver
-    from hermes.cli._progress import rich_progress
-    from hermes.cli._render import make_renderer
+    from hermes.cli._status import StatusLine, plain_interval
     from hermes.errors import SessionNotFound
     from hermes.store.storage import open_storage
 
@@ -110,62 +113,107 @@ async def _one_shot(settings: Any, prompt: str, *, as_json: bool, continue_last:
         for notice in (choice.notice, sandbox_notice(settings)):
             if notice and not as_json:
                 sys.stderr.write(f"hermes: {notice}\n")
-        with rich_progress() as progress:
-            agent = build_agent(settings, store, choice=choice, progress=progress)
-        if agent.instructions is not None and agent.instructions.notice and not as_json:
-            sys.stderr.write(f"hermes: {agent.instructions.notice}\n")
-        renderer = make_renderer(as_json)
-        request = TurnRequest(
-            input=prompt,
-            session_id=session_id,
-            source="cli",
-            approve=None if settings.yolo else tty_approver(),
-            yolo=settings.yolo,
-        )
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        interrupt = TurnInterrupt()
-
-        def on_signal() -> None:
-            # First signal: let the engine wind the turn down (exit 130 with its result);
-            # a second one stops waiting for that.
-            if interrupt.requested:
-                task.cancel()
-            else:
-                interrupt.interrupt()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
-        result = None
-        mcp = None
+        # The status line covers preparing the model too (--quiet: nothing at all).
+        status = None
+        if not quiet:
+            status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
         try:
-            mcp = await start_mcp(settings, agent.tools, _report_mcp, cwd=Path.cwd())
-            async for event in agent.run_turn(request, interrupt=interrupt):
+            progress = status.on_progress if status is not None else None
+            agent = build_agent(settings, store, choice=choice, progress=progress)
+            return await _run_turn(settings, agent, prompt, session_id, status, as_json=as_json)
+        finally:
+            if status is not None:
+                status.close()
+    finally:
+        await storage.aclose()
+
+
+async def _run_turn(
+    settings: Any, agent: Agent, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
+) -> int:
+    """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
+    import asyncio
+    import signal
+    from contextlib import nullcontext
+
+    from hermes.agent.interrupt import TurnInterrupt
+    from hermes.agent.mcp.manager import start_mcp
+    from hermes.agent.types import TurnRequest
+    from hermes.cli._approval import tty_approver
+    from hermes.cli._render import make_renderer
+
+    def quiet_output() -> AbstractContextManager[None]:
+        return status.paused() if status is not None else nullcontext()
+
+    if agent.instructions is not None and agent.instructions.notice and not as_json:
+        with quiet_output():
+            sys.stderr.write(f"hermes: {agent.instructions.notice}\n")
+    renderer = make_renderer(as_json)
+    approve = None if settings.yolo else tty_approver()
+    request = TurnRequest(
+        input=prompt,
+        session_id=session_id,
+        source="cli",
+        approve=status.around_approval(approve) if status is not None else approve,
+        yolo=settings.yolo,
+    )
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    interrupt = TurnInterrupt()
+
+    def on_signal() -> None:
+        # First signal: let the engine wind the turn down (exit 130 with its result);
+        # a second one stops waiting for that.
+        if interrupt.requested:
+            task.cancel()
+        else:
+            interrupt.interrupt()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    result = None
+    mcp = None
+
+    def report_mcp(mcp_status: McpServerStatus) -> None:
+        with quiet_output():
+            _report_mcp(mcp_status)
+
+    try:
+        mcp = await start_mcp(settings, agent.tools, report_mcp, cwd=Path.cwd())
+        async for event in agent.run_turn(request, interrupt=interrupt):
+            with quiet_output():
+                if status is not None:
+                    status.observe(event)
+                if event.type == "model.progress":
+                    continue  # for the status line only (also left out of --json)
                 if event.type == "turn.completed":
                     result = event.result
                     if not as_json:
                         continue
                 renderer.handle(event)
-        except asyncio.CancelledError:
-            if not interrupt.requested:
-                raise
-            if not as_json:
-                sys.stderr.write("hermes: interrupted\n")
-            return 130
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            renderer.close()
-            if mcp is not None:
-                await mcp.aclose()
-            await agent.aclose()
-        assert result is not None
-        if as_json:
-            sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
-        return _report(result, as_json)
+    except asyncio.CancelledError:
+        if not interrupt.requested:
+            raise
+        if status is not None:
+            status.close()
+        if not as_json:
+            sys.stderr.write("hermes: interrupted\n")
+        return 130
     finally:
-        await storage.aclose()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        with quiet_output():
+            renderer.close()
+        if status is not None:
+            status.close()
+        if mcp is not None:
+            await mcp.aclose()
+        await agent.aclose()
+    assert result is not None
+    if as_json:
+        sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
+    return _report(result, as_json)
 
 
 def _report_mcp(status: McpServerStatus) -> None:

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 ENDPOINT_TIMEOUT = 5.0
 """Seconds the endpoint has to answer GET /models."""
+LOCAL_SPEED_TIMEOUT = 120.0
+"""Seconds the local model has for its one measured request (a loaded 2-core CPU is slow)."""
 TOOL_PROBE_TIMEOUT = 30.0
 """Seconds the model has to answer the tool probe (a small model on a CPU reads slowly)."""
 
@@ -120,6 +122,8 @@ def run_checks() -> list[Check]:
         checks.append(endpoint)
         if choice.kind == "openai" and endpoint.ok:
             checks.append(_check_tools(settings, choice))
+        if choice.kind == "local":
+            checks.extend(_check_local_model(settings))
     checks.extend(_check_mcp(settings))
     return checks
 
@@ -322,6 +326,36 @@ def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
             "endpoint", "warning", f"{url} answers but does not list model {choice.model!r} (listed: {listed})"
         )
     return Check("endpoint", "ok", f"{url} answers and lists model {choice.model!r}")
+
+
+def _check_local_model(settings: Settings) -> list[Check]:
+    """Where the local model is, and one short measured run: how fast it reads and writes here."""
+    from hermes.agent.providers.local import local_status
+    from hermes.agent.providers.local_speed import TYPICAL_ANSWER, TYPICAL_PROMPT, measure_speed
+    from hermes.errors import HermesError
+
+    status = local_status(settings)
+    path = status.model_path
+    if path is None or not path.is_file():
+        return [Check("model", "ok", f"{status.reason}; speed is measured once it is assembled")]
+    shared = "" if settings.local_model_path is not None else f" (per-user cache {settings.model_cache})"
+    size = path.stat().st_size / 1e9
+    checks = [Check("model", "ok", f"{path}, {size:.1f} GB{shared}")]
+    try:
+        speed = measure_speed(path, status.model_name, timeout=LOCAL_SPEED_TIMEOUT)
+    except (HermesError, TimeoutError) as exc:
+        return [*checks, Check("speed", "warning", f"not measured: {exc or 'no answer in time'}")]
+    checks.append(
+        Check(
+            "speed",
+            "ok",
+            f"reads {speed.read_rate:.0f} prompt tokens/s, writes {speed.write_rate:.1f} tokens/s "
+            f"(loaded in {speed.load_seconds:.0f} s); a {TYPICAL_PROMPT}-token prompt and a "
+            f"{TYPICAL_ANSWER}-token answer: about {speed.typical_seconds():.0f} s per model call "
+            "(a tool-using answer makes two or more)",
+        )
+    )
+    return checks
 
 
 def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:

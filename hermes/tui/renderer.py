@@ -21,6 +21,7 @@ from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
     ContextCompacted,
+    ModelProgress,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -126,6 +127,8 @@ class TurnRenderer:
                 self.transcript.add(compacted_notice(event))
                 if self.callbacks.on_compacted is not None:
                     self.callbacks.on_compacted(event)
+            case ModelProgress(phase=phase, tokens_per_second=rate):
+                self._progress(phase, rate)
             case TurnCompleted(result=result):
                 self.complete(result)
             case _:
@@ -146,6 +149,15 @@ class TurnRenderer:
             self.transcript.add(self.answer)
             self.activity.set_phase("answering")
         self.answer.feed(text)
+
+    def _progress(self, phase: str, rate: float | None) -> None:
+        """The local model's progress: the phase while nothing else names one, and its rate."""
+        if phase == "reading" and self.activity.phase in ("thinking", "answering"):
+            self.activity.set_phase("reading the prompt")
+        elif phase == "generating" and self.activity.phase in ("thinking", "reading the prompt"):
+            self.activity.set_phase("generating")
+        if rate is not None:
+            self.activity.set_rate(rate)
 
     def _reasoning(self, text: str) -> None:
         if self.reasoning is None:

@@ -424,3 +424,31 @@ def test_limits_not_enforceable_as_root_without_a_pids_cgroup_is_a_warning(
         "! limits: processes: 512 asked but NOT enforced (hermes runs as root and no pids cgroup "
         "controller is mounted); memory: no limit; CPU: no limit"
     )
+
+
+def test_local_provider_says_where_the_model_goes_before_it_is_assembled(invoke, monkeypatch, tmp_path):
+    # Nothing is loaded or measured while the per-user cache is empty (the doctor stays quick).
+    from hermes.agent.providers.local import local_available
+
+    if not local_available():
+        pytest.skip("the hermes[local] extra is not installed")
+    cache = tmp_path / "model-cache"
+    monkeypatch.setenv("HERMES_PROVIDER", "local")
+    monkeypatch.setenv("HERMES_MODEL_CACHE", str(cache))
+
+    result = invoke("doctor")
+
+    model = [line for line in result.stdout.splitlines() if line.startswith("✓ model: ")]
+    assert model == [
+        f"✓ model: bundled model qwen2.5-coder-1.5b-instruct-q4_k_m (installed; assembled into "
+        f"{cache / 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'} on first use); speed is measured once it is assembled"
+    ]
+    assert not cache.exists()  # the doctor assembles nothing
+
+
+def test_the_speed_estimate_adds_reading_and_writing():
+    from hermes.agent.providers.local_speed import Speed
+
+    speed = Speed(prompt_tokens=200, prompt_seconds=2.0, generated_tokens=30, generate_seconds=3.0, load_seconds=5.0)
+    assert (speed.read_rate, speed.write_rate) == (100.0, 10.0)
+    assert speed.typical_seconds() == 400 / 100 + 150 / 10

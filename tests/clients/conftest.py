@@ -7,12 +7,15 @@ queue and request log for each test.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _clients_harness import HermesServe, start_serve
+from _node_modules import ensure_node_modules
 
 from hermes.testing.upstream import ScriptedUpstream
 
@@ -34,6 +37,14 @@ def _serve_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HermesSe
             drain.join(timeout=10)  # EOF once the process is gone
             if proc.stderr is not None:
                 proc.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def node_modules_problem() -> str | None:
+    """Install tests/clients/node's pinned modules once (`npm ci`) where node exists; why not, or None."""
+    if shutil.which("node") is None:
+        return None  # the Node tests skip (or fail under CI) for the missing node itself
+    return ensure_node_modules(Path(__file__).resolve().parent / "node")
 
 
 @pytest.fixture

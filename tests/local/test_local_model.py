@@ -1,9 +1,14 @@
-"""Model assembly and verification, on small parts made here (no model download, no llama.cpp)."""
+"""Model assembly, verification and the per-user model cache, on small parts made here
+(no model download, no llama.cpp)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -49,22 +54,23 @@ def model(parts: list[Path]) -> BundledModel:
 def test_parts_are_assembled_in_order_verified_and_stamped(
     tmp_path: Path, parts: list[Path], model: BundledModel
 ) -> None:
-    seen: list[tuple[int, int]] = []
-    path = ensure_model(tmp_path / "home", model, lambda done, total: seen.append((done, total)), parts=parts)
+    seen: list[tuple[str, int, int]] = []
+    path = ensure_model(tmp_path / "cache", model, lambda *update: seen.append(update), parts=parts)
 
-    assert path == tmp_path / "home" / "models" / "tiny.gguf"
+    assert path == tmp_path / "cache" / "tiny.gguf"
     assert path.read_bytes() == b"".join(p.read_bytes() for p in parts)
     assert stamp_matches(path, model)
-    assert seen[-1] == (model.size, model.size)
+    assert seen[-1] == ("assembling", model.size, model.size)
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".partial")] == []
 
 
 def test_a_verified_model_is_not_rebuilt(tmp_path: Path, parts: list[Path], model: BundledModel) -> None:
-    home = tmp_path / "home"
+    home = tmp_path / "cache"
     first = ensure_model(home, model, parts=parts)
     mtime = first.stat().st_mtime_ns
-    seen: list[tuple[int, int]] = []
-    assert ensure_model(home, model, lambda d, t: seen.append((d, t)), parts=[]) == first
+    seen: list[tuple[str, int, int]] = []
+    assert ensure_model(home, model, lambda *update: seen.append(update), parts=[]) == first
     assert first.stat().st_mtime_ns == mtime and seen == []  # stamp matched: no hashing
 
 
@@ -73,16 +79,16 @@ def test_corrupted_parts_are_refused_by_the_checksum(tmp_path: Path, parts: list
         fh.seek(500)
         fh.write(b"\xff")
     with pytest.raises(ModelChecksumError) as info:
-        ensure_model(tmp_path / "home", model, parts=parts)
+        ensure_model(tmp_path / "cache", model, parts=parts)
     assert info.value.expected == model.sha256 and info.value.actual != model.sha256
     assert "reinstall" in str(info.value)
-    assert list((tmp_path / "home" / "models").iterdir()) == []  # nothing half-made left behind
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [".tiny.gguf.lock"]  # nothing half-made left
 
 
 def test_a_corrupted_model_file_is_detected_and_rebuilt_from_the_parts(
     tmp_path: Path, parts: list[Path], model: BundledModel
 ) -> None:
-    home = tmp_path / "home"
+    home = tmp_path / "cache"
     path = ensure_model(home, model, parts=parts)
     with path.open("r+b") as fh:
         fh.seek(1234)
@@ -97,7 +103,7 @@ def test_a_corrupted_model_file_is_detected_and_rebuilt_from_the_parts(
 def test_a_corrupted_model_with_damaged_parts_is_refused(
     tmp_path: Path, parts: list[Path], model: BundledModel
 ) -> None:
-    home = tmp_path / "home"
+    home = tmp_path / "cache"
     path = ensure_model(home, model, parts=parts)
     path.write_bytes(b"GGUF garbage")
     parts[2].write_bytes(b"short")
@@ -108,7 +114,7 @@ def test_a_corrupted_model_with_damaged_parts_is_refused(
 
 def test_missing_parts_say_how_to_install_them(tmp_path: Path, model: BundledModel) -> None:
     with pytest.raises(LocalModelError, match=r"hermes-agent-cli\[local\]"):
-        ensure_model(tmp_path / "home", model)  # p1..p3 are not installed packages
+        ensure_model(tmp_path / "cache", model)  # p1..p3 are not installed packages
 
 
 def test_find_parts_locates_packages_without_importing_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,3 +159,73 @@ def test_a_configured_gguf_is_used_as_is(tmp_path: Path) -> None:
     settings = Settings.load(env={"HERMES_HOME": str(tmp_path / "home"), "HERMES_LOCAL_MODEL_PATH": str(custom)})
     assert resolve_model(settings) == (custom, "my-model.Q4")
     assert not (tmp_path / "home" / "models").exists()  # nothing assembled
+
+
+def test_two_homes_share_one_copy_in_the_user_cache(tmp_path: Path, parts: list[Path], model: BundledModel) -> None:
+    cache = tmp_path / "user-cache" / "hermes" / "models"
+    first = ensure_model(cache, model, parts=parts, legacy=[tmp_path / "home-a" / "models"])
+    second = ensure_model(cache, model, parts=[], legacy=[tmp_path / "home-b" / "models"])  # no parts: no rebuild
+    assert first == second == cache / "tiny.gguf"
+    ggufs = [p for p in tmp_path.rglob("*.gguf")]
+    assert ggufs == [cache / "tiny.gguf"]  # one copy on disk, in no home
+    for folder in (cache, cache.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_the_cache_folder_follows_the_environment(tmp_path: Path) -> None:
+    home = str(tmp_path / "h")
+    explicit = Settings.load(env={"HERMES_HOME": home, "HERMES_MODEL_CACHE": str(tmp_path / "mc")})
+    assert explicit.model_cache == tmp_path / "mc"
+    xdg = Settings.load(env={"HERMES_HOME": home, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert xdg.model_cache == tmp_path / "xdg" / "hermes" / "models"
+    default = Settings.load(env={"HERMES_HOME": home, "XDG_CACHE_HOME": "relative/ignored"})
+    assert default.model_cache == Path.home() / ".cache" / "hermes" / "models"
+
+
+def test_a_copy_assembled_under_a_home_is_moved_into_the_cache(
+    tmp_path: Path, parts: list[Path], model: BundledModel
+) -> None:
+    old_models = tmp_path / "home" / "models"
+    old = ensure_model(old_models, model, parts=parts)  # what the previous version left in a home
+    inode = old.stat().st_ino
+    cache = tmp_path / "cache"
+    seen: list[tuple[str, int, int]] = []
+    path = ensure_model(cache, model, lambda *update: seen.append(update), parts=[], legacy=[old_models])
+    assert path == cache / "tiny.gguf" and path.stat().st_ino == inode  # moved, not assembled again
+    assert stamp_matches(path, model) and seen == []  # its stamp moved along: not even hashed
+    assert old.is_symlink() and old.resolve() == path.resolve()  # the home still finds it
+    again = ensure_model(tmp_path / "cache2", model, parts=parts, legacy=[old_models])  # a link is not adopted
+    assert not again.is_symlink()
+
+
+def test_a_damaged_copy_under_a_home_is_not_adopted(tmp_path: Path, parts: list[Path], model: BundledModel) -> None:
+    old_models = tmp_path / "home" / "models"
+    old_models.mkdir(parents=True)
+    (old_models / "tiny.gguf").write_bytes(b"GGUF not the model")
+    path = ensure_model(tmp_path / "cache", model, parts=parts, legacy=[old_models])
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == model.sha256
+    assert (old_models / "tiny.gguf").read_bytes() == b"GGUF not the model"  # left alone
+
+
+def test_two_processes_assembling_at_once_make_one_file(tmp_path: Path, parts: list[Path], model: BundledModel) -> None:
+    cache = tmp_path / "cache"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from hermes.agent.providers.local_model import BundledModel, ensure_model
+        model = BundledModel("tiny", "tiny.gguf", {model.sha256!r}, {model.size}, ("p1", "p2", "p3"))
+        parts = [Path(p) for p in {[str(p) for p in parts]!r}]
+        steps = []
+        ensure_model(Path({str(cache)!r}), model, lambda step, d, t: steps.append(step), parts=parts)
+        print(",".join(sorted(set(steps))))
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(3)
+    ]
+    outputs = [proc.communicate(timeout=60)[0].strip() for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0]
+    assert outputs.count("assembling") == 1  # one assembled; the others waited or found it stamped
+    assert sorted(p.name for p in cache.iterdir()) == [".tiny.gguf.lock", "tiny.gguf", "tiny.gguf.verified"]
+    assert hashlib.sha256((cache / "tiny.gguf").read_bytes()).hexdigest() == model.sha256

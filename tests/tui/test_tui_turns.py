@@ -177,3 +177,31 @@ async def test_retry_shows_reconnecting(make_tui, upstream):
         notices = [n.text for n in app.transcript.query(Notice)]
         assert any(t.startswith("↻ reconnecting (2/3)") for t in notices), notices
         assert app.transcript.query_one(AssistantMessage).text == "back again"
+
+
+async def test_the_activity_line_shows_the_local_models_tokens_per_second(
+    upstream, settings, sessions, tmp_path, gates
+):
+    # The local provider's metering (MeteredProvider) over a slow real stream: the waiting
+    # line names the rate while the answer is generated.
+    from hermes.agent.factory import build_agent
+    from hermes.agent.providers.metered import MeteredProvider
+    from hermes.agent.providers.openai_compat import OpenAICompatProvider
+
+    from .conftest import test_tools
+
+    upstream.enqueue(text_reply(" ".join(["tok"] * 60), chunk_delay=0.05))
+    provider = MeteredProvider(OpenAICompatProvider(base_url=upstream.base_url, api_key="x"), interval=0.1)
+    agent = build_agent(settings, sessions, provider=provider, tools=test_tools(gates))
+    app = tui_app.make_app(agent, sessions, settings, cwd=str(tmp_path))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await type_and_send(pilot, "count")
+            activity = app.query_one(Activity)
+            await until(pilot, lambda: "tokens/s" in str(activity.render()))
+            assert "answering (" in str(activity.render())
+            await app.workers.wait_for_complete()
+            await until_settled(pilot)
+            assert not activity.has_class("-active")
+    finally:
+        await agent.aclose()

@@ -51,6 +51,7 @@ from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
+    ProgressChunk,
     Provider,
     ProviderEvent,
     ReasoningChunk,
@@ -840,7 +841,7 @@ class JsonActionProvider(Provider):
                         usage, saw_usage = usage + event.usage, True
                     elif isinstance(event, FinishChunk):
                         finish = event.reason
-                    elif isinstance(event, ReasoningChunk):
+                    elif isinstance(event, (ReasoningChunk, ProgressChunk)):
                         yield event
                     # ToolCallChunk: impossible without `tools`; ignored if a server sends one.
             if streamer.streamed or streamer.done:

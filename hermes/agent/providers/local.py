@@ -12,8 +12,10 @@ over from one step of a turn to the next. `LocalProvider` talks to it through
 schema-constrained JSON actions.
 
 The model is `settings.local_model_path` (`HERMES_LOCAL_MODEL_PATH`) when set, else the
-bundled Qwen2.5-Coder-1.5B-Instruct assembled and verified into `$HERMES_HOME/models/`
-on first use (see `local_model`).
+bundled Qwen2.5-Coder-1.5B-Instruct assembled and verified once per user into
+`settings.model_cache` (`~/.cache/hermes/models`) on first use (see `local_model`).
+The prompt-cache slot files stay per home (`$HERMES_HOME/models/prompt-cache`): they are
+small, pruned by the process that writes them, and a home's processes share them.
 """
 
 from __future__ import annotations
@@ -31,17 +33,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 
-from hermes.agent.provider import ModelRequest, Provider, ProviderEvent
+from hermes.agent.provider import ModelRequest, ProgressChunk, Provider, ProviderEvent
 from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
-    ByteProgress,
     LocalModelError,
+    StepProgress,
     bundled_model_path,
     check_gguf,
     ensure_model,
     find_parts,
+    models_dir,
 )
+from hermes.agent.providers.metered import MeteredProvider
 from hermes.config import Settings
 from hermes.errors import ProviderError
 
@@ -90,9 +94,14 @@ def local_status(settings: Settings) -> LocalStatus:
         if not path.is_file():
             return LocalStatus(False, f"local_model_path {path} does not exist", path, path.stem)
         return LocalStatus(True, f"model from local_model_path: {path}", path, path.stem)
-    target = bundled_model_path(settings.home, BUNDLED)
+    target = bundled_model_path(settings.model_cache, BUNDLED)
     if target.is_file():
         return LocalStatus(True, f"bundled model {BUNDLED.name} at {target}", target, BUNDLED.name)
+    legacy = bundled_model_path(models_dir(settings.home), BUNDLED)
+    if legacy.is_file() and not legacy.is_symlink():
+        return LocalStatus(
+            True, f"bundled model {BUNDLED.name} at {legacy} (moved into {target} on first use)", target, BUNDLED.name
+        )
     if find_parts(BUNDLED) is not None:
         return LocalStatus(
             True,
@@ -113,12 +122,13 @@ def local_available(settings: Settings | None = None) -> bool:
     return local_status(settings).available
 
 
-def resolve_model(settings: Settings, progress: ByteProgress | None = None) -> tuple[Path, str]:
+def resolve_model(settings: Settings, progress: StepProgress | None = None) -> tuple[Path, str]:
     """(GGUF path, model name): the configured file as is, or the verified bundled one."""
     if settings.local_model_path is not None:
         path = check_gguf(settings.local_model_path)
         return path, path.stem
-    return ensure_model(settings.ensure_home(), BUNDLED, progress), BUNDLED.name
+    cache = settings.model_cache
+    return ensure_model(cache, BUNDLED, progress, legacy=[models_dir(settings.home)]), BUNDLED.name
 
 
 class LocalServer:
@@ -218,7 +228,10 @@ class LocalProvider(Provider):
             base_url=f"{server.base_url}/v1", api_key="local", read_timeout=3600.0, keep_alive=False
         )
         # Room for the answer (max_tokens 2048) is kept free; ~3 characters per token.
-        self._provider = JsonActionProvider(self._http, context_chars=max(4096, (server.n_ctx - 2560) * 3))
+        # Metered under the JSON actions: a tool call being written still shows tokens/s.
+        self._provider = JsonActionProvider(
+            MeteredProvider(self._http), context_chars=max(4096, (server.n_ctx - 2560) * 3)
+        )
         self._warmed: set[str] = set()
         self._warm_lock = asyncio.Lock()
 
@@ -271,7 +284,7 @@ class LocalProvider(Provider):
         cls,
         settings: Settings,
         *,
-        progress: ByteProgress | None = None,
+        progress: StepProgress | None = None,
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
         verbose: bool = False,
@@ -288,14 +301,18 @@ class LocalProvider(Provider):
                 "the local model needs the llama.cpp runtime: pip install 'hermes-agent-cli[local]'"
             )
         path, model_name = resolve_model(settings, progress)
+        if progress is not None:
+            progress("loading", 0, 0)
         server = LocalServer(
             path,
             alias=model_name,
             n_ctx=n_ctx,
             threads=threads,
-            slot_dir=settings.home / "models" / "prompt-cache",
+            slot_dir=models_dir(settings.ensure_home()) / "prompt-cache",
             verbose=verbose,
         ).start()
+        if progress is not None:
+            progress("loading", 1, 1)
         return cls(server, model_name)
 
     @classmethod
@@ -303,7 +320,7 @@ class LocalProvider(Provider):
         cls,
         settings: Settings,
         *,
-        progress: ByteProgress | None = None,
+        progress: StepProgress | None = None,
         n_ctx: int = DEFAULT_CONTEXT,
         threads: int | None = None,
     ) -> LocalProvider:
@@ -318,6 +335,7 @@ class LocalProvider(Provider):
         return f"local model {self.model_name} (llama.cpp in-process on 127.0.0.1:{port})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        yield ProgressChunk("reading")  # warm_up may read the prompt's prefix first (seconds)
         await self.warm_up(request)
         async with closing_stream(self._provider.stream(request)) as events:
             async for event in events:
@@ -339,6 +357,6 @@ def _prune(folder: Path, keep: int) -> None:
         stale.unlink(missing_ok=True)
 
 
-def create_local_provider(settings: Settings, *, progress: ByteProgress | None = None) -> LocalProvider:
+def create_local_provider(settings: Settings, *, progress: StepProgress | None = None) -> LocalProvider:
     """The factory's entry point: `LocalProvider.start(settings)` (blocks while loading)."""
     return LocalProvider.start(settings, progress=progress)

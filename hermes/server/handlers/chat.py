@@ -32,6 +32,7 @@ from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
     ContextCompacted,
+    ModelProgress,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -323,7 +324,7 @@ class ChatChunks:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case SegmentEnd():
                 self.joiner.end_segment()
-            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
+            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)

@@ -42,6 +42,7 @@ from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
     ContextCompacted,
+    ModelProgress,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -114,7 +115,7 @@ class ResponseEvents:
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
-            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | TurnCompleted():
+            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
                 pass  # not output items; the terminal event is written from the result
             case _:
                 assert_never(event)

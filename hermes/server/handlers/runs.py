@@ -28,6 +28,7 @@ from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
     ContextCompacted,
+    ModelProgress,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -146,7 +147,7 @@ class RunEventsTranslator:
                 run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 run.emit("status", status_payload(event))
-            case SegmentEnd() | ToolCallGenerating() | TurnCompleted():
+            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | TurnCompleted():
                 pass
             case _:
                 assert_never(event)

@@ -23,6 +23,7 @@ from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
     ContextCompacted,
+    ModelProgress,
     ReasoningDelta,
     Retrying,
     SegmentEnd,
@@ -450,7 +451,7 @@ class SessionChatTranslator:
                 run.emit("approval.request", {"message_id": mid, **data})
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 run.emit("status", status_payload(event))
-            case TurnStarted() | ToolCallGenerating() | TurnCompleted():
+            case TurnStarted() | ToolCallGenerating() | ModelProgress() | TurnCompleted():
                 pass
             case _:
                 assert_never(event)

@@ -2,7 +2,9 @@
 
 This is the "nothing hangs silently" guarantee: while a turn runs, the line always says
 what we are waiting for and counts the seconds; a silent upstream turns into
-"waiting for the model (Ns)".
+"waiting for the model (Ns)". With the local model the line also shows the generation
+rate ("generating (12s) · 9.4 tokens/s"); a rate is shown only while the phase that
+measured it lasts.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Activity(Static):
         self.phase = ""
         self.waiting_for_model = True
         """False while tools run (silence is then the tool's, not the model's)."""
+        self.rate: float | None = None
+        """Tokens per second of the model call in progress (local model), or None."""
         self._since = 0.0
         self._last_event = 0.0
         self._frame = 0
@@ -59,6 +63,7 @@ class Activity(Static):
     def set_phase(self, phase: str, *, waiting_for_model: bool = True, warning: bool = False) -> None:
         if phase != self.phase:
             self._since = time.monotonic()
+            self.rate = None
         self.phase = phase
         self.waiting_for_model = waiting_for_model
         self.set_class(warning, "-warning")
@@ -75,6 +80,12 @@ class Activity(Static):
         self.remove_class("-active")
         self.remove_class("-warning")
         self.phase = ""
+        self.rate = None
+
+    def set_rate(self, tokens_per_second: float | None) -> None:
+        """The model's generation rate, shown until the phase changes."""
+        self.rate = tokens_per_second
+        self.tick()
 
     @property
     def line(self) -> str:
@@ -82,7 +93,8 @@ class Activity(Static):
         silent = now - self._last_event
         if self.waiting_for_model and silent >= self.silence_after:
             return f"waiting for the model ({silent:.0f}s)"
-        return f"{self.phase} ({now - self._since:.0f}s)"
+        rate = f" · {self.rate:.1f} tokens/s" if self.rate is not None else ""
+        return f"{self.phase} ({now - self._since:.0f}s){rate}"
 
     def tick(self) -> None:
         if not self.has_class("-active"):
