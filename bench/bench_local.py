@@ -339,6 +339,7 @@ def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: fl
         why = f"no exit within {limit:g} s (tools: {steps or 'none'})"
         return SuiteRun(task.name, False, None, time.perf_counter() - started, len(calls), why)
     seconds = time.perf_counter() - started
+    (folder.parent / f"{task.name}.events.jsonl").write_text(done.stdout, encoding="utf-8")  # for a post-mortem
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     tool_calls = sum(1 for e in events if e.get("type") == "tool.started")
     result = next((e for e in events if e.get("type") == "result"), {})

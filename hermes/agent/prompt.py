@@ -21,11 +21,23 @@ list_files over shell commands for reading. Never run destructive commands unles
 user asked for them. When you are done, answer in plain Markdown."""
 
 
+WORKING_DIRECTORY = "Working directory: "
+"""How the built-in prompt names the session's folder (one line; `working_directory_of` reads it)."""
+
+
 def default_system_prompt(cwd: str | None = None, *, now: _dt.datetime | None = None) -> str:
     """The built-in prompt plus the facts a model needs: where, what OS, what date."""
     where = cwd or os.getcwd()
     today = (now or _dt.datetime.now()).strftime("%Y-%m-%d")
-    return f"{BASE_PROMPT}\n\nWorking directory: {where}\nOS: {platform.system()}\nDate: {today}"
+    return f"{BASE_PROMPT}\n\n{WORKING_DIRECTORY}{where}\nOS: {platform.system()}\nDate: {today}"
+
+
+def working_directory_of(system_prompt: str) -> str | None:
+    """The folder a built-in system prompt names, or None (a configured prompt names none)."""
+    for line in system_prompt.splitlines():
+        if line.startswith(WORKING_DIRECTORY):
+            return line[len(WORKING_DIRECTORY) :].strip() or None
+    return None
 
 
 def build_system_prompt(

@@ -4,6 +4,7 @@ an edit the check the request names is asked for before the answer."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +90,28 @@ async def test_once_the_check_ran_the_model_is_left_to_answer(upstream: Scripted
 
     assert "run the check" not in body["messages"][-1]["content"]
     assert "with reply if this result is enough" in body["messages"][-1]["content"]
+
+
+async def test_the_file_a_request_names_is_read_first_without_a_model_call(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    from hermes.agent.prompt import default_system_prompt
+    from hermes.agent.provider import ToolCallChunk
+
+    (tmp_path / "jobs.py").write_text("class JobQueue: ...\n")
+    system = {"role": "system", "content": default_system_prompt(str(tmp_path))}
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
+    try:
+        named = [system, {"role": "user", "content": "Summarise jobs.py in one line"}]
+        first = [e async for e in provider.stream(ModelRequest(model="m", messages=named, tools=TOOLS))]
+        absent = [system, {"role": "user", "content": "Summarise other.py"}]
+        missing = ModelRequest(model="m", messages=absent, tools=TOOLS)
+        upstream.enqueue(text_reply(json.dumps({"action": "reply", "args": {"text": "no such file"}})))
+        second = [e async for e in provider.stream(missing)]
+    finally:
+        await provider.aclose()
+
+    calls = [e for e in first if isinstance(e, ToolCallChunk)]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("read_file", {"path": "jobs.py"})]
+    assert len(upstream.requests) == 1  # only the request naming a file that does not exist asked the model
+    assert not any(isinstance(e, ToolCallChunk) for e in second)

@@ -78,7 +78,8 @@ async def test_a_failed_patch_is_followed_by_a_read_and_a_retry(
     assert result.final_text == "Fixed: add now returns a + b."
     assert (tmp_path / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a + b\n"
     done = [(e.name, e.is_error) for e in events if isinstance(e, ToolCompleted)]
-    assert done == [("patch", True), ("read_file", False), ("patch", False)]
+    # The first read is the adapter's own (the request names calc.py); the second repairs the patch.
+    assert done == [("read_file", False), ("patch", True), ("read_file", False), ("patch", False)]
     # The re-read cost no model call: the adapter made it itself.
     assert len(upstream.requests) == 3
     retry_prompt = upstream.requests[1].messages[-1]["content"]
@@ -87,7 +88,7 @@ async def test_a_failed_patch_is_followed_by_a_read_and_a_retry(
     assert "Your patch of calc.py failed" in retry_prompt and TASK in retry_prompt
     # The transcript is the native shape: the read is an ordinary tool call with its result.
     reads = [c for m in result.messages for c in m.get("tool_calls") or () if c["function"]["name"] == "read_file"]
-    assert [json.loads(c["function"]["arguments"]) for c in reads] == [{"path": "calc.py"}]
+    assert [json.loads(c["function"]["arguments"]) for c in reads] == [{"path": "calc.py"}] * 2
 
 
 async def test_re_reads_are_bounded_then_the_model_answers(
@@ -103,7 +104,7 @@ async def test_re_reads_are_bounded_then_the_model_answers(
 
     assert result.status == "completed"
     started = [e.name for e in events if isinstance(e, ToolStarted)]
-    assert started == ["patch", "read_file"] * MAX_EDIT_REPAIRS + ["patch"]
+    assert started == ["read_file"] + ["patch", "read_file"] * MAX_EDIT_REPAIRS + ["patch"]
     assert len(upstream.requests) == MAX_EDIT_REPAIRS + 2
     assert result.final_text == "I could not change calc.py."
     assert (tmp_path / "calc.py").read_text(encoding="utf-8") == BROKEN
@@ -197,6 +198,6 @@ async def test_the_retry_after_a_re_read_is_fitted_before_it_runs(
 
     assert result.final_text == "Fixed."
     assert [(e.name, e.is_error) for e in events if isinstance(e, ToolCompleted)] == [
-        ("patch", True), ("read_file", False), ("patch", False),
+        ("read_file", False), ("patch", True), ("read_file", False), ("patch", False),
     ]
     assert (tmp_path / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a + b\n"

@@ -86,3 +86,28 @@ async def test_an_edit_that_changes_nothing_is_reported_and_writes_nothing(tmp_p
 
     assert patched.startswith("No change:") and written.startswith("No change:")
     assert target.stat().st_mtime_ns == before and target.read_text() == CODE
+
+
+async def test_a_patch_naming_new_code_adds_it_at_the_end(tmp_path: Path) -> None:
+    (tmp_path / "mathx.py").write_text("def square(n: int) -> int:\n    return n * n\n")
+    args = {
+        "path": "mathx.py",
+        "old_string": "def is_even(n: int) -> bool",
+        "new_string": "def is_even(n: int) -> bool:\n    return n % 2 == 0",
+    }
+
+    out = await patch(args, ctx(tmp_path))
+
+    assert "added at the end of the file" in out
+    assert (tmp_path / "mathx.py").read_text() == (
+        "def square(n: int) -> int:\n    return n * n\n\ndef is_even(n: int) -> bool:\n    return n % 2 == 0\n"
+    )
+
+
+async def test_a_misquoted_existing_line_is_not_taken_for_new_code(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f(a):\n    return a\n")
+
+    with pytest.raises(ToolError, match="no match"):
+        args = {"path": "m.py", "old_string": "def f(a):\n  return b", "new_string": "def f(a):\n  return b + 1"}
+        await patch(args, ctx(tmp_path))
+    assert (tmp_path / "m.py").read_text() == "def f(a):\n    return a\n"

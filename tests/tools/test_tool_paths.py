@@ -63,3 +63,10 @@ async def test_a_missing_path_names_the_closest_existing_ones(work: Path) -> Non
 async def test_a_path_naming_folders_above_the_working_directory_is_taken_as_meant(work: Path) -> None:
     # From inside …/llm/runs/A a small model wrote "llm/runs/window.py" (the run without its end).
     assert "SIZE = 3" in await read_file({"path": "llm/runs/window.py"}, ctx(work))
+
+
+async def test_a_missing_file_named_like_a_class_says_where_that_class_is_defined(work: Path) -> None:
+    (work / "pkg" / "invoices.py").write_text("import os\n\n\nclass InvoiceBuilder:\n    pass\n")
+
+    with pytest.raises(ToolError, match=r"InvoiceBuilder is defined in .*/pkg/invoices\.py:4\."):
+        await read_file({"path": "src/com/example/InvoiceBuilder.java"}, ctx(work))

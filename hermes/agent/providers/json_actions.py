@@ -45,9 +45,11 @@ import json
 import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
+from hermes.agent.prompt import working_directory_of
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -633,6 +635,30 @@ def _turn_start(messages: list[ChatMessage]) -> int:
     return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
 
 
+_FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
+
+
+def named_file_read(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """`read_file` of the first existing file the request names, as the turn's first step.
+
+    A small model asked about or to change `stats.py` often answers or patches from
+    memory (or searches for a word) instead of reading it; reading it first costs no
+    model call. Only on the first step of a turn, only for a file that exists in the
+    working directory the system prompt names.
+    """
+    start = _turn_start(messages)
+    if READ_TOOL not in set(tool_names) or start == 0 or start < len(messages):
+        return None
+    system = next((_text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    cwd = working_directory_of(system)
+    if cwd is None:
+        return None
+    for name in _FILE_NAME.findall(_text_of(messages[start - 1].get("content"))):
+        if (Path(cwd) / name).is_file():
+            return Action(READ_TOOL, {"path": name})
+    return None
+
+
 def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
     """The `read_file` call that follows a failed edit, or None when the model should answer.
 
@@ -809,7 +835,7 @@ class JsonActionProvider(Provider):
                     yield event
             return
         names = {fn["name"] for fn in _tool_functions(request.tools)}
-        repair = edit_repair(request.messages, names)
+        repair = edit_repair(request.messages, names) or named_file_read(request.messages, names)
         if repair is not None:
             for event in self._call_events(repair):
                 yield event
@@ -870,7 +896,7 @@ class JsonActionProvider(Provider):
         if not _tool_functions(request.tools):
             return await self.inner.complete(request)
         names = {fn["name"] for fn in _tool_functions(request.tools)}
-        repair = edit_repair(request.messages, names)
+        repair = edit_repair(request.messages, names) or named_file_read(request.messages, names)
         if repair is not None:
             return self._call_events(repair)
         previous = turn_actions(request.messages)

@@ -3,6 +3,7 @@
     fit = fit_edit(lines, old, new)       # None: no unique place in `lines` for `old`
     fit.old, fit.new                      # the file's own text, and new text indented like the file
     nearest_run(lines, old)               # (start, end) of the lines most like `old`, for a failure hint
+    as_addition(lines, old, new)          # new code to add when `old` only names it (no fit)
 
 Matching, in order (the first that finds exactly one place wins):
 1. `old` as written;
@@ -124,3 +125,20 @@ def nearest_run(lines: list[str], old: str) -> tuple[int, int] | None:
         key=lambda i: difflib.SequenceMatcher(None, "\n".join(s.strip() for s in lines[i : i + size]), target).ratio(),
     )
     return best, best + size
+
+
+def as_addition(lines: list[str], old: str, new: str) -> str | None:
+    """`new` when the edit adds code rather than changing it, else None.
+
+    Small models "patch in" a new function with old_string set to its signature: old is
+    nowhere in the file (not even loosely), and new starts with old and goes on. Then
+    new is the code to add. A first line of old that the file has (loosely) means the
+    model meant to change that place and just misquoted it: no addition.
+    """
+    head, body = old.strip(), new.strip("\n")
+    if not head or not body.lstrip().startswith(head) or len(body.strip()) <= len(head):
+        return None
+    first = head.splitlines()[0].strip()
+    if any(line.strip() == first for line in lines):
+        return None
+    return body

@@ -23,7 +23,7 @@ from typing import Any
 from hermes.agent.tools.approval import Verdict, blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
-from hermes.agent.tools.edit_match import fit_edit, nearest_run
+from hermes.agent.tools.edit_match import as_addition, fit_edit, nearest_run
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
 from hermes.agent.tools.secret_reads import hidden_refusal, read_refusal
@@ -255,7 +255,10 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         view = text.replace("\r\n", "\n") if crlf else text
         fit = fit_edit(view.split("\n"), old.replace("\r\n", "\n"), new.replace("\r\n", "\n"))
         if fit is None:
-            raise _no_match(path, view, old)
+            addition = as_addition(view.split("\n"), old, new)
+            if addition is None:
+                raise _no_match(path, view, old)
+            return await _append(ctx, path, text, addition)
         old, new, how = fit.old, fit.new, fit.how
         if crlf:
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
@@ -277,6 +280,25 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     noun = "occurrence" if count == 1 else "occurrences"
     matched = _MATCHED.get(how, "")
     return f"Patched {path}: replaced {count} {noun}{matched}.\n{diff}"
+
+
+async def _append(ctx: ToolContext, path: Path, text: str, addition: str) -> str:
+    """Add `addition` at the end of the file (after one blank line), as patch's reading of an
+    old_string that names new code (see edit_match.as_addition)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = text if not text or text.endswith("\n") else text + newline
+    separator = newline if body.strip() and not body.endswith(newline * 2) else ""
+    after = body + separator + addition.replace("\n", newline).rstrip("\r\n") + newline
+    _encode(addition, "new_string")
+    refusal = await _write_refusal(ctx, "patch", path)
+    if refusal is not None:
+        return refusal
+    await _write(path, after.encode("utf-8", errors="surrogateescape"))
+    diff = await asyncio.to_thread(_diff, path, text, after)
+    return (
+        f"Patched {path}: old_string is not in the file and new_string begins with it, so new_string "
+        f"was added at the end of the file as new code.\n{diff}"
+    )
 
 
 _MATCHED = {

@@ -74,7 +74,34 @@ def not_found(path: Path, root: Path | None = None) -> ToolError:
         similar = _similar_under(root, path.name)
     missing = "" if parent.is_dir() else f" (the folder {parent} does not exist either)"
     hint = f" Did you mean: {', '.join(similar)}?" if similar else ""
+    if not similar and root is not None and _IDENTIFIER.fullmatch(path.stem):
+        hint = _definitions_hint(root, path.stem)
     return ToolError(f"File not found: {path}{missing}.{hint}")
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_DEFINITION = r"\b(?:class|def|function|interface|struct|enum|type|fn|func)\s+{name}\b"
+DEFINITION_SCAN_BYTES = 1_000_000
+"""Text files larger than this are not looked into for a missing path's name."""
+
+
+def _definitions_hint(root: Path, name: str) -> str:
+    """Where `name` (a missing file's stem, like a class name) is defined under `root`, if anywhere."""
+    pattern = re.compile(_DEFINITION.format(name=re.escape(name)))
+    found: list[str] = []
+    for count, (rel, path) in enumerate(iter_files(root)):
+        if count >= SIMILAR_SCAN_LIMIT or len(found) >= 5:
+            break
+        try:
+            if path.stat().st_size > DEFINITION_SCAN_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        match = pattern.search(text)
+        if match:
+            found.append(f"{root / rel}:{text.count(chr(10), 0, match.start()) + 1}")
+    return f" {name} is defined in {', '.join(found)}." if found else ""
 
 
 SIMILAR_SCAN_LIMIT = 20_000
