@@ -115,3 +115,29 @@ async def test_the_file_a_request_names_is_read_first_without_a_model_call(
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("read_file", {"path": "jobs.py"})]
     assert len(upstream.requests) == 1  # only the request naming a file that does not exist asked the model
     assert not any(isinstance(e, ToolCallChunk) for e in second)
+
+
+async def test_a_fix_opens_with_the_named_check_then_the_named_file(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    from hermes.agent.prompt import default_system_prompt
+    from hermes.agent.provider import ToolCallChunk
+
+    (tmp_path / "main.py").write_text("from helper import answer\n")
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": default_system_prompt(str(tmp_path))},
+        {"role": "user", "content": "main.py fails. Fix the import so that `python main.py` prints 42."},
+    ]
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
+    steps = []
+    try:
+        for n in range(2):
+            events = [e async for e in provider.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+            (chunk,) = [e for e in events if isinstance(e, ToolCallChunk)]
+            steps.append((chunk.name, json.loads(chunk.arguments)))
+            call = {"id": f"c{n}", "function": {"name": chunk.name, "arguments": chunk.arguments}}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "result"})
+    finally:
+        await provider.aclose()
+
+    assert steps == [("terminal", {"command": "python main.py"}), ("read_file", {"path": "main.py"})]
+    assert upstream.requests == []  # neither step asked the model

@@ -638,24 +638,34 @@ def _turn_start(messages: list[ChatMessage]) -> int:
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
 
 
-def named_file_read(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """`read_file` of the first existing file the request names, as the turn's first step.
+def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """The next of the turn's opening steps the adapter takes itself (no model call), or None.
 
-    A small model asked about or to change `stats.py` often answers or patches from
-    memory (or searches for a word) instead of reading it; reading it first costs no
-    model call. Only on the first step of a turn, only for a file that exists in the
-    working directory the system prompt names.
+    A small model asked to fix something answers or patches from memory. So a turn opens
+    with what a careful person does first: run the check the request names, when it asks
+    for a change (`python main.py` shows the ImportError), then read the first file the
+    request names that exists in the working directory the system prompt names. Each is
+    taken only while every tool call of the turn so far was one of them, in order.
     """
     start = _turn_start(messages)
-    if READ_TOOL not in set(tool_names) or start == 0 or start < len(messages):
+    if start == 0:
         return None
+    names = set(tool_names)
+    request = _text_of(messages[start - 1].get("content"))
+    planned: list[Action] = []
+    check = named_check(request)
+    if check is not None and "terminal" in names and asks_for_change(request):
+        planned.append(Action("terminal", {"command": check}))
     system = next((_text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
     cwd = working_directory_of(system)
-    if cwd is None:
-        return None
-    for name in _FILE_NAME.findall(_text_of(messages[start - 1].get("content"))):
-        if (Path(cwd) / name).is_file():
-            return Action(READ_TOOL, {"path": name})
+    if cwd is not None and READ_TOOL in names:
+        existing = (name for name in _FILE_NAME.findall(request) if (Path(cwd) / name).is_file())
+        first = next(existing, None)
+        if first is not None:
+            planned.append(Action(READ_TOOL, {"path": first}))
+    done = turn_actions(messages)
+    if len(done) < len(planned) and done == [action.key() for action in planned[: len(done)]]:
+        return planned[len(done)]
     return None
 
 
@@ -835,7 +845,7 @@ class JsonActionProvider(Provider):
                     yield event
             return
         names = {fn["name"] for fn in _tool_functions(request.tools)}
-        repair = edit_repair(request.messages, names) or named_file_read(request.messages, names)
+        repair = edit_repair(request.messages, names) or opening_step(request.messages, names)
         if repair is not None:
             for event in self._call_events(repair):
                 yield event
@@ -896,7 +906,7 @@ class JsonActionProvider(Provider):
         if not _tool_functions(request.tools):
             return await self.inner.complete(request)
         names = {fn["name"] for fn in _tool_functions(request.tools)}
-        repair = edit_repair(request.messages, names) or named_file_read(request.messages, names)
+        repair = edit_repair(request.messages, names) or opening_step(request.messages, names)
         if repair is not None:
             return self._call_events(repair)
         previous = turn_actions(request.messages)
