@@ -2,7 +2,7 @@
 
     policy = Confinement.from_settings(settings)      # or Confinement.default()
     policy.hidden_entry(path, cwd)      -> the hidden path covering `path`, or None
-    policy.write_check(path, cwd)       -> WriteCheck(level, reason, rule)
+    policy.write_check(path, cwd)       -> Verdict(level, reason, rule)
     policy.writable_roots_for(cwd)      -> the folders a tool in `cwd` may change
 
 The same lists drive the bubblewrap mounts (hermes/agent/sandbox.py) for `terminal` and
@@ -37,7 +37,9 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from hermes.agent.verdict import ALLOW, Verdict
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -56,19 +58,6 @@ SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-"
 _PROCESS_SECRETS = re.compile(r"^/proc/[^/]+/(environ|mem)$")
 """Another process's environment or memory (hermes's own holds its keys): hidden too."""
 
-WriteLevel = Literal["allow", "approve", "block"]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteCheck:
-    """The policy's answer for one write: allow, approve (ask the person) or block."""
-
-    level: WriteLevel
-    reason: str = ""
-    rule: str = ""
-
-
-WRITE_ALLOWED = WriteCheck("allow")
 
 
 def _absolute(path: str | os.PathLike[str], cwd: Path | None = None) -> Path:
@@ -207,18 +196,18 @@ class Confinement:
                     return folder
         return None
 
-    def write_check(self, path: str | os.PathLike[str], cwd: Path) -> WriteCheck:
+    def write_check(self, path: str | os.PathLike[str], cwd: Path) -> Verdict:
         """Whether a file tool may write `path` in a turn whose working directory is `cwd`."""
         target = _absolute(path, cwd)
         owner = self.protected_entry(target)
         if owner is not None:
-            return WriteCheck(
+            return Verdict(
                 "block", f"a write to hermes's own files ({owner}), which tools never change", "hermes_own_write"
             )
         roots = self.writable_roots_for(cwd)
         if all(any(_within(form, root) for root in roots) for form in _forms(target)):
-            return WRITE_ALLOWED
-        return WriteCheck(
+            return ALLOW
+        return Verdict(
             "approve",
             f"a write outside the working directory and the writable roots ({', '.join(map(str, roots))})",
             "outside_write",

@@ -35,7 +35,6 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from hermes.agent.confinement import Confinement, private_tmp
 from hermes.agent.tools.command_rules import (
@@ -54,20 +53,7 @@ from hermes.agent.tools.protected_paths import (
     sensitive_path,
 )
 from hermes.agent.tools.shell_syntax import WRITE_REDIRECT_OPS, Command, Pipeline, Word, parse
-
-Level = Literal["allow", "approve", "block"]
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    level: Level
-    reason: str = ""
-    """Why, for people and the model, e.g. "recursive delete (rm -r)"."""
-    rule: str = ""
-    """Stable key of the matched rule(s); SESSION approvals are remembered by it."""
-
-
-ALLOW = Verdict("allow")
+from hermes.agent.verdict import ALLOW, Verdict
 
 _MAX_DEPTH = 8
 """Nesting of bash -c / $(…) / eval deeper than this is not inspected and needs approval."""

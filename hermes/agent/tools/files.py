@@ -20,7 +20,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.tools.approval import Verdict, blocked_message, check_write_path, denied_message
+from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.edit_match import as_addition, fit_edit, nearest_run
@@ -124,8 +124,9 @@ _NOT_WRITTEN = "was not made (the file is unchanged)"
 
 async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | None:
     """None when the write may go ahead; otherwise the result text explaining the refusal."""
-    check = ctx.policy.write_check(path, ctx.cwd)
-    verdict = Verdict(check.level, check.reason, check.rule) if check.level != "allow" else check_write_path(path)
+    verdict = ctx.policy.write_check(path, ctx.cwd)
+    if verdict.level == "allow":
+        verdict = check_write_path(path)
     if verdict.level == "block":
         return blocked_message(f"the write to {path}", verdict, outcome=_NOT_WRITTEN)
     if verdict.level == "approve" and not await ctx.request_approval(

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermes.agent.tools.approval import Verdict, blocked_message, denied_message
+from hermes.agent.tools.approval import blocked_message, denied_message
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.protected_paths import PRIVATE_KEY_MARKER, secret_read
+from hermes.agent.verdict import Verdict
 
 GUARDED_SOURCES = frozenset({"api_server"})
 
