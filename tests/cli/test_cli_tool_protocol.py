@@ -49,7 +49,8 @@ def test_json_protocol_runs_a_tool_the_model_wrote_as_json(
     (tmp_path / "notes.txt").write_text("alpha\n")
     upstream.enqueue(text_reply(JSON_BLOCK_CALL), text_reply('{"action": "reply", "args": {"text": "It says alpha."}}'))
 
-    proc = chat_q("what does notes.txt say?", tmp_path, hermes_home, upstream, HERMES_TOOL_PROTOCOL="json")
+    # The request names no file (a named one would be read by the adapter itself, first).
+    proc = chat_q("what do my notes say?", tmp_path, hermes_home, upstream, HERMES_TOOL_PROTOCOL="json")
 
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "It says alpha."

@@ -34,8 +34,9 @@ SANDBOX_MODES = ["off", pytest.param("on", marks=pytest.mark.skipif(not bwrap_wo
 NOBODY = 65534
 PROCESSES = 32
 
-PYTHON = shlex.quote(sys.executable)
-"""A real interpreter, not a wrapper script (pyenv's shim would lose the `exec -a` marker)."""
+PYTHON = shlex.quote(os.path.realpath(sys.executable))
+"""A real interpreter, not a wrapper script (pyenv's shim would lose the `exec -a` marker),
+and not a venv link that may live under /tmp, which the sandbox's private /tmp covers."""
 PYTHON_BOMB = f"{PYTHON} -c 'import os\nwhile 1: os.fork()'"
 BASH_BOMB = "bash -c ':(){ :|:& };:'"
 COUNT_FORKS = PYTHON + """ -c '
