@@ -281,8 +281,10 @@ def _check_tool_env(settings: Settings) -> Check:
     from hermes.agent.tools.tool_env import ToolEnvPolicy
 
     report = ToolEnvPolicy.from_settings(settings).report(os.environ)
+    # TMPDIR is always set: the confinement's private tmp (ToolLauncher.env).
+    names = sorted({*report.names, "TMPDIR"})
     detail = (
-        f"tools and stdio MCP servers get {', '.join(report.names)}; "
+        f"tools and stdio MCP servers get {', '.join(names)}; "
         f"tool_env_passthrough: {', '.join(report.passthrough) or 'none'}"
     )
     if report.withheld:

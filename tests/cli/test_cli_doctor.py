@@ -14,7 +14,9 @@ from hermes.agent.factory import NO_ENDPOINT
 from hermes.testing.upstream import ScriptedUpstream, call, tool_reply
 
 SANDBOX_OFF = "✓ sandbox: off (sandbox = off)"
-TOOL_ENV = "✓ tool env: tools and stdio MCP servers get GIT_PAGER, HOME, LANG, PAGER, PATH; tool_env_passthrough: none"
+TOOL_ENV = (
+    "✓ tool env: tools and stdio MCP servers get GIT_PAGER, HOME, LANG, PAGER, PATH, TMPDIR; tool_env_passthrough: none"
+)
 LIMITS_OFF = "✓ limits: processes: no limit; memory: no limit; CPU: no limit"
 
 
