@@ -274,13 +274,19 @@ class _Scanner:
         if kernel is not None:
             self.block(kernel[0], kernel[1])
             return
-        owner = (self.policy or Confinement.default()).protected_entry(expanded)
+        owner = self.confinement().protected_entry(expanded)
         if owner is not None:
             self.block("hermes_own_write", f"a write to hermes's own files ({owner})")
             return
         found = _sensitive(expanded)
         if found:
             self.approve(found[0], f"write to {found[1]}")
+
+    def confinement(self) -> Confinement:
+        """The policy whose hidden and protected paths the scan checks (the default one made once)."""
+        if self.policy is None:
+            self.policy = Confinement.default()
+        return self.policy
 
     def eval_code(self, source: str) -> None:
         if self.strict:
@@ -389,7 +395,7 @@ class _Scanner:
     def _hidden_words(self, words: list[Word]) -> None:
         """Without the sandbox nothing hides the policy's hidden paths from a command: naming
         one (`cat ~/.netrc`, `cat /proc/1/environ`) needs approval."""
-        policy = self.policy or Confinement.default()
+        policy = self.confinement()
         for word in words:
             text = self._substitute(word.text)
             if _PROCESS_SECRETS.search(text):
