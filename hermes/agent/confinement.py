@@ -55,8 +55,13 @@ HOME_SECRETS: tuple[str, ...] = (
 SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 """Password databases (readable to root otherwise)."""
 
-_PROCESS_SECRETS = re.compile(r"^/proc/[^/]+/(environ|mem)$")
+_PROCESS_SECRETS = re.compile(r"^/proc/[^/\s]+/(environ|mem)$")
 """Another process's environment or memory (hermes's own holds its keys): hidden too."""
+
+
+def is_process_secret(path: str) -> bool:
+    """True for /proc/PID/environ and /proc/PID/mem (PID may be a glob or `self`)."""
+    return _PROCESS_SECRETS.match(path) is not None
 
 
 
@@ -175,7 +180,7 @@ class Confinement:
         forms = _forms(absolute) if resolve else (absolute,)
         work = os.path.realpath(cwd) if cwd is not None else None
         for form in map(str, forms):
-            if _PROCESS_SECRETS.match(form):
+            if is_process_secret(form):
                 return Path(form)
             for secret in self.hidden:
                 folder = str(secret)

@@ -5,23 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from approvers import Approver
 
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.files import patch, write_file
 from hermes.agent.tools.terminal import terminal
 from hermes.agent.types import ApprovalDecision, ApprovalRequest
-
-
-class Approver:
-    """A front end that answers every request with a fixed decision and remembers what it saw."""
-
-    def __init__(self, decision: ApprovalDecision) -> None:
-        self.decision = decision
-        self.requests: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.requests.append(request)
-        return self.decision
 
 
 def _ctx(cwd: Path, approver: Approver | None = None, *, yolo: bool = False) -> ToolContext:

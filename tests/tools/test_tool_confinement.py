@@ -14,13 +14,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from approvers import Approver
 
 from hermes.agent.confinement import Confinement, private_tmp
 from hermes.agent.sandbox import SandboxConfig
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.file_search import list_files, search_files
 from hermes.agent.tools.files import patch, read_file, write_file
-from hermes.agent.types import ApprovalDecision, ApprovalRequest
+from hermes.agent.types import ApprovalDecision
 from hermes.config import Settings
 
 CREDENTIALS = {
@@ -35,16 +36,6 @@ CREDENTIALS = {
     ".cargo/credentials.toml": 'token = "hunter2"\n',
     ".aws/credentials": "aws_secret_access_key = hunter2\n",
 }
-
-
-class Approver:
-    def __init__(self, decision: ApprovalDecision) -> None:
-        self.decision = decision
-        self.requests: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.requests.append(request)
-        return self.decision
 
 
 @pytest.fixture

@@ -6,23 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from approvers import Approver
 
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.file_search import search_files
 from hermes.agent.tools.files import patch, read_file
-from hermes.agent.types import ApprovalDecision, ApprovalRequest
+from hermes.agent.types import ApprovalDecision
 
 KEY_TEXT = "-----BEGIN RSA PRIVATE KEY-----\nMIIEneedle\n-----END RSA PRIVATE KEY-----\n"
-
-
-class Approver:
-    def __init__(self, decision: ApprovalDecision) -> None:
-        self.decision = decision
-        self.requests: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.requests.append(request)
-        return self.decision
 
 
 def server_ctx(cwd: Path, approve: Approver | None = None) -> ToolContext:

@@ -36,7 +36,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.agent.confinement import Confinement, private_tmp
+from hermes.agent.confinement import Confinement, is_process_secret, private_tmp
 from hermes.agent.tools.command_rules import (
     DECODERS,
     DOWNLOADERS,
@@ -59,7 +59,6 @@ _MAX_DEPTH = 8
 """Nesting of bash -c / $(…) / eval deeper than this is not inspected and needs approval."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
-_PROCESS_SECRETS = re.compile(r"^/proc/[^/\s]+/(environ|mem)$")
 _VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 _KEYWORDS = frozenset({"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until"})
 _FUNC_DEF = re.compile(
@@ -398,7 +397,7 @@ class _Scanner:
         policy = self.confinement()
         for word in words:
             text = self._substitute(word.text)
-            if _PROCESS_SECRETS.search(text):
+            if is_process_secret(text):
                 self.approve("process_secrets", f"reading a process's environment or memory ({text})")
                 continue
             if "/" not in text and not text.startswith("~"):
