@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from hermes.agent.provider import ModelRequest
-from hermes.agent.providers.json_actions import JsonActionProvider, asks_for_change, named_check
+from hermes.agent.providers.json_actions import JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
+from hermes.agent.providers.task_cues import asks_for_change, named_check
 from hermes.agent.tools import default_registry
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 

@@ -61,6 +61,7 @@ from hermes.agent.provider import (
     ToolCallChunk,
     UsageChunk,
 )
+from hermes.agent.providers.task_cues import WRITE_TOOLS, asks_for_change, existing_files, named_check
 from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
@@ -101,39 +102,6 @@ CHECK_NOTE = (
     'You changed files. Before you reply, run the check the request names with terminal: {check}. '
     'Then answer the request "{request}" with what it printed.'
 )
-
-WRITE_TOOLS = frozenset({"write_file", "patch"})
-"""Tools that change files: offered only when the request asks for a change (`asks_for_change`)."""
-_CHANGE_WORDS = re.compile(
-    r"\b(fix|change|edit|modify|update|add|append|insert|create|make|write|rename|replace|remove|delete|"
-    r"refactor|implement|rewrite|move|set|turn|convert|bump|correct|patch|apply|save|put|generate|format)\b",
-    re.IGNORECASE,
-)
-_CHECK_IN_TICKS = re.compile(r"`([^`\n]{2,120})`")
-_CHECK_START = re.compile(
-    r"^(\./|python3?\b|py\.?test\b|pytest\b|npm\b|npx\b|yarn\b|pnpm\b|make\b|cargo\b|go\b|node\b|"
-    r"bash\b|sh\b|tox\b|nox\b|uv\b|ruff\b|mypy\b|deno\b|bun\b|mvn\b|gradle\b|dotnet\b|ctest\b)"
-)
-_CHECK_PLAIN = re.compile(
-    r"\b(python3? -m pytest(?: -q)?|pytest(?: -q)?|npm test|make test|cargo test|go test \./\.\.\.)"
-)
-
-
-def named_check(request: str) -> str | None:
-    """The command a request names as its check (`python -m pytest -q` in backticks, or a
-    plain `pytest` / `npm test` / …), else None."""
-    for match in _CHECK_IN_TICKS.finditer(request):
-        quoted = match.group(1).strip()
-        if _CHECK_START.match(quoted):
-            return str(quoted)
-    plain = _CHECK_PLAIN.search(request)
-    return str(plain.group(1)) if plain else None
-
-
-def asks_for_change(request: str) -> bool:
-    """True unless the request is plainly a question: no word asking to change something."""
-    return _CHANGE_WORDS.search(request) is not None
-
 
 EDIT_TOOLS = frozenset({"patch"})
 """Edit tools whose failure a fresh read can fix: their arguments quote the file's text."""
@@ -635,9 +603,6 @@ def _turn_start(messages: list[ChatMessage]) -> int:
     return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
 
 
-_FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
-
-
 def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
     """The next of the turn's opening steps the adapter takes itself (no model call), or None.
 
@@ -659,8 +624,7 @@ def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Acti
     system = next((_text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
     cwd = working_directory_of(system)
     if cwd is not None and READ_TOOL in names:
-        existing = (name for name in _FILE_NAME.findall(request) if (Path(cwd) / name).is_file())
-        first = next(existing, None)
+        first = next(iter(existing_files(request, Path(cwd))), None)
         if first is not None:
             planned.append(Action(READ_TOOL, {"path": first}))
     done = turn_actions(messages)
