@@ -110,25 +110,13 @@ SIMILAR_SCAN_LIMIT = 20_000
 
 def _similar_under(root: Path, name: str) -> list[str]:
     """Up to 5 files under `root` named `name`, else named most like it (relative to `root`)."""
-    seen: list[str] = []
-    exact: list[str] = []
-    for count, (rel, _) in enumerate(iter_files(root)):
-        if count >= SIMILAR_SCAN_LIMIT:
-            break
-        base = rel.rsplit("/", 1)[-1]
-        if base == name:
-            exact.append(rel)
-        seen.append(base)
+    files = [rel for _, (rel, _) in zip(range(SIMILAR_SCAN_LIMIT), iter_files(root), strict=False)]
+    base_of = {rel: rel.rsplit("/", 1)[-1] for rel in files}
+    exact = [rel for rel in files if base_of[rel] == name]
     if exact:
         return [str(root / rel) for rel in exact[:5]]
-    close = set(difflib.get_close_matches(name, sorted(set(seen)), n=5, cutoff=0.6))
-    found: list[str] = []
-    for count, (rel, _) in enumerate(iter_files(root)):
-        if count >= SIMILAR_SCAN_LIMIT or len(found) >= 5:
-            break
-        if rel.rsplit("/", 1)[-1] in close:
-            found.append(str(root / rel))
-    return found
+    close = set(difflib.get_close_matches(name, sorted(set(base_of.values())), n=5, cutoff=0.6))
+    return [str(root / rel) for rel in files if base_of[rel] in close][:5]
 
 
 def existing_text_file(path: Path, root: Path | None = None) -> Path:
