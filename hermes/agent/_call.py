@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ from hermes.agent.provider import (
     ToolCallChunk,
     UsageChunk,
 )
-from hermes.agent.types import Usage
+from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ProviderAuthError, ProviderError, ProviderTimeout, StreamingUnsupported
 
 
@@ -215,8 +216,10 @@ async def model_call(
             yield Status("streaming_disabled", "the endpoint does not support streaming; using non-streaming calls")
             continue
         except (ProviderError, TimeoutError) as raw:
-            error = raw if isinstance(raw, ProviderError) else ProviderTimeout(
-                f"no response from the model for {policy.stale_timeout:g} s", retryable=True
+            error = (
+                raw
+                if isinstance(raw, ProviderError)
+                else ProviderTimeout(f"no response from the model for {policy.stale_timeout:g} s", retryable=True)
             )
             acc.finish()
             delivered = acc.delivered
@@ -280,3 +283,46 @@ def _backoff(policy: CallPolicy, attempt: int, error: ProviderError) -> float:
     if error.status is None:
         return 0.0 if attempt == 2 else min(policy.retry_base_delay * (attempt - 2), policy.retry_max_delay)
     return min(policy.retry_base_delay * 2.0 ** (attempt - 2), policy.retry_max_delay)
+
+
+class ModelCaller:
+    """The provider and how it is called: streaming until it says it cannot (then never again).
+
+    Shared by the turns of one agent and by its summaries (compaction), so one refusal to
+    stream switches every later call to plain requests.
+    """
+
+    __slots__ = ("provider", "streaming")
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self.streaming = provider.supports_streaming
+
+    def call(self, request: ModelRequest, policy: CallPolicy, outcome: CallOutcome) -> AsyncGenerator[AgentEvent, None]:
+        """`model_call` with this provider (see there)."""
+        return model_call(
+            self.provider,
+            request,
+            policy,
+            outcome,
+            streaming=self.streaming,
+            on_streaming_unsupported=self._no_streaming,
+        )
+
+    def summarizer(self, model: str, policy: CallPolicy) -> Callable[[list[ChatMessage]], Awaitable[tuple[str, Usage]]]:
+        """A summary call for compaction: one tool-less request; its text and usage (nothing is shown)."""
+
+        async def summarize(messages: list[ChatMessage]) -> tuple[str, Usage]:
+            outcome = CallOutcome()
+            request = ModelRequest(model=model, messages=messages, tools=None)
+            async with aclosing(self.call(request, policy, outcome)) as events:
+                async for _ in events:
+                    pass  # the summary is not part of the answer: nothing is shown while it streams
+            if outcome.error is not None:
+                raise outcome.error
+            return outcome.text, outcome.usage
+
+        return summarize
+
+    def _no_streaming(self) -> None:
+        self.streaming = False

@@ -259,9 +259,7 @@ class Compaction:
     usage: Usage
 
 
-async def summarize_older(
-    older: list[ChatMessage], policy: ContextPolicy, summarize: Summarize
-) -> tuple[str, Usage]:
+async def summarize_older(older: list[ChatMessage], policy: ContextPolicy, summarize: Summarize) -> tuple[str, Usage]:
     """One summary of `older` (which may start with the previous summary), chunked to fit."""
     out_tokens = policy.summary_tokens
     prompt_tokens = estimate_tokens([{"role": "system", "content": SUMMARIZER_PROMPT}]) + 64
@@ -474,3 +472,33 @@ class ContextBudget:
             )
         except Exception:  # the marker is bookkeeping: a store failure must not fail the turn
             log.exception("could not record the compaction of session %s", self.session_id)
+
+
+# ---- on demand -----------------------------------------------------------------------
+
+
+async def compact_session(
+    store: AsyncSessionStore,
+    session_id: str,
+    *,
+    prompt: str,
+    policy: ContextPolicy,
+    summarize: Summarize,
+    tools: list[dict[str, Any]] | None,
+    reported: tuple[int, int] = (0, 0),
+) -> ContextCompacted | None:
+    """Compact a stored session now (`/compact`): everything but the last exchange is summarised.
+
+    `prompt` is the session's system prompt; the tokens the summary took are added to the
+    session's usage. Returns the event, or None when there is nothing older to summarise.
+    Raises ProviderError when the summary call fails.
+    """
+    history = await resume_history(store, session_id)
+    context: list[ChatMessage] = [{"role": "system", "content": prompt}, *history]
+    budget = ContextBudget(policy, summarize, session_id=session_id, store=store, reported=reported)
+    compacted: ContextCompacted | None = None
+    async for event in budget.compact(context, tools, "manual", recent_tokens=0):
+        compacted = event
+    usage = budget.take_usage()
+    await store.add_usage(session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return compacted

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from hermes.agent.engine import Agent
     from hermes.agent.mcp.status import McpServerStatus
+    from hermes.agent.turn_handle import TurnHandle
     from hermes.cli._status import StatusLine
 
 MAX_STDIN_BYTES = 5_000_000
@@ -136,7 +137,6 @@ async def _run_turn(
     import signal
     from contextlib import nullcontext
 
-    from hermes.agent.interrupt import TurnInterrupt
     from hermes.agent.mcp.manager import start_mcp
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
@@ -160,15 +160,15 @@ async def _run_turn(
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    interrupt = TurnInterrupt()
+    handle: TurnHandle | None = None
 
     def on_signal() -> None:
         # First signal: let the engine wind the turn down (exit 130 with its result);
-        # a second one stops waiting for that.
-        if interrupt.requested:
+        # a second one stops waiting for that (the turn is closed at once).
+        if handle is None or handle.stop_requested:
             task.cancel()
         else:
-            interrupt.interrupt()
+            handle.stop()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
@@ -181,7 +181,8 @@ async def _run_turn(
 
     try:
         mcp = await start_mcp(settings, agent.tools, report_mcp, cwd=Path.cwd())
-        async for event in agent.run_turn(request, interrupt=interrupt):
+        handle = agent.start(request)
+        async for event in handle.events():
             with quiet_output():
                 if status is not None:
                     status.observe(event)
@@ -193,7 +194,7 @@ async def _run_turn(
                         continue
                 renderer.handle(event)
     except asyncio.CancelledError:
-        if not interrupt.requested:
+        if handle is None or not handle.stop_requested:
             raise
         if status is not None:
             status.close()
@@ -203,6 +204,8 @@ async def _run_turn(
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        if handle is not None:
+            await handle.aclose(grace=0)  # the first signal's stop was the grace; ended turns are done already
         with quiet_output():
             renderer.close()
         if status is not None:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from hermes.agent.engine import Agent
 from hermes.agent.events import AgentEvent, TurnCompleted
-from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import TurnRequest, TurnResult
 
 
-async def collect_turn(
-    agent: Agent, request: TurnRequest | str, *, interrupt: TurnInterrupt | None = None
-) -> tuple[list[AgentEvent], TurnResult]:
+async def collect_turn(agent: Agent, request: TurnRequest | str) -> tuple[list[AgentEvent], TurnResult]:
     """Run a turn to the end; return every event and the result."""
     if isinstance(request, str):
         request = TurnRequest(input=request)
     events: list[AgentEvent] = []
-    async for event in agent.run_turn(request, interrupt=interrupt):
+    async for event in agent.run_turn(request):
         events.append(event)
     last = events[-1]
     if not isinstance(last, TurnCompleted):

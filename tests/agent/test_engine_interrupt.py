@@ -1,4 +1,4 @@
-"""Stopping a turn: the TurnInterrupt handle, other cancellations, aclose(), and failures."""
+"""Stopping a turn: the turn handle's stop(), other cancellations, aclose(), and failures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from hermes.agent.engine import INTERRUPTED_TOOL_RESULT
 from hermes.agent.events import TextDelta, ToolCompleted, ToolStarted, TurnCompleted
-from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.tools.base import Tool, ToolRegistry
 from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.agent.types import TurnRequest
@@ -19,20 +18,22 @@ from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 
-async def _consume_until(agent, request, predicate, interrupt=None):
-    """Start a turn in a task; return (task, events) once predicate(event) is true."""
+async def _consume_until(agent, request, predicate):
+    """Start a turn and consume it in a task; return (handle, task, events) once predicate(event) is true."""
     events = []
     reached = asyncio.Event()
+    handle = agent.start(request)
 
     async def consume():
-        async for event in agent.run_turn(request, interrupt=interrupt):
-            events.append(event)
-            if predicate(event):
-                reached.set()
+        async with handle:
+            async for event in handle.events():
+                events.append(event)
+                if predicate(event):
+                    reached.set()
 
     task = asyncio.create_task(consume())
     await asyncio.wait_for(reached.wait(), 30)
-    return task, events
+    return handle, task, events
 
 
 def _process_alive(pid: int) -> bool:
@@ -89,17 +90,16 @@ def _assert_every_start_completed(events) -> None:
     assert last_completion < len(events) - 1 and isinstance(events[-1], TurnCompleted)
 
 
-# ---- the TurnInterrupt handle ------------------------------------------------------
+# ---- the handle's stop() ------------------------------------------------------------
 
 
 async def test_interrupt_while_streaming_closes_upstream_and_keeps_partial_text(upstream, make_agent, store):
     upstream.enqueue(text_reply("one two three four five six seven eight", chunk_delay=0.2))
     agent = make_agent()
-    handle = TurnInterrupt()
-    task, events = await _consume_until(
-        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    handle, task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two "
     )
-    handle.interrupt()  # the consumer is awaiting the next chunk: engine code is running
+    handle.stop()  # the consumer is awaiting the next chunk: engine code is running
     await asyncio.wait_for(task, 30)
     assert not task.cancelled()
     assert isinstance(events[-1], TurnCompleted)
@@ -116,15 +116,15 @@ async def test_interrupt_while_streaming_closes_upstream_and_keeps_partial_text(
     assert store.get_session(result.session_id).end_reason == "interrupted"
 
 
-async def test_interrupt_from_the_consumer_while_suspended_at_a_yield(upstream, make_agent, store):
+async def test_stop_from_the_consumer_while_it_handles_an_event(upstream, make_agent, store):
     upstream.enqueue(text_reply("one two three four", chunk_delay=0.05))
     agent = make_agent()
-    handle = TurnInterrupt()
     events = []
-    async for event in agent.run_turn(TurnRequest(input="count"), interrupt=handle):
-        events.append(event)
-        if isinstance(event, TextDelta) and event.text == "two ":
-            handle.interrupt(SERVER_SHUTDOWN, "the server is shutting down")
+    async with agent.start(TurnRequest(input="count")) as handle:
+        async for event in handle.events():
+            events.append(event)
+            if isinstance(event, TextDelta) and event.text == "two ":
+                handle.stop(SERVER_SHUTDOWN, "the server is shutting down")
     assert isinstance(events[-1], TurnCompleted)
     result = events[-1].result
     assert (result.status, result.error_code, result.error) == (
@@ -137,11 +137,11 @@ async def test_interrupt_from_the_consumer_while_suspended_at_a_yield(upstream, 
     assert store.get_session(result.session_id).end_reason == "interrupted"
 
 
-async def test_a_handle_interrupted_before_the_turn_stops_it_at_once(upstream, make_agent, store):
+async def test_a_handle_stopped_before_the_turn_runs_stops_it_at_once(upstream, make_agent, store):
     agent = make_agent()
-    handle = TurnInterrupt()
-    handle.interrupt()
-    events = [e async for e in agent.run_turn(TurnRequest(input="hi"), interrupt=handle)]
+    async with agent.start(TurnRequest(input="hi")) as handle:
+        handle.stop()
+        events = [e async for e in handle.events()]
     assert [e.type for e in events] == ["turn.started", "turn.completed"]
     assert events[-1].result.status == "interrupted"
     assert upstream.requests == []
@@ -159,11 +159,10 @@ async def test_interrupt_while_a_tool_runs_completes_it_and_leaves_a_valid_histo
         ),
     )
     agent = make_agent()
-    handle = TurnInterrupt()
-    task, events = await _consume_until(
-        agent, TurnRequest(input="work"), lambda e: isinstance(e, ToolStarted) and e.call_id == "n1", handle
+    handle, task, events = await _consume_until(
+        agent, TurnRequest(input="work"), lambda e: isinstance(e, ToolStarted) and e.call_id == "n1"
     )
-    handle.interrupt()
+    handle.stop()
     await asyncio.wait_for(task, 30)
     result = events[-1].result
     assert result.status == "interrupted"
@@ -192,13 +191,12 @@ async def test_interrupt_kills_the_tool_process_before_the_turn_completes(upstre
     sleeper, pid_file = _sleeper_call(tmp_path)
     upstream.enqueue(tool_reply([sleeper]))
     agent = make_agent(tools=ToolRegistry([TERMINAL_TOOL]))
-    handle = TurnInterrupt()
-    task, events = await _consume_until(
-        agent, TurnRequest(input="work", cwd=str(tmp_path)), lambda e: isinstance(e, ToolStarted), handle
+    handle, task, events = await _consume_until(
+        agent, TurnRequest(input="work", cwd=str(tmp_path)), lambda e: isinstance(e, ToolStarted)
     )
     pid = await _wait_for_pid(pid_file)
     assert _process_alive(pid)
-    handle.interrupt()
+    handle.stop()
     await asyncio.wait_for(task, 30)
     assert not _process_alive(pid)
     assert events[-1].result.status == "interrupted"
@@ -294,16 +292,15 @@ async def test_a_timeout_while_streaming_raises_and_keeps_partial_text(upstream,
 async def test_cancelling_the_consumer_task_propagates(upstream, make_agent, store):
     upstream.enqueue(text_reply("one two three four five six", chunk_delay=0.2))
     agent = make_agent()
-    handle = TurnInterrupt()
-    task, events = await _consume_until(
-        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    handle, task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two "
     )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 30)
     assert task.cancelled()
     assert not any(isinstance(e, TurnCompleted) for e in events)
-    handle.interrupt()  # too late: the turn is over; nothing is cancelled any more
+    handle.stop()  # too late: the turn is over; nothing is cancelled any more
     assert store.get_session(events[0].session_id).end_reason == "interrupted"
 
 
@@ -394,14 +391,13 @@ async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, 
     assert store.get_session(result.session_id).end_reason is None
 
 
-async def test_an_interrupt_does_not_swallow_a_cancel_that_arrives_with_it(upstream, make_agent, store):
+async def test_a_stop_does_not_swallow_a_cancel_that_arrives_with_it(upstream, make_agent, store):
     upstream.enqueue(text_reply("one two three four five six", chunk_delay=0.2))
     agent = make_agent()
-    handle = TurnInterrupt()
-    task, events = await _consume_until(
-        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two ", handle
+    handle, task, events = await _consume_until(
+        agent, TurnRequest(input="count"), lambda e: isinstance(e, TextDelta) and e.text == "two "
     )
-    handle.interrupt()
+    handle.stop()
     task.cancel()  # e.g. a shutdown's task group, at the same moment
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 30)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
-from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
 from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.turns import collect_turn as run
@@ -177,11 +176,12 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
     upstream.enqueue(tool_reply([call("terminal", {"command": f"sleep 60 & echo $! > {pidfile}; wait"})]))
     events = []
 
-    handle = TurnInterrupt()
+    handle = agent.start(TurnRequest(input="wait", cwd=str(tmp_path)))
 
     async def consume():
-        async for event in agent.run_turn(TurnRequest(input="wait", cwd=str(tmp_path)), interrupt=handle):
-            events.append(event)
+        async with handle:
+            async for event in handle.events():
+                events.append(event)
 
     async def until(predicate, timeout: float = 30) -> None:  # a condition wait, generous on a loaded machine
         deadline = asyncio.get_running_loop().time() + timeout
@@ -192,8 +192,8 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
     try:
         await until(lambda: pidfile.exists() and pidfile.read_text().strip())
         child = int(pidfile.read_text())
-        handle.interrupt()
-        await asyncio.wait_for(task, 30)  # the command waits on a 60 s sleep: only the interrupt ends it
+        handle.stop()
+        await asyncio.wait_for(task, 30)  # the command waits on a 60 s sleep: only the stop ends it
     finally:
         await agent.aclose()
     assert events[-1].result.status == "interrupted"

@@ -16,7 +16,6 @@ import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import AgentEvent, TextDelta, ToolCompleted, ToolStarted, TurnCompleted
-from hermes.agent.interrupt import TurnInterrupt
 from hermes.agent.providers.local import LocalProvider, LocalServer
 from hermes.agent.providers.local_model import BUNDLED, ModelChecksumError, verify_model
 from hermes.agent.tools.base import ToolRegistry
@@ -79,19 +78,18 @@ async def test_interrupt_stops_generation_and_the_server_stays_usable(
     agent = make_agent(local_provider, core_tools)
     first_text = asyncio.Event()
     events: list[AgentEvent] = []
-    interrupt = TurnInterrupt()
+    handle = agent.start(TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False))
 
     async def consume() -> None:
-        async for event in agent.run_turn(
-            TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False), interrupt=interrupt
-        ):
-            events.append(event)
-            if isinstance(event, TextDelta):
-                first_text.set()
+        async with handle:
+            async for event in handle.events():
+                events.append(event)
+                if isinstance(event, TextDelta):
+                    first_text.set()
 
     task = asyncio.create_task(consume())
     await asyncio.wait_for(first_text.wait(), timeout=60)
-    interrupt.interrupt()
+    handle.stop()
     await asyncio.wait_for(task, timeout=30)  # the engine stops generating and ends the turn
 
     assert isinstance(events[-1], TurnCompleted)

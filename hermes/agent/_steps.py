@@ -1,0 +1,178 @@
+"""The steps of a turn's loop: a model step, a tool step, and the answer that ends it.
+
+    outcome = CallOutcome()
+    async for event in model_step(turn, call, context, tools, outcome): ...   # one model call
+    async for event in tool_step(turn, call, outcome, context, tools): ...    # its tool calls
+    result = await answer(turn, context, outcome, ending)                     # or: the answer
+
+Each step is an async generator of engine events and writes what it produced to the
+`TurnState` (and through it to the store) as it happens.
+
+Invariants:
+- The model step compacts the request first when it would exceed the budget; the text it
+  streams is checkpointed as it arrives; the call's usage (and the summaries') is added to
+  the turn once the call ended.
+- The tool step records the assistant message with its calls before any tool starts, and
+  opens the calls only once they are stored: closing a stopped turn answers exactly these.
+  Results are recorded in call order, each as soon as all before it are in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hermes.agent._call import CallOutcome, CallPolicy, ModelCaller, ToolSlot
+from hermes.agent._tool_exec import as_registry_calls, run_batch
+from hermes.agent._turn import TurnState
+from hermes.agent.context import ContextBudget
+from hermes.agent.events import AgentEvent, SegmentEnd
+from hermes.agent.provider import ModelRequest
+from hermes.agent.tools.base import ToolContext, ToolRegistry
+from hermes.agent.types import ChatMessage, TurnResult
+from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
+
+SUMMARY_NUDGE = (
+    "You have used the maximum number of tool steps for this request. Do not call any more tools. "
+    "Summarise what you did, what you found, and what is left to do."
+)
+REPEAT_LIMIT = 3
+"""The same tool call (name and arguments) this many times in a row ends the turn with a summary."""
+REPEAT_NUDGE = (
+    "You called {name} with the same arguments {times} times; its result will not change. Do not call any "
+    "more tools. Reply to the user now: what you did, what you found, and what is left to do."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """How the model steps of one turn call the model."""
+
+    caller: ModelCaller
+    policy: CallPolicy
+    budget: ContextBudget
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """How the tool steps of one turn run tools."""
+
+    registry: ToolRegistry
+    context: ToolContext
+    output_limit: int
+
+
+Ending = Literal["answer", "max_iterations"]
+"""Why a text answer ends the turn: the model answered, or the max_iterations summary."""
+
+
+async def model_step(
+    turn: TurnState,
+    call: ModelCall,
+    context: list[ChatMessage],
+    tools: list[dict[str, Any]] | None,
+    outcome: CallOutcome,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Fit the request, call the model once; what it produced is left in `outcome`."""
+    async for compacted in call.budget.fit(context, tools):
+        yield compacted
+    turn.api_calls += 1
+    turn.text_parts = []
+    request = ModelRequest(model=turn.model, messages=context, tools=tools)
+    async with aclosing(call.caller.call(request, call.policy, outcome)) as events:
+        async for event in events:
+            if event.type == "text.delta":
+                turn.text_parts.append(event.text)
+                turn.checkpoints.streamed(turn.text_parts)
+            yield event
+    turn.usage = turn.usage + outcome.usage + call.budget.take_usage()
+    call.budget.observe(outcome.usage, context, tools)
+    turn.context_tokens = call.budget.last_prompt_tokens
+    if outcome.reasoning:
+        turn.reasoning.append(outcome.reasoning)
+
+
+async def tool_step(
+    turn: TurnState, run: ToolRun, outcome: CallOutcome, context: list[ChatMessage]
+) -> AsyncGenerator[AgentEvent, None]:
+    """Record the assistant message with its calls, run them, record their results."""
+    calls = outcome.tool_calls
+    assistant = assistant_message(outcome, with_calls=True)
+    context.append(assistant)
+    await turn.record(assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+    # Open only once the calls are stored: closing answers exactly these.
+    turn.open_calls = [(slot.id, slot.name) for slot in calls]
+    turn.text_parts = []
+    yield SegmentEnd()
+    results = turn.results = {}
+    order = [slot.id for slot in calls]
+    batch_calls = as_registry_calls(run.registry, calls)
+    async with aclosing(run_batch(batch_calls, run.context, output_limit=run.output_limit, results=results)) as batch:
+        async for event in batch:
+            if event.type == "tool.started":
+                turn.running_tools[event.call_id] = (event, time.monotonic())
+            elif event.type == "tool.completed":
+                turn.running_tools.pop(event.call_id, None)
+            yield event
+            # Results are written in call order, each as soon as all before it are in.
+            while order and order[0] in results:
+                await turn.record_tool_result(context, results[order.pop(0)])
+
+
+async def answer(
+    turn: TurnState, context: list[ChatMessage], outcome: CallOutcome, ending: Ending, max_iterations: int
+) -> TurnResult:
+    """Record the model's text answer; the turn's result (partial when it was cut off)."""
+    assistant = assistant_message(outcome, with_calls=False)
+    context.append(assistant)
+    await turn.record(assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+    turn.final_text = outcome.text
+    if outcome.stalled:
+        # Cut-off tool calls: the warning is already in the text and a StreamStalled event.
+        return turn.result(
+            "partial",
+            error=outcome.warning or "the response stream broke off before the answer was complete",
+            error_code=STREAM_STALLED if outcome.stalled_tools else OUTPUT_TRUNCATED,
+        )
+    if outcome.finish_reason == "length":
+        return turn.result("partial", error="the model hit its output limit", error_code=OUTPUT_TRUNCATED)
+    if ending == "max_iterations":
+        return turn.result("partial", error=f"stopped after {max_iterations} model calls", error_code=MAX_ITERATIONS)
+    return turn.result("completed")
+
+
+def assistant_message(outcome: CallOutcome, *, with_calls: bool) -> ChatMessage:
+    message: ChatMessage = {"role": "assistant", "content": outcome.text or None}
+    if with_calls:
+        message["tool_calls"] = [
+            {
+                "id": slot.id,
+                "type": "function",
+                "function": {"name": slot.name, "arguments": slot.arguments or "{}"},
+            }
+            for slot in outcome.tool_calls
+        ]
+    elif message["content"] is None:
+        message["content"] = ""
+    return message
+
+
+def repeated_call(repeats: list[str], calls: list[ToolSlot]) -> str | None:
+    """Track `calls` in `repeats`; the name of one made REPEAT_LIMIT times in a row, else None.
+
+    In a row: any other call in between (an edit, another command) starts the count again,
+    so running the tests after each fix is never taken for a loop.
+    """
+    for slot in calls:
+        parsed = slot.parsed_arguments()
+        key = slot.name + "\0" + (json.dumps(parsed, sort_keys=True) if parsed is not None else slot.arguments)
+        if repeats and repeats[-1] != key:
+            repeats.clear()
+        repeats.append(key)
+        if len(repeats) >= REPEAT_LIMIT:
+            return slot.name
+    return None

@@ -1,0 +1,194 @@
+"""The bookkeeping of one running turn: what it wrote, what is open, how it ends.
+
+`TurnState` is mutable and belongs to one turn's task. It records messages (store first,
+then the result's transcript), keeps the transcript valid after a stop, and ends the
+session once.
+
+Invariants:
+- A message is in `messages` only once the store accepted it (when the turn persists).
+- `open_calls` are the tool calls whose results are not recorded yet; closing a stopped
+  turn answers exactly these (their result if it is in, else INTERRUPTED_TOOL_RESULT).
+- The session end is attempted once (`finished`); cleanup writes are best effort unless
+  told otherwise: a store failure is logged and never replaces a stop's cause.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from hermes.agent._checkpoint import TurnCheckpoints
+from hermes.agent.events import ToolCompleted, ToolStarted
+from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
+from hermes.error_codes import INTERNAL_ERROR
+from hermes.errors import HermesError
+from hermes.store.base import NewMessage
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_TOOL_RESULT = "[interrupted: the user stopped the turn before this tool finished; it may have partly run]"
+
+
+@dataclass(slots=True)
+class TurnState:
+    """Mutable bookkeeping of one running turn (what cleanup needs to know)."""
+
+    session_id: str
+    model: str
+    persist: bool
+    messages: list[ChatMessage] = field(default_factory=list)
+    """This turn's transcript (user message first)."""
+    text_parts: list[str] = field(default_factory=list)
+    """Visible text of the current assistant segment, for partial results."""
+    final_text: str = ""
+    reasoning: list[str] = field(default_factory=list)
+    open_calls: list[tuple[str, str]] = field(default_factory=list)
+    """(call_id, name) of tool calls whose results are not in `messages` yet."""
+    results: dict[str, ToolCompleted] = field(default_factory=dict)
+    """Results of the current tool batch by call id (some may not be recorded yet)."""
+    running_tools: dict[str, tuple[ToolStarted, float]] = field(default_factory=dict)
+    """Calls that got ToolStarted but no ToolCompleted yet, with their start time."""
+    usage: Usage = field(default_factory=Usage)
+    api_calls: int = 0
+    context_tokens: int = 0
+    """Size of the last request: the provider's prompt_tokens, else the estimate."""
+    started: bool = False
+    """TurnStarted was emitted."""
+    finished: bool = False
+    """The session end was attempted (it is attempted once)."""
+    checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
+    """The turn row and streaming-text checkpoints in the store (crash safety)."""
+    repeats: list[str] = field(default_factory=list)
+    """The latest tool call (name and canonical arguments) and its repetitions in a row."""
+    wrap_up: str | None = None
+    """Why the next model call is a tool-less summary ahead of max_iterations ("repeated")."""
+
+    # ---- recording -------------------------------------------------------------------
+
+    async def record(
+        self, message: ChatMessage, *, reasoning: str | None = None, finish_reason: str | None = None
+    ) -> None:
+        # Stored first: the result's transcript holds only what the store accepted.
+        if self.persist:
+            await self.checkpoints.record(
+                NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
+            )
+        self.messages.append(message)
+
+    async def record_input(self, message: ChatMessage) -> Exception | None:
+        """Record the user's message; a failure is returned, to end the turn like any other."""
+        try:
+            await self.record(message)
+        except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
+            return exc
+        return None
+
+    async def record_tool_result(self, context: list[ChatMessage], event: ToolCompleted) -> None:
+        message: ChatMessage = {
+            "role": "tool",
+            "tool_call_id": event.call_id,
+            "name": event.name,
+            "content": event.result,
+        }
+        context.append(message)
+        self.open_calls = [(cid, name) for cid, name in self.open_calls if cid != event.call_id]
+        await self.record(message)
+
+    # ---- ending ----------------------------------------------------------------------
+
+    async def close_open(self, why: TurnStatus) -> None:
+        """Keep the transcript valid after a stop: results or placeholders, partial text.
+
+        Runs after the model call and the tools stopped. Best effort: a store failure here
+        is logged, never raised over the stop's cause.
+        """
+        if self.finished:
+            return
+        try:
+            if self.open_calls:
+                for call_id, name in list(self.open_calls):
+                    done = self.results.get(call_id)
+                    content = done.result if done is not None else INTERRUPTED_TOOL_RESULT
+                    self.open_calls.remove((call_id, name))
+                    placeholder: ChatMessage = {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "name": name,
+                        "content": content,
+                    }
+                    await self.record(placeholder)
+            elif self.text_parts:
+                partial = "".join(self.text_parts)
+                self.final_text = partial
+                self.text_parts = []
+                await self.record({"role": "assistant", "content": partial}, finish_reason=why)
+        except Exception:  # best effort, see the docstring
+            log.exception("could not write the closing messages of session %s", self.session_id)
+
+    def interrupted_tools(self) -> list[ToolCompleted]:
+        """The ToolCompleted owed to every call that got ToolStarted but no ToolCompleted."""
+        owed: list[ToolCompleted] = []
+        now = time.monotonic()
+        for call_id, (started, at) in self.running_tools.items():
+            done = self.results.get(call_id)
+            owed.append(
+                done
+                if done is not None
+                else ToolCompleted(
+                    call_id=call_id,
+                    name=started.name,
+                    result=INTERRUPTED_TOOL_RESULT,
+                    duration=now - at,
+                    is_error=True,
+                    arguments=started.arguments,
+                )
+            )
+        self.running_tools.clear()
+        return owed
+
+    async def end_session(self, status: TurnStatus, *, best_effort: bool = True) -> bool:
+        """Add the turn's usage and end the session, attempted once; False when that failed.
+
+        Best effort (the failure is logged) unless told otherwise.
+        """
+        if self.finished:
+            return False
+        self.finished = True
+        if not self.persist:
+            return True
+        try:
+            await self.checkpoints.finish(status, self.usage)  # turn end, usage, session end: one write
+        except Exception:  # best effort unless told otherwise (re-raised then)
+            if not best_effort:
+                raise
+            log.exception("could not end session %s", self.session_id)
+            return False
+        return True
+
+    async def fail(self, exc: Exception) -> TurnResult:
+        """The result of a turn that an unexpected exception ended."""
+        if isinstance(exc, HermesError):
+            code, error = exc.code, str(exc)
+        else:
+            code, error = INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        log.error("turn in session %s failed: %s", self.session_id, error, exc_info=exc)
+        await self.close_open("failed")
+        if not await self.end_session("failed"):
+            error += " (the session could not be ended)"
+        return self.result("failed", error=error, error_code=code)
+
+    def result(self, status: TurnStatus, *, error: str | None = None, error_code: str | None = None) -> TurnResult:
+        return TurnResult(
+            session_id=self.session_id,
+            status=status,
+            final_text=self.final_text,
+            messages=list(self.messages),
+            usage=self.usage,
+            api_calls=self.api_calls,
+            context_tokens=self.context_tokens,
+            model=self.model,
+            error=error,
+            error_code=error_code,
+            reasoning="".join(self.reasoning) or None,
+        )

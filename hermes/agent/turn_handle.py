@@ -1,0 +1,202 @@
+"""A running turn: its task, its event queue, its stop and its close (`TurnHandle`).
+
+    handle = agent.start(TurnRequest(input="fix the failing test"))
+    async with handle:                          # leaving: aclose(CLOSE_GRACE)
+        async for event in handle.events():     # ends after the final TurnCompleted
+            ...                                 # any callback may call handle.stop(code, message)
+    handle.result                               # the TurnResult (None: the turn never completed)
+
+The consumer side is `events()`, `stop()`, `aclose()`, `result`; the producer (the engine,
+or any other driver) gets the handle too and uses `emit()`, `listen()`, `unlisten()` and
+`stop_requested`.
+
+Invariants:
+- The turn runs in a task of its own, created here; nothing ever cancels the consumer.
+  Events reach the consumer through a bounded queue (QUEUE_SIZE): when the consumer is
+  behind, the producer waits at `emit()` (backpressure). Every emitted event is delivered,
+  in order, unless the consumer left (`aclose()`); `events()` ends after the last one.
+- `stop(code, message)` is delivered inside the turn's own task. While the producer
+  listens and runs its own code (reading the upstream, waiting for a tool) the handle
+  cancels the task once; the producer recognises that cancel with `unlisten()`, which takes
+  it back (`Task.uncancel()`). While the producer waits at `emit()`, or before it listens,
+  only the stop is recorded; the producer checks `stop_requested` afterwards. The first
+  stop wins; later ones are ignored. A stop from inside the turn's task (e.g. a tool's
+  callback) is recorded only, since a cancel of the running task would land after it.
+- `aclose(grace)` is how a consumer leaves: events are dropped from then on, the turn is
+  stopped, the producer gets `grace` seconds to settle (interrupted tool results written,
+  session ended), then its task is cancelled — the producer's cleanup still runs, without
+  events — and awaited. Idempotent; always call it (or use `async with`).
+- An exception raised by the producer (e.g. the session could not be opened) is raised
+  by `events()` once the events before it are delivered; `result` stays None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from types import TracebackType
+from typing import Any
+
+from hermes.agent.events import AgentEvent, TurnCompleted
+from hermes.agent.types import TurnResult
+from hermes.error_codes import INTERRUPTED
+
+QUEUE_SIZE = 16
+"""Events a producer may run ahead of its consumer before `emit()` waits."""
+CLOSE_GRACE = 5.0
+"""Seconds `aclose()` lets a stopped turn wind down before cancelling its task."""
+STOP_MESSAGE = "interrupted by the user"
+
+_CANCEL_MESSAGE = "hermes: turn stopped through its handle"
+
+
+class _End:
+    """Queue marker: the producer has finished."""
+
+
+_END = _End()
+
+Producer = Callable[["TurnHandle"], Coroutine[Any, Any, None]]
+
+
+class TurnHandle:
+    """One turn running in its own task (see the module docstring)."""
+
+    def __init__(self, produce: Producer, *, name: str = "hermes-turn") -> None:
+        self._queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue(maxsize=QUEUE_SIZE)
+        self.result: TurnResult | None = None
+        """Set when the producer emits its TurnCompleted."""
+        self.stop_code: str | None = None
+        self.stop_message: str | None = None
+        self._failure: BaseException | None = None
+        self._detached = False
+        """Set by `aclose()`: nobody reads the queue any more; events are dropped."""
+        self._listening = False
+        self._cancel_sent = False
+        self.task: asyncio.Task[None] = asyncio.create_task(self._run(produce), name=name)
+
+    async def _run(self, produce: Producer) -> None:
+        try:
+            await produce(self)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - raised to the consumer by events()
+            self._failure = exc
+        finally:
+            self._listening = False
+            with contextlib.suppress(asyncio.CancelledError):
+                # After aclose() the queue was drained: there is room, this never waits.
+                await self._queue.put(_END)
+
+    # ---- the consumer's side ------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.task.done()
+
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
+        """The turn's events, ending after the last one; raises what the producer raised."""
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, _End):
+                break
+            yield item
+        if self._failure is not None:
+            raise self._failure
+
+    def stop(self, code: str = INTERRUPTED, message: str = STOP_MESSAGE) -> None:
+        """Ask the turn to stop: it ends with TurnCompleted(status="interrupted", error_code=code)."""
+        if self.stop_code is not None:
+            return
+        self.stop_code = code
+        self.stop_message = message
+        self._deliver_stop()
+
+    async def wait(self) -> TurnResult | None:
+        """Read the events to the end and return the result (None if the turn never completed)."""
+        async for _ in self.events():
+            pass
+        return self.result
+
+    async def settled(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the turn's task to finish, without stopping it."""
+        if not self.task.done():
+            await asyncio.wait({self.task}, timeout=timeout)
+
+    async def aclose(self, grace: float = CLOSE_GRACE) -> None:
+        """Leave: stop the turn, wait up to `grace` seconds for it, then cancel it (see above)."""
+        self._detached = True
+        self.stop()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        try:
+            if not self.task.done():
+                await asyncio.wait({self.task}, timeout=grace)
+            if not self.task.done():
+                self.task.cancel()
+                await asyncio.wait({self.task})
+        except asyncio.CancelledError:
+            self.task.cancel()  # the consumer is cancelled while waiting: stop waiting for the engine
+            raise
+        finally:
+            if self.task.done() and not self.task.cancelled():
+                self.task.exception()  # retrieved: a failure was the consumer's to read from events()
+
+    async def __aenter__(self) -> TurnHandle:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # ---- the producer's side ------------------------------------------------------------
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.stop_code is not None
+
+    async def emit(self, event: AgentEvent) -> None:
+        """Hand `event` to the consumer; waits while the queue is full. A stop is only recorded meanwhile."""
+        if isinstance(event, TurnCompleted):
+            self.result = event.result
+        if self._detached:
+            return
+        listening, self._listening = self._listening, False
+        try:
+            await self._queue.put(event)
+        finally:
+            self._listening = listening
+
+    def listen(self) -> None:
+        """From now on a stop cancels the producer's task (once).
+
+        A stop made before is not delivered: check `stop_requested` after listening.
+        """
+        self._listening = True
+
+    def unlisten(self) -> bool:
+        """Stop listening; True when a stop's cancel was taken back and no other cancel is pending.
+
+        Call it first thing on catching CancelledError (or any exception a cancel may have
+        turned into) in producer code.
+        """
+        self._listening = False
+        if not self._cancel_sent:
+            return False
+        self._cancel_sent = False
+        return self.task.uncancel() == 0
+
+    def _deliver_stop(self) -> None:
+        task = self.task
+        if not self._listening or self._cancel_sent or task.done() or task.cancelling():
+            return
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:  # outside the event loop: the producer sees stop_requested later
+            return
+        if task is current:
+            return
+        self._cancel_sent = True
+        task.cancel(_CANCEL_MESSAGE)
