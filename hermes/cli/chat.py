@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -24,10 +23,11 @@ from hermes.errors import UsageError
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from hermes.agent.engine import Agent
     from hermes.agent.mcp.status import McpServerStatus
     from hermes.agent.turn_handle import TurnHandle
     from hermes.cli._status import StatusLine
+    from hermes.runtime import Runtime
+    from hermes.store.api import Storage
 
 MAX_STDIN_BYTES = 5_000_000
 
@@ -91,56 +91,69 @@ def _compose_prompt(query: str | None, piped: str | None) -> str:
 async def _one_shot(
     settings: Any, prompt: str, *, as_json: bool, continue_last: bool, resume: str | None, quiet: bool = False
 ) -> int:
-    from hermes.agent.factory import build_agent, choose_provider
+    from hermes.agent.factory import choose_provider
+    from hermes.agent.progress import ProgressUpdate
+    from hermes.agent.sandbox import sandbox_notice
     from hermes.cli._status import StatusLine, plain_interval
-    from hermes.errors import SessionNotFound
-    from hermes.store.storage import open_storage
+    from hermes.runtime import open_runtime
 
-    storage = await open_storage(settings)
-    try:
-        store = storage.sessions
-        await store.repair_abandoned_turns()  # turns a crashed process left open (before --continue picks one)
-        session_id: str | None = None
-        if resume:
-            session_id = (await store.get_session(resume)).id
-        elif continue_last:
-            latest = await store.latest_session()
-            if latest is None:
-                raise SessionNotFound("(newest)")
-            session_id = latest.id
-        choice = choose_provider(settings)
-        from hermes.agent.sandbox import sandbox_notice
+    choice = choose_provider(settings)
+    session_id: str | None = None
+    status: StatusLine | None = None
 
+    async def prepare(storage: Storage) -> None:
+        # After the repair (before --continue picks a session), before the model is loaded.
+        nonlocal session_id, status
+        session_id = await _pick_session(storage, continue_last=continue_last, resume=resume)
         for notice in (choice.notice, sandbox_notice(settings)):
             if notice and not as_json:
                 sys.stderr.write(f"hermes: {notice}\n")
         # The status line covers preparing the model too (--quiet: nothing at all).
-        status = None
         if not quiet:
             status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
-        try:
-            progress = status.on_progress if status is not None else None
-            agent = build_agent(settings, store, choice=choice, progress=progress)
-            return await _run_turn(settings, agent, prompt, session_id, status, as_json=as_json)
-        finally:
-            if status is not None:
-                status.close()
+
+    def progress(update: ProgressUpdate) -> None:
+        if status is not None:
+            status.on_progress(update)
+
+    try:
+        async with open_runtime(
+            settings, prepare=prepare, choice=choice, progress=None if quiet else progress, defer_mcp=True
+        ) as runtime:
+            return await _run_turn(settings, runtime, prompt, session_id, status, as_json=as_json)
     finally:
-        await storage.aclose()
+        if status is not None:
+            status.close()
+
+
+async def _pick_session(storage: Storage, *, continue_last: bool, resume: str | None) -> str | None:
+    """--resume ID (must exist), -c the newest session (one must exist), else None."""
+    from hermes.errors import SessionNotFound
+
+    store = storage.sessions
+    if resume:
+        return (await store.get_session(resume)).id
+    if continue_last:
+        latest = await store.latest_session()
+        if latest is None:
+            raise SessionNotFound("(newest)")
+        return latest.id
+    return None
 
 
 async def _run_turn(
-    settings: Any, agent: Agent, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
+    settings: Any, runtime: Runtime, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
     import signal
     from contextlib import nullcontext
 
-    from hermes.agent.mcp.manager import start_mcp
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._render import make_renderer
+
+    agent = runtime.agent
 
     def quiet_output() -> AbstractContextManager[None]:
         return status.paused() if status is not None else nullcontext()
@@ -173,14 +186,13 @@ async def _run_turn(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     result = None
-    mcp = None
 
     def report_mcp(mcp_status: McpServerStatus) -> None:
         with quiet_output():
             _report_mcp(mcp_status)
 
     try:
-        mcp = await start_mcp(settings, agent.tools, report_mcp, cwd=Path.cwd())
+        await runtime.start_mcp(report_mcp)
         handle = agent.start(request)
         async for event in handle.events():
             with quiet_output():
@@ -210,9 +222,6 @@ async def _run_turn(
             renderer.close()
         if status is not None:
             status.close()
-        if mcp is not None:
-            await mcp.aclose()
-        await agent.aclose()
     assert result is not None
     if as_json:
         sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
