@@ -216,10 +216,8 @@ async def model_call(
             yield Status("streaming_disabled", "the endpoint does not support streaming; using non-streaming calls")
             continue
         except (ProviderError, TimeoutError) as raw:
-            error = (
-                raw
-                if isinstance(raw, ProviderError)
-                else ProviderTimeout(f"no response from the model for {policy.stale_timeout:g} s", retryable=True)
+            error = raw if isinstance(raw, ProviderError) else ProviderTimeout(
+                f"no response from the model for {policy.stale_timeout:g} s", retryable=True
             )
             acc.finish()
             delivered = acc.delivered

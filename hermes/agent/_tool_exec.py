@@ -56,7 +56,7 @@ def cap_output(text: str, limit: int) -> str:
     cut = len(text) - head - tail
     return (
         f"{text[:head]}\n\n[… {cut:,} characters cut: the output was {len(text):,} characters; "
-        f"showing the first {head:,} and the last {tail:,} …]\n\n{text[len(text) - tail :]}"
+        f"showing the first {head:,} and the last {tail:,} …]\n\n{text[len(text) - tail:]}"
     )
 
 

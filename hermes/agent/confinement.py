@@ -64,6 +64,7 @@ def is_process_secret(path: str) -> bool:
     return _PROCESS_SECRETS.match(path) is not None
 
 
+
 def _absolute(path: str | os.PathLike[str], cwd: Path | None = None) -> Path:
     expanded = Path(os.path.expanduser(os.fspath(path)))
     if not expanded.is_absolute():

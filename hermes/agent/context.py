@@ -259,7 +259,9 @@ class Compaction:
     usage: Usage
 
 
-async def summarize_older(older: list[ChatMessage], policy: ContextPolicy, summarize: Summarize) -> tuple[str, Usage]:
+async def summarize_older(
+    older: list[ChatMessage], policy: ContextPolicy, summarize: Summarize
+) -> tuple[str, Usage]:
     """One summary of `older` (which may start with the previous summary), chunked to fit."""
     out_tokens = policy.summary_tokens
     prompt_tokens = estimate_tokens([{"role": "system", "content": SUMMARIZER_PROMPT}]) + 64

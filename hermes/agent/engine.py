@@ -78,7 +78,7 @@ from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
-from hermes.agent.turn_handle import TurnHandle
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import UsageError
 from hermes.ids import new_session_id
@@ -155,10 +155,16 @@ class Agent:
         return TurnHandle(produce)
 
     async def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]:
-        """`start(request)`'s events, for scripts and tests; leaving early closes the turn."""
+        """`start(request)`'s events, for scripts and tests; leaving early closes the turn.
+
+        What the turn raised (TurnCrashed) is raised as its cause.
+        """
         async with self.start(request) as handle, aclosing(handle.events()) as events:
-            async for event in events:
-                yield event
+            try:
+                async for event in events:
+                    yield event
+            except TurnCrashed as crash:
+                raise crash.cause from None
 
     async def _drive(self, request: TurnRequest, handle: TurnHandle) -> None:
         """The turn, inside its handle's task: emits every event, ends with TurnCompleted."""

@@ -27,7 +27,8 @@ Invariants:
   session ended), then its task is cancelled — the producer's cleanup still runs, without
   events — and awaited. Idempotent; always call it (or use `async with`).
 - An exception raised by the producer (e.g. the session could not be opened) is raised
-  by `events()` once the events before it are delivered; `result` stays None.
+  by `events()` as `TurnCrashed` (its `cause`) once the events before it are delivered;
+  `result` stays None. An exception from the consumer's own code is never a TurnCrashed.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ STOP_MESSAGE = "interrupted by the user"
 _CANCEL_MESSAGE = "hermes: turn stopped through its handle"
 
 
+class TurnCrashed(Exception):
+    """The producer raised instead of ending the turn with TurnCompleted."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+
 class _End:
     """Queue marker: the producer has finished."""
 
@@ -69,7 +78,7 @@ class TurnHandle:
         """Set when the producer emits its TurnCompleted."""
         self.stop_code: str | None = None
         self.stop_message: str | None = None
-        self._failure: BaseException | None = None
+        self._failure: TurnCrashed | None = None
         self._detached = False
         """Set by `aclose()`: nobody reads the queue any more; events are dropped."""
         self._listening = False
@@ -82,7 +91,7 @@ class TurnHandle:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - raised to the consumer by events()
-            self._failure = exc
+            self._failure = TurnCrashed(exc)
         finally:
             self._listening = False
             with contextlib.suppress(asyncio.CancelledError):
@@ -96,14 +105,14 @@ class TurnHandle:
         return self.task.done()
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
-        """The turn's events, ending after the last one; raises what the producer raised."""
+        """The turn's events, ending after the last one; TurnCrashed if the producer raised."""
         while True:
             item = await self._queue.get()
             if isinstance(item, _End):
                 break
             yield item
         if self._failure is not None:
-            raise self._failure
+            raise self._failure from self._failure.cause
 
     def stop(self, code: str = INTERRUPTED, message: str = STOP_MESSAGE) -> None:
         """Ask the turn to stop: it ends with TurnCompleted(status="interrupted", error_code=code)."""

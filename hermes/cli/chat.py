@@ -149,6 +149,7 @@ async def _run_turn(
     import signal
     from contextlib import nullcontext
 
+    from hermes.agent.turn_handle import TurnCrashed
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._render import make_renderer
@@ -174,13 +175,17 @@ async def _run_turn(
     task = asyncio.current_task()
     assert task is not None
     handle: TurnHandle | None = None
+    stop_asked = False
 
     def on_signal() -> None:
         # First signal: let the engine wind the turn down (exit 130 with its result);
         # a second one stops waiting for that (the turn is closed at once).
-        if handle is None or handle.stop_requested:
+        nonlocal stop_asked
+        if stop_asked:
             task.cancel()
-        else:
+            return
+        stop_asked = True
+        if handle is not None:
             handle.stop()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -194,6 +199,8 @@ async def _run_turn(
     try:
         await runtime.start_mcp(report_mcp)
         handle = agent.start(request)
+        if stop_asked:
+            handle.stop()
         async for event in handle.events():
             with quiet_output():
                 if status is not None:
@@ -205,8 +212,10 @@ async def _run_turn(
                     if not as_json:
                         continue
                 renderer.handle(event)
+    except TurnCrashed as crash:
+        raise crash.cause from None  # reported like any error of the command
     except asyncio.CancelledError:
-        if handle is None or not handle.stop_requested:
+        if not stop_asked:
             raise
         if status is not None:
             status.close()

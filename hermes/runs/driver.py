@@ -1,6 +1,6 @@
 """The run driver: one admitted turn fed through its endpoint's translator, then settled.
 
-`drive_run` runs the turn (`hermes.runs.turn.TurnRun`), hands every engine event to a
+`drive_run` runs the turn (`agent.start(request)`, a `TurnHandle`), hands every engine event to a
 `RunTranslator` (one per wire format; it appends frames to the run's log), and settles
 the run whatever happens: a completed, interrupted, cancelled or failed turn, a crash,
 or a cancellation. Invariant: every run it drives ends with a final event.
@@ -13,11 +13,12 @@ import logging
 from typing import Protocol
 
 from hermes.agent.events import AgentEvent, ApprovalRequested, TurnStarted
+from hermes.agent.turn_handle import TurnCrashed
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
 from hermes.runs.registry import Run, RunRegistry, emit_final
-from hermes.runs.turn import TurnCrashed, TurnEngine, TurnRun
+from hermes.runs.turn import TurnEngine
 from hermes.runs.wire import usage_json
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ async def drive_run(
     request.approve = approve
     run.set_status("running")
     translator.on_start(run)
-    turn = TurnRun(agent, request)
+    turn = agent.start(request)
     run.turn = turn
     try:
         async for event in turn.events():

@@ -35,12 +35,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnResult
 from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
 from hermes.errors import StoreError
 from hermes.ids import new_run_id
 from hermes.runs.journal import RunJournal
-from hermes.runs.turn import TurnRun
 from hermes.store.api import ControlMessage, ControlReply, Storage
 from hermes.store.run_store import TERMINAL_STATES, RunRecord
 
@@ -119,7 +119,7 @@ class Run:
     stop_requested: bool = False
     result: TurnResult | None = None
     """The engine's result, once the turn has settled (see `hermes.runs.driver`)."""
-    turn: TurnRun | None = None
+    turn: TurnHandle | None = None
     """The engine turn this run drives, once it has started; `RunRegistry.stop` interrupts it."""
 
     # ---- events -------------------------------------------------------------------

@@ -14,21 +14,19 @@ A request is a utility request when it is **not streamed** and either
   for its background tasks starts so; Open WebUI does not forward its metadata to an
   OpenAI connection, so this is the signal it actually sends).
 
-`UtilityEngine` satisfies `TurnEngine`, so a utility request runs through the same
-pipeline as a turn (admission, idempotency, disconnects) and is answered by the same
-translators.
+`UtilityEngine` satisfies `TurnEngine` (its `start` returns a `TurnHandle`), so a
+utility request runs through the same pipeline as a turn (admission, idempotency,
+disconnects) and is answered by the same translators.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
-from hermes.agent.events import AgentEvent, TurnCompleted, TurnStarted
-from hermes.agent.interrupt import TurnInterrupt
+from hermes.agent.events import TurnCompleted, TurnStarted
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent, ReasoningChunk, TextChunk, UsageChunk
+from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult, Usage
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
@@ -60,9 +58,15 @@ class UtilityEngine:
         self._provider = provider
         self._model = model
 
-    async def run_turn(
-        self, request: TurnRequest, *, interrupt: TurnInterrupt | None = None
-    ) -> AsyncIterator[AgentEvent]:
+    def start(self, request: TurnRequest) -> TurnHandle:
+        """The utility call as a turn behind a `TurnHandle` (stop() cancels the call)."""
+
+        async def produce(handle: TurnHandle) -> None:
+            await self._answer(request, handle)
+
+        return TurnHandle(produce, name="hermes-utility")
+
+    async def _answer(self, request: TurnRequest, handle: TurnHandle) -> None:
         model = request.model or self._model
         session_id = request.session_id or ""
         user: ChatMessage = {"role": "user", "content": request.input}
@@ -70,36 +74,45 @@ class UtilityEngine:
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
         messages += [*(request.history or []), user]
-        yield TurnStarted(session_id=session_id, model=model)
-        call = asyncio.ensure_future(self._provider.complete(ModelRequest(model=model, messages=messages, tools=None)))
-
-        def stop() -> None:
-            call.cancel()
-
-        remove = interrupt.add_listener(stop) if interrupt is not None else None
+        await handle.emit(TurnStarted(session_id=session_id, model=model))
+        interrupted = TurnResult(session_id, "interrupted", "", [user], model=model)
+        handle.listen()
         try:
-            events = await call
+            if handle.stop_requested:  # stopped before the call: it is never made
+                handle.unlisten()
+                await handle.emit(TurnCompleted(_stopped(interrupted, handle)))
+                return
+            events = await self._provider.complete(ModelRequest(model=model, messages=messages, tools=None))
         except asyncio.CancelledError:
-            if interrupt is None or not interrupt.requested:
+            if not handle.unlisten():
                 raise
-            yield TurnCompleted(
-                TurnResult(session_id, "interrupted", "", [user], model=model,
-                           error=interrupt.message, error_code=interrupt.code)
-            )
+            await handle.emit(TurnCompleted(_stopped(interrupted, handle)))
             return
         except Exception as exc:  # noqa: BLE001 - a failed call is a failed turn, as in the engine
+            handle.unlisten()
             code = exc.code if isinstance(exc, HermesError) else INTERNAL_ERROR
-            yield TurnCompleted(TurnResult(session_id, "failed", "", [user], api_calls=1, model=model,
-                                           error=str(exc) or type(exc).__name__, error_code=code))
+            await handle.emit(
+                TurnCompleted(
+                    TurnResult(
+                        session_id,
+                        "failed",
+                        "",
+                        [user],
+                        api_calls=1,
+                        model=model,
+                        error=str(exc) or type(exc).__name__,
+                        error_code=code,
+                    )
+                )
+            )
             return
-        finally:
-            if remove is not None:
-                remove()
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(BaseException):
-                    await call
-        yield TurnCompleted(_result(session_id, model, user, events))
+        handle.unlisten()
+        await handle.emit(TurnCompleted(_result(session_id, model, user, events)))
+
+
+def _stopped(result: TurnResult, handle: TurnHandle) -> TurnResult:
+    result.error, result.error_code = handle.stop_message, handle.stop_code
+    return result
 
 
 def _result(session_id: str, model: str, user: ChatMessage, events: list[ProviderEvent]) -> TurnResult:

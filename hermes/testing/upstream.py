@@ -201,7 +201,9 @@ def tool_reply(
             )
         )
         for fragment in fragments:
-            steps.append(Chunk(delta={"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}))
+            steps.append(
+                Chunk(delta={"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+            )
     steps.append(Chunk(delta={}, finish_reason=finish_reason))
     if usage is not None:
         steps.append(Chunk(usage=_usage(*usage)))

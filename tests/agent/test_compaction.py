@@ -78,7 +78,9 @@ async def _blob(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"<{args.get('tag', '')}>" + "z" * int(args.get("size", 800))
 
 
-TOOLS = ToolRegistry([Tool("blob", "returns a blob", {"type": "object", "properties": {}}, _blob, read_only=True)])
+TOOLS = ToolRegistry(
+    [Tool("blob", "returns a blob", {"type": "object", "properties": {}}, _blob, read_only=True)]
+)
 
 
 @pytest.fixture
@@ -132,7 +134,8 @@ def request_size(request: RecordedRequest) -> int:
 
 def turn_script(turn: int, tool_rounds: int = 2) -> list[Reply]:
     replies = [
-        tool_reply([call("blob", {"tag": f"t{turn}r{r}", "size": 900}, id=f"c{turn}_{r}")]) for r in range(tool_rounds)
+        tool_reply([call("blob", {"tag": f"t{turn}r{r}", "size": 900}, id=f"c{turn}_{r}")])
+        for r in range(tool_rounds)
     ]
     return [*replies, text_reply(f"answer {turn}")]
 

@@ -128,9 +128,7 @@ def _turn(*steps: tuple[str, dict[str, Any], str]) -> list[dict[str, Any]]:
 
 
 FAILED = (
-    "patch",
-    {"path": "calc.py", "old_string": "x", "new_string": "y"},
-    "Error: no match for old_string in /t/calc.py",
+    "patch", {"path": "calc.py", "old_string": "x", "new_string": "y"}, "Error: no match for old_string in /t/calc.py"
 )
 NAMES = {"read_file", "patch"}
 
@@ -151,9 +149,7 @@ def test_repair_is_due_only_right_after_a_failed_patch() -> None:
 
 
 READ = (
-    "read_file",
-    {"path": "calc.py"},
-    "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b",
+    "read_file", {"path": "calc.py"}, "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b"
 )
 
 
@@ -202,9 +198,6 @@ async def test_the_retry_after_a_re_read_is_fitted_before_it_runs(
 
     assert result.final_text == "Fixed."
     assert [(e.name, e.is_error) for e in events if isinstance(e, ToolCompleted)] == [
-        ("read_file", False),
-        ("patch", True),
-        ("read_file", False),
-        ("patch", False),
+        ("read_file", False), ("patch", True), ("read_file", False), ("patch", False),
     ]
     assert (tmp_path / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a + b\n"

@@ -110,7 +110,7 @@ def test_reply_text_is_decoded_incrementally_across_any_chunking(text: str, asci
 def test_reply_streams_before_the_object_is_complete() -> None:
     streamer = ReplyStreamer()
     assert streamer.feed('{"action": "reply", "args": {"text": "Hel') == "Hel"
-    assert streamer.feed("lo") == "lo"
+    assert streamer.feed('lo') == "lo"
     assert not streamer.done
 
 

@@ -221,7 +221,9 @@ def test_two_processes_assembling_at_once_make_one_file(tmp_path: Path, parts: l
         print(",".join(sorted(set(steps))))
         """
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     outputs = [proc.communicate(timeout=60)[0].strip() for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0]
     assert outputs.count("assembling") == 1  # one assembled; the others waited or found it stamped

@@ -53,7 +53,7 @@ def _handler(connection: McpConnection, remote_name: str, name: str) -> ToolHand
         config = connection.config
         if config.approval == "ask":
             shown = f"{remote_name}({json.dumps(args, ensure_ascii=False)[:300]})"
-            reason = f'tool of MCP server {config.name} (approval = "ask")'
+            reason = f"tool of MCP server {config.name} (approval = \"ask\")"
             rule = f"mcp:{config.name}"
             if not await ctx.request_approval(name, shown, reason, rule):
                 who = "the user denied it" if ctx.approve is not None else "no one can approve it in this session"

@@ -99,7 +99,7 @@ EDIT_RETRY_NOTE = (
 )
 
 CHECK_NOTE = (
-    "You changed files. Before you reply, run the check the request names with terminal: {check}. "
+    'You changed files. Before you reply, run the check the request names with terminal: {check}. '
     'Then answer the request "{request}" with what it printed.'
 )
 
@@ -586,7 +586,7 @@ def fit_context(messages: list[ChatMessage], budget_chars: int) -> list[ChatMess
         kept = rest[start:]
         if size(system + note + kept) <= budget_chars:
             return system + note + kept
-    return system + note + rest[starts[-1] :] if starts else messages
+    return system + note + rest[starts[-1]:] if starts else messages
 
 
 def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:

@@ -297,7 +297,9 @@ class LocalProvider(Provider):
             ConfigError: local_model_path is missing or not a GGUF file.
         """
         if not runtime_installed():
-            raise LocalModelError("the local model needs the llama.cpp runtime: pip install 'hermes-agent-cli[local]'")
+            raise LocalModelError(
+                "the local model needs the llama.cpp runtime: pip install 'hermes-agent-cli[local]'"
+            )
         path, model_name = resolve_model(settings, progress)
         if progress is not None:
             progress("loading", 0, 0)

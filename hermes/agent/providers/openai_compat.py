@@ -253,9 +253,9 @@ class OpenAICompatProvider(Provider):
         keep_alive: bool = True,
     ) -> None:
         """Args:
-        keep_alive: pool connections between requests; False opens a connection per
-            request (for a loopback server whose keep-alive timeout is shorter than
-            the pause between two model calls).
+            keep_alive: pool connections between requests; False opens a connection per
+                request (for a loopback server whose keep-alive timeout is shorter than
+                the pause between two model calls).
         """
         self.base_url = base_url.rstrip("/")
         endpoint = URL(self.base_url)

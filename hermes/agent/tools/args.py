@@ -60,7 +60,9 @@ def optional_number(
     return float(min(value, maximum)) if maximum is not None else float(value)
 
 
-def optional_int(args: dict[str, Any], name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
+def optional_int(
+    args: dict[str, Any], name: str, default: int, *, minimum: int, maximum: int | None = None
+) -> int:
     """An integer >= minimum; values above `maximum` are clamped to it."""
     value = args.get(name)
     if value is None:

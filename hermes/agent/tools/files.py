@@ -59,7 +59,9 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve(ctx, require_str(args, "path"))
     offset = optional_int(args, "offset", 1, minimum=1)
     limit = optional_int(args, "limit", DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
-    refusal = hidden_refusal(ctx, path) or await read_refusal(ctx, "read_file", existing_text_file(path, ctx.cwd))
+    refusal = hidden_refusal(ctx, path) or await read_refusal(
+        ctx, "read_file", existing_text_file(path, ctx.cwd)
+    )
     if refusal is not None:
         return refusal
     try:

@@ -45,11 +45,11 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import StoreError
 from hermes.ids import derived_session_id, new_completion_id
 from hermes.runs.idempotency import fingerprint
-from hermes.runs.turn import TurnCrashed, TurnRun
 from hermes.runs.utility import flatten_text, is_utility_request
 from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
 from hermes.server.http.errors import AgentIncomplete, RequestValidationError
@@ -358,7 +358,7 @@ async def _stream(
     return stream.response
 
 
-async def _translate(turn: TurnRun, chunks: ChatChunks) -> TurnCrashed | None:
+async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None:
     try:
         async for event in turn.events():
             await chunks.on_event(event)

@@ -55,8 +55,8 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.runs.turn import TurnCrashed, TurnRun
 from hermes.runs.wire import SegmentJoiner, answer_text, status_payload
 from hermes.server.http.request import ToolItemForm, tool_progress_enabled
 from hermes.server.http.sse import ClientDisconnected, SSEStream
@@ -338,7 +338,7 @@ async def _store_incomplete(
     rid: str,
     created_at: int,
     events: ResponseEvents,
-    turn: TurnRun,
+    turn: TurnHandle,
     user_message: dict[str, Any],
 ) -> None:
     """The snapshot a vanished client leaves behind: items so far and the partial text."""

@@ -26,8 +26,9 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.runs.turn import TurnEngine, TurnRun
+from hermes.runs.turn import TurnEngine
 from hermes.runs.utility import UtilityEngine
 from hermes.server.http.errors import json_response
 from hermes.server.http.lifecycle import LIVE_WORK
@@ -108,14 +109,14 @@ def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
 @contextlib.asynccontextmanager
 async def streamed_turn(
     request: web.Request, turn_request: TurnRequest, headers: dict[str, str]
-) -> AsyncIterator[tuple[SSEStream, TurnRun]]:
+) -> AsyncIterator[tuple[SSEStream, TurnHandle]]:
     """An admitted turn and its prepared SSE stream; the client leaving stops the turn."""
     app = request.app
     with app[LIMITER].admit():
         app[METRICS].turns += 1
         stream = SSEStream(request, headers=headers)
         await stream.prepare()
-        turn = TurnRun(app[AGENT], turn_request)
+        turn = app[AGENT].start(turn_request)
         stream.on_disconnect(turn.stop)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
@@ -133,7 +134,7 @@ async def run_to_end(
     app = request.app
     with app[LIMITER].admit():
         app[METRICS].turns += 1
-        turn = TurnRun(engine or app[AGENT], turn_request)
+        turn = (engine or app[AGENT]).start(turn_request)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
                 if watch:

@@ -1,0 +1,135 @@
+"""TurnHandle, the one turn handle: events, stop inside the turn's task, close, crash."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hermes.agent.events import TextDelta, TurnCompleted, TurnStarted
+from hermes.agent.turn_handle import QUEUE_SIZE, TurnCrashed, TurnHandle
+from hermes.agent.types import TurnResult
+from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
+
+
+class Producer:
+    """Emits `count` deltas (pausing `pause` s before each); like the engine, answers a stop
+    with TurnCompleted(status="interrupted", error_code=<the code>)."""
+
+    def __init__(self, count: int, pause: float = 0.0, fail: bool = False) -> None:
+        self.count, self.pause, self.fail = count, pause, fail
+        self.finished = asyncio.Event()
+        self.produced = 0
+
+    async def __call__(self, handle: TurnHandle) -> None:
+        try:
+            await handle.emit(TurnStarted(session_id="s", model="m"))
+            for i in range(self.count):
+                if handle.stop_requested:
+                    await handle.emit(TurnCompleted(TurnResult("s", "interrupted", "text", error_code=handle.stop_code)))
+                    return
+                if self.pause:
+                    await asyncio.sleep(self.pause)
+                self.produced += 1
+                await handle.emit(TextDelta(f"{i} "))
+            if self.fail:
+                raise RuntimeError("store broke")
+            await handle.emit(TurnCompleted(TurnResult("s", "completed", "text")))
+        finally:
+            self.finished.set()
+
+
+class Waiter:
+    """Listens for a stop while it waits for something that never comes (an upstream, a tool)."""
+
+    def __init__(self, *, listen: bool = True) -> None:
+        self.listen = listen
+        self.waiting = asyncio.Event()
+        self.cancelled = False
+
+    async def __call__(self, handle: TurnHandle) -> None:
+        await handle.emit(TurnStarted(session_id="s", model="m"))
+        if self.listen:
+            handle.listen()
+        try:
+            self.waiting.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            if not handle.unlisten():
+                raise
+        await handle.emit(TurnCompleted(TurnResult("s", "interrupted", "", error=handle.stop_message)))
+
+
+async def test_events_end_with_the_result() -> None:
+    turn = TurnHandle(Producer(3))
+    events = [event async for event in turn.events()]
+    await turn.aclose()
+    assert [type(e).__name__ for e in events] == ["TurnStarted", "TextDelta", "TextDelta", "TextDelta", "TurnCompleted"]
+    assert turn.result is not None and turn.result.status == "completed"
+
+
+async def test_stop_delivers_the_final_interrupted_result() -> None:
+    producer = Producer(1000, pause=0.01)
+    turn = TurnHandle(producer)
+    seen = 0
+    async with asyncio.timeout(10):
+        async for event in turn.events():
+            if isinstance(event, TextDelta):
+                seen += 1
+                if seen == 2:
+                    turn.stop(SERVER_SHUTDOWN, "the server is shutting down")
+    await turn.aclose()
+    assert turn.result is not None and turn.result.status == "interrupted"
+    assert turn.result.error_code == SERVER_SHUTDOWN
+    assert producer.produced < 1000
+
+
+async def test_a_stop_cancels_the_turns_own_task_while_it_listens_never_the_consumer() -> None:
+    waiter = Waiter()
+    turn = TurnHandle(waiter)
+    events = []
+
+    async def consume() -> None:
+        async for event in turn.events():
+            events.append(event)
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(waiter.waiting.wait(), 10)
+    turn.stop()
+    await asyncio.wait_for(consumer, 10)
+    assert waiter.cancelled and not consumer.cancelled()
+    assert isinstance(events[-1], TurnCompleted) and events[-1].result.error == "interrupted by the user"
+    assert turn.stop_code == INTERRUPTED and turn.task.cancelling() == 0
+    await turn.aclose()
+
+
+async def test_aclose_without_a_consumer_lets_the_producer_finish() -> None:
+    producer = Producer(QUEUE_SIZE * 4)  # more than the queue holds: emit() waits
+    turn = TurnHandle(producer)
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert not turn.done  # waiting at the full queue
+    async with asyncio.timeout(10):
+        await turn.aclose()
+    assert turn.done and producer.finished.is_set()
+    assert turn.result is not None and turn.result.status == "interrupted"
+
+
+async def test_aclose_cancels_a_producer_that_does_not_settle_within_the_grace() -> None:
+    waiter = Waiter(listen=False)  # a stop never reaches it
+    turn = TurnHandle(waiter)
+    await asyncio.wait_for(waiter.waiting.wait(), 10)
+    async with asyncio.timeout(10):
+        await turn.aclose(grace=0.01)
+    assert turn.task.cancelled() and waiter.cancelled
+    assert turn.result is None
+
+
+async def test_a_producer_exception_reaches_the_consumer_as_turn_crashed() -> None:
+    turn = TurnHandle(Producer(1, fail=True))
+    with pytest.raises(TurnCrashed, match="store broke"):
+        async for _ in turn.events():
+            pass
+    await turn.aclose()
+    assert turn.result is None
