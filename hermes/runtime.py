@@ -13,6 +13,8 @@ Invariants:
   MCP manager of the configured servers is made and, unless deferred, started into the
   agent's tools. Closing runs in reverse: MCP, the agent (its provider's connections), the
   storage — also when opening failed halfway.
+- MCP servers join only an agent the runtime builds or owns: a given agent's tools are
+  its caller's (`runtime.mcp` is None then).
 - What is passed in (`storage`, `agent`) is used as it is and left open, unless `owned`
   says the runtime closes it too.
 - A deferred MCP start is the front end's (`runtime.start_mcp()`, e.g. the TUI starts it
@@ -94,12 +96,12 @@ async def open_runtime(
         await repair(storage)
         if prepare is not None:
             await prepare(storage)
+        ours = agent is None or owned
         if agent is None:
             agent = build_agent(settings, storage.sessions, choice=choice, progress=progress)
+        if ours:
             stack.push_async_callback(agent.aclose)
-        elif owned:
-            stack.push_async_callback(agent.aclose)
-        runtime = Runtime(settings, storage, agent, _mcp_manager(settings, cwd))
+        runtime = Runtime(settings, storage, agent, _mcp_manager(settings, cwd) if ours else None)
         if runtime.mcp is not None:
             stack.push_async_callback(runtime.mcp.aclose)
             if not defer_mcp:

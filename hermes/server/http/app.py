@@ -8,8 +8,9 @@ factory opens itself are closed by the app's cleanup. PostgreSQL storage is open
 migrated) by the app's start-up, before the socket is bound, so the schema exists before
 `/health` answers; SQLite storage opens synchronously here, as it always did.
 
-On PostgreSQL every instance also runs the orphan sweeper (`hermes.runs.sweeper`) for the
-runs of dead instances, from start-up until cleanup.
+Start-up is two cleanup contexts, closed in reverse: the runtime (`hermes.runtime.
+open_runtime`: storage, repair, agent, MCP) and, on PostgreSQL, the instance's duties:
+the orphan sweeper (`hermes.runs.sweeper`) for the runs of dead instances.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -28,6 +28,7 @@ from hermes.agent.engine import Agent
 from hermes.config import Settings
 from hermes.runs.idempotency import IdempotencyCache
 from hermes.runs.sweeper import sweep_forever
+from hermes.runtime import open_runtime
 from hermes.server.http import routes
 from hermes.server.http.lifecycle import LIVE_WORK, LiveWork
 from hermes.server.http.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
@@ -48,7 +49,7 @@ from hermes.store.api import Storage
 from hermes.store.storage import backend_for
 
 if TYPE_CHECKING:
-    from hermes.agent.mcp import McpManager
+    from hermes.agent.mcp.status import McpServerStatus
 
 log = logging.getLogger(__name__)
 
@@ -85,43 +86,48 @@ def create_app(
         settings.ensure_home()
         storage = owned = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
         agent = _build_agent(settings, owned)
-    owns_agent = owned is not None
     if storage is not None:
         app[STORAGE] = storage
     if agent is not None:
         app[AGENT] = agent
-    mcp = _mcp(settings) if owns_agent else None
     app[IDEMPOTENCY] = idempotency or IdempotencyCache()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[METRICS] = ServerMetrics(started_at=time.time())
     app[OPENAPI_DOCUMENT] = build_document(routes.OPENAPI_PATHS, routes.OPENAPI_SCHEMAS)
     app.on_response_prepare.append(on_response_prepare)
 
-    async def resources(app: web.Application) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            if owned is not None:
-                stack.push_async_callback(owned.aclose)
-            if storage is None:  # opened here: migrated before the socket is bound
-                from hermes.store.storage import open_storage
+    async def runtime(app: web.Application) -> AsyncIterator[None]:
+        """Storage (opened here when not given: migrated before the socket is bound),
+        repair, the agent and MCP (before the socket is bound, so the first request has
+        their tools): `open_runtime`, closed at cleanup."""
 
-                opened = await open_storage(settings)
-                stack.push_async_callback(opened.aclose)
-                app[STORAGE] = opened
-            current = app[STORAGE]
-            await _repair_at_start(settings, current)
-            if agent is None:
-                built = _build_agent(settings, current)
-                stack.push_async_callback(built.aclose)  # its provider's pooled connections
-                app[AGENT] = built
-                await _start_mcp(stack, _mcp(settings), built)
-            elif owns_agent:
-                stack.push_async_callback(agent.aclose)
-                await _start_mcp(stack, mcp, agent)
-            if current.backend == "postgres":
-                await _start_instance_duties(stack, current, settings.instance_lease_ttl)
+        async def repair(opened: Storage) -> None:
+            await _repair_at_start(settings, opened)
+
+        async with open_runtime(
+            settings, storage=storage, agent=agent, owned=owned is not None, repair=repair, report_mcp=_log_mcp
+        ) as started:
+            app[STORAGE] = started.storage
+            app[AGENT] = started.agent
             yield
 
-    app.cleanup_ctx.append(resources)
+    async def instance_duties(app: web.Application) -> AsyncIterator[None]:
+        """PostgreSQL: sweep the runs and turns of dead instances (the storage keeps this
+        instance's own lease alive)."""
+        current = app[STORAGE]
+        if current.backend != "postgres":
+            yield
+            return
+        ttl = settings.instance_lease_ttl
+        sweeper = asyncio.create_task(sweep_forever(current, ttl=ttl), name=f"hermes-sweeper-{current.instance_id}")
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    app.cleanup_ctx.extend([runtime, instance_duties])
     metrics = app[METRICS]
     live = app[LIVE_WORK] = LiveWork(lambda result: metrics.note_outcome(result.error_code, result.error, time.time()))
 
@@ -167,31 +173,5 @@ def _build_agent(settings: Settings, storage: Storage) -> Agent:
     return build_agent(settings, storage.sessions)
 
 
-async def _start_mcp(stack: contextlib.AsyncExitStack, mcp: McpManager | None, agent: Agent) -> None:
-    """Connect the configured MCP servers (before the socket is bound, so the first
-    request has their tools); closed with the app."""
-    if mcp is None:
-        return
-    stack.push_async_callback(mcp.aclose)
-    for status in await mcp.start(agent.tools):
-        if status.failed:
-            log.warning("hermes serve: %s", status.line())
-
-
-def _mcp(settings: Settings) -> McpManager | None:
-    from hermes.agent.mcp import McpManager
-
-    return McpManager.from_settings(settings, cwd=Path.cwd())
-
-
-async def _start_instance_duties(stack: contextlib.AsyncExitStack, storage: Storage, ttl: float) -> None:
-    """PostgreSQL: sweep the runs and turns of dead instances (the storage keeps this
-    instance's own lease alive)."""
-    sweeper = asyncio.create_task(sweep_forever(storage, ttl=ttl), name=f"hermes-sweeper-{storage.instance_id}")
-
-    async def stop() -> None:
-        sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeper
-
-    stack.push_async_callback(stop)
+def _log_mcp(status: McpServerStatus) -> None:
+    log.warning("hermes serve: %s", status.line())
