@@ -1,8 +1,9 @@
 """The agent engine: one async turn loop shared by the TUI, the server and the CLI.
 
 Public surface:
-    Agent.run_turn(TurnRequest, interrupt=TurnInterrupt()) -> AsyncIterator[AgentEvent]
-        (ends with TurnCompleted; `interrupt.interrupt()` stops it, see agent/interrupt.py)
+    Agent.start(TurnRequest) -> TurnHandle
+        (the turn in its own task: `events()` end with TurnCompleted; `stop(code)`,
+        `aclose(grace)`, `result`; see agent/turn_handle.py)
     events: the typed event vocabulary every front end consumes
     Provider: the model seam (OpenAI-compatible by default)
 """

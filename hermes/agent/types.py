@@ -91,7 +91,7 @@ class TurnResult:
                     (error_code OUTPUT_TRUNCATED, STREAM_STALLED or MAX_ITERATIONS)
         failed      no usable answer (error / error_code say why; INTERNAL_ERROR or a
                     HermesError's code for an unexpected exception)
-        interrupted stopped through its TurnInterrupt (error_code = the handle's code);
+        interrupted stopped through its TurnHandle (error_code = the stop's code);
                     final_text holds what was delivered
     error_code is one of hermes.error_codes (or a HermesError's `code`).
     """

@@ -1,11 +1,12 @@
 """The chat TUI: `make_app(agent, store, settings)` builds it for `hermes chat` and for tests.
 
 Layout (top to bottom): status bar, transcript, activity line, command completions,
-prompt, footer. A turn runs in an exclusive worker that iterates `agent.run_turn(...)`
-and hands each event to a `TurnRenderer`; Esc (or Ctrl+C) calls the turn's `TurnInterrupt`,
-and the engine winds the turn down and ends it with TurnCompleted("interrupted"). If the
-engine has not finished one second after an interrupt, the UI marks the turn interrupted
-anyway, cancels the worker (the engine still cleans up) and is usable again.
+prompt, footer. A turn runs in an exclusive worker that starts it on the engine
+(`agent.start(...)`, a `TurnHandle`) and hands each of its events to a `TurnRenderer`;
+Esc (or Ctrl+C) calls the handle's `stop()`, and the engine winds the turn down and ends
+it with TurnCompleted("interrupted"). If the engine has not finished INTERRUPT_GRACE
+seconds after a stop, the UI marks the turn interrupted anyway, cancels the worker (which
+closes the handle: the engine still cleans up) and is usable again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from hermes.agent.context import estimate_tokens, resume_history
 from hermes.agent.events import ContextCompacted, TurnCompleted, TurnStarted
-from hermes.agent.interrupt import TurnInterrupt
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import (
     ApprovalDecision,
     ApprovalRequest,
@@ -121,7 +122,7 @@ class HermesApp(App[int]):
         self.theme = theme or DARK_THEME
         self.pending_title: str | None = None
         self.turn_worker: Worker[None] | None = None
-        self.turn_interrupt: TurnInterrupt | None = None
+        self.turn_handle: TurnHandle | None = None
         self.renderer: TurnRenderer | None = None
         self.last_result: TurnResult | None = None
         self._older: list[MessageRecord] = []
@@ -272,9 +273,9 @@ class HermesApp(App[int]):
         """Show the prompt and start a turn for it."""
         self._interrupted = False
         renderer = self.begin_turn(text)
-        self.turn_interrupt = TurnInterrupt()
+        self.turn_handle = None
         # textual types a decorated coroutine's worker as Worker[Never]
-        self.turn_worker = cast("Worker[None]", self._run_turn(text, renderer, self.turn_interrupt))
+        self.turn_worker = cast("Worker[None]", self._run_turn(text, renderer))
         return self.turn_worker
 
     def begin_turn(self, text: str) -> TurnRenderer:
@@ -295,7 +296,7 @@ class HermesApp(App[int]):
         return self.renderer
 
     @work(exclusive=True, group="turn", exit_on_error=False)
-    async def _run_turn(self, text: str, renderer: TurnRenderer, interrupt: TurnInterrupt) -> None:
+    async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
         request = TurnRequest(
             input=text,
             session_id=self.session_id,
@@ -305,10 +306,14 @@ class HermesApp(App[int]):
             yolo=self.settings.yolo,
             cwd=self.cwd,
         )
+        handle: TurnHandle | None = None
         try:
             if self.mcp_worker is not None and not self.mcp_worker.is_finished:
                 await self.mcp_worker.wait()  # the first turn gets the MCP tools
-            async for event in self.agent.run_turn(request, interrupt=interrupt):
+            handle = self.turn_handle = self.agent.start(request)
+            if self._interrupted:  # Esc while waiting for MCP
+                handle.stop()
+            async for event in handle.events():
                 opens_session = isinstance(event, TurnStarted) and event.session_id != self.session_id
                 renderer.handle(event)
                 # The status bar's title and tokens come from the store: read once the
@@ -320,12 +325,17 @@ class HermesApp(App[int]):
         except asyncio.CancelledError:
             renderer.interrupted()
             raise
-        except HermesError as exc:
-            renderer.failed(str(exc))
         except Exception as exc:  # noqa: BLE001 - the UI's edge: show it, keep the app usable
-            renderer.failed(f"internal error: {exc!r}")
-            self.log.error(exc)
+            cause = exc.cause if isinstance(exc, TurnCrashed) else exc
+            if isinstance(cause, HermesError):
+                renderer.failed(str(cause))
+            else:
+                renderer.failed(f"internal error: {cause!r}")
+                self.log.error(cause)
         finally:
+            if handle is not None:
+                # A stop's grace was INTERRUPT_GRACE (the UI's timer); an ended turn is done already.
+                await handle.aclose(grace=0)
             if self.renderer is renderer:
                 self._turn_finished()
 
@@ -363,12 +373,13 @@ class HermesApp(App[int]):
             self._interrupted = True
             self.compact_worker.cancel()
             return
-        if not self.turn_running or self.turn_worker is None or self.turn_interrupt is None:
+        if not self.turn_running or self.turn_worker is None:
             return
         renderer, worker = self.renderer, self.turn_worker
         self.activity.set_phase("interrupting", waiting_for_model=False, warning=True)
         self._interrupted = True
-        self.turn_interrupt.interrupt()
+        if self.turn_handle is not None:
+            self.turn_handle.stop()
         self.set_timer(INTERRUPT_GRACE, lambda: self._force_interrupted(renderer, worker))
 
     def _force_interrupted(self, renderer: TurnRenderer | None, worker: Worker[None]) -> None:

@@ -1,15 +1,16 @@
-"""`hermes chat` without -q: open the storage, build the agent, run the app, say how to resume.
+"""`hermes chat` without -q: open the runtime, run the app, say how to resume.
 
-The storage (SQLite files, or PostgreSQL when `database_url` is set) is opened inside the
-asyncio loop the app runs on, because a PostgreSQL connection pool belongs to the loop
-that opened it; it is closed on that loop when the app has exited, whatever happened.
+The runtime (`hermes.runtime.open_runtime`: the storage — SQLite files, or PostgreSQL when
+`database_url` is set — its repair, the agent, MCP) is opened inside the asyncio loop the
+app runs on, because a PostgreSQL connection pool belongs to the loop that opened it; it
+is closed on that loop when the app has exited, whatever happened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import Settings
@@ -57,36 +58,33 @@ def run_tui(
 
 
 async def _run_app(settings: Settings, *, continue_last: bool, resume: str | None) -> tuple[HermesApp, int | None]:
-    """Open the storage, run the app on this loop until it exits, close everything.
+    """Open the runtime, run the app on this loop until it exits, close everything.
 
-    Returns the app (its last session) and the code it exited with.
+    Returns the app (its last session) and the code it exited with. The app starts the
+    MCP servers itself once its screen is up (`defer_mcp`); the runtime closes them.
     """
-    from hermes.agent.factory import build_agent, choose_provider
-    from hermes.agent.mcp import McpManager
+    from hermes.agent.factory import choose_provider
     from hermes.agent.sandbox import sandbox_notice
     from hermes.cli._progress import rich_progress
-    from hermes.store.storage import open_storage
+    from hermes.runtime import open_runtime
+    from hermes.store.api import Storage
     from hermes.tui.app import make_app
 
-    storage = await open_storage(settings)
-    try:
-        store = storage.sessions
-        await store.repair_abandoned_turns()  # turns a crashed owner left open (before --continue picks one)
-        session_id = await resolve_session(store, continue_last=continue_last, resume=resume)
-        choice = choose_provider(settings)
+    choice = choose_provider(settings)
+    session_id: str | None = None
+
+    async def prepare(storage: Storage) -> None:
+        # After the repair of what a crashed owner left open, before --continue picks one.
+        nonlocal session_id
+        session_id = await resolve_session(storage.sessions, continue_last=continue_last, resume=resume)
+
+    async with contextlib.AsyncExitStack() as stack:
         with rich_progress() as progress:  # drawn before the TUI takes the screen
-            agent = build_agent(settings, store, choice=choice, progress=progress)
-        try:
-            app = make_app(agent, store, settings, session_id=session_id)
-            app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
-            app.mcp = McpManager.from_settings(settings, cwd=Path.cwd())
-            try:
-                code = await app.run_async()
-            finally:
-                if app.mcp is not None:
-                    await app.mcp.aclose()
-        finally:
-            await agent.aclose()
+            runtime = await stack.enter_async_context(
+                open_runtime(settings, prepare=prepare, choice=choice, progress=progress, defer_mcp=True)
+            )
+        app = make_app(runtime.agent, runtime.storage.sessions, settings, session_id=session_id)
+        app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
+        app.mcp = runtime.mcp
+        code = await app.run_async()
         return app, code
-    finally:
-        await storage.aclose()

@@ -1,8 +1,8 @@
 """Engine events → transcript widgets, at the TUI's edge.
 
-`TurnRenderer.handle(event)` is synchronous: the app interrupts a turn through its
-`TurnInterrupt` handle, and the engine closes the request, stops the tools and yields
-its final `TurnCompleted` (status "interrupted"), which the renderer shows.
+`TurnRenderer.handle(event)` is synchronous: the app stops a turn through its
+`TurnHandle`, and the engine closes the request, stops the tools and emits its final
+`TurnCompleted` (status "interrupted"), which the renderer shows.
 `complete()` branches on `result.error_code` (hermes.error_codes), never on message text.
 `history_widgets` turns stored messages into the same widgets for resumed sessions.
 """

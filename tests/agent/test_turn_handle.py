@@ -26,7 +26,8 @@ class Producer:
             await handle.emit(TurnStarted(session_id="s", model="m"))
             for i in range(self.count):
                 if handle.stop_requested:
-                    await handle.emit(TurnCompleted(TurnResult("s", "interrupted", "text", error_code=handle.stop_code)))
+                    result = TurnResult("s", "interrupted", "text", error_code=handle.stop_code)
+                    await handle.emit(TurnCompleted(result))
                     return
                 if self.pause:
                     await asyncio.sleep(self.pause)
