@@ -1,7 +1,8 @@
 """The typed event vocabulary of a turn.
 
-`Agent.run_turn` yields these, in order, and ends with exactly one `TurnCompleted`
-(unless the consuming task is cancelled or the generator closed: then no more events).
+A turn's handle (`Agent.start(...).events()`) delivers these, in order, and ends with
+exactly one `TurnCompleted` (unless the consumer left with `aclose()` or the turn's task
+was cancelled: then no more events).
 Front ends translate them at their edge (SSE frames, Textual messages, terminal lines);
 nothing else invents event dicts.
 
