@@ -9,7 +9,8 @@ import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes import __version__
-from hermes.server.http.middleware import OPEN_PATHS, check_bearer
+from hermes.server.http.middleware import check_bearer
+from hermes.server.http.routes import TABLE
 from hermes.testing.upstream import text_reply
 
 SECURITY = {
@@ -81,7 +82,7 @@ async def test_health_detailed_is_open_like_the_whole_api_without_a_key(server: 
 async def test_only_liveness_is_documented_and_served_without_a_key(server: Server) -> None:
     doc = await (await server.client.get("/openapi.json")).json()
     open_paths = {path for path, item in doc["paths"].items() for op in item.values() if op.get("security") == []}
-    assert open_paths == {"/health", "/v1/health"} == set(OPEN_PATHS)
+    assert open_paths == {"/health", "/v1/health"} == TABLE.open_paths
 
 
 async def test_health_detailed_exposes_no_secrets_or_paths(make_server: MakeServer) -> None:

@@ -37,6 +37,7 @@ from hermes.server.http.state import (
     LIMITER,
     METRICS,
     OPENAPI_DOCUMENT,
+    ROUTE_TABLE,
     SETTINGS,
     STORAGE,
     ServerMetrics,
@@ -94,7 +95,8 @@ def create_app(
     app[IDEMPOTENCY] = idempotency or IdempotencyCache()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[METRICS] = ServerMetrics(started_at=time.time())
-    app[OPENAPI_DOCUMENT] = build_document(routes.OPENAPI_PATHS, routes.OPENAPI_SCHEMAS)
+    app[ROUTE_TABLE] = routes.TABLE
+    app[OPENAPI_DOCUMENT] = build_document(routes.TABLE)
     app.on_response_prepare.append(on_response_prepare)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
@@ -143,7 +145,7 @@ def create_app(
     app.on_shutdown.append(interrupt_turns)
     attach_run_registry(app)
     app.on_shutdown.append(wait_for_streams)
-    app.add_routes(routes.ROUTES)
+    app.add_routes(routes.TABLE.route_defs())
     return app
 
 

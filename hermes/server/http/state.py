@@ -19,6 +19,7 @@ from hermes.config import Settings
 from hermes.runs.idempotency import IdempotencyCache
 from hermes.runs.registry import RunRegistry
 from hermes.server.http.errors import RateLimited
+from hermes.server.http.route import RouteTable
 from hermes.store.api import Storage
 
 PLATFORM = "hermes-agent"
@@ -94,5 +95,8 @@ LIMITER = web.AppKey("hermes.limiter", TurnLimiter)
 METRICS = web.AppKey("hermes.metrics", ServerMetrics)
 RUNS = web.AppKey("hermes.runs", RunRegistry)
 """The background runs of this app (`hermes.server.rest.background_runs.attach_run_registry`)."""
+ROUTE_TABLE = web.AppKey("hermes.routes", RouteTable)
+"""The app's routes (`hermes.server.http.routes.TABLE`): what the router holds, which paths
+need no key, what `/v1/capabilities` lists."""
 OPENAPI_DOCUMENT: web.AppKey[dict[str, Any]] = web.AppKey("hermes.openapi")
 """The OpenAPI document, built once by `create_app` from the route table."""
