@@ -403,8 +403,11 @@ class ToolProgress:
 
 ROUTES = (
     Route(
-        "POST", "/v1/chat/completions", chat_completions,
-        operation_id="createChatCompletion", endpoint="chat_completions",
+        "POST",
+        "/v1/chat/completions",
+        chat_completions,
+        operation_id="createChatCompletion",
+        endpoint="chat_completions",
         summary="One agent turn, OpenAI Chat Completions shape (JSON, or SSE with stream: true)",
         parameters=(IDEMPOTENCY_KEY,),
         body=CHAT_REQUEST,

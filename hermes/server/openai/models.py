@@ -99,9 +99,22 @@ _MODEL_LIST: JSON = {
 }
 
 ROUTES = (
-    Route("GET", "/v1/models", list_models, operation_id="listModels", summary="The advertised model",
-          endpoint="models", responses={200: Reply("OK", _MODEL_LIST), 401: UNAUTHORIZED}),
-    Route("GET", "/v1/capabilities", capabilities, operation_id="capabilities", endpoint="capabilities",
-          summary="Machine-readable description of this server",
-          responses={200: Reply("OK", {"type": "object"}), 401: UNAUTHORIZED}),
+    Route(
+        "GET",
+        "/v1/models",
+        list_models,
+        operation_id="listModels",
+        summary="The advertised model",
+        endpoint="models",
+        responses={200: Reply("OK", _MODEL_LIST), 401: UNAUTHORIZED},
+    ),
+    Route(
+        "GET",
+        "/v1/capabilities",
+        capabilities,
+        operation_id="capabilities",
+        endpoint="capabilities",
+        summary="Machine-readable description of this server",
+        responses={200: Reply("OK", {"type": "object"}), 401: UNAUTHORIZED},
+    ),
 )

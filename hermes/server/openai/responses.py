@@ -145,11 +145,16 @@ RESPONSE = Component(
     },
 )
 
+_ONE_RESPONSE = "/v1/responses/{response_id}"
 _ID = Param("response_id", "path", {"type": "string"})
 
 ROUTES = (
     Route(
-        "POST", "/v1/responses", create_response, operation_id="createResponse", endpoint="responses",
+        "POST",
+        "/v1/responses",
+        create_response,
+        operation_id="createResponse",
+        endpoint="responses",
         summary="One agent turn, OpenAI Responses shape (JSON, or SSE with stream: true)",
         parameters=(IDEMPOTENCY_KEY,),
         body=RESPONSE_REQUEST,
@@ -161,13 +166,22 @@ ROUTES = (
         },
     ),
     Route(
-        "GET", "/v1/responses/{response_id}", get_response, operation_id="getResponse", endpoint="response_get",
-        summary="A stored response", parameters=(_ID,),
+        "GET",
+        _ONE_RESPONSE,
+        get_response,
+        operation_id="getResponse",
+        endpoint="response_get",
+        summary="A stored response",
+        parameters=(_ID,),
         responses={200: Reply("OK", RESPONSE), 401: UNAUTHORIZED, 404: NOT_FOUND},
     ),
     Route(
-        "DELETE", "/v1/responses/{response_id}", delete_response, operation_id="deleteResponse",
-        endpoint="response_delete", summary="Delete a stored response (and conversation names pointing at it)",
+        "DELETE",
+        _ONE_RESPONSE,
+        delete_response,
+        operation_id="deleteResponse",
+        endpoint="response_delete",
+        summary="Delete a stored response (and conversation names pointing at it)",
         parameters=(_ID,),
         responses={200: Reply("Deleted", {"type": "object"}), 401: UNAUTHORIZED, 404: NOT_FOUND},
     ),

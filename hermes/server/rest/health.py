@@ -131,11 +131,32 @@ _DETAILED: JSON = {
 }
 
 ROUTES = (
-    Route("GET", "/health", health, operation_id="health", summary="Liveness", public=True, endpoint="health",
-          responses={200: Reply("OK", _HEALTH)}),
-    Route("GET", "/v1/health", health, operation_id="healthV1", summary="Liveness (alias)", public=True,
-          responses={200: Reply("OK", _HEALTH)}),
-    Route("GET", "/health/detailed", health_detailed, operation_id="healthDetailed", endpoint="health_detailed",
-          summary="Readiness and counters (needs the key when one is configured; no secrets, no paths)",
-          responses={200: Reply("Ready", _DETAILED), 401: UNAUTHORIZED, 503: Reply("Not ready", _DETAILED)}),
+    Route(
+        "GET",
+        "/health",
+        health,
+        operation_id="health",
+        summary="Liveness",
+        public=True,
+        endpoint="health",
+        responses={200: Reply("OK", _HEALTH)},
+    ),
+    Route(
+        "GET",
+        "/v1/health",
+        health,
+        operation_id="healthV1",
+        summary="Liveness (alias)",
+        public=True,
+        responses={200: Reply("OK", _HEALTH)},
+    ),
+    Route(
+        "GET",
+        "/health/detailed",
+        health_detailed,
+        operation_id="healthDetailed",
+        endpoint="health_detailed",
+        summary="Readiness and counters (needs the key when one is configured; no secrets, no paths)",
+        responses={200: Reply("Ready", _DETAILED), 401: UNAUTHORIZED, 503: Reply("Not ready", _DETAILED)},
+    ),
 )

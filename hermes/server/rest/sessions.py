@@ -50,7 +50,6 @@ from hermes.server.http.errors import (
     RequestValidationError,
     json_response,
 )
-from hermes.server.http.record_schema import record_schema
 from hermes.server.http.request import (
     MAX_HEADER_VALUE,
     SESSION_ID_PATTERN,
@@ -60,7 +59,7 @@ from hermes.server.http.request import (
     session_key_header,
     validate_session_id,
 )
-from hermes.server.http.route import CLIENT_ERRORS, ERROR, RATE_LIMITED, Component, Param, Reply, Route
+from hermes.server.http.route import CLIENT_ERRORS, ERROR, RATE_LIMITED, Param, Reply, Route
 from hermes.server.http.schema import (
     CONTENT_PARTS_DOC,
     TURN_TEXT_DOC,
@@ -82,9 +81,15 @@ from hermes.server.rest.background_runs import (
     start_run,
     stream_run,
 )
+from hermes.server.rest.session_shapes import (
+    MESSAGE_PAGE,
+    SESSION_ENVELOPE,
+    SESSION_PAGE,
+    message_json,
+    session_json,
+)
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import MessageRecord, SessionRecord
-from hermes.store.run_store import RunRecord
+from hermes.store.base import SessionRecord
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
@@ -97,38 +102,6 @@ KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
 
 
 # ---- JSON shapes ----------------------------------------------------------------------
-
-
-def session_json(record: SessionRecord, run: RunRecord | None = None) -> dict[str, Any]:
-    """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
-    `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
-    the server knows: `last_active` (= updated_at, the name session clients read) and the
-    active run. README, "One session shape", lists the differences."""
-    data = record.to_json()
-    data["has_system_prompt"] = bool(data.pop("system_prompt", None))
-    active = run is not None and not run.terminal
-    return {
-        **data,
-        "last_active": record.updated_at,
-        "active_run_id": run.run_id if run is not None and active else None,
-        "active_run_status": run.status if run is not None and active else None,
-    }
-
-
-def message_json(record: MessageRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "session_id": record.session_id,
-        "role": record.role,
-        "content": record.content,
-        "tool_call_id": record.tool_call_id,
-        "tool_calls": record.tool_calls,
-        "tool_name": record.tool_name,
-        "timestamp": record.timestamp,
-        "token_count": record.token_count,
-        "finish_reason": record.finish_reason,
-        "reasoning": record.reasoning,
-    }
 
 
 def turn_messages(result: TurnResult) -> list[dict[str, Any]]:
@@ -584,66 +557,19 @@ async def _resume_target(request: web.Request, record: SessionRecord) -> StreamT
 
 # ---- routes -------------------------------------------------------------------------------------
 
-SESSION = Component(
-    "Session",
-    record_schema(
-        SessionRecord,
-        object_name="session",
-        without=("system_prompt",),
-        extra={"has_system_prompt": bool, "last_active": float, "active_run_id": str | None,
-               "active_run_status": str | None},
-    ),
-)
-"""`session_json`: the record's own shape, the prompt replaced by `has_system_prompt`, plus the active run."""
-MESSAGE = Component("Message", record_schema(MessageRecord))
-"""`message_json`: every field of the record (no ``object`` tag)."""
-SESSION_ENVELOPE = Component(
-    "SessionEnvelope",
-    {
-        "type": "object",
-        "required": ["object", "session"],
-        "properties": {"object": {"const": "hermes.session"}, "session": SESSION.ref},
-    },
-    uses=(SESSION,),
-)
-SESSION_PAGE = Component(
-    "SessionPage",
-    {
-        "type": "object",
-        "required": ["object", "data", "limit", "offset", "total", "has_more"],
-        "properties": {
-            "object": {"const": "list"},
-            "data": {"type": "array", "items": SESSION.ref},
-            "limit": {"type": "integer"},
-            "offset": {"type": "integer"},
-            "total": {"type": "integer"},
-            "has_more": {"type": "boolean"},
-        },
-    },
-    uses=(SESSION,),
-)
-MESSAGE_PAGE = Component(
-    "MessagePage",
-    {
-        "type": "object",
-        "required": ["object", "session_id", "data", "pagination"],
-        "properties": {
-            "object": {"const": "list"},
-            "session_id": {"type": "string"},
-            "data": {"type": "array", "items": MESSAGE.ref},
-            "pagination": {"type": "object"},
-        },
-    },
-    uses=(MESSAGE,),
-)
-
+_SESSIONS = "/api/sessions"
+_ONE_SESSION = "/api/sessions/{session_id}"
 _SID = Param("session_id", "path", {"type": "string", "maxLength": 256})
 _OFFSET = Param("offset", "query", _OFFSET_SCHEMA)
 _BUSY = Reply("A run is active", ERROR)
 
 ROUTES = (
     Route(
-        "GET", "/api/sessions", list_sessions, operation_id="listSessions", endpoint="sessions",
+        "GET",
+        _SESSIONS,
+        list_sessions,
+        operation_id="listSessions",
+        endpoint="sessions",
         summary="Sessions, newest activity first",
         parameters=(
             Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT[1]}),
@@ -653,26 +579,49 @@ ROUTES = (
         responses={200: Reply("A page", SESSION_PAGE), **CLIENT_ERRORS},
     ),
     Route(
-        "POST", "/api/sessions", create_session, operation_id="createSession", endpoint="session_create",
-        summary="Create a session", body=SESSION_CREATE, body_required=False,
+        "POST",
+        _SESSIONS,
+        create_session,
+        operation_id="createSession",
+        endpoint="session_create",
+        summary="Create a session",
+        body=SESSION_CREATE,
+        body_required=False,
         responses={201: Reply("Created", SESSION_ENVELOPE), 409: Reply("Exists", ERROR), **CLIENT_ERRORS},
     ),
     Route(
-        "GET", "/api/sessions/{session_id}", get_session, operation_id="getSession", endpoint="session",
-        parameters=(_SID,), responses={200: Reply("The session", SESSION_ENVELOPE), **CLIENT_ERRORS},
+        "GET",
+        _ONE_SESSION,
+        get_session,
+        operation_id="getSession",
+        endpoint="session",
+        parameters=(_SID,),
+        responses={200: Reply("The session", SESSION_ENVELOPE), **CLIENT_ERRORS},
     ),
     Route(
-        "PATCH", "/api/sessions/{session_id}", patch_session, operation_id="patchSession", endpoint="session_update",
-        parameters=(_SID,), body=SESSION_PATCH,
+        "PATCH",
+        _ONE_SESSION,
+        patch_session,
+        operation_id="patchSession",
+        endpoint="session_update",
+        parameters=(_SID,),
+        body=SESSION_PATCH,
         responses={200: Reply("Updated", SESSION_ENVELOPE), **CLIENT_ERRORS},
     ),
     Route(
-        "DELETE", "/api/sessions/{session_id}", delete_session, operation_id="deleteSession",
-        endpoint="session_delete", parameters=(_SID,),
+        "DELETE",
+        _ONE_SESSION,
+        delete_session,
+        operation_id="deleteSession",
+        endpoint="session_delete",
+        parameters=(_SID,),
         responses={200: Reply("Deleted", {"type": "object"}), 409: _BUSY, **CLIENT_ERRORS},
     ),
     Route(
-        "GET", "/api/sessions/{session_id}/messages", session_messages, operation_id="getSessionMessages",
+        "GET",
+        "/api/sessions/{session_id}/messages",
+        session_messages,
+        operation_id="getSessionMessages",
         endpoint="session_messages",
         parameters=(
             _SID,
@@ -683,8 +632,14 @@ ROUTES = (
         responses={200: Reply("A page of messages", MESSAGE_PAGE), **CLIENT_ERRORS},
     ),
     Route(
-        "POST", "/api/sessions/{session_id}/fork", fork_session, operation_id="forkSession", endpoint="session_fork",
-        parameters=(_SID,), body=SESSION_FORK, body_required=False,
+        "POST",
+        "/api/sessions/{session_id}/fork",
+        fork_session,
+        operation_id="forkSession",
+        endpoint="session_fork",
+        parameters=(_SID,),
+        body=SESSION_FORK,
+        body_required=False,
         responses={
             201: Reply("The fork", SESSION_ENVELOPE),
             **CLIENT_ERRORS,
@@ -692,8 +647,14 @@ ROUTES = (
         },
     ),
     Route(
-        "POST", "/api/sessions/{session_id}/chat", session_chat, operation_id="sessionChat", endpoint="session_chat",
-        summary="One turn with the stored history", parameters=(_SID,), body=SESSION_CHAT,
+        "POST",
+        "/api/sessions/{session_id}/chat",
+        session_chat,
+        operation_id="sessionChat",
+        endpoint="session_chat",
+        summary="One turn with the stored history",
+        parameters=(_SID,),
+        body=SESSION_CHAT,
         responses={
             200: Reply("The answer", {"type": "object"}),
             409: _BUSY,
@@ -703,9 +664,14 @@ ROUTES = (
         },
     ),
     Route(
-        "POST", "/api/sessions/{session_id}/chat/stream", session_chat_stream, operation_id="sessionChatStream",
-        endpoint="session_chat_stream", summary="One streamed turn (SSE, named events with id:)",
-        parameters=(_SID,), body=SESSION_CHAT,
+        "POST",
+        "/api/sessions/{session_id}/chat/stream",
+        session_chat_stream,
+        operation_id="sessionChatStream",
+        endpoint="session_chat_stream",
+        summary="One streamed turn (SSE, named events with id:)",
+        parameters=(_SID,),
+        body=SESSION_CHAT,
         responses={200: Reply("Event stream", sse=True), 409: _BUSY, 429: RATE_LIMITED, **CLIENT_ERRORS},
     ),
 )
