@@ -396,3 +396,15 @@ CONTENT_PARTS_DOC: JSON = {
 }
 """Message content as parts: strings and text parts (image parts are accepted too, undocumented
 here because their URL rules are not a JSON Schema; `hermes.server.http.request.normalize_content`)."""
+_NO_NUL_TEXT_DOC: JSON = {"type": "string", "pattern": NO_NUL_PATTERN}
+TURN_PARTS_DOC: JSON = {
+    "type": "array",
+    "items": {
+        "anyOf": [
+            _NO_NUL_TEXT_DOC,
+            {**TEXT_PART_DOC, "properties": {**TEXT_PART_DOC["properties"], "text": _NO_NUL_TEXT_DOC}},
+        ]
+    },
+    "contains": VISIBLE_PART_DOC,
+}
+"""A turn's content as parts: no part carries NUL, and one of them shows something (`check_user_content`)."""

@@ -62,8 +62,8 @@ from hermes.server.http.request import (
 from hermes.server.http.route import CLIENT_ERRORS, ERROR, RATE_LIMITED, Param, Reply, Route
 from hermes.server.http.schema import (
     CONTENT_PARTS_DOC,
+    TURN_PARTS_DOC,
     TURN_TEXT_DOC,
-    VISIBLE_PART_DOC,
     Anything,
     Body,
     Integer,
@@ -216,8 +216,7 @@ SESSION_CHAT = Body(
     {
         "message": Anything(
             required=True,
-            documented={"anyOf": [{**TURN_TEXT_DOC},
-                                  {**CONTENT_PARTS_DOC, "contains": VISIBLE_PART_DOC}]},
+            documented={"anyOf": [TURN_TEXT_DOC, TURN_PARTS_DOC]},
             description="`input` is accepted as an alias.",
         ),
         "system_message": Anything(
