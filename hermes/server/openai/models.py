@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.runs.idempotency import ANSWER_RETENTION_SECONDS
 from hermes.server.http.errors import json_response
 from hermes.server.http.state import AGENT, PLATFORM, SETTINGS
 
@@ -84,7 +85,7 @@ async def capabilities(request: web.Request) -> web.Response:
         "responses_api": True,
         "responses_streaming": True,
         "responses_store": {"supported": True, "max_stored": settings.server_response_store_size},
-        "idempotency": {"supported": True, "durable": False, "retention_seconds": 300},
+        "idempotency": {"supported": True, "durable": True, "retention_seconds": int(ANSWER_RETENTION_SECONDS)},
         "run_submission": has["runs"],
         "run_status": has["run_status"],
         "run_events_sse": has["run_events"],
