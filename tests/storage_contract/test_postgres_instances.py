@@ -148,3 +148,22 @@ async def test_each_instance_holds_one_listen_connection(two: tuple[Storage, Sto
             )
             counts = dict(await cursor.fetchall())
     assert counts == {APPLICATION_PREFIX + a.instance_id: 1, APPLICATION_PREFIX + b.instance_id: 1}
+
+
+async def test_one_unsettled_run_per_session_across_instances(two: tuple[Storage, Storage]) -> None:
+    """Starts of one session racing on two instances: the database admits exactly one."""
+    import time
+
+    from hermes.errors import SessionBusy
+    from hermes.store.run_store import RunRecord
+
+    async def start(storage: Storage, run_id: str) -> bool:
+        now = time.time()
+        try:
+            await storage.runs.put(RunRecord(run_id, "queued", now, now, session_id="s_race"))
+        except SessionBusy:
+            return False
+        return True
+
+    admitted = await asyncio.gather(*(start(storage, f"run_{i}") for i, storage in enumerate([*two] * 4)))
+    assert sum(admitted) == 1
