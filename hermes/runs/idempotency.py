@@ -19,8 +19,8 @@ Invariants:
 - A claim lapses `hold` seconds after its last refresh: the computing task refreshes it
   every `hold / 3` seconds, so only a dead instance's claim lapses, and a retry then
   computes afresh instead of waiting out `wait`.
-- Failures are not stored: a computation that raises releases its claim, so a retry
-  runs again.
+- Failures are not stored: a computation that raises (or answers `Transient`) releases
+  its claim, so a retry runs again.
 """
 
 from __future__ import annotations
@@ -39,7 +39,14 @@ from typing import Any
 from hermes.errors import StoreError
 from hermes.store.api import ReceiptStore
 
-__all__ = ["ANSWER_RETENTION_SECONDS", "AnswerPending", "IdempotentAnswers", "IdempotencyPolicy", "fingerprint"]
+__all__ = [
+    "ANSWER_RETENTION_SECONDS",
+    "AnswerPending",
+    "IdempotencyPolicy",
+    "IdempotentAnswers",
+    "Transient",
+    "fingerprint",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +54,17 @@ ANSWER_RETENTION_SECONDS = 300.0
 """How long an answer is replayed for its key (`/v1/models` reports it)."""
 
 Answer = dict[str, Any]
-Compute = Callable[[], Awaitable[Answer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Transient:
+    """An answer to give but not to store: its computation was cut short (the instance is
+    shutting down), so its claim is released and a retry computes afresh."""
+
+    answer: Answer
+
+
+Compute = Callable[[], Awaitable[Answer | Transient]]
 
 
 def fingerprint(body: Mapping[str, Any], fields: Iterable[str], **extra: Any) -> str:
@@ -99,10 +116,10 @@ class IdempotentAnswers:
             found = await receipts.claim_receipt(scope, key, fp, token, now=now, expires_at=now + self.policy.hold)
             if found is None:
                 return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=True))
-            if found.fingerprint != fp or not (found.pending or found.answer is not None):
-                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=False))
-            if found.answer is not None:
+            if found.fingerprint == fp and found.answer is not None:
                 return found.answer
+            if found.fingerprint != fp or not found.pending:  # another request used the key
+                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=False))
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise AnswerPending(scope, self.policy.wait)
@@ -116,16 +133,15 @@ class IdempotentAnswers:
         task = asyncio.get_running_loop().create_task(
             self._compute(receipts, scope, key, fp, token, compute, claimed=claimed)
         )
-        if claimed:
-            self._computing[slot] = task
+        self._computing[slot] = task  # concurrent identical requests here await this task
 
-            def settle(done: asyncio.Task[Answer]) -> None:
-                if self._computing.get(slot) is done:
-                    del self._computing[slot]
-                if not done.cancelled():
-                    done.exception()  # retrieved: the waiters got it
+        def settle(done: asyncio.Task[Answer]) -> None:
+            if self._computing.get(slot) is done:
+                del self._computing[slot]
+            if not done.cancelled():
+                done.exception()  # retrieved: the waiters got it
 
-            task.add_done_callback(settle)
+        task.add_done_callback(settle)
         return task
 
     async def _compute(
@@ -133,7 +149,7 @@ class IdempotentAnswers:
     ) -> Answer:
         holder = asyncio.get_running_loop().create_task(self._hold(receipts, scope, key, token)) if claimed else None
         try:
-            answer = await compute()
+            computed = await compute()
         except BaseException:
             if claimed:
                 await self._release(receipts, scope, key, token)
@@ -143,6 +159,11 @@ class IdempotentAnswers:
                 holder.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await holder
+        if isinstance(computed, Transient):
+            if claimed:
+                await self._release(receipts, scope, key, token)
+            return computed.answer
+        answer = computed
         try:
             stored = await receipts.store_answer(
                 scope, key, fp, token, answer, expires_at=self._clock() + self.policy.ttl

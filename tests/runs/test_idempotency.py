@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hermes.runs.idempotency import AnswerPending, IdempotencyPolicy, IdempotentAnswers
+from hermes.runs.idempotency import AnswerPending, IdempotencyPolicy, IdempotentAnswers, Transient
 from hermes.store.api import Storage
 from hermes.store.sqlite_async import open_sqlite_storage
 
@@ -163,3 +163,21 @@ async def test_a_dead_instances_claim_lapses_and_a_retry_computes(storage: Stora
     await receipts.release_receipt("chat", "k", "claim_dead")
     assert await answers(clock).once(receipts, "chat", "k", "fp", compute) == {"answer": 1}
     assert compute.calls == 1
+
+
+async def test_a_transient_answer_is_given_but_not_stored(storage: Storage) -> None:
+    """What a shutting-down instance answers: the client gets it, a retry computes afresh."""
+    clock = Clock()
+    cache = answers(clock)
+    calls = 0
+
+    async def cut_short() -> dict[str, Any] | Transient:
+        nonlocal calls
+        calls += 1
+        return Transient({"interrupted": calls}) if calls == 1 else {"answer": calls}
+
+    assert await cache.once(storage.receipts, "chat", "k", "fp", cut_short) == {"interrupted": 1}
+    assert await storage.receipts.find_receipt("chat", "k", now=clock.now) is None
+    assert await cache.once(storage.receipts, "chat", "k", "fp", cut_short) == {"answer": 2}
+    assert await cache.once(storage.receipts, "chat", "k", "fp", cut_short) == {"answer": 2}
+

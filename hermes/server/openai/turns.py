@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.runs.idempotency import AnswerPending
+from hermes.runs.idempotency import AnswerPending, Transient
 from hermes.runs.turn import TurnEngine, TurnRun
 from hermes.runs.utility import UtilityEngine
 from hermes.server.http.errors import Conflict, json_response
@@ -176,11 +176,13 @@ async def complete(
         answer = await finish(await run_to_end(request, turn_request, watch=True, engine=engine))
         return json_response(answer.body, status=answer.status, headers=answer.headers)
 
-    async def compute() -> dict[str, Any]:
-        result = await run_to_end(request, turn_request, watch=False, engine=engine)
-        return (await finish(result)).to_json()
-
     app = request.app
+
+    async def compute() -> dict[str, Any] | Transient:
+        answer = (await finish(await run_to_end(request, turn_request, watch=False, engine=engine))).to_json()
+        # A turn the shutdown cut short is answered, not stored: a retry elsewhere runs it.
+        return Transient(answer) if app[LIVE_WORK].closing else answer
+
     try:
         stored = await app[IDEMPOTENCY].once(app[STORAGE].receipts, f"openai.{scope}", key, fingerprint(), compute)
     except AnswerPending as exc:
