@@ -12,7 +12,8 @@ order they happened; subscribers on any instance read them with
 `Storage.run_events.subscribe(run_id, after)`, which is what makes `Last-Event-ID` /
 `?after=` resumption work everywhere. The last event of a stream is marked `final`.
 The run object stays here while the run lives and `retention` seconds (5 min) after it
-settles; the status row outlives it.
+settles; the status row outlives it. The storage holds at most one unsettled run per
+session across every instance: `create` raises `SessionBusy` for a second one.
 
 Approvals: while a turn waits for a command approval, the run holds a `PendingApproval`
 with a future; `Run.resolve_approval()` completes it, and `approval_timeout` seconds
