@@ -26,7 +26,7 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
-from hermes.runs.idempotency import IdempotencyCache
+from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.sweeper import sweep_forever
 from hermes.server.http import routes
 from hermes.server.http.lifecycle import LIVE_WORK, LiveWork
@@ -62,7 +62,7 @@ def create_app(
     *,
     storage: Storage | None = None,
     agent: Agent | None = None,
-    idempotency: IdempotencyCache | None = None,
+    idempotency: IdempotentAnswers | None = None,
 ) -> web.Application:
     """Build the aiohttp application.
 
@@ -72,8 +72,8 @@ def create_app(
             `open_storage(settings)` at start-up, or for SQLite with an agent to build,
             at once.
         agent: the agent to run turns on; built with `build_agent` when omitted.
-        idempotency: the in-memory idempotency cache of the OpenAI endpoints (a fresh one
-            when omitted).
+        idempotency: the Idempotency-Key answers of the OpenAI endpoints, kept as the
+            storage's receipts (default policy when omitted).
     """
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
@@ -92,7 +92,7 @@ def create_app(
     if agent is not None:
         app[AGENT] = agent
     mcp = _mcp(settings) if owns_agent else None
-    app[IDEMPOTENCY] = idempotency or IdempotencyCache()
+    app[IDEMPOTENCY] = idempotency or IdempotentAnswers()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[METRICS] = ServerMetrics(started_at=time.time())
     app[ROUTE_TABLE] = routes.TABLE

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
-from hermes.runs.idempotency import IdempotencyCache
+from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.registry import RunRegistry
 from hermes.server.http.errors import RateLimited
 from hermes.server.http.route import RouteTable
@@ -89,8 +89,8 @@ AGENT = web.AppKey("hermes.agent", Agent)
 STORAGE = web.AppKey("hermes.storage", Storage)
 """Every store (sessions, responses, receipts, runs, run events, leases, control channel)
 of the configured backend; set by `create_app`, or at start-up when the app opens it."""
-IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotencyCache)
-"""The in-memory idempotency cache for the non-streaming OpenAI endpoints."""
+IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotentAnswers)
+"""Idempotency-Key answers of the non-streaming OpenAI endpoints (receipts in the storage)."""
 LIMITER = web.AppKey("hermes.limiter", TurnLimiter)
 METRICS = web.AppKey("hermes.metrics", ServerMetrics)
 RUNS = web.AppKey("hermes.runs", RunRegistry)

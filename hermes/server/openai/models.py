@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.runs.idempotency import ANSWER_RETENTION_SECONDS
 from hermes.server.http.errors import json_response
 from hermes.server.http.route import UNAUTHORIZED, Reply, Route
 from hermes.server.http.schema import JSON
@@ -52,7 +53,7 @@ async def capabilities(request: web.Request) -> web.Response:
         "responses_api": True,
         "responses_streaming": True,
         "responses_store": {"supported": True, "max_stored": settings.server_response_store_size},
-        "idempotency": {"supported": True, "durable": False, "retention_seconds": 300},
+        "idempotency": {"supported": True, "durable": True, "retention_seconds": int(ANSWER_RETENTION_SECONDS)},
         "run_submission": "runs" in endpoints,
         "run_status": "run_status" in endpoints,
         "run_events_sse": "run_events" in endpoints,
