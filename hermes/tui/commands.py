@@ -18,7 +18,7 @@ from rich.text import Text
 
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
-from hermes.tui.export import session_markdown
+from hermes.transcript_markdown import session_markdown
 from hermes.tui.widgets.notice import Notice
 
 if TYPE_CHECKING:

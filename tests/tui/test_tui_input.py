@@ -72,7 +72,7 @@ async def test_copy_export_help_and_unknown(make_tui, store, tmp_path: Path):
         exported = tmp_path / f"hermes-{sid}.md"
         await until(pilot, lambda: any("exported to" in n.text for n in app.chat.transcript.query(Notice)))
         text = exported.read_text()
-        assert "# Export me" in text and "## You\n\nquestion" in text and "The **answer**." in text
+        assert "# Export me" in text and "## User\n\nquestion" in text and "The **answer**." in text
         await type_and_send(pilot, "/help")
         await type_and_send(pilot, "/bogus")
 
