@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+import hermes.transcript_markdown
 from hermes.store.base import NewMessage
 from hermes.store.sqlite import SqliteSessionStore
 from hermes.transcript_markdown import session_markdown
@@ -47,3 +49,15 @@ async def test_export_keeps_triple_backticks_inside_their_fence(make_tui, store,
         ("", TOOL_OUTPUT + "\n"),  # read back whole: its ``` and ```` did not close the fence
         ("sh", "ls\n"),
     ]
+
+
+def test_the_exporter_sits_below_the_cli_and_the_tui():
+    """Both front ends import it, so it may import only the store (and the standard library)."""
+    source = Path(hermes.transcript_markdown.__file__).read_text(encoding="utf-8")
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or ""))
+    assert {name for name in imported if name.startswith(("hermes", "."))} <= {"hermes.store.base"}
