@@ -19,6 +19,7 @@ from rich.text import Text
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
+from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _mcp(chat: ChatScreen, arg: str) -> None:
 
 def _compact(chat: ChatScreen, arg: str) -> None:
     if chat.turns.busy:
-        chat.notify("A turn is running — Esc to interrupt it first.", severity="warning")
+        chat.notify(TURN_RUNNING, severity="warning")
         return
     if chat.session_id is None:
         chat.say("nothing to compact yet — send a message first", "warning")

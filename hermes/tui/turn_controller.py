@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 INTERRUPT_GRACE = 1.0
 """Seconds the engine gets to wind a turn down before the UI declares it interrupted."""
+TURN_RUNNING = "A turn is running — Esc to interrupt it first."
+"""What the user is told when something must wait for the running turn."""
 
 
 class TurnController:

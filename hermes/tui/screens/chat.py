@@ -29,7 +29,7 @@ from hermes.store.base import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
-from hermes.tui.turn_controller import TurnController
+from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.chat_input import ChatInput
 from hermes.tui.widgets.command_menu import CommandMenu
@@ -51,7 +51,6 @@ FIRST_PAINT = 8
 """Messages shown before the first paint of an opened session."""
 OLDER_PAGE = 100
 """Messages each "load more" (Ctrl+Home, click) adds."""
-TURN_RUNNING = "A turn is running — Esc to interrupt it first."
 
 
 class ChatScreen(Screen[None]):
