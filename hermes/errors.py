@@ -136,3 +136,38 @@ class SessionBusy(StoreError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session {session_id!r} already has an unsettled run")
         self.session_id = session_id
+
+
+class RunRefused(HermesError):
+    """A turn was not admitted; nothing was written for it."""
+
+    code = "run_refused"
+
+
+class ServiceClosing(RunRefused):
+    """The instance is shutting down and admits no new turn."""
+
+    code = "server_shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__("The server is shutting down.")
+
+
+class RunAlreadyActive(RunRefused):
+    """The session already has an unsettled run (`run_id`, when known)."""
+
+    code = "run_already_active"
+
+    def __init__(self, run_id: str | None) -> None:
+        super().__init__("A run is already active for this session")
+        self.run_id = run_id
+
+
+class TooManyTurns(RunRefused):
+    """`limit` turns are in flight already."""
+
+    code = "rate_limit_exceeded"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Too many concurrent runs (max {limit})")
+        self.limit = limit

@@ -26,6 +26,7 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
+from hermes.runs.admission import TurnLimiter
 from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.sweeper import sweep_forever
 from hermes.runtime import open_runtime
@@ -42,7 +43,6 @@ from hermes.server.http.state import (
     SETTINGS,
     STORAGE,
     ServerMetrics,
-    TurnLimiter,
 )
 from hermes.server.rest.background_runs import attach_run_registry
 from hermes.server.rest.openapi import build_document

@@ -24,8 +24,11 @@ from hermes.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderRateLimited,
+    RunAlreadyActive,
+    ServiceClosing,
     SessionNotFound,
     StoreError,
+    TooManyTurns,
     UsageError,
 )
 
@@ -200,6 +203,12 @@ def from_hermes_error(exc: HermesError) -> ApiError:
     """Translate a deliberate hermes error raised below the HTTP layer."""
     if isinstance(exc, (SessionNotFound, MessageNotFound)):
         return NotFound(exc.message, code=exc.code)
+    if isinstance(exc, RunAlreadyActive):
+        return Conflict(exc.message, code=exc.code, extra={"run_id": exc.run_id} if exc.run_id is not None else None)
+    if isinstance(exc, TooManyTurns):
+        return RateLimited(exc.message)
+    if isinstance(exc, ServiceClosing):
+        return ApiError(exc.message, status=503, code=exc.code, headers={"Retry-After": "1"})
     if isinstance(exc, UsageError):
         return RequestValidationError(exc.message, code=exc.code)
     if isinstance(exc, ProviderRateLimited):

@@ -6,9 +6,7 @@ read them with ``request.app[KEY]`` (or ``request.config_dict[KEY]``).
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +14,9 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
+from hermes.runs.admission import TurnLimiter
 from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.registry import RunRegistry
-from hermes.server.http.errors import RateLimited
 from hermes.server.http.route import RouteTable
 from hermes.store.api import Storage
 
@@ -26,28 +24,6 @@ PLATFORM = "hermes-agent"
 """The platform name `/health` and `/v1/models` report."""
 
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
-
-
-class TurnLimiter:
-    """Counts turns in flight across every agent endpoint; beyond `limit` → 429.
-
-    Only in-flight work counts (not open streams that have finished their turn).
-    ``limit <= 0`` disables the cap.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.active = 0
-
-    @contextlib.contextmanager
-    def admit(self) -> Iterator[None]:
-        if self.limit > 0 and self.active >= self.limit:
-            raise RateLimited(f"Too many concurrent runs (max {self.limit})")
-        self.active += 1
-        try:
-            yield
-        finally:
-            self.active -= 1
 
 
 UPSTREAM_ERROR_CODES = frozenset(
@@ -75,6 +51,9 @@ class ServerMetrics:
     last_request_at: float | None = None
     last_upstream_error: UpstreamError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def turn_started(self) -> None:
+        self.turns += 1
 
     def note_outcome(self, error_code: str | None, error: str | None, at: float) -> None:
         """Remember a turn's failure when the model endpoint caused it."""

@@ -122,7 +122,7 @@ async def streamed_turn(
     """An admitted turn and its prepared SSE stream; the client leaving stops the turn."""
     app = request.app
     with app[LIMITER].admit():
-        app[METRICS].turns += 1
+        app[METRICS].turn_started()
         stream = SSEStream(request, headers=headers)
         await stream.prepare()
         turn = app[AGENT].start(turn_request)
@@ -142,7 +142,7 @@ async def run_to_end(
     the client leaving stops it."""
     app = request.app
     with app[LIMITER].admit():
-        app[METRICS].turns += 1
+        app[METRICS].turn_started()
         turn = (engine or app[AGENT]).start(turn_request)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:

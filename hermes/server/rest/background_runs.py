@@ -3,8 +3,8 @@
 Shared by `POST /v1/runs` (hermes/server/rest/runs.py) and the session chat
 endpoints (hermes/server/rest/sessions.py). Each of those owns a `RunTranslator`
 (`hermes.runs.driver`), its wire format: a `match` over the engine's event union that
-appends frames to the run's log. This module admits and starts the turn (`start_run`,
-which hands it to `hermes.runs.driver.drive_run`), and follows its stored events over
+appends frames to the run's log. This module hands a turn to the run service's admission
+(`start_run` → `hermes.runs.admission.Admission`), and follows its stored events over
 SSE (`stream_run`) on whichever instance the client asked: `Storage.run_events.subscribe` serves the
 history from the store and the live events as they are appended (LISTEN/NOTIFY on
 PostgreSQL).
@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,10 +24,11 @@ from hermes.agent.types import (
     TurnRequest,
     UserContent,
 )
-from hermes.errors import SessionBusy, StoreError
-from hermes.runs.driver import RunTranslator, drive_run
+from hermes.errors import StoreError
+from hermes.runs.admission import Admission
+from hermes.runs.driver import RunTranslator
 from hermes.runs.registry import Run, RunKind, RunRegistry
-from hermes.server.http.errors import ApiError, Conflict, RequestValidationError
+from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.http.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE
 from hermes.store.api import StoredRunEvent
@@ -72,6 +72,13 @@ def registry_of(request: web.Request) -> RunRegistry:
 # ---- starting and following runs ---------------------------------------------------------
 
 
+def admission_of(request: web.Request) -> Admission:
+    """This instance's admission, over the app's registry, limiter, agent and metrics."""
+    config = request.config_dict
+    return Admission(registry_of(request), config[LIMITER], config[AGENT], config[METRICS],
+                     yolo=config[SETTINGS].yolo)  # fmt: skip
+
+
 async def start_run(
     request: web.Request,
     *,
@@ -80,70 +87,14 @@ async def start_run(
     translator: RunTranslator,
     session_id: str,
 ) -> Run:
-    """Admit and start one background turn. Nothing is written before admission passes.
-
-    Raises:
-        Conflict: the session already has a running turn (`run_already_active`), here or
-            on another instance (the storage refuses a second unsettled run of a session).
-        RateLimited: the server runs `max_concurrent_runs` turns already (429).
-    """
-    registry = registry_of(request)
-    if registry.closing:
-        raise ApiError("The server is shutting down.", status=503, code="server_shutting_down",
-                       headers={"Retry-After": "1"})
-    busy = await active_run_id(request, session_id)
-    if busy is not None:
-        raise Conflict("A run is already active for this session", code="run_already_active", extra={"run_id": busy})
-    admission = contextlib.ExitStack()
-    admission.enter_context(request.config_dict[LIMITER].admit())
-    settings = request.config_dict[SETTINGS]
-    turn.session_id = session_id
-    turn.source = "api_server"
-    turn.yolo = turn.yolo or settings.yolo
-    agent = request.config_dict[AGENT]
-    try:
-        run = await registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
-    except SessionBusy:
-        # Another instance admitted a run of this session between the check and the
-        # write: the storage's one-unsettled-run-per-session constraint refused this one.
-        admission.close()
-        busy = await registry.unsettled_run_id(session_id)
-        raise Conflict(
-            "A run is already active for this session",
-            code="run_already_active",
-            extra={"run_id": busy} if busy is not None else None,
-        ) from None
-    except BaseException:
-        admission.close()
-        raise
-    metrics = request.config_dict[METRICS]
-    metrics.turns += 1
-    task = registry.start(run, drive_run(registry, run, agent, turn, translator))
-    task.add_done_callback(lambda _: admission.close())
-    task.add_done_callback(lambda _: metrics.note_outcome(run.error_code, run.error, time.time()))
-    return run
+    """Admit and start one background turn (`hermes.runs.admission.Admission.start`); its
+    refusals (`RunRefused`) become 503, 409 `run_already_active` or 429 in the middleware."""
+    return await admission_of(request).start(kind=kind, turn=turn, translator=translator, session_id=session_id)
 
 
 async def active_run_id(request: web.Request, session_id: str) -> str | None:
-    """The session's unsettled run on this instance, else (PostgreSQL) on any instance.
-
-    Another instance's run counts until it settles: its owner's stop, end, or (when the
-    owner died) the orphan sweeper. Two starts racing on two instances may both pass this
-    check; the storage then admits only one of them (`RunRegistry.create` raises
-    `SessionBusy` for the other).
-    This instance's registry is read last, after the one await: with no await from here
-    to `registry.create` (which registers the run), of two starts for one session on
-    this instance the second sees the first.
-    """
-    registry = registry_of(request)
-    elsewhere = None if registry.active_for_session(session_id) else await registry.active_elsewhere(session_id)
-    busy = registry.active_for_session(session_id) or elsewhere
-    return busy.run_id if busy is not None else None
-
-
-def _agent_model(agent: object) -> str | None:
-    model = getattr(agent, "model", None)
-    return model if isinstance(model, str) else None
+    """The session's unsettled run here, else (shared runs) on any instance."""
+    return await admission_of(request).active_run_id(session_id)
 
 
 def check_user_content(content: UserContent, param: str) -> UserContent:
