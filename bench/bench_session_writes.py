@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from hermes.store.api import Storage
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 
 async def timed(n: int, op: Callable[[], Awaitable[object]], per_call: int = 1) -> list[float]:

@@ -81,7 +81,7 @@ from hermes.error_codes import INTERNAL_ERROR, MAX_ITERATIONS, OUTPUT_TRUNCATED,
 from hermes.errors import HermesError, UsageError
 from hermes.ids import new_session_id
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 log = logging.getLogger(__name__)
 

@@ -84,11 +84,7 @@ from hermes.errors import UsageError
 
 if TYPE_CHECKING:
     from hermes.config import Settings
-    from hermes.store.base import (
-        CompactionRecord,
-        MessageRecord,
-        SessionRecord,
-    )
+    from hermes.store.records import CompactionRecord, MessageRecord, SessionRecord
 
 try:  # recent typer (0.29 here) vendors click as typer._click
     from typer._click.exceptions import UsageError as _ClickUsageError

@@ -38,7 +38,7 @@ from hermes.server.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE
 from hermes.server.turn_runner import TurnCrashed, TurnEngine, TurnRun
 from hermes.server.wire import usage_json
-from hermes.store.api import StoredRunEvent
+from hermes.store.records import StoredRunEvent
 
 logger = logging.getLogger(__name__)
 

@@ -41,8 +41,8 @@ from hermes.errors import StoreError
 from hermes.ids import new_run_id
 from hermes.server.run_journal import RunJournal
 from hermes.server.turn_runner import TurnRun
-from hermes.store.api import ControlMessage, ControlReply, Storage
-from hermes.store.run_store import TERMINAL_STATES, RunRecord
+from hermes.store.api import Storage
+from hermes.store.records import TERMINAL_STATES, ControlMessage, ControlReply, RunRecord
 
 logger = logging.getLogger(__name__)
 

@@ -30,32 +30,14 @@ import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
+from hermes.store.records import ORPHAN_MESSAGE, RETENTION_SECONDS, TERMINAL_STATES, Receipt, RunRecord
 from hermes.store.sqlite_file import describe_sqlite_error, open_sqlite_file
-
-RunState = Literal[
-    "queued",
-    "running",
-    "waiting_for_approval",
-    "stopping",
-    "completed",
-    "failed",
-    "cancelled",
-    "interrupted",
-]
-
-TERMINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
-
-RETENTION_SECONDS = 24 * 3600.0
-"""How long receipts and settled run rows are kept after their last update."""
-
-ORPHAN_MESSAGE = "The server stopped before this run settled."
 
 RUN_MIGRATIONS = Migrations("runs.db")
 """Every runs.db migration, in the order it must run."""
@@ -134,66 +116,6 @@ def m003_run_owner_instances(db: sqlite3.Connection) -> None:
             """,
         ),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """The durable status of one run (the body of `GET /v1/runs/{id}`)."""
-
-    run_id: str
-    status: str
-    created_at: float
-    updated_at: float
-    session_id: str | None = None
-    model: str | None = None
-    last_event: str | None = None
-    """Name of the newest event the run emitted (e.g. `run.completed`)."""
-    output: str | None = None
-    """The final assistant text, once there is one."""
-    usage: dict[str, int] | None = None
-    error: str | None = None
-    error_code: str | None = None
-    owner_pid: int | None = None
-    owner_instance: str | None = None
-    """The instance (lease holder, `hermes.store.api.InstanceLease`) running it, if any."""
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATES
-
-    def with_changes(self, **changes: Any) -> RunRecord:
-        return replace(self, **changes)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "object": "hermes.run",
-            "run_id": self.run_id,
-            "status": self.status,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "session_id": self.session_id,
-            "model": self.model,
-            "last_event": self.last_event,
-            "output": self.output,
-            "usage": self.usage,
-        }
-        if self.error is not None:
-            data["error"] = self.error
-        if self.error_code is not None:
-            data["error_code"] = self.error_code
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """An Idempotency-Key already used: which request (fingerprint) started which run."""
-
-    scope: str
-    key: str
-    fingerprint: str
-    run_id: str
-    created_at: float
-    updated_at: float = field(default=0.0)
 
 
 class RunStore:

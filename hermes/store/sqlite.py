@@ -45,7 +45,8 @@ from typing import Any, Self
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store.base import (
+from hermes.store.owner import ProcessOwner, current_owner, owner_gone
+from hermes.store.records import (
     CompactionRecord,
     MessageRecord,
     NewCompaction,
@@ -56,7 +57,6 @@ from hermes.store.base import (
     StoreStats,
     TurnRecord,
 )
-from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.session_rules import (
     NUMBERED_TITLE,
     SESSION_COLUMNS,
@@ -676,7 +676,7 @@ class SqliteSessionStore:
         return repaired
 
     def _repair_turn(self, db: sqlite3.Connection, turn: TurnRecord) -> RepairedTurn:
-        """Inside a write transaction: see `SessionStore.repair_abandoned_turns`."""
+        """Inside a write transaction: see `AsyncSessionStore.repair_abandoned_turns`."""
         rows = db.execute(
             "SELECT role, tool_calls, tool_call_id FROM messages "
             "WHERE session_id = ? AND id > ? ORDER BY id",

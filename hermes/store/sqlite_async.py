@@ -20,29 +20,28 @@ from typing import Any
 from hermes.errors import StoreError
 from hermes.ids import new_instance_id
 from hermes.messages import ChatMessage
-from hermes.store.api import InstanceLease, Storage
-from hermes.store.base import (
+from hermes.store.api import Storage
+from hermes.store.control import MemoryControlChannel
+from hermes.store.event_stream import MemoryRunEventStore
+from hermes.store.records import (
+    ORPHAN_MESSAGE,
+    RETENTION_SECONDS,
+    TERMINAL_STATES,
     CompactionRecord,
+    InstanceLease,
     MessageRecord,
     NewCompaction,
     NewMessage,
+    Receipt,
     RepairedTurn,
+    RunRecord,
     SearchHit,
     SessionRecord,
     StoreStats,
     TurnRecord,
 )
-from hermes.store.control import MemoryControlChannel
-from hermes.store.event_stream import MemoryRunEventStore
 from hermes.store.responses import ResponseStore
-from hermes.store.run_store import (
-    ORPHAN_MESSAGE,
-    RETENTION_SECONDS,
-    TERMINAL_STATES,
-    Receipt,
-    RunRecord,
-    RunStore,
-)
+from hermes.store.run_store import RunStore
 from hermes.store.sqlite import SqliteSessionStore
 
 __all__ = [

@@ -35,7 +35,7 @@ from hermes.agent.types import (
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import MessageRecord, SessionRecord
+from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.export import session_markdown
 from hermes.tui.renderer import (

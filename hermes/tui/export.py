@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from hermes.store.base import MessageRecord, SessionRecord
+from hermes.store.records import MessageRecord, SessionRecord
 
 
 def _text(content: object) -> str:

@@ -16,7 +16,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.store import SqliteSessionStore
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 from hermes.store.sqlite_async import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 

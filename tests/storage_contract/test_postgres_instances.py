@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from hermes.store.api import Storage, StoredRunEvent
-from hermes.store.base import NewMessage
+from hermes.store.api import Storage
+from hermes.store.records import NewMessage, StoredRunEvent
 
 WAIT = 10.0
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from hermes.store.api import Storage
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 HOSTILE = [
     'foo"bar', '"', '""', '"unterminated', "AND", "OR", "NOT", "NEAR", "a AND", "NEAR(a b)", "-x",

@@ -15,8 +15,8 @@ import pytest
 
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.api import Storage
-from hermes.store.base import NewCompaction, NewMessage, TurnRecord
 from hermes.store.owner import ProcessOwner
+from hermes.store.records import NewCompaction, NewMessage, TurnRecord
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 CALLS = [

@@ -18,10 +18,10 @@ import pytest
 
 from hermes.errors import StoreError
 from hermes.store import sqlite_file
-from hermes.store.base import NewMessage
 from hermes.store.migrations import applied_migrations
+from hermes.store.records import NewMessage, RunRecord
 from hermes.store.responses import RESPONSE_MIGRATIONS, ResponseStore
-from hermes.store.run_store import RUN_MIGRATIONS, RunRecord, RunStore
+from hermes.store.run_store import RUN_MIGRATIONS, RunStore
 from hermes.store.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite import SqliteSessionStore
 

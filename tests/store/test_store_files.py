@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import StoreError
-from hermes.store import SessionStore, open_session_store
-from hermes.store.base import NewMessage
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store import SqliteSessionStore, open_session_store
+from hermes.store.records import NewMessage
 
 
 def mode(path: Path) -> int:
@@ -85,7 +84,7 @@ def test_memory_database_is_supported() -> None:
 def test_open_session_store_returns_the_protocol(db_path: Path) -> None:
     store = open_session_store(db_path)
     try:
-        assert isinstance(store, SessionStore)
+        assert isinstance(store, SqliteSessionStore)
         assert isinstance(store, SqliteSessionStore)
     finally:
         store.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermes.errors import MessageNotFound
-from hermes.store.base import MessageRecord, NewMessage, SessionRecord
+from hermes.store.records import MessageRecord, NewMessage, SessionRecord
 from hermes.store.sqlite import SqliteSessionStore
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 from hermes.store.sqlite import SqliteSessionStore
 
 PARTS: list[dict[str, Any]] = [
@@ -162,7 +162,7 @@ def test_append_survives_a_killed_process(db_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import os, sys
-        from hermes.store.base import NewMessage
+        from hermes.store.records import NewMessage
         from hermes.store.sqlite import SqliteSessionStore
         store = SqliteSessionStore({str(db_path)!r})
         session = store.create_session(source="cli", title="crashy")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import hermes.store.sqlite as sqlite_module
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 from hermes.store.sqlite import SqliteSessionStore, fts_query
 
 HOSTILE = [

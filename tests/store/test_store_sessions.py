@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hermes.errors import SessionNotFound, StoreError
-from hermes.store.base import NewMessage, SessionRecord
+from hermes.store.records import NewMessage, SessionRecord
 from hermes.store.sqlite import SqliteSessionStore
 
 

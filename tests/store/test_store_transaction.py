@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import SessionNotFound
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 from hermes.store.sqlite import SqliteSessionStore
 
 

@@ -105,8 +105,8 @@ from hermes.server.schema import (
 )
 from hermes.server.state import SETTINGS, STORAGE
 from hermes.server.wire import status_payload, usage_json
-from hermes.store.api import ControlMessage, ControlReply, ControlUnanswered
-from hermes.store.run_store import RunRecord
+from hermes.store.api import ControlUnanswered
+from hermes.store.records import ControlMessage, ControlReply, RunRecord
 
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
 CONTROL_TIMEOUT = 5.0

@@ -87,8 +87,7 @@ from hermes.server.schema import (
 from hermes.server.state import STORAGE
 from hermes.server.wire import Outcome, status_payload, usage_json
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import MessageRecord, SessionRecord
-from hermes.store.run_store import RunRecord
+from hermes.store.records import MessageRecord, RunRecord, SessionRecord
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536

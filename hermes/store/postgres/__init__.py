@@ -30,7 +30,7 @@ from hermes.store.postgres.migrate import migrate_postgres
 from hermes.store.postgres.responses import PgResponseStore
 from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
 from hermes.store.postgres.sessions import PgSessionStore
-from hermes.store.run_store import RETENTION_SECONDS
+from hermes.store.records import RETENTION_SECONDS
 
 __all__ = ["open_postgres_storage"]
 

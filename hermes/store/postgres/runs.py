@@ -15,15 +15,8 @@ import json
 import time
 from typing import Any
 
-from hermes.store.api import InstanceLease
 from hermes.store.postgres.connect import Database
-from hermes.store.run_store import (
-    ORPHAN_MESSAGE,
-    RETENTION_SECONDS,
-    TERMINAL_STATES,
-    Receipt,
-    RunRecord,
-)
+from hermes.store.records import ORPHAN_MESSAGE, RETENTION_SECONDS, TERMINAL_STATES, InstanceLease, Receipt, RunRecord
 
 __all__ = ["PgLeaseStore", "PgReceiptStore", "PgRunStore"]
 

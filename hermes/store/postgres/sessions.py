@@ -41,7 +41,10 @@ from typing import Any
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store.base import (
+from hermes.store.owner import ProcessOwner, current_owner
+from hermes.store.postgres.connect import Database
+from hermes.store.postgres.search import search_text, ts_query
+from hermes.store.records import (
     CompactionRecord,
     MessageRecord,
     NewCompaction,
@@ -52,9 +55,6 @@ from hermes.store.base import (
     StoreStats,
     TurnRecord,
 )
-from hermes.store.owner import ProcessOwner, current_owner
-from hermes.store.postgres.connect import Database
-from hermes.store.postgres.search import search_text, ts_query
 from hermes.store.session_rules import (
     NUMBERED_TITLE,
     SESSION_COLUMNS,
@@ -748,7 +748,7 @@ class PgSessionStore:
         return repaired
 
     async def _repair_turn(self, conn: Any, turn: TurnRecord) -> RepairedTurn:
-        """Inside a transaction holding the turn's lock: see `SessionStore.repair_abandoned_turns`."""
+        """Inside a transaction holding the turn's lock: see `AsyncSessionStore.repair_abandoned_turns`."""
         cursor = await conn.execute(
             "SELECT role, tool_calls, tool_call_id FROM hermes.messages WHERE session_id = %s AND id > %s ORDER BY id",
             (turn.session_id, turn.after_message_id),
