@@ -80,7 +80,7 @@ def create_app(
     if storage is None and agent is None and backend_for(settings.database_url) == "sqlite":
         # SQLite opens synchronously (as `hermes serve` always did), so the agent exists
         # when `create_app` returns (`hermes serve` reads its instructions before start).
-        from hermes.store.sqlite_async import open_sqlite_storage
+        from hermes.store.sqlite.storage import open_sqlite_storage
 
         settings.ensure_home()
         storage = owned = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
@@ -152,7 +152,7 @@ async def _repair_at_start(settings: Settings, storage: Storage) -> None:
     leaves it to the orphan sweeper (by lease). Then expired receipts and runs are pruned."""
     if storage.backend == "sqlite":
         from hermes.store.repair import repair_after_crash
-        from hermes.store.sqlite_async import RUNS_DB, SqliteResponses, SqliteSessions
+        from hermes.store.sqlite.storage import RUNS_DB, SqliteResponses, SqliteSessions
 
         sessions, responses = storage.sessions, storage.responses
         assert isinstance(sessions, SqliteSessions) and isinstance(responses, SqliteResponses)

@@ -14,7 +14,7 @@ from hermes.store.records import (
     StoreStats,
     TurnRecord,
 )
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 __all__ = [
     "MessageRecord",

@@ -2,7 +2,7 @@
 
 Two backends implement it, chosen by `database_url` (`hermes.store.open_storage`):
 
-- SQLite (`hermes.store.sqlite_async`): adapters over the synchronous stores, three files
+- SQLite (`hermes.store.sqlite.storage`): adapters over the synchronous stores, three files
   in `$HERMES_HOME` (state.db, response_store.db, runs.db). Run events live in the
   process (SQLite serves one process on one host), as the server always kept them.
 - PostgreSQL (`hermes.store.postgres`): every record kind in one database, shared by any

@@ -32,9 +32,9 @@ from hermes.errors import StoreError
 from hermes.ids import new_item_id
 from hermes.store.owner import ProcessOwner, owner_gone
 from hermes.store.records import MessageRecord, RepairedTurn
-from hermes.store.responses import PendingResponse, ResponseStore
-from hermes.store.run_store import open_run_store
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.responses import PendingResponse, ResponseStore
+from hermes.store.sqlite.runs import open_run_store
+from hermes.store.sqlite.sessions import SqliteSessionStore
 from hermes.store.transcript import valid_transcript
 
 __all__ = ["RepairReport", "repair_after_crash", "repair_responses"]

@@ -38,7 +38,7 @@ async def open_storage(settings: Settings) -> Storage:
             response_store_size=settings.server_response_store_size,
             instance_lease_ttl=settings.instance_lease_ttl,
         )
-    from hermes.store.sqlite_async import open_sqlite_storage
+    from hermes.store.sqlite.storage import open_sqlite_storage
 
     settings.ensure_home()
     return open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)

@@ -26,7 +26,7 @@ import pytest
 from hermes.errors import SessionNotFound
 from hermes.store import open_session_store
 from hermes.store.records import NewMessage, SessionRecord
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
 class BlockingSessions:

@@ -17,8 +17,8 @@ from hermes.store import SqliteSessionStore, open_session_store
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import NewMessage, RunRecord
 from hermes.store.repair import repair_after_crash
-from hermes.store.responses import ResponseStore
-from hermes.store.run_store import open_run_store
+from hermes.store.sqlite.responses import ResponseStore
+from hermes.store.sqlite.runs import open_run_store
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 TOOL_CALLS = [
@@ -322,7 +322,7 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
     responses = ResponseStore(tmp_path / "response_store.db")
     try:
         # Written by the dead process: its owner is recorded by put().
-        monkeypatch.setattr("hermes.store.responses.current_owner", lambda: dead_owner)
+        monkeypatch.setattr("hermes.store.sqlite.responses.current_owner", lambda: dead_owner)
         responses.put("resp_x", _in_progress(session.id, created))
         monkeypatch.undo()
         responses.put("resp_live", {**_in_progress(session.id, created), "session_id": "other"})

@@ -12,7 +12,7 @@ import pytest
 from hermes.errors import StoreError
 from hermes.server.errors import RequestValidationError
 from hermes.server.idempotency import IdempotencyCache, fingerprint, validate_key
-from hermes.store.responses import ResponseStore
+from hermes.store.sqlite.responses import ResponseStore
 
 
 @pytest.fixture(params=["memory", "file"])

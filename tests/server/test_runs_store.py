@@ -9,7 +9,7 @@ import pytest
 
 from hermes.errors import StoreError
 from hermes.store.records import RunRecord
-from hermes.store.run_store import RunStore, open_run_store
+from hermes.store.sqlite.runs import RunStore, open_run_store
 
 
 @pytest.fixture

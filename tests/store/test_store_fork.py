@@ -6,7 +6,7 @@ import pytest
 
 from hermes.errors import MessageNotFound
 from hermes.store.records import MessageRecord, NewMessage, SessionRecord
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
 

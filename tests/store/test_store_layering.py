@@ -85,7 +85,7 @@ def test_shared_vocabularies_sit_below_every_layer(name: str) -> None:
 def test_importing_every_store_module_loads_no_agent_module() -> None:
     code = (
         "import sys\n"
-        "import hermes.store, hermes.store.responses, hermes.store.run_store\n"
+        "import hermes.store, hermes.store.sqlite.responses, hermes.store.sqlite.runs\n"
         "print(sorted(m for m in sys.modules if m.startswith(('hermes.agent', 'hermes.server'))))\n"
     )
     result = subprocess.run(

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-import hermes.store.sqlite as sqlite_module
+import hermes.store.sqlite.sessions as sqlite_module
 from hermes.store.records import NewMessage
-from hermes.store.sqlite import SqliteSessionStore, fts_query
+from hermes.store.sqlite.sessions import SqliteSessionStore, fts_query
 
 HOSTILE = [
     'foo"bar', '"', '""', '"unterminated', "AND", "OR", "NOT", "NEAR", "a AND", "AND OR NOT",

@@ -10,7 +10,7 @@ import pytest
 
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.records import NewMessage, SessionRecord
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
 def test_create_and_get(store: SqliteSessionStore) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from hermes.errors import SessionNotFound
 from hermes.store.records import NewMessage
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
 def _other_reader(db_path: Path) -> sqlite3.Connection:

@@ -1,6 +1,6 @@
 """Runs, idempotency receipts and instance leases on PostgreSQL.
 
-Same semantics as `hermes.store.run_store.RunStore` for runs and receipts, safe across
+Same semantics as `hermes.store.sqlite.runs.RunStore` for runs and receipts, safe across
 instances:
 
 - `claim_receipt` is one `INSERT … ON CONFLICT DO UPDATE … WHERE <expired>`: of two

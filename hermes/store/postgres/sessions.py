@@ -16,7 +16,7 @@ differences are only in how PostgreSQL provides them:
   ranked by cover density (`ts_rank_cd`) divided by 1 + log(document length), like
   FTS5's bm25 favouring repeated terms and shorter messages, among the newest RANK_WINDOW matches,
   with `ts_headline` snippets (match wrapped in >>> <<<, "…" where text was cut).
-- Turns and drafts follow state.db's rules (see `hermes.store.sqlite`), except ownership:
+- Turns and drafts follow state.db's rules (see `hermes.store.sqlite.sessions`), except ownership:
   a turn is owned by this storage's instance (`owner_instance`, its lease in
   `hermes.instances`), and `repair_abandoned_turns` ends only turns whose owner's lease
   expired or is missing (by the database's clock). Every write touching a turn locks

@@ -40,9 +40,9 @@ from hermes.store.records import (
     StoreStats,
     TurnRecord,
 )
-from hermes.store.responses import ResponseStore
-from hermes.store.run_store import RunStore
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.responses import ResponseStore
+from hermes.store.sqlite.runs import RunStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 __all__ = [
     "RUNS_DB",

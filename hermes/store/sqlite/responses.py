@@ -30,7 +30,7 @@ from typing import Any
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
 from hermes.store.owner import ProcessOwner, current_owner
-from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
+from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
 
 __all__ = ["RESPONSE_MIGRATIONS", "ResponseStore"]
 

@@ -67,8 +67,8 @@ from hermes.store.session_rules import (
     clean_title,
     fresh_session,
 )
-from hermes.store.session_schema import SESSION_MIGRATIONS
-from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
+from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
+from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
 from hermes.store.transcript import (
     SERVER_STOPPED_TOOL_RESULT,
     call_ids_and_names,

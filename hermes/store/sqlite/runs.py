@@ -37,7 +37,7 @@ from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import ORPHAN_MESSAGE, RETENTION_SECONDS, TERMINAL_STATES, Receipt, RunRecord
-from hermes.store.sqlite_file import describe_sqlite_error, open_sqlite_file
+from hermes.store.sqlite.file import describe_sqlite_error, open_sqlite_file
 
 RUN_MIGRATIONS = Migrations("runs.db")
 """Every runs.db migration, in the order it must run."""
