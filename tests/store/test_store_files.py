@@ -59,7 +59,7 @@ def test_existing_sidecars_are_tightened_on_open(db_path: Path) -> None:
 
 
 def test_connection_pragmas(store: SqliteSessionStore) -> None:
-    db = store._connection()
+    db = store.executor.connection()
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
@@ -134,7 +134,7 @@ def test_integrity_check_ok(store: SqliteSessionStore) -> None:
 def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore) -> None:
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="hello world"))
-    store._connection().execute(
+    store.executor.connection().execute(
         "INSERT INTO messages_fts(rowid, body) VALUES (9999, 'ghost words')"
     )
     assert store.integrity_check().startswith("search index:")
@@ -142,7 +142,7 @@ def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore)
 
 def test_integrity_check_reports_wrong_counters(store: SqliteSessionStore) -> None:
     session = store.create_session(source="cli")
-    store._connection().execute(
+    store.executor.connection().execute(
         "UPDATE sessions SET message_count = 5 WHERE id = ?", (session.id,)
     )
     assert store.integrity_check().startswith("counters:")

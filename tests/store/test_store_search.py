@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-import hermes.store.sqlite.sessions as sqlite_module
+import hermes.store.sqlite.dialect as sqlite_dialect
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore, fts_query
+from hermes.store.sqlite.dialect import fts_query
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 HOSTILE = [
     'foo"bar', '"', '""', '"unterminated', "AND", "OR", "NOT", "NEAR", "a AND", "AND OR NOT",
@@ -157,7 +158,7 @@ def test_assistant_and_tool_roles_are_reported(store: SqliteSessionStore) -> Non
 def test_ranking_is_bounded_to_the_newest_matches(
     store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "RANK_WINDOW", 3)
+    monkeypatch.setattr(sqlite_dialect, "RANK_WINDOW", 3)
     session = store.create_session(source="cli")
     other = store.create_session(source="tui")
     best_but_old = add(store, session.id, "otter otter otter otter")
@@ -169,13 +170,13 @@ def test_ranking_is_bounded_to_the_newest_matches(
     assert len(hits) == 3
     # With a source filter the window counts only that source's matches.
     assert [hit.message_id for hit in store.search("otter", source="tui")] == [tui_old]
-    monkeypatch.setattr(sqlite_module, "RANK_WINDOW", 100)
+    monkeypatch.setattr(sqlite_dialect, "RANK_WINDOW", 100)
     assert store.search("otter")[0].message_id == best_but_old
     assert newer[0] in {hit.message_id for hit in store.search("otter")}
 
 
 def test_search_reads_snippets_only_for_returned_rows(store: SqliteSessionStore) -> None:
-    db = store._connection()
+    db = store.executor.connection()
     plan = " ".join(
         row[3]
         for row in db.execute(

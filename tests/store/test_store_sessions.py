@@ -110,7 +110,7 @@ def test_source_filter(store: SqliteSessionStore) -> None:
 
 
 def test_listing_uses_the_activity_index(store: SqliteSessionStore) -> None:
-    db = store._connection()
+    db = store.executor.connection()
     for where, params in (("", ()), ("WHERE source = ?", ("cli",))):
         plan = " ".join(
             row[3]
@@ -161,7 +161,7 @@ def test_add_usage_accumulates(store: SqliteSessionStore) -> None:
 
 def fts_rows(store: SqliteSessionStore, word: str) -> int:
     return int(
-        store._connection()
+        store.executor.connection()
         .execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (word,))
         .fetchone()[0]
     )
@@ -181,7 +181,7 @@ def test_delete_removes_messages_and_search_rows(store: SqliteSessionStore) -> N
     assert store.find_session(doomed.id) is None
     assert fts_rows(store, "platypus") == 1
     assert fts_rows(store, "doomed") == 0
-    db = store._connection()
+    db = store.executor.connection()
     assert db.execute(
         "SELECT count(*) FROM messages WHERE session_id = ?", (doomed.id,)
     ).fetchone()[0] == 0
