@@ -139,7 +139,7 @@ async def test_assistant_and_tool_roles_are_reported(storage: Storage) -> None:
 
 
 async def test_ranking_is_bounded_to_the_newest_matches(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes.store.postgres.sessions as pg_sessions
+    import hermes.store.postgres.search as pg_sessions
     import hermes.store.sqlite.dialect as sqlite_sessions
 
     for module in (pg_sessions, sqlite_sessions):
