@@ -564,8 +564,8 @@ def stats(
     settings = load_settings()
     with _opened(settings) as opened:
         totals = opened.run(opened.storage.sessions.stats())
-        backend, location = opened.storage.backend, opened.storage.location
-    path = str(settings.state_db_path) if backend == "sqlite" else location
+        local, location = opened.storage.caps.local_files, opened.storage.location
+    path = str(settings.state_db_path) if local else location
     if as_json:
         print_json(
             {

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, assert_never, runtime_checkable
 
 from hermes.errors import StoreError
 from hermes.messages import ChatMessage
@@ -54,6 +54,8 @@ __all__ = [
     "ReceiptStore",
     "RunEventStore",
     "Storage",
+    "StorageCaps",
+    "caps_of",
 ]
 
 Backend = Literal["sqlite", "postgres"]
@@ -414,10 +416,44 @@ class ControlChannel(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class StorageCaps:
+    """What a storage can do, each flag named after the question asked above the store
+    (ask these, never the backend's name)."""
+
+    multi_instance: bool
+    """Several `hermes serve` processes may share this storage: each holds a lease, and
+    one settles the runs of another whose lease expired."""
+    shared_runs: bool
+    """The run store holds the runs of every process sharing it: a run that is not live
+    here may be live in another process."""
+    run_events_survive_process: bool
+    """Run events are stored outside the process that ran the run: readable from any
+    process after it ended, pruned by age. False: they live and go with the run."""
+    local_files: bool
+    """The data is files on this host (`$HERMES_HOME`), checked and sized as files."""
+
+
+def caps_of(backend: Backend) -> StorageCaps:
+    """The capabilities of a backend (known before it is opened)."""
+    match backend:
+        case "sqlite":
+            return StorageCaps(
+                multi_instance=False, shared_runs=False, run_events_survive_process=False, local_files=True
+            )
+        case "postgres":
+            return StorageCaps(
+                multi_instance=True, shared_runs=True, run_events_survive_process=True, local_files=False
+            )
+        case _:
+            assert_never(backend)
+
+
+@dataclass(frozen=True, slots=True)
 class Storage:
     """Every store of one backend, opened together (`hermes.store.open_storage`)."""
 
     backend: Backend
+    """The backend's name, for display (`hermes db status`); ask `caps` what it can do."""
     location: str
     """Where the data lives, printable: the $HERMES_HOME folder or the masked URL."""
     instance_id: str
@@ -431,6 +467,14 @@ class Storage:
     closer: _Closer
     control: ControlChannel
     """Stop/approval messages to the instance that owns a run."""
+    repairer: _Repairer
+    caps: StorageCaps
+
+    async def repair_after_crash(self) -> None:
+        """Make valid what crashed processes left half-done, where this storage does it at
+        start-up (SQLite: turns, responses and runs of dead processes); where leases
+        decide (PostgreSQL) the orphan sweeper does it instead, and this does nothing."""
+        await self.repairer.repair_after_crash()
 
     async def aclose(self) -> None:
         """Close every store and connection. Closing twice is fine."""
@@ -445,3 +489,7 @@ class Storage:
 
 class _Closer(Protocol):
     async def aclose(self) -> None: ...
+
+
+class _Repairer(Protocol):
+    async def repair_after_crash(self) -> None: ...

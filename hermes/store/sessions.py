@@ -407,9 +407,7 @@ class Sessions:
         assert message_id is not None
         return self._stored(message_id, session_id, message, stored, tool_calls, now)
 
-    async def get_messages(
-        self, session_id: str, *, limit: int | None = None, offset: int = 0
-    ) -> list[MessageRecord]:
+    async def get_messages(self, session_id: str, *, limit: int | None = None, offset: int = 0) -> list[MessageRecord]:
         """Oldest first."""
         await self._require(session_id)
         rows = await self.db.fetch_all(
@@ -612,9 +610,7 @@ class Sessions:
         )  # fmt: skip
         return [self._message(row) for row in rows]
 
-    async def repair_abandoned_turns(
-        self, is_gone: Callable[[ProcessOwner], bool] | None = None
-    ) -> list[RepairedTurn]:
+    async def repair_abandoned_turns(self, is_gone: Callable[[ProcessOwner], bool] | None = None) -> list[RepairedTurn]:
         """End every open turn whose owner is gone (see the module docstring).
 
         `is_gone` replaces the store's own test of a turn's owner process (tests)."""

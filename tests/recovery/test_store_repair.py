@@ -16,7 +16,7 @@ from recovery_helpers import owner_of, spawn_sleeper, transcript_problems, wait_
 from hermes.store import SqliteSessionStore, open_session_store
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import NewMessage, RunRecord
-from hermes.store.repair import repair_after_crash
+from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.sqlite.responses import ResponseStore
 from hermes.store.sqlite.runs import open_run_store
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT

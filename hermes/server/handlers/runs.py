@@ -401,8 +401,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
         raise _not_found(run_id)
     storage = request.config_dict[STORAGE]
     stored = await storage.run_events.read_after(run_id, 0, limit=1)
-    # SQLite keeps events in the process that runs the run: none here means none anywhere.
-    if not stored and (record.terminal or storage.backend == "sqlite"):
+    # Events kept in the process that runs the run: none here means none anywhere.
+    if not stored and (record.terminal or not storage.caps.run_events_survive_process):
         raise ApiError(
             f"Events of run {run_id} are no longer kept; GET /v1/runs/{run_id} has its status.",
             status=410,
@@ -427,7 +427,7 @@ async def _relay(request: web.Request, record: RunRecord, message: ControlMessag
         return await storage.control.request(owner, message, timeout=CONTROL_TIMEOUT)
     except ControlUnanswered:
         pass
-    if storage.backend == "postgres":
+    if storage.caps.multi_instance:
         # The owner may be dead: settle its orphans now rather than at the next sweep.
         await sweep_once(storage, ttl=request.config_dict[SETTINGS].instance_lease_ttl)
         settled = await storage.runs.get(record.run_id)

@@ -32,13 +32,11 @@ _MESSAGE_DATA = (
     "timestamp, token_count"
 )
 _MESSAGE_VALUES = (
-    "%s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, "
-    "%s::double precision, %s::integer"
+    "%s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::double precision, %s::integer"
 )
 _DB_NOW = "extract(epoch from clock_timestamp())::double precision"
 _LIVE_LEASE = (
-    "EXISTS (SELECT 1 FROM hermes.instances AS i WHERE i.instance_id = t.owner_instance "
-    f"AND i.expires_at >= {_DB_NOW})"
+    f"EXISTS (SELECT 1 FROM hermes.instances AS i WHERE i.instance_id = t.owner_instance AND i.expires_at >= {_DB_NOW})"
 )
 # Count the message on its session (locking the row, so counters stay exact) and insert
 # it; no row comes back when the session does not exist.

@@ -67,9 +67,7 @@ class SqliteDialect:
         if content is None or isinstance(content, str):
             return content, 0, None
         if isinstance(content, list):
-            texts = [
-                part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
-            ]
+            texts = [part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)]
             return encode_json(content), 1, "\n".join(texts) or None
         raise TypeError(f"message content must be str, list or None, not {type(content).__name__}")
 

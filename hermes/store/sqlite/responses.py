@@ -13,7 +13,7 @@ WAL) and its schema is `RESPONSE_MIGRATIONS`. ``path=":memory:"`` keeps everythi
 memory (tests). `sqlite3` exceptions never leave this module: they become `StoreError`.
 
 Crash safety: each row also keeps its envelope's `status` and the process that wrote it
-(`owner.ProcessOwner`), so start-up repair (`hermes.store.repair`) can settle the
+(`owner.ProcessOwner`), so start-up repair (`hermes.store.sqlite.repair`) can settle the
 `in_progress` records of a process that died mid-response (`in_progress()`, `settle()`).
 """
 

@@ -210,7 +210,7 @@ class SqliteSessionStore:
     # -- maintenance (SQLite only, for `hermes doctor` and `hermes sessions optimize`) --
 
     def integrity_check(self) -> str:
-        """"ok", or a one-line description of what is wrong.
+        """ "ok", or a one-line description of what is wrong.
 
         Checks SQLite's own structures, the search index against the messages, and the
         session counters against the messages.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.ids import new_instance_id
-from hermes.store.api import Storage
+from hermes.store.api import Storage, caps_of
 from hermes.store.control import MemoryControlChannel
 from hermes.store.event_stream import MemoryRunEventStore
 from hermes.store.records import (
@@ -27,6 +27,7 @@ from hermes.store.records import (
     Receipt,
     RunRecord,
 )
+from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.sqlite.responses import ResponseStore
 from hermes.store.sqlite.runs import RunStore
 from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
@@ -251,4 +252,18 @@ def open_sqlite_storage(
         leases=SqliteLeases(runs),
         closer=_SqliteCloser(sessions, responses, runs),
         control=MemoryControlChannel(instance_id),
+        repairer=_ProcessRepair(sessions, responses, folder / RUNS_DB),
+        caps=caps_of("sqlite"),
     )
+
+
+class _ProcessRepair:
+    """Start-up repair of what dead processes left in the three files (`repair`)."""
+
+    def __init__(self, sessions: SqliteSessionStore, responses: ResponseStore, runs_db: Path) -> None:
+        self._sessions = sessions
+        self._responses = responses
+        self._runs_db = runs_db
+
+    async def repair_after_crash(self) -> None:
+        repair_after_crash(self._sessions, self._responses, runs_db=self._runs_db)
