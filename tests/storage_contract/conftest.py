@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store.api import Storage
+from hermes.store.api import AsyncSessionStore, Storage
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -61,3 +61,9 @@ async def sqlite_storage(tmp_path: Path) -> AsyncIterator[Storage]:
         yield opened
     finally:
         await opened.aclose()
+
+
+@pytest.fixture
+def store(storage: Storage) -> AsyncSessionStore:
+    """The storage's sessions: the rules of `hermes.store.sessions` on its backend."""
+    return storage.sessions
