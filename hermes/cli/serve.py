@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from hermes.cli.serve_workers import WorkerLink
     from hermes.config import Settings
-    from hermes.server.protocol import ConnectionLimits
+    from hermes.server.http.protocol import ConnectionLimits
 
 EXIT_PORT_IN_USE = 75
 SHUTDOWN_BUDGET = 4.5
@@ -167,8 +167,8 @@ def _prepare(settings: Settings, *, announce: bool) -> None:
 
 
 def _build_app(settings: Settings) -> web.Application:
-    from hermes.server import log_limit
-    from hermes.server.app import create_app
+    from hermes.server.http import log_limit
+    from hermes.server.http.app import create_app
 
     app = create_app(settings)
     log_limit.install()
@@ -179,7 +179,7 @@ def _build_app(settings: Settings) -> web.Application:
 def _run(app: web.Application, settings: Settings, *, worker: WorkerLink | None = None) -> int:
     import asyncio
 
-    from hermes.server.protocol import ConnectionLimits
+    from hermes.server.http.protocol import ConnectionLimits
 
     limits = ConnectionLimits.from_settings(settings)
     return asyncio.run(
@@ -242,7 +242,7 @@ def _instruction_lines(app: web.Application) -> list[str]:
 
     Read once the app has started: on PostgreSQL the agent is built in its start-up.
     """
-    from hermes.server.state import AGENT
+    from hermes.server.http.state import AGENT
 
     agent = app.get(AGENT)
     instructions = agent.instructions if agent is not None else None
@@ -319,7 +319,7 @@ async def run_server(
 
     from aiohttp import web
 
-    from hermes.server.protocol import ConnectionLimits, HermesAppRunner
+    from hermes.server.http.protocol import ConnectionLimits, HermesAppRunner
 
     runner = HermesAppRunner(
         app,

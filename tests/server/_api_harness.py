@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ToolError
-from hermes.server.state import AGENT, STORAGE
+from hermes.server.http.state import AGENT, STORAGE
 from hermes.testing.upstream import ScriptedUpstream
 
 SERVER_KEY = "sk-secret"

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.server.protocol import ConnectionLimits, HermesAppRunner, HermesServer
+from hermes.server.http.protocol import ConnectionLimits, HermesAppRunner, HermesServer
 
 WAIT = 20.0
 

@@ -23,8 +23,8 @@ from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
-from hermes.server.app import create_app
-from hermes.server.state import RUNS
+from hermes.server.http.app import create_app
+from hermes.server.http.state import RUNS
 from hermes.store.api import Storage
 from hermes.store.sqlite.sessions import SqliteSessionStore
 from hermes.store.sqlite.storage import open_sqlite_storage

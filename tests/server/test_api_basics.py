@@ -9,7 +9,7 @@ import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes import __version__
-from hermes.server.middleware import OPEN_PATHS, check_bearer
+from hermes.server.http.middleware import OPEN_PATHS, check_bearer
 from hermes.testing.upstream import text_reply
 
 SECURITY = {

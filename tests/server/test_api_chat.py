@@ -10,10 +10,10 @@ from _api_harness import MakeServer, Server, parse_sse
 from aiohttp.test_utils import make_mocked_request
 
 from hermes.agent.events import ToolCompleted, ToolStarted
-from hermes.server.errors import PermissionDenied, RequestValidationError
-from hermes.server.handlers.chat import ToolProgress, derive_session_id
-from hermes.server.request import session_key_header
-from hermes.server.state import LIMITER
+from hermes.server.http.errors import PermissionDenied, RequestValidationError
+from hermes.server.http.request import session_key_header
+from hermes.server.http.state import LIMITER
+from hermes.server.openai.chat import ToolProgress, derive_session_id
 from hermes.testing.upstream import (
     Chunk,
     Reply,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import StoreError
-from hermes.server.errors import RequestValidationError
-from hermes.server.idempotency import IdempotencyCache, fingerprint, validate_key
+from hermes.runs.idempotency import IdempotencyCache, fingerprint
+from hermes.server.http.errors import RequestValidationError
+from hermes.server.http.request import validate_key
 from hermes.store.sqlite.responses import ResponseStore
 
 

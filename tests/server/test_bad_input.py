@@ -2,7 +2,7 @@
 
 JSON that parses but cannot be carried (lone UTF-16 surrogates, integers beyond Python's
 4300-digit limit) is caught by the app; requests aiohttp's own parser rejects are caught
-at the protocol layer (`hermes.server.protocol`).
+at the protocol layer (`hermes.server.http.protocol`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _raw_http import envelope, exchange, hermes_app, serving
 
-from hermes.server.protocol import ConnectionLimits
+from hermes.server.http.protocol import ConnectionLimits
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 SURROGATE = '"bad \\ud800 text"'

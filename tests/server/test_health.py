@@ -8,7 +8,7 @@ from typing import Any
 
 from _api_harness import SERVER_KEY, MakeServer, Server
 
-from hermes.server.state import STORAGE
+from hermes.server.http.state import STORAGE
 from hermes.testing.upstream import ScriptedUpstream, error_reply, text_reply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hello"}]}

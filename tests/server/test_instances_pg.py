@@ -26,7 +26,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.config import Settings
-from hermes.server.app import create_app
+from hermes.server.http.app import create_app
 from hermes.store.api import Storage
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
@@ -363,7 +363,7 @@ async def test_a_session_chat_stream_resumes_on_another_instance(instance, upstr
 async def test_a_stop_for_a_silent_owner_is_503_until_its_lease_runs_out(
     instance, upstream, pg_url, monkeypatch
 ) -> None:
-    import hermes.server.handlers.runs as runs_handlers
+    import hermes.server.rest.runs as runs_handlers
 
     monkeypatch.setattr(runs_handlers, "CONTROL_TIMEOUT", 0.5)
     a, b = await instance("a"), await instance("b")

@@ -1,4 +1,5 @@
-"""The server's module structure: no import cycles, no handler borrowing another's privates.
+"""The server's and the run service's module structure: no import cycles, no handler
+borrowing another's privates.
 
 The graph is read from the source (every ``import`` anywhere in a module, including
 inside functions, where cycles used to hide; ``if TYPE_CHECKING:`` blocks excluded, they
@@ -12,10 +13,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hermes.runs
 import hermes.server
 
 SERVER = Path(hermes.server.__file__).parent
+RUNS = Path(hermes.runs.__file__).parent
 PACKAGE = "hermes.server"
+HANDLERS = {
+    f"{PACKAGE}.openai.chat",
+    f"{PACKAGE}.openai.models",
+    f"{PACKAGE}.openai.responses",
+    f"{PACKAGE}.openai.responses_stream",
+    f"{PACKAGE}.rest.health",
+    f"{PACKAGE}.rest.openapi",
+    f"{PACKAGE}.rest.runs",
+    f"{PACKAGE}.rest.sessions",
+}
+"""The modules that export ``ROUTES`` (listed in `hermes.server.http.routes`)."""
 
 
 def _module_name(path: Path) -> str:
@@ -49,17 +63,17 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [alias.name for alias in node.names]
             found.append((node.module, names))
-            # `from hermes.server.handlers import chat` imports the submodule too
+            # `from hermes.server.openai import chat` imports the submodule too
             found.extend((f"{node.module}.{name}", []) for name in names)
     return found
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(path): path for path in SERVER.rglob("*.py")}
+    return {_module_name(path): path for folder in (SERVER, RUNS) for path in folder.rglob("*.py")}
 
 
 def _targets(path: Path, modules: dict[str, Path]) -> set[str]:
-    """Server modules `path` imports at run time (a package's own submodules import it
+    """Server and run-service modules `path` imports at run time (a package's own submodules import it
     implicitly; `from pkg import submodule` is an edge to the submodule only)."""
     name = _module_name(path)
     found = {target for target, _ in _imports(path) if target in modules}
@@ -111,9 +125,11 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_server_modules():
     graph = _graph()
-    assert f"{PACKAGE}.app" in graph
-    assert f"{PACKAGE}.routes" in graph[f"{PACKAGE}.app"]
-    assert f"{PACKAGE}.handlers.chat" in graph[f"{PACKAGE}.routes"]
+    assert f"{PACKAGE}.http.app" in graph
+    assert f"{PACKAGE}.http.routes" in graph[f"{PACKAGE}.http.app"]
+    assert f"{PACKAGE}.openai.chat" in graph[f"{PACKAGE}.http.routes"]
+    assert "hermes.runs.registry" in graph[f"{PACKAGE}.http.state"]
+    assert set(_modules()) >= HANDLERS
 
 
 def test_a_planted_cycle_is_found():
@@ -126,23 +142,24 @@ def test_no_import_cycles_in_the_server():
 
 def test_no_handler_imports_private_names_of_another_module():
     borrowed = []
-    for path in (SERVER / "handlers").glob("*.py"):
+    modules = _modules()
+    for name in sorted(HANDLERS):
+        path = modules[name]
         for module, names in _imports(path):
-            if module.startswith(PACKAGE):
+            if module.startswith((PACKAGE, "hermes.runs")):
                 borrowed.extend(f"{path.name}: {module}.{name}" for name in names if name.startswith("_"))
     assert borrowed == []
 
 
 def test_no_handler_reaches_into_another_handler_module():
-    """Shared parts live in hermes.server.*; a resource split over two files is the exception."""
-    allowed = {("responses", "responses_stream"), ("models", "health")}
+    """Shared parts live outside the handler modules; a resource split over two files is the exception."""
+    allowed = {(f"{PACKAGE}.openai.responses", f"{PACKAGE}.openai.responses_stream")}
     modules = _modules()
-    prefix = f"{PACKAGE}.handlers."
     crossings = []
-    for path in (SERVER / "handlers").glob("*.py"):
-        for module in _targets(path, modules):
-            if module.startswith(prefix) and (path.stem, module.removeprefix(prefix)) not in allowed:
-                crossings.append(f"{path.stem} -> {module}")
+    for name in sorted(HANDLERS):
+        for module in _targets(modules[name], modules):
+            if module in HANDLERS and (name, module) not in allowed:
+                crossings.append(f"{name} -> {module}")
     assert crossings == []
 
 

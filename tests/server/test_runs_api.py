@@ -7,7 +7,7 @@ import asyncio
 from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 from _runs_fixtures import read_frames, wait_for
 
-from hermes.server.state import RUNS, SETTINGS
+from hermes.server.http.state import RUNS, SETTINGS
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 from _api_harness import Server
 
-from hermes.server.errors import RequestValidationError
-from hermes.server.handlers.chat import CHAT_REQUEST
-from hermes.server.handlers.runs import RUN_APPROVAL, RUN_CREATE
-from hermes.server.handlers.sessions import (
+from hermes.server.http.errors import RequestValidationError
+from hermes.server.http.schema import Array, Body, Integer, String, Text
+from hermes.server.http.state import OPENAPI_DOCUMENT
+from hermes.server.openai.chat import CHAT_REQUEST
+from hermes.server.openai.response_objects import RESPONSE_REQUEST
+from hermes.server.rest.runs import RUN_APPROVAL, RUN_CREATE
+from hermes.server.rest.sessions import (
     SESSION_CHAT,
     SESSION_CREATE,
     SESSION_FORK,
     SESSION_PATCH,
 )
-from hermes.server.response_objects import RESPONSE_REQUEST
-from hermes.server.schema import Array, Body, Integer, String, Text
-from hermes.server.state import OPENAPI_DOCUMENT
 
 DECLARED = [CHAT_REQUEST, RESPONSE_REQUEST, RUN_CREATE, RUN_APPROVAL, SESSION_CREATE, SESSION_PATCH, SESSION_FORK,
             SESSION_CHAT]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from _raw_http import exchange, hermes_app, read_response, serving, wait_closed_by_server
 
-from hermes.server.log_limit import RateLimitFilter
-from hermes.server.protocol import ConnectionLimits, HermesServer
+from hermes.server.http.log_limit import RateLimitFilter
+from hermes.server.http.protocol import ConnectionLimits, HermesServer
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"

@@ -16,7 +16,7 @@ import pytest
 import hermes
 
 PACKAGE = Path(hermes.__file__).parent
-ABOVE_THE_STORE = ("hermes.agent", "hermes.server", "hermes.cli", "hermes.tui", "hermes.testing")
+ABOVE_THE_STORE = ("hermes.agent", "hermes.runs", "hermes.server", "hermes.cli", "hermes.tui", "hermes.testing")
 
 
 def imported_modules(source: str, module: str) -> set[str]:

@@ -1,7 +1,7 @@
 """Full-text search text and queries for PostgreSQL, matching SQLite's FTS5 behaviour.
 
 SQLite indexes messages with FTS5 (`porter unicode61 remove_diacritics 2`) and turns
-user text into plain AND-ed words, the last one a prefix (`hermes.store.sqlite.fts_query`).
+user text into plain AND-ed words, the last one a prefix (`hermes.store.sqlite.dialect.fts_query`).
 Here the same contract is met with the `hermes.search` configuration (English Snowball
 stemming, no stop words) over text normalised in Python:
 

@@ -8,7 +8,7 @@ the newest response id of that conversation; a mapping disappears with the respo
 points at (on delete and on eviction), so a reused name simply starts a new
 conversation.
 
-The database is opened by `sqlite_file.open_sqlite_file` (created 0600 whatever the umask,
+The database is opened by `file.open_sqlite_file` (created 0600 whatever the umask,
 WAL) and its schema is `RESPONSE_MIGRATIONS`. ``path=":memory:"`` keeps everything in
 memory (tests). `sqlite3` exceptions never leave this module: they become `StoreError`.
 

@@ -7,7 +7,7 @@ and the `Idempotency-Key` receipts of `POST /v1/runs`, so a client that retries 
 lost response gets its original run back instead of a second one.
 
 Storage is its own SQLite file (`$HERMES_HOME/runs.db`), opened by
-`sqlite_file.open_sqlite_file` (created 0600, WAL) with its own schema history,
+`file.open_sqlite_file` (created 0600, WAL) with its own schema history,
 `RUN_MIGRATIONS`, so it never touches the session store's. Schema:
 
     runs      one row per run: status, session, output, usage, error, owner (pid, host,

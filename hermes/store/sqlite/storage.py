@@ -1,9 +1,10 @@
-"""The SQLite backend of the async storage interface: adapters over the sync stores.
+"""The SQLite backend of the async storage interface: `open_sqlite_storage(home)`.
 
-Each adapter forwards to the synchronous store with a plain method call in the event
-loop's thread: the queries take well under a millisecond, so a thread hop would cost
-more than it saves, and the stores' behaviour, files (0600, WAL) and speed stay exactly
-what they are. Files in `$HERMES_HOME`: state.db (sessions), response_store.db
+Sessions are the shared rules (`sessions.SqliteSessions`); responses, receipts, runs and
+leases are adapters over the synchronous stores. Every call is a plain sqlite3 call in
+the event loop's thread: the queries take well under a millisecond, so a thread hop would
+cost more than it saves, and the files (0600, WAL) and speed stay what they were.
+Files in `$HERMES_HOME`: state.db (sessions), response_store.db
 (responses), runs.db (runs, receipts, instance leases). Run events live in the process
 (`event_stream.MemoryRunEventStore`).
 """

@@ -1,0 +1,173 @@
+"""Pieces every wire format shares: the status payload, the usage object, the outcome.
+
+Segments: a turn's assistant text can come in segments (text, tool calls, more text).
+Every wire format joins them with `SEGMENT_SEPARATOR` (a blank line) placed at the start
+of the later segment's text, never between items: clients concatenate several message
+items with nothing in between, and some keep only the last one. `SegmentJoiner` does it
+to streamed deltas, `answer_segments` to a finished result, so a non-streamed answer
+equals the concatenation of the streamed deltas of the same turn.
+
+The translators (chat chunks in `server/openai/chat.py`, Responses events in
+`server/openai/responses_stream.py`, run and session frames in `server/rest/runs.py` and
+`server/rest/sessions.py`) build their payloads from these, so a status line, a usage
+block or an error outcome looks the same on every endpoint. It lives in the run service
+because the run driver (`hermes.runs.driver`) records a settled run's usage with it; it
+imports nothing from the HTTP layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from hermes.agent.context import compacted_text
+from hermes.agent.events import ContextCompacted, Retrying, Status, StreamStalled
+from hermes.agent.types import TurnResult, Usage
+from hermes.error_codes import AGENT_ERROR, INTERRUPTED, OUTPUT_TRUNCATED
+
+UsageNames = Literal["chat", "responses"]
+"""`chat`: prompt_tokens/completion_tokens (Chat Completions). `responses`: input_tokens/
+output_tokens (Responses, runs, sessions)."""
+
+
+def status_payload(event: Status | Retrying | StreamStalled | ContextCompacted) -> dict[str, Any]:
+    """The one status object: `{"kind", "text"}` plus the event's own numbers.
+
+    It is the body of a named `hermes.status` frame (chat, responses) and of a `status`
+    event (runs, session chat).
+    """
+    match event:
+        case Status():
+            return {"kind": event.kind, "text": event.text}
+        case Retrying():
+            return {
+                "kind": "retrying",
+                "text": f"{event.reason} (attempt {event.attempt}/{event.max_attempts})",
+                "attempt": event.attempt,
+                "max_attempts": event.max_attempts,
+            }
+        case StreamStalled():
+            return {"kind": "stream_stalled", "text": event.message, "tools": list(event.tool_names)}
+        case ContextCompacted():
+            return {
+                "kind": "context_compacted",
+                "text": compacted_text(event),
+                "before_tokens": event.before_tokens,
+                "after_tokens": event.after_tokens,
+                "reason": event.reason,
+            }
+        case _:
+            assert_never(event)
+
+
+def usage_json(usage: Usage, names: UsageNames = "responses") -> dict[str, int]:
+    """The one usage object, in the field names of the wire format."""
+    if names == "chat":
+        return {
+            "prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+SEGMENT_SEPARATOR = "\n\n"
+
+
+class SegmentJoiner:
+    """Prefixes the first delta of every segment after the first non-empty one with the separator."""
+
+    def __init__(self) -> None:
+        self._had_text = False
+        self._in_segment = False
+
+    def text(self, delta: str) -> str:
+        """The delta as it goes on the wire ("" stays "")."""
+        if not delta:
+            return delta
+        if not self._in_segment:
+            self._in_segment = True
+            if self._had_text:
+                delta = SEGMENT_SEPARATOR + delta
+            self._had_text = True
+        return delta
+
+    def end_segment(self) -> None:
+        self._in_segment = False
+
+
+def answer_segments(result: TurnResult) -> list[str]:
+    """The turn's non-empty text segments as they go on the wire (later ones separator-prefixed).
+
+    The segments are the text of each assistant message that carried tool calls, then the
+    final text; their concatenation is what a stream of the same turn delivers.
+    """
+    texts: list[str] = []
+    for message in result.messages[1:]:
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                texts.append(content)
+    if result.final_text:
+        texts.append(result.final_text)
+    return [text if index == 0 else SEGMENT_SEPARATOR + text for index, text in enumerate(texts)]
+
+
+def answer_text(result: TurnResult) -> str:
+    """The whole answer of a turn: its segments joined (see `answer_segments`)."""
+    return "".join(answer_segments(result))
+
+
+def header_safe(text: str, limit: int = 200) -> str:
+    """Printable ASCII only, at most `limit` characters (for X-Hermes-Error)."""
+    cleaned = "".join(ch if 32 <= ord(ch) < 127 else " " for ch in text)
+    return " ".join(cleaned.split())[:limit]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a finished turn is reported to an OpenAI client (chat, responses, session chat)."""
+
+    finish_reason: str
+    """stop | length | error."""
+    hermes: dict[str, Any] | None
+    """The ``hermes`` block; None for a clean completion."""
+    hard_failure: bool
+    """No usable text: JSON answers 502 agent_incomplete."""
+    error: str | None
+
+    @classmethod
+    def of(cls, result: TurnResult | None, *, crash: BaseException | None = None) -> Outcome:
+        if crash is not None or result is None:
+            message = str(crash) if crash is not None else "The turn ended without a result."
+            block = {"completed": False, "partial": False, "failed": True, "error": message, "error_code": AGENT_ERROR}
+            return cls("error", block, True, message)
+        text = result.final_text or ""
+        if result.status == "completed":
+            return cls("stop", None, False, None)
+        error = result.error or "Agent run did not produce a response."
+        partial = result.status == "partial" or (result.status == "interrupted" and bool(text))
+        failed = result.status == "failed"
+        if result.status == "partial" and text:
+            code = OUTPUT_TRUNCATED
+            reason = "length"
+        else:
+            code = result.error_code or (INTERRUPTED if result.status == "interrupted" else AGENT_ERROR)
+            reason = "error"
+        block = {"completed": False, "partial": partial, "failed": failed, "error": error, "error_code": code}
+        return cls(reason, block, not text.strip(), error)
+
+    def headers(self) -> dict[str, str]:
+        if self.hermes is None:
+            return {}
+        headers = {
+            "X-Hermes-Completed": "false",
+            "X-Hermes-Partial": "true" if self.hermes["partial"] else "false",
+        }
+        if self.error:
+            headers["X-Hermes-Error"] = header_safe(self.error)
+        return headers

@@ -1,0 +1,190 @@
+"""`create_app`: the one factory behind `hermes serve` and every server test.
+
+    app = create_app(settings)                        # opens the configured storage
+    app = create_app(settings, storage=storage, agent=agent)   # tests: collaborators passed in
+
+Collaborators that are passed in are used as they are (and left open); the ones the
+factory opens itself are closed by the app's cleanup. PostgreSQL storage is opened (and
+migrated) by the app's start-up, before the socket is bound, so the schema exists before
+`/health` answers; SQLite storage opens synchronously here, as it always did.
+
+On PostgreSQL every instance also runs the orphan sweeper (`hermes.runs.sweeper`) for the
+runs of dead instances, from start-up until cleanup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from hermes.agent.engine import Agent
+from hermes.config import Settings
+from hermes.runs.idempotency import IdempotencyCache
+from hermes.runs.sweeper import sweep_forever
+from hermes.server.http import routes
+from hermes.server.http.lifecycle import LIVE_WORK, LiveWork
+from hermes.server.http.middleware import MAX_REQUEST_BYTES, MIDDLEWARES, on_response_prepare
+from hermes.server.http.state import (
+    AGENT,
+    IDEMPOTENCY,
+    LIMITER,
+    METRICS,
+    OPENAPI_DOCUMENT,
+    SETTINGS,
+    STORAGE,
+    ServerMetrics,
+    TurnLimiter,
+)
+from hermes.server.rest.background_runs import attach_run_registry
+from hermes.server.rest.openapi import build_document
+from hermes.store.api import Storage
+from hermes.store.storage import open_storage_at_once
+
+if TYPE_CHECKING:
+    from hermes.agent.mcp import McpManager
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_DRAIN_SECONDS = 2.5
+"""Seconds shutdown waits for interrupted turns to write their terminal frames."""
+
+
+def create_app(
+    settings: Settings,
+    *,
+    storage: Storage | None = None,
+    agent: Agent | None = None,
+    idempotency: IdempotencyCache | None = None,
+) -> web.Application:
+    """Build the aiohttp application.
+
+    Args:
+        settings: resolved settings (server_* fields, `database_url`, paths under ``home``).
+        storage: every store of one backend; opened (and closed at cleanup) when omitted:
+            `open_storage(settings)` at start-up, or for SQLite with an agent to build,
+            at once.
+        agent: the agent to run turns on; built with `build_agent` when omitted.
+        idempotency: the in-memory idempotency cache of the OpenAI endpoints (a fresh one
+            when omitted).
+    """
+    app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
+    app[SETTINGS] = settings
+    owned: Storage | None = None
+    if storage is None and agent is None:
+        # Storage that opens without an event loop (SQLite files) opens now, so the agent
+        # exists when `create_app` returns (`hermes serve` reads its instructions before start).
+        storage = owned = open_storage_at_once(settings)
+        if owned is not None:
+            agent = _build_agent(settings, owned)
+    owns_agent = owned is not None
+    if storage is not None:
+        app[STORAGE] = storage
+    if agent is not None:
+        app[AGENT] = agent
+    mcp = _mcp(settings) if owns_agent else None
+    app[IDEMPOTENCY] = idempotency or IdempotencyCache()
+    app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
+    app[METRICS] = ServerMetrics(started_at=time.time())
+    app[OPENAPI_DOCUMENT] = build_document(routes.OPENAPI_PATHS, routes.OPENAPI_SCHEMAS)
+    app.on_response_prepare.append(on_response_prepare)
+
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if owned is not None:
+                stack.push_async_callback(owned.aclose)
+            if storage is None:  # opened here: migrated before the socket is bound
+                from hermes.store.storage import open_storage
+
+                opened = await open_storage(settings)
+                stack.push_async_callback(opened.aclose)
+                app[STORAGE] = opened
+            current = app[STORAGE]
+            await _repair_at_start(settings, current)
+            if agent is None:
+                built = _build_agent(settings, current)
+                stack.push_async_callback(built.aclose)  # its provider's pooled connections
+                app[AGENT] = built
+                await _start_mcp(stack, _mcp(settings), built)
+            elif owns_agent:
+                stack.push_async_callback(agent.aclose)
+                await _start_mcp(stack, mcp, agent)
+            if current.caps.multi_instance:
+                await _start_instance_duties(stack, current, settings.instance_lease_ttl)
+            yield
+
+    app.cleanup_ctx.append(resources)
+    metrics = app[METRICS]
+    live = app[LIVE_WORK] = LiveWork(lambda result: metrics.note_outcome(result.error_code, result.error, time.time()))
+
+    async def interrupt_turns(app: web.Application) -> None:
+        live.begin_shutdown()
+
+    async def wait_for_streams(app: web.Application) -> None:
+        if not await live.drained(SHUTDOWN_DRAIN_SECONDS):
+            log.warning(
+                "hermes serve: %d turn(s) and %d stream(s) still open at shutdown",
+                live.active_turns,
+                live.active_streams,
+            )
+
+    # on_shutdown runs before aiohttp cancels handlers and before any cleanup closes a
+    # store: turns are interrupted first, background runs settle (their journals reach
+    # the storage), then every stream has written its terminal frame (bounded by
+    # SHUTDOWN_DRAIN_SECONDS).
+    app.on_shutdown.append(interrupt_turns)
+    attach_run_registry(app)
+    app.on_shutdown.append(wait_for_streams)
+    app.add_routes(routes.ROUTES)
+    return app
+
+
+async def _repair_at_start(settings: Settings, storage: Storage) -> None:
+    """What crashed processes left (by dead process where the storage repairs at start-up;
+    by lease, in the orphan sweeper, where it does not). Then expired receipts and runs are
+    pruned."""
+    await storage.repair_after_crash()
+    await storage.receipts.prune_receipts()
+    await storage.runs.prune_runs()
+
+
+def _build_agent(settings: Settings, storage: Storage) -> Agent:
+    from hermes.agent.factory import build_agent
+
+    return build_agent(settings, storage.sessions)
+
+
+async def _start_mcp(stack: contextlib.AsyncExitStack, mcp: McpManager | None, agent: Agent) -> None:
+    """Connect the configured MCP servers (before the socket is bound, so the first
+    request has their tools); closed with the app."""
+    if mcp is None:
+        return
+    stack.push_async_callback(mcp.aclose)
+    for status in await mcp.start(agent.tools):
+        if status.failed:
+            log.warning("hermes serve: %s", status.line())
+
+
+def _mcp(settings: Settings) -> McpManager | None:
+    from hermes.agent.mcp import McpManager
+
+    return McpManager.from_settings(settings, cwd=Path.cwd())
+
+
+async def _start_instance_duties(stack: contextlib.AsyncExitStack, storage: Storage, ttl: float) -> None:
+    """PostgreSQL: sweep the runs and turns of dead instances (the storage keeps this
+    instance's own lease alive)."""
+    sweeper = asyncio.create_task(sweep_forever(storage, ttl=ttl), name=f"hermes-sweeper-{storage.instance_id}")
+
+    async def stop() -> None:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+
+    stack.push_async_callback(stop)

@@ -1,0 +1,98 @@
+"""Typed application state (`web.AppKey`s) shared by every handler module.
+
+`create_app` (hermes/server/http/app.py) fills every key before the app starts; handlers
+read them with ``request.app[KEY]`` (or ``request.config_dict[KEY]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from hermes.agent.engine import Agent
+from hermes.config import Settings
+from hermes.runs.idempotency import IdempotencyCache
+from hermes.runs.registry import RunRegistry
+from hermes.server.http.errors import RateLimited
+from hermes.store.api import Storage
+
+PLATFORM = "hermes-agent"
+"""The platform name `/health` and `/v1/models` report."""
+
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+
+
+class TurnLimiter:
+    """Counts turns in flight across every agent endpoint; beyond `limit` → 429.
+
+    Only in-flight work counts (not open streams that have finished their turn).
+    ``limit <= 0`` disables the cap.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    @contextlib.contextmanager
+    def admit(self) -> Iterator[None]:
+        if self.limit > 0 and self.active >= self.limit:
+            raise RateLimited(f"Too many concurrent runs (max {self.limit})")
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
+
+
+UPSTREAM_ERROR_CODES = frozenset(
+    {"provider_error", "authentication_failed", "provider_timeout", "provider_unreachable", "rate_limited",
+     "streaming_unsupported"}
+)
+"""Turn error codes that mean the model endpoint failed (`hermes.errors.ProviderError` and subclasses)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamError:
+    code: str
+    message: str
+    """Redacted, without URLs, at most 200 characters."""
+    at: float
+
+
+@dataclass
+class ServerMetrics:
+    """Counters for /health/detailed (no secrets, no paths)."""
+
+    started_at: float
+    requests: int = 0
+    turns: int = 0
+    last_request_at: float | None = None
+    last_upstream_error: UpstreamError | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def note_outcome(self, error_code: str | None, error: str | None, at: float) -> None:
+        """Remember a turn's failure when the model endpoint caused it."""
+        if error_code in UPSTREAM_ERROR_CODES:
+            text = _URL.sub("<url>", error or "")
+            self.last_upstream_error = UpstreamError(error_code, text[:200], at)
+
+
+SETTINGS = web.AppKey("hermes.settings", Settings)
+AGENT = web.AppKey("hermes.agent", Agent)
+"""The agent every endpoint runs turns on."""
+STORAGE = web.AppKey("hermes.storage", Storage)
+"""Every store (sessions, responses, receipts, runs, run events, leases, control channel)
+of the configured backend; set by `create_app`, or at start-up when the app opens it."""
+IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotencyCache)
+"""The in-memory idempotency cache for the non-streaming OpenAI endpoints."""
+LIMITER = web.AppKey("hermes.limiter", TurnLimiter)
+METRICS = web.AppKey("hermes.metrics", ServerMetrics)
+RUNS = web.AppKey("hermes.runs", RunRegistry)
+"""The background runs of this app (`hermes.server.rest.background_runs.attach_run_registry`)."""
+OPENAPI_DOCUMENT: web.AppKey[dict[str, Any]] = web.AppKey("hermes.openapi")
+"""The OpenAPI document, built once by `create_app` from the route table."""

@@ -1,0 +1,439 @@
+"""POST /v1/chat/completions — JSON and SSE.
+
+Request mapping: ``system`` messages (joined with newlines) are layered on top of
+hermes' own system prompt; ``user``/``assistant`` messages are kept (content
+normalised), every other role is dropped; the last kept message is the turn's input
+(it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
+Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
+sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
+map to one session; with it, history comes from the session store instead of the body.
+Every turn is persisted (source ``api_server``), except utility requests
+(`hermes.runs.utility`: one model call, no tools, no session).
+
+Text segments of one answer are joined with a blank line (`hermes.runs.wire`), in the
+stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
+unless they opt in (`tool_progress_enabled`).
+
+Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
+block, X-Hermes-* headers, 502 ``agent_incomplete`` when there is no usable text).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from aiohttp import web
+
+from hermes.agent.events import (
+    AgentEvent,
+    ApprovalRequested,
+    ContextCompacted,
+    ModelProgress,
+    ReasoningDelta,
+    Retrying,
+    SegmentEnd,
+    Status,
+    StreamStalled,
+    TextDelta,
+    ToolCallGenerating,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnStarted,
+)
+from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
+from hermes.errors import StoreError
+from hermes.ids import derived_session_id, new_completion_id
+from hermes.runs.idempotency import fingerprint
+from hermes.runs.turn import TurnCrashed, TurnRun
+from hermes.runs.utility import flatten_text, is_utility_request
+from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
+from hermes.server.http.errors import AgentIncomplete, RequestValidationError
+from hermes.server.http.request import (
+    CONTENT_DOC,
+    coerce_bool,
+    has_visible_payload,
+    normalize_content,
+    session_id_header,
+    tool_progress_enabled,
+)
+from hermes.server.http.schema import (
+    IDEMPOTENCY_KEY_SCHEMA,
+    SSE_CONTENT,
+    VISIBLE_CONTENT_DOC,
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    Number,
+    Object,
+    String,
+    components,
+)
+from hermes.server.http.sse import ClientDisconnected, SSEStream
+from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.openai.turns import (
+    Answer,
+    Preamble,
+    api_turn,
+    complete,
+    read_preamble,
+    session_headers,
+    streamed_turn,
+    utility_engine,
+    utility_turn,
+)
+from hermes.store.api import AsyncSessionStore
+
+log = logging.getLogger(__name__)
+
+KEPT_ROLES = {"user", "assistant"}
+IDEMPOTENCY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "temperature", "top_p", "max_tokens")
+
+TOOL_EMOJI = {
+    "terminal": "💻",
+    "read_file": "📖",
+    "write_file": "✍️",
+    "patch": "🩹",
+    "list_files": "📁",
+    "search_files": "🔎",
+}
+
+
+def derive_session_id(system_prompt: str | None, first_user_content: Any) -> str:
+    """Deterministic id for clients that resend the transcript: api-<16 hex>."""
+    content = first_user_content if isinstance(first_user_content, str) else str(first_user_content)
+    return derived_session_id(system_prompt, content)
+
+
+def completion_id() -> str:
+    return new_completion_id()
+
+
+@dataclass
+class ChatRequest:
+    """A validated chat completions request."""
+
+    model: str
+    stream: bool
+    system: str | None
+    history: list[dict[str, Any]]
+    input: str | list[dict[str, Any]]
+    first_user: Any
+
+
+MESSAGE = Object(
+    properties={
+        "role": String(
+            required=True, description="system, developer, user, assistant or tool; other roles are dropped"
+        ),
+        "content": Anything(documented=CONTENT_DOC),
+        "name": String(),
+    }
+)
+
+CHAT_REQUEST = Body(
+    "ChatCompletionRequest",
+    {
+        "messages": Array(
+            required=True, min_items=1, items=MESSAGE,
+            contains={"type": "object", "required": ["role", "content"],
+                      "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC}},
+            error=("invalid_messages", "Missing or invalid 'messages' field"),
+        ),
+        "model": String(),
+        "user": String(),
+        "metadata": Object(),
+        "stream": Boolean(),
+        "temperature": Number(),
+        "tools": Array(description="Accepted for compatibility; hermes runs its own tools."),
+    },
+)
+"""Each message's role and content are checked per item by `parse_chat_body` (its params
+name the item: ``messages[3].role``)."""
+
+
+def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
+    CHAT_REQUEST.validate(body)
+    messages: list[Any] = body["messages"]
+    model = body.get("model") or advertised_model
+    system_parts: list[str] = []
+    kept: list[dict[str, Any]] = []
+    first_user: Any = None
+    for index, message in enumerate(messages):
+        param = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise RequestValidationError("Each message must be an object", code="invalid_message", param=param)
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise RequestValidationError(
+                "Each message needs a string 'role'", code="invalid_message", param=f"{param}.role"
+            )
+        if role == "system":
+            system_parts.append(flatten_text(normalize_content(message.get("content"), f"{param}.content")))
+            continue
+        if role not in KEPT_ROLES:
+            continue
+        content = normalize_content(message.get("content"), f"{param}.content")
+        if role == "assistant" and not has_visible_payload(content):
+            continue
+        if role == "user" and first_user is None:
+            first_user = content
+        kept.append({"role": role, "content": content})
+    if not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"]):
+        raise RequestValidationError(
+            "The messages must end with a user message (the new turn)", code="no_user_message", param="messages"
+        )
+    system = "\n".join(p for p in system_parts if p) or None
+    return ChatRequest(
+        model=model,
+        stream=coerce_bool(body.get("stream"), False),
+        system=system,
+        history=kept[:-1],
+        input=kept[-1]["content"],
+        first_user=first_user if first_user is not None else kept[-1]["content"],
+    )
+
+
+async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
+    try:
+        if await store.find_session(session_id) is None:
+            return []
+        return list(await store.history(session_id))
+    except StoreError as exc:
+        log.warning("session history unavailable for %s: %s", session_id, exc)
+        return []
+
+
+def completion_body(
+    cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
+    if result.reasoning:
+        message["reasoning_content"] = result.reasoning
+    body: dict[str, Any] = {
+        "id": cid,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": outcome.finish_reason}],
+        "usage": usage_json(result.usage, "chat"),
+    }
+    if outcome.hermes is not None:
+        body["hermes"] = outcome.hermes
+    return body
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    preamble = await read_preamble(request)
+    chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
+    header_session = session_id_header(request)
+    if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
+        return await complete(
+            request, preamble, utility_turn(chat.input, chat.history, chat.system),
+            _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            engine=utility_engine(request),
+        )
+    if header_session is not None:
+        session_id = header_session
+        history = await _load_history(request.app[STORAGE].sessions, session_id)
+    else:
+        session_id = derive_session_id(chat.system, chat.first_user)
+        history = chat.history
+    turn_request = api_turn(
+        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system
+    )
+    headers = session_headers(session_id, preamble.session_key)
+    if chat.stream:  # streams are never cached
+        return await _stream(request, chat, turn_request, headers)
+    return await complete(
+        request, preamble, turn_request, _finisher(chat, headers), scope="chat",
+        fingerprint=lambda: _fingerprint(preamble, header_session),
+    )
+
+
+def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Awaitable[Answer]]:
+    """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
+
+    async def finish(result: TurnResult | None) -> Answer:
+        outcome = Outcome.of(result)
+        out_headers = {**headers, **outcome.headers()}
+        if result is None or outcome.hard_failure:
+            error = AgentIncomplete(
+                outcome.error or "Agent run did not produce a response.", extra={"hermes": outcome.hermes}
+            )
+            return Answer(error.status, error.body(), out_headers)
+        return Answer(200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers)
+
+    return finish
+
+
+def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
+    return fingerprint(
+        preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key
+    )
+
+
+class ChatChunks:
+    """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
+
+    Named frames (`hermes.tool.progress`, `hermes.status`) go only to clients that accept
+    them (`tool_progress_enabled`).
+    """
+
+    def __init__(self, stream: SSEStream, model: str, *, named_events: bool) -> None:
+        self.stream = stream
+        self.cid, self.created, self.model = completion_id(), int(time.time()), model
+        self.named_events = named_events
+        self.sent_text = False
+        self.progress = ToolProgress()
+        self.joiner = SegmentJoiner()
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    async def start(self) -> None:
+        await self.stream.send(self.chunk({"role": "assistant"}))
+
+    async def on_event(self, event: AgentEvent) -> None:
+        match event:
+            case TextDelta():
+                if event.text:
+                    self.sent_text = True
+                    await self.stream.send(self.chunk({"content": self.joiner.text(event.text)}))
+            case ReasoningDelta():
+                if event.text:
+                    await self.stream.send(self.chunk({"reasoning_content": event.text}))
+            case ToolStarted() | ToolCompleted():
+                payload = self.progress.on_event(event)
+                if payload is not None and self.named_events:
+                    await self.stream.send(payload, event="hermes.tool.progress")
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
+                if self.named_events:
+                    await self.stream.send(status_payload(event), event="hermes.status")
+            case SegmentEnd():
+                self.joiner.end_segment()
+            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
+                pass  # no chunk: the answer is the text; the end is written by `finish`
+            case _:
+                assert_never(event)
+
+    async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
+        """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""
+        if result is not None and not self.sent_text and answer_text(result) and crash is None:
+            await self.stream.send(self.chunk({"content": answer_text(result)}))
+        outcome = Outcome.of(result, crash=crash)
+        final = self.chunk({}, outcome.finish_reason)
+        if result is not None:
+            final["usage"] = usage_json(result.usage, "chat")
+        if outcome.hermes is not None:
+            final["error"] = {"message": outcome.error, "type": "agent_error", "code": outcome.hermes["error_code"]}
+            final["hermes"] = outcome.hermes
+        await self.stream.send(final)
+        await self.stream.send_data("[DONE]")
+
+
+async def _stream(
+    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str]
+) -> web.StreamResponse:
+    named_events = tool_progress_enabled(request)
+    async with streamed_turn(request, turn_request, headers) as (stream, turn):
+        chunks = ChatChunks(stream, chat.model, named_events=named_events)
+        try:
+            await chunks.start()
+            crash = await _translate(turn, chunks)
+            await chunks.finish(turn.result, crash)
+        except ClientDisconnected:
+            pass  # the stream's on_disconnect has stopped the turn
+    return stream.response
+
+
+async def _translate(turn: TurnRun, chunks: ChatChunks) -> TurnCrashed | None:
+    try:
+        async for event in turn.events():
+            await chunks.on_event(event)
+    except TurnCrashed as exc:
+        log.error("turn crashed: %s", exc)
+        return exc
+    return None
+
+
+class ToolProgress:
+    """Turns ToolStarted/ToolCompleted into `hermes.tool.progress` payloads.
+
+    A ``running`` payload for each visible tool start, a ``completed`` one for its end;
+    internal tools (name starting with ``_``) and completions without a matching start
+    produce nothing.
+    """
+
+    def __init__(self) -> None:
+        self._running: set[str] = set()
+
+    def on_event(self, event: ToolStarted | ToolCompleted) -> dict[str, Any] | None:
+        if isinstance(event, ToolStarted):
+            if event.name.startswith("_") or not event.call_id:
+                return None
+            self._running.add(event.call_id)
+            return {
+                "tool": event.name,
+                "emoji": TOOL_EMOJI.get(event.name, "🔧"),
+                "label": event.preview or event.name,
+                "toolCallId": event.call_id,
+                "status": "running",
+            }
+        if event.call_id not in self._running:
+            return None
+        self._running.discard(event.call_id)
+        return {
+            "tool": event.name,
+            "toolCallId": event.call_id,
+            "status": "completed",
+            "duration": round(event.duration, 3),
+            "error": event.is_error,
+        }
+
+
+ROUTES = [web.post("/v1/chat/completions", chat_completions)]
+
+OPENAPI_SCHEMAS = components(CHAT_REQUEST)
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v1/chat/completions": {
+        "post": {
+            "operationId": "createChatCompletion",
+            "summary": "One agent turn, OpenAI Chat Completions shape (JSON, or SSE with stream: true)",
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": CHAT_REQUEST.ref}},
+            },
+            "responses": {
+                "200": {
+                    "description": "A chat.completion (or an SSE stream of chat.completion.chunk)",
+                    "content": {
+                        "application/json": {"schema": {"type": "object"}},
+                        **SSE_CONTENT,
+                    },
+                },
+                "400": {"$ref": "#/components/responses/BadRequest"},
+                "401": {"$ref": "#/components/responses/Unauthorized"},
+                "403": {"$ref": "#/components/responses/Forbidden"},
+                "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+                "429": {"$ref": "#/components/responses/RateLimited"},
+                "502": {"description": "The agent produced no usable answer (agent_incomplete)"},
+            },
+        }
+    }
+}

@@ -1,0 +1,202 @@
+"""POST /v1/responses (JSON and SSE), GET and DELETE /v1/responses/{id}.
+
+The request, its chain and the response object are in `hermes.server.openai.response_objects`;
+the SSE form is `hermes.server.openai.responses_stream`; the pipeline (preamble,
+idempotency, the non-streamed completion) is `hermes.server.openai.turns`, shared with
+chat completions.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aiohttp import web
+
+from hermes.agent.types import TurnResult
+from hermes.runs.idempotency import fingerprint
+from hermes.runs.utility import is_utility_request
+from hermes.runs.wire import Outcome
+from hermes.server.http.errors import AgentIncomplete, NotFound, json_response
+from hermes.server.http.request import tool_item_form
+from hermes.server.http.schema import IDEMPOTENCY_KEY_SCHEMA, SSE_CONTENT, components
+from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.openai.response_objects import (
+    RESPONSE_REQUEST,
+    envelope,
+    error_object,
+    output_items,
+    parse_responses_body,
+    referenced_items,
+    resolve_chain,
+    response_id,
+    response_status,
+    store_record,
+    system_text,
+)
+from hermes.server.openai.responses_stream import stream_response
+from hermes.server.openai.turns import (
+    Answer,
+    api_turn,
+    complete,
+    read_preamble,
+    session_headers,
+    utility_engine,
+    utility_turn,
+)
+
+IDEMPOTENCY_FIELDS = (
+    "input",
+    "instructions",
+    "previous_response_id",
+    "conversation",
+    "conversation_history",
+    "model",
+    "store",
+    "truncation",
+    "tools",
+)
+
+
+async def create_response(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    preamble = await read_preamble(request)
+    store = app[STORAGE].responses
+    references = await referenced_items(preamble.body, store)
+    req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, references.get)
+    chain = await resolve_chain(req, store)
+    utility = is_utility_request(stream=req.stream, new_input=req.input, metadata=req.metadata)
+    if utility:  # one plain model call: no session, not stored
+        turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
+        headers: dict[str, str] = {}
+    else:
+        turn_request = api_turn(
+            request, input=req.input, session_id=chain.session_id, history=chain.history,
+            client_prompt=system_text(req, chain),
+        )
+        headers = session_headers(chain.session_id, preamble.session_key)
+    form = tool_item_form(request)
+    if req.stream:  # streams are never cached
+        return await stream_response(request, req, chain, turn_request, headers, form)
+    rid, created_at = response_id(), int(time.time())
+
+    async def finish(result: TurnResult | None) -> Answer:
+        outcome = Outcome.of(result)
+        status = response_status(result)
+        error = error_object(result) if status == "failed" else None
+        output = output_items(result, form) if result else []
+        response = envelope(rid, created_at, req, chain, status=status, output=output, result=result, error=error)
+        transcript: list[Any] = (
+            list(result.messages) if result is not None else [{"role": "user", "content": req.input}]
+        )
+        if not utility:
+            await store_record(store, req, chain, rid, response, transcript)
+        out_headers = {**headers, **outcome.headers()}
+        if outcome.hard_failure:
+            failure = AgentIncomplete(
+                outcome.error or "Agent run did not produce a response.",
+                extra={"hermes": outcome.hermes, "response_id": rid},
+            )
+            return Answer(failure.status, failure.body(), out_headers)
+        return Answer(200, response, out_headers)
+
+    return await complete(
+        request, preamble, turn_request, finish, scope="responses",
+        fingerprint=lambda: fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_key=preamble.session_key),
+        engine=utility_engine(request) if utility else None,
+    )
+
+
+async def get_response(request: web.Request) -> web.Response:
+    rid = request.match_info["response_id"]
+    record = await request.app[STORAGE].responses.get(rid)
+    if record is None or not isinstance(record.get("response"), dict):
+        raise NotFound(f"Response not found: {rid[:256]}", code="response_not_found", param="response_id")
+    return json_response(record["response"])
+
+
+async def delete_response(request: web.Request) -> web.Response:
+    rid = request.match_info["response_id"]
+    if not await request.app[STORAGE].responses.delete(rid):
+        raise NotFound(f"Response not found: {rid[:256]}", code="response_not_found", param="response_id")
+    return json_response({"id": rid, "object": "response", "deleted": True})
+
+
+ROUTES = [
+    web.post("/v1/responses", create_response),
+    web.get("/v1/responses/{response_id}", get_response, allow_head=False),
+    web.delete("/v1/responses/{response_id}", delete_response),
+]
+
+OPENAPI_SCHEMAS: dict[str, Any] = {
+    **components(RESPONSE_REQUEST),
+    "Response": {
+        "type": "object",
+        "required": ["id", "object", "status", "output"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "response"},
+            "status": {"type": "string"},
+            "output": {"type": "array", "items": {"type": "object"}},
+        },
+    },
+}
+
+_ID_PARAM = {"name": "response_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v1/responses": {
+        "post": {
+            "operationId": "createResponse",
+            "summary": "One agent turn, OpenAI Responses shape (JSON, or SSE with stream: true)",
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": RESPONSE_REQUEST.ref}},
+            },
+            "responses": {
+                "200": {
+                    "description": "A response object (or an SSE stream of response.* events)",
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Response"}},
+                        **SSE_CONTENT,
+                    },
+                },
+                "400": {"$ref": "#/components/responses/BadRequest"},
+                "401": {"$ref": "#/components/responses/Unauthorized"},
+                "403": {"$ref": "#/components/responses/Forbidden"},
+                "404": {"$ref": "#/components/responses/NotFound"},
+                "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+                "429": {"$ref": "#/components/responses/RateLimited"},
+                "502": {"description": "The agent produced no usable answer (agent_incomplete)"},
+            },
+        }
+    },
+    "/v1/responses/{response_id}": {
+        "get": {
+            "operationId": "getResponse",
+            "summary": "A stored response",
+            "parameters": [_ID_PARAM],
+            "responses": {
+                "200": {
+                    "description": "OK",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}},
+                },
+                "401": {"$ref": "#/components/responses/Unauthorized"},
+                "404": {"$ref": "#/components/responses/NotFound"},
+            },
+        },
+        "delete": {
+            "operationId": "deleteResponse",
+            "summary": "Delete a stored response (and conversation names pointing at it)",
+            "parameters": [_ID_PARAM],
+            "responses": {
+                "200": {"description": "Deleted", "content": {"application/json": {"schema": {"type": "object"}}}},
+                "401": {"$ref": "#/components/responses/Unauthorized"},
+                "404": {"$ref": "#/components/responses/NotFound"},
+            },
+        },
+    },
+}

@@ -1,0 +1,174 @@
+"""The request pipeline Chat Completions and Responses share.
+
+    preamble = await read_preamble(request)              # session key, JSON body, Idempotency-Key
+    ... the endpoint parses preamble.body and builds its TurnRequest ...
+    if streaming:
+        async with streamed_turn(request, turn_request, headers) as (stream, turn):
+            ... the endpoint's translator writes `turn.events()` to `stream` ...
+    else:
+        return await complete(request, preamble, turn_request, finish, scope=..., fingerprint=...)
+
+A utility request (`hermes.runs.utility`) is a non-streamed completion whose turn runs on
+`utility_engine` (one model call, no tools, no session) instead of the agent.
+
+`complete` runs the turn to its end (stopped if the client leaves, unless the answer is
+cached for an Idempotency-Key) and answers with what `finish(result)` builds; one
+Idempotency-Key + fingerprint computes the answer once and replays it for 5 minutes.
+Every turn counts against the app's `TurnLimiter` (429 beyond it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from hermes.agent.types import TurnRequest, TurnResult
+from hermes.runs.turn import TurnEngine, TurnRun
+from hermes.runs.utility import UtilityEngine
+from hermes.server.http.errors import json_response
+from hermes.server.http.lifecycle import LIVE_WORK
+from hermes.server.http.request import read_json_object, session_key_header, validate_key
+from hermes.server.http.sse import DisconnectWatcher, SSEStream
+from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS
+
+
+@dataclass(frozen=True, slots=True)
+class Preamble:
+    """What every OpenAI-shaped request carries besides its own fields."""
+
+    body: dict[str, Any]
+    session_key: str | None
+    """`X-Hermes-Session-Key`, validated (needs an API key)."""
+    idempotency_key: str | None
+    """`Idempotency-Key`, validated; checked even where it is then ignored (streams)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A whole JSON answer: what the idempotency cache stores and replays."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+async def read_preamble(request: web.Request) -> Preamble:
+    session_key = session_key_header(request)
+    body = await read_json_object(request)
+    return Preamble(body, session_key, validate_key(request.headers.get("Idempotency-Key")))
+
+
+def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None = None) -> str | None:
+    """The client's system prompt layered on top of hermes' own (None: hermes' own only)."""
+    if not client_prompt or not client_prompt.strip():
+        return None
+    base = agent.new_session_prompt(cwd)
+    return f"{base}\n\n{client_prompt}"
+
+
+def api_turn(
+    request: web.Request, *, input: Any, session_id: str, history: list[Any], client_prompt: str | None
+) -> TurnRequest:
+    """The TurnRequest of an OpenAI-shaped endpoint: persisted as `api_server`, nobody to ask."""
+    app = request.app
+    return TurnRequest(
+        input=input,
+        session_id=session_id,
+        history=history,
+        system_prompt=layered_system_prompt(app[AGENT], client_prompt),
+        source="api_server",
+        approve=None,
+        yolo=app[SETTINGS].yolo,
+    )
+
+
+def utility_engine(request: web.Request) -> UtilityEngine:
+    """The engine of utility requests (`hermes.runs.utility`): the agent's provider and model."""
+    agent = request.app[AGENT]
+    return UtilityEngine(agent.provider, agent.model)
+
+
+def utility_turn(input: Any, history: list[Any], client_prompt: str | None) -> TurnRequest:
+    """A utility request's TurnRequest: the client's own prompt only, nothing persisted."""
+    return TurnRequest(input=input, history=history, system_prompt=client_prompt or None, source="api_server",
+                       persist=False)
+
+
+def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
+    headers = {"X-Hermes-Session-Id": session_id}
+    if session_key is not None:
+        headers["X-Hermes-Session-Key"] = session_key
+    return headers
+
+
+@contextlib.asynccontextmanager
+async def streamed_turn(
+    request: web.Request, turn_request: TurnRequest, headers: dict[str, str]
+) -> AsyncIterator[tuple[SSEStream, TurnRun]]:
+    """An admitted turn and its prepared SSE stream; the client leaving stops the turn."""
+    app = request.app
+    with app[LIMITER].admit():
+        app[METRICS].turns += 1
+        stream = SSEStream(request, headers=headers)
+        await stream.prepare()
+        turn = TurnRun(app[AGENT], turn_request)
+        stream.on_disconnect(turn.stop)
+        with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
+            try:
+                yield stream, turn
+            finally:
+                await turn.aclose()
+                await stream.close()
+
+
+async def run_to_end(
+    request: web.Request, turn_request: TurnRequest, *, watch: bool, engine: TurnEngine | None = None
+) -> TurnResult | None:
+    """Run an admitted turn to its end (on `engine`, default the app's agent); with `watch`,
+    the client leaving stops it."""
+    app = request.app
+    with app[LIMITER].admit():
+        app[METRICS].turns += 1
+        turn = TurnRun(engine or app[AGENT], turn_request)
+        with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
+            try:
+                if watch:
+                    async with DisconnectWatcher(request) as watcher:
+                        watcher.on_disconnect(turn.stop)
+                        return await turn.wait()
+                return await turn.wait()
+            finally:
+                await turn.aclose()
+
+
+async def complete(
+    request: web.Request,
+    preamble: Preamble,
+    turn_request: TurnRequest,
+    finish: Callable[[TurnResult | None], Awaitable[Answer]],
+    *,
+    scope: str,
+    fingerprint: Callable[[], str],
+    engine: TurnEngine | None = None,
+) -> web.Response:
+    """The non-streamed completion: run the turn, answer `finish(result)`, idempotently.
+
+    An answer computed for an Idempotency-Key is shared by every request with the same
+    key and `fingerprint()`, so it runs to its end even when its first client leaves.
+    """
+    key = preamble.idempotency_key
+
+    async def compute() -> Answer:
+        return await finish(await run_to_end(request, turn_request, watch=key is None, engine=engine))
+
+    compute_once: Awaitable[Answer]
+    if key is None:
+        compute_once = compute()
+    else:
+        compute_once = request.app[IDEMPOTENCY].get_or_set(f"{scope}\0{key}", fingerprint(), compute)
+    answer = await compute_once
+    return json_response(answer.body, status=answer.status, headers=answer.headers)

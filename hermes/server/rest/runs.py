@@ -1,0 +1,631 @@
+"""Background runs: POST /v1/runs, status, events (SSE with resume), stop, approval.
+
+A run is a turn owned by the `RunRegistry` (hermes/runs/registry.py), not by the
+request that started it: `POST /v1/runs` answers 202 at once, the turn goes on whether
+or not anyone watches, and only `POST /v1/runs/{id}/stop` (or server shutdown) ends it
+early. Admission, the driver and the SSE follower are `hermes.server.rest.background_runs`,
+shared with the session chat endpoints; this module owns the `/v1/runs` wire format
+(`RunEventsTranslator`).
+
+Event streams (`GET /v1/runs/{id}/events`) give every frame an `id: <seq>`; a client
+resumes with `Last-Event-ID: <seq>` (or `?after=<seq>`) and receives what it missed,
+then the live events. Any number of clients may follow one run.
+
+Any instance sharing the storage answers for any run: status and events come from the
+storage, and a stop or approval for a run owned by another instance is relayed to its
+owner over the storage's control channel (`CONTROL_TIMEOUT` for the owner's answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, assert_never
+
+from aiohttp import web
+
+from hermes.agent.events import (
+    AgentEvent,
+    ApprovalRequested,
+    ContextCompacted,
+    ModelProgress,
+    ReasoningDelta,
+    Retrying,
+    SegmentEnd,
+    Status,
+    StreamStalled,
+    TextDelta,
+    ToolCallGenerating,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnStarted,
+)
+from hermes.agent.types import (
+    ChatMessage,
+    TurnRequest,
+    TurnResult,
+    UserContent,
+)
+from hermes.ids import RUN_ID, new_session_id
+from hermes.runs.registry import (
+    APPROVAL_CHOICES,
+    ApprovalNotActive,
+    ApprovalNotPending,
+    Run,
+    RunRegistry,
+)
+from hermes.runs.sweeper import sweep_once
+from hermes.runs.utility import flatten_text
+from hermes.runs.wire import status_payload, usage_json
+from hermes.server.http.errors import (
+    ApiError,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
+)
+from hermes.server.http.request import (
+    CONTENT_DOC,
+    MAX_HEADER_VALUE,
+    TEXT_PART_TYPES,
+    coerce_bool,
+    has_visible_payload,
+    normalize_content,
+    read_json_object,
+    session_key_header,
+    validate_key,
+    validate_session_id,
+)
+from hermes.server.http.schema import (
+    CLIENT_ERRORS,
+    CONTENT_PARTS_DOC,
+    IDEMPOTENCY_KEY_SCHEMA,
+    TEXT_PART_DOC,
+    Anything,
+    Array,
+    Body,
+    Boolean,
+    String,
+    components,
+    reply,
+    request_body,
+    shared_reply,
+    sse_reply,
+)
+from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.rest.background_runs import (
+    MAX_MODEL_LENGTH,
+    MAX_SEQ_DIGITS,
+    StreamTarget,
+    check_user_content,
+    parse_after,
+    registry_of,
+    remote_target,
+    start_run,
+    stream_run,
+)
+from hermes.store.api import ControlUnanswered
+from hermes.store.records import ControlMessage, ControlReply, RunRecord
+
+HISTORY_ROLES = frozenset({"user", "assistant", "system"})
+CONTROL_TIMEOUT = 5.0
+"""Seconds a stop or approval relayed to the run's owner waits for its answer."""
+
+
+# ---- the /v1/runs event vocabulary ----------------------------------------------------------
+
+
+class RunEventsTranslator:
+    """Engine events → the `GET /v1/runs/{id}/events` vocabulary."""
+
+    def on_start(self, run: Run) -> None:
+        pass
+
+    def on_event(self, run: Run, event: AgentEvent) -> None:
+        match event:
+            case TurnStarted():
+                run.emit("run.started", {"session_id": event.session_id, "model": event.model})
+            case TextDelta():
+                run.emit("message.delta", {"delta": event.text})
+            case ReasoningDelta():
+                run.emit("reasoning.delta", {"delta": event.text})
+            case ToolStarted():
+                run.emit(
+                    "tool.started",
+                    {"tool": event.name, "call_id": event.call_id, "preview": event.preview,
+                     "arguments": event.arguments},
+                )
+            case ToolCompleted():
+                run.emit(
+                    "tool.completed",
+                    {"tool": event.name, "call_id": event.call_id, "duration": round(event.duration, 3),
+                     "error": event.is_error},
+                )
+            case ApprovalRequested():
+                pending = run.approvals.get(event.call_id)
+                run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
+                run.emit("status", status_payload(event))
+            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | TurnCompleted():
+                pass
+            case _:
+                assert_never(event)
+
+    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
+        data: dict[str, Any] = {"status": status, "session_id": run.session_id, "output": result.final_text,
+                                "usage": usage_json(result.usage)}
+        if status != "completed":
+            data["error"] = run.error
+            data["error_code"] = run.error_code
+        run.emit(f"run.{status}", data, final=True)
+
+    def on_error(self, run: Run, message: str) -> None:
+        run.emit("run.failed", {"status": "failed", "error": message, "error_code": run.error_code}, final=True)
+
+
+# ---- POST /v1/runs ------------------------------------------------------------------------
+
+
+def _history(value: Any, param: str) -> list[ChatMessage]:
+    if not isinstance(value, list):
+        raise RequestValidationError(f"'{param}' must be an array of messages", code="invalid_history", param=param)
+    history: list[ChatMessage] = []
+    for index, item in enumerate(value):
+        where = f"{param}[{index}]"
+        if not isinstance(item, dict):
+            raise RequestValidationError("Each history entry must be an object", code="invalid_history", param=where)
+        role = item.get("role")
+        if not isinstance(role, str) or role not in HISTORY_ROLES:
+            raise RequestValidationError(
+                "History roles must be user, assistant or system", code="invalid_history", param=f"{where}.role"
+            )
+        content = normalize_content(item.get("content"), f"{where}.content")
+        if role == "system":
+            content = flatten_text(content)
+        history.append({"role": role, "content": content})
+    return history
+
+
+def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage] | None]:
+    """`input` (a string, or messages whose last one is the turn) → (content, implied history)."""
+    raw = body.get("input")
+    if raw is None or raw == "" or raw == []:
+        raise RequestValidationError("Missing 'input' field", code="missing_input", param="input")
+    implied: list[ChatMessage] | None = None
+    if isinstance(raw, str):
+        content: UserContent = normalize_content(raw, "input")
+    elif isinstance(raw, list):
+        for index, item in enumerate(raw):  # strings, text parts or messages (RUN_INPUT_ITEM_DOC)
+            is_message = isinstance(item, dict) and "role" in item and "content" in item
+            kind = item.get("type") if isinstance(item, dict) else None
+            is_part = isinstance(kind, str) and kind in TEXT_PART_TYPES and isinstance(item.get("text"), str)
+            if not (isinstance(item, str) or is_message or is_part):
+                raise RequestValidationError(
+                    "Input items must be messages, text parts or strings",
+                    code="invalid_input",
+                    param=f"input[{index}]",
+                )
+        last = raw[-1]
+        where = f"input[{len(raw) - 1}]"
+        if isinstance(last, dict) and "content" in last:
+            content = normalize_content(last.get("content"), f"{where}.content")
+        elif isinstance(last, (str, dict)):
+            content = normalize_content(last, where)
+        else:
+            raise RequestValidationError("Input items must be messages or strings", code="invalid_input", param=where)
+        earlier = [item for item in raw[:-1] if isinstance(item, dict) and "role" in item and "content" in item]
+        if earlier:
+            implied = _history(earlier, "input")
+    else:
+        raise RequestValidationError("'input' must be a string or an array", code="invalid_input", param="input")
+    if not has_visible_payload(content):
+        raise RequestValidationError("No user message found in input", code="missing_input", param="input")
+    return check_user_content(content, "input"), implied
+
+
+
+def _fingerprint(body: dict[str, Any], session_key: str | None) -> str:
+    blob = json.dumps({"body": body, "session_key": session_key or ""}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _receipt_scope(request: web.Request) -> str:
+    key = request.config_dict[SETTINGS].server_key or ""
+    return hashlib.sha256(b"runs\0" + key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
+
+RUN_INPUT_ITEM_DOC = {
+    "anyOf": [
+        {"type": "string"},
+        TEXT_PART_DOC,
+        {"type": "object", "required": ["role", "content"],
+         "properties": {"role": {"enum": sorted(HISTORY_ROLES)}, "content": CONTENT_DOC}},
+    ]
+}
+"""An `input` item: a string, a text part, or a message (`parse_run_input`)."""
+_SEQ_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 10**MAX_SEQ_DIGITS - 1}
+"""An event id (`parse_after`: at most MAX_SEQ_DIGITS digits)."""
+HISTORY_ITEM_DOC = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"enum": sorted(HISTORY_ROLES)},
+        "content": {"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC, {"type": "null"}]},
+    },
+}
+"""One `conversation_history` entry, as `_history` checks it."""
+
+RUN_CREATE = Body(
+    "RunCreate",
+    {
+        "input": Anything(
+            required=True,
+            documented={"oneOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "minItems": 1, "items": RUN_INPUT_ITEM_DOC},
+            ]},
+        ),
+        "instructions": String(),
+        "model": String(min_length=1, max_length=MAX_MODEL_LENGTH, value_error=_MODEL_ERROR),
+        "previous_response_id": String(description="Accepted for compatibility; runs are not chained."),
+        "session_id": String(max_length=MAX_HEADER_VALUE, value_error=("invalid_session_id", "Session ID too long")),
+        "conversation_history": Array(
+            items=Anything(documented=HISTORY_ITEM_DOC),
+            error=("invalid_history", "'{name}' must be an array of messages"),
+        ),
+    },
+)
+"""`input`, the history items and the session id's characters are checked by the parsers
+below (per-item params such as ``input[1].role``)."""
+
+RUN_APPROVAL = Body(
+    "RunApproval",
+    {
+        "choice": Anything(
+            required=True, documented={"enum": ["once", "session", "deny", "approve", "approved", "allow"]}
+        ),
+        "request_id": String(
+            min_length=1,
+            max_length=256,
+            error=("invalid_approval_request", "'request_id' must be a non-empty string of at most 256 characters"),
+        ),
+        "all": Boolean(),
+    },
+)
+"""`choice` (or its alias `decision`) is matched case-insensitively, with aliases, by `approve_run`."""
+
+
+async def create_run(request: web.Request) -> web.Response:
+    idem_key = validate_key(request.headers.get("Idempotency-Key"))
+    session_key = session_key_header(request)
+    body = await read_json_object(request)
+    RUN_CREATE.validate(body)
+    content, implied_history = parse_run_input(body)
+    instructions: str | None = body.get("instructions")
+    model: str | None = body.get("model")
+    if model is not None and not model.strip():
+        raise RequestValidationError(_MODEL_ERROR[1], code=_MODEL_ERROR[0], param="model")
+    raw_session: str | None = body.get("session_id")
+    session_id = validate_session_id(raw_session, param="session_id") if raw_session else None
+    history = None
+    if body.get("conversation_history") is not None:
+        history = _history(body["conversation_history"], "conversation_history")
+    elif implied_history:
+        history = implied_history
+
+    headers = {"X-Hermes-Session-Key": session_key} if session_key else {}
+    registry = registry_of(request)
+    receipts = request.config_dict[STORAGE].receipts
+    scope = _receipt_scope(request)
+    fingerprint = _fingerprint(body, session_key)
+    if idem_key is not None:
+        receipt = await receipts.find_receipt(scope, idem_key)
+        if receipt is not None:
+            return await _replay(registry, receipt.run_id, receipt.fingerprint, fingerprint, headers)
+
+    session_id = session_id or new_session_id()
+    turn = TurnRequest(
+        input=content,
+        history=history,
+        system_prompt=flatten_text(normalize_content(instructions, "instructions")) if instructions else None,
+        model=model,
+    )
+    run = await start_run(request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id)
+    if idem_key is not None:
+        # Two instances racing for one key: the run that lost the claim is stopped at once
+        # (one request, one turn), and the client is pointed at the winner's.
+        winner = await receipts.claim_receipt(scope, idem_key, fingerprint, run.run_id)
+        if winner is not None:
+            await registry.stop(run)
+            return await _replay(registry, winner.run_id, winner.fingerprint, fingerprint, headers)
+    return json_response(
+        {"object": "hermes.run", "run_id": run.run_id, "status": "started", "session_id": session_id,
+         "replayed": False},
+        status=202,
+        headers={**headers, "Location": f"/v1/runs/{run.run_id}"},
+    )
+
+
+async def _replay(
+    registry: RunRegistry, run_id: str, stored: str, given: str, headers: dict[str, str]
+) -> web.Response:
+    if stored != given:
+        raise Conflict(
+            "Idempotency-Key was already used with a different request payload",
+            code="idempotency_key_conflict",
+            param="Idempotency-Key",
+        )
+    status = await registry.status(run_id)
+    return json_response(
+        {"object": "hermes.run", "run_id": run_id, "status": status["status"] if status else "unknown",
+         "session_id": status.get("session_id") if status else None, "replayed": True},
+        status=202,
+        headers={**headers, "Idempotency-Replayed": "true", "Location": f"/v1/runs/{run_id}"},
+    )
+
+
+# ---- status, events, stop, approval -------------------------------------------------------------
+
+
+def _run_id(request: web.Request) -> str:
+    run_id = request.match_info["run_id"]
+    if not RUN_ID.match(run_id):
+        raise _not_found(run_id)
+    return run_id
+
+
+def _not_found(run_id: str) -> NotFound:
+    return NotFound(f"Run not found: {run_id[:80]}", code="run_not_found")
+
+
+async def get_run(request: web.Request) -> web.Response:
+    run_id = _run_id(request)
+    status = await registry_of(request).status(run_id)
+    if status is None:
+        raise _not_found(run_id)
+    return json_response(status)
+
+
+async def run_events(request: web.Request) -> web.StreamResponse:
+    run_id = _run_id(request)
+    after = parse_after(request)
+    registry = registry_of(request)
+    run = registry.get(run_id)
+    if run is not None:
+        return await stream_run(request, StreamTarget.of(run), after=after)
+    record = await registry.record(run_id)
+    if record is None:
+        raise _not_found(run_id)
+    storage = request.config_dict[STORAGE]
+    stored = await storage.run_events.read_after(run_id, 0, limit=1)
+    # Events kept in the process that runs the run: none here means none anywhere.
+    if not stored and (record.terminal or not storage.caps.run_events_survive_process):
+        raise ApiError(
+            f"Events of run {run_id} are no longer kept; GET /v1/runs/{run_id} has its status.",
+            status=410,
+            type="invalid_request_error",
+            code="run_events_expired",
+        )
+    return await stream_run(request, await remote_target(request, run_id, record.session_id), after=after)
+
+
+async def _relay(request: web.Request, record: RunRecord, message: ControlMessage) -> ControlReply:
+    """Send `message` to the run's owner and return its answer.
+
+    An owner that does not answer within CONTROL_TIMEOUT may be dead: on PostgreSQL one
+    sweep runs at once, and a run it settled answers "not active" (its row says why);
+    otherwise 503 `run_owner_unavailable`.
+    """
+    storage = request.config_dict[STORAGE]
+    owner = record.owner_instance
+    if owner is None or owner == storage.instance_id:
+        return ControlReply(ok=False, code="run_not_active", message="Run is not active in this server process")
+    try:
+        return await storage.control.request(owner, message, timeout=CONTROL_TIMEOUT)
+    except ControlUnanswered:
+        pass
+    if storage.caps.multi_instance:
+        # The owner may be dead: settle its orphans now rather than at the next sweep.
+        await sweep_once(storage, ttl=request.config_dict[SETTINGS].instance_lease_ttl)
+        settled = await storage.runs.get(record.run_id)
+        if settled is not None and settled.terminal:
+            return ControlReply(ok=False, code="run_not_active", message="Run has settled")
+    raise ApiError(
+        f"The instance running {record.run_id} did not answer; if it is gone, the run "
+        "is settled as interrupted shortly.",
+        status=503,
+        type="server_error",
+        code="run_owner_unavailable",
+        headers={"Retry-After": "1"},
+    )
+
+
+async def stop_run(request: web.Request) -> web.Response:
+    run_id = _run_id(request)
+    registry = registry_of(request)
+    run = registry.get(run_id)
+    if run is None:
+        record = await registry.record(run_id)
+        if record is None:
+            raise _not_found(run_id)
+        if record.terminal:
+            return json_response(record.to_json())
+        reply = await _relay(request, record, ControlMessage("stop", run_id))
+        if not reply.ok:
+            settled = await registry.record(run_id)
+            if settled is not None and settled.terminal:  # it settled while the message travelled
+                return json_response(settled.to_json())
+            raise Conflict(reply.message or "Run is not active", code=reply.code or "run_not_active")
+        return json_response({"object": "hermes.run", "run_id": run_id, "status": reply.data.get("status")})
+    if run.terminal:
+        return json_response(run.to_json())
+    await registry.stop(run)
+    return json_response({"object": "hermes.run", "run_id": run.run_id, "status": run.status})
+
+
+_CHOICE_ALIASES = {
+    "approve": "once", "approved": "once", "allow": "once", "yes": "once", "reject": "deny", "no": "deny"
+}
+
+
+async def approve_run(request: web.Request) -> web.Response:
+    run_id = _run_id(request)
+    body = await read_json_object(request)
+    raw = body.get("choice", body.get("decision"))
+    param = "choice" if "choice" in body else "decision"
+    if not isinstance(raw, str):
+        raise RequestValidationError(
+            f"'choice' must be one of: {', '.join(APPROVAL_CHOICES)}", code="invalid_approval_choice", param=param
+        )
+    choice = _CHOICE_ALIASES.get(raw.strip().lower(), raw.strip().lower())
+    if choice not in APPROVAL_CHOICES:
+        raise RequestValidationError(
+            f"'choice' must be one of: {', '.join(APPROVAL_CHOICES)}", code="invalid_approval_choice", param=param
+        )
+    RUN_APPROVAL.validate({**body, "choice": raw})
+    request_id: str | None = body.get("request_id")
+    resolve_all = coerce_bool(body.get("all", body.get("resolve_all")), False)
+    registry = registry_of(request)
+    run = registry.get(run_id)
+    if run is None:
+        record = await registry.record(run_id)
+        if record is None:
+            raise _not_found(run_id)
+        if record.terminal:
+            raise Conflict("Run has no active approval session", code="approval_not_active")
+        args: dict[str, Any] = {"choice": choice, "all": resolve_all}
+        if request_id is not None:
+            args["request_id"] = request_id
+        reply = await _relay(request, record, ControlMessage("approval", run_id, args))
+        if not reply.ok:
+            if reply.code in (None, "run_not_active"):
+                raise Conflict("Run has no active approval session", code="approval_not_active")
+            raise Conflict(reply.message or "Run has no active approval session", code=reply.code)
+        data = reply.data
+    else:
+        try:
+            data = run.answer_approval(choice, request_id, resolve_all=resolve_all)
+        except ApprovalNotActive as exc:
+            raise Conflict(str(exc), code="approval_not_active") from None
+        except ApprovalNotPending as exc:
+            raise Conflict(str(exc), code="approval_not_pending") from None
+    return json_response({"object": "hermes.run.approval_response", "run_id": run_id, **data})
+
+
+ROUTES = [
+    web.post("/v1/runs", create_run),
+    web.get("/v1/runs/{run_id}", get_run, allow_head=False),
+    web.get("/v1/runs/{run_id}/events", run_events, allow_head=False),
+    web.post("/v1/runs/{run_id}/stop", stop_run),
+    web.post("/v1/runs/{run_id}/approval", approve_run),
+]
+
+
+# ---- OpenAPI ----------------------------------------------------------------------------------
+
+_RUN_ID_PARAM = {
+    "name": "run_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^run_[0-9a-f]{32}$"},
+}
+
+
+OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
+    "RunStatus": {
+        "type": "object",
+        "required": ["object", "run_id", "status"],
+        "properties": {
+            "object": {"const": "hermes.run"},
+            "run_id": {"type": "string"},
+            "status": {
+                "enum": ["queued", "running", "waiting_for_approval", "stopping", "completed", "failed",
+                         "cancelled", "interrupted"],
+            },
+            "created_at": {"type": "number"},
+            "updated_at": {"type": "number"},
+            "session_id": {"type": ["string", "null"]},
+            "model": {"type": ["string", "null"]},
+            "last_event": {"type": ["string", "null"]},
+            "output": {"type": ["string", "null"]},
+            "usage": {"type": ["object", "null"]},
+            "error": {"type": ["string", "null"]},
+            "error_code": {"type": ["string", "null"]},
+            "approval": {"type": "object"},
+        },
+    },
+    **components(RUN_CREATE, RUN_APPROVAL),
+}
+
+OPENAPI_PATHS: dict[str, dict[str, Any]] = {
+    "/v1/runs": {
+        "post": {
+            "operationId": "createRun",
+            "summary": "Start a background turn (202); Idempotency-Key makes retries safe",
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
+            ],
+            "requestBody": request_body(RUN_CREATE),
+            "responses": {
+                "202": reply("Started (or replayed)", {"type": "object"}),
+                "409": reply("Idempotency-Key reused with another payload, or the session is busy", "Error"),
+                "429": shared_reply("RateLimited"),
+                **CLIENT_ERRORS,
+            },
+        }
+    },
+    "/v1/runs/{run_id}": {
+        "get": {
+            "operationId": "getRun",
+            "summary": "Run status (live, or from the durable store)",
+            "parameters": [_RUN_ID_PARAM],
+            "responses": {"200": reply("Status", "RunStatus"), **CLIENT_ERRORS},
+        }
+    },
+    "/v1/runs/{run_id}/events": {
+        "get": {
+            "operationId": "getRunEvents",
+            "summary": "SSE events with `id:`; resume with Last-Event-ID or ?after=",
+            "parameters": [
+                _RUN_ID_PARAM,
+                {"name": "after", "in": "query", "required": False, "schema": _SEQ_SCHEMA},
+                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": _SEQ_SCHEMA},
+            ],
+            "responses": {
+                "200": sse_reply("Event stream"),
+                "410": reply("Events expired", "Error"),
+                **CLIENT_ERRORS,
+            },
+        }
+    },
+    "/v1/runs/{run_id}/stop": {
+        "post": {
+            "operationId": "stopRun",
+            "summary": "Interrupt a run; it settles `cancelled`",
+            "parameters": [_RUN_ID_PARAM],
+            "responses": {
+                "200": reply("Stopping, or already settled", {"type": "object"}),
+                "409": reply("Not active here", "Error"),
+                "503": reply("The instance running it did not answer", "Error"),
+                **CLIENT_ERRORS,
+            },
+        }
+    },
+    "/v1/runs/{run_id}/approval": {
+        "post": {
+            "operationId": "approveRun",
+            "summary": "Answer the run's pending command approval",
+            "parameters": [_RUN_ID_PARAM],
+            "requestBody": request_body(RUN_APPROVAL),
+            "responses": {
+                "200": reply("Resolved", {"type": "object"}),
+                "409": reply("Nothing pending", "Error"),
+                "503": reply("The instance running it did not answer", "Error"),
+                **CLIENT_ERRORS,
+            },
+        }
+    },
+}

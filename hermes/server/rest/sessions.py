@@ -1,0 +1,735 @@
+"""The sessions REST API: /api/sessions CRUD, paged messages, fork, chat, chat/stream.
+
+Sessions are the rows of the shared session store (`state.db`): the ones the TUI and
+CLI made are listed here too, and every turn run through this API is one more session
+row with source `api_server`.
+
+`chat` and `chat/stream` run their turn as a background run of the `RunRegistry`
+(see hermes/server/rest/background_runs.py), so a stream's client may disconnect without
+stopping the turn; it reattaches with `GET /v1/runs/{run_id}/events` (or by posting
+to `chat/stream` again with `Last-Event-ID`) and answers approvals with
+`POST /v1/runs/{run_id}/approval`. History always comes from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, assert_never
+
+from aiohttp import web
+
+from hermes.agent.events import (
+    AgentEvent,
+    ApprovalRequested,
+    ContextCompacted,
+    ModelProgress,
+    ReasoningDelta,
+    Retrying,
+    SegmentEnd,
+    Status,
+    StreamStalled,
+    TextDelta,
+    ToolCallGenerating,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnStarted,
+)
+from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.errors import MessageNotFound
+from hermes.ids import new_message_id, new_session_id
+from hermes.runs.registry import Run
+from hermes.runs.utility import flatten_text
+from hermes.runs.wire import Outcome, status_payload, usage_json
+from hermes.server.http.errors import (
+    AgentIncomplete,
+    ApiError,
+    Conflict,
+    NotFound,
+    RequestValidationError,
+    json_response,
+)
+from hermes.server.http.request import (
+    MAX_HEADER_VALUE,
+    SESSION_ID_PATTERN,
+    has_visible_payload,
+    normalize_content,
+    read_json_object,
+    session_key_header,
+    validate_session_id,
+)
+from hermes.server.http.schema import (
+    CLIENT_ERRORS,
+    CONTENT_PARTS_DOC,
+    TURN_TEXT_DOC,
+    VISIBLE_PART_DOC,
+    Anything,
+    Body,
+    Integer,
+    String,
+    Text,
+    components,
+    reply,
+    request_body,
+    shared_reply,
+    sse_reply,
+)
+from hermes.server.http.state import STORAGE
+from hermes.server.rest.background_runs import (
+    MAX_MODEL_LENGTH,
+    StreamTarget,
+    active_run_id,
+    check_user_content,
+    parse_after,
+    registry_of,
+    start_run,
+    stream_run,
+)
+from hermes.store.api import AsyncSessionStore
+from hermes.store.records import MessageRecord, RunRecord, SessionRecord
+
+MAX_TITLE = 256
+MAX_SYSTEM_PROMPT = 65_536
+MAX_END_REASON = 64
+LIST_LIMIT = (50, 200)
+"""(default, maximum) of `GET /api/sessions?limit=`."""
+MESSAGES_LIMIT = (100, 500)
+PATCHABLE = frozenset({"title", "end_reason"})
+KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
+
+
+# ---- JSON shapes ----------------------------------------------------------------------
+
+
+def session_json(record: SessionRecord, run: RunRecord | None = None) -> dict[str, Any]:
+    """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
+    `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
+    the server knows: `last_active` (= updated_at, the name session clients read) and the
+    active run. README, "One session shape", lists the differences."""
+    data = record.to_json()
+    data["has_system_prompt"] = bool(data.pop("system_prompt", None))
+    active = run is not None and not run.terminal
+    return {
+        **data,
+        "last_active": record.updated_at,
+        "active_run_id": run.run_id if run is not None and active else None,
+        "active_run_status": run.status if run is not None and active else None,
+    }
+
+
+def message_json(record: MessageRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "session_id": record.session_id,
+        "role": record.role,
+        "content": record.content,
+        "tool_call_id": record.tool_call_id,
+        "tool_calls": record.tool_calls,
+        "tool_name": record.tool_name,
+        "timestamp": record.timestamp,
+        "token_count": record.token_count,
+        "finish_reason": record.finish_reason,
+        "reasoning": record.reasoning,
+    }
+
+
+def turn_messages(result: TurnResult) -> list[dict[str, Any]]:
+    """This turn's assistant and tool messages (the user message left out), client-safe."""
+    out = []
+    for message in result.messages:
+        role = message.get("role")
+        if role not in ("assistant", "tool"):
+            continue
+        item: dict[str, Any] = {"role": role, "content": message.get("content")}
+        if message.get("tool_calls"):
+            item["tool_calls"] = message["tool_calls"]
+        if role == "tool":
+            item["tool_call_id"] = message.get("tool_call_id")
+            item["tool_name"] = message.get("name")
+        out.append(item)
+    return out
+
+
+async def _session_envelope(request: web.Request, record: SessionRecord, status: int = 200) -> web.Response:
+    run = await registry_of(request).active_anywhere(record.id)
+    return json_response({"object": "hermes.session", "session": session_json(record, run)}, status=status)
+
+
+# ---- request parsing --------------------------------------------------------------------
+
+
+def _store(request: web.Request) -> AsyncSessionStore:
+    return request.config_dict[STORAGE].sessions
+
+
+def _path_session_id(request: web.Request) -> str:
+    raw = request.match_info["session_id"]
+    try:
+        return validate_session_id(raw, param="session_id")
+    except RequestValidationError:
+        raise NotFound(f"Session not found: {raw[:80]}", code="session_not_found") from None
+
+
+async def _existing(request: web.Request) -> SessionRecord:
+    session_id = _path_session_id(request)
+    record = await _store(request).find_session(session_id)
+    if record is None:
+        raise NotFound(f"Session not found: {session_id}", code="session_not_found")
+    return record
+
+
+async def _optional_body(request: web.Request) -> dict[str, Any]:
+    """The JSON object body, or {} when the request has none."""
+    if not request.body_exists:
+        return {}
+    if request.content_length == 0:
+        return {}
+    return await read_json_object(request)
+
+
+def _int_query(request: web.Request, name: str, default: int, *, low: int, high: int | None = None) -> int:
+    given = request.query.getall(name, [])
+    if len(given) > 1:
+        raise RequestValidationError(f"'{name}' must be given once", code=f"invalid_{name}", param=name)
+    raw = given[0] if given else None
+    if raw is None:
+        return default
+    text = raw.strip()
+    if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > _QUERY_INT_DIGITS:
+        raise RequestValidationError(f"'{name}' must be an integer", code=f"invalid_{name}", param=name)
+    value = int(text)
+    if value < low or (high is not None and value > high):
+        bound = f" between {low} and {high}" if high is not None else f" of at least {low}"
+        raise RequestValidationError(f"'{name}' must be an integer{bound}", code=f"invalid_{name}", param=name)
+    return value
+
+
+SOURCE_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
+SOURCE_RE = re.compile(SOURCE_PATTERN)
+"""A session source: a short identifier (``api_server``, ``cli``, ``my-tool``)."""
+_QUERY_INT_DIGITS = 12
+_OFFSET_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 10**_QUERY_INT_DIGITS - 1}
+
+_SESSION_ID = String(
+    max_length=MAX_HEADER_VALUE,
+    pattern=SESSION_ID_PATTERN,
+    error=("invalid_session_id", "'{name}' must be a string"),
+    value_error=("invalid_session_id", "Session ID too long"),
+)
+_TITLE = Text(code="invalid_title", min_length=1, max_length=MAX_TITLE)
+_MODEL = Text(code="invalid_model", min_length=1, max_length=MAX_MODEL_LENGTH)
+_AT_MESSAGE_ID = Integer(minimum=1, error=("invalid_message_id", "'at_message_id' must be a positive integer"))
+_END_REASON = Text(code="invalid_end_reason", min_length=1, max_length=MAX_END_REASON)
+
+SESSION_CREATE = Body(
+    "SessionCreate",
+    {
+        "id": _SESSION_ID,
+        "title": _TITLE,
+        "system_prompt": Text(code="invalid_system_prompt", max_length=MAX_SYSTEM_PROMPT, multiline=True),
+        "source": Anything(documented={"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
+        "model": _MODEL,
+    },
+)
+"""`session_id` is accepted as an alias of `id`; ids are path-safe (`validate_session_id`)."""
+SESSION_PATCH = Body("SessionPatch", {"title": _TITLE, "end_reason": _END_REASON}, closed=True)
+SESSION_FORK = Body(
+    "SessionFork",
+    {
+        "title": _TITLE,
+        "at_message_id": _AT_MESSAGE_ID,
+    },
+)
+SESSION_CHAT = Body(
+    "SessionChat",
+    {
+        "message": Anything(
+            required=True,
+            documented={"anyOf": [{**TURN_TEXT_DOC},
+                                  {**CONTENT_PARTS_DOC, "contains": VISIBLE_PART_DOC}]},
+            description="`input` is accepted as an alias.",
+        ),
+        "system_message": Anything(
+            documented={"anyOf": [{"type": "string"}, CONTENT_PARTS_DOC]},
+            description="`instructions` is accepted as an alias.",
+        ),
+        "model": _MODEL,
+    },
+)
+
+
+def _title(body: dict[str, Any]) -> str | None:
+    title = _TITLE.text(body, "title")
+    if title is not None and not title.strip():
+        raise RequestValidationError("'title' must not be blank", code="invalid_title", param="title")
+    return title.strip() if title is not None else None
+
+
+# ---- CRUD -------------------------------------------------------------------------------
+
+
+async def list_sessions(request: web.Request) -> web.Response:
+    limit = _int_query(request, "limit", LIST_LIMIT[0], low=1, high=LIST_LIMIT[1])
+    offset = _int_query(request, "offset", 0, low=0)
+    source = request.query.get("source") or None
+    if source is not None and not SOURCE_RE.fullmatch(source):
+        raise RequestValidationError("'source' is not a valid source name", code="invalid_source", param="source")
+    store = _store(request)
+    records = await store.list_sessions(limit=limit, offset=offset, source=source)
+    total = await store.count_sessions(source=source)
+    registry = registry_of(request)
+    active = await asyncio.gather(*(registry.active_anywhere(r.id) for r in records))  # indexed lookups
+    return json_response(
+        {
+            "object": "list",
+            "data": [session_json(r, run) for r, run in zip(records, active, strict=True)],
+            "limit": limit,
+            "offset": offset,
+            "total": total,
+            "has_more": offset + len(records) < total,
+        }
+    )
+
+
+async def create_session(request: web.Request) -> web.Response:
+    body = await _optional_body(request)
+    raw_id = body.get("id", body.get("session_id"))
+    id_param = "id" if "id" in body else "session_id"
+    _SESSION_ID.check(raw_id, id_param)
+    session_id = validate_session_id(raw_id, param=id_param) if raw_id else None
+    title = _title(body)
+    system_prompt = SESSION_CREATE.text(body, "system_prompt")
+    raw_source = body.get("source")
+    if raw_source is not None and not isinstance(raw_source, str):
+        raise RequestValidationError("'source' must be a string", code="invalid_source", param="source")
+    source = raw_source or "api_server"
+    if not SOURCE_RE.fullmatch(source):
+        raise RequestValidationError("'source' must be a short identifier", code="invalid_source", param="source")
+    model = _MODEL.text(body, "model")
+    store = _store(request)
+    if session_id is not None and await store.find_session(session_id) is not None:
+        raise Conflict(f"Session already exists: {session_id}", code="session_exists", param=id_param)
+    record = await store.create_session(
+        source=source,
+        model=model,
+        title=title,
+        system_prompt=system_prompt,
+        session_id=session_id or new_session_id(),
+    )
+    return await _session_envelope(request, record, status=201)
+
+
+async def get_session(request: web.Request) -> web.Response:
+    return await _session_envelope(request, await _existing(request))
+
+
+async def patch_session(request: web.Request) -> web.Response:
+    record = await _existing(request)
+    body = await read_json_object(request)
+    for name in body:
+        if name not in PATCHABLE:
+            detail = " (not stored by hermes)" if name in KNOWN_UNSUPPORTED else ""
+            raise RequestValidationError(
+                f"Field '{name[:64]}' cannot be changed{detail}; supported: title, end_reason",
+                code="unsupported_session_field",
+                param=name[:64],
+            )
+    title = _title(body)
+    end_reason = _END_REASON.text(body, "end_reason")
+    if end_reason is not None and not end_reason.strip():
+        raise RequestValidationError("'end_reason' must not be blank", code="invalid_end_reason", param="end_reason")
+    store = _store(request)
+    if title is not None:
+        await store.rename_session(record.id, title)
+    if end_reason is not None:
+        await store.end_session(record.id, end_reason.strip())
+    return await _session_envelope(request, await store.get_session(record.id))
+
+
+async def delete_session(request: web.Request) -> web.Response:
+    record = await _existing(request)
+    busy = await active_run_id(request, record.id)
+    if busy is not None:
+        raise Conflict("A run is active for this session; stop it first", code="run_already_active",
+                       extra={"run_id": busy})  # fmt: skip
+    await _store(request).delete_session(record.id)
+    return json_response({"object": "hermes.session.deleted", "id": record.id, "deleted": True})
+
+
+async def session_messages(request: web.Request) -> web.Response:
+    record = await _existing(request)
+    limit = _int_query(request, "limit", MESSAGES_LIMIT[0], low=1, high=MESSAGES_LIMIT[1])
+    offset = _int_query(request, "offset", 0, low=0)
+    order = request.query.get("order", "oldest")
+    if order not in ("oldest", "latest"):
+        raise RequestValidationError("'order' must be oldest or latest", code="invalid_order", param="order")
+    store = _store(request)
+    if order == "oldest":
+        rows = await store.get_messages(record.id, limit=limit, offset=offset)
+    else:
+        total = (await store.get_session(record.id)).message_count
+        end = max(0, total - offset)
+        start = max(0, end - limit)
+        rows = list(reversed(await store.get_messages(record.id, limit=end - start, offset=start))) if end else []
+    return json_response(
+        {
+            "object": "list",
+            "session_id": record.id,
+            "data": [message_json(row) for row in rows],
+            "pagination": {"limit": limit, "offset": offset, "order": order, "returned": len(rows)},
+        }
+    )
+
+
+async def fork_session(request: web.Request) -> web.Response:
+    record = await _existing(request)
+    body = await _optional_body(request)
+    if body.get("id") is not None or body.get("session_id") is not None:
+        raise RequestValidationError(
+            "Choosing the id of a fork is not supported", code="unsupported_session_field", param="id"
+        )
+    title = _title(body)
+    at = _AT_MESSAGE_ID.value(body, "at_message_id")
+    try:
+        fork = await _store(request).fork_session(record.id, at_message_id=at, title=title, source="api_server")
+    except MessageNotFound as exc:  # the session exists (not a 404); its state lacks that message
+        raise Conflict(exc.message, code=exc.code, param="at_message_id") from None
+    return await _session_envelope(request, fork, status=201)
+
+
+# ---- chat -------------------------------------------------------------------------------------
+
+
+class SessionChatTranslator:
+    """Engine events → the `/api/sessions/{id}/chat/stream` vocabulary (named frames)."""
+
+    def __init__(self, user_content: UserContent) -> None:
+        self.user_content = user_content
+        self.message_id = new_message_id()
+        self._segment: list[str] = []
+        self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def on_start(self, run: Run) -> None:
+        run.emit(
+            "run.started",
+            {"user_message": {"role": "user", "content": self.user_content}, "runtime": {"model": run.model}},
+        )
+        run.emit("message.started", {"message": {"id": self.message_id, "role": "assistant"}})
+
+    def on_event(self, run: Run, event: AgentEvent) -> None:
+        mid = self.message_id
+        match event:
+            case TextDelta():
+                self._segment.append(event.text)
+                run.emit("assistant.delta", {"message_id": mid, "delta": event.text})
+            case SegmentEnd():
+                text = "".join(self._segment)
+                self._segment = []
+                if text.strip():
+                    run.emit("assistant.commentary", {"message_id": mid, "text": text, "already_streamed": True})
+            case ReasoningDelta():
+                run.emit("tool.progress", {"message_id": mid, "tool_name": "_thinking", "delta": event.text})
+            case ToolStarted():
+                self._tools[event.call_id] = (event.preview, event.arguments)
+                run.emit(
+                    "tool.started",
+                    {"message_id": mid, "tool_name": event.name, "call_id": event.call_id,
+                     "preview": event.preview, "args": event.arguments},
+                )
+            case ToolCompleted():
+                preview, args = self._tools.pop(event.call_id, ("", event.arguments))
+                run.emit(
+                    "tool.failed" if event.is_error else "tool.completed",
+                    {"message_id": mid, "tool_name": event.name, "call_id": event.call_id, "preview": preview,
+                     "args": args, "duration": round(event.duration, 3), "is_error": event.is_error},
+                )
+            case ApprovalRequested():
+                pending = run.approvals.get(event.call_id)
+                data = pending.to_json() if pending else {"request_id": event.call_id}
+                run.emit("approval.request", {"message_id": mid, **data})
+            case Status() | Retrying() | StreamStalled() | ContextCompacted():
+                run.emit("status", status_payload(event))
+            case TurnStarted() | ToolCallGenerating() | ModelProgress() | TurnCompleted():
+                pass
+            case _:
+                assert_never(event)
+
+    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
+        outcome: dict[str, Any] = {"status": status, "completed": status == "completed"}
+        if status != "completed":
+            outcome["error"] = run.error
+            outcome["error_code"] = run.error_code
+        run.emit(
+            "assistant.completed",
+            {"message_id": self.message_id, "content": result.final_text, **outcome},
+        )
+        run.emit(
+            f"run.{status}",
+            {"message_id": self.message_id, **outcome, "messages": turn_messages(result),
+             "usage": usage_json(result.usage)},
+        )
+        run.emit("done", {}, final=True)
+
+    def on_error(self, run: Run, message: str) -> None:
+        run.emit("error", {"message": message})
+        run.emit("done", {}, final=True)
+
+
+def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | None]:
+    """(user content, system prompt, model) from a chat body."""
+    name = "message" if "message" in body else "input"
+    raw = body.get(name)
+    if raw is None:
+        raise RequestValidationError("Missing 'message' field", code="missing_message", param="message")
+    content = normalize_content(raw, name)
+    if not has_visible_payload(content):
+        raise RequestValidationError("Missing 'message' field", code="missing_message", param=name)
+    check_user_content(content, name)
+    system = None
+    prompt_name = "system_message" if "system_message" in body else "instructions"
+    raw_system = body.get(prompt_name)
+    if raw_system is not None:
+        if not isinstance(raw_system, (str, list)):
+            raise RequestValidationError(
+                f"'{prompt_name}' must be a string", code="invalid_system_prompt", param=prompt_name
+            )
+        system = flatten_text(normalize_content(raw_system, prompt_name)) or None
+    model = _MODEL.text(body, "model")
+    if model is not None and not model.strip():
+        raise RequestValidationError("'model' must be a non-empty model name", code="invalid_model", param="model")
+    return content, system, model
+
+
+def _chat_headers(record: SessionRecord, run: Run | None, session_key: str | None) -> dict[str, str]:
+    headers = {"X-Hermes-Session-Id": record.id}
+    if session_key:
+        headers["X-Hermes-Session-Key"] = session_key
+    if run is not None:
+        headers["X-Hermes-Run-Id"] = run.run_id
+    return headers
+
+
+async def _start_chat(request: web.Request, record: SessionRecord, body: dict[str, Any]) -> Run:
+    content, system, model = _chat_input(body)
+    turn = TurnRequest(input=content, system_prompt=system, model=model)
+    return await start_run(
+        request, kind="session_chat", turn=turn, translator=SessionChatTranslator(content), session_id=record.id
+    )
+
+
+async def session_chat(request: web.Request) -> web.Response:
+    session_key = session_key_header(request)
+    record = await _existing(request)
+    body = await read_json_object(request)
+    run = await _start_chat(request, record, body)
+    await registry_of(request).wait(run)
+    headers = _chat_headers(record, run, session_key)
+    result = run.result
+    outcome = Outcome.of(result)
+    usage = usage_json(result.usage) if result is not None else None
+    text = result.final_text if result is not None else ""
+    if outcome.hard_failure:
+        raise AgentIncomplete(
+            outcome.error or run.error or "Agent run did not produce a response.",
+            extra={"hermes": outcome.hermes},
+            headers=headers,
+        )
+    data: dict[str, Any] = {
+        "object": "hermes.session.chat.completion",
+        "status": run.status,
+        "session_id": record.id,
+        "run_id": run.run_id,
+        "message": {"role": "assistant", "content": text},
+        "messages": turn_messages(result) if result is not None else [],
+        "usage": usage,
+        "runtime": {"model": run.model},
+    }
+    if outcome.hermes is not None:
+        data["hermes"] = outcome.hermes
+    return json_response(data, headers={**headers, **outcome.headers()})
+
+
+async def session_chat_stream(request: web.Request) -> web.StreamResponse:
+    session_key = session_key_header(request)
+    record = await _existing(request)
+    if request.headers.get("Last-Event-ID") is not None:
+        # A reconnect: follow the session's latest run from where the client was.
+        after = parse_after(request)
+        target = await _resume_target(request, record)
+    else:
+        after = 0
+        body = await read_json_object(request)
+        target = StreamTarget.of(await _start_chat(request, record, body))
+    return await stream_run(request, target, after=after, headers=_chat_headers(record, None, session_key))
+
+
+async def _resume_target(request: web.Request, record: SessionRecord) -> StreamTarget:
+    """The session's newest run to resume: one running here, else the newest any instance
+    stored (its events come from the storage wherever it runs)."""
+    run = registry_of(request).latest_for_session(record.id)
+    if run is not None:
+        return StreamTarget.of(run)
+    storage = request.config_dict[STORAGE]
+    stored = await storage.runs.latest_for_session(record.id)
+    if stored is None:
+        raise NotFound("No run of this session to resume", code="run_not_found")
+    # Events that live in their run's process are gone with it.
+    gone = stored.terminal or not storage.caps.run_events_survive_process
+    if gone and not await storage.run_events.read_after(stored.run_id, 0, limit=1):
+        raise ApiError(
+            f"Events of run {stored.run_id} are no longer kept; GET /v1/runs/{stored.run_id} has its status.",
+            status=410,
+            type="invalid_request_error",
+            code="run_events_expired",
+        )
+    return StreamTarget(stored.run_id, "session_chat", record.id)
+
+
+ROUTES = [
+    web.get("/api/sessions", list_sessions, allow_head=False),
+    web.post("/api/sessions", create_session),
+    web.get("/api/sessions/{session_id}", get_session, allow_head=False),
+    web.patch("/api/sessions/{session_id}", patch_session),
+    web.delete("/api/sessions/{session_id}", delete_session),
+    web.get("/api/sessions/{session_id}/messages", session_messages, allow_head=False),
+    web.post("/api/sessions/{session_id}/fork", fork_session),
+    web.post("/api/sessions/{session_id}/chat", session_chat),
+    web.post("/api/sessions/{session_id}/chat/stream", session_chat_stream),
+]
+
+
+# ---- OpenAPI ------------------------------------------------------------------------------------
+
+_SID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "maxLength": 256}}
+
+
+def _ok(description: str, ref: str = "SessionEnvelope") -> dict[str, Any]:
+    return reply(description, ref)
+
+
+OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
+    **components(SESSION_CREATE, SESSION_PATCH, SESSION_FORK, SESSION_CHAT),
+    "Session": {
+        "type": "object",
+        "required": ["id", "source"],
+        "properties": {
+            "object": {"const": "session"},
+            "id": {"type": "string"},
+            "source": {"type": "string"},
+            "title": {"type": ["string", "null"]},
+            "model": {"type": ["string", "null"]},
+            "parent_session_id": {"type": ["string", "null"]},
+            "started_at": {"type": "number"},
+            "updated_at": {"type": "number"},
+            "last_active": {"type": "number"},
+            "ended_at": {"type": ["number", "null"]},
+            "end_reason": {"type": ["string", "null"]},
+            "message_count": {"type": "integer"},
+            "tool_call_count": {"type": "integer"},
+            "input_tokens": {"type": "integer"},
+            "output_tokens": {"type": "integer"},
+            "has_system_prompt": {"type": "boolean"},
+            "active_run_id": {"type": ["string", "null"]},
+            "active_run_status": {"type": ["string", "null"]},
+        },
+    },
+    "SessionEnvelope": {
+        "type": "object",
+        "required": ["object", "session"],
+        "properties": {"object": {"const": "hermes.session"}, "session": {"$ref": "#/components/schemas/Session"}},
+    },
+}
+
+OPENAPI_PATHS: dict[str, dict[str, Any]] = {
+    "/api/sessions": {
+        "get": {
+            "operationId": "listSessions",
+            "summary": "Sessions, newest activity first",
+            "parameters": [
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                {"name": "offset", "in": "query", "schema": _OFFSET_SCHEMA},
+                {"name": "source", "in": "query", "schema": {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}},
+            ],
+            "responses": {"200": reply("A page", {"type": "object"}), **CLIENT_ERRORS},
+        },
+        "post": {
+            "operationId": "createSession",
+            "summary": "Create a session",
+            "requestBody": request_body(SESSION_CREATE, required=False),
+            "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **CLIENT_ERRORS},
+        },
+    },
+    "/api/sessions/{session_id}": {
+        "get": {
+            "operationId": "getSession",
+            "parameters": [_SID],
+            "responses": {"200": _ok("The session"), **CLIENT_ERRORS},
+        },
+        "patch": {
+            "operationId": "patchSession",
+            "parameters": [_SID],
+            "requestBody": request_body(SESSION_PATCH, required=True),
+            "responses": {"200": _ok("Updated"), **CLIENT_ERRORS},
+        },
+        "delete": {
+            "operationId": "deleteSession",
+            "parameters": [_SID],
+            "responses": {"200": reply("Deleted", {"type": "object"}),
+                          "409": _ok("A run is active", "Error"), **CLIENT_ERRORS},
+        },
+    },
+    "/api/sessions/{session_id}/messages": {
+        "get": {
+            "operationId": "getSessionMessages",
+            "parameters": [
+                _SID,
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
+                {"name": "offset", "in": "query", "schema": _OFFSET_SCHEMA},
+                {"name": "order", "in": "query", "schema": {"enum": ["oldest", "latest"]}},
+            ],
+            "responses": {"200": reply("A page of messages", {"type": "object"}), **CLIENT_ERRORS},
+        }
+    },
+    "/api/sessions/{session_id}/fork": {
+        "post": {
+            "operationId": "forkSession",
+            "parameters": [_SID],
+            "requestBody": request_body(SESSION_FORK, required=False),
+            "responses": {
+                "201": _ok("The fork"),
+                **CLIENT_ERRORS,
+                "409": reply("No such message in the session", "Error"),
+            },
+        }
+    },
+    "/api/sessions/{session_id}/chat": {
+        "post": {
+            "operationId": "sessionChat",
+            "summary": "One turn with the stored history",
+            "parameters": [_SID],
+            "requestBody": request_body(SESSION_CHAT),
+            "responses": {
+                "200": reply("The answer", {"type": "object"}),
+                "409": _ok("A run is active", "Error"),
+                "429": shared_reply("RateLimited"),
+                "502": _ok("No usable answer", "Error"),
+                **CLIENT_ERRORS,
+            },
+        }
+    },
+    "/api/sessions/{session_id}/chat/stream": {
+        "post": {
+            "operationId": "sessionChatStream",
+            "summary": "One streamed turn (SSE, named events with id:)",
+            "parameters": [_SID],
+            "requestBody": request_body(SESSION_CHAT),
+            "responses": {
+                "200": sse_reply("Event stream"),
+                "409": _ok("A run is active", "Error"),
+                "429": shared_reply("RateLimited"),
+                **CLIENT_ERRORS,
+            },
+        }
+    },
+}
