@@ -126,3 +126,13 @@ class StoreError(HermesError):
 
 class StreamEnded(StoreError):
     """A run's event stream already has its final event: nothing more can be appended."""
+
+
+class SessionBusy(StoreError):
+    """The session already has an unsettled run: the storage holds at most one per session."""
+
+    code = "run_already_active"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already has an unsettled run")
+        self.session_id = session_id

@@ -10,10 +10,27 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, TextIO, assert_never
 
 from hermes.agent.context import compacted_text
-from hermes.agent.events import AgentEvent, ContextCompacted, event_to_dict
+from hermes.agent.events import (
+    AgentEvent,
+    ApprovalRequested,
+    ContextCompacted,
+    ModelProgress,
+    ReasoningDelta,
+    Retrying,
+    SegmentEnd,
+    Status,
+    StreamStalled,
+    TextDelta,
+    ToolCallGenerating,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnStarted,
+    event_to_dict,
+)
 
 
 class JsonRenderer:
@@ -43,23 +60,37 @@ class _Activity:
         self.err.flush()
 
     def handle(self, event: AgentEvent) -> None:
-        kind = event.type
-        if kind == "tool.started":
-            self.line(f"→ {event.name}: {event.preview}", "dim")  # type: ignore[union-attr]
-        elif kind == "tool.completed":
-            mark, style = ("✗", "red") if event.is_error else ("✓", "green")  # type: ignore[union-attr]
-            detail = ""
-            if event.is_error:  # type: ignore[union-attr]
-                detail = " — " + event.result.splitlines()[0][:200] if event.result else ""  # type: ignore[union-attr]
-            self.line(f"{mark} {event.name} ({event.duration:.1f} s){detail}", style)  # type: ignore[union-attr]
-        elif kind == "retrying":
-            self.line(f"↻ reconnecting ({event.attempt}/{event.max_attempts}): {event.reason}", "yellow")  # type: ignore[union-attr]
-        elif kind == "stream.stalled":
-            self.line(event.message, "yellow")  # type: ignore[union-attr]
-        elif isinstance(event, ContextCompacted):
-            self.line(f"⟲ {compacted_text(event)}", "dim")
-        elif kind == "status" and event.kind != "waiting":  # type: ignore[union-attr]
-            self.line(f"· {event.text}", "dim")  # type: ignore[union-attr]
+        match event:
+            case ToolStarted():
+                self.line(f"→ {event.name}: {event.preview}", "dim")
+            case ToolCompleted():
+                mark, style = ("✗", "red") if event.is_error else ("✓", "green")
+                detail = ""
+                if event.is_error:
+                    detail = " — " + event.result.splitlines()[0][:200] if event.result else ""
+                self.line(f"{mark} {event.name} ({event.duration:.1f} s){detail}", style)
+            case Retrying():
+                self.line(f"↻ reconnecting ({event.attempt}/{event.max_attempts}): {event.reason}", "yellow")
+            case StreamStalled():
+                self.line(event.message, "yellow")
+            case ContextCompacted():
+                self.line(f"⟲ {compacted_text(event)}", "dim")
+            case Status():
+                if event.kind != "waiting":
+                    self.line(f"· {event.text}", "dim")
+            case (
+                TurnStarted()
+                | TextDelta()
+                | ReasoningDelta()
+                | SegmentEnd()
+                | ToolCallGenerating()
+                | ApprovalRequested()
+                | ModelProgress()
+                | TurnCompleted()
+            ):
+                pass  # not shown as an activity line
+            case _:
+                assert_never(event)
 
 
 class _AnswerRenderer:
@@ -69,15 +100,17 @@ class _AnswerRenderer:
         self.activity = _Activity(err)
 
     def handle(self, event: AgentEvent) -> None:
-        if event.type == "text.delta":
-            self._text(event.text)
-        elif event.type == "segment.end":
-            self._end_segment()
-        else:
-            # Activity lines must not land inside an answer still being drawn.
-            if event.type in ("tool.started", "stream.stalled", "retrying"):
+        match event:
+            case TextDelta():
+                self._text(event.text)
+            case SegmentEnd():
                 self._end_segment()
-            self.activity.handle(event)
+            case ToolStarted() | StreamStalled() | Retrying():
+                # Activity lines must not land inside an answer still being drawn.
+                self._end_segment()
+                self.activity.handle(event)
+            case _:
+                self.activity.handle(event)
 
     def _text(self, text: str) -> None:
         raise NotImplementedError

@@ -70,7 +70,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +80,7 @@ from typer.core import TyperGroup
 from hermes.cli._common import load_settings, print_json
 from hermes.cli._storage import OpenedStorage, opened_storage
 from hermes.errors import UsageError
+from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -128,17 +128,6 @@ def _opened(settings: Settings | None = None) -> Iterator[OpenedStorage]:
         yield opened
 
 
-def _when(timestamp: float | None) -> str:
-    """Local time as YYYY-MM-DD HH:MM ("" for None)."""
-    if timestamp is None:
-        return ""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _clip(text: str, width: int) -> str:
     if width <= 0 or len(text) <= width:
         return text
@@ -147,34 +136,6 @@ def _clip(text: str, width: int) -> str:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-def _content_text(content: Any) -> str:
-    """Readable text of a message content: a string, or the text of its parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    pieces = []
-    for part in content:
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
-            pieces.append(part["text"])
-        elif isinstance(part, dict):
-            pieces.append(f"[{part.get('type', 'part')}]")
-    return "\n".join(pieces)
-
-
-def _call_summary(call: dict[str, Any]) -> tuple[str, str]:
-    """(name, compact arguments) of an OpenAI tool call."""
-    function = call.get("function") or {}
-    name = str(function.get("name") or call.get("name") or "?")
-    raw: Any = function.get("arguments") or ""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return name, _one_line(str(raw))
-    return name, json.dumps(raw, ensure_ascii=False)
 
 
 def _session_json(record: SessionRecord, messages: list[MessageRecord] | None = None) -> dict[str, Any]:
@@ -219,7 +180,7 @@ def _session_rows(records: list[SessionRecord]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [("ID", "UPDATED", "SOURCE", "MSGS", "TITLE")]
     for record in records:
         rows.append(
-            (record.id, _when(record.updated_at), record.source, str(record.message_count), record.title or "")
+            (record.id, local_time(record.updated_at), record.source, str(record.message_count), record.title or "")
         )
     return rows
 
@@ -263,9 +224,9 @@ def _header(record: SessionRecord) -> list[str]:
     details.append(_plural(record.tool_call_count, "tool call"))
     details.append(f"tokens {record.input_tokens} in / {record.output_tokens} out")
     lines.append(" · ".join(details))
-    times = [f"started {_when(record.started_at)}", f"updated {_when(record.updated_at)}"]
+    times = [f"started {local_time(record.started_at)}", f"updated {local_time(record.updated_at)}"]
     if record.end_reason:
-        times.append(f"ended {_when(record.ended_at)} ({record.end_reason})")
+        times.append(f"ended {local_time(record.ended_at)} ({record.end_reason})")
     lines.append(" · ".join(times))
     if record.parent_session_id:
         lines.append(f"forked from {record.parent_session_id}")
@@ -279,7 +240,7 @@ def _indented(text: str, prefix: str = "  ") -> list[str]:
 def _compaction_lines(marker: CompactionRecord) -> list[str]:
     """A compaction marker: one rule line, then the summary the model got instead."""
     head = (
-        f"── context compacted {_when(marker.created_at)}: {_plural(marker.summarized_messages, 'message')} "
+        f"── context compacted {local_time(marker.created_at)}: {_plural(marker.summarized_messages, 'message')} "
         f"summarised (~{marker.before_tokens} → ~{marker.after_tokens} tokens); the model sees this summary "
         f"instead of the messages above ──"
     )
@@ -300,14 +261,14 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
             label += f" ({message.tool_name})"
         lines.append("")
         lines.append(label)
-        text = _content_text(message.content).rstrip()
+        text = content_text(message.content).rstrip()
         body = text.splitlines()
         if message.role == "tool" and len(body) > TOOL_RESULT_LINES:
             hidden = len(body) - TOOL_RESULT_LINES
             text = "\n".join(body[:TOOL_RESULT_LINES] + [f"… {_plural(hidden, 'more line')}"])
         lines.extend(_indented(text))
         for call in message.tool_calls or []:
-            name, arguments = _call_summary(call)
+            name, arguments = call_summary(call)
             lines.append(f"  → {name} {_clip(arguments, ARGUMENTS_CHARS)}".rstrip())
     for marker in pending:
         lines.extend(_compaction_lines(marker))
@@ -346,7 +307,7 @@ def show(
 
 
 def _highlight(snippet: str, color: bool) -> str:
-    snippet = _one_line(snippet)
+    snippet = one_line(snippet)
     if not color:
         return snippet
     return snippet.replace(">>>", "\x1b[1m").replace("<<<", "\x1b[0m")
@@ -450,52 +411,13 @@ def fork(
 # ---- export -----------------------------------------------------------------------------
 
 
-def _fence(text: str, info: str = "") -> list[str]:
-    """A Markdown code fence longer than any backtick run inside `text`."""
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return [fence + info, text, fence]
-
-
-def _markdown(record: SessionRecord, messages: list[MessageRecord]) -> str:
-    lines = [f"# {record.title or 'Session ' + record.id}", ""]
-    lines.append(f"- id: `{record.id}`")
-    lines.append(f"- source: {record.source}")
-    if record.model:
-        lines.append(f"- model: {record.model}")
-    lines.append(f"- started: {_when(record.started_at)}")
-    lines.append(f"- updated: {_when(record.updated_at)}")
-    if record.parent_session_id:
-        lines.append(f"- forked from: `{record.parent_session_id}`")
-    lines.append(f"- messages: {record.message_count}")
-    for message in messages:
-        text = _content_text(message.content).rstrip()
-        lines.append("")
-        if message.role == "tool":
-            lines.append(f"## Tool result ({message.tool_name or message.tool_call_id or '?'})")
-            lines.append("")
-            lines.extend(_fence(text))
-            continue
-        lines.append(f"## {message.role.capitalize()}")
-        if text:
-            lines.extend(["", text])
-        for call in message.tool_calls or []:
-            name, arguments = _call_summary(call)
-            lines.extend(["", f"Tool call `{name}`:", ""])
-            lines.extend(_fence(arguments, "json"))
-    return "\n".join(lines) + "\n"
-
-
 def _render_export(fmt: str, record: SessionRecord, messages: list[MessageRecord]) -> str:
     if fmt == "json":
         return json.dumps(_session_json(record, messages), ensure_ascii=False, indent=2) + "\n"
     if fmt == "jsonl":
         rows = [record.to_json()] + [message.to_json() for message in messages]
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    return _markdown(record, messages)
+    return session_markdown(record, messages)
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -1,28 +1,70 @@
-"""In-memory idempotency for the non-streaming OpenAI endpoints (`Idempotency-Key`).
+"""`Idempotency-Key` answers of the non-streaming OpenAI endpoints, kept as storage receipts.
 
-A request is identified by its key *and* a fingerprint of the fields that define it:
+A request is identified by its scope and key *and* a fingerprint of the fields that
+define it. The answer (a JSON object) is computed once per (scope, key, fingerprint)
+across every instance sharing the storage (`Storage.receipts`, whose `claim_receipt` is
+atomic across processes):
 
-- same key, same fingerprint, finished within `ttl` → the cached value is returned;
-- same key, same fingerprint, still running → the caller awaits the one shared task
-  (concurrent identical requests run once);
-- same key, different fingerprint → computed afresh (and replaces the cached value).
+- same key, same fingerprint, answered within `ttl` → the stored answer is returned;
+- same key, same fingerprint, still computing → the caller waits for that answer: on
+  this instance it awaits the one shared task, elsewhere it polls the receipt (doubling
+  from `poll` to 1 s) and gives up with `AnswerPending` after `wait` seconds;
+- same key, different fingerprint → computed afresh; the new answer replaces the stored
+  one unless another claim is computing.
 
-The shared computation runs in its own task behind `asyncio.shield`, so a waiter that
-is cancelled (its client went away) never cancels the work the others wait for; the
-result is still cached for the retry. Failures are not cached.
+Invariants:
+- The computation runs in its own task behind `asyncio.shield`, so a waiter that is
+  cancelled (its client went away) never cancels the work the others wait for; the
+  answer is still stored for the retry.
+- A claim lapses `hold` seconds after its last refresh: the computing task refreshes it
+  every `hold / 3` seconds, so only a dead instance's claim lapses, and a retry then
+  computes afresh instead of waiting out `wait`.
+- Failures are not stored: a computation that raises (or answers `Transient`) releases
+  its claim, so a retry runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import logging
 import time
-from collections import OrderedDict
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
-T = TypeVar("T")
+from hermes.errors import StoreError
+from hermes.store.api import ReceiptStore
+
+__all__ = [
+    "ANSWER_RETENTION_SECONDS",
+    "AnswerPending",
+    "IdempotencyPolicy",
+    "IdempotentAnswers",
+    "Transient",
+    "fingerprint",
+]
+
+logger = logging.getLogger(__name__)
+
+ANSWER_RETENTION_SECONDS = 300.0
+"""How long an answer is replayed for its key (`/v1/models` reports it)."""
+
+Answer = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Transient:
+    """An answer to give but not to store: its computation was cut short (the instance is
+    shutting down), so its claim is released and a retry computes afresh."""
+
+    answer: Answer
+
+
+Compute = Callable[[], Awaitable[Answer | Transient]]
 
 
 def fingerprint(body: Mapping[str, Any], fields: Iterable[str], **extra: Any) -> str:
@@ -32,51 +74,118 @@ def fingerprint(body: Mapping[str, Any], fields: Iterable[str], **extra: Any) ->
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-class IdempotencyCache:
-    """See the module docstring."""
+class AnswerPending(Exception):
+    """Another instance still computes the answer for this key after the wait ran out."""
 
-    def __init__(self, *, max_items: int = 1000, ttl: float = 300.0) -> None:
-        self.max_items = max_items
-        self.ttl = ttl
-        self._done: OrderedDict[str, tuple[str, float, Any]] = OrderedDict()
-        self._inflight: dict[tuple[str, str], asyncio.Task[Any]] = {}
+    def __init__(self, scope: str, waited: float) -> None:
+        super().__init__(f"the answer for this {scope} Idempotency-Key is still being computed ({waited:g} s)")
+        self.waited = waited
 
-    def _purge(self, now: float) -> None:
-        while self._done:
-            _key, (_, expires, _) = next(iter(self._done.items()))
-            if expires > now and len(self._done) <= self.max_items:
-                break
-            self._done.popitem(last=False)
 
-    def _lookup(self, key: str, fp: str) -> tuple[bool, Any]:
-        now = time.monotonic()
-        self._purge(now)
-        entry = self._done.get(key)
-        if entry is not None and entry[0] == fp and entry[1] > now:
-            self._done.move_to_end(key)
-            return True, entry[2]
-        return False, None
+@dataclass(frozen=True, slots=True)
+class IdempotencyPolicy:
+    ttl: float = ANSWER_RETENTION_SECONDS
+    """Seconds an answer is replayed."""
+    hold: float = 30.0
+    """Seconds a claim lives without a refresh (its instance died)."""
+    wait: float = 600.0
+    """Seconds a retry waits for an answer computed on another instance."""
+    poll: float = 0.05
+    """First interval between reads of a receipt computed elsewhere (doubles up to 1 s)."""
 
-    async def get_or_set(self, key: str, fp: str, compute: Callable[[], Awaitable[T]]) -> T:
-        hit, value = self._lookup(key, fp)
-        if hit:
-            return value  # type: ignore[no-any-return]
-        slot = (key, fp)
-        task = self._inflight.get(slot)
-        if task is None:
-            task = asyncio.ensure_future(compute())
-            self._inflight[slot] = task
 
-            def settle(t: asyncio.Task[Any], slot: tuple[str, str] = slot) -> None:
-                if self._inflight.get(slot) is t:
-                    del self._inflight[slot]
-                if not t.cancelled() and t.exception() is None:
-                    self._done[slot[0]] = (slot[1], time.monotonic() + self.ttl, t.result())
-                    self._done.move_to_end(slot[0])
-                    self._purge(time.monotonic())
+class IdempotentAnswers:
+    """See the module docstring. One per app; `clock` is Unix seconds (tests move it)."""
 
-            task.add_done_callback(settle)
-        return await asyncio.shield(task)
+    def __init__(self, policy: IdempotencyPolicy | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.policy = policy or IdempotencyPolicy()
+        self._clock = clock
+        self._computing: dict[tuple[str, str, str], asyncio.Task[Answer]] = {}
 
-    def __len__(self) -> int:
-        return len(self._done)
+    async def once(self, receipts: ReceiptStore, scope: str, key: str, fp: str, compute: Compute) -> Answer:
+        """The answer of (scope, key, fp): stored, awaited, or computed here by `compute()`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.policy.wait
+        delay = self.policy.poll
+        while True:
+            local = self._computing.get((scope, key, fp))
+            if local is not None:
+                return await asyncio.shield(local)
+            token = f"claim_{uuid.uuid4().hex}"
+            now = self._clock()
+            found = await receipts.claim_receipt(scope, key, fp, token, now=now, expires_at=now + self.policy.hold)
+            if found is None:
+                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=True))
+            if found.fingerprint == fp and found.answer is not None:
+                return found.answer
+            if found.fingerprint != fp or not found.pending:  # another request used the key
+                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=False))
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AnswerPending(scope, self.policy.wait)
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, 1.0)
+
+    def _start(
+        self, receipts: ReceiptStore, scope: str, key: str, fp: str, token: str, compute: Compute, *, claimed: bool
+    ) -> asyncio.Task[Answer]:
+        slot = (scope, key, fp)
+        task = asyncio.get_running_loop().create_task(
+            self._compute(receipts, scope, key, fp, token, compute, claimed=claimed)
+        )
+        self._computing[slot] = task  # concurrent identical requests here await this task
+
+        def settle(done: asyncio.Task[Answer]) -> None:
+            if self._computing.get(slot) is done:
+                del self._computing[slot]
+            if not done.cancelled():
+                done.exception()  # retrieved: the waiters got it
+
+        task.add_done_callback(settle)
+        return task
+
+    async def _compute(
+        self, receipts: ReceiptStore, scope: str, key: str, fp: str, token: str, compute: Compute, *, claimed: bool
+    ) -> Answer:
+        holder = asyncio.get_running_loop().create_task(self._hold(receipts, scope, key, token)) if claimed else None
+        try:
+            computed = await compute()
+        except BaseException:
+            if claimed:
+                await self._release(receipts, scope, key, token)
+            raise
+        finally:
+            if holder is not None:
+                holder.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await holder
+        if isinstance(computed, Transient):
+            if claimed:
+                await self._release(receipts, scope, key, token)
+            return computed.answer
+        answer = computed
+        try:
+            stored = await receipts.store_answer(
+                scope, key, fp, token, answer, expires_at=self._clock() + self.policy.ttl
+            )
+        except StoreError as exc:
+            logger.warning("idempotency: storing the answer for a %s key failed: %s", scope, exc)
+            stored = False
+        if claimed and not stored:
+            await self._release(receipts, scope, key, token)
+        return answer
+
+    async def _hold(self, receipts: ReceiptStore, scope: str, key: str, token: str) -> None:
+        while True:
+            await asyncio.sleep(self.policy.hold / 3)
+            try:
+                await receipts.hold_receipt(scope, key, token, expires_at=self._clock() + self.policy.hold)
+            except StoreError as exc:
+                logger.warning("idempotency: refreshing a %s claim failed: %s", scope, exc)
+
+    @staticmethod
+    async def _release(receipts: ReceiptStore, scope: str, key: str, token: str) -> None:
+        try:
+            await receipts.release_receipt(scope, key, token)
+        except StoreError as exc:  # the claim lapses after `hold` anyway
+            logger.warning("idempotency: releasing a %s claim failed: %s", scope, exc)

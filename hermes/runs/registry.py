@@ -12,7 +12,8 @@ order they happened; subscribers on any instance read them with
 `Storage.run_events.subscribe(run_id, after)`, which is what makes `Last-Event-ID` /
 `?after=` resumption work everywhere. The last event of a stream is marked `final`.
 The run object stays here while the run lives and `retention` seconds (5 min) after it
-settles; the status row outlives it.
+settles; the status row outlives it. The storage holds at most one unsettled run per
+session across every instance: `create` raises `SessionBusy` for a second one.
 
 Approvals: while a turn waits for a command approval, the run holds a `PendingApproval`
 with a future; `Run.resolve_approval()` completes it, and `approval_timeout` seconds
@@ -37,7 +38,7 @@ from typing import Any, Literal
 
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnResult
 from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
-from hermes.errors import StoreError
+from hermes.errors import SessionBusy, StoreError
 from hermes.ids import new_run_id
 from hermes.runs.journal import RunJournal
 from hermes.runs.turn import TurnRun
@@ -385,11 +386,35 @@ class RunRegistry:
         # Registered before the first await, so a second start for the session sees it.
         self._runs[run.run_id] = run
         try:
-            await storage.runs.put(run.record())
+            try:
+                await storage.runs.put(run.record())
+            except SessionBusy:
+                # The storage holds one unsettled run per session (across instances). A run
+                # of this instance that has settled may not have written its settled row
+                # yet: once its journal is flushed, the start is admitted.
+                if session_id is None or not await self._flush_settled(session_id, run):
+                    raise
+                await storage.runs.put(run.record())
         except BaseException:
             self._runs.pop(run.run_id, None)
             raise
         return run
+
+    async def _flush_settled(self, session_id: str, starting: Run) -> bool:
+        """Flush the journals of this instance's settled runs of `session_id`; False when
+        there are none (the unsettled run is another one, or another instance's)."""
+        settled = [
+            run for run in self._runs.values()
+            if run is not starting and run.session_id == session_id and run.terminal
+        ]  # fmt: skip
+        for run in settled:
+            await run.journal.flush(JOURNAL_FLUSH_SECONDS)
+        return bool(settled)
+
+    async def unsettled_run_id(self, session_id: str) -> str | None:
+        """The session's unsettled run as the storage has it (any instance), if any."""
+        record = await self._storage().runs.latest_for_session(session_id)
+        return record.run_id if record is not None and not record.terminal else None
 
     def start(self, run: Run, turn: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run `turn` in a task owned by the registry (not by any HTTP request).

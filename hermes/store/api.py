@@ -248,11 +248,13 @@ class AsyncResponseStore(Protocol):
 
 @runtime_checkable
 class ReceiptStore(Protocol):
-    """`Idempotency-Key` receipts: which request (fingerprint) started which run.
+    """`Idempotency-Key` receipts: which request (fingerprint) started which run, or (the
+    OpenAI endpoints) which claim computes the answer, and the finished JSON answer.
 
     `claim_receipt` is atomic across every process sharing the database: of two claims
     for one live (scope, key) exactly one succeeds and the other gets the winner's receipt.
-    Receipts expire `retention` seconds after their last update.
+    A receipt with `expires_at` (an answer's claim, or a stored answer) is live until
+    then; one without, `retention` seconds after its last update.
     """
 
     @property
@@ -263,9 +265,44 @@ class ReceiptStore(Protocol):
     async def find_receipt(self, scope: str, key: str, *, now: float | None = None) -> Receipt | None: ...
 
     async def claim_receipt(
-        self, scope: str, key: str, fingerprint: str, run_id: str, *, now: float | None = None
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        run_id: str,
+        *,
+        now: float | None = None,
+        expires_at: float | None = None,
     ) -> Receipt | None:
-        """None when the claim succeeded, else the live receipt that got there first."""
+        """None when the claim succeeded, else the live receipt that got there first.
+
+        With `expires_at` the receipt is a claim on computing the key's answer: it lapses
+        then (another claim may take the key) unless held longer or answered."""
+        ...
+
+    async def hold_receipt(self, scope: str, key: str, run_id: str, *, expires_at: float) -> bool:
+        """Extend the claim `run_id` holds on (scope, key); False when it holds none."""
+        ...
+
+    async def store_answer(
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        run_id: str,
+        answer: dict[str, Any],
+        *,
+        expires_at: float,
+        now: float | None = None,
+    ) -> bool:
+        """Store the JSON answer `run_id` computed for (scope, key), live until `expires_at`:
+        it settles that claim, or replaces the key's receipt unless another live claim is
+        computing. True when stored."""
+        ...
+
+    async def release_receipt(self, scope: str, key: str, run_id: str) -> None:
+        """Drop the claim `run_id` holds on (scope, key) (its computation failed), so a
+        retry computes afresh."""
         ...
 
     async def touch_receipts(self, run_id: str, *, now: float | None = None) -> None: ...
@@ -281,7 +318,11 @@ class AsyncRunStore(Protocol):
         """Insert or replace the row of `record.run_id`.
 
         On PostgreSQL a settled row only takes writes with the same status: an owner whose
-        lease lapsed cannot bring back a run another instance settled."""
+        lease lapsed cannot bring back a run another instance settled.
+
+        Raises:
+            SessionBusy: the record is unsettled and another unsettled run of its session
+                exists (at most one per session, on every backend)."""
         ...
 
     async def get(self, run_id: str) -> RunRecord | None: ...

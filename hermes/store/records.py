@@ -294,14 +294,27 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """An Idempotency-Key already used: which request (fingerprint) started which run."""
+    """An Idempotency-Key already used: which request (fingerprint) started which run, or
+    (the OpenAI endpoints) which claim computes its answer, and the answer once stored."""
 
     scope: str
     key: str
     fingerprint: str
     run_id: str
+    """The run started for the key, or the token of the claim computing its answer."""
     created_at: float
     updated_at: float = field(default=0.0)
+    answer: dict[str, Any] | None = None
+    """The finished JSON answer replayed for the key; None for a run's receipt or a claim
+    still computing."""
+    expires_at: float | None = None
+    """When the receipt lapses (a claim or a stored answer); None: `retention` seconds
+    after `updated_at`."""
+
+    @property
+    def pending(self) -> bool:
+        """A claim whose answer is still being computed."""
+        return self.expires_at is not None and self.answer is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,32 @@
-"""Slash commands of the chat TUI: one table, prefix matching, completion.
+"""Slash commands of the chat TUI: one table of callables, prefix matching, completion.
 
-The table is data; `HermesApp` maps each command name to an `action_*`-style handler.
-Matching is case-insensitive and accepts a unique prefix (`/ses` → `/sessions`).
+Each `Command` carries its handler: a function of the chat screen and the argument string
+(sync or async). `COMMANDS` is the table; its order is the order of `/help` and of the
+completions. Matching is case-insensitive and accepts a unique prefix (`/ses` → `/sessions`).
+A handler's `HermesError` is shown in the transcript; the app stays usable.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+from rich.text import Text
 
 from hermes.agent.instructions import ProjectInstructions
+from hermes.errors import HermesError
+from hermes.transcript_markdown import session_markdown
+from hermes.tui.turn_controller import TURN_RUNNING
+from hermes.tui.widgets.notice import Notice
+
+if TYPE_CHECKING:
+    from hermes.tui.screens.chat import ChatScreen
+
+Handler: TypeAlias = Callable[["ChatScreen", str], Awaitable[None] | None]
+"""What a command runs: `handler(chat, arg)`; `arg` is the stripped text after the name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +34,7 @@ class Command:
     name: str
     """Without the slash."""
     help: str
+    run: Handler
     args: str = ""
     """Argument hint shown in completion and /help, e.g. "[title]"."""
     aliases: tuple[str, ...] = ()
@@ -25,22 +44,176 @@ class Command:
         return f"/{self.name} {self.args}".rstrip()
 
 
+# -- the commands ---------------------------------------------------------------------------
+
+
+def _new(chat: ChatScreen, arg: str) -> None:
+    chat.new_session()
+    if arg:
+        chat.pending_title = arg
+        chat.status_bar.title = arg
+
+
+async def _fork(chat: ChatScreen, arg: str) -> None:
+    if chat.refused_during_turn():
+        return
+    if chat.session_id is None:
+        chat.say("nothing to fork yet — send a message first", "warning")
+        return
+    parent = await chat.store.get_session(chat.session_id)
+    child = await chat.store.fork_session(chat.session_id, title=arg or None, source="tui")
+    chat.session_id = child.id
+    await chat.refresh_session_info()
+    chat.say(f"⑂ forked “{parent.title or parent.id}” → “{child.title or child.id}” ({child.id})", "info")
+
+
+def _sessions(chat: ChatScreen, arg: str) -> None:
+    chat.action_sessions()
+
+
+async def _title(chat: ChatScreen, arg: str) -> None:
+    if not arg:
+        current = chat.status_bar.title or "untitled"
+        chat.say(f"title: {current}", "info")
+        return
+    if chat.session_id is None:
+        chat.pending_title = arg
+    else:
+        await chat.store.rename_session(chat.session_id, arg)
+    chat.status_bar.title = arg
+    chat.say(f"title set to “{arg}”", "info")
+
+
+async def _model(chat: ChatScreen, arg: str) -> None:
+    if not arg:
+        chat.say(f"model: {chat.agent.model}", "info")
+        return
+    chat.agent.model = arg
+    chat.status_bar.model = arg
+    if chat.session_id is not None:
+        await chat.store.update_session(chat.session_id, model=arg)
+    chat.say(f"model set to {arg}", "info")
+
+
+def _reasoning(chat: ChatScreen, arg: str) -> None:
+    hidden = chat.transcript.has_class("-hide-reasoning")
+    if arg in ("show", "on") and hidden or arg in ("hide", "off") and not hidden or not arg:
+        chat.action_toggle_reasoning()
+
+
+def _focus(chat: ChatScreen, arg: str) -> None:
+    chat.action_toggle_focus()
+
+
+def _copy(chat: ChatScreen, arg: str) -> None:
+    answer = chat.transcript.last_answer()
+    if answer is None:
+        chat.say("no answer to copy yet", "warning")
+        return
+    chat.app.copy_to_clipboard(answer)
+    chat.notify(f"Copied the last answer ({len(answer):,} characters).", timeout=2)
+
+
+async def _export(chat: ChatScreen, arg: str) -> None:
+    if chat.session_id is None:
+        chat.say("nothing to export yet", "warning")
+        return
+    record = await chat.store.get_session(chat.session_id)
+    messages = await chat.store.get_messages(record.id)
+    path = Path(arg).expanduser() if arg else Path(chat.cwd or Path.cwd()) / f"hermes-{record.id}.md"
+    try:
+        path.write_text(session_markdown(record, messages), encoding="utf-8")
+    except OSError as exc:
+        chat.say(f"✗ cannot write {path}: {exc.strerror}", "error")
+        return
+    chat.say(f"exported to {path}", "info")
+
+
+def _context(chat: ChatScreen, arg: str) -> None:
+    chat.say(context_report(chat.agent.instructions), "info")
+
+
+def _theme(chat: ChatScreen, arg: str) -> None:
+    chat.hermes_app.switch_theme(arg)
+
+
+def _mcp(chat: ChatScreen, arg: str) -> None:
+    if chat.mcp is None:
+        chat.say("no MCP servers configured — add one with `hermes mcp add NAME -- COMMAND`", "info")
+        return
+    lines = Text("MCP servers\n", style="bold")
+    for status in chat.mcp.statuses():
+        detail = f": {status.message}" if status.message else ""
+        lines.append(f"  {status.name}", style="bold")
+        lines.append(f"  {status.status}{detail}  ({status.transport}: {status.target})\n")
+        for tool in status.tools:
+            lines.append(f"    {tool.name}", style="bold")
+            lines.append(f"  {tool.description[:100]}\n" if tool.description else "\n")
+    _show(chat, lines)
+
+
+def _compact(chat: ChatScreen, arg: str) -> None:
+    if chat.turns.busy:
+        chat.notify(TURN_RUNNING, severity="warning")
+        return
+    if chat.session_id is None:
+        chat.say("nothing to compact yet — send a message first", "warning")
+        return
+    chat.turns.compact(chat.session_id)
+
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("Enter / Shift+Enter, Ctrl+J", "send / new line"),
+    ("Up / Down", "prompt history"),
+    ("Esc, Ctrl+C", "interrupt the turn (Ctrl+C twice quits)"),
+    ("Enter during a turn", "queue the prompt; Alt+Up takes it back"),
+    ("Ctrl+S", "sessions"),
+    ("Ctrl+N", "new session"),
+    ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),
+    ("PgUp / PgDn, Ctrl+Home / End", "scroll the transcript"),
+    ("Ctrl+T", "light / dark theme"),
+)
+"""The keys `/help` lists after the commands."""
+
+
+def _help(chat: ChatScreen, arg: str) -> None:
+    lines = Text("Commands\n", style="bold")
+    for command in COMMANDS:
+        lines.append(f"  {command.usage:<22}", style="bold")
+        lines.append(f"{command.help}\n")
+    lines.append("Keys\n", style="bold")
+    for keys, what in KEYS:
+        lines.append(f"  {keys:<30}", style="bold")
+        lines.append(f"{what}\n")
+    _show(chat, lines)
+
+
+def _quit(chat: ChatScreen, arg: str) -> None:
+    chat.app.exit(0)
+
+
+def _show(chat: ChatScreen, lines: Text) -> None:
+    notice = Notice("", "info")
+    notice.update(lines)
+    chat.transcript.add(notice)
+
+
 COMMANDS: tuple[Command, ...] = (
-    Command("new", "start a new session"),
-    Command("fork", "fork this session and continue in the copy", "[title]", ("branch",)),
-    Command("sessions", "browse, search, open, rename or delete sessions", aliases=("resume", "switch")),
-    Command("title", "show or set this session's title", "[title]"),
-    Command("model", "show or change the model", "[name]"),
-    Command("reasoning", "show or hide reasoning blocks", "[show|hide]"),
-    Command("focus", "answer-only view: hide reasoning and tool cards"),
-    Command("copy", "copy the last answer to the clipboard (OSC 52)"),
-    Command("export", "write this session as Markdown", "[path]"),
-    Command("context", "show the project instructions (AGENTS.md) in the system prompt"),
-    Command("theme", "switch between dark and light themes", "[dark|light]"),
-    Command("mcp", "list MCP servers and their tools"),
-    Command("compact", "summarise older messages now to free the context window"),
-    Command("help", "list commands and keys"),
-    Command("quit", "leave hermes", aliases=("exit",)),
+    Command("new", "start a new session", _new),
+    Command("fork", "fork this session and continue in the copy", _fork, "[title]", ("branch",)),
+    Command("sessions", "browse, search, open, rename or delete sessions", _sessions, aliases=("resume", "switch")),
+    Command("title", "show or set this session's title", _title, "[title]"),
+    Command("model", "show or change the model", _model, "[name]"),
+    Command("reasoning", "show or hide reasoning blocks", _reasoning, "[show|hide]"),
+    Command("focus", "answer-only view: hide reasoning and tool cards", _focus),
+    Command("copy", "copy the last answer to the clipboard (OSC 52)", _copy),
+    Command("export", "write this session as Markdown", _export, "[path]"),
+    Command("context", "show the project instructions (AGENTS.md) in the system prompt", _context),
+    Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),
+    Command("mcp", "list MCP servers and their tools", _mcp),
+    Command("compact", "summarise older messages now to free the context window", _compact),
+    Command("help", "list commands and keys", _help),
+    Command("quit", "leave hermes", _quit, aliases=("exit",)),
 )
 
 
@@ -78,6 +251,24 @@ def parse(text: str) -> ParsedCommand:
     if len(matches) == 1:
         return ParsedCommand(matches[0], head, arg)
     return ParsedCommand(None, head, arg, tuple(matches))
+
+
+async def run(chat: ChatScreen, text: str) -> None:
+    """Run a slash command to its end (its notices are shown when this returns)."""
+    parsed = parse(text)
+    if parsed.command is None:
+        if parsed.candidates:
+            names = ", ".join(c.usage for c in parsed.candidates)
+            chat.say(f"/{parsed.name} is ambiguous: {names}", "warning")
+        else:
+            chat.say(f"unknown command /{parsed.name} — /help lists commands", "warning")
+        return
+    try:
+        outcome = parsed.command.run(chat, parsed.arg)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except HermesError as exc:
+        chat.say(f"✗ {exc}", "error")
 
 
 def context_report(instructions: ProjectInstructions | None) -> str:

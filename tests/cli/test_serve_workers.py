@@ -293,3 +293,53 @@ def test_one_process_on_postgresql_with_project_instructions(
         assert parent.proc.wait(timeout=WAIT) == 0, parent.seen
     finally:
         parent.stop()
+
+
+def _chat(base: str, key: str) -> tuple[int, dict[str, object], str | None]:
+    """POST a non-streamed chat completion over a fresh connection."""
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+    request = urllib.request.Request(
+        base + "/v1/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json", "Idempotency-Key": key, "Connection": "close"},
+    )
+    with urllib.request.urlopen(request, timeout=WAIT) as response:
+        return response.status, json.loads(response.read()), response.headers.get("X-Hermes-Session-Id")
+
+
+def test_a_retried_chat_completion_on_another_worker_runs_once(
+    tmp_path: Path, upstream: ScriptedUpstream, pg_url: str
+) -> None:
+    """The worker that answered is gone (every worker is killed and restarted), so the
+    retry lands on another process: it gets the same answer, and the model is asked once."""
+    from hermes.testing.upstream import text_reply
+
+    serve, base, pids = _start_workers(tmp_path, upstream, pg_url)
+    everyone = list(pids)
+    try:
+        upstream.enqueue(text_reply("answered once"), text_reply("asked twice"))
+        first = _chat(base, "worker-key-1")
+        assert first[0] == 200 and first[2] is not None
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        restarted: set[str] = set()
+        while len(restarted) < len(pids):
+            line = serve.wait_for("hermes serve: worker ")
+            if " restarted (pid " in line:
+                restarted.add(line.split()[3])
+        new_pids = {int(line.rsplit("(pid ", 1)[1].rstrip(")")) for line in serve.seen if " restarted (pid " in line}
+        everyone.extend(new_pids)
+        answered: set[int] = set()
+        assert _wait_until(lambda: answered.add(_health_pid(base)) or answered == new_pids), (answered, new_pids)
+
+        retried = _chat(base, "worker-key-1")
+        assert retried == first  # status, body (same id) and session header
+        assert first[1]["choices"][0]["message"]["content"] == "answered once"  # type: ignore[index]
+        assert len(upstream.requests) == 1
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=WAIT) == 0, serve.seen
+    finally:
+        for pid in everyone:  # never leave a worker behind, even when an assertion failed
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        serve.stop()

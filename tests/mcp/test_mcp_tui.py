@@ -31,7 +31,7 @@ async def until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
 
 
 def notices(app: Any) -> list[str]:
-    return [str(n.render()) if not n.text else n.text for n in app.transcript.query(Notice)]
+    return [str(n.render()) if not n.text else n.text for n in app.chat.transcript.query(Notice)]
 
 
 async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path: Path, http_mcp: str) -> None:
@@ -55,18 +55,18 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
     try:
         async with app.run_test(size=(110, 40)) as pilot:
             # A prompt sent while the servers still start waits for them: the first turn has the tools.
-            app.chat_input.insert("use the mcp tool")
+            app.chat.chat_input.insert("use the mcp tool")
             await pilot.press("enter")
-            await until(pilot, lambda: app.query(ToolCard) and app.query_one(ToolCard).state == "done")
-            card = app.query_one(ToolCard)
+            await until(pilot, lambda: app.chat.query(ToolCard) and app.chat.query_one(ToolCard).state == "done")
+            card = app.chat.query_one(ToolCard)
             assert card.tool_name == "mcp__x__y"
             assert card.header_text.startswith("✓ y [MCP x]")
-            await until(pilot, lambda: not app.turn_running)
+            await until(pilot, lambda: not app.chat.turns.turn_running)
             texts = notices(app)
             assert sum("MCP server 'bad' failed" in t for t in texts) == 1
             assert any(t.startswith("MCP: x (4 tools), web (2 tools)") for t in texts)
 
-            app.chat_input.insert("/mcp")
+            app.chat.chat_input.insert("/mcp")
             await pilot.press("enter")
             await until(pilot, lambda: any("MCP servers" in t for t in notices(app)))
             listing = next(t for t in notices(app) if "MCP servers" in t)
@@ -88,7 +88,7 @@ async def test_slash_mcp_without_servers(upstream: ScriptedUpstream, tmp_path: P
     app = make_app(agent, sessions, settings, cwd=str(tmp_path))
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            app.chat_input.insert("/mcp")
+            app.chat.chat_input.insert("/mcp")
             await pilot.press("enter")
             await until(pilot, lambda: any("no MCP servers configured" in t for t in notices(app)))
     finally:

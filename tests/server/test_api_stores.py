@@ -1,8 +1,7 @@
-"""ResponseStore (LRU, conversation names, file mode) and the idempotency cache."""
+"""ResponseStore (LRU, conversation names, file mode) and the Idempotency-Key checks."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import StoreError
-from hermes.runs.idempotency import IdempotencyCache, fingerprint
+from hermes.runs.idempotency import fingerprint
 from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.request import validate_key
 from hermes.store.sqlite.responses import ResponseStore
@@ -97,106 +96,7 @@ def test_file_is_owner_only_under_permissive_umask(tmp_path: Path) -> None:
     s.close()
 
 
-# ---- idempotency cache ----------------------------------------------------------------------
-
-
-async def test_concurrent_same_key_and_fingerprint_runs_once() -> None:
-    cache = IdempotencyCache()
-    gate, started = asyncio.Event(), asyncio.Event()
-    calls = 0
-
-    async def compute():
-        nonlocal calls
-        calls += 1
-        started.set()
-        await gate.wait()
-        return ("response", {"total_tokens": 1})
-
-    first = asyncio.create_task(cache.get_or_set("k", "fp-1", compute))
-    second = asyncio.create_task(cache.get_or_set("k", "fp-1", compute))
-    await started.wait()
-    await asyncio.sleep(0)
-    assert calls == 1
-    gate.set()
-    assert await first == await second == ("response", {"total_tokens": 1})
-    assert await cache.get_or_set("k", "fp-1", compute) == ("response", {"total_tokens": 1})
-    assert calls == 1
-
-
-async def test_different_fingerprint_does_not_share() -> None:
-    cache = IdempotencyCache()
-    gate, started = asyncio.Event(), asyncio.Event()
-    calls = 0
-
-    async def compute():
-        nonlocal calls
-        calls += 1
-        result = calls
-        if calls == 2:
-            started.set()
-        await gate.wait()
-        return result
-
-    first = asyncio.create_task(cache.get_or_set("k", "fp-1", compute))
-    second = asyncio.create_task(cache.get_or_set("k", "fp-2", compute))
-    await started.wait()
-    assert calls == 2
-    gate.set()
-    assert sorted(await asyncio.gather(first, second)) == [1, 2]
-
-
-async def test_cancelled_waiter_does_not_cancel_shared_work() -> None:
-    cache = IdempotencyCache()
-    gate, started = asyncio.Event(), asyncio.Event()
-    calls = 0
-
-    async def compute():
-        nonlocal calls
-        calls += 1
-        started.set()
-        await gate.wait()
-        return "response"
-
-    first = asyncio.create_task(cache.get_or_set("k", "fp-1", compute))
-    await started.wait()
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
-    second = asyncio.create_task(cache.get_or_set("k", "fp-1", compute))
-    await asyncio.sleep(0)
-    assert calls == 1
-    gate.set()
-    assert await second == "response"
-
-
-async def test_failures_are_not_cached_and_entries_expire() -> None:
-    cache = IdempotencyCache(ttl=0.05)
-    calls = 0
-
-    async def flaky():
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise RuntimeError("boom")
-        return calls
-
-    with pytest.raises(RuntimeError):
-        await cache.get_or_set("k", "fp", flaky)
-    assert await cache.get_or_set("k", "fp", flaky) == 2
-    assert await cache.get_or_set("k", "fp", flaky) == 2
-    await asyncio.sleep(0.06)
-    assert await cache.get_or_set("k", "fp", flaky) == 3
-
-
-async def test_lru_bound() -> None:
-    cache = IdempotencyCache(max_items=2)
-
-    async def value():
-        return 1
-
-    for key in ("a", "b", "c"):
-        await cache.get_or_set(key, "fp", value)
-    assert len(cache) == 2
+# ---- Idempotency-Key (the answers themselves: tests/runs/test_idempotency.py) ----------------
 
 
 def test_key_validation_and_fingerprint() -> None:

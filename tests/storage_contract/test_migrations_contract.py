@@ -152,3 +152,95 @@ async def test_schema_status_and_upgrade_on_sqlite(tmp_path: Path) -> None:
     assert again.current and not any(again.applied_now.values())
     for name in ("state.db", "response_store.db", "runs.db"):
         assert ((tmp_path / "home" / name).stat().st_mode & 0o777) == 0o600
+
+
+def _unsettled_rows() -> list[tuple[str, str, float]]:
+    """Rows written before the one-unsettled-run index: two unsettled runs of s1 (r1 the
+    older), one of s2, and a settled one of s1."""
+    return [("r1", "s1", 1.0), ("r2", "s1", 2.0), ("r3", "s2", 1.0)]
+
+
+def test_sqlite_runs_db_settles_duplicate_unsettled_runs_then_refuses_a_second(tmp_path: Path) -> None:
+    from hermes.errors import SessionBusy
+
+    path = tmp_path / "runs.db"
+    before = type(RUN_MIGRATIONS)("runs.db")
+    for step in RUN_MIGRATIONS:
+        if step.__name__ < "m005":
+            before.migration(step)
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        migrate(db, before)
+        for run_id, session, created in _unsettled_rows():
+            db.execute(
+                "INSERT INTO runs (run_id, status, session_id, created_at, updated_at) VALUES (?, 'running', ?, ?, ?)",
+                (run_id, session, created, created),
+            )
+        db.execute(
+            "INSERT INTO runs (run_id, status, session_id, created_at, updated_at) "
+            "VALUES ('r0', 'completed', 's1', 0, 0)"
+        )
+    store = RunStore(path)
+    try:
+        assert store.applied_migrations == ["m005_one_unsettled_run_per_session"]
+        statuses = {run_id: (store.get(run_id) or pytest.fail(run_id)).status for run_id in ("r0", "r1", "r2", "r3")}
+        assert statuses == {"r0": "completed", "r1": "interrupted", "r2": "running", "r3": "running"}
+        with pytest.raises(SessionBusy) as busy:
+            store.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
+        assert busy.value.session_id == "s1" and store.get("r4") is None
+        store.put(RunRecord("r2", "completed", 2.0, 4.0, session_id="s1"))  # r2 settles: s1 is free
+        store.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
+        store.put(RunRecord("r5", "queued", 3.0, 3.0))  # runs without a session are not limited
+        store.put(RunRecord("r6", "queued", 3.0, 3.0))
+    finally:
+        store.close()
+
+
+async def test_postgres_settles_duplicate_unsettled_runs_then_refuses_a_second(empty_pg_url: str) -> None:
+    from hermes.errors import SessionBusy
+    from hermes.store.postgres import open_postgres_storage
+    from hermes.store.postgres.connect import connect
+    from hermes.store.postgres.migrate import migrate_postgres
+    from hermes.store.postgres.schema import PG_MIGRATIONS, PgMigrations
+
+    before = PgMigrations("postgresql")
+    for step in PG_MIGRATIONS:
+        if step.__name__ < "m008":
+            before.migration(step)
+    conn = await connect(empty_pg_url)
+    try:
+        await migrate_postgres(conn, before)
+        for run_id, session, created in _unsettled_rows():
+            await conn.execute(
+                "INSERT INTO hermes.runs (run_id, status, session_id, created_at, updated_at) "
+                "VALUES (%s, 'running', %s, %s, %s)",
+                (run_id, session, created, created),
+            )
+    finally:
+        await conn.close()
+    storage = await open_postgres_storage(empty_pg_url)
+    try:
+        assert await _applied(empty_pg_url) == PG_MIGRATIONS.names
+        records = {run_id: await storage.runs.get(run_id) for run_id in ("r1", "r2", "r3")}
+        assert {run_id: record.status for run_id, record in records.items() if record} == {
+            "r1": "interrupted", "r2": "running", "r3": "running",
+        }  # fmt: skip
+        with pytest.raises(SessionBusy):
+            await storage.runs.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
+        assert await storage.runs.get("r4") is None
+        await storage.runs.put(RunRecord("r2", "completed", 2.0, 4.0, session_id="s1"))
+        await storage.runs.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
+        async with await connect(empty_pg_url) as admin:
+            cursor = await admin.execute(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = 'hermes' AND indexname = %s",
+                ("runs_one_unsettled_per_session",),
+            )
+            (indexdef,) = await cursor.fetchone() or pytest.fail("index missing")
+            cursor = await admin.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'hermes' "
+                "AND table_name = 'receipts' ORDER BY ordinal_position"
+            )
+            columns = [name for (name,) in await cursor.fetchall()]
+        assert "UNIQUE" in indexdef and "WHERE" in indexdef
+        assert columns[-2:] == ["answer", "expires_at"]
+    finally:
+        await storage.aclose()

@@ -93,7 +93,8 @@ async def test_a_dropped_listen_connection_delays_no_event(pg_url: str) -> None:
     import psycopg
 
     from hermes.store.postgres import open_postgres_storage
-    from hermes.store.postgres.events import CHANNEL, PgRunEventStore
+    from hermes.store.postgres.events import PgRunEventStore
+    from hermes.store.postgres.listener import APPLICATION_PREFIX
 
     writer = await open_postgres_storage(pg_url)
     reader = await open_postgres_storage(pg_url)
@@ -104,8 +105,9 @@ async def test_a_dropped_listen_connection_delays_no_event(pg_url: str) -> None:
             assert await subscription.next(timeout=0.05) is None
             async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
                 cursor = await admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
-                    (f"LISTEN {CHANNEL}",),
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE 'LISTEN %%' AND application_name = %s",
+                    (APPLICATION_PREFIX + reader.instance_id,),
                 )
                 assert [row[0] for row in await cursor.fetchall()] == [True]  # the reader's listener
             await writer.run_events.append("run_d", "tick")
@@ -114,3 +116,54 @@ async def test_a_dropped_listen_connection_delays_no_event(pg_url: str) -> None:
     finally:
         await writer.aclose()
         await reader.aclose()
+
+
+async def test_each_instance_holds_one_listen_connection(two: tuple[Storage, Storage], pg_url: str) -> None:
+    """Run events and control messages of an instance share its one LISTEN connection:
+    with a subscription open and the control channel serving, each instance has exactly
+    one LISTEN connection, and both kinds of notification still arrive through it."""
+    import psycopg
+
+    from hermes.store.postgres.listener import APPLICATION_PREFIX
+    from hermes.store.records import ControlMessage, ControlReply
+
+    a, b = two
+
+    async def echo(message: ControlMessage) -> ControlReply:
+        return ControlReply(ok=True, data={"run_id": message.run_id})
+
+    for storage in (a, b):
+        await storage.control.serve(echo)
+    async with b.run_events.subscribe("run_l") as subscription:
+        assert await subscription.next(timeout=0.05) is None  # b's LISTEN is in place
+        reply = await a.control.request(b.instance_id, ControlMessage("status", "run_l"), timeout=WAIT)
+        assert reply.ok and reply.data == {"run_id": "run_l"}
+        await a.run_events.append("run_l", "tick")
+        event = await subscription.next(timeout=WAIT)
+        assert event is not None and event.seq == 1
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
+            cursor = await admin.execute(
+                "SELECT application_name, count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN %%' GROUP BY application_name"
+            )
+            counts = dict(await cursor.fetchall())
+    assert counts == {APPLICATION_PREFIX + a.instance_id: 1, APPLICATION_PREFIX + b.instance_id: 1}
+
+
+async def test_one_unsettled_run_per_session_across_instances(two: tuple[Storage, Storage]) -> None:
+    """Starts of one session racing on two instances: the database admits exactly one."""
+    import time
+
+    from hermes.errors import SessionBusy
+    from hermes.store.records import RunRecord
+
+    async def start(storage: Storage, run_id: str) -> bool:
+        now = time.time()
+        try:
+            await storage.runs.put(RunRecord(run_id, "queued", now, now, session_id="s_race"))
+        except SessionBusy:
+            return False
+        return True
+
+    admitted = await asyncio.gather(*(start(storage, f"run_{i}") for i, storage in enumerate([*two] * 4)))
+    assert sum(admitted) == 1

@@ -106,6 +106,24 @@ async def test_runs_prune_only_old_settled_rows(storage: Storage) -> None:
     assert await storage.runs.get("old_running") is not None
 
 
+async def test_one_unsettled_run_per_session(storage: Storage) -> None:
+    from hermes.errors import SessionBusy
+
+    runs = storage.runs
+    await runs.put(run("run_a", session_id="s1"))
+    with pytest.raises(SessionBusy) as busy:
+        await runs.put(run("run_b", "queued", session_id="s1"))
+    assert busy.value.session_id == "s1" and busy.value.code == "run_already_active"
+    assert await runs.get("run_b") is None
+    await runs.put(run("run_a", "stopping", session_id="s1"))  # the unsettled run itself changes freely
+    await runs.put(run("run_c", session_id="s2"))
+    await runs.put(run("run_d"))  # no session: not limited
+    await runs.put(run("run_e"))
+    await runs.put(run("run_a", "cancelled", session_id="s1"))
+    await runs.put(run("run_b", "queued", session_id="s1"))  # s1 is free again
+    assert (await runs.latest_for_session("s1") or pytest.fail("missing")).run_id == "run_b"
+
+
 # -- receipts --------------------------------------------------------------------------
 
 
@@ -184,3 +202,32 @@ async def test_postgres_a_settled_run_stays_settled(pg_storage: Storage) -> None
     await runs.put(run("run_b", "completed", output="final"))
     again = await runs.get("run_b")
     assert again is not None and again.output == "final"
+
+
+async def test_receipts_hold_a_claimed_answer_until_it_expires(storage: Storage) -> None:
+    receipts = storage.receipts
+    now = 1_000_000.0
+    assert await receipts.claim_receipt("chat", "k", "fp", "claim_1", now=now, expires_at=now + 30) is None
+    pending = await receipts.claim_receipt("chat", "k", "fp", "claim_2", now=now + 1, expires_at=now + 31)
+    assert pending is not None and pending.run_id == "claim_1" and pending.pending and pending.answer is None
+    assert await receipts.hold_receipt("chat", "k", "claim_1", expires_at=now + 60)
+    assert not await receipts.hold_receipt("chat", "k", "claim_2", expires_at=now + 60)
+    assert await receipts.claim_receipt("chat", "k", "fp", "claim_2", now=now + 45, expires_at=now + 75) is not None
+    # Another fingerprint's answer does not replace a live claim; the claim's own does.
+    assert not await receipts.store_answer("chat", "k", "fp2", "other", {"n": 0}, expires_at=now + 300, now=now + 46)
+    answer = {"status": 200, "body": {"text": "é \x00 🎉"}, "headers": {"X-Hermes-Session-Id": "s"}}
+    assert await receipts.store_answer("chat", "k", "fp", "claim_1", answer, expires_at=now + 350, now=now + 50)
+    stored = await receipts.find_receipt("chat", "k", now=now + 51)
+    assert stored is not None and stored.answer == answer and not stored.pending
+    await receipts.release_receipt("chat", "k", "claim_1")  # an answered receipt is not released
+    assert await receipts.find_receipt("chat", "k", now=now + 52) is not None
+    # Another fingerprint's answer replaces a stored answer (as a fresh computation does).
+    assert await receipts.store_answer("chat", "k", "fp2", "claim_3", {"n": 3}, expires_at=now + 360, now=now + 60)
+    assert (await receipts.find_receipt("chat", "k", now=now + 61) or pytest.fail("gone")).answer == {"n": 3}
+    assert await receipts.find_receipt("chat", "k", now=now + 361) is None
+    assert await receipts.claim_receipt("chat", "k", "fp", "claim_4", now=now + 361, expires_at=now + 391) is None
+    await receipts.release_receipt("chat", "k", "claim_4")  # a failed computation
+    assert await receipts.find_receipt("chat", "k", now=now + 362) is None
+    assert await receipts.claim_receipt("chat", "x", "fp", "claim_5", now=now, expires_at=now + 30) is None
+    assert await receipts.prune_receipts(now=now + 29) == 0
+    assert await receipts.prune_receipts(now=now + 31) == 1

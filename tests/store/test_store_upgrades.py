@@ -127,13 +127,21 @@ def test_an_old_run_store_upgrades_and_keeps_runs_and_receipts(tmp_path: Path) -
     store = RunStore(path)
     try:
         assert store.applied_migrations == RUN_MIGRATIONS.names
-        assert RUN_MIGRATIONS.names[:3] == [
+        assert RUN_MIGRATIONS.names[:5] == [
             "m001_runs_and_receipts",
             "m002_owner_identity",
             "m003_run_owner_instances",
+            "m004_receipt_answers",
+            "m005_one_unsettled_run_per_session",
         ]
-        # m001 adopts the old tables as they are; m002 adds columns; m003 adds the lease objects.
-        assert schema_of(path) == old_schema | {("index", "runs_owner_instance"), ("table", "instances")}
+        # m001 adopts the old tables as they are; m002 adds columns; m003 adds the lease
+        # objects; m004 the receipts' answer columns and index; m005 the one-unsettled-run index.
+        assert schema_of(path) == old_schema | {
+            ("index", "runs_owner_instance"),
+            ("table", "instances"),
+            ("index", "receipts_run"),
+            ("index", "runs_one_unsettled_per_session"),
+        }
         run = store.get("run_old")
         assert run is not None
         assert (run.status, run.output, run.usage) == (

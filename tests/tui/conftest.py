@@ -179,7 +179,7 @@ def settled(app: HermesApp) -> bool:
     A mounted `Markdown` chunk has finished its first render (its mount handler awaits it);
     `AssistantMessage.flushed` says no append is scheduled or running.
     """
-    for child in app.transcript.children:
+    for child in app.chat.transcript.children:
         if not child.is_mounted:
             return False
         if isinstance(child, AssistantMessage):
@@ -198,7 +198,7 @@ async def until_settled(pilot: Any, timeout: float = 10.0) -> None:
 
 async def type_and_send(pilot: Any, text: str) -> None:
     """Put `text` in the prompt (as a paste would) and press Enter."""
-    pilot.app.chat_input.insert(text)
+    pilot.app.chat.chat_input.insert(text)
     await pilot.press("enter")
 
 
@@ -209,8 +209,10 @@ async def send_turn(pilot: Any, text: str, timeout: float = 10.0) -> None:
     the app yet, so first wait for the new worker to exist.)
     """
     app = pilot.app
-    before = app.turn_worker
+    before = app.chat.turns.turn_worker
     await type_and_send(pilot, text)
-    await until(pilot, lambda: app.turn_worker is not before, timeout, what=f"the turn for {text!r} to start")
+    await until(
+        pilot, lambda: app.chat.turns.turn_worker is not before, timeout, what=f"the turn for {text!r} to start"
+    )
     await app.workers.wait_for_complete()
-    await until(pilot, lambda: not app.turn_running, timeout, what=f"the turn for {text!r} to finish")
+    await until(pilot, lambda: not app.chat.turns.turn_running, timeout, what=f"the turn for {text!r} to finish")

@@ -28,17 +28,17 @@ async def test_approval_modal_decides(make_tui, upstream, key, state):
             pilot,
             lambda: isinstance(app.screen, ApprovalScreen)
             and app.screen.is_mounted
-            and app.transcript.query_one(ToolCard).state == "approval",
+            and app.chat.transcript.query_one(ToolCard).state == "approval",
         )
         modal = app.screen
         assert modal.request.command == "rm -rf build/"
-        assert app.transcript.query_one(ToolCard).state == "approval"
+        assert app.chat.transcript.query_one(ToolCard).state == "approval"
         await pilot.press(key)
         await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
-        card = app.transcript.query_one(ToolCard)
+        card = app.chat.transcript.query_one(ToolCard)
         assert card.state == state
         if state == "done":
             assert "ran: rm -rf build/" in card.result
@@ -58,7 +58,7 @@ async def test_unanswered_approval_is_denied(make_tui, upstream):
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
-        assert app.transcript.query_one(ToolCard).state == "failed"
+        assert app.chat.transcript.query_one(ToolCard).state == "failed"
 
 
 async def test_escape_during_approval_interrupts_and_closes_the_modal(make_tui, upstream):
@@ -67,10 +67,10 @@ async def test_escape_during_approval_interrupts_and_closes_the_modal(make_tui, 
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "clean up")
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        app.action_interrupt()
-        await until(pilot, lambda: not app.turn_running)
+        app.chat.action_interrupt()
+        await until(pilot, lambda: not app.chat.turns.turn_running)
         await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)
-        assert app.transcript.query_one(ToolCard).state in ("interrupted", "failed")
+        assert app.chat.transcript.query_one(ToolCard).state in ("interrupted", "failed")

@@ -33,7 +33,7 @@ async def test_context_lists_the_loaded_files(settings: Settings, sessions: Sqli
             await type_and_send(pilot, "/context")
 
             def texts() -> list[str]:
-                return [str(n.render()) for n in app.transcript.query(Notice)]
+                return [str(n.render()) for n in app.chat.transcript.query(Notice)]
 
             await until(pilot, lambda: any("project instructions:" in t for t in texts()))
             report = next(t for t in texts() if "project instructions:" in t)
@@ -55,7 +55,7 @@ async def test_a_cut_is_announced_at_start_and_in_context(
         async with app.run_test(size=(160, 30)) as pilot:
 
             def texts() -> list[str]:
-                return [str(n.render()) for n in app.transcript.query(Notice)]
+                return [str(n.render()) for n in app.chat.transcript.query(Notice)]
 
             await until(pilot, lambda: any("project instructions cut to 50 bytes" in t for t in texts()))
             await type_and_send(pilot, "/context")

@@ -16,12 +16,12 @@ async def test_newline_keys_and_enter(make_tui, upstream):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("a", "shift+enter", "b", "ctrl+j", "c")
-        await until(pilot, lambda: app.chat_input.text == "a\nb\nc")
+        await until(pilot, lambda: app.chat.chat_input.text == "a\nb\nc")
         await pilot.press("enter")
-        await until(pilot, lambda: app.turn_worker is not None, what="the turn to start")
+        await until(pilot, lambda: app.chat.turns.turn_worker is not None, what="the turn to start")
         await app.workers.wait_for_complete()
-        assert app.transcript.query_one(UserMessage).text == "a\nb\nc"
-        assert app.chat_input.text == ""
+        assert app.chat.transcript.query_one(UserMessage).text == "a\nb\nc"
+        assert app.chat.chat_input.text == ""
 
 
 async def test_up_down_walk_history(make_tui, upstream):
@@ -31,33 +31,34 @@ async def test_up_down_walk_history(make_tui, upstream):
         await send_turn(pilot, "one")
         await send_turn(pilot, "two")
         await pilot.press("d", "r", "a", "f", "t")
-        await until(pilot, lambda: app.chat_input.text == "draft")
+        await until(pilot, lambda: app.chat.chat_input.text == "draft")
         await pilot.press("up")
-        await until(pilot, lambda: app.chat_input.text == "two")
+        await until(pilot, lambda: app.chat.chat_input.text == "two")
         await pilot.press("up")
-        await until(pilot, lambda: app.chat_input.text == "one")
+        await until(pilot, lambda: app.chat.chat_input.text == "one")
         await pilot.press("down")
-        await until(pilot, lambda: app.chat_input.text == "two")
+        await until(pilot, lambda: app.chat.chat_input.text == "two")
         await pilot.press("down")
-        await until(pilot, lambda: app.chat_input.text == "draft")
+        await until(pilot, lambda: app.chat.chat_input.text == "draft")
 
 
 async def test_slash_completion(make_tui):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("slash", "s", "e")
-        await until(pilot, lambda: app.chat_input.text == "/se" and app.menu.is_open)
-        assert app.menu.selected().name == "sessions"
+        await until(pilot, lambda: app.chat.chat_input.text == "/se" and app.chat.menu.is_open)
+        assert app.chat.menu.selected().name == "sessions"
         await pilot.press("tab")
-        await until(pilot, lambda: app.chat_input.text == "/sessions ")
-        await until(pilot, lambda: not app.menu.is_open)
+        await until(pilot, lambda: app.chat.chat_input.text == "/sessions ")
+        await until(pilot, lambda: not app.chat.menu.is_open)
         await pilot.press("ctrl+a", "ctrl+k", "slash", "f")
         await until(
-            pilot, lambda: app.chat_input.text == "/f" and [c.name for c in app.menu._commands] == ["fork", "focus"]
+            pilot,
+            lambda: app.chat.chat_input.text == "/f" and [c.name for c in app.chat.menu._commands] == ["fork", "focus"],
         )
         await pilot.press("down", "escape")
-        await until(pilot, lambda: not app.menu.is_open)
-        assert app.chat_input.text == "/f"
+        await until(pilot, lambda: not app.chat.menu.is_open)
+        assert app.chat.chat_input.text == "/f"
 
 
 async def test_copy_export_help_and_unknown(make_tui, store, tmp_path: Path):
@@ -69,14 +70,14 @@ async def test_copy_export_help_and_unknown(make_tui, store, tmp_path: Path):
         assert app.clipboard == "The **answer**."
         await type_and_send(pilot, "/export")
         exported = tmp_path / f"hermes-{sid}.md"
-        await until(pilot, lambda: any("exported to" in n.text for n in app.transcript.query(Notice)))
+        await until(pilot, lambda: any("exported to" in n.text for n in app.chat.transcript.query(Notice)))
         text = exported.read_text()
-        assert "# Export me" in text and "## You\n\nquestion" in text and "The **answer**." in text
+        assert "# Export me" in text and "## User\n\nquestion" in text and "The **answer**." in text
         await type_and_send(pilot, "/help")
         await type_and_send(pilot, "/bogus")
 
         def notice_texts() -> list[str]:
-            return [str(n.render()) for n in app.transcript.query(Notice)]
+            return [str(n.render()) for n in app.chat.transcript.query(Notice)]
 
         await until(pilot, lambda: any("unknown command /bogus" in n for n in notice_texts()))  # after /help's
         notices = notice_texts()
@@ -88,11 +89,11 @@ async def test_view_toggles_and_theme(make_tui):
     app = make_tui()
     async with app.run_test(size=(80, 24)) as pilot:
         await type_and_send(pilot, "/reasoning hide")
-        await until(pilot, lambda: app.transcript.has_class("-hide-reasoning"))
+        await until(pilot, lambda: app.chat.transcript.has_class("-hide-reasoning"))
         await type_and_send(pilot, "/reasoning show")
-        await until(pilot, lambda: not app.transcript.has_class("-hide-reasoning"))
+        await until(pilot, lambda: not app.chat.transcript.has_class("-hide-reasoning"))
         await pilot.press("ctrl+o")
-        await until(pilot, lambda: app.transcript.has_class("-focus"))
+        await until(pilot, lambda: app.chat.transcript.has_class("-focus"))
         await type_and_send(pilot, "/theme light")
         await until(pilot, lambda: app.theme == "textual-light")
         await pilot.press("ctrl+t")

@@ -46,7 +46,7 @@ async def test_turn_picker_and_resume_on_postgres(
                 sid = app.session_id
                 assert sid is not None
                 await type_and_send(pilot, "/title Trip planning")
-                await until(pilot, lambda: app.status_bar.title == "Trip planning")
+                await until(pilot, lambda: app.chat.status_bar.title == "Trip planning")
                 assert (await sessions.get_session(sid)).title == "Trip planning"
                 await type_and_send(pilot, "/new")
                 await until(pilot, lambda: app.session_id is None)
@@ -61,10 +61,10 @@ async def test_turn_picker_and_resume_on_postgres(
                 await until(pilot, lambda: [s.id for s in picker.sessions] == [sid])
                 assert "Lisbon" in picker._snippets[sid]
                 await pilot.press("enter")
-                await until(pilot, lambda: app.session_id == sid and app.status_bar.title == "Trip planning")
+                await until(pilot, lambda: app.session_id == sid and app.chat.status_bar.title == "Trip planning")
                 await until_settled(pilot)
-                assert [m.text for m in app.transcript.query(UserMessage)] == ["Where to go in May?"]
-                assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Try **Lisbon** in May."]
+                assert [m.text for m in app.chat.transcript.query(UserMessage)] == ["Where to go in May?"]
+                assert [m.text for m in app.chat.transcript.query(AssistantMessage)] == ["Try **Lisbon** in May."]
 
                 await send_turn(pilot, "And in June?")
                 assert app.session_id == sid
@@ -87,11 +87,11 @@ async def test_turn_picker_and_resume_on_postgres(
             resumed = make_app(agent, sessions, settings, session_id=sid, cwd=str(tmp_path))
             async with resumed.run_test(size=(100, 30)) as pilot:
                 await until_settled(pilot)
-                assert [m.text for m in resumed.transcript.query(UserMessage)] == [
+                assert [m.text for m in resumed.chat.transcript.query(UserMessage)] == [
                     "Where to go in May?",
                     "And in June?",
                 ]
-                assert resumed.status_bar.title == "Trip planning"
+                assert resumed.chat.status_bar.title == "Trip planning"
         finally:
             await agent.aclose()
     finally:

@@ -22,9 +22,9 @@ async def test_resume_shows_history_and_continues(make_tui, upstream, store):
     app = make_tui(session_id=sid)
     async with app.run_test(size=(100, 30)) as pilot:
         await until_settled(pilot)
-        assert [m.text for m in app.transcript.query(UserMessage)] == ["Where to in May?", "And June?"]
-        assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Try **Lisbon**.", "Oslo."]
-        assert app.status_bar.title == "Trip planning"
+        assert [m.text for m in app.chat.transcript.query(UserMessage)] == ["Where to in May?", "And June?"]
+        assert [m.text for m in app.chat.transcript.query(AssistantMessage)] == ["Try **Lisbon**.", "Oslo."]
+        assert app.chat.status_bar.title == "Trip planning"
         await send_turn(pilot, "July?")
         assert app.session_id == sid
     sent = upstream.requests[0].messages
@@ -37,17 +37,17 @@ async def test_long_session_opens_its_tail_and_loads_more(make_tui, store):
     sid = seed_session(store, "Long", [(f"q{i}", f"a{i}") for i in range(100)])
     app = make_tui(session_id=sid)
     async with app.run_test(size=(100, 30)) as pilot:
-        head = app.transcript.query_one(HistoryHead)
+        head = app.chat.transcript.query_one(HistoryHead)
         # the newest 8 first, then the rest of the first page (16) right after the first paint
         await until(pilot, lambda: head.hidden == 200 - 16)
-        assert app.transcript.query(UserMessage).first().text == "q92"
-        assert app.transcript.query(UserMessage).last().text == "q99"
+        assert app.chat.transcript.query(UserMessage).first().text == "q92"
+        assert app.chat.transcript.query(UserMessage).last().text == "q99"
         await pilot.press("ctrl+home")
         await until(pilot, lambda: head.hidden == 200 - 116)
-        assert app.transcript.query(UserMessage).first().text == "q42"
+        assert app.chat.transcript.query(UserMessage).first().text == "q42"
         await pilot.press("ctrl+home")
-        await until(pilot, lambda: not app.transcript.query(HistoryHead))
-        assert app.transcript.query(UserMessage).first().text == "q0"
+        await until(pilot, lambda: not app.chat.transcript.query(HistoryHead))
+        assert app.chat.transcript.query(UserMessage).first().text == "q0"
 
 
 async def test_sessions_picker_searches_content_and_resumes(make_tui, store):
@@ -65,11 +65,11 @@ async def test_sessions_picker_searches_content_and_resumes(make_tui, store):
         await until(pilot, lambda: [s.id for s in picker.sessions] == [target])
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, SessionPicker))
-        await until(pilot, lambda: app.session_id == target and app.status_bar.title == "Physics")
+        await until(pilot, lambda: app.session_id == target and app.chat.status_bar.title == "Physics")
         await until_settled(pilot)
         assert app.session_id == target
-        assert [m.text for m in app.transcript.query(UserMessage)] == ["explain the quokka paradox"]
-        assert app.status_bar.title == "Physics"
+        assert [m.text for m in app.chat.transcript.query(UserMessage)] == ["explain the quokka paradox"]
+        assert app.chat.status_bar.title == "Physics"
 
 
 async def test_sessions_picker_renames_and_deletes(make_tui, store):
@@ -96,7 +96,7 @@ async def test_sessions_picker_renames_and_deletes(make_tui, store):
         await until(pilot, lambda: not isinstance(app.screen, SessionPicker))
         # the open session was deleted: the app starts a new one
         assert app.session_id is None
-        assert not app.transcript.query(UserMessage)
+        assert not app.chat.transcript.query(UserMessage)
 
 
 async def test_fork_creates_a_forked_session(make_tui, upstream, store):
@@ -113,7 +113,7 @@ async def test_fork_creates_a_forked_session(make_tui, upstream, store):
         record = store.get_session(child)
         assert record.parent_session_id == parent
         assert record.title == "Experiment"
-        assert app.status_bar.title == "Experiment"
+        assert app.chat.status_bar.title == "Experiment"
         await send_turn(pilot, "second")
     assert [m.content for m in store.get_messages(child)] == ["first", "First answer.", "second", "Second answer."]
     assert [m.content for m in store.get_messages(parent)] == ["first", "First answer."]
@@ -124,18 +124,18 @@ async def test_new_title_and_model_commands(make_tui, upstream, store):
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "/title Named up front")
-        await until(pilot, lambda: app.pending_title == "Named up front")
+        await until(pilot, lambda: app.chat.pending_title == "Named up front")
         await type_and_send(pilot, "/model other-model")
-        await until(pilot, lambda: app.agent.model == "other-model")
-        assert app.agent.model == "other-model"
-        assert app.status_bar.model == "other-model"
+        await until(pilot, lambda: app.chat.agent.model == "other-model")
+        assert app.chat.agent.model == "other-model"
+        assert app.chat.status_bar.model == "other-model"
         await send_turn(pilot, "hello")
         assert store.get_session(app.session_id).title == "Named up front"
         assert upstream.requests[0].body["model"] == "other-model"
         await type_and_send(pilot, "/new")
         await until(pilot, lambda: app.session_id is None)
         assert app.session_id is None
-        assert not app.transcript.query(UserMessage)
+        assert not app.chat.transcript.query(UserMessage)
 
 
 async def test_resolve_session_for_continue_and_resume(store, sessions):

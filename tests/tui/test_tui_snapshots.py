@@ -75,14 +75,16 @@ def seed(store: SqliteSessionStore) -> str:
 
 
 async def quiet(pilot) -> None:
-    pilot.app.chat_input.cursor_blink = False
+    pilot.app.chat.chat_input.cursor_blink = False
     await until_settled(pilot)
 
 
 async def resumed(pilot) -> None:
     """The seeded session is on screen: its answers rendered and the "resumed" notice shown."""
     app = pilot.app
-    await until(pilot, lambda: len(app.transcript.query(AssistantMessage)) == 3 and app.transcript.query(Notice))
+    await until(
+        pilot, lambda: len(app.chat.transcript.query(AssistantMessage)) == 3 and app.chat.transcript.query(Notice)
+    )
     await quiet(pilot)
 
 
@@ -106,7 +108,7 @@ def test_tool_cards(snap_compare, store, tmp_path):
     }
 
     async def run_before(pilot) -> None:
-        renderer = pilot.app.begin_turn("fix parser.py and run the tests")
+        renderer = pilot.app.chat.turns.begin_turn("fix parser.py and run the tests")
         renderer.handle(TextDelta("Patching, then testing."))
         renderer.handle(ToolCallGenerating("c1", "patch", 0))
         renderer.handle(SegmentEnd())
@@ -120,7 +122,7 @@ def test_tool_cards(snap_compare, store, tmp_path):
         )
         result = TurnResult("s1", "completed", "", usage=Usage(2100, 180), api_calls=2, context_tokens=1230)
         renderer.handle(TurnCompleted(result))
-        pilot.app.status_bar.turn_seconds = 2.5
+        pilot.app.chat.status_bar.turn_seconds = 2.5
         await quiet(pilot)
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)

@@ -30,36 +30,36 @@ def block_kinds(message: AssistantMessage) -> set[str]:
 async def test_streamed_text_renders_as_markdown(make_tui):
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
-        renderer = app.begin_turn("show me")
+        renderer = app.chat.turns.begin_turn("show me")
         renderer.handle(TurnStarted(session_id="s1", model="scripted-model"))
         answer = "# Title\n\nSome **bold** text.\n\n```python\nprint('hé')\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
         for ch in answer:
             renderer.handle(TextDelta(ch))
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer, usage=Usage(12, 34, 46), api_calls=1)))
         expected = {"MarkdownH1", "MarkdownParagraph", "MarkdownFence", "MarkdownTable"}
-        message = app.transcript.query_one(AssistantMessage)
+        message = app.chat.transcript.query_one(AssistantMessage)
         await until(pilot, lambda: message.rendered_text == answer and expected <= block_kinds(message))
         await until_settled(pilot)
         assert message.rendered_text == answer
         assert expected <= block_kinds(message)
-        assert app.transcript.query_one(UserMessage).text == "show me"
-        assert app.status_bar.input_tokens == 12 and app.status_bar.output_tokens == 34
-        assert not app.turn_running
+        assert app.chat.transcript.query_one(UserMessage).text == "show me"
+        assert app.chat.status_bar.input_tokens == 12 and app.chat.status_bar.output_tokens == 34
+        assert not app.chat.turns.turn_running
 
 
 async def test_reasoning_is_a_separate_block(make_tui):
     app = make_tui()
     async with app.run_test() as pilot:
-        renderer = app.begin_turn("think")
+        renderer = app.chat.turns.begin_turn("think")
         renderer.handle(ReasoningDelta("let me "))
         renderer.handle(ReasoningDelta("think"))
         renderer.handle(TextDelta("The answer."))
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", "The answer.")))
         await until_settled(pilot)  # the block is mounted before Ctrl+R toggles it
-        block = app.transcript.query_one(ReasoningBlock)
+        block = app.chat.transcript.query_one(ReasoningBlock)
         assert block.text == "let me think"
         assert block.collapsed
-        assert app.transcript.query_one(AssistantMessage).text == "The answer."
+        assert app.chat.transcript.query_one(AssistantMessage).text == "The answer."
         await pilot.press("ctrl+r")
         assert not block.display
         await pilot.press("ctrl+r")
@@ -69,7 +69,7 @@ async def test_reasoning_is_a_separate_block(make_tui):
 async def test_segments_tools_and_warnings(make_tui):
     app = make_tui()
     async with app.run_test() as pilot:
-        renderer = app.begin_turn("write it")
+        renderer = app.chat.turns.begin_turn("write it")
         renderer.handle(TextDelta("Writing the file."))
         renderer.handle(SegmentEnd())
         renderer.handle(ToolCallGenerating("c1", "write_file", 0))
@@ -80,26 +80,26 @@ async def test_segments_tools_and_warnings(make_tui):
         renderer.handle(Status("info", "streaming disabled"))
         renderer.handle(TurnCompleted(TurnResult("s1", "partial", "Writing the file.", error_code="stream_stalled")))
         await until_settled(pilot)
-        card = app.transcript.query_one(ToolCard)
+        card = app.chat.transcript.query_one(ToolCard)
         assert card.state == "stalled"
-        texts = [n.text for n in app.transcript.query(Notice)]
+        texts = [n.text for n in app.chat.transcript.query(Notice)]
         assert any("Stream stalled" in t and "write_file" in t for t in texts)
         assert "reconnecting (2/3) — connection reset" in " ".join(texts)
         # the ⚠ line is a card, not part of the answer
-        assert "Stream stalled" not in app.transcript.query_one(AssistantMessage).text
+        assert "Stream stalled" not in app.chat.transcript.query_one(AssistantMessage).text
 
 
 async def test_interrupted_turn_keeps_partial_text(make_tui):
     app = make_tui()
     async with app.run_test() as pilot:
-        renderer = app.begin_turn("long")
+        renderer = app.chat.turns.begin_turn("long")
         renderer.handle(TextDelta("partial answ"))
         renderer.handle(TurnCompleted(TurnResult("s1", "interrupted", "partial answ")))
         await until_settled(pilot)
-        message = app.transcript.query_one(AssistantMessage)
+        message = app.chat.transcript.query_one(AssistantMessage)
         assert message.text == "partial answ"
         assert message.has_class("-interrupted")
-        assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
+        assert any(n.kind == "interrupted" for n in app.chat.transcript.query(Notice))
 
 
 async def test_long_answer_streams_into_chunks_without_splitting_code(make_tui):
@@ -108,11 +108,11 @@ async def test_long_answer_streams_into_chunks_without_splitting_code(make_tui):
     fence = "```python\n" + "x = 1\n\n" * 40 + "```\n\n"
     answer = paragraph * 10 + fence + paragraph * 10
     async with app.run_test(size=(100, 30)) as pilot:
-        renderer = app.begin_turn("long")
+        renderer = app.chat.turns.begin_turn("long")
         for i in range(0, len(answer), 7):
             renderer.handle(TextDelta(answer[i : i + 7]))
         renderer.handle(TurnCompleted(TurnResult("s1", "completed", answer)))
-        message = app.transcript.query_one(AssistantMessage)
+        message = app.chat.transcript.query_one(AssistantMessage)
         await until(pilot, lambda: message.rendered_text == answer)
         await until_settled(pilot)  # the last append has finished mounting its blocks
         assert message.rendered_text == answer

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hermes.error_codes import INTERRUPTED, STREAM_STALLED
 from hermes.testing.upstream import Sleep, call, error_reply, text_reply, tool_reply
 from hermes.tui import app as tui_app
+from hermes.tui import turn_controller
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.notice import Notice
@@ -19,19 +20,19 @@ async def test_prompt_streams_into_transcript(make_tui, upstream, store):
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "hi there")
-        await until(pilot, lambda: app.query(AssistantMessage))
+        await until(pilot, lambda: app.chat.query(AssistantMessage))
         await app.workers.wait_for_complete()
-        answer = app.transcript.query_one(AssistantMessage)
+        answer = app.chat.transcript.query_one(AssistantMessage)
         await until(pilot, lambda: answer.rendered_text == "Hello from **hermes**, nice to meet you.")
         await until_settled(pilot)
         assert answer.rendered_text == "Hello from **hermes**, nice to meet you."
-        assert app.transcript.query_one(UserMessage).text == "hi there"
-        assert app.chat_input.text == ""
-        assert not app.turn_running
+        assert app.chat.transcript.query_one(UserMessage).text == "hi there"
+        assert app.chat.chat_input.text == ""
+        assert not app.chat.turns.turn_running
         assert app.session_id is not None
         record = store.get_session(app.session_id)
         assert record.source == "tui"
-        assert app.status_bar.input_tokens == 10 and app.status_bar.output_tokens == 5
+        assert app.chat.status_bar.input_tokens == 10 and app.chat.status_bar.output_tokens == 5
     assert upstream.requests[0].messages[-1] == {"role": "user", "content": "hi there"}
 
 
@@ -45,8 +46,8 @@ async def test_tool_card_goes_generating_running_done(make_tui, upstream, gates)
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "test it")
-        await until(pilot, lambda: app.query(ToolCard))
-        card = app.transcript.query_one(ToolCard)
+        await until(pilot, lambda: app.chat.query(ToolCard))
+        card = app.chat.transcript.query_one(ToolCard)
         await until(pilot, lambda: card.state == "running")
         assert "make test" in card.header_text
         # tool_stall_warning is 0.3 s in these tests; the tool runs until the test opens its gate
@@ -54,14 +55,14 @@ async def test_tool_card_goes_generating_running_done(make_tui, upstream, gates)
         assert card.state == "running"
         assert "still running after 0.3 s — Esc to interrupt" in str(card._warning.render())
         gates["tests"].set()
-        await until(pilot, lambda: len(app.transcript.query(AssistantMessage)) == 2)
+        await until(pilot, lambda: len(app.chat.transcript.query(AssistantMessage)) == 2)
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         assert card.states == ["generating", "running", "done"]
         assert card.header_text.startswith("✓ shell")
         assert not card.has_class("-slow")
         assert "ran: make test" in card.result
-        answers = [m.text for m in app.transcript.query(AssistantMessage)]
+        answers = [m.text for m in app.chat.transcript.query(AssistantMessage)]
         assert answers == ["Running the tests.", "All green."]
 
 
@@ -76,46 +77,47 @@ async def test_stream_stall_mid_tool_call_shows_warning_card(make_tui, upstream,
     app = make_tui(settings=settings.replace(stream_stale_timeout=1.0))
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "write a big file")
-        await until(pilot, lambda: app.query(ToolCard))
+        await until(pilot, lambda: app.chat.query(ToolCard))
         await app.workers.wait_for_complete()
         await until_settled(pilot)
-        warnings = [n.text for n in app.transcript.query(Notice) if n.kind == "warning"]
+        warnings = [n.text for n in app.chat.transcript.query(Notice) if n.kind == "warning"]
         assert any("write_file" in w and "stalled" in w.lower() for w in warnings), warnings
         # shown once: no "⚠ partial answer: ⚠ Stream stalled…" repeating it
         assert len(warnings) == 1, warnings
-        assert app.last_result is not None and app.last_result.error_code == STREAM_STALLED
-        card = app.transcript.query_one(ToolCard)
+        assert app.chat.turns.last_result is not None and app.chat.turns.last_result.error_code == STREAM_STALLED
+        card = app.chat.transcript.query_one(ToolCard)
         assert card.state == "stalled"
         # the ⚠ line (also sent as text) is shown once, as the card, not inside the answer
-        assert [m.text for m in app.transcript.query(AssistantMessage)] == ["Writing the file now."]
+        assert [m.text for m in app.chat.transcript.query(AssistantMessage)] == ["Writing the file now."]
 
 
 async def test_escape_interrupts_and_the_engine_winds_down(make_tui, upstream, store, monkeypatch):
     # With the UI's grace timer out of reach, only the engine's own wind-down can end the turn.
-    monkeypatch.setattr(tui_app, "INTERRUPT_GRACE", 600.0)
+    monkeypatch.setattr(turn_controller, "INTERRUPT_GRACE", 600.0)
     words = " ".join(f"word{i}" for i in range(400))
     upstream.enqueue(text_reply(words, chunk_delay=0.02))
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "talk a lot")
         await until(
-            pilot, lambda: app.query(AssistantMessage) and len(app.transcript.query_one(AssistantMessage).text) > 20
+            pilot,
+            lambda: app.chat.query(AssistantMessage) and len(app.chat.transcript.query_one(AssistantMessage).text) > 20,
         )
         await pilot.press("escape")
-        await until(pilot, lambda: not app.turn_running)
+        await until(pilot, lambda: not app.chat.turns.turn_running)
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         await until(pilot, lambda: upstream.requests[0].client_disconnected)
-        answer = app.transcript.query_one(AssistantMessage)
+        answer = app.chat.transcript.query_one(AssistantMessage)
         assert answer.text.startswith("word0 word1")
         assert len(answer.text) < len(words)
         assert answer.has_class("-interrupted")
-        assert any(n.kind == "interrupted" for n in app.transcript.query(Notice))
-        assert not app.query_one(Activity).has_class("-active")
+        assert any(n.kind == "interrupted" for n in app.chat.transcript.query(Notice))
+        assert not app.chat.query_one(Activity).has_class("-active")
         # the product's promise: the engine itself ends the turn within the UI's grace (a
         # turn the grace timer declares interrupted has no engine result)
-        assert app.last_result is not None and app.last_result.status == "interrupted"
-        assert app.last_result.error_code == INTERRUPTED
+        assert app.chat.turns.last_result is not None and app.chat.turns.last_result.status == "interrupted"
+        assert app.chat.turns.last_result.error_code == INTERRUPTED
     assert upstream.requests[0].client_disconnected
 
 
@@ -124,15 +126,17 @@ async def test_escape_while_a_tool_runs_completes_its_card_as_interrupted(make_t
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "test it")
-        await until(pilot, lambda: app.query(ToolCard) and app.transcript.query_one(ToolCard).state == "running")
+        await until(
+            pilot, lambda: app.chat.query(ToolCard) and app.chat.transcript.query_one(ToolCard).state == "running"
+        )
         await pilot.press("escape")
-        await until(pilot, lambda: not app.turn_running)
+        await until(pilot, lambda: not app.chat.turns.turn_running)
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         # the engine's own final events arrived (not the UI's grace timer)
-        assert app.last_result is not None and app.last_result.status == "interrupted"
-        assert app.transcript.query_one(ToolCard).state != "running"
-        session_id = app.last_result.session_id
+        assert app.chat.turns.last_result is not None and app.chat.turns.last_result.status == "interrupted"
+        assert app.chat.transcript.query_one(ToolCard).state != "running"
+        session_id = app.chat.turns.last_result.session_id
     tool_rows = [m for m in store.get_messages(session_id) if m.role == "tool"]
     assert len(tool_rows) == 1 and "interrupted" in tool_rows[0].content
 
@@ -142,9 +146,9 @@ async def test_ctrl_c_interrupts_then_twice_quits(make_tui, upstream):
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "go")
-        await until(pilot, lambda: app.query(AssistantMessage))
+        await until(pilot, lambda: app.chat.query(AssistantMessage))
         await pilot.press("ctrl+c")
-        await until(pilot, lambda: not app.turn_running)
+        await until(pilot, lambda: not app.chat.turns.turn_running)
         assert app.is_running
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running)
@@ -159,12 +163,12 @@ async def test_silent_upstream_says_waiting_for_the_model(make_tui, upstream, se
     app = make_tui(silence_warning=0.2, settings=settings.replace(stream_stale_timeout=10.0))
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "hello?")
-        activity = app.query_one(Activity)
+        activity = app.chat.query_one(Activity)
         await until(pilot, lambda: "waiting for the model (" in str(activity.render()))
-        await until(pilot, lambda: app.query(AssistantMessage))
+        await until(pilot, lambda: app.chat.query(AssistantMessage))
         await app.workers.wait_for_complete()
         await until_settled(pilot)
-        assert app.transcript.query_one(AssistantMessage).text == "finally"
+        assert app.chat.transcript.query_one(AssistantMessage).text == "finally"
         assert not activity.has_class("-active")
 
 
@@ -174,9 +178,9 @@ async def test_retry_shows_reconnecting(make_tui, upstream):
     async with app.run_test(size=(100, 30)) as pilot:
         await send_turn(pilot, "hello")
         await until_settled(pilot)
-        notices = [n.text for n in app.transcript.query(Notice)]
+        notices = [n.text for n in app.chat.transcript.query(Notice)]
         assert any(t.startswith("↻ reconnecting (2/3)") for t in notices), notices
-        assert app.transcript.query_one(AssistantMessage).text == "back again"
+        assert app.chat.transcript.query_one(AssistantMessage).text == "back again"
 
 
 async def test_the_activity_line_shows_the_local_models_tokens_per_second(
@@ -197,7 +201,7 @@ async def test_the_activity_line_shows_the_local_models_tokens_per_second(
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await type_and_send(pilot, "count")
-            activity = app.query_one(Activity)
+            activity = app.chat.query_one(Activity)
             await until(pilot, lambda: "tokens/s" in str(activity.render()))
             assert "answering (" in str(activity.render())
             await app.workers.wait_for_complete()

@@ -26,7 +26,7 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
-from hermes.runs.idempotency import IdempotencyCache
+from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.sweeper import sweep_forever
 from hermes.server.http import routes
 from hermes.server.http.lifecycle import LIVE_WORK, LiveWork
@@ -37,6 +37,7 @@ from hermes.server.http.state import (
     LIMITER,
     METRICS,
     OPENAPI_DOCUMENT,
+    ROUTE_TABLE,
     SETTINGS,
     STORAGE,
     ServerMetrics,
@@ -61,7 +62,7 @@ def create_app(
     *,
     storage: Storage | None = None,
     agent: Agent | None = None,
-    idempotency: IdempotencyCache | None = None,
+    idempotency: IdempotentAnswers | None = None,
 ) -> web.Application:
     """Build the aiohttp application.
 
@@ -71,8 +72,8 @@ def create_app(
             `open_storage(settings)` at start-up, or for SQLite with an agent to build,
             at once.
         agent: the agent to run turns on; built with `build_agent` when omitted.
-        idempotency: the in-memory idempotency cache of the OpenAI endpoints (a fresh one
-            when omitted).
+        idempotency: the Idempotency-Key answers of the OpenAI endpoints, kept as the
+            storage's receipts (default policy when omitted).
     """
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
@@ -89,10 +90,11 @@ def create_app(
     if agent is not None:
         app[AGENT] = agent
     mcp = _mcp(settings) if owns_agent else None
-    app[IDEMPOTENCY] = idempotency or IdempotencyCache()
+    app[IDEMPOTENCY] = idempotency or IdempotentAnswers()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[METRICS] = ServerMetrics(started_at=time.time())
-    app[OPENAPI_DOCUMENT] = build_document(routes.OPENAPI_PATHS, routes.OPENAPI_SCHEMAS)
+    app[ROUTE_TABLE] = routes.TABLE
+    app[OPENAPI_DOCUMENT] = build_document(routes.TABLE)
     app.on_response_prepare.append(on_response_prepare)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
@@ -141,7 +143,7 @@ def create_app(
     app.on_shutdown.append(interrupt_turns)
     attach_run_registry(app)
     app.on_shutdown.append(wait_for_streams)
-    app.add_routes(routes.ROUTES)
+    app.add_routes(routes.TABLE.route_defs())
     return app
 
 

@@ -5,9 +5,9 @@
    (`ApiError`, `HermesError`, aiohttp `HTTPException`, anything else → 500).
 2. `cors_middleware` — requests carrying a non-allowed ``Origin`` get 403; ``OPTIONS``
    preflights are answered here (200 for allowed origins, 403 otherwise).
-3. `auth_middleware` — bearer key, constant-time comparison on bytes; only the liveness
-   routes (`OPEN_PATHS`) and preflights are open. With no key configured every route is
-   open (`hermes serve` refuses that off loopback).
+3. `auth_middleware` — bearer key, constant-time comparison on bytes; only the paths of
+   `public` routes (the route table's `open_paths`: liveness) and preflights are open.
+   With no key configured every route is open (`hermes serve` refuses that off loopback).
 4. `body_limit_middleware` — declared bodies over 10 MB → 413, bad Content-Length → 400
    (chunked bodies are capped by the app's ``client_max_size`` and mapped to the same 413).
 5. `json_guard_middleware` — JSON bodies with a lone UTF-16 surrogate or an integer
@@ -42,17 +42,13 @@ from hermes.server.http.errors import (
     from_hermes_error,
     from_http_exception,
 )
-from hermes.server.http.state import METRICS, SETTINGS
+from hermes.server.http.state import METRICS, ROUTE_TABLE, SETTINGS
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 MAX_REQUEST_BYTES = 10_000_000
-
-OPEN_PATHS = frozenset({"/health", "/v1/health"})
-"""Routes that need no API key: liveness only, whose body is the status, platform and
-version. `/health/detailed` (pid, instance id, counters, last upstream error) is not one."""
 
 SECURITY_HEADERS: dict[str, str] = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -134,7 +130,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     key = request.config_dict[SETTINGS].server_key
     if (
         key is not None
-        and request.path not in OPEN_PATHS
+        and request.path not in request.config_dict[ROUTE_TABLE].open_paths
         and not check_bearer(key, request.headers.get("Authorization"))
     ):
         log.warning("auth failed: %s %s from %s", request.method, request.path[:200], request.remote)

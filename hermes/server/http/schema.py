@@ -362,42 +362,7 @@ class Body:
         return {"$ref": f"#/components/schemas/{self.name}"}
 
 
-def components(*bodies: Body) -> dict[str, JSON]:
-    """``components.schemas`` entries for `bodies`."""
-    return {body.name: body.openapi() for body in bodies}
-
-
-# ---- pieces of operation documents --------------------------------------------------------
-
-
-def json_content(schema: JSON) -> JSON:
-    """``{"content": {"application/json": {"schema": schema}}}``."""
-    return {"content": {"application/json": {"schema": schema}}}
-
-
-def reply(description: str, schema: JSON | str | None = None) -> JSON:
-    """A JSON response; a string `schema` names a component (``#/components/schemas/<name>``)."""
-    if schema is None:
-        return {"description": description}
-    if isinstance(schema, str):
-        schema = {"$ref": f"#/components/schemas/{schema}"}
-    return {"description": description, **json_content(schema)}
-
-
-SSE_EVENT: JSON = {
-    "type": "object",
-    "description": "One Server-Sent Event; `data` is a JSON document, or `[DONE]` at the end of a chat stream.",
-    "required": ["data"],
-    "properties": {
-        "event": {"type": "string"},
-        "data": {"type": "string"},
-        "id": {"type": "string"},
-        "retry": {"type": "integer", "minimum": 0},
-    },
-}
-"""The schema of each event of a ``text/event-stream`` response (OpenAPI 3.1: `schema` describes one event)."""
-
-SSE_CONTENT: JSON = {"text/event-stream": {"schema": SSE_EVENT}}
+# ---- documented-only pieces of request schemas ----------------------------------------------
 
 IDEMPOTENCY_KEY_SCHEMA: JSON = {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"}
 """`Idempotency-Key`: 1-255 visible ASCII characters (`hermes.server.http.request.validate_key`)."""
@@ -431,24 +396,15 @@ CONTENT_PARTS_DOC: JSON = {
 }
 """Message content as parts: strings and text parts (image parts are accepted too, undocumented
 here because their URL rules are not a JSON Schema; `hermes.server.http.request.normalize_content`)."""
-
-
-def sse_reply(description: str) -> JSON:
-    return {"description": description, "content": SSE_CONTENT}
-
-
-def shared_reply(name: str) -> JSON:
-    """One of the shared responses (``#/components/responses/<name>``)."""
-    return {"$ref": f"#/components/responses/{name}"}
-
-
-CLIENT_ERRORS: dict[str, JSON] = {
-    "400": shared_reply("BadRequest"),
-    "401": shared_reply("Unauthorized"),
-    "404": shared_reply("NotFound"),
+_NO_NUL_TEXT_DOC: JSON = {"type": "string", "pattern": NO_NUL_PATTERN}
+TURN_PARTS_DOC: JSON = {
+    "type": "array",
+    "items": {
+        "anyOf": [
+            _NO_NUL_TEXT_DOC,
+            {**TEXT_PART_DOC, "properties": {**TEXT_PART_DOC["properties"], "text": _NO_NUL_TEXT_DOC}},
+        ]
+    },
+    "contains": VISIBLE_PART_DOC,
 }
-"""The error replies every resource endpoint documents."""
-
-
-def request_body(body: Body, *, required: bool = True) -> JSON:
-    return {"required": required, **json_content(body.ref)}
+"""A turn's content as parts: no part carries NUL, and one of them shows something (`check_user_content`)."""

@@ -16,9 +16,10 @@ from aiohttp import web
 
 from hermes.agent.engine import Agent
 from hermes.config import Settings
-from hermes.runs.idempotency import IdempotencyCache
+from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.registry import RunRegistry
 from hermes.server.http.errors import RateLimited
+from hermes.server.http.route import RouteTable
 from hermes.store.api import Storage
 
 PLATFORM = "hermes-agent"
@@ -88,11 +89,14 @@ AGENT = web.AppKey("hermes.agent", Agent)
 STORAGE = web.AppKey("hermes.storage", Storage)
 """Every store (sessions, responses, receipts, runs, run events, leases, control channel)
 of the configured backend; set by `create_app`, or at start-up when the app opens it."""
-IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotencyCache)
-"""The in-memory idempotency cache for the non-streaming OpenAI endpoints."""
+IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotentAnswers)
+"""Idempotency-Key answers of the non-streaming OpenAI endpoints (receipts in the storage)."""
 LIMITER = web.AppKey("hermes.limiter", TurnLimiter)
 METRICS = web.AppKey("hermes.metrics", ServerMetrics)
 RUNS = web.AppKey("hermes.runs", RunRegistry)
 """The background runs of this app (`hermes.server.rest.background_runs.attach_run_registry`)."""
+ROUTE_TABLE = web.AppKey("hermes.routes", RouteTable)
+"""The app's routes (`hermes.server.http.routes.TABLE`): what the router holds, which paths
+need no key, what `/v1/capabilities` lists."""
 OPENAPI_DOCUMENT: web.AppKey[dict[str, Any]] = web.AppKey("hermes.openapi")
 """The OpenAPI document, built once by `create_app` from the route table."""

@@ -61,9 +61,8 @@ from hermes.server.http.request import (
     session_id_header,
     tool_progress_enabled,
 )
+from hermes.server.http.route import IDEMPOTENCY_KEY, TURN_ERRORS, Reply, Route
 from hermes.server.http.schema import (
-    IDEMPOTENCY_KEY_SCHEMA,
-    SSE_CONTENT,
     VISIBLE_CONTENT_DOC,
     Anything,
     Array,
@@ -72,7 +71,6 @@ from hermes.server.http.schema import (
     Number,
     Object,
     String,
-    components,
 )
 from hermes.server.http.sse import ClientDisconnected, SSEStream
 from hermes.server.http.state import SETTINGS, STORAGE
@@ -403,37 +401,20 @@ class ToolProgress:
         }
 
 
-ROUTES = [web.post("/v1/chat/completions", chat_completions)]
-
-OPENAPI_SCHEMAS = components(CHAT_REQUEST)
-
-OPENAPI_PATHS: dict[str, Any] = {
-    "/v1/chat/completions": {
-        "post": {
-            "operationId": "createChatCompletion",
-            "summary": "One agent turn, OpenAI Chat Completions shape (JSON, or SSE with stream: true)",
-            "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
-            ],
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": CHAT_REQUEST.ref}},
-            },
-            "responses": {
-                "200": {
-                    "description": "A chat.completion (or an SSE stream of chat.completion.chunk)",
-                    "content": {
-                        "application/json": {"schema": {"type": "object"}},
-                        **SSE_CONTENT,
-                    },
-                },
-                "400": {"$ref": "#/components/responses/BadRequest"},
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-                "403": {"$ref": "#/components/responses/Forbidden"},
-                "413": {"$ref": "#/components/responses/PayloadTooLarge"},
-                "429": {"$ref": "#/components/responses/RateLimited"},
-                "502": {"description": "The agent produced no usable answer (agent_incomplete)"},
-            },
-        }
-    }
-}
+ROUTES = (
+    Route(
+        "POST",
+        "/v1/chat/completions",
+        chat_completions,
+        operation_id="createChatCompletion",
+        endpoint="chat_completions",
+        summary="One agent turn, OpenAI Chat Completions shape (JSON, or SSE with stream: true)",
+        parameters=(IDEMPOTENCY_KEY,),
+        body=CHAT_REQUEST,
+        responses={
+            200: Reply("A chat.completion (or an SSE stream of chat.completion.chunk)", {"type": "object"}, sse=True),
+            **TURN_ERRORS,
+            502: Reply("The agent produced no usable answer (agent_incomplete)"),
+        },
+    ),
+)

@@ -1,4 +1,8 @@
-"""/v1/models and /v1/capabilities."""
+"""/v1/models and /v1/capabilities.
+
+The capabilities' ``endpoints`` are the routes of the app's table that name an
+`endpoint` (`hermes.server.http.route.Route`); a feature is advertised when its route is there.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,11 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.runs.idempotency import ANSWER_RETENTION_SECONDS
 from hermes.server.http.errors import json_response
-from hermes.server.http.state import AGENT, PLATFORM, SETTINGS
+from hermes.server.http.route import UNAUTHORIZED, Reply, Route
+from hermes.server.http.schema import JSON
+from hermes.server.http.state import AGENT, PLATFORM, ROUTE_TABLE, SETTINGS
 
 _CREATED = int(time.time())
 
@@ -36,47 +43,9 @@ async def list_models(request: web.Request) -> web.Response:
     )
 
 
-ENDPOINTS: dict[str, tuple[str, str]] = {
-    "health": ("GET", "/health"),
-    "health_detailed": ("GET", "/health/detailed"),
-    "models": ("GET", "/v1/models"),
-    "capabilities": ("GET", "/v1/capabilities"),
-    "chat_completions": ("POST", "/v1/chat/completions"),
-    "responses": ("POST", "/v1/responses"),
-    "response_get": ("GET", "/v1/responses/{response_id}"),
-    "response_delete": ("DELETE", "/v1/responses/{response_id}"),
-    "runs": ("POST", "/v1/runs"),
-    "run_status": ("GET", "/v1/runs/{run_id}"),
-    "run_events": ("GET", "/v1/runs/{run_id}/events"),
-    "run_approval": ("POST", "/v1/runs/{run_id}/approval"),
-    "run_stop": ("POST", "/v1/runs/{run_id}/stop"),
-    "sessions": ("GET", "/api/sessions"),
-    "session_create": ("POST", "/api/sessions"),
-    "session": ("GET", "/api/sessions/{session_id}"),
-    "session_update": ("PATCH", "/api/sessions/{session_id}"),
-    "session_delete": ("DELETE", "/api/sessions/{session_id}"),
-    "session_messages": ("GET", "/api/sessions/{session_id}/messages"),
-    "session_fork": ("POST", "/api/sessions/{session_id}/fork"),
-    "session_chat": ("POST", "/api/sessions/{session_id}/chat"),
-    "session_chat_stream": ("POST", "/api/sessions/{session_id}/chat/stream"),
-    "openapi": ("GET", "/openapi.json"),
-}
-
-
-def _registered(app: web.Application) -> set[tuple[str, str]]:
-    out = set()
-    for route in app.router.routes():
-        info = route.resource.get_info() if route.resource is not None else {}
-        path = info.get("path") or info.get("formatter")
-        if path:
-            out.add((route.method, path))
-    return out
-
-
 async def capabilities(request: web.Request) -> web.Response:
     settings = request.config_dict[SETTINGS]
-    registered = _registered(request.app)
-    has = {name: (m, p) in registered for name, (m, p) in ENDPOINTS.items()}
+    endpoints = request.config_dict[ROUTE_TABLE].endpoints()
     progress = settings.server_tool_progress_events.strip().lower()
     features: dict[str, Any] = {
         "chat_completions": True,
@@ -84,19 +53,19 @@ async def capabilities(request: web.Request) -> web.Response:
         "responses_api": True,
         "responses_streaming": True,
         "responses_store": {"supported": True, "max_stored": settings.server_response_store_size},
-        "idempotency": {"supported": True, "durable": False, "retention_seconds": 300},
-        "run_submission": has["runs"],
-        "run_status": has["run_status"],
-        "run_events_sse": has["run_events"],
-        "run_stop": has["run_stop"],
-        "run_approval_response": has["run_approval"],
+        "idempotency": {"supported": True, "durable": True, "retention_seconds": int(ANSWER_RETENTION_SECONDS)},
+        "run_submission": "runs" in endpoints,
+        "run_status": "run_status" in endpoints,
+        "run_events_sse": "run_events" in endpoints,
+        "run_stop": "run_stop" in endpoints,
+        "run_approval_response": "run_approval" in endpoints,
         "tool_progress_events": progress not in ("false", "0", "no", "off"),
         "tool_progress_events_mode": progress,
         "reasoning_streaming": True,
-        "session_resources": has["sessions"],
-        "session_chat": has["session_chat"],
-        "session_chat_streaming": has["session_chat_stream"],
-        "session_fork": has["session_fork"],
+        "session_resources": "sessions" in endpoints,
+        "session_chat": "session_chat" in endpoints,
+        "session_chat_streaming": "session_chat_stream" in endpoints,
+        "session_fork": "session_fork" in endpoints,
         "session_continuity_header": "X-Hermes-Session-Id",
         "session_key_header": "X-Hermes-Session-Key",
         "cors": bool(settings.server_cors_origins),
@@ -119,50 +88,34 @@ async def capabilities(request: web.Request) -> web.Response:
             ),
         },
         "features": features,
-        "endpoints": {
-            name: {"method": method, "path": path}
-            for name, (method, path) in ENDPOINTS.items()
-            if has[name] or name in ("health", "health_detailed")
-        },
+        "endpoints": {name: {"method": route.method, "path": route.path} for name, route in endpoints.items()},
     }
     return json_response(body)
 
 
-ROUTES = [
-    web.get("/v1/models", list_models, allow_head=False),
-    web.get("/v1/capabilities", capabilities, allow_head=False),
-]
-
-OPENAPI_PATHS: dict[str, dict[str, Any]] = {
-    "/v1/models": {
-        "get": {
-            "operationId": "listModels",
-            "summary": "The advertised model",
-            "responses": {
-                "200": {
-                    "description": "OK",
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["object", "data"],
-                                "properties": {"object": {"const": "list"}, "data": {"type": "array"}},
-                            }
-                        }
-                    },
-                },
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-            },
-        }
-    },
-    "/v1/capabilities": {
-        "get": {
-            "operationId": "capabilities",
-            "summary": "Machine-readable description of this server",
-            "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}},
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-            },
-        }
-    },
+_MODEL_LIST: JSON = {
+    "type": "object",
+    "required": ["object", "data"],
+    "properties": {"object": {"const": "list"}, "data": {"type": "array"}},
 }
+
+ROUTES = (
+    Route(
+        "GET",
+        "/v1/models",
+        list_models,
+        operation_id="listModels",
+        summary="The advertised model",
+        endpoint="models",
+        responses={200: Reply("OK", _MODEL_LIST), 401: UNAUTHORIZED},
+    ),
+    Route(
+        "GET",
+        "/v1/capabilities",
+        capabilities,
+        operation_id="capabilities",
+        endpoint="capabilities",
+        summary="Machine-readable description of this server",
+        responses={200: Reply("OK", {"type": "object"}), 401: UNAUTHORIZED},
+    ),
+)

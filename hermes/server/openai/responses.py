@@ -19,7 +19,16 @@ from hermes.runs.utility import is_utility_request
 from hermes.runs.wire import Outcome
 from hermes.server.http.errors import AgentIncomplete, NotFound, json_response
 from hermes.server.http.request import tool_item_form
-from hermes.server.http.schema import IDEMPOTENCY_KEY_SCHEMA, SSE_CONTENT, components
+from hermes.server.http.route import (
+    IDEMPOTENCY_KEY,
+    NOT_FOUND,
+    TURN_ERRORS,
+    UNAUTHORIZED,
+    Component,
+    Param,
+    Reply,
+    Route,
+)
 from hermes.server.http.state import SETTINGS, STORAGE
 from hermes.server.openai.response_objects import (
     RESPONSE_REQUEST,
@@ -122,15 +131,9 @@ async def delete_response(request: web.Request) -> web.Response:
     return json_response({"id": rid, "object": "response", "deleted": True})
 
 
-ROUTES = [
-    web.post("/v1/responses", create_response),
-    web.get("/v1/responses/{response_id}", get_response, allow_head=False),
-    web.delete("/v1/responses/{response_id}", delete_response),
-]
-
-OPENAPI_SCHEMAS: dict[str, Any] = {
-    **components(RESPONSE_REQUEST),
-    "Response": {
+RESPONSE = Component(
+    "Response",
+    {
         "type": "object",
         "required": ["id", "object", "status", "output"],
         "properties": {
@@ -140,63 +143,46 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             "output": {"type": "array", "items": {"type": "object"}},
         },
     },
-}
+)
 
-_ID_PARAM = {"name": "response_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_ONE_RESPONSE = "/v1/responses/{response_id}"
+_ID = Param("response_id", "path", {"type": "string"})
 
-OPENAPI_PATHS: dict[str, Any] = {
-    "/v1/responses": {
-        "post": {
-            "operationId": "createResponse",
-            "summary": "One agent turn, OpenAI Responses shape (JSON, or SSE with stream: true)",
-            "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
-            ],
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": RESPONSE_REQUEST.ref}},
-            },
-            "responses": {
-                "200": {
-                    "description": "A response object (or an SSE stream of response.* events)",
-                    "content": {
-                        "application/json": {"schema": {"$ref": "#/components/schemas/Response"}},
-                        **SSE_CONTENT,
-                    },
-                },
-                "400": {"$ref": "#/components/responses/BadRequest"},
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-                "403": {"$ref": "#/components/responses/Forbidden"},
-                "404": {"$ref": "#/components/responses/NotFound"},
-                "413": {"$ref": "#/components/responses/PayloadTooLarge"},
-                "429": {"$ref": "#/components/responses/RateLimited"},
-                "502": {"description": "The agent produced no usable answer (agent_incomplete)"},
-            },
-        }
-    },
-    "/v1/responses/{response_id}": {
-        "get": {
-            "operationId": "getResponse",
-            "summary": "A stored response",
-            "parameters": [_ID_PARAM],
-            "responses": {
-                "200": {
-                    "description": "OK",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}},
-                },
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-                "404": {"$ref": "#/components/responses/NotFound"},
-            },
+ROUTES = (
+    Route(
+        "POST",
+        "/v1/responses",
+        create_response,
+        operation_id="createResponse",
+        endpoint="responses",
+        summary="One agent turn, OpenAI Responses shape (JSON, or SSE with stream: true)",
+        parameters=(IDEMPOTENCY_KEY,),
+        body=RESPONSE_REQUEST,
+        responses={
+            200: Reply("A response object (or an SSE stream of response.* events)", RESPONSE, sse=True),
+            **TURN_ERRORS,
+            404: NOT_FOUND,
+            502: Reply("The agent produced no usable answer (agent_incomplete)"),
         },
-        "delete": {
-            "operationId": "deleteResponse",
-            "summary": "Delete a stored response (and conversation names pointing at it)",
-            "parameters": [_ID_PARAM],
-            "responses": {
-                "200": {"description": "Deleted", "content": {"application/json": {"schema": {"type": "object"}}}},
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-                "404": {"$ref": "#/components/responses/NotFound"},
-            },
-        },
-    },
-}
+    ),
+    Route(
+        "GET",
+        _ONE_RESPONSE,
+        get_response,
+        operation_id="getResponse",
+        endpoint="response_get",
+        summary="A stored response",
+        parameters=(_ID,),
+        responses={200: Reply("OK", RESPONSE), 401: UNAUTHORIZED, 404: NOT_FOUND},
+    ),
+    Route(
+        "DELETE",
+        _ONE_RESPONSE,
+        delete_response,
+        operation_id="deleteResponse",
+        endpoint="response_delete",
+        summary="Delete a stored response (and conversation names pointing at it)",
+        parameters=(_ID,),
+        responses={200: Reply("Deleted", {"type": "object"}), 401: UNAUTHORIZED, 404: NOT_FOUND},
+    ),
+)

@@ -12,8 +12,9 @@ A utility request (`hermes.runs.utility`) is a non-streamed completion whose tur
 `utility_engine` (one model call, no tools, no session) instead of the agent.
 
 `complete` runs the turn to its end (stopped if the client leaves, unless the answer is
-cached for an Idempotency-Key) and answers with what `finish(result)` builds; one
-Idempotency-Key + fingerprint computes the answer once and replays it for 5 minutes.
+computed for an Idempotency-Key) and answers with what `finish(result)` builds; one
+Idempotency-Key + fingerprint computes the answer once, on whichever instance, and
+replays it for 5 minutes (`hermes.runs.idempotency`: receipts in the storage).
 Every turn counts against the app's `TurnLimiter` (429 beyond it).
 """
 
@@ -27,13 +28,14 @@ from typing import Any
 from aiohttp import web
 
 from hermes.agent.types import TurnRequest, TurnResult
+from hermes.runs.idempotency import AnswerPending, Transient
 from hermes.runs.turn import TurnEngine, TurnRun
 from hermes.runs.utility import UtilityEngine
-from hermes.server.http.errors import json_response
+from hermes.server.http.errors import Conflict, json_response
 from hermes.server.http.lifecycle import LIVE_WORK
 from hermes.server.http.request import read_json_object, session_key_header, validate_key
 from hermes.server.http.sse import DisconnectWatcher, SSEStream
-from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS
+from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +51,18 @@ class Preamble:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A whole JSON answer: what the idempotency cache stores and replays."""
+    """A whole JSON answer: what an Idempotency-Key's receipt stores and replays."""
 
     status: int
     body: dict[str, Any]
     headers: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "body": self.body, "headers": self.headers}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Answer:
+        return cls(int(data["status"]), dict(data["body"]), {str(k): str(v) for k, v in data["headers"].items()})
 
 
 async def read_preamble(request: web.Request) -> Preamble:
@@ -158,17 +167,30 @@ async def complete(
     """The non-streamed completion: run the turn, answer `finish(result)`, idempotently.
 
     An answer computed for an Idempotency-Key is shared by every request with the same
-    key and `fingerprint()`, so it runs to its end even when its first client leaves.
+    key and `fingerprint()` on any instance, so it runs to its end even when its first
+    client leaves. A retry still waiting for another instance's answer after the wait
+    bound gets 409 `idempotency_key_in_progress`.
     """
     key = preamble.idempotency_key
-
-    async def compute() -> Answer:
-        return await finish(await run_to_end(request, turn_request, watch=key is None, engine=engine))
-
-    compute_once: Awaitable[Answer]
     if key is None:
-        compute_once = compute()
-    else:
-        compute_once = request.app[IDEMPOTENCY].get_or_set(f"{scope}\0{key}", fingerprint(), compute)
-    answer = await compute_once
+        answer = await finish(await run_to_end(request, turn_request, watch=True, engine=engine))
+        return json_response(answer.body, status=answer.status, headers=answer.headers)
+
+    app = request.app
+
+    async def compute() -> dict[str, Any] | Transient:
+        answer = (await finish(await run_to_end(request, turn_request, watch=False, engine=engine))).to_json()
+        # A turn the shutdown cut short is answered, not stored: a retry elsewhere runs it.
+        return Transient(answer) if app[LIVE_WORK].closing else answer
+
+    try:
+        stored = await app[IDEMPOTENCY].once(app[STORAGE].receipts, f"openai.{scope}", key, fingerprint(), compute)
+    except AnswerPending as exc:
+        raise Conflict(
+            "A request with this Idempotency-Key is still being answered; retry later",
+            code="idempotency_key_in_progress",
+            param="Idempotency-Key",
+            headers={"Retry-After": "1"},
+        ) from exc
+    answer = Answer.from_json(stored)
     return json_response(answer.body, status=answer.status, headers=answer.headers)

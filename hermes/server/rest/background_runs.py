@@ -25,7 +25,7 @@ from hermes.agent.types import (
     TurnRequest,
     UserContent,
 )
-from hermes.errors import StoreError
+from hermes.errors import SessionBusy, StoreError
 from hermes.runs.driver import RunTranslator, drive_run
 from hermes.runs.registry import Run, RunKind, RunRegistry
 from hermes.server.http.errors import ApiError, Conflict, RequestValidationError
@@ -83,7 +83,8 @@ async def start_run(
     """Admit and start one background turn. Nothing is written before admission passes.
 
     Raises:
-        Conflict: the session already has a running turn (`run_already_active`).
+        Conflict: the session already has a running turn (`run_already_active`), here or
+            on another instance (the storage refuses a second unsettled run of a session).
         RateLimited: the server runs `max_concurrent_runs` turns already (429).
     """
     registry = registry_of(request)
@@ -102,6 +103,16 @@ async def start_run(
     agent = request.config_dict[AGENT]
     try:
         run = await registry.create(kind=kind, session_id=session_id, model=turn.model or _agent_model(agent))
+    except SessionBusy:
+        # Another instance admitted a run of this session between the check and the
+        # write: the storage's one-unsettled-run-per-session constraint refused this one.
+        admission.close()
+        busy = await registry.unsettled_run_id(session_id)
+        raise Conflict(
+            "A run is already active for this session",
+            code="run_already_active",
+            extra={"run_id": busy} if busy is not None else None,
+        ) from None
     except BaseException:
         admission.close()
         raise
@@ -117,7 +128,9 @@ async def active_run_id(request: web.Request, session_id: str) -> str | None:
     """The session's unsettled run on this instance, else (PostgreSQL) on any instance.
 
     Another instance's run counts until it settles: its owner's stop, end, or (when the
-    owner died) the orphan sweeper. Two starts racing on two instances may both pass.
+    owner died) the orphan sweeper. Two starts racing on two instances may both pass this
+    check; the storage then admits only one of them (`RunRegistry.create` raises
+    `SessionBusy` for the other).
     This instance's registry is read last, after the one await: with no await from here
     to `registry.create` (which registers the run), of two starts for one session on
     this instance the second sees the first.

@@ -1,7 +1,7 @@
 """Liveness and readiness: /health, /v1/health (public), /health/detailed (behind the key).
 
-`/health` and `/v1/health` answer as long as the process serves HTTP, to anyone (they are
-`middleware.OPEN_PATHS`), and say only the status, the platform and the version.
+`/health` and `/v1/health` answer as long as the process serves HTTP, to anyone (their
+`Route`s are `public`), and say only the status, the platform and the version.
 `/health/detailed` needs the server's bearer key like every other route when one is
 configured (with none, the whole API is open, this route too). It is the
 readiness check: one cheap indexed read on each store (503 ``unavailable`` when one
@@ -25,6 +25,8 @@ from aiohttp import web
 from hermes import __version__
 from hermes.server.http.errors import json_response
 from hermes.server.http.lifecycle import LIVE_WORK
+from hermes.server.http.route import UNAUTHORIZED, Reply, Route
+from hermes.server.http.schema import JSON
 from hermes.server.http.state import LIMITER, METRICS, PLATFORM, RUNS, SETTINGS, STORAGE
 
 log = logging.getLogger(__name__)
@@ -104,19 +106,13 @@ async def health_detailed(request: web.Request) -> web.Response:
     return json_response(body, status=200 if ready else 503)
 
 
-ROUTES = [
-    web.get("/health", health, allow_head=False),
-    web.get("/v1/health", health, allow_head=False),
-    web.get("/health/detailed", health_detailed, allow_head=False),
-]
-
-_HEALTH = {
+_HEALTH: JSON = {
     "type": "object",
     "required": ["status", "platform"],
     "properties": {"status": {"type": "string"}, "platform": {"type": "string"}, "version": {"type": "string"}},
 }
 
-_DETAILED = {
+_DETAILED: JSON = {
     "type": "object",
     "required": ["status", "platform", "checks", "api_server"],
     "properties": {
@@ -134,32 +130,33 @@ _DETAILED = {
     },
 }
 
-OPENAPI_PATHS: dict[str, dict[str, Any]] = {
-    "/health": {
-        "get": {
-            "operationId": "health",
-            "summary": "Liveness",
-            "security": [],
-            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": _HEALTH}}}},
-        }
-    },
-    "/v1/health": {
-        "get": {
-            "operationId": "healthV1",
-            "summary": "Liveness (alias)",
-            "security": [],
-            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": _HEALTH}}}},
-        }
-    },
-    "/health/detailed": {
-        "get": {
-            "operationId": "healthDetailed",
-            "summary": "Readiness and counters (needs the key when one is configured; no secrets, no paths)",
-            "responses": {
-                "200": {"description": "Ready", "content": {"application/json": {"schema": _DETAILED}}},
-                "401": {"$ref": "#/components/responses/Unauthorized"},
-                "503": {"description": "Not ready", "content": {"application/json": {"schema": _DETAILED}}},
-            },
-        }
-    },
-}
+ROUTES = (
+    Route(
+        "GET",
+        "/health",
+        health,
+        operation_id="health",
+        summary="Liveness",
+        public=True,
+        endpoint="health",
+        responses={200: Reply("OK", _HEALTH)},
+    ),
+    Route(
+        "GET",
+        "/v1/health",
+        health,
+        operation_id="healthV1",
+        summary="Liveness (alias)",
+        public=True,
+        responses={200: Reply("OK", _HEALTH)},
+    ),
+    Route(
+        "GET",
+        "/health/detailed",
+        health_detailed,
+        operation_id="healthDetailed",
+        endpoint="health_detailed",
+        summary="Readiness and counters (needs the key when one is configured; no secrets, no paths)",
+        responses={200: Reply("Ready", _DETAILED), 401: UNAUTHORIZED, 503: Reply("Not ready", _DETAILED)},
+    ),
+)

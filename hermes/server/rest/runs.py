@@ -77,21 +77,24 @@ from hermes.server.http.request import (
     validate_key,
     validate_session_id,
 )
-from hermes.server.http.schema import (
+from hermes.server.http.route import (
     CLIENT_ERRORS,
+    ERROR,
+    IDEMPOTENCY_KEY,
+    RATE_LIMITED,
+    Component,
+    Param,
+    Reply,
+    Route,
+)
+from hermes.server.http.schema import (
     CONTENT_PARTS_DOC,
-    IDEMPOTENCY_KEY_SCHEMA,
     TEXT_PART_DOC,
     Anything,
     Array,
     Body,
     Boolean,
     String,
-    components,
-    reply,
-    request_body,
-    shared_reply,
-    sse_reply,
 )
 from hermes.server.http.state import SETTINGS, STORAGE
 from hermes.server.rest.background_runs import (
@@ -515,35 +518,27 @@ async def approve_run(request: web.Request) -> web.Response:
     return json_response({"object": "hermes.run.approval_response", "run_id": run_id, **data})
 
 
-ROUTES = [
-    web.post("/v1/runs", create_run),
-    web.get("/v1/runs/{run_id}", get_run, allow_head=False),
-    web.get("/v1/runs/{run_id}/events", run_events, allow_head=False),
-    web.post("/v1/runs/{run_id}/stop", stop_run),
-    web.post("/v1/runs/{run_id}/approval", approve_run),
-]
+# ---- routes -------------------------------------------------------------------------------------
 
-
-# ---- OpenAPI ----------------------------------------------------------------------------------
-
-_RUN_ID_PARAM = {
-    "name": "run_id",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string", "pattern": "^run_[0-9a-f]{32}$"},
-}
-
-
-OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
-    "RunStatus": {
+RUN_STATUS = Component(
+    "RunStatus",
+    {
         "type": "object",
         "required": ["object", "run_id", "status"],
         "properties": {
             "object": {"const": "hermes.run"},
             "run_id": {"type": "string"},
             "status": {
-                "enum": ["queued", "running", "waiting_for_approval", "stopping", "completed", "failed",
-                         "cancelled", "interrupted"],
+                "enum": [
+                    "queued",
+                    "running",
+                    "waiting_for_approval",
+                    "stopping",
+                    "completed",
+                    "failed",
+                    "cancelled",
+                    "interrupted",
+                ],
             },
             "created_at": {"type": "number"},
             "updated_at": {"type": "number"},
@@ -557,75 +552,77 @@ OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
             "approval": {"type": "object"},
         },
     },
-    **components(RUN_CREATE, RUN_APPROVAL),
-}
+)
 
-OPENAPI_PATHS: dict[str, dict[str, Any]] = {
-    "/v1/runs": {
-        "post": {
-            "operationId": "createRun",
-            "summary": "Start a background turn (202); Idempotency-Key makes retries safe",
-            "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": IDEMPOTENCY_KEY_SCHEMA},
-            ],
-            "requestBody": request_body(RUN_CREATE),
-            "responses": {
-                "202": reply("Started (or replayed)", {"type": "object"}),
-                "409": reply("Idempotency-Key reused with another payload, or the session is busy", "Error"),
-                "429": shared_reply("RateLimited"),
-                **CLIENT_ERRORS,
-            },
-        }
-    },
-    "/v1/runs/{run_id}": {
-        "get": {
-            "operationId": "getRun",
-            "summary": "Run status (live, or from the durable store)",
-            "parameters": [_RUN_ID_PARAM],
-            "responses": {"200": reply("Status", "RunStatus"), **CLIENT_ERRORS},
-        }
-    },
-    "/v1/runs/{run_id}/events": {
-        "get": {
-            "operationId": "getRunEvents",
-            "summary": "SSE events with `id:`; resume with Last-Event-ID or ?after=",
-            "parameters": [
-                _RUN_ID_PARAM,
-                {"name": "after", "in": "query", "required": False, "schema": _SEQ_SCHEMA},
-                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": _SEQ_SCHEMA},
-            ],
-            "responses": {
-                "200": sse_reply("Event stream"),
-                "410": reply("Events expired", "Error"),
-                **CLIENT_ERRORS,
-            },
-        }
-    },
-    "/v1/runs/{run_id}/stop": {
-        "post": {
-            "operationId": "stopRun",
-            "summary": "Interrupt a run; it settles `cancelled`",
-            "parameters": [_RUN_ID_PARAM],
-            "responses": {
-                "200": reply("Stopping, or already settled", {"type": "object"}),
-                "409": reply("Not active here", "Error"),
-                "503": reply("The instance running it did not answer", "Error"),
-                **CLIENT_ERRORS,
-            },
-        }
-    },
-    "/v1/runs/{run_id}/approval": {
-        "post": {
-            "operationId": "approveRun",
-            "summary": "Answer the run's pending command approval",
-            "parameters": [_RUN_ID_PARAM],
-            "requestBody": request_body(RUN_APPROVAL),
-            "responses": {
-                "200": reply("Resolved", {"type": "object"}),
-                "409": reply("Nothing pending", "Error"),
-                "503": reply("The instance running it did not answer", "Error"),
-                **CLIENT_ERRORS,
-            },
-        }
-    },
-}
+_RUN_ID = Param("run_id", "path", {"type": "string", "pattern": "^run_[0-9a-f]{32}$"})
+_NOT_ANSWERED = Reply("The instance running it did not answer", ERROR)
+
+ROUTES = (
+    Route(
+        "POST",
+        "/v1/runs",
+        create_run,
+        operation_id="createRun",
+        endpoint="runs",
+        summary="Start a background turn (202); Idempotency-Key makes retries safe",
+        parameters=(IDEMPOTENCY_KEY,),
+        body=RUN_CREATE,
+        responses={
+            202: Reply("Started (or replayed)", {"type": "object"}),
+            409: Reply("Idempotency-Key reused with another payload, or the session is busy", ERROR),
+            429: RATE_LIMITED,
+            **CLIENT_ERRORS,
+        },
+    ),
+    Route(
+        "GET",
+        "/v1/runs/{run_id}",
+        get_run,
+        operation_id="getRun",
+        endpoint="run_status",
+        summary="Run status (live, or from the durable store)",
+        parameters=(_RUN_ID,),
+        responses={200: Reply("Status", RUN_STATUS), **CLIENT_ERRORS},
+    ),
+    Route(
+        "GET",
+        "/v1/runs/{run_id}/events",
+        run_events,
+        operation_id="getRunEvents",
+        endpoint="run_events",
+        summary="SSE events with `id:`; resume with Last-Event-ID or ?after=",
+        parameters=(_RUN_ID, Param("after", "query", _SEQ_SCHEMA), Param("Last-Event-ID", "header", _SEQ_SCHEMA)),
+        responses={200: Reply("Event stream", sse=True), 410: Reply("Events expired", ERROR), **CLIENT_ERRORS},
+    ),
+    Route(
+        "POST",
+        "/v1/runs/{run_id}/stop",
+        stop_run,
+        operation_id="stopRun",
+        endpoint="run_stop",
+        summary="Interrupt a run; it settles `cancelled`",
+        parameters=(_RUN_ID,),
+        responses={
+            200: Reply("Stopping, or already settled", {"type": "object"}),
+            409: Reply("Not active here", ERROR),
+            503: _NOT_ANSWERED,
+            **CLIENT_ERRORS,
+        },
+    ),
+    Route(
+        "POST",
+        "/v1/runs/{run_id}/approval",
+        approve_run,
+        operation_id="approveRun",
+        endpoint="run_approval",
+        summary="Answer the run's pending command approval",
+        parameters=(_RUN_ID,),
+        body=RUN_APPROVAL,
+        responses={
+            200: Reply("Resolved", {"type": "object"}),
+            409: Reply("Nothing pending", ERROR),
+            503: _NOT_ANSWERED,
+            **CLIENT_ERRORS,
+        },
+    ),
+)

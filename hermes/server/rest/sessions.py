@@ -59,21 +59,16 @@ from hermes.server.http.request import (
     session_key_header,
     validate_session_id,
 )
+from hermes.server.http.route import CLIENT_ERRORS, ERROR, RATE_LIMITED, Param, Reply, Route
 from hermes.server.http.schema import (
-    CLIENT_ERRORS,
     CONTENT_PARTS_DOC,
+    TURN_PARTS_DOC,
     TURN_TEXT_DOC,
-    VISIBLE_PART_DOC,
     Anything,
     Body,
     Integer,
     String,
     Text,
-    components,
-    reply,
-    request_body,
-    shared_reply,
-    sse_reply,
 )
 from hermes.server.http.state import STORAGE
 from hermes.server.rest.background_runs import (
@@ -86,8 +81,15 @@ from hermes.server.rest.background_runs import (
     start_run,
     stream_run,
 )
+from hermes.server.rest.session_shapes import (
+    MESSAGE_PAGE,
+    SESSION_ENVELOPE,
+    SESSION_PAGE,
+    message_json,
+    session_json,
+)
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import MessageRecord, RunRecord, SessionRecord
+from hermes.store.records import SessionRecord
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
@@ -100,38 +102,6 @@ KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
 
 
 # ---- JSON shapes ----------------------------------------------------------------------
-
-
-def session_json(record: SessionRecord, run: RunRecord | None = None) -> dict[str, Any]:
-    """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
-    `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
-    the server knows: `last_active` (= updated_at, the name session clients read) and the
-    active run. README, "One session shape", lists the differences."""
-    data = record.to_json()
-    data["has_system_prompt"] = bool(data.pop("system_prompt", None))
-    active = run is not None and not run.terminal
-    return {
-        **data,
-        "last_active": record.updated_at,
-        "active_run_id": run.run_id if run is not None and active else None,
-        "active_run_status": run.status if run is not None and active else None,
-    }
-
-
-def message_json(record: MessageRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "session_id": record.session_id,
-        "role": record.role,
-        "content": record.content,
-        "tool_call_id": record.tool_call_id,
-        "tool_calls": record.tool_calls,
-        "tool_name": record.tool_name,
-        "timestamp": record.timestamp,
-        "token_count": record.token_count,
-        "finish_reason": record.finish_reason,
-        "reasoning": record.reasoning,
-    }
 
 
 def turn_messages(result: TurnResult) -> list[dict[str, Any]]:
@@ -246,8 +216,7 @@ SESSION_CHAT = Body(
     {
         "message": Anything(
             required=True,
-            documented={"anyOf": [{**TURN_TEXT_DOC},
-                                  {**CONTENT_PARTS_DOC, "contains": VISIBLE_PART_DOC}]},
+            documented={"anyOf": [TURN_TEXT_DOC, TURN_PARTS_DOC]},
             description="`input` is accepted as an alias.",
         ),
         "system_message": Anything(
@@ -586,150 +555,123 @@ async def _resume_target(request: web.Request, record: SessionRecord) -> StreamT
     return StreamTarget(stored.run_id, "session_chat", record.id)
 
 
-ROUTES = [
-    web.get("/api/sessions", list_sessions, allow_head=False),
-    web.post("/api/sessions", create_session),
-    web.get("/api/sessions/{session_id}", get_session, allow_head=False),
-    web.patch("/api/sessions/{session_id}", patch_session),
-    web.delete("/api/sessions/{session_id}", delete_session),
-    web.get("/api/sessions/{session_id}/messages", session_messages, allow_head=False),
-    web.post("/api/sessions/{session_id}/fork", fork_session),
-    web.post("/api/sessions/{session_id}/chat", session_chat),
-    web.post("/api/sessions/{session_id}/chat/stream", session_chat_stream),
-]
+# ---- routes -------------------------------------------------------------------------------------
 
+_SESSIONS = "/api/sessions"
+_ONE_SESSION = "/api/sessions/{session_id}"
+_SID = Param("session_id", "path", {"type": "string", "maxLength": 256})
+_OFFSET = Param("offset", "query", _OFFSET_SCHEMA)
+_BUSY = Reply("A run is active", ERROR)
 
-# ---- OpenAPI ------------------------------------------------------------------------------------
-
-_SID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "maxLength": 256}}
-
-
-def _ok(description: str, ref: str = "SessionEnvelope") -> dict[str, Any]:
-    return reply(description, ref)
-
-
-OPENAPI_SCHEMAS: dict[str, dict[str, Any]] = {
-    **components(SESSION_CREATE, SESSION_PATCH, SESSION_FORK, SESSION_CHAT),
-    "Session": {
-        "type": "object",
-        "required": ["id", "source"],
-        "properties": {
-            "object": {"const": "session"},
-            "id": {"type": "string"},
-            "source": {"type": "string"},
-            "title": {"type": ["string", "null"]},
-            "model": {"type": ["string", "null"]},
-            "parent_session_id": {"type": ["string", "null"]},
-            "started_at": {"type": "number"},
-            "updated_at": {"type": "number"},
-            "last_active": {"type": "number"},
-            "ended_at": {"type": ["number", "null"]},
-            "end_reason": {"type": ["string", "null"]},
-            "message_count": {"type": "integer"},
-            "tool_call_count": {"type": "integer"},
-            "input_tokens": {"type": "integer"},
-            "output_tokens": {"type": "integer"},
-            "has_system_prompt": {"type": "boolean"},
-            "active_run_id": {"type": ["string", "null"]},
-            "active_run_status": {"type": ["string", "null"]},
+ROUTES = (
+    Route(
+        "GET",
+        _SESSIONS,
+        list_sessions,
+        operation_id="listSessions",
+        endpoint="sessions",
+        summary="Sessions, newest activity first",
+        parameters=(
+            Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT[1]}),
+            _OFFSET,
+            Param("source", "query", {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
+        ),
+        responses={200: Reply("A page", SESSION_PAGE), **CLIENT_ERRORS},
+    ),
+    Route(
+        "POST",
+        _SESSIONS,
+        create_session,
+        operation_id="createSession",
+        endpoint="session_create",
+        summary="Create a session",
+        body=SESSION_CREATE,
+        body_required=False,
+        responses={201: Reply("Created", SESSION_ENVELOPE), 409: Reply("Exists", ERROR), **CLIENT_ERRORS},
+    ),
+    Route(
+        "GET",
+        _ONE_SESSION,
+        get_session,
+        operation_id="getSession",
+        endpoint="session",
+        parameters=(_SID,),
+        responses={200: Reply("The session", SESSION_ENVELOPE), **CLIENT_ERRORS},
+    ),
+    Route(
+        "PATCH",
+        _ONE_SESSION,
+        patch_session,
+        operation_id="patchSession",
+        endpoint="session_update",
+        parameters=(_SID,),
+        body=SESSION_PATCH,
+        responses={200: Reply("Updated", SESSION_ENVELOPE), **CLIENT_ERRORS},
+    ),
+    Route(
+        "DELETE",
+        _ONE_SESSION,
+        delete_session,
+        operation_id="deleteSession",
+        endpoint="session_delete",
+        parameters=(_SID,),
+        responses={200: Reply("Deleted", {"type": "object"}), 409: _BUSY, **CLIENT_ERRORS},
+    ),
+    Route(
+        "GET",
+        "/api/sessions/{session_id}/messages",
+        session_messages,
+        operation_id="getSessionMessages",
+        endpoint="session_messages",
+        parameters=(
+            _SID,
+            Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MESSAGES_LIMIT[1]}),
+            _OFFSET,
+            Param("order", "query", {"enum": ["oldest", "latest"]}),
+        ),
+        responses={200: Reply("A page of messages", MESSAGE_PAGE), **CLIENT_ERRORS},
+    ),
+    Route(
+        "POST",
+        "/api/sessions/{session_id}/fork",
+        fork_session,
+        operation_id="forkSession",
+        endpoint="session_fork",
+        parameters=(_SID,),
+        body=SESSION_FORK,
+        body_required=False,
+        responses={
+            201: Reply("The fork", SESSION_ENVELOPE),
+            **CLIENT_ERRORS,
+            409: Reply("No such message in the session", ERROR),
         },
-    },
-    "SessionEnvelope": {
-        "type": "object",
-        "required": ["object", "session"],
-        "properties": {"object": {"const": "hermes.session"}, "session": {"$ref": "#/components/schemas/Session"}},
-    },
-}
-
-OPENAPI_PATHS: dict[str, dict[str, Any]] = {
-    "/api/sessions": {
-        "get": {
-            "operationId": "listSessions",
-            "summary": "Sessions, newest activity first",
-            "parameters": [
-                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
-                {"name": "offset", "in": "query", "schema": _OFFSET_SCHEMA},
-                {"name": "source", "in": "query", "schema": {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}},
-            ],
-            "responses": {"200": reply("A page", {"type": "object"}), **CLIENT_ERRORS},
+    ),
+    Route(
+        "POST",
+        "/api/sessions/{session_id}/chat",
+        session_chat,
+        operation_id="sessionChat",
+        endpoint="session_chat",
+        summary="One turn with the stored history",
+        parameters=(_SID,),
+        body=SESSION_CHAT,
+        responses={
+            200: Reply("The answer", {"type": "object"}),
+            409: _BUSY,
+            429: RATE_LIMITED,
+            502: Reply("No usable answer", ERROR),
+            **CLIENT_ERRORS,
         },
-        "post": {
-            "operationId": "createSession",
-            "summary": "Create a session",
-            "requestBody": request_body(SESSION_CREATE, required=False),
-            "responses": {"201": _ok("Created"), "409": _ok("Exists", "Error"), **CLIENT_ERRORS},
-        },
-    },
-    "/api/sessions/{session_id}": {
-        "get": {
-            "operationId": "getSession",
-            "parameters": [_SID],
-            "responses": {"200": _ok("The session"), **CLIENT_ERRORS},
-        },
-        "patch": {
-            "operationId": "patchSession",
-            "parameters": [_SID],
-            "requestBody": request_body(SESSION_PATCH, required=True),
-            "responses": {"200": _ok("Updated"), **CLIENT_ERRORS},
-        },
-        "delete": {
-            "operationId": "deleteSession",
-            "parameters": [_SID],
-            "responses": {"200": reply("Deleted", {"type": "object"}),
-                          "409": _ok("A run is active", "Error"), **CLIENT_ERRORS},
-        },
-    },
-    "/api/sessions/{session_id}/messages": {
-        "get": {
-            "operationId": "getSessionMessages",
-            "parameters": [
-                _SID,
-                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
-                {"name": "offset", "in": "query", "schema": _OFFSET_SCHEMA},
-                {"name": "order", "in": "query", "schema": {"enum": ["oldest", "latest"]}},
-            ],
-            "responses": {"200": reply("A page of messages", {"type": "object"}), **CLIENT_ERRORS},
-        }
-    },
-    "/api/sessions/{session_id}/fork": {
-        "post": {
-            "operationId": "forkSession",
-            "parameters": [_SID],
-            "requestBody": request_body(SESSION_FORK, required=False),
-            "responses": {
-                "201": _ok("The fork"),
-                **CLIENT_ERRORS,
-                "409": reply("No such message in the session", "Error"),
-            },
-        }
-    },
-    "/api/sessions/{session_id}/chat": {
-        "post": {
-            "operationId": "sessionChat",
-            "summary": "One turn with the stored history",
-            "parameters": [_SID],
-            "requestBody": request_body(SESSION_CHAT),
-            "responses": {
-                "200": reply("The answer", {"type": "object"}),
-                "409": _ok("A run is active", "Error"),
-                "429": shared_reply("RateLimited"),
-                "502": _ok("No usable answer", "Error"),
-                **CLIENT_ERRORS,
-            },
-        }
-    },
-    "/api/sessions/{session_id}/chat/stream": {
-        "post": {
-            "operationId": "sessionChatStream",
-            "summary": "One streamed turn (SSE, named events with id:)",
-            "parameters": [_SID],
-            "requestBody": request_body(SESSION_CHAT),
-            "responses": {
-                "200": sse_reply("Event stream"),
-                "409": _ok("A run is active", "Error"),
-                "429": shared_reply("RateLimited"),
-                **CLIENT_ERRORS,
-            },
-        }
-    },
-}
+    ),
+    Route(
+        "POST",
+        "/api/sessions/{session_id}/chat/stream",
+        session_chat_stream,
+        operation_id="sessionChatStream",
+        endpoint="session_chat_stream",
+        summary="One streamed turn (SSE, named events with id:)",
+        parameters=(_SID,),
+        body=SESSION_CHAT,
+        responses={200: Reply("Event stream", sse=True), 409: _BUSY, 429: RATE_LIMITED, **CLIENT_ERRORS},
+    ),
+)

@@ -23,9 +23,10 @@ from hermes.store.postgres.connect import (
     mask_database_url,
     open_pool,
 )
-from hermes.store.postgres.control import PgControlChannel
-from hermes.store.postgres.events import PgRunEventStore
+from hermes.store.postgres.control import PgControlChannel, channel_for
+from hermes.store.postgres.events import CHANNEL, PgRunEventStore
 from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
+from hermes.store.postgres.listener import PgListener
 from hermes.store.postgres.migrate import migrate_postgres
 from hermes.store.postgres.responses import PgResponseStore
 from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
@@ -36,9 +37,9 @@ __all__ = ["open_postgres_storage"]
 
 
 class _PgCloser:
-    def __init__(self, db: Database, events: PgRunEventStore, control: PgControlChannel, keeper: LeaseKeeper) -> None:
+    def __init__(self, db: Database, listener: PgListener, control: PgControlChannel, keeper: LeaseKeeper) -> None:
         self._db = db
-        self._events = events
+        self.listener = listener
         self._control = control
         self.keeper = keeper
         self._closed = False
@@ -50,7 +51,7 @@ class _PgCloser:
         try:
             await self.keeper.aclose()
             await self._control.aclose()
-            await self._events.aclose()
+            await self.listener.aclose()
         finally:
             await self._db.aclose()
 
@@ -89,15 +90,17 @@ async def open_postgres_storage(
             await conn.close()
     pool = await open_pool(url)
     db = Database(pool, url)
-    events = PgRunEventStore(db)
     instance_id = new_instance_id()
-    control = PgControlChannel(db, instance_id)
+    # One LISTEN connection per instance, shared by the run events and the control channel.
+    listener = PgListener(url, instance_id, (CHANNEL, channel_for(instance_id)))
+    events = PgRunEventStore(db, listener)
+    control = PgControlChannel(db, listener)
     leases = PgLeaseStore(db)
     try:
         keeper = await LeaseKeeper.start(leases, instance_id, ttl=instance_lease_ttl)
     except BaseException:
         await control.aclose()
-        await events.aclose()
+        await listener.aclose()
         await db.aclose()
         raise
     return Storage(
@@ -110,7 +113,7 @@ async def open_postgres_storage(
         runs=PgRunStore(db, retention=retention),
         run_events=events,
         leases=leases,
-        closer=_PgCloser(db, events, control, keeper),
+        closer=_PgCloser(db, listener, control, keeper),
         control=control,
         repairer=_LeasesRepair(),
         caps=caps_of("postgres"),

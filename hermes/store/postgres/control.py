@@ -7,8 +7,9 @@ Wire format (JSON in the NOTIFY payload, well under PostgreSQL's 8000-byte limit
     reply    {"v": 1, "kind": "reply", "id": <the request's id>, "ok": bool,
               "data": {...}, "code": str | null, "message": str | null}
 
-Each instance LISTENs on its own channel, `hermes_ctl_<instance id>`; a request goes to
-the owner's channel, the reply to the sender's (`from`). Invariants:
+Each instance LISTENs on its own channel, `hermes_ctl_<instance id>` (through the
+storage's one LISTEN connection, `postgres.listener`); a request goes to the owner's
+channel, the reply to the sender's (`from`). Invariants:
 
 - The sender's LISTEN is in place before it sends, so a fast reply is never missed.
 - A request whose reply does not arrive within its timeout raises `ControlUnanswered`;
@@ -30,7 +31,8 @@ from typing import Any
 
 from hermes.errors import StoreError
 from hermes.store.api import ControlHandler, ControlUnanswered
-from hermes.store.postgres.connect import CONNECT_TIMEOUT, Database
+from hermes.store.postgres.connect import Database
+from hermes.store.postgres.listener import PgListener
 from hermes.store.records import ControlMessage, ControlReply
 
 __all__ = ["CHANNEL_PREFIX", "PgControlChannel", "channel_for"]
@@ -39,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "hermes_ctl_"
 _INSTANCE = re.compile(r"^inst_[0-9a-f]{1,40}$")
-_RECONNECT_MAX = 5.0
 VERSION = 1
 
 
@@ -53,15 +54,14 @@ def channel_for(instance_id: str) -> str:
 class PgControlChannel:
     """See the module docstring. Built by `open_postgres_storage`."""
 
-    def __init__(self, db: Database, instance_id: str) -> None:
+    def __init__(self, db: Database, listener: PgListener) -> None:
         self._db = db
-        self.instance_id = instance_id
-        self._channel = channel_for(instance_id)
+        self.instance_id = listener.instance_id
+        self._listener = listener
+        listener.on(channel_for(self.instance_id), self._dispatch)
         self._handler: ControlHandler | None = None
         self._waiters: dict[str, asyncio.Future[ControlReply]] = {}
         self._answering: set[asyncio.Task[None]] = set()
-        self._task: asyncio.Task[None] | None = None
-        self._listening = asyncio.Event()
         self._closed = False
 
     async def serve(self, handler: ControlHandler) -> None:
@@ -91,11 +91,6 @@ class PgControlChannel:
     async def aclose(self) -> None:
         self._closed = True
         self._handler = None
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
         for task in list(self._answering):
             task.cancel()
         for task in list(self._answering):
@@ -110,42 +105,17 @@ class PgControlChannel:
     async def _ready(self) -> None:
         if self._closed:
             raise StoreError("the control channel is closed")
-        if self._task is None:
-            self._task = asyncio.create_task(self._listen(), name=f"hermes-control-{self.instance_id}")
-        try:
-            await asyncio.wait_for(self._listening.wait(), CONNECT_TIMEOUT)
-        except TimeoutError:
-            raise StoreError(f"database {self._db.label}: cannot LISTEN for control messages") from None
+        if not await self._listener.ready():
+            raise StoreError(f"database {self._db.label}: cannot LISTEN for control messages")
 
     async def _notify(self, instance_id: str, payload: dict[str, Any]) -> None:
         text = json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
         async with self._db.connection() as conn:
             await conn.execute("SELECT pg_notify(%s, %s)", (channel_for(instance_id), text))
 
-    async def _listen(self) -> None:
-        import psycopg
-
-        delay = 0.1
-        while not self._closed:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    self._db.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
-                )
-                try:
-                    await conn.execute(f"LISTEN {self._channel}")
-                    self._listening.set()
-                    delay = 0.1
-                    async for note in conn.notifies():
-                        self._dispatch(note.payload)
-                finally:
-                    with contextlib.suppress(psycopg.Error, OSError):
-                        await conn.close()
-            except (psycopg.Error, OSError) as exc:
-                logger.warning("control channel: LISTEN connection lost (%s); reconnecting", type(exc).__name__)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _RECONNECT_MAX)
-
     def _dispatch(self, payload: str) -> None:
+        if self._closed:
+            return
         try:
             note = json.loads(payload)
             kind = note["kind"]

@@ -6,9 +6,10 @@ Invariants:
   unless that event was final, and `pg_notify`s channel `hermes_run_events` with the run
   id as payload, all in one implicit transaction, so the notification is delivered only
   once the row is committed. Two appends racing for one seq: the loser retries.
-- Each store keeps one LISTEN connection (started by the first subscription) and fans
-  notifications out to its subscriptions by run id. After (re)connecting it wakes every
-  subscription, and subscriptions also re-read every POLL_INTERVAL seconds, so a
+- Notifications arrive through the storage's one LISTEN connection (`postgres.listener`,
+  started by the first subscription at the latest), fanned out to this store's
+  subscriptions by run id. After every loss and (re)connect of that connection every
+  subscription is woken, and subscriptions also re-read every POLL_INTERVAL seconds, so a
   notification lost with a dropped connection delays an event, never loses it.
 - Subscriptions read history from the table, so `Last-Event-ID` / `?after=` work on any
   instance; see `event_stream.Subscription` for the ordering guarantees.
@@ -16,8 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -25,7 +24,8 @@ from typing import Any
 
 from hermes.errors import StoreError, StreamEnded
 from hermes.store.event_stream import Subscription, Wakeups
-from hermes.store.postgres.connect import CONNECT_TIMEOUT, Database
+from hermes.store.postgres.connect import Database
+from hermes.store.postgres.listener import PgListener
 from hermes.store.records import StoredRunEvent
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "PgRunEventStore"]
@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 CHANNEL = "hermes_run_events"
 POLL_INTERVAL = 2.0
 """Seconds a caught-up subscription waits for a notification before re-reading anyway."""
-_RECONNECT_MAX = 5.0
 
 _APPEND = f"""
 WITH last AS (
@@ -55,69 +54,15 @@ def _event(row: Any) -> StoredRunEvent:
     return StoredRunEvent(run_id=run_id, seq=int(seq), name=name, data=json.loads(data), ts=ts, final=bool(final))
 
 
-class _Listener:
-    """One LISTEN connection that wakes this process's subscriptions."""
-
-    def __init__(self, url: str, wakeups: Wakeups) -> None:
-        self._url = url
-        self._wakeups = wakeups
-        self._task: asyncio.Task[None] | None = None
-        self._listening = asyncio.Event()
-        self._closed = False
-
-    async def ready(self) -> None:
-        """Start listening (once) and wait until the first LISTEN is in place.
-
-        Bounded by CONNECT_TIMEOUT; past it subscriptions still work by polling.
-        """
-        if self._closed:
-            return
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="hermes-run-events-listener")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._listening.wait(), CONNECT_TIMEOUT)
-
-    async def _run(self) -> None:
-        import psycopg
-
-        delay = 0.1
-        while not self._closed:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
-                )
-                try:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    self._listening.set()
-                    self._wakeups.wake_all()
-                    delay = 0.1
-                    async for note in conn.notifies():
-                        self._wakeups.wake(note.payload)
-                finally:
-                    with contextlib.suppress(psycopg.Error, OSError):
-                        await conn.close()
-            except (psycopg.Error, OSError) as exc:
-                logger.warning("run events: LISTEN connection lost (%s); reconnecting", type(exc).__name__)
-            self._wakeups.wake_all()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _RECONNECT_MAX)
-
-    async def aclose(self) -> None:
-        self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-
 class PgRunEventStore:
     """See the module docstring. Built by `open_postgres_storage`."""
 
-    def __init__(self, db: Database, *, poll_interval: float = POLL_INTERVAL) -> None:
+    def __init__(self, db: Database, listener: PgListener, *, poll_interval: float = POLL_INTERVAL) -> None:
         self._db = db
         self._wakeups = Wakeups()
-        self._listener = _Listener(db.url, self._wakeups)
+        self._listener = listener
+        listener.on(CHANNEL, self._wakeups.wake)
+        listener.on_reconnect(self._wakeups.wake_all)
         self._poll_interval = poll_interval
 
     async def append(
@@ -165,8 +110,12 @@ class PgRunEventStore:
             self.read_after,
             self._wakeups,
             poll_interval=self._poll_interval,
-            prepare=self._listener.ready,
+            prepare=self._listening,
         )
+
+    async def _listening(self) -> None:
+        """Wait (bounded by CONNECT_TIMEOUT) for the LISTEN; past it subscriptions poll."""
+        await self._listener.ready()
 
     async def delete_events(self, run_id: str) -> None:
         async with self._db.connection() as conn:
@@ -181,6 +130,3 @@ class PgRunEventStore:
                 (before,),
             )
             return int(cursor.rowcount)
-
-    async def aclose(self) -> None:
-        await self._listener.aclose()

@@ -19,8 +19,11 @@ Schema summary (after all migrations), every object in schema `hermes`:
                     stemming with no stop words (FTS5's porter tokenizer drops none either)
     responses       stored Responses API records (JSON text), LRU by `accessed_at`
     conversations   conversation name -> newest response id
-    runs            durable run status, `owner_instance` = the lease holder running it
-    receipts        Idempotency-Key receipts, primary key (scope, key)
+    runs            durable run status, `owner_instance` = the lease holder running it;
+                    at most one unsettled run per session (partial unique index
+                    `runs_one_unsettled_per_session`)
+    receipts        Idempotency-Key receipts, primary key (scope, key): a run id, or a
+                    claim token and the finished JSON `answer` (live until `expires_at`)
     instances       instance leases (`expires_at` by the database's clock)
     run_events      each run's events, primary key (run_id, seq)
     turns           one row per turn, open until ended; owned by an instance lease
@@ -37,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes.store.migrations import MigrationHistory
+from hermes.store.records import ORPHAN_MESSAGE, TERMINAL_STATES
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -45,6 +49,7 @@ __all__ = ["PG_MIGRATIONS", "SCHEMA", "PgMigration", "PgMigrations"]
 
 SCHEMA = "hermes"
 _PUNCTUATION_SQL = string.punctuation.replace("'", "''")
+_TERMINAL = sorted(TERMINAL_STATES)
 
 PgMigration = Callable[["AsyncConnection[Any]"], Awaitable[None]]
 
@@ -278,3 +283,41 @@ async def m005_turns_drafts_compactions(conn: AsyncConnection[Any]) -> None:
 async def m006_runs_by_session(conn: AsyncConnection[Any]) -> None:
     # The session endpoints ask for a session's newest run (is it busy on any instance?).
     await _execute_all(conn, ("CREATE INDEX runs_session ON hermes.runs (session_id, created_at DESC)",))
+
+
+@PG_MIGRATIONS.migration
+async def m007_receipt_answers(conn: AsyncConnection[Any]) -> None:
+    # As runs.db's m004: the OpenAI endpoints' Idempotency-Key receipts hold their
+    # finished JSON answer and live until `expires_at` (a claim lapses unless refreshed).
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.receipts ADD COLUMN answer text",
+            "ALTER TABLE hermes.receipts ADD COLUMN expires_at double precision",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m008_one_unsettled_run_per_session(conn: AsyncConnection[Any]) -> None:
+    # As runs.db's m005: of several unsettled runs of one session (instances racing before
+    # this index existed) all but the newest are settled `interrupted`, then the index
+    # refuses a second one, whichever instance writes it.
+    terminal = ", ".join(f"'{state}'" for state in _TERMINAL)
+    await _execute_all(
+        conn,
+        (
+            f"""
+            UPDATE hermes.runs AS r SET status = 'interrupted', error_code = 'interrupted',
+                error = '{ORPHAN_MESSAGE}', last_event = 'run.interrupted'
+            WHERE r.session_id IS NOT NULL AND r.status NOT IN ({terminal}) AND EXISTS (
+                SELECT 1 FROM hermes.runs AS newer
+                WHERE newer.session_id = r.session_id AND newer.status NOT IN ({terminal})
+                    AND (newer.created_at > r.created_at
+                         OR (newer.created_at = r.created_at AND newer.run_id > r.run_id))
+            )
+            """,
+            "CREATE UNIQUE INDEX runs_one_unsettled_per_session ON hermes.runs (session_id) "
+            f"WHERE status NOT IN ({terminal})",
+        ),
+    )

@@ -11,8 +11,10 @@ Storage is its own SQLite file (`$HERMES_HOME/runs.db`), opened by
 `RUN_MIGRATIONS`, so it never touches the session store's. Schema:
 
     runs      one row per run: status, session, output, usage, error, owner (pid, host,
-              start identity: see `owner.ProcessOwner`)
-    receipts  one row per (scope, idempotency key): request fingerprint -> run id
+              start identity: see `owner.ProcessOwner`); at most one unsettled run per
+              session (partial unique index `runs_one_unsettled_per_session`)
+    receipts  one row per (scope, idempotency key): request fingerprint -> run id, or
+              (the OpenAI endpoints) -> a claim token and, once computed, the JSON answer
 
 Invariants:
 - A run row whose status is not terminal and whose owner process is gone is stale:
@@ -20,8 +22,12 @@ Invariants:
   its own in-flight rows `interrupted` when it shuts down.
 - Receipts are claimed inside `BEGIN IMMEDIATE`, so two processes sharing the file
   cannot both start a run for one key; the loser sees the winner's receipt.
-- Receipts and terminal run rows are pruned `retention` seconds (24 h) after their last
-  update; non-terminal rows are never pruned.
+- A receipt with `expires_at` (an answer claim or a stored answer) is live until then;
+  one without is live `retention` seconds (24 h) after its last update. Terminal run
+  rows are pruned `retention` seconds after their last update; non-terminal rows are
+  never pruned.
+- Writing a second unsettled run for a session raises `SessionBusy` (the index above),
+  so two processes cannot both start a turn of one session.
 """
 
 from __future__ import annotations
@@ -30,14 +36,20 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from hermes.errors import StoreError
+from hermes.errors import SessionBusy, StoreError
 from hermes.store.migrations import Migrations, execute_all
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import ORPHAN_MESSAGE, RETENTION_SECONDS, TERMINAL_STATES, Receipt, RunRecord
 from hermes.store.sqlite.file import describe_sqlite_error, open_sqlite_file
+
+T = TypeVar("T")
+
+_LIVE = "((expires_at IS NULL AND updated_at >= ?) OR (expires_at IS NOT NULL AND expires_at >= ?))"
+"""SQL: the receipt is live (parameters: now - retention, now)."""
 
 RUN_MIGRATIONS = Migrations("runs.db")
 """Every runs.db migration, in the order it must run."""
@@ -118,6 +130,43 @@ def m003_run_owner_instances(db: sqlite3.Connection) -> None:
     )
 
 
+@RUN_MIGRATIONS.migration
+def m004_receipt_answers(db: sqlite3.Connection) -> None:
+    # The OpenAI endpoints' Idempotency-Key receipts hold their finished JSON answer, and
+    # live until `expires_at` (a claim still computing lapses unless refreshed).
+    execute_all(
+        db,
+        (
+            "ALTER TABLE receipts ADD COLUMN answer TEXT",
+            "ALTER TABLE receipts ADD COLUMN expires_at REAL",
+            "CREATE INDEX receipts_run ON receipts(run_id)",
+        ),
+    )
+
+
+@RUN_MIGRATIONS.migration
+def m005_one_unsettled_run_per_session(db: sqlite3.Connection) -> None:
+    # Older files may hold several unsettled runs of one session (a crashed process's):
+    # all but the newest are settled `interrupted` before the index can hold.
+    execute_all(
+        db,
+        (
+            f"""
+            UPDATE runs SET status = 'interrupted', error_code = 'interrupted',
+                error = '{ORPHAN_MESSAGE}', last_event = 'run.interrupted'
+            WHERE session_id IS NOT NULL AND status NOT IN ({_terminal_sql()}) AND EXISTS (
+                SELECT 1 FROM runs AS newer
+                WHERE newer.session_id = runs.session_id AND newer.status NOT IN ({_terminal_sql()})
+                    AND (newer.created_at > runs.created_at
+                         OR (newer.created_at = runs.created_at AND newer.run_id > runs.run_id))
+            )
+            """,
+            "CREATE UNIQUE INDEX runs_one_unsettled_per_session ON runs(session_id) "
+            f"WHERE status NOT IN ({_terminal_sql()})",
+        ),
+    )
+
+
 class RunStore:
     """SQLite-backed run rows and receipts. Every call is short and synchronous."""
 
@@ -150,31 +199,46 @@ class RunStore:
         """
         me = current_owner()
         mine = record.owner_pid == me.pid
-        self._execute(
-            """
-            INSERT OR REPLACE INTO runs (run_id, status, session_id, model, created_at,
-                updated_at, last_event, output, usage, error, error_code, owner_pid,
-                owner_host, owner_started, owner_instance)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            (
-                record.run_id,
-                record.status,
-                record.session_id,
-                record.model,
-                record.created_at,
-                record.updated_at,
-                record.last_event,
-                record.output,
-                json.dumps(record.usage) if record.usage is not None else None,
-                record.error,
-                record.error_code,
-                record.owner_pid,
-                me.host if mine else None,
-                me.started if mine else None,
-                record.owner_instance,
-            ),
-        )
+        try:
+            self.db.execute(
+                """
+                INSERT INTO runs (run_id, status, session_id, model, created_at,
+                    updated_at, last_event, output, usage, error, error_code, owner_pid,
+                    owner_host, owner_started, owner_instance)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (run_id) DO UPDATE SET status = excluded.status,
+                    session_id = excluded.session_id, model = excluded.model,
+                    created_at = excluded.created_at, updated_at = excluded.updated_at,
+                    last_event = excluded.last_event, output = excluded.output,
+                    usage = excluded.usage, error = excluded.error,
+                    error_code = excluded.error_code, owner_pid = excluded.owner_pid,
+                    owner_host = excluded.owner_host, owner_started = excluded.owner_started,
+                    owner_instance = excluded.owner_instance
+                """,
+                (
+                    record.run_id,
+                    record.status,
+                    record.session_id,
+                    record.model,
+                    record.created_at,
+                    record.updated_at,
+                    record.last_event,
+                    record.output,
+                    json.dumps(record.usage) if record.usage is not None else None,
+                    record.error,
+                    record.error_code,
+                    record.owner_pid,
+                    me.host if mine else None,
+                    me.started if mine else None,
+                    record.owner_instance,
+                ),
+            )
+        except sqlite3.IntegrityError as exc:
+            if record.session_id is not None and "runs.session_id" in str(exc):
+                raise SessionBusy(record.session_id) from None
+            raise StoreError(f"run store {self.path}: {describe_sqlite_error(exc)}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"run store {self.path}: {describe_sqlite_error(exc)}") from None
 
     def get(self, run_id: str) -> RunRecord | None:
         row = self._execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -235,46 +299,97 @@ class RunStore:
         """The live receipt for (scope, key), or None (expired receipts do not count)."""
         now = time.time() if now is None else now
         row = self._execute(
-            "SELECT * FROM receipts WHERE scope = ? AND key = ? AND updated_at >= ?",
-            (scope, key, now - self.retention),
+            f"SELECT * FROM receipts WHERE scope = ? AND key = ? AND {_LIVE}",
+            (scope, key, now - self.retention, now),
         ).fetchone()
         return _receipt(row) if row is not None else None
 
     def claim_receipt(
-        self, scope: str, key: str, fingerprint: str, run_id: str, *, now: float | None = None
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        run_id: str,
+        *,
+        now: float | None = None,
+        expires_at: float | None = None,
     ) -> Receipt | None:
-        """Record that (scope, key) starts `run_id`.
+        """Record that (scope, key) starts `run_id` (with `expires_at`: a claim computing
+        an answer, lapsing then unless held longer or answered).
 
         Returns None when the claim succeeded, or the live receipt that got there first.
         An expired receipt for the same key is replaced.
         """
         now = time.time() if now is None else now
-        db = self.db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute(
-                    "SELECT * FROM receipts WHERE scope = ? AND key = ?", (scope, key)
-                ).fetchone()
-                if row is not None and row["updated_at"] >= now - self.retention:
-                    db.execute("COMMIT")
-                    return _receipt(row)
-                db.execute(
-                    """
-                    INSERT OR REPLACE INTO receipts
-                        (scope, key, fingerprint, run_id, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                    (scope, key, fingerprint, run_id, now, now),
-                )
-                db.execute("COMMIT")
-                return None
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise StoreError(f"run store {self.path}: {describe_sqlite_error(exc)}") from None
+
+        def claim(db: sqlite3.Connection) -> Receipt | None:
+            row = db.execute(
+                f"SELECT * FROM receipts WHERE scope = ? AND key = ? AND {_LIVE}",
+                (scope, key, now - self.retention, now),
+            ).fetchone()
+            if row is not None:
+                return _receipt(row)
+            db.execute(
+                """
+                INSERT OR REPLACE INTO receipts
+                    (scope, key, fingerprint, run_id, created_at, updated_at, answer, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, NULL, ?)
+                """,
+                (scope, key, fingerprint, run_id, now, now, expires_at),
+            )
+            return None
+
+        return self._immediate(claim)
+
+    def hold_receipt(self, scope: str, key: str, run_id: str, *, expires_at: float) -> bool:
+        """Extend the claim `run_id` holds on (scope, key); False when it holds none."""
+        return bool(
+            self._execute(
+                "UPDATE receipts SET expires_at = ? "
+                "WHERE scope = ? AND key = ? AND run_id = ? AND answer IS NULL AND expires_at IS NOT NULL",
+                (expires_at, scope, key, run_id),
+            ).rowcount
+        )
+
+    def store_answer(
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        run_id: str,
+        answer: dict[str, Any],
+        *,
+        expires_at: float,
+        now: float | None = None,
+    ) -> bool:
+        """Store the answer of (scope, key) computed by `run_id`: settles its claim, or
+        replaces the key's receipt unless another claim is computing. True when stored."""
+        now = time.time() if now is None else now
+
+        def store(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT * FROM receipts WHERE scope = ? AND key = ?", (scope, key)).fetchone()
+            if row is not None and row["run_id"] != run_id:
+                other = _receipt(row)
+                if other.pending and other.expires_at is not None and other.expires_at >= now:
+                    return False
+            db.execute(
+                """
+                INSERT OR REPLACE INTO receipts
+                    (scope, key, fingerprint, run_id, created_at, updated_at, answer, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                (scope, key, fingerprint, run_id, now, now, json.dumps(answer), expires_at),
+            )
+            return True
+
+        return self._immediate(store)
+
+    def release_receipt(self, scope: str, key: str, run_id: str) -> None:
+        """Drop the claim `run_id` holds on (scope, key) (its computation failed)."""
+        self._execute(
+            "DELETE FROM receipts WHERE scope = ? AND key = ? AND run_id = ? AND answer IS NULL",
+            (scope, key, run_id),
+        )
 
     def touch_receipts(self, run_id: str, *, now: float | None = None) -> None:
         """Restart the retention clock of the receipts of `run_id` (it just settled)."""
@@ -285,12 +400,34 @@ class RunStore:
 
     def prune(self, *, now: float | None = None) -> int:
         """Drop expired receipts and settled run rows. Returns rows removed."""
-        cutoff = (time.time() if now is None else now) - self.retention
-        removed = self._execute("DELETE FROM receipts WHERE updated_at < ?", (cutoff,)).rowcount
+        now = time.time() if now is None else now
+        cutoff = now - self.retention
+        removed = self.prune_receipts(now=now)
         removed += self._execute(
             f"DELETE FROM runs WHERE updated_at < ? AND status IN ({_terminal_sql()})", (cutoff,)
         ).rowcount
         return removed
+
+    def prune_receipts(self, *, now: float | None = None) -> int:
+        """Drop the receipts that are no longer live. Returns rows removed."""
+        now = time.time() if now is None else now
+        return self._execute(f"DELETE FROM receipts WHERE NOT ({_LIVE})", (now - self.retention, now)).rowcount
+
+    def _immediate(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(db)` inside `BEGIN IMMEDIATE` (committed unless it raises)."""
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(db)
+                db.execute("COMMIT")
+                return result
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"run store {self.path}: {describe_sqlite_error(exc)}") from None
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
@@ -348,4 +485,6 @@ def _receipt(row: sqlite3.Row) -> Receipt:
         run_id=row["run_id"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        answer=json.loads(row["answer"]) if row["answer"] is not None else None,
+        expires_at=row["expires_at"],
     )

@@ -98,16 +98,41 @@ class SqliteReceipts:
         return self.sync.find_receipt(scope, key, now=now)
 
     async def claim_receipt(
-        self, scope: str, key: str, fingerprint: str, run_id: str, *, now: float | None = None
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        run_id: str,
+        *,
+        now: float | None = None,
+        expires_at: float | None = None,
     ) -> Receipt | None:
-        return self.sync.claim_receipt(scope, key, fingerprint, run_id, now=now)
+        return self.sync.claim_receipt(scope, key, fingerprint, run_id, now=now, expires_at=expires_at)
+
+    async def hold_receipt(self, scope: str, key: str, run_id: str, *, expires_at: float) -> bool:
+        return self.sync.hold_receipt(scope, key, run_id, expires_at=expires_at)
+
+    async def store_answer(
+        self,
+        scope: str,
+        key: str,
+        fingerprint: str,
+        run_id: str,
+        answer: dict[str, Any],
+        *,
+        expires_at: float,
+        now: float | None = None,
+    ) -> bool:
+        return self.sync.store_answer(scope, key, fingerprint, run_id, answer, expires_at=expires_at, now=now)
+
+    async def release_receipt(self, scope: str, key: str, run_id: str) -> None:
+        self.sync.release_receipt(scope, key, run_id)
 
     async def touch_receipts(self, run_id: str, *, now: float | None = None) -> None:
         self.sync.touch_receipts(run_id, now=now)
 
     async def prune_receipts(self, *, now: float | None = None) -> int:
-        cutoff = (time.time() if now is None else now) - self.sync.retention
-        return self.sync._execute("DELETE FROM receipts WHERE updated_at < ?", (cutoff,)).rowcount
+        return self.sync.prune_receipts(now=now)
 
 
 class SqliteRuns:

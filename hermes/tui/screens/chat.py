@@ -1,0 +1,369 @@
+"""The chat screen: the transcript, the prompt and the bars around them, for one open session.
+
+Layout (top to bottom): status bar, transcript, activity line, command completions, queued
+prompts, prompt, footer. The screen owns which session is open (`session_id`, or a
+`pending_title` for the session the next turn creates) and what the transcript shows of it;
+turns, `/compact` and the prompt queue belong to its `TurnController` (`turns`); slash commands
+are looked up in `hermes.tui.commands`.
+
+An opened session shows its newest messages at once; older ones are prepended on demand, and a
+tool result is never shown without the call it answers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker
+
+from hermes.agent.context import estimate_tokens, resume_history
+from hermes.config import Settings
+from hermes.errors import HermesError
+from hermes.store.api import AsyncSessionStore
+from hermes.store.records import MessageRecord, SessionRecord
+from hermes.tui import commands
+from hermes.tui.renderer import history_widgets
+from hermes.tui.screens.session_picker import SessionPicker
+from hermes.tui.turn_controller import TURN_RUNNING, TurnController
+from hermes.tui.widgets.activity import Activity
+from hermes.tui.widgets.chat_input import ChatInput
+from hermes.tui.widgets.command_menu import CommandMenu
+from hermes.tui.widgets.history_head import HistoryHead
+from hermes.tui.widgets.notice import Notice, NoticeKind
+from hermes.tui.widgets.queued_prompts import QueuedPrompts
+from hermes.tui.widgets.status_bar import StatusBar
+from hermes.tui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from hermes.agent.engine import Agent
+    from hermes.agent.mcp import McpManager
+    from hermes.tui.app import HermesApp
+
+HISTORY_PAGE = 16
+"""Messages rendered when a session opens (a screenful or more); older ones load when the
+user scrolls to the top, clicks the head line, or presses Ctrl+Home."""
+FIRST_PAINT = 8
+"""Messages shown before the first paint of an opened session."""
+OLDER_PAGE = 100
+"""Messages each "load more" (Ctrl+Home, click) adds."""
+
+
+class ChatScreen(Screen[None]):
+    """One conversation on screen. `HermesApp` builds it and pushes it at mount."""
+
+    BINDINGS = [
+        # The app's own ctrl+q quits over every screen; declared here too so the footer
+        # shows it, first, as it always has.
+        Binding("ctrl+q", "app.quit", "Quit", priority=True),
+        Binding("escape", "interrupt", "Stop", show=True),
+        Binding("ctrl+s", "sessions", "Sessions"),
+        Binding("ctrl+n", "new_session", "New"),
+        Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
+        Binding("ctrl+o", "toggle_focus", "Answer only"),
+        Binding("alt+up", "edit_queued", "Edit queued", show=False),
+        Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
+        Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
+        Binding("ctrl+home", "transcript_top", show=False, priority=True),
+        Binding("ctrl+end", "transcript_bottom", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: AsyncSessionStore,
+        settings: Settings,
+        *,
+        session_id: str | None,
+        approval_timeout: float,
+        cwd: str | None,
+        silence_warning: float,
+    ) -> None:
+        super().__init__()
+        self.agent = agent
+        self.store = store
+        self.settings = settings
+        self.session_id = session_id
+        self.approval_timeout = approval_timeout
+        self.cwd = cwd
+        self.silence_warning = silence_warning
+        self.pending_title: str | None = None
+        self.turns = TurnController(self)
+        self.startup_notice: str | None = None
+        """Shown once in the transcript at mount (e.g. which provider is in use)."""
+        self.mcp: McpManager | None = None
+        """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
+        self.mcp_worker: Worker[None] | None = None
+        self._older: list[MessageRecord] = []
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        menu = CommandMenu(id="menu")
+        yield StatusBar(id="status")
+        yield Transcript(id="transcript")
+        yield Activity(silence_after=self.silence_warning, id="activity")
+        yield menu
+        yield QueuedPrompts(id="queued")
+        yield ChatInput(menu=menu, id="input")
+        yield Footer()
+
+    @property
+    def hermes_app(self) -> HermesApp:
+        return cast("HermesApp", self.app)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.query_one("#status", StatusBar)
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one("#transcript", Transcript)
+
+    @property
+    def activity(self) -> Activity:
+        return self.query_one("#activity", Activity)
+
+    @property
+    def chat_input(self) -> ChatInput:
+        return self.query_one("#input", ChatInput)
+
+    @property
+    def menu(self) -> CommandMenu:
+        return self.query_one("#menu", CommandMenu)
+
+    @property
+    def queue_view(self) -> QueuedPrompts:
+        return self.query_one("#queued", QueuedPrompts)
+
+    async def on_mount(self) -> None:
+        self.status_bar.window_for = self.agent.context_window
+        self.status_bar.model = self.agent.model
+        self.status_bar.yolo = self.settings.yolo
+        if self.startup_notice:
+            self.say(self.startup_notice)
+        if self.agent.instructions is not None and self.agent.instructions.notice:
+            self.say(self.agent.instructions.notice, "warning")
+        if self.mcp is not None:
+            self.mcp_worker = self.run_worker(self._start_mcp(self.mcp), group="mcp", exit_on_error=False)
+        if self.session_id is not None:
+            await self.open_session(self.session_id)
+        self.chat_input.focus()
+
+    async def _start_mcp(self, mcp: McpManager) -> None:
+        statuses = await mcp.start(self.agent.tools)
+        for status in statuses:
+            if status.failed:
+                self.say(f"✗ {status.line()}", "warning")
+        connected = [
+            f"{s.name} ({len(s.tools)} tool{'s' if len(s.tools) != 1 else ''})"
+            for s in statuses
+            if s.status == "connected"
+        ]
+        if connected:
+            self.say("MCP: " + ", ".join(connected) + " — /mcp lists them")
+
+    def say(self, text: str, kind: NoticeKind = "info") -> Notice:
+        notice = Notice(text, kind)
+        self.transcript.add(notice)
+        return notice
+
+    def refused_during_turn(self) -> bool:
+        """True (and the user is told) when a turn is running."""
+        if self.turns.turn_running:
+            self.notify(TURN_RUNNING, severity="warning")
+            return True
+        return False
+
+    # -- input ----------------------------------------------------------------------------
+
+    @on(ChatInput.Submitted)
+    async def _submitted(self, event: ChatInput.Submitted) -> None:
+        text = event.value.strip("\n")
+        if commands.is_command(text):
+            await commands.run(self, text)
+            return
+        self.turns.submit(text)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.turns.worker_ended(event)
+
+    def action_edit_queued(self) -> None:
+        self.turns.take_back_queued()
+
+    def action_interrupt(self) -> None:
+        if self.menu.is_open:
+            self.menu.hide()
+            return
+        self.turns.interrupt()
+
+    def stop_or_clear(self) -> bool:
+        """Ctrl+C: interrupt the running turn (True), else clear the prompt (False)."""
+        if self.turns.turn_running:
+            self.action_interrupt()
+            return True
+        if self.chat_input.text:
+            self.chat_input.clear()
+        return False
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def refresh_session_info(self, *, tokens: bool = True) -> None:
+        """The status bar's title (and with `tokens`, its token counts) from the stored session.
+
+        A store that cannot be read leaves the bar as it is and says why.
+        """
+        bar = self.status_bar
+        if self.session_id is None:
+            bar.title = self.pending_title or ""
+            return
+        session_id = self.session_id
+        try:
+            record = await self.store.find_session(session_id)
+        except HermesError as exc:
+            self.say(f"✗ {exc}", "error")
+            return
+        if record is None or record.id != self.session_id:
+            return  # gone, or another session was opened meanwhile
+        bar.title = record.title or ""
+        if tokens:
+            bar.input_tokens = record.input_tokens
+            bar.output_tokens = record.output_tokens
+
+    async def open_session(self, session_id: str) -> bool:
+        """Show a stored session (its newest messages; older ones on demand) and continue it."""
+        if self.refused_during_turn():
+            return False
+        try:
+            record = await self.store.get_session(session_id)
+            messages = await self.store.get_messages(session_id)
+        except HermesError as exc:
+            self.say(f"✗ {exc}", "error")
+            return False
+        if self.refused_during_turn():  # a prompt was sent while the session loaded
+            return False
+        self.session_id = record.id
+        self.pending_title = None
+        transcript = self.transcript
+        transcript.remove_children()
+        # First paint: the newest FIRST_PAINT messages; the rest of the first page is
+        # prepended right after, above the fold, so the screen is usable at once.
+        shown = self._tail(messages, FIRST_PAINT)
+        self._older = messages[: len(messages) - len(shown)]
+        if self._older:
+            transcript.add(HistoryHead(len(self._older)))
+        transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
+        if self._older:
+            self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
+        transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
+        self.status_bar.model = self.agent.model
+        self.run_worker(self._estimate_context(record), group="context-estimate", exclusive=True)
+        self.status_bar.turn_seconds = None
+        bar = self.status_bar
+        bar.title = record.title or ""
+        bar.input_tokens = record.input_tokens
+        bar.output_tokens = record.output_tokens
+        transcript.scroll_end(animate=False)
+        return True
+
+    async def _estimate_context(self, record: SessionRecord) -> None:
+        """What the next request will hold: the latest summary and the messages after it."""
+        try:
+            history = await resume_history(self.store, record.id)
+        except HermesError as exc:  # the estimate is a nicety: say why it is missing, keep the app
+            self.say(f"✗ {exc}", "error")
+            return
+        self.status_bar.context_tokens = estimate_tokens(
+            [{"role": "system", "content": record.system_prompt or ""}, *history]
+        )
+
+    @on(HistoryHead.LoadRequested)
+    @on(Transcript.ReachedTop)
+    def _load_older(self) -> None:
+        self.load_older()
+
+    @staticmethod
+    def _tail(messages: list[MessageRecord], count: int) -> list[MessageRecord]:
+        """The last `count` messages, widened so tool results never lose their call."""
+        shown = messages[-count:] if count > 0 else []
+        while shown and shown[0].role == "tool" and len(shown) < len(messages):
+            shown = messages[-(len(shown) + 1) :]
+        return shown
+
+    def load_older(self, count: int = 0) -> None:
+        """Prepend up to `count` (default OLDER_PAGE) older messages above the transcript."""
+        if not self._older:
+            return
+        page = self._tail(self._older, count or OLDER_PAGE)
+        self._older = self._older[: len(self._older) - len(page)]
+        transcript = self.transcript
+        transcript.add_before_first(history_widgets(page, stall_after=self.settings.tool_stall_warning))
+        for head in transcript.query(HistoryHead):
+            if self._older:
+                head.set_hidden(len(self._older))
+            else:
+                head.remove()
+
+    def new_session(self) -> None:
+        if self.refused_during_turn():
+            return
+        self.session_id = None
+        self.pending_title = None
+        self._older = []
+        self.transcript.remove_children()
+        bar = self.status_bar
+        bar.title = ""
+        bar.input_tokens = bar.output_tokens = bar.context_tokens = 0
+        bar.turn_seconds = None
+        self.say("new session", "info")
+
+    def action_sessions(self) -> None:
+        if self.refused_during_turn():
+            return
+
+        async def picked(session_id: str | None) -> None:
+            try:
+                deleted = self.session_id is not None and await self.store.find_session(self.session_id) is None
+            except HermesError as exc:
+                self.say(f"✗ {exc}", "error")
+                deleted = False
+            if deleted:
+                self.new_session()  # the open session was deleted in the picker
+            if session_id:
+                await self.open_session(session_id)
+            else:
+                await self.refresh_session_info(tokens=False)  # it may have been renamed
+            self.chat_input.focus()
+
+        self.app.push_screen(SessionPicker(self.store, current=self.session_id), picked)
+
+    def action_new_session(self) -> None:
+        self.new_session()
+
+    # -- view -----------------------------------------------------------------------------
+
+    def action_toggle_reasoning(self) -> None:
+        hidden = self.transcript.toggle_class("-hide-reasoning").has_class("-hide-reasoning")
+        self.notify("Reasoning hidden." if hidden else "Reasoning shown.", timeout=1.5)
+
+    def action_toggle_focus(self) -> None:
+        focus = self.transcript.toggle_class("-focus").has_class("-focus")
+        self.notify("Answer-only view." if focus else "Full view.", timeout=1.5)
+
+    def action_scroll_transcript(self, direction: int) -> None:
+        if direction < 0:
+            self.transcript.page_up()
+        else:
+            self.transcript.scroll_page_down()
+
+    def action_transcript_top(self) -> None:
+        if self._older:
+            self.load_older()
+        self.transcript.scroll_home(animate=False)
+
+    def action_transcript_bottom(self) -> None:
+        self.transcript.scroll_end(animate=False)
