@@ -19,8 +19,8 @@ from pathlib import Path
 
 from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.store import SqliteSessionStore
-from hermes.store.base import NewMessage
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.records import NewMessage
+from hermes.store.sqlite.sessions import SqliteSessions
 
 DELTA_TARGET_US = 2.0
 WRITE_TARGET_MS = 5.0

@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hermes.store import NewMessage, open_session_store  # noqa: E402
+from hermes.store import open_session_store  # noqa: E402
+from hermes.store.records import NewMessage
 
 TARGET_MS = 150.0
 COMMANDS: dict[str, list[str]] = {

@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from hermes.store.api import Storage
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 
 async def timed(n: int, op: Callable[[], Awaitable[object]], per_call: int = 1) -> list[float]:
@@ -68,7 +68,7 @@ async def main() -> None:
     args = parser.parse_args()
 
     from hermes.store.postgres import open_postgres_storage
-    from hermes.store.sqlite_async import open_sqlite_storage
+    from hermes.store.sqlite.storage import open_sqlite_storage
 
     with tempfile.TemporaryDirectory() as home:
         sqlite = open_sqlite_storage(home)

@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hermes.store.base import NewMessage  # noqa: E402
-from hermes.store.sqlite import SqliteSessionStore  # noqa: E402
+from hermes.store.records import NewMessage  # noqa: E402
+from hermes.store.sqlite.sessions import SqliteSessionStore  # noqa: E402
 
 FORK_MESSAGES = 10_000
 COMMON_WORD = "docker"
@@ -73,7 +73,7 @@ def build(store: SqliteSessionStore, sessions: int, messages: int, seed: int) ->
     session of FORK_MESSAGES messages (returned) for the fork benchmark."""
     rng = random.Random(seed)
     # Setup only: the measured operations below all go through public methods.
-    db = store._connection()
+    db = store.executor.connection()
     start = time.time() - sessions * 30.0
     counts = [messages // sessions] * sessions
     for index in range(messages % sessions):
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             f"in {setup:.1f} s; state.db {size_mb:.0f} MB (SQLite {sqlite3.sqlite_version})"
         )
 
-        db = store._connection()
+        db = store.executor.connection()
 
         def matches(word: str) -> int:
             return int(db.execute(

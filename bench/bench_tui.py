@@ -30,8 +30,8 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnResult
 from hermes.config import Settings
 from hermes.store import open_session_store
-from hermes.store.base import NewMessage, SessionStore
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.records import NewMessage
+from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
 
@@ -48,7 +48,7 @@ async def until_on_screen(app: HermesApp, text: str) -> None:
         await asyncio.sleep(0.01)
 
 
-def build(home: Path, store: SessionStore, **kwargs: object) -> HermesApp:
+def build(home: Path, store: SqliteSessionStore, **kwargs: object) -> HermesApp:
     settings = Settings(home=home, base_url="http://127.0.0.1:9/v1", model="bench-model", api_key="x")
     sessions = SqliteSessions(store)
     agent = build_agent(settings, sessions, tools=ToolRegistry())  # no turn is run: events are fed directly
@@ -72,7 +72,7 @@ def delta_stream(count: int) -> list[str]:
 
 
 async def bench_streaming(
-    home: Path, store: SessionStore, count: int, rate: float, size: tuple[int, int]
+    home: Path, store: SqliteSessionStore, count: int, rate: float, size: tuple[int, int]
 ) -> dict[str, float]:
     app = build(home, store)
     deltas = delta_stream(count)
@@ -123,7 +123,7 @@ async def bench_streaming(
     }
 
 
-def seed_long_session(store: SessionStore, messages: int) -> str:
+def seed_long_session(store: SqliteSessionStore, messages: int) -> str:
     record = store.create_session(source="tui", model="bench-model", title="A very long session")
     answer = (
         "Here is **what** I found:\n\n- item one\n- item two with `code`\n\n"
@@ -161,7 +161,7 @@ def seed_long_session(store: SessionStore, messages: int) -> str:
     return record.id
 
 
-async def bench_resume(home: Path, store: SessionStore, messages: int, size: tuple[int, int]) -> dict[str, float]:
+async def bench_resume(home: Path, store: SqliteSessionStore, messages: int, size: tuple[int, int]) -> dict[str, float]:
     sid = seed_long_session(store, messages)
     last = store.get_messages(sid)[-1]
     last_text = str(last.content)[:12]

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes.store.base import MessageRecord, SessionRecord
+    from hermes.store.records import MessageRecord, SessionRecord
 
 __all__ = ["call_summary", "content_text", "fence", "local_time", "one_line", "session_markdown"]
 

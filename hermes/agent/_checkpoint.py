@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from hermes.agent.types import Usage
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import MessageRecord, NewMessage
+from hermes.store.records import MessageRecord, NewMessage
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ from hermes.agent.events import ContextCompacted
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import NewCompaction
+from hermes.store.records import NewCompaction
 from hermes.store.transcript import valid_transcript
 
 log = logging.getLogger(__name__)

@@ -186,13 +186,14 @@ def _check_home(home: Path) -> Check:
 def _check_storage(settings: Settings) -> list[Check]:
     """The backend `database_url` selects: the SQLite files, or the PostgreSQL database."""
     from hermes.errors import ConfigError
+    from hermes.store.api import caps_of
     from hermes.store.storage import backend_for
 
     try:
-        backend = backend_for(settings.database_url)
+        caps = caps_of(backend_for(settings.database_url))
     except ConfigError as exc:
         return [Check("database", "failed", str(exc))]
-    if backend == "postgres":
+    if not caps.local_files:
         return [_check_postgres(settings)]
     return _check_database(settings.state_db_path)
 

@@ -88,12 +88,12 @@ def check_workers(count: int, database_url: str | None) -> None:
 
     Also validates `database_url` (ConfigError, exit 2, for an unsupported URL).
     """
+    from hermes.store.api import caps_of
     from hermes.store.storage import backend_for
 
     if count < 1 or count > MAX_WORKERS:
         raise UsageError(f"--workers must be between 1 and {MAX_WORKERS} (got {count})")
-    backend = backend_for(database_url)
-    if count > 1 and backend != "postgres":
+    if count > 1 and not caps_of(backend_for(database_url)).multi_instance:
         raise UsageError(
             "--workers needs PostgreSQL: set database_url (--database-url or HERMES_DATABASE_URL); "
             "on SQLite a run lives in one process"

@@ -84,11 +84,7 @@ from hermes.transcript_markdown import call_summary, content_text, local_time, o
 
 if TYPE_CHECKING:
     from hermes.config import Settings
-    from hermes.store.base import (
-        CompactionRecord,
-        MessageRecord,
-        SessionRecord,
-    )
+    from hermes.store.records import CompactionRecord, MessageRecord, SessionRecord
 
 try:  # recent typer (0.29 here) vendors click as typer._click
     from typer._click.exceptions import UsageError as _ClickUsageError
@@ -490,8 +486,8 @@ def stats(
     settings = load_settings()
     with _opened(settings) as opened:
         totals = opened.run(opened.storage.sessions.stats())
-        backend, location = opened.storage.backend, opened.storage.location
-    path = str(settings.state_db_path) if backend == "sqlite" else location
+        local, location = opened.storage.caps.local_files, opened.storage.location
+    path = str(settings.state_db_path) if local else location
     if as_json:
         print_json(
             {

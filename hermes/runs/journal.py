@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hermes.errors import StoreError
-from hermes.store.api import AsyncRunStore, RunEventStore, StoredRunEvent
-from hermes.store.run_store import RunRecord
+from hermes.store.api import AsyncRunStore, RunEventStore
+from hermes.store.records import RunRecord, StoredRunEvent
 
 logger = logging.getLogger(__name__)
 

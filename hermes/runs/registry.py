@@ -42,8 +42,8 @@ from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
 from hermes.errors import SessionBusy, StoreError
 from hermes.ids import new_run_id
 from hermes.runs.journal import RunJournal
-from hermes.store.api import ControlMessage, ControlReply, Storage
-from hermes.store.run_store import TERMINAL_STATES, RunRecord
+from hermes.store.api import Storage
+from hermes.store.records import TERMINAL_STATES, ControlMessage, ControlReply, RunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -343,7 +343,7 @@ class RunRegistry:
         knows every live run (`active_for_session`). A dead owner's run stays unsettled
         here until the orphan sweeper settles it."""
         storage = self._storage()
-        if storage.backend != "postgres":
+        if not storage.caps.shared_runs:
             return None
         record = await storage.runs.latest_for_session(session_id)
         return record if record is not None and not record.terminal else None
@@ -481,7 +481,7 @@ class RunRegistry:
         self._evictions.pop(run_id, None)
         run = self._runs.pop(run_id, None)
         storage = self.storage
-        if run is not None and storage is not None and storage.backend == "sqlite":
+        if run is not None and storage is not None and not storage.caps.run_events_survive_process:
             # In-process events go with the run; PostgreSQL streams are pruned by age.
             self._chore(storage.run_events.delete_events(run_id))
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from hermes.errors import StreamEnded
 from hermes.store.api import Storage
-from hermes.store.run_store import ORPHAN_MESSAGE
+from hermes.store.records import ORPHAN_MESSAGE
 
 __all__ = ["SweepReport", "sweep_forever", "sweep_interval", "sweep_once"]
 

@@ -1,20 +1,20 @@
-"""Session storage. `SessionStore` is the interface; `open_session_store(path)` the SQLite one."""
+"""Storage. `api.Storage` is the interface (`open_storage`); `open_session_store(path)` opens
+SQLite sessions alone, for callers that work on one state.db file."""
 
 from __future__ import annotations
 
 import os
 
-from hermes.store.base import (
+from hermes.store.records import (
     MessageRecord,
     NewMessage,
     RepairedTurn,
     SearchHit,
     SessionRecord,
-    SessionStore,
     StoreStats,
     TurnRecord,
 )
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 __all__ = [
     "MessageRecord",
@@ -22,7 +22,6 @@ __all__ = [
     "RepairedTurn",
     "SearchHit",
     "SessionRecord",
-    "SessionStore",
     "SqliteSessionStore",
     "StoreStats",
     "TurnRecord",

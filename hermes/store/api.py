@@ -1,43 +1,47 @@
 """The async storage interface: one Protocol per record kind, and the `Storage` bundle.
 
-Two backends implement it, chosen by `database_url` (`hermes.store.open_storage`):
+Two backends implement it, chosen by `database_url` (`hermes.store.open_storage`); the
+session rules are written once for both (`hermes.store.sessions`), and what a backend can
+do is asked through `Storage.caps`, never its name:
 
-- SQLite (`hermes.store.sqlite_async`): adapters over the synchronous stores, three files
-  in `$HERMES_HOME` (state.db, response_store.db, runs.db). Run events live in the
-  process (SQLite serves one process on one host), as the server always kept them.
+- SQLite (`hermes.store.sqlite`): three files in `$HERMES_HOME` (state.db,
+  response_store.db, runs.db). Run events live in the process (SQLite serves one
+  process on one host), as the server always kept them.
 - PostgreSQL (`hermes.store.postgres`): every record kind in one database, shared by any
   number of instances; run events are rows announced with NOTIFY.
 
-Record types crossing this interface are the frozen dataclasses of `hermes.store.base`
-(sessions, messages, search hits, stats) and `hermes.store.run_store` (runs, receipts),
-plus the ones defined here (run events, instance leases). Every method raises
-`StoreError` (one line, credentials masked) when the database is unusable, and the
-session methods raise `SessionNotFound` / `MessageNotFound` for unknown ids, exactly as
-`hermes.store.base.SessionStore` documents.
+Record types crossing this interface are the frozen dataclasses of `hermes.store.records`.
+Every method raises `StoreError` (one line, credentials masked) when the database is
+unusable, and the session methods raise `SessionNotFound` / `MessageNotFound` for
+unknown ids.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Self, assert_never, runtime_checkable
 
 from hermes.errors import StoreError
 from hermes.messages import ChatMessage
-from hermes.store.base import (
+from hermes.store.records import (
     CompactionRecord,
+    ControlMessage,
+    ControlReply,
+    InstanceLease,
     MessageRecord,
     NewCompaction,
     NewMessage,
+    Receipt,
     RepairedTurn,
+    RunRecord,
     SearchHit,
     SessionRecord,
+    StoredRunEvent,
     StoreStats,
     TurnRecord,
 )
-from hermes.store.run_store import Receipt, RunRecord
 
 __all__ = [
     "AsyncResponseStore",
@@ -46,57 +50,26 @@ __all__ = [
     "Backend",
     "ControlChannel",
     "ControlHandler",
-    "ControlMessage",
-    "ControlReply",
     "ControlUnanswered",
     "EventSubscription",
-    "InstanceLease",
     "LeaseStore",
     "ReceiptStore",
     "RunEventStore",
     "Storage",
-    "StoredRunEvent",
+    "StorageCaps",
+    "caps_of",
 ]
 
 Backend = Literal["sqlite", "postgres"]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRunEvent:
-    """One event of a run's stream, numbered 1, 2, 3… per run (the SSE `id:`)."""
-
-    run_id: str
-    seq: int
-    name: str
-    data: dict[str, Any]
-    ts: float
-    """Unix seconds when it was appended."""
-    final: bool = False
-    """True for the last event of the stream: subscriptions end after yielding it."""
-
-    def data_json(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True, slots=True)
-class InstanceLease:
-    """A running `hermes serve` instance and how long its lease holds."""
-
-    instance_id: str
-    host: str
-    pid: int
-    started_at: float
-    heartbeat_at: float
-    expires_at: float
-    """Unix seconds by the database's clock (PostgreSQL) or the host's (SQLite)."""
-
-
 @runtime_checkable
 class AsyncSessionStore(Protocol):
-    """Sessions and messages: the async form of `hermes.store.base.SessionStore`.
+    """Sessions and messages. Unknown ids raise SessionNotFound / MessageNotFound.
 
-    Same semantics, method for method (ordering, fork titles, first end reason wins,
-    counters, search syntax and ranking); see that Protocol for each one.
+    Both backends give the same semantics, method for method (ordering, fork titles,
+    first end reason wins, counters, search syntax and ranking): the rules are written
+    once in `hermes.store.sessions`.
     """
 
     async def create_session(
@@ -114,11 +87,15 @@ class AsyncSessionStore(Protocol):
 
     async def find_session(self, session_id: str) -> SessionRecord | None: ...
 
-    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None: ...
+    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
+        """The session with the newest activity."""
+        ...
 
     async def list_sessions(
         self, *, limit: int = 50, offset: int = 0, source: str | None = None
-    ) -> list[SessionRecord]: ...
+    ) -> list[SessionRecord]:
+        """Newest activity first."""
+        ...
 
     async def count_sessions(self, *, source: str | None = None) -> int: ...
 
@@ -132,7 +109,9 @@ class AsyncSessionStore(Protocol):
 
     async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None: ...
 
-    async def delete_session(self, session_id: str) -> None: ...
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the session and its messages (children keep their rows, parent link cleared)."""
+        ...
 
     async def append_message(
         self, session_id: str, message: NewMessage, *, turn_id: int | None = None
@@ -178,7 +157,11 @@ class AsyncSessionStore(Protocol):
         ...
 
     async def repair_abandoned_turns(self) -> list[RepairedTurn]:
-        """End every open turn whose owner is gone, as `SessionStore.repair_abandoned_turns`.
+        """End every open turn whose owner is gone.
+
+        Each such turn ends "interrupted": its draft is kept as the assistant message,
+        every unanswered tool call gets the SERVER_STOPPED_TOOL_RESULT result, and the
+        session is ended "interrupted" (first reason wins). Cheap when nothing is open.
 
         "Gone" is a dead process on this host (SQLite, `owner.owner_gone`) or an instance
         whose lease expired or is missing (PostgreSQL). Open turns of live owners are
@@ -207,9 +190,17 @@ class AsyncSessionStore(Protocol):
 
     async def get_messages(
         self, session_id: str, *, limit: int | None = None, offset: int = 0
-    ) -> list[MessageRecord]: ...
+    ) -> list[MessageRecord]:
+        """Oldest first."""
+        ...
 
-    async def history(self, session_id: str) -> list[ChatMessage]: ...
+    async def history(self, session_id: str) -> list[ChatMessage]:
+        """The transcript as OpenAI messages (no system prompt), ready to send again.
+
+        Drafts are left out, and it is valid for strict endpoints (see
+        `transcript.valid_transcript`) even where the stored rows are not.
+        """
+        ...
 
     async def fork_session(
         self,
@@ -220,9 +211,7 @@ class AsyncSessionStore(Protocol):
         source: str | None = None,
     ) -> SessionRecord: ...
 
-    async def search(
-        self, query: str, *, limit: int = 20, source: str | None = None
-    ) -> list[SearchHit]: ...
+    async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]: ...
 
     async def stats(self) -> StoreStats: ...
 
@@ -273,9 +262,7 @@ class ReceiptStore(Protocol):
         """Seconds a receipt stays live after its last update."""
         ...
 
-    async def find_receipt(
-        self, scope: str, key: str, *, now: float | None = None
-    ) -> Receipt | None: ...
+    async def find_receipt(self, scope: str, key: str, *, now: float | None = None) -> Receipt | None: ...
 
     async def claim_receipt(
         self,
@@ -417,9 +404,7 @@ class LeaseStore(Protocol):
     instance to settle as interrupted.
     """
 
-    async def register_instance(
-        self, instance_id: str, *, ttl: float, host: str, pid: int
-    ) -> InstanceLease: ...
+    async def register_instance(self, instance_id: str, *, ttl: float, host: str, pid: int) -> InstanceLease: ...
 
     async def heartbeat(self, instance_id: str, *, ttl: float) -> InstanceLease:
         """Extend the lease (re-creating it when another instance pruned it)."""
@@ -438,28 +423,6 @@ class LeaseStore(Protocol):
     async def prune_instances(self, *, expired_for: float) -> int:
         """Drop leases that expired more than `expired_for` seconds ago."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class ControlMessage:
-    """A request to the instance that owns a run: `stop` it, or answer its `approval`."""
-
-    op: str
-    """"stop", "approval" or "status" (the owner's live view of the run); an instance
-    answers an op it does not know with `unknown_op`."""
-    run_id: str
-    args: dict[str, Any] = field(default_factory=dict)
-    """JSON-safe arguments of the op (approval: choice, request_id, all)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ControlReply:
-    """The owner's answer: `ok`, or a failure `code` + one-line `message`, plus JSON `data`."""
-
-    ok: bool
-    data: dict[str, Any] = field(default_factory=dict)
-    code: str | None = None
-    message: str | None = None
 
 
 ControlHandler = Callable[[ControlMessage], Awaitable[ControlReply]]
@@ -496,10 +459,44 @@ class ControlChannel(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class StorageCaps:
+    """What a storage can do, each flag named after the question asked above the store
+    (ask these, never the backend's name)."""
+
+    multi_instance: bool
+    """Several `hermes serve` processes may share this storage: each holds a lease, and
+    one settles the runs of another whose lease expired."""
+    shared_runs: bool
+    """The run store holds the runs of every process sharing it: a run that is not live
+    here may be live in another process."""
+    run_events_survive_process: bool
+    """Run events are stored outside the process that ran the run: readable from any
+    process after it ended, pruned by age. False: they live and go with the run."""
+    local_files: bool
+    """The data is files on this host (`$HERMES_HOME`), checked and sized as files."""
+
+
+def caps_of(backend: Backend) -> StorageCaps:
+    """The capabilities of a backend (known before it is opened)."""
+    match backend:
+        case "sqlite":
+            return StorageCaps(
+                multi_instance=False, shared_runs=False, run_events_survive_process=False, local_files=True
+            )
+        case "postgres":
+            return StorageCaps(
+                multi_instance=True, shared_runs=True, run_events_survive_process=True, local_files=False
+            )
+        case _:
+            assert_never(backend)
+
+
+@dataclass(frozen=True, slots=True)
 class Storage:
     """Every store of one backend, opened together (`hermes.store.open_storage`)."""
 
     backend: Backend
+    """The backend's name, for display (`hermes db status`); ask `caps` what it can do."""
     location: str
     """Where the data lives, printable: the $HERMES_HOME folder or the masked URL."""
     instance_id: str
@@ -513,6 +510,14 @@ class Storage:
     closer: _Closer
     control: ControlChannel
     """Stop/approval messages to the instance that owns a run."""
+    repairer: _Repairer
+    caps: StorageCaps
+
+    async def repair_after_crash(self) -> None:
+        """Make valid what crashed processes left half-done, where this storage does it at
+        start-up (SQLite: turns, responses and runs of dead processes); where leases
+        decide (PostgreSQL) the orphan sweeper does it instead, and this does nothing."""
+        await self.repairer.repair_after_crash()
 
     async def aclose(self) -> None:
         """Close every store and connection. Closing twice is fine."""
@@ -527,3 +532,7 @@ class Storage:
 
 class _Closer(Protocol):
     async def aclose(self) -> None: ...
+
+
+class _Repairer(Protocol):
+    async def repair_after_crash(self) -> None: ...

@@ -8,7 +8,8 @@ at once "not active here" (code `run_not_active`), as a single process always sa
 
 from __future__ import annotations
 
-from hermes.store.api import ControlHandler, ControlMessage, ControlReply
+from hermes.store.api import ControlHandler
+from hermes.store.records import ControlMessage, ControlReply
 
 __all__ = ["MemoryControlChannel"]
 

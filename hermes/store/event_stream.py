@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Self
 
 from hermes.errors import StreamEnded
-from hermes.store.api import StoredRunEvent
+from hermes.store.records import StoredRunEvent
 
 __all__ = ["MemoryRunEventStore", "Subscription", "Wakeups"]
 

@@ -17,12 +17,12 @@ from hermes.config import Settings
 from hermes.errors import StoreError
 from hermes.store.api import Backend
 from hermes.store.migrations import Migrations, MigrationStatus, migration_status
-from hermes.store.responses import RESPONSE_MIGRATIONS, ResponseStore
-from hermes.store.run_store import RUN_MIGRATIONS, RunStore
-from hermes.store.session_schema import SESSION_MIGRATIONS
-from hermes.store.sqlite import SqliteSessionStore
-from hermes.store.sqlite_async import RESPONSE_DB, RUNS_DB, STATE_DB
-from hermes.store.sqlite_file import describe_sqlite_error
+from hermes.store.sqlite.file import describe_sqlite_error
+from hermes.store.sqlite.responses import RESPONSE_MIGRATIONS, ResponseStore
+from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
+from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.storage import RESPONSE_DB, RUNS_DB, STATE_DB
 from hermes.store.storage import backend_for
 
 __all__ = ["SchemaReport", "schema_status", "schema_upgrade"]

@@ -11,7 +11,7 @@ import re
 import time
 from dataclasses import fields
 
-from hermes.store.base import SessionRecord
+from hermes.store.records import SessionRecord
 
 # The sessions table has one column per SessionRecord field, selected in field order
 # (the same on both backends).

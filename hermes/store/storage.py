@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from hermes.config import Settings
 from hermes.errors import ConfigError
-from hermes.store.api import Backend, Storage
+from hermes.store.api import Backend, Storage, caps_of
 from hermes.store.postgres.connect import is_postgres_url, mask_database_url
 
-__all__ = ["backend_for", "open_storage"]
+__all__ = ["backend_for", "open_storage", "open_storage_at_once"]
 
 
 def backend_for(database_url: str | None) -> Backend:
@@ -38,7 +38,17 @@ async def open_storage(settings: Settings) -> Storage:
             response_store_size=settings.server_response_store_size,
             instance_lease_ttl=settings.instance_lease_ttl,
         )
-    from hermes.store.sqlite_async import open_sqlite_storage
+    opened = open_storage_at_once(settings)
+    assert opened is not None
+    return opened
+
+
+def open_storage_at_once(settings: Settings) -> Storage | None:
+    """The configured storage opened without an event loop, where opening it needs none
+    (SQLite files); None where it does (a database server: use `open_storage`)."""
+    if not caps_of(backend_for(settings.database_url)).local_files:
+        return None
+    from hermes.store.sqlite.storage import open_sqlite_storage
 
     settings.ensure_home()
     return open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)

@@ -35,7 +35,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnResult
-from hermes.store.base import MessageRecord
+from hermes.store.records import MessageRecord
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.notice import Notice

@@ -14,9 +14,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.errors import ToolError
 from hermes.store import open_session_store
-from hermes.store.base import SessionStore
-from hermes.store.sqlite import SqliteSessionStore
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
 from hermes.testing.upstream import ScriptedUpstream
 
 
@@ -27,7 +25,7 @@ async def upstream() -> AsyncIterator[ScriptedUpstream]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
+def store(tmp_path: Path) -> SqliteSessionStore:
     db = open_session_store(tmp_path / "state.db")
     yield db
     db.close()
@@ -83,7 +81,7 @@ FAST_OPTIONS = EngineOptions(
 )
 
 
-def _async_store(store: SessionStore | None) -> SqliteSessions | None:
+def _async_store(store: SqliteSessionStore | None) -> SqliteSessions | None:
     if store is None or isinstance(store, SqliteSessions):
         return store
     assert isinstance(store, SqliteSessionStore)
@@ -92,7 +90,7 @@ def _async_store(store: SessionStore | None) -> SqliteSessions | None:
 
 @pytest.fixture
 async def make_agent(
-    upstream: ScriptedUpstream, store: SessionStore, test_tools: ToolRegistry
+    upstream: ScriptedUpstream, store: SqliteSessionStore, test_tools: ToolRegistry
 ) -> AsyncIterator[Callable[..., Agent]]:
     """Agents over the scripted upstream; each one's HTTP client is closed on this test's loop."""
     agents: list[Agent] = []

@@ -27,9 +27,7 @@ from hermes.agent.events import ContextCompacted
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
-from hermes.store.base import SessionStore
-from hermes.store.sqlite import SqliteSessionStore
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import (
     RecordedRequest,
@@ -100,7 +98,7 @@ async def _close_agents() -> AsyncIterator[None]:
         await _OPEN_AGENTS.pop().aclose()
 
 
-def make_agent(upstream: ScriptedUpstream, store: SessionStore, *, window: int = WINDOW) -> Agent:
+def make_agent(upstream: ScriptedUpstream, store: SqliteSessionStore, *, window: int = WINDOW) -> Agent:
     agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="k"),
         store=SqliteSessions(store) if isinstance(store, SqliteSessionStore) else store,
@@ -338,7 +336,8 @@ def test_chat_q_compacts_a_resumed_session_with_the_configured_window(hermes_hom
     import subprocess
     import sys
 
-    from hermes.store import NewMessage, open_session_store
+    from hermes.store import open_session_store
+    from hermes.store.records import NewMessage
 
     db = open_session_store(hermes_home / "state.db")
     try:

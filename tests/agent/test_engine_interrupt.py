@@ -14,6 +14,7 @@ from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.agent.types import TurnRequest
 from hermes.error_codes import INTERNAL_ERROR, INTERRUPTED, SERVER_SHUTDOWN
 from hermes.errors import StoreError
+from hermes.store.sqlite.sessions import SqliteSessions
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 
@@ -309,17 +310,18 @@ async def test_cancelling_the_consumer_task_propagates(upstream, make_agent, sto
 
 async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstream, make_agent, store, monkeypatch):
     upstream.enqueue(text_reply("the answer"))
-    agent = make_agent()
-    real_append = store.append_message
+    sessions = SqliteSessions(store)
+    agent = make_agent(store=sessions)
+    real_append = sessions.append_message
     calls = {"n": 0}
 
-    def append_failing_once(session_id, message, **kwargs):
+    async def append_failing_once(session_id, message, **kwargs):
         calls["n"] += 1
         if calls["n"] == 2:  # the assistant's answer
             raise StoreError("database is locked")
-        return real_append(session_id, message, **kwargs)
+        return await real_append(session_id, message, **kwargs)
 
-    monkeypatch.setattr(store, "append_message", append_failing_once)
+    monkeypatch.setattr(sessions, "append_message", append_failing_once)
     events, result = await run(agent, TurnRequest(input="hi"))
     assert events[0].type == "turn.started"
     assert (result.status, result.error_code, result.error) == ("failed", StoreError.code, "database is locked")
@@ -335,15 +337,16 @@ async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstre
 
 async def test_a_store_error_storing_tool_calls_leaves_no_orphan_results(upstream, make_agent, store, monkeypatch):
     upstream.enqueue(tool_reply([call("echo", {"text": "x"}, id="e1")], text="Checking."))
-    agent = make_agent()
-    real_append = store.append_message
+    sessions = SqliteSessions(store)
+    agent = make_agent(store=sessions)
+    real_append = sessions.append_message
 
-    def refuse_tool_calls(session_id, message, **kwargs):
+    async def refuse_tool_calls(session_id, message, **kwargs):
         if message.role == "assistant" and message.tool_calls:
             raise StoreError("database is locked")
-        return real_append(session_id, message, **kwargs)
+        return await real_append(session_id, message, **kwargs)
 
-    monkeypatch.setattr(store, "append_message", refuse_tool_calls)
+    monkeypatch.setattr(sessions, "append_message", refuse_tool_calls)
     events, result = await run(agent, TurnRequest(input="hi"))
     assert result.status == "failed"
     assert not any(isinstance(e, ToolStarted) for e in events)
@@ -371,19 +374,20 @@ async def test_a_bug_fails_the_turn_with_internal_error(upstream, make_agent, st
 
 async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, make_agent, store, monkeypatch):
     upstream.enqueue(text_reply("the answer"))
-    agent = make_agent()
-    real_append = store.append_message
+    sessions = SqliteSessions(store)
+    agent = make_agent(store=sessions)
+    real_append = sessions.append_message
 
-    def append_then_break(session_id, message, **kwargs):
+    async def append_then_break(session_id, message, **kwargs):
         if message.role == "user":
-            return real_append(session_id, message, **kwargs)
+            return await real_append(session_id, message, **kwargs)
         raise StoreError("disk I/O error")
 
-    def broken(*args, **kwargs):
+    async def broken(*args, **kwargs):
         raise StoreError("disk I/O error")
 
-    monkeypatch.setattr(store, "append_message", append_then_break)
-    monkeypatch.setattr(store, "end_session", broken)
+    monkeypatch.setattr(sessions, "append_message", append_then_break)
+    monkeypatch.setattr(sessions, "end_session", broken)
     _, result = await run(agent, TurnRequest(input="hi"))
     assert (result.status, result.error_code) == ("failed", StoreError.code)
     assert "the session could not be ended" in result.error

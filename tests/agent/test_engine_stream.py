@@ -181,7 +181,7 @@ async def test_max_iterations_then_one_toolless_summary_call(upstream, make_agen
 async def test_a_plain_turn_writes_the_store_in_three_commits(upstream, make_agent, store):
     # Opening (session, turn row, user message), the answer, closing (turn end, usage, session end).
     commits = []
-    store._db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     upstream.enqueue(text_reply("Hello there."))
     _, result = await run(make_agent(), "hi")
     assert result.status == "completed"

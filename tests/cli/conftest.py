@@ -17,11 +17,11 @@ from typer.testing import CliRunner, Result
 
 from hermes.cli.main import app
 from hermes.store import open_session_store
-from hermes.store.base import SessionStore
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
 @pytest.fixture
-def store(hermes_home: Path) -> Iterator[SessionStore]:
+def store(hermes_home: Path) -> Iterator[SqliteSessionStore]:
     """The store the CLI will open ($HERMES_HOME/state.db), for setting up and checking."""
     store = open_session_store(hermes_home / "state.db")
     yield store

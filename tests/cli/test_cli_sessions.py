@@ -24,12 +24,13 @@ from typing import Any
 import pytest
 
 from hermes.errors import SessionNotFound
-from hermes.store import NewMessage, SessionRecord, open_session_store
-from hermes.store.base import SessionStore
+from hermes.store import open_session_store
+from hermes.store.records import NewMessage, SessionRecord
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
 class BlockingSessions:
-    """`storage.sessions` of a PostgreSQL storage, called like the sync `SessionStore`."""
+    """`storage.sessions` of a PostgreSQL storage, called like the sync `SqliteSessionStore`."""
 
     def __init__(self, url: str) -> None:
         from hermes.store.postgres import open_postgres_storage
@@ -63,7 +64,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def store(
     backend: str, request: pytest.FixtureRequest, hermes_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[SessionStore]:
+) -> Iterator[SqliteSessionStore]:
     """The store the CLI will open: $HERMES_HOME/state.db, or the PostgreSQL database that
     HERMES_DATABASE_URL names."""
     if backend == "sqlite":
@@ -85,7 +86,7 @@ def when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
 
 
-def chat(store: SessionStore, session: SessionRecord, *texts: str) -> SessionRecord:
+def chat(store: SqliteSessionStore, session: SessionRecord, *texts: str) -> SessionRecord:
     """Append alternating user/assistant messages; return the refreshed record."""
     for i, text in enumerate(texts):
         store.append_message(session.id, NewMessage(role="user" if i % 2 == 0 else "assistant", content=text))
@@ -93,7 +94,7 @@ def chat(store: SessionStore, session: SessionRecord, *texts: str) -> SessionRec
 
 
 @pytest.fixture
-def tool_session(store: SessionStore) -> SessionRecord:
+def tool_session(store: SqliteSessionStore) -> SessionRecord:
     """A session with a tool call and a 12-line tool result."""
     session = store.create_session(source="cli", title="List files", model="gpt-test")
     store.append_message(session.id, NewMessage(role="user", content="Please list the files"))

@@ -16,8 +16,8 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.store import SqliteSessionStore
-from hermes.store.base import NewMessage
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.records import NewMessage
+from hermes.store.sqlite.sessions import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 WORDS = " ".join(f"w{i}" for i in range(60))
@@ -44,26 +44,26 @@ async def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
     return "echoed"
 
 
-def _agent(upstream: ScriptedUpstream, store: SqliteSessionStore) -> Agent:
+def _agent(upstream: ScriptedUpstream, store: SqliteSessionStore, sessions: SqliteSessions | None = None) -> Agent:
     return Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-        store=SqliteSessions(store),
+        store=sessions or SqliteSessions(store),
         model="scripted-model",
         tools=ToolRegistry([Tool("echo", "echo", {"type": "object", "properties": {}}, _echo, read_only=True)]),
         options=EngineOptions(stream_retries=0, stale_timeout=10.0),
     )
 
 
-class CountingStore(SqliteSessionStore):
+class CountingSessions(SqliteSessions):
     """The real store, counting draft writes."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+    def __init__(self, store: SqliteSessionStore) -> None:
+        super().__init__(store)
         self.draft_writes: list[str] = []
 
-    def save_draft(self, turn_id: int, content: str) -> None:
+    async def save_draft(self, turn_id: int, content: str) -> None:
         self.draft_writes.append(content)
-        super().save_draft(turn_id, content)
+        await super().save_draft(turn_id, content)
 
 
 async def test_a_second_connection_sees_the_text_while_it_streams(
@@ -105,15 +105,16 @@ async def test_a_second_connection_sees_the_text_while_it_streams(
 
 async def test_no_write_per_delta(upstream: ScriptedUpstream, tmp_path: Path) -> None:
     upstream.enqueue(text_reply(WORDS, chunk_delay=0.05))
-    counting = CountingStore(tmp_path / "state.db")
+    store = SqliteSessionStore(tmp_path / "state.db")
+    counting = CountingSessions(store)
     try:
-        agent = _agent(upstream, counting)
+        agent = _agent(upstream, store, counting)
         deltas = 0
         async for event in agent.run_turn(TurnRequest(input="count")):
             deltas += isinstance(event, TextDelta)
         await agent.aclose()
     finally:
-        counting.close()
+        store.close()
     assert deltas == 60
     # About one write a second over ~3 s of streaming (more if the machine is slow); never one per delta.
     assert 1 <= len(counting.draft_writes) < deltas // 2

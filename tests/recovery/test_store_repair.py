@@ -14,11 +14,11 @@ import pytest
 from recovery_helpers import owner_of, spawn_sleeper, transcript_problems, wait_until
 
 from hermes.store import SqliteSessionStore, open_session_store
-from hermes.store.base import NewMessage
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
-from hermes.store.repair import repair_after_crash
-from hermes.store.responses import ResponseStore
-from hermes.store.run_store import RunRecord, open_run_store
+from hermes.store.records import NewMessage, RunRecord
+from hermes.store.sqlite.repair import repair_after_crash
+from hermes.store.sqlite.responses import ResponseStore
+from hermes.store.sqlite.runs import open_run_store
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 TOOL_CALLS = [
@@ -165,7 +165,7 @@ TURN_HOLDER = textwrap.dedent(
     """
     import sys, time
     from hermes.store import open_session_store
-    from hermes.store.base import NewMessage
+    from hermes.store.records import NewMessage
     store = open_session_store(sys.argv[1])
     session = store.create_session(source="tui")
     turn = store.begin_turn(session.id)
@@ -322,7 +322,7 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
     responses = ResponseStore(tmp_path / "response_store.db")
     try:
         # Written by the dead process: its owner is recorded by put().
-        monkeypatch.setattr("hermes.store.responses.current_owner", lambda: dead_owner)
+        monkeypatch.setattr("hermes.store.sqlite.responses.current_owner", lambda: dead_owner)
         responses.put("resp_x", _in_progress(session.id, created))
         monkeypatch.undo()
         responses.put("resp_live", {**_in_progress(session.id, created), "session_id": "other"})

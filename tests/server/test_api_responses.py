@@ -8,7 +8,7 @@ import json
 import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server, parse_sse
 
-from hermes.store.responses import ResponseStore
+from hermes.store.sqlite.responses import ResponseStore
 from hermes.testing.upstream import (
     Chunk,
     Reply,

@@ -12,7 +12,7 @@ from hermes.errors import StoreError
 from hermes.runs.idempotency import fingerprint
 from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.request import validate_key
-from hermes.store.responses import ResponseStore
+from hermes.store.sqlite.responses import ResponseStore
 
 
 @pytest.fixture(params=["memory", "file"])

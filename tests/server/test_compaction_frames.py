@@ -54,7 +54,7 @@ async def test_chat_stream_reports_the_compaction_and_the_request_fits(make_serv
 async def test_run_events_report_a_compaction_after_a_context_length_error(serve, upstream, sessions_db) -> None:
     from _runs_fixtures import read_frames
 
-    from hermes.store.base import NewMessage
+    from hermes.store.records import NewMessage
     from hermes.testing.upstream import error_reply
 
     session = sessions_db.create_session(source="api_server", title="long", system_prompt="You are a test agent.")

@@ -29,7 +29,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.server.http.app import create_app
 from hermes.store.api import Storage
-from hermes.store.run_store import TERMINAL_STATES
+from hermes.store.records import TERMINAL_STATES
 from hermes.testing.upstream import Reply, ScriptedUpstream, Sleep, text_reply
 
 Node = tuple[TestClient, Storage]

@@ -11,7 +11,7 @@ from _api_harness import Server
 from hermes.server.http.record_schema import json_schema, record_schema
 from hermes.server.http.state import STORAGE
 from hermes.server.rest.session_shapes import MESSAGE, SESSION, message_json, session_json
-from hermes.store.base import MessageRecord, NewMessage, SessionRecord
+from hermes.store.records import MessageRecord, NewMessage, SessionRecord
 
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
 

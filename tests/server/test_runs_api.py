@@ -388,7 +388,7 @@ async def test_shutdown_marks_in_flight_runs_interrupted(serve, upstream):
     home = client.server.app[SETTINGS].home
     await client.close()
     # The app's storage is still open (the fixture closes it); read the durable row afresh.
-    from hermes.store.run_store import open_run_store
+    from hermes.store.sqlite.runs import open_run_store
 
     reopened = open_run_store(home / "runs.db")
     try:

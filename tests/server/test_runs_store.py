@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from hermes.errors import StoreError
-from hermes.store.run_store import RunRecord, RunStore, open_run_store
+from hermes.store.records import RunRecord
+from hermes.store.sqlite.runs import RunStore, open_run_store
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store.run_store import open_run_store
+from hermes.store.sqlite.runs import open_run_store
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions
 from _runs_fixtures import parse_frames, read_frames, wait_for
 
 from hermes.ids import SESSION_ID
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 from hermes.testing.upstream import call, error_reply, text_reply, tool_reply
 
 KEY = "sk-sessions-test-key"

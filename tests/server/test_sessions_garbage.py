@@ -6,7 +6,7 @@ import itertools
 
 from _runs_fixtures import *  # noqa: F403  (fixtures: serve, upstream, sessions_db)
 
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 VALUES = [None, True, 0, -1, 10**30, 1.5, "", " ", "\x00", "a\r\nb", "ü" * 70_000, [], [None], [[[]]], {}, {"a": {}},
           [{"type": "image_url"}], [{"type": 5}], [{"type": "text", "text": None}]]

@@ -23,7 +23,7 @@ import pytest
 
 from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.store import open_session_store
-from hermes.store.responses import ResponseStore
+from hermes.store.sqlite.responses import ResponseStore
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store.api import Storage
+from hermes.store.api import AsyncSessionStore, Storage
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -25,7 +25,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def storage(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
     if backend == "sqlite":
-        from hermes.store.sqlite_async import open_sqlite_storage
+        from hermes.store.sqlite.storage import open_sqlite_storage
 
         opened = open_sqlite_storage(tmp_path / "home")
     else:
@@ -54,10 +54,16 @@ async def pg_storage(pg_url: str) -> AsyncIterator[Storage]:
 @pytest.fixture
 async def sqlite_storage(tmp_path: Path) -> AsyncIterator[Storage]:
     """The SQLite storage alone, for what only that backend does."""
-    from hermes.store.sqlite_async import open_sqlite_storage
+    from hermes.store.sqlite.storage import open_sqlite_storage
 
     opened = open_sqlite_storage(tmp_path / "home")
     try:
         yield opened
     finally:
         await opened.aclose()
+
+
+@pytest.fixture
+def store(storage: Storage) -> AsyncSessionStore:
+    """The storage's sessions: the rules of `hermes.store.sessions` on its backend."""
+    return storage.sessions

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from hermes.store.api import ControlChannel, ControlMessage, ControlReply, ControlUnanswered, Storage
+from hermes.store.api import ControlChannel, ControlUnanswered, Storage
+from hermes.store.records import ControlMessage, ControlReply
 
 
 async def _echo(message: ControlMessage) -> ControlReply:

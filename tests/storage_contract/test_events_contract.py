@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from hermes.errors import StoreError
-from hermes.store.api import Storage, StoredRunEvent
+from hermes.store.api import Storage
+from hermes.store.records import StoredRunEvent
 
 WAIT = 10.0
 """Upper bound for any wait in these tests (they normally take milliseconds)."""

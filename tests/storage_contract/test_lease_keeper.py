@@ -12,9 +12,9 @@ import pytest
 
 from hermes.config import Settings
 from hermes.errors import ConfigError, StoreError
-from hermes.store.api import InstanceLease, Storage
+from hermes.store.api import Storage
 from hermes.store.postgres.lease_keeper import LeaseKeeper
-from hermes.store.run_store import RunRecord
+from hermes.store.records import InstanceLease, RunRecord
 
 WAIT = 10.0
 

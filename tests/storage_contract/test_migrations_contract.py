@@ -14,8 +14,9 @@ import pytest
 from hermes.config import Settings
 from hermes.errors import StoreError
 from hermes.store.migrations import migrate
-from hermes.store.run_store import RUN_MIGRATIONS, RunRecord, RunStore
+from hermes.store.records import RunRecord
 from hermes.store.schema_admin import schema_status, schema_upgrade
+from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
 
 
 async def _applied(url: str) -> list[str]:

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from hermes.store.api import Storage, StoredRunEvent
-from hermes.store.base import NewMessage
+from hermes.store.api import Storage
+from hermes.store.records import NewMessage, StoredRunEvent
 
 WAIT = 10.0
 
@@ -124,8 +124,8 @@ async def test_each_instance_holds_one_listen_connection(two: tuple[Storage, Sto
     one LISTEN connection, and both kinds of notification still arrive through it."""
     import psycopg
 
-    from hermes.store.api import ControlMessage, ControlReply
     from hermes.store.postgres.listener import APPLICATION_PREFIX
+    from hermes.store.records import ControlMessage, ControlReply
 
     a, b = two
 
@@ -155,7 +155,7 @@ async def test_one_unsettled_run_per_session_across_instances(two: tuple[Storage
     import time
 
     from hermes.errors import SessionBusy
-    from hermes.store.run_store import RunRecord
+    from hermes.store.records import RunRecord
 
     async def start(storage: Storage, run_id: str) -> bool:
         now = time.time()

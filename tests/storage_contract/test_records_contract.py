@@ -8,7 +8,7 @@ import time
 import pytest
 
 from hermes.store.api import Storage
-from hermes.store.run_store import RunRecord
+from hermes.store.records import RunRecord
 
 
 def run(run_id: str, status: str = "running", **fields: object) -> RunRecord:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from hermes.store.api import Storage
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 HOSTILE = [
     'foo"bar', '"', '""', '"unterminated', "AND", "OR", "NOT", "NEAR", "a AND", "NEAR(a b)", "-x",
@@ -139,8 +139,8 @@ async def test_assistant_and_tool_roles_are_reported(storage: Storage) -> None:
 
 
 async def test_ranking_is_bounded_to_the_newest_matches(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes.store.postgres.sessions as pg_sessions
-    import hermes.store.sqlite as sqlite_sessions
+    import hermes.store.postgres.search as pg_sessions
+    import hermes.store.sqlite.dialect as sqlite_sessions
 
     for module in (pg_sessions, sqlite_sessions):
         monkeypatch.setattr(module, "RANK_WINDOW", 3)

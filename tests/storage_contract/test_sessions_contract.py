@@ -11,7 +11,7 @@ import pytest
 
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.store.api import AsyncSessionStore, Storage
-from hermes.store.base import NewMessage, SessionRecord
+from hermes.store.records import NewMessage, SessionRecord
 
 
 def ids(sessions: list[SessionRecord]) -> list[str]:

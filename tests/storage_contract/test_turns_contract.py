@@ -15,8 +15,8 @@ import pytest
 
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.api import Storage
-from hermes.store.base import NewCompaction, NewMessage, TurnRecord
 from hermes.store.owner import ProcessOwner
+from hermes.store.records import NewCompaction, NewMessage, TurnRecord
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 CALLS = [
@@ -467,3 +467,16 @@ async def test_postgres_a_database_error_in_the_block_commits_nothing(pg_storage
                 await store.append_message(session.id, NewMessage(role="assistant", content="x", token_count=2**40))
     assert await store.find_session(session.id) is None
 
+
+
+async def test_start_up_repair_is_a_storage_operation(storage: Storage, request: pytest.FixtureRequest) -> None:
+    session = await storage.sessions.create_session(source="api_server")
+    turn = await dead_owners_turn(storage, request, session.id, "expired")
+    await storage.repair_after_crash()
+    after = await storage.sessions.get_turn(turn.id)
+    assert after is not None
+    if storage.caps.multi_instance:
+        assert after.ended_at is None  # leases decide, in the orphan sweeper
+    else:
+        assert after.end_reason == "interrupted"  # a dead process's turn, repaired at start-up
+        assert (await storage.sessions.get_session(session.id)).end_reason == "interrupted"

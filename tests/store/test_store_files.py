@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import StoreError
-from hermes.store import SessionStore, open_session_store
-from hermes.store.base import NewMessage
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store import SqliteSessionStore, open_session_store
+from hermes.store.records import NewMessage
 
 
 def mode(path: Path) -> int:
@@ -60,7 +59,7 @@ def test_existing_sidecars_are_tightened_on_open(db_path: Path) -> None:
 
 
 def test_connection_pragmas(store: SqliteSessionStore) -> None:
-    db = store._connection()
+    db = store.executor.connection()
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
@@ -85,7 +84,7 @@ def test_memory_database_is_supported() -> None:
 def test_open_session_store_returns_the_protocol(db_path: Path) -> None:
     store = open_session_store(db_path)
     try:
-        assert isinstance(store, SessionStore)
+        assert isinstance(store, SqliteSessionStore)
         assert isinstance(store, SqliteSessionStore)
     finally:
         store.close()
@@ -135,7 +134,7 @@ def test_integrity_check_ok(store: SqliteSessionStore) -> None:
 def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore) -> None:
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="hello world"))
-    store._connection().execute(
+    store.executor.connection().execute(
         "INSERT INTO messages_fts(rowid, body) VALUES (9999, 'ghost words')"
     )
     assert store.integrity_check().startswith("search index:")
@@ -143,7 +142,7 @@ def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore)
 
 def test_integrity_check_reports_wrong_counters(store: SqliteSessionStore) -> None:
     session = store.create_session(source="cli")
-    store._connection().execute(
+    store.executor.connection().execute(
         "UPDATE sessions SET message_count = 5 WHERE id = ?", (session.id,)
     )
     assert store.integrity_check().startswith("counters:")

@@ -85,10 +85,41 @@ def test_shared_vocabularies_sit_below_every_layer(name: str) -> None:
 def test_importing_every_store_module_loads_no_agent_module() -> None:
     code = (
         "import sys\n"
-        "import hermes.store, hermes.store.responses, hermes.store.run_store\n"
+        "import hermes.store, hermes.store.sqlite.responses, hermes.store.sqlite.runs\n"
         "print(sorted(m for m in sys.modules if m.startswith(('hermes.agent', 'hermes.server'))))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]"
+
+
+BACKENDS = ("hermes.store.sqlite", "hermes.store.postgres")
+
+
+@pytest.mark.parametrize("name", ["records.py", "api.py", "sql.py", "sessions.py", "session_rules.py", "transcript.py"])
+def test_the_interface_and_the_rules_import_no_backend(name: str) -> None:
+    # The rules are written once: over the Executor and Dialect protocols, never a backend.
+    assert offending([PACKAGE / "store" / name], BACKENDS) == {}
+
+
+@pytest.mark.parametrize(
+    ("backend", "other"), [("sqlite", "hermes.store.postgres"), ("postgres", "hermes.store.sqlite")]
+)
+def test_a_backend_imports_nothing_from_the_other(backend: str, other: str) -> None:
+    assert offending(sorted((PACKAGE / "store" / backend).rglob("*.py")), (other,)) == {}
+
+
+def test_records_are_imported_from_the_records_module_only() -> None:
+    import hermes.store.records as records
+
+    names = set(records.__all__)
+    bad: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if name == "hermes.store.records":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hermes.store"):
+                wrong = sorted(a.name for a in node.names if a.name in names and node.module != "hermes.store.records")
+                if wrong:
+                    bad.setdefault(name, []).extend(wrong)
+    assert bad == {}

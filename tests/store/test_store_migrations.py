@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hermes.store.migrations import Migrations, applied_migrations, migrate
-from hermes.store.session_schema import SESSION_MIGRATIONS
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 RECORDED = "SELECT name, applied_at FROM _migrations ORDER BY rowid"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import SessionNotFound
-from hermes.store.base import NewMessage
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.records import NewMessage
+from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
 def _other_reader(db_path: Path) -> sqlite3.Connection:
@@ -51,8 +51,7 @@ def test_a_failed_write_caught_inside_is_undone_alone(store: SqliteSessionStore)
 def test_a_plain_turn_commits_three_times(store: SqliteSessionStore) -> None:
     # What the engine does for one answer without tools: open, answer, end.
     commits: list[str] = []
-    assert store._db is not None
-    store._db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     with store.transaction():
         session = store.create_session(source="api_server")
         turn = store.begin_turn(session.id)

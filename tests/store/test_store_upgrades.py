@@ -12,8 +12,8 @@ from contextlib import closing
 from pathlib import Path
 
 from hermes.store.migrations import applied_migrations
-from hermes.store.responses import RESPONSE_MIGRATIONS, ResponseStore
-from hermes.store.run_store import RUN_MIGRATIONS, RunStore
+from hermes.store.sqlite.responses import RESPONSE_MIGRATIONS, ResponseStore
+from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
 
 OLD_RESPONSES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -165,8 +165,8 @@ def test_an_old_run_store_upgrades_and_keeps_runs_and_receipts(tmp_path: Path) -
 def test_a_state_db_before_m006_drops_its_drafts_from_search(tmp_path: Path) -> None:
     """A draft indexed under m003's view stops being searchable; kept, it is found again."""
     from hermes.store.migrations import Migrations, migrate
-    from hermes.store.session_schema import SESSION_MIGRATIONS
-    from hermes.store.sqlite import SqliteSessionStore
+    from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+    from hermes.store.sqlite.sessions import SqliteSessionStore
 
     path = tmp_path / "state.db"
     before_m006 = Migrations("state.db")

@@ -30,9 +30,8 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ToolError
 from hermes.store import open_session_store
-from hermes.store.base import NewMessage, SessionStore
-from hermes.store.sqlite import SqliteSessionStore
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.records import NewMessage
+from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
 from hermes.testing.upstream import ScriptedUpstream
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -127,7 +126,9 @@ async def make_tui(
         await agent.aclose()
 
 
-def seed_session(store: SessionStore, title: str, exchanges: list[tuple[str, str]], *, source: str = "tui") -> str:
+def seed_session(
+    store: SqliteSessionStore, title: str, exchanges: list[tuple[str, str]], *, source: str = "tui"
+) -> str:
     """A stored session with the given (prompt, answer) pairs."""
     record = store.create_session(source=source, model="scripted-model", title=title)
     for prompt, answer in exchanges:

@@ -8,7 +8,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 import hermes.transcript_markdown
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 from hermes.store.sqlite import SqliteSessionStore
 from hermes.transcript_markdown import session_markdown
 from hermes.tui.widgets.notice import Notice
@@ -60,4 +60,4 @@ def test_the_exporter_sits_below_the_cli_and_the_tui():
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or ""))
-    assert {name for name in imported if name.startswith(("hermes", "."))} <= {"hermes.store.base"}
+    assert {name for name in imported if name.startswith(("hermes", "."))} <= {"hermes.store.records"}

@@ -17,9 +17,8 @@ from hermes.agent.factory import build_agent
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnResult, Usage
 from hermes.config import Settings
-from hermes.store.base import NewMessage, SessionStore
-from hermes.store.sqlite import SqliteSessionStore
-from hermes.store.sqlite_async import SqliteSessions
+from hermes.store.records import NewMessage
+from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -35,7 +34,7 @@ def snapshot_app(store: SqliteSessionStore, tmp_path: Path, **kwargs) -> HermesA
     return make_app(agent, sessions, settings, cwd=str(tmp_path), **kwargs)
 
 
-def seed(store: SessionStore) -> str:
+def seed(store: SqliteSessionStore) -> str:
     record = store.create_session(
         source="tui", model="scripted-model", title="Refactor the parser", session_id="s-main"
     )

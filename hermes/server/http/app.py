@@ -47,7 +47,7 @@ from hermes.server.http.state import (
 from hermes.server.rest.background_runs import attach_run_registry
 from hermes.server.rest.openapi import build_document
 from hermes.store.api import Storage
-from hermes.store.storage import backend_for
+from hermes.store.storage import open_storage_at_once
 
 if TYPE_CHECKING:
     from hermes.agent.mcp.status import McpServerStatus
@@ -79,14 +79,12 @@ def create_app(
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
     owned: Storage | None = None
-    if storage is None and agent is None and backend_for(settings.database_url) == "sqlite":
-        # SQLite opens synchronously (as `hermes serve` always did), so the agent exists
-        # when `create_app` returns (`hermes serve` reads its instructions before start).
-        from hermes.store.sqlite_async import open_sqlite_storage
-
-        settings.ensure_home()
-        storage = owned = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
-        agent = _build_agent(settings, owned)
+    if storage is None and agent is None:
+        # Storage that opens without an event loop (SQLite files) opens now, so the agent
+        # exists when `create_app` returns (`hermes serve` reads its instructions before start).
+        storage = owned = open_storage_at_once(settings)
+        if owned is not None:
+            agent = _build_agent(settings, owned)
     if storage is not None:
         app[STORAGE] = storage
     if agent is not None:
@@ -117,7 +115,7 @@ def create_app(
         """PostgreSQL: sweep the runs and turns of dead instances (the storage keeps this
         instance's own lease alive)."""
         current = app[STORAGE]
-        if current.backend != "postgres":
+        if not current.caps.multi_instance:
             yield
             return
         ttl = settings.instance_lease_ttl
@@ -156,15 +154,10 @@ def create_app(
 
 
 async def _repair_at_start(settings: Settings, storage: Storage) -> None:
-    """What crashed processes left: SQLite repairs by dead process (as always); PostgreSQL
-    leaves it to the orphan sweeper (by lease). Then expired receipts and runs are pruned."""
-    if storage.backend == "sqlite":
-        from hermes.store.repair import repair_after_crash
-        from hermes.store.sqlite_async import RUNS_DB, SqliteResponses, SqliteSessions
-
-        sessions, responses = storage.sessions, storage.responses
-        assert isinstance(sessions, SqliteSessions) and isinstance(responses, SqliteResponses)
-        repair_after_crash(sessions.sync, responses.sync, runs_db=settings.home / RUNS_DB)
+    """What crashed processes left (by dead process where the storage repairs at start-up;
+    by lease, in the orphan sweeper, where it does not). Then expired receipts and runs are
+    pruned."""
+    await storage.repair_after_crash()
     await storage.receipts.prune_receipts()
     await storage.runs.prune_runs()
 

@@ -31,7 +31,7 @@ from hermes.runs.registry import Run, RunKind, RunRegistry
 from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.http.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE
-from hermes.store.api import StoredRunEvent
+from hermes.store.records import StoredRunEvent
 
 logger = logging.getLogger(__name__)
 

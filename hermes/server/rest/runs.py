@@ -108,8 +108,8 @@ from hermes.server.rest.background_runs import (
     start_run,
     stream_run,
 )
-from hermes.store.api import ControlMessage, ControlReply, ControlUnanswered
-from hermes.store.run_store import RunRecord
+from hermes.store.api import ControlUnanswered
+from hermes.store.records import ControlMessage, ControlReply, RunRecord
 
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
 CONTROL_TIMEOUT = 5.0
@@ -404,8 +404,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
         raise _not_found(run_id)
     storage = request.config_dict[STORAGE]
     stored = await storage.run_events.read_after(run_id, 0, limit=1)
-    # SQLite keeps events in the process that runs the run: none here means none anywhere.
-    if not stored and (record.terminal or storage.backend == "sqlite"):
+    # Events kept in the process that runs the run: none here means none anywhere.
+    if not stored and (record.terminal or not storage.caps.run_events_survive_process):
         raise ApiError(
             f"Events of run {run_id} are no longer kept; GET /v1/runs/{run_id} has its status.",
             status=410,
@@ -430,7 +430,7 @@ async def _relay(request: web.Request, record: RunRecord, message: ControlMessag
         return await storage.control.request(owner, message, timeout=CONTROL_TIMEOUT)
     except ControlUnanswered:
         pass
-    if storage.backend == "postgres":
+    if storage.caps.multi_instance:
         # The owner may be dead: settle its orphans now rather than at the next sweep.
         await sweep_once(storage, ttl=request.config_dict[SETTINGS].instance_lease_ttl)
         settled = await storage.runs.get(record.run_id)

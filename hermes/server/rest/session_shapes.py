@@ -14,8 +14,7 @@ from typing import Any
 
 from hermes.server.http.record_schema import record_schema
 from hermes.server.http.route import Component
-from hermes.store.base import MessageRecord, SessionRecord
-from hermes.store.run_store import RunRecord
+from hermes.store.records import MessageRecord, RunRecord, SessionRecord
 
 
 def session_json(record: SessionRecord, run: RunRecord | None = None) -> dict[str, Any]:

@@ -89,7 +89,7 @@ from hermes.server.rest.session_shapes import (
     session_json,
 )
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import SessionRecord
+from hermes.store.records import SessionRecord
 
 MAX_TITLE = 256
 MAX_SYSTEM_PROMPT = 65_536
@@ -543,7 +543,8 @@ async def _resume_target(request: web.Request, record: SessionRecord) -> StreamT
     stored = await storage.runs.latest_for_session(record.id)
     if stored is None:
         raise NotFound("No run of this session to resume", code="run_not_found")
-    gone = stored.terminal or storage.backend == "sqlite"  # SQLite: events live in their process
+    # Events that live in their run's process are gone with it.
+    gone = stored.terminal or not storage.caps.run_events_survive_process
     if gone and not await storage.run_events.read_after(stored.run_id, 0, limit=1):
         raise ApiError(
             f"Events of run {stored.run_id} are no longer kept; GET /v1/runs/{stored.run_id} has its status.",

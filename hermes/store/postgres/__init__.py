@@ -16,7 +16,7 @@ Nothing here is imported unless `database_url` is a PostgreSQL URL.
 from __future__ import annotations
 
 from hermes.ids import new_instance_id
-from hermes.store.api import Storage
+from hermes.store.api import Storage, caps_of
 from hermes.store.postgres.connect import (
     Database,
     connect,
@@ -31,7 +31,7 @@ from hermes.store.postgres.migrate import migrate_postgres
 from hermes.store.postgres.responses import PgResponseStore
 from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
 from hermes.store.postgres.sessions import PgSessionStore
-from hermes.store.run_store import RETENTION_SECONDS
+from hermes.store.records import RETENTION_SECONDS
 
 __all__ = ["open_postgres_storage"]
 
@@ -115,4 +115,14 @@ async def open_postgres_storage(
         leases=leases,
         closer=_PgCloser(db, listener, control, keeper),
         control=control,
+        repairer=_LeasesRepair(),
+        caps=caps_of("postgres"),
     )
+
+
+class _LeasesRepair:
+    """Nothing at start-up: the orphan sweeper settles what an instance whose lease
+    expired left (`hermes.server.orphan_sweeper`)."""
+
+    async def repair_after_crash(self) -> None:
+        return None

@@ -30,9 +30,10 @@ import uuid
 from typing import Any
 
 from hermes.errors import StoreError
-from hermes.store.api import ControlHandler, ControlMessage, ControlReply, ControlUnanswered
+from hermes.store.api import ControlHandler, ControlUnanswered
 from hermes.store.postgres.connect import Database
 from hermes.store.postgres.listener import PgListener
+from hermes.store.records import ControlMessage, ControlReply
 
 __all__ = ["CHANNEL_PREFIX", "PgControlChannel", "channel_for"]
 

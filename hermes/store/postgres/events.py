@@ -23,10 +23,10 @@ import time
 from typing import Any
 
 from hermes.errors import StoreError, StreamEnded
-from hermes.store.api import StoredRunEvent
 from hermes.store.event_stream import Subscription, Wakeups
 from hermes.store.postgres.connect import Database
 from hermes.store.postgres.listener import PgListener
+from hermes.store.records import StoredRunEvent
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "PgRunEventStore"]
 

@@ -25,7 +25,8 @@ import logging
 import os
 import socket
 
-from hermes.store.api import InstanceLease, LeaseStore
+from hermes.store.api import LeaseStore
+from hermes.store.records import InstanceLease
 
 __all__ = ["DEFAULT_LEASE_TTL", "LeaseKeeper"]
 

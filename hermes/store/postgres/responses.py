@@ -1,6 +1,6 @@
 """`PgResponseStore`: stored Responses API records and conversation names on PostgreSQL.
 
-Same semantics as `hermes.store.responses.ResponseStore` (LRU-bounded to `max_size`,
+Same semantics as `hermes.store.sqlite.responses.ResponseStore` (LRU-bounded to `max_size`,
 `get` refreshes, conversation names vanish with their response), shared by every
 instance: the recency clock is the database sequence `hermes.response_clock`, and a
 record deleted through one instance is gone for all (nothing is cached in memory).

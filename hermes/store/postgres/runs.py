@@ -1,6 +1,6 @@
 """Runs, idempotency receipts and instance leases on PostgreSQL.
 
-Same semantics as `hermes.store.run_store.RunStore` for runs and receipts, safe across
+Same semantics as `hermes.store.sqlite.runs.RunStore` for runs and receipts, safe across
 instances:
 
 - `claim_receipt` is one `INSERT … ON CONFLICT DO UPDATE … WHERE <expired>`: of two
@@ -19,15 +19,8 @@ import time
 from typing import Any
 
 from hermes.errors import SessionBusy
-from hermes.store.api import InstanceLease
 from hermes.store.postgres.connect import Database
-from hermes.store.run_store import (
-    ORPHAN_MESSAGE,
-    RETENTION_SECONDS,
-    TERMINAL_STATES,
-    Receipt,
-    RunRecord,
-)
+from hermes.store.records import ORPHAN_MESSAGE, RETENTION_SECONDS, TERMINAL_STATES, InstanceLease, Receipt, RunRecord
 
 __all__ = ["PgLeaseStore", "PgReceiptStore", "PgRunStore"]
 

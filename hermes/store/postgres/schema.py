@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes.store.migrations import MigrationHistory
-from hermes.store.run_store import ORPHAN_MESSAGE, TERMINAL_STATES
+from hermes.store.records import ORPHAN_MESSAGE, TERMINAL_STATES
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

@@ -25,7 +25,7 @@ from hermes.agent.context import estimate_tokens, resume_history
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import MessageRecord, SessionRecord
+from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker

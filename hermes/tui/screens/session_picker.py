@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 
 from hermes.errors import HermesError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.base import SessionRecord
+from hermes.store.records import SessionRecord
 from hermes.tui.screens.text_prompt import TextPrompt
 
 LIST_LIMIT = 200

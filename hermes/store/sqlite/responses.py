@@ -8,12 +8,12 @@ the newest response id of that conversation; a mapping disappears with the respo
 points at (on delete and on eviction), so a reused name simply starts a new
 conversation.
 
-The database is opened by `sqlite_file.open_sqlite_file` (created 0600 whatever the umask,
+The database is opened by `file.open_sqlite_file` (created 0600 whatever the umask,
 WAL) and its schema is `RESPONSE_MIGRATIONS`. ``path=":memory:"`` keeps everything in
 memory (tests). `sqlite3` exceptions never leave this module: they become `StoreError`.
 
 Crash safety: each row also keeps its envelope's `status` and the process that wrote it
-(`owner.ProcessOwner`), so start-up repair (`hermes.store.repair`) can settle the
+(`owner.ProcessOwner`), so start-up repair (`hermes.store.sqlite.repair`) can settle the
 `in_progress` records of a process that died mid-response (`in_progress()`, `settle()`).
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, execute_all
 from hermes.store.owner import ProcessOwner, current_owner
-from hermes.store.sqlite_file import MEMORY, describe_sqlite_error, open_sqlite_file
+from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
 
 __all__ = ["RESPONSE_MIGRATIONS", "ResponseStore"]
 

@@ -30,10 +30,11 @@ from typing import Any
 
 from hermes.errors import StoreError
 from hermes.ids import new_item_id
-from hermes.store.base import MessageRecord, RepairedTurn, SessionStore
 from hermes.store.owner import ProcessOwner, owner_gone
-from hermes.store.responses import PendingResponse, ResponseStore
-from hermes.store.run_store import open_run_store
+from hermes.store.records import MessageRecord, RepairedTurn
+from hermes.store.sqlite.responses import PendingResponse, ResponseStore
+from hermes.store.sqlite.runs import open_run_store
+from hermes.store.sqlite.sessions import SqliteSessionStore
 from hermes.store.transcript import valid_transcript
 
 __all__ = ["RepairReport", "repair_after_crash", "repair_responses"]
@@ -57,7 +58,7 @@ class RepairReport:
 
 
 def repair_after_crash(
-    sessions: SessionStore,
+    sessions: SqliteSessionStore,
     responses: ResponseStore | None = None,
     *,
     runs_db: Path | None = None,
@@ -90,7 +91,7 @@ def repair_after_crash(
 
 def repair_responses(
     responses: ResponseStore,
-    sessions: SessionStore,
+    sessions: SqliteSessionStore,
     *,
     is_gone: Callable[[ProcessOwner], bool] = owner_gone,
 ) -> list[str]:
@@ -106,7 +107,7 @@ def repair_responses(
 
 
 def _turn_transcript(
-    record: dict[str, Any], sessions: SessionStore, is_gone: Callable[[ProcessOwner], bool]
+    record: dict[str, Any], sessions: SqliteSessionStore, is_gone: Callable[[ProcessOwner], bool]
 ) -> list[MessageRecord] | None:
     """The stored messages of the response's turn; None while a live process still runs it."""
     session_id = record.get("session_id")
@@ -126,7 +127,7 @@ def _turn_transcript(
 
 
 def _settled_record(
-    pending: PendingResponse, sessions: SessionStore, is_gone: Callable[[ProcessOwner], bool]
+    pending: PendingResponse, sessions: SqliteSessionStore, is_gone: Callable[[ProcessOwner], bool]
 ) -> dict[str, Any] | None:
     record = pending.record
     response = record.get("response")

@@ -1,49 +1,37 @@
-"""The SQLite backend of the async storage interface: adapters over the sync stores.
+"""The SQLite backend of the async storage interface: `open_sqlite_storage(home)`.
 
-Each adapter forwards to the synchronous store with a plain method call in the event
-loop's thread: the queries take well under a millisecond, so a thread hop would cost
-more than it saves, and the stores' behaviour, files (0600, WAL) and speed stay exactly
-what they are. Files in `$HERMES_HOME`: state.db (sessions), response_store.db
+Sessions are the shared rules (`sessions.SqliteSessions`); responses, receipts, runs and
+leases are adapters over the synchronous stores. Every call is a plain sqlite3 call in
+the event loop's thread: the queries take well under a millisecond, so a thread hop would
+cost more than it saves, and the files (0600, WAL) and speed stay what they were.
+Files in `$HERMES_HOME`: state.db (sessions), response_store.db
 (responses), runs.db (runs, receipts, instance leases). Run events live in the process
 (`event_stream.MemoryRunEventStore`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from hermes.errors import StoreError
 from hermes.ids import new_instance_id
-from hermes.messages import ChatMessage
-from hermes.store.api import InstanceLease, Storage
-from hermes.store.base import (
-    CompactionRecord,
-    MessageRecord,
-    NewCompaction,
-    NewMessage,
-    RepairedTurn,
-    SearchHit,
-    SessionRecord,
-    StoreStats,
-    TurnRecord,
-)
+from hermes.store.api import Storage, caps_of
 from hermes.store.control import MemoryControlChannel
 from hermes.store.event_stream import MemoryRunEventStore
-from hermes.store.responses import ResponseStore
-from hermes.store.run_store import (
+from hermes.store.records import (
     ORPHAN_MESSAGE,
     RETENTION_SECONDS,
     TERMINAL_STATES,
+    InstanceLease,
     Receipt,
     RunRecord,
-    RunStore,
 )
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.store.sqlite.repair import repair_after_crash
+from hermes.store.sqlite.responses import ResponseStore
+from hermes.store.sqlite.runs import RunStore
+from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
 
 __all__ = [
     "RUNS_DB",
@@ -58,146 +46,6 @@ __all__ = [
 RUNS_DB = "runs.db"
 STATE_DB = "state.db"
 RESPONSE_DB = "response_store.db"
-
-
-class SqliteSessions:
-    """`AsyncSessionStore` over `SqliteSessionStore`."""
-
-    def __init__(self, store: SqliteSessionStore) -> None:
-        self.sync = store
-        """The synchronous store (for callers not yet on the async interface)."""
-
-    async def create_session(
-        self,
-        *,
-        source: str,
-        model: str | None = None,
-        title: str | None = None,
-        system_prompt: str | None = None,
-        session_id: str | None = None,
-        parent_session_id: str | None = None,
-    ) -> SessionRecord:
-        return self.sync.create_session(
-            source=source,
-            model=model,
-            title=title,
-            system_prompt=system_prompt,
-            session_id=session_id,
-            parent_session_id=parent_session_id,
-        )
-
-    async def get_session(self, session_id: str) -> SessionRecord:
-        return self.sync.get_session(session_id)
-
-    async def find_session(self, session_id: str) -> SessionRecord | None:
-        return self.sync.find_session(session_id)
-
-    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
-        return self.sync.latest_session(source=source)
-
-    async def list_sessions(
-        self, *, limit: int = 50, offset: int = 0, source: str | None = None
-    ) -> list[SessionRecord]:
-        return self.sync.list_sessions(limit=limit, offset=offset, source=source)
-
-    async def count_sessions(self, *, source: str | None = None) -> int:
-        return self.sync.count_sessions(source=source)
-
-    async def rename_session(self, session_id: str, title: str) -> SessionRecord:
-        return self.sync.rename_session(session_id, title)
-
-    async def update_session(
-        self, session_id: str, *, model: str | None = None, system_prompt: str | None = None
-    ) -> SessionRecord:
-        return self.sync.update_session(session_id, model=model, system_prompt=system_prompt)
-
-    async def end_session(self, session_id: str, reason: str) -> None:
-        self.sync.end_session(session_id, reason)
-
-    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
-        self.sync.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
-
-    async def delete_session(self, session_id: str) -> None:
-        self.sync.delete_session(session_id)
-
-    async def append_message(
-        self, session_id: str, message: NewMessage, *, turn_id: int | None = None
-    ) -> MessageRecord:
-        return self.sync.append_message(session_id, message, turn_id=turn_id)
-
-    async def begin_turn(self, session_id: str) -> TurnRecord:
-        return self.sync.begin_turn(session_id)
-
-    async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
-        with self.sync.transaction():
-            turn = self.sync.begin_turn(session_id)
-            return turn, self.sync.append_message(session_id, first, turn_id=turn.id)
-
-    async def save_draft(self, turn_id: int, content: str) -> None:
-        self.sync.save_draft(turn_id, content)
-
-    async def finish_turn(
-        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
-    ) -> None:
-        with self.sync.transaction():
-            self.sync.get_session(session_id)  # SessionNotFound first, as on PostgreSQL
-            turn = self.sync.get_turn(turn_id)
-            if turn is None or turn.session_id != session_id:
-                raise StoreError(f"turn {turn_id} is not a turn of session {session_id}")
-            self.sync.end_turn(turn_id, reason)
-            self.sync.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
-            self.sync.end_session(session_id, reason)
-
-    async def end_turn(self, turn_id: int, reason: str) -> None:
-        self.sync.end_turn(turn_id, reason)
-
-    async def get_turn(self, turn_id: int) -> TurnRecord | None:
-        return self.sync.get_turn(turn_id)
-
-    async def turn_messages(self, turn_id: int) -> list[MessageRecord]:
-        return self.sync.turn_messages(turn_id)
-
-    async def repair_abandoned_turns(self) -> list[RepairedTurn]:
-        return self.sync.repair_abandoned_turns()
-
-    async def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
-        return self.sync.add_compaction(session_id, marker)
-
-    async def compactions(self, session_id: str) -> list[CompactionRecord]:
-        return self.sync.compactions(session_id)
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        # The sync transaction holds the store's lock: the block only awaits this
-        # adapter's methods, which never suspend, so no other task can interleave.
-        with self.sync.transaction():
-            yield
-
-    async def get_messages(
-        self, session_id: str, *, limit: int | None = None, offset: int = 0
-    ) -> list[MessageRecord]:
-        return self.sync.get_messages(session_id, limit=limit, offset=offset)
-
-    async def history(self, session_id: str) -> list[ChatMessage]:
-        return self.sync.history(session_id)
-
-    async def fork_session(
-        self,
-        session_id: str,
-        *,
-        at_message_id: int | None = None,
-        title: str | None = None,
-        source: str | None = None,
-    ) -> SessionRecord:
-        return self.sync.fork_session(session_id, at_message_id=at_message_id, title=title, source=source)
-
-    async def search(
-        self, query: str, *, limit: int = 20, source: str | None = None
-    ) -> list[SearchHit]:
-        return self.sync.search(query, limit=limit, source=source)
-
-    async def stats(self) -> StoreStats:
-        return self.sync.stats()
 
 
 class SqliteResponses:
@@ -430,4 +278,18 @@ def open_sqlite_storage(
         leases=SqliteLeases(runs),
         closer=_SqliteCloser(sessions, responses, runs),
         control=MemoryControlChannel(instance_id),
+        repairer=_ProcessRepair(sessions, responses, folder / RUNS_DB),
+        caps=caps_of("sqlite"),
     )
+
+
+class _ProcessRepair:
+    """Start-up repair of what dead processes left in the three files (`repair`)."""
+
+    def __init__(self, sessions: SqliteSessionStore, responses: ResponseStore, runs_db: Path) -> None:
+        self._sessions = sessions
+        self._responses = responses
+        self._runs_db = runs_db
+
+    async def repair_after_crash(self) -> None:
+        repair_after_crash(self._sessions, self._responses, runs_db=self._runs_db)

@@ -7,7 +7,7 @@ and the `Idempotency-Key` receipts of `POST /v1/runs`, so a client that retries 
 lost response gets its original run back instead of a second one.
 
 Storage is its own SQLite file (`$HERMES_HOME/runs.db`), opened by
-`sqlite_file.open_sqlite_file` (created 0600, WAL) with its own schema history,
+`file.open_sqlite_file` (created 0600, WAL) with its own schema history,
 `RUN_MIGRATIONS`, so it never touches the session store's. Schema:
 
     runs      one row per run: status, session, output, usage, error, owner (pid, host,
@@ -37,34 +37,16 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from hermes.errors import SessionBusy, StoreError
 from hermes.store.migrations import Migrations, execute_all
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
-from hermes.store.sqlite_file import describe_sqlite_error, open_sqlite_file
+from hermes.store.records import ORPHAN_MESSAGE, RETENTION_SECONDS, TERMINAL_STATES, Receipt, RunRecord
+from hermes.store.sqlite.file import describe_sqlite_error, open_sqlite_file
 
 T = TypeVar("T")
-
-RunState = Literal[
-    "queued",
-    "running",
-    "waiting_for_approval",
-    "stopping",
-    "completed",
-    "failed",
-    "cancelled",
-    "interrupted",
-]
-
-TERMINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
-
-RETENTION_SECONDS = 24 * 3600.0
-"""How long receipts and settled run rows are kept after their last update."""
-
-ORPHAN_MESSAGE = "The server stopped before this run settled."
 
 _LIVE = "((expires_at IS NULL AND updated_at >= ?) OR (expires_at IS NOT NULL AND expires_at >= ?))"
 """SQL: the receipt is live (parameters: now - retention, now)."""
@@ -183,79 +165,6 @@ def m005_one_unsettled_run_per_session(db: sqlite3.Connection) -> None:
             f"WHERE status NOT IN ({_terminal_sql()})",
         ),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """The durable status of one run (the body of `GET /v1/runs/{id}`)."""
-
-    run_id: str
-    status: str
-    created_at: float
-    updated_at: float
-    session_id: str | None = None
-    model: str | None = None
-    last_event: str | None = None
-    """Name of the newest event the run emitted (e.g. `run.completed`)."""
-    output: str | None = None
-    """The final assistant text, once there is one."""
-    usage: dict[str, int] | None = None
-    error: str | None = None
-    error_code: str | None = None
-    owner_pid: int | None = None
-    owner_instance: str | None = None
-    """The instance (lease holder, `hermes.store.api.InstanceLease`) running it, if any."""
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATES
-
-    def with_changes(self, **changes: Any) -> RunRecord:
-        return replace(self, **changes)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "object": "hermes.run",
-            "run_id": self.run_id,
-            "status": self.status,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "session_id": self.session_id,
-            "model": self.model,
-            "last_event": self.last_event,
-            "output": self.output,
-            "usage": self.usage,
-        }
-        if self.error is not None:
-            data["error"] = self.error
-        if self.error_code is not None:
-            data["error_code"] = self.error_code
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """An Idempotency-Key already used: which request (fingerprint) started which run, or
-    (the OpenAI endpoints) which claim computes its answer, and the answer once stored."""
-
-    scope: str
-    key: str
-    fingerprint: str
-    run_id: str
-    """The run started for the key, or the token of the claim computing its answer."""
-    created_at: float
-    updated_at: float = field(default=0.0)
-    answer: dict[str, Any] | None = None
-    """The finished JSON answer replayed for the key; None for a run's receipt or a claim
-    still computing."""
-    expires_at: float | None = None
-    """When the receipt lapses (a claim or a stored answer); None: `retention` seconds
-    after `updated_at`."""
-
-    @property
-    def pending(self) -> bool:
-        """A claim whose answer is still being computed."""
-        return self.expires_at is not None and self.answer is None
 
 
 class RunStore:

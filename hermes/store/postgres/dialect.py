@@ -1,0 +1,167 @@
+"""`PgDialect`: how the `hermes` schema differs from the neutral SQL of `hermes.store.sessions`.
+
+- Content is stored as JSON text (`content_json`), so any string round-trips, beside its
+  searchable text (`search_text`, see `postgres.search`), from which a generated
+  tsvector column is indexed.
+- Sessions inserted at equal times sort by `created_seq`; LIMIT NULL means no limit.
+- Rows a write depends on are locked (`FOR UPDATE`); every write touching a turn locks
+  the turn row before the session row, so an owner and a repairer never deadlock.
+- Fork titles ("<base> #N") are chosen under a transaction-level advisory lock on the
+  base title, so two instances forking the same lineage never pick the same number.
+- A turn belongs to this storage's instance (`owner_instance`, its lease in
+  `hermes.instances`); it is abandoned when that lease expired or is missing, by the
+  database's clock, re-checked under the turn's lock before repair.
+- The hot writes are one statement each (`FusedWrites`): every round trip counts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes.store.postgres.search import search_messages, search_text
+from hermes.store.records import SearchHit
+from hermes.store.sql import TURN_COLUMNS, Executor, FusedWrites, Params, Row, encode_json
+
+__all__ = ["PgDialect"]
+
+_TURN_COLUMNS = f"{TURN_COLUMNS}, owner_instance"
+_T_COLUMNS = ", ".join("t." + name.strip() for name in _TURN_COLUMNS.split(","))
+_MESSAGE_DATA = (
+    "role, content_json, search_text, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, "
+    "timestamp, token_count"
+)
+_MESSAGE_VALUES = (
+    "%s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, %s::double precision, %s::integer"
+)
+_DB_NOW = "extract(epoch from clock_timestamp())::double precision"
+_LIVE_LEASE = (
+    f"EXISTS (SELECT 1 FROM hermes.instances AS i WHERE i.instance_id = t.owner_instance AND i.expires_at >= {_DB_NOW})"
+)
+# Count the message on its session (locking the row, so counters stay exact) and insert
+# it; no row comes back when the session does not exist.
+# (calls, now, session, <message data>)
+_APPEND = (
+    "WITH s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
+    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s RETURNING id) "
+    f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, {_MESSAGE_VALUES} FROM s RETURNING id"
+)
+# An assistant message of a turn with no open draft is a plain append; no row back means
+# the turn has a draft to replace (or the ids are wrong). (turn, session, <_APPEND's>)
+_APPEND_UNLESS_DRAFT = (
+    "WITH t AS (SELECT 1 FROM hermes.turns WHERE id = %s AND session_id = %s "
+    "AND (draft_message_id IS NULL OR ended_at IS NOT NULL)), "
+    "s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
+    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s AND EXISTS (SELECT 1 FROM t) "
+    "RETURNING id) "
+    f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, {_MESSAGE_VALUES} FROM s RETURNING id"
+)
+# The draft it had (read before the update) is kept as a message. No row in `old`: no
+# such turn. Ended already: nothing changes. (turn, now, reason)
+_END_TURN = (
+    "WITH old AS (SELECT id, draft_message_id FROM hermes.turns WHERE id = %(turn)s), "
+    "t AS (UPDATE hermes.turns AS u SET ended_at = %(now)s, end_reason = %(reason)s, draft_message_id = NULL "
+    "FROM old WHERE u.id = old.id AND u.ended_at IS NULL RETURNING old.draft_message_id AS draft), "
+    "m AS (UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %(reason)s) "
+    "WHERE id = (SELECT draft FROM t)) "
+    "SELECT count(*) FROM old"
+)
+# The turn starts after the session's newest message. No row: no session.
+# (now, host, pid, started, instance, session)
+_BEGIN_TURN = (
+    "INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
+    "owner_started, owner_instance) "
+    "SELECT s.id, (SELECT coalesce(max(m.id), 0) FROM hermes.messages AS m WHERE m.session_id = s.id), "
+    "%s, %s, %s, %s, %s FROM hermes.sessions AS s WHERE s.id = %s "
+    f"RETURNING {_TURN_COLUMNS}"
+)
+# A turn and its first message: the turn starts after the session's newest message (the
+# snapshot is from before this insert). No row: no session.
+# (calls, now, session, now, host, pid, started, instance, <message data>)
+_OPEN_TURN = (
+    "WITH s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
+    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s RETURNING id), "
+    "t AS (INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
+    "owner_started, owner_instance) SELECT s.id, (SELECT coalesce(max(m.id), 0) FROM hermes.messages AS m "
+    f"WHERE m.session_id = s.id), %s, %s, %s, %s, %s FROM s RETURNING {_TURN_COLUMNS}), "
+    f"msg AS (INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, {_MESSAGE_VALUES} "
+    "FROM s RETURNING id) "
+    "SELECT t.*, msg.id FROM t, msg"
+)
+# End the turn (keeping its draft), add the usage, end the session (first reason wins);
+# nothing when the turn is not one of the session's. Counts back: (the turn in this
+# session, the session). (turn, sid, now, reason, input, output)
+_FINISH_TURN = (
+    "WITH old AS (SELECT id, draft_message_id FROM hermes.turns WHERE id = %(turn)s AND session_id = %(sid)s), "
+    "t AS (UPDATE hermes.turns AS u SET ended_at = %(now)s, end_reason = %(reason)s, draft_message_id = NULL "
+    "FROM old WHERE u.id = old.id AND u.ended_at IS NULL RETURNING old.draft_message_id AS draft), "
+    "m AS (UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %(reason)s) "
+    "WHERE id = (SELECT draft FROM t)), "
+    "s AS (UPDATE hermes.sessions SET input_tokens = input_tokens + %(input)s, "
+    "output_tokens = output_tokens + %(output)s, "
+    "ended_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE ended_at END, "
+    "updated_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE updated_at END, "
+    "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) RETURNING id) "
+    "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s)"
+)
+# The open turn already has its draft. The draft row's own flag is re-checked under its
+# lock, so a draft that end_turn has just kept is never overwritten.
+# (content_json, search_text, turn)
+_SAVE_OPEN_DRAFT = (
+    "UPDATE hermes.messages AS m SET content_json = %s, search_text = %s FROM hermes.turns AS t "
+    "WHERE t.id = %s AND t.ended_at IS NULL AND m.id = t.draft_message_id AND m.draft"
+)
+_FUSED = FusedWrites(
+    append=_APPEND,
+    append_unless_draft=_APPEND_UNLESS_DRAFT,
+    open_turn=_OPEN_TURN,
+    finish_turn=_FINISH_TURN,
+    end_turn=_END_TURN,
+    begin_turn=_BEGIN_TURN,
+    save_open_draft=_SAVE_OPEN_DRAFT,
+)
+
+
+class PgDialect:
+    """See the module docstring."""
+
+    content_columns = "content_json, search_text"
+    content_width = 1
+    session_order = "created_seq"
+    no_limit: int | None = None
+    for_update = " FOR UPDATE"
+    tool_call_count = "json_array_length(tool_calls::json)"
+    turn_instance = "owner_instance"
+    fused: FusedWrites | None = _FUSED
+
+    def encode_content(self, role: str, content: object) -> tuple[Any, ...]:
+        if content is not None and not isinstance(content, (str, list)):
+            raise TypeError(f"message content must be str, list or None, not {type(content).__name__}")
+        return encode_json(content), search_text(role, content)
+
+    def decode_content(self, stored: Row) -> str | list[dict[str, Any]] | None:
+        content: str | list[dict[str, Any]] | None = json.loads(stored[0])
+        return content
+
+    def lineage_titles(self, base: str) -> list[tuple[str, Params]]:
+        return [
+            ("SELECT pg_advisory_xact_lock(hashtext('hermes.fork_title'), hashtext(%s))", (base,)),
+            ("SELECT title FROM hermes.sessions WHERE starts_with(title, %s)", (base + " #",)),
+        ]
+
+    def abandoned(self) -> tuple[str, str]:
+        return (
+            f"SELECT {_T_COLUMNS} FROM hermes.turns AS t WHERE t.ended_at IS NULL AND NOT {_LIVE_LEASE} ORDER BY t.id",
+            f"SELECT {_T_COLUMNS} FROM hermes.turns AS t WHERE t.id = %s AND t.ended_at IS NULL AND NOT {_LIVE_LEASE} "
+            "FOR UPDATE OF t",
+        )
+
+    async def search(self, db: Executor, query: str, *, limit: int, source: str | None) -> list[SearchHit]:
+        return await search_messages(db, query, limit=limit, source=source)
+
+    async def db_bytes(self, db: Executor) -> int:
+        row = await db.fetch_one(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+            "JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = 'hermes' AND c.relkind = 'r'"
+        )
+        return int(row[0]) if row else 0
