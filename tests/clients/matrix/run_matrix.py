@@ -219,14 +219,21 @@ class Env:
 
 
 @contextlib.contextmanager
-def environment(hermes_python: str) -> Iterator[Env]:
+def environment(
+    hermes_python: str, upstream_class: type[ScriptedUpstream] = ScriptedUpstream, **upstream_kwargs: Any
+) -> Iterator[Env]:
+    """hermes serve under `hermes_python`, behind the recording proxy, on an upstream of
+    `upstream_class(**upstream_kwargs)` (the routed one of `routed.py` for the other scripts)."""
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, name="matrix-loop", daemon=True).start()
 
     def on_loop(coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
 
-    with ScriptedUpstream.in_thread() as upstream, tempfile.TemporaryDirectory(prefix="hermes-matrix-") as tmp:
+    with (
+        upstream_class.in_thread(**upstream_kwargs) as upstream,
+        tempfile.TemporaryDirectory(prefix="hermes-matrix-") as tmp,
+    ):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
         env.update(
             PYTHONPATH=str(REPO),
