@@ -183,6 +183,12 @@ class Env:
     upstream: ScriptedUpstream
     proxy: RecordingProxy
     root: str
+    home: Path | None = None
+    """hermes' HERMES_HOME (for `hermes sessions list`)."""
+    work: Path | None = None
+    """The working directory hermes' tools run in."""
+    log: list[str] = field(default_factory=list)
+    """What hermes serve wrote to stderr after its ready line."""
 
     @property
     def base_url(self) -> str:
@@ -258,11 +264,12 @@ def environment(
         if not line.startswith(prefix):
             proc.kill()
             raise SystemExit("hermes serve did not start: " + line + proc.stderr.read())
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        log: list[str] = []
+        threading.Thread(target=lambda: log.extend(proc.stderr or ()), daemon=True).start()
         proxy = RecordingProxy(line[len(prefix):].strip())
         on_loop(proxy.start())
         try:
-            yield Env(upstream, proxy, f"http://127.0.0.1:{proxy.port}")
+            yield Env(upstream, proxy, f"http://127.0.0.1:{proxy.port}", Path(tmp) / "home", work, log)
         finally:
             on_loop(proxy.stop())
             proc.terminate()
