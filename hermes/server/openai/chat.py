@@ -88,8 +88,8 @@ from hermes.server.http.state import AGENT, SETTINGS, STORAGE
 from hermes.server.openai.client_tools import (
     chat_client_tools,
     chat_tool_calls,
+    continuation_results,
     message_tool_calls,
-    server_results_dropped,
     trailing_results,
 )
 from hermes.server.openai.turns import (
@@ -308,7 +308,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         client_tools=client_tools,
         tool_results=None
         if chat.tool_results is None
-        else server_results_dropped(chat.tool_results, history, own_tools),
+        else continuation_results(chat.tool_results, history, own_tools, param="messages"),
     )
     headers = session_headers(session_id, preamble.session_key)
     if chat.stream:  # streams are never cached

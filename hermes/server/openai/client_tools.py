@@ -57,13 +57,24 @@ def responses_client_tools(body: dict[str, Any], hermes_names: Iterable[str]) ->
     return _client_tools(body, schemas, hermes_names, _responses_named)
 
 
-def server_results_dropped(
-    results: tuple[ClientToolResult, ...], history: list[ChatMessage], hermes_names: Iterable[str]
+def continuation_results(
+    results: tuple[ClientToolResult, ...], history: list[ChatMessage], hermes_names: Iterable[str], *, param: str
 ) -> tuple[ClientToolResult, ...]:
-    """`results` without those answering calls of hermes' own tools in `history`."""
+    """The results a continuation passes on: those answering calls of the client's tools.
+
+    A result for a call of one of hermes' own tools is ignored (hermes ran it and recorded
+    its result); one answering no call of `history` is dropped, and when every result is
+    of that kind the request has nothing to continue: 400 ``no_user_message``.
+    """
     names = call_names(history)
+    if not any(result.call_id in names for result in results):
+        raise RequestValidationError(
+            "The tool results answer no tool call of this conversation; end the input with a user message",
+            code="no_user_message",
+            param=param,
+        )
     own = frozenset(hermes_names)
-    return tuple(result for result in results if names.get(result.call_id) not in own)
+    return tuple(r for r in results if r.call_id in names and names[r.call_id] not in own)
 
 
 def chat_tool_calls(calls: tuple[ClientToolCall, ...]) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from hermes.server.http.route import (
     Route,
 )
 from hermes.server.http.state import AGENT, SETTINGS, STORAGE
-from hermes.server.openai.client_tools import responses_client_tools, server_results_dropped
+from hermes.server.openai.client_tools import continuation_results, responses_client_tools
 from hermes.server.openai.response_objects import (
     RESPONSE_REQUEST,
     envelope,
@@ -98,7 +98,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             client_tools=client_tools,
             tool_results=None
             if req.tool_results is None
-            else server_results_dropped(req.tool_results, chain.history, own_tools),
+            else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
         )
         headers = session_headers(chain.session_id, preamble.session_key)
     form = tool_item_form(request)
