@@ -104,6 +104,21 @@ def call_names(history: list[ChatMessage]) -> dict[str, str]:
     return names
 
 
+def first_results(history: list[ChatMessage]) -> list[ChatMessage]:
+    """`history` without a second answer to a call (a client resending a result hermes
+    already recorded for its own call)."""
+    seen: set[str] = set()
+    out: list[ChatMessage] = []
+    for message in history:
+        if message.get("role") == "tool":
+            call_id = str(message.get("tool_call_id", ""))
+            if call_id in seen:
+                continue
+            seen.add(call_id)
+        out.append(message)
+    return out
+
+
 def merge_results(history: list[ChatMessage], results: tuple[ClientToolResult, ...]) -> list[ChatMessage]:
     """`history` without any earlier answer (a placeholder) to the calls `results` answer."""
     answered = {result.call_id for result in results}

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.client_tools import first_results
 from hermes.agent.types import TurnResult
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
@@ -78,6 +79,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     references = await referenced_items(preamble.body, store)
     req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, references.get)
     chain = await resolve_chain(req, store)
+    chain.history = first_results(chain.history)  # an output for a call hermes ran is ignored
     own_tools = app[AGENT].tools.names()
     client_tools = responses_client_tools(preamble.body, own_tools)
     utility = req.tool_results is None and is_utility_request(
