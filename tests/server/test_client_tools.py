@@ -196,7 +196,9 @@ async def test_chat_stream_tool_call_chunks(server: Server) -> None:
 async def test_chat_continuation_with_session_header(auth_server: Server) -> None:
     auth_server.upstream.enqueue(tool_reply([call("get_weather", {"city": "Oslo"}, id="call_o")]), text_reply("Cold."))
     headers = {**auth_server.auth, "X-Hermes-Session-Id": "client-tools-1"}
-    resp = await auth_server.client.post(CHAT, json={"messages": [user("oslo?")], "tools": [CHAT_TOOL]}, headers=headers)
+    resp = await auth_server.client.post(
+        CHAT, json={"messages": [user("oslo?")], "tools": [CHAT_TOOL]}, headers=headers
+    )
     message = (await resp.json())["choices"][0]["message"]
     body = {
         "messages": [user("oslo?"), message, {"role": "tool", "tool_call_id": "call_o", "content": "-5 C"}],
