@@ -163,7 +163,13 @@ async def test_chat_json_mixed_call_then_continuation(server: Server) -> None:
     assert resp.headers["X-Hermes-Session-Id"] == sid
     sent = server.upstream.requests[1].messages
     assert sent[-1] == {"role": "tool", "tool_call_id": "call_w", "name": "get_weather", "content": "sunny, 21 C"}
-    assert sent[-2]["tool_calls"][0]["id"] == "call_w"
+    # The stored transcript goes on: hermes' own call and result of that response included.
+    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:-1]] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "call_own"),
+    ]
+    assert [c["id"] for c in sent[2]["tool_calls"]] == ["call_own", "call_w"]
     stored = server.sessions.get_messages(sid)
     assert [(m.role, m.tool_call_id) for m in stored] == [
         ("user", None),

@@ -89,6 +89,7 @@ from hermes.server.openai.client_tools import (
     chat_client_tools,
     chat_tool_calls,
     continuation_results,
+    continued_history,
     message_tool_calls,
     trailing_results,
 )
@@ -303,6 +304,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     else:
         session_id = derive_session_id(chat.system, chat.first_user)
         history = chat.history
+        if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
+            stored = await _load_history(request.app[STORAGE].sessions, session_id)
+            history = continued_history(history, stored, chat.tool_results)
     turn_request = replace(
         api_turn(request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system),
         client_tools=client_tools,

@@ -77,6 +77,24 @@ def continuation_results(
     return tuple(r for r in results if r.call_id in names and names[r.call_id] not in own)
 
 
+def continued_history(
+    body_history: list[ChatMessage], stored: list[ChatMessage], results: tuple[ClientToolResult, ...]
+) -> list[ChatMessage]:
+    """The history a chat continuation goes on from.
+
+    A chat client never sees hermes' own calls, so the assistant message it resends
+    carries only its calls. When the session's stored transcript ends with the assistant
+    message that made the calls `results` answer, the stored transcript is the history
+    (hermes' calls and results included); otherwise the body's.
+    """
+    wanted = {result.call_id for result in results}
+    for message in reversed(stored):
+        if message.get("role") == "assistant":
+            made = {str(call.get("id", "")) for call in message.get("tool_calls") or ()}
+            return stored if wanted and wanted <= made else body_history
+    return body_history
+
+
 def chat_tool_calls(calls: tuple[ClientToolCall, ...]) -> list[dict[str, Any]]:
     """The assistant message's `tool_calls` for the client's calls."""
     return [
