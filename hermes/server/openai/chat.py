@@ -109,7 +109,9 @@ from hermes.store.api import AsyncSessionStore
 log = logging.getLogger(__name__)
 
 KEPT_ROLES = {"user", "assistant"}
-IDEMPOTENCY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "temperature", "top_p", "max_tokens")
+IDEMPOTENCY_FIELDS = (
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream", "temperature", "top_p", "max_tokens"
+)
 
 TOOL_EMOJI = {
     "terminal": "💻",
