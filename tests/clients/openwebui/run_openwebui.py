@@ -243,7 +243,8 @@ class Run:
         return str(await self.page.locator("body").inner_text())
 
     async def tool_cards(self, names: list[str]) -> list[str]:
-        """The texts of clickable tool-call elements (Open WebUI's collapsible tool cards) naming a tool."""
+        """The texts of clickable tool-call elements (Open WebUI's collapsible tool cards) naming a
+        tool; each is clicked open, so the captures show what the card holds (a result, an error)."""
         found = []
         for name in names:
             cards = (
@@ -253,9 +254,12 @@ class Run:
             )
             for i in range(await cards.count()):
                 found.append(" ".join(str(await cards.nth(i).inner_text()).split())[:120])
+                await cards.nth(i).click()
+                await self.page.wait_for_timeout(500)
         return found
 
     async def shot(self, name: str, tools: list[str]) -> Shot:
+        cards = await self.tool_cards(tools)
         text = await self.messages_text()
         (self.out / f"{name}.txt").write_text(text)
         await self.page.screenshot(path=str(self.out / f"{name}.png"), full_page=True)
@@ -266,7 +270,7 @@ class Run:
         )
         (self.out / f"{name}.html").write_text(html)
         page_text = str(await self.page.locator("body").inner_text())
-        return Shot(name, self.page.url, text, await self.tool_cards(tools), html, page_text)
+        return Shot(name, self.page.url, text, cards, html, page_text)
 
     async def reload(self, url: str) -> None:
         await self.page.goto(url, wait_until="load")
