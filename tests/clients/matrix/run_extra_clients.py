@@ -197,7 +197,9 @@ class Codex:
         return done.returncode, events, done.stdout + done.stderr
 
 
-def codex_check(codex: Codex | None, env: Env, prompt: str, answer: str) -> str:
+def codex_check(codex: Codex | None, env: Env, prompt: str, answer: str, *, blank_start: bool = False) -> str:
+    """`codex exec` ends well with `answer`; with `blank_start`, only: no agent message starts
+    with a blank line (the separator between segments belongs to the earlier one)."""
     if codex is None:
         raise CheckFailed("no codex binary (pass --codex)")
     rc, events, output = codex.run(env, prompt)
@@ -212,6 +214,10 @@ def codex_check(codex: Codex | None, env: Env, prompt: str, answer: str) -> str:
     expect("unsupported call" not in output, "codex said: " + _line_with(output, "unsupported call"))
     expect(rc == 0, f"exit {rc}: {output.strip()[-300:]!r}")
     expect(any(answer in t for t in texts), f"answer not among agent messages {texts!r}")
+    if blank_start:
+        starts = [t[:40] for t in texts if t.startswith(("\n", " "))]
+        expect(not starts, f"agent messages start with a blank line: {starts!r}")
+        return f"agent messages {[t[:40] for t in texts]!r}"
     errors = [
         str(e["item"].get("message", ""))[:80]
         for e in events
@@ -252,6 +258,12 @@ def rows(codex: Codex | None) -> list[Row]:
             "responses",
             "server tool: exit 0, answer, no unsupported call",
             lambda e: codex_check(codex, e, "codex tool: run echo", CODEX_TOOL_ANSWER),
+        ),
+        Row(
+            "codex exec --json",
+            "responses",
+            "server tool: no message starts with a blank line",
+            lambda e: codex_check(codex, e, "codex tool: run echo", CODEX_TOOL_ANSWER, blank_start=True),
         ),
     ]
 
