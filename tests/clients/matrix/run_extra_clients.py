@@ -23,7 +23,8 @@ Checks (one row each): instructor TOOLS and JSON_SCHEMA give the validated objec
 llama-index `predict_and_call` runs the client's `add` tool and `structured_predict` gives
 the object; Codex `exec --json` (Responses, custom provider) exits 0 with the answer and
 never says "unsupported call", without and with a server-run tool. Prints the table; exit
-status 1 when a check fails.
+status 1 when a check fails. (`client_tools_matrix.py` checks instructor TOOLS and llama-index
+with a queued script; this one adds the output formats and Codex, on one routed upstream.)
 """
 
 from __future__ import annotations
