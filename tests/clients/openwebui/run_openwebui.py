@@ -374,7 +374,8 @@ async def run_mode(run: Run, env: Env, mode: str, model: str, hermes_python: str
         mode,
         "native tool runs in Open WebUI, turn continues",
         "NATIVE-ANSWER" in s.text,
-        excerpt(s.text, "NATIVE-ANSWER" if "NATIVE-ANSWER" in s.text else "NATIVE-MISSING") + "; " + offered,
+        f"cards {s.tool_cards}; {offered}; "
+        + excerpt(s.text, "NATIVE-ANSWER" if "NATIVE-ANSWER" in s.text else "NATIVE-MISSING"),
     )
 
     await run.new_chat(model)
