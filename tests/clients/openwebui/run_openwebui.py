@@ -388,6 +388,21 @@ async def run_mode(run: Run, env: Env, mode: str, model: str, hermes_python: str
     s = await chat("plain-again", "plain check one", "PLAIN-ANSWER", [])
     run.record(mode, "same opening, new chat: answer appears", "PLAIN-ANSWER" in s.text, excerpt(s.text, "PLAIN-"))
 
+    turns = [
+        p
+        for p in env.client_posts()
+        if isinstance(p.body, dict)
+        and p.body.get("stream")
+        and p.body.get("model") == MODEL
+        and any(u.rsplit("/", 1)[-1] == p.headers.get("X-OpenWebUI-Chat-Id") for u in chats.values())
+    ]
+    run.record(
+        mode,
+        "Open WebUI forwards X-OpenWebUI-Chat-Id",
+        len(turns) >= len(chats),
+        f"{len(turns)} streamed requests of this mode's {len(chats)} chats carry the header",
+    )
+
     after = hermes_sessions(hermes_python, env)
     made = len(after) - before
     ids = sorted({s.url.rsplit("/", 1)[-1] for s in shots.values()})
