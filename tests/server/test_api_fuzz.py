@@ -80,7 +80,7 @@ def hermes_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 RUN_EXAMPLES = os.environ.get("HERMES_FUZZ_RUN_EXAMPLES", "15")
 RUN_SEED = os.environ.get("HERMES_FUZZ_SEED", "20261126")
 SCHEMATHESIS_RUN_TIMEOUT = 420
-"""Seconds for one schemathesis CLI run over every operation (a loaded 2-core machine needs minutes)."""
+"""Seconds for one schemathesis run over every operation (a loaded 2-core machine needs minutes)."""
 
 
 TURN_OPERATIONS = ("createChatCompletion", "createResponse", "createRun")
@@ -127,6 +127,7 @@ def api_schema(hermes_url: str):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.timeout(SCHEMATHESIS_RUN_TIMEOUT)
 @schema.parametrize()
 @settings(
     max_examples=int(os.environ.get("HERMES_FUZZ_EXAMPLES", "20")),
