@@ -74,6 +74,14 @@ from hermes.server.http.schema import (
 )
 from hermes.server.http.sse import ClientDisconnected, SSEStream
 from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.openai.conversation import (
+    CONVERSATIONS,
+    PLACEMENT_HEADER,
+    Placement,
+    chat_key,
+    place_conversation,
+)
+from hermes.server.openai.openwebui import is_open_webui, tool_card
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
@@ -138,9 +146,14 @@ CHAT_REQUEST = Body(
     "ChatCompletionRequest",
     {
         "messages": Array(
-            required=True, min_items=1, items=MESSAGE,
-            contains={"type": "object", "required": ["role", "content"],
-                      "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC}},
+            required=True,
+            min_items=1,
+            items=MESSAGE,
+            contains={
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC},
+            },
             error=("invalid_messages", "Missing or invalid 'messages' field"),
         ),
         "model": String(),
@@ -207,9 +220,7 @@ async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatM
         return []
 
 
-def completion_body(
-    cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
-) -> dict[str, Any]:
+def completion_body(cid: str, created: int, model: str, result: TurnResult, outcome: Outcome) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
@@ -232,32 +243,71 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     header_session = session_id_header(request)
     if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
         return await complete(
-            request, preamble, utility_turn(chat.input, chat.history, chat.system),
-            _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            request,
+            preamble,
+            utility_turn(chat.input, chat.history, chat.system),
+            _finisher(chat, {}, _no_settle),
+            scope="chat",
+            fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
     if header_session is not None:
-        session_id = header_session
-        history = await _load_history(request.app[STORAGE].sessions, session_id)
-    else:
-        session_id = derive_session_id(chat.system, chat.first_user)
-        history = chat.history
+        history = await _load_history(request.app[STORAGE].sessions, header_session)
+        return await _answer(request, preamble, chat, header_session, history, None)
+    async with place_conversation(
+        request.app[STORAGE].sessions,
+        request.app[CONVERSATIONS],
+        history=chat.history,
+        key=chat_key(request.headers, preamble.body),
+        opening=(chat.system, _opening_text(chat.first_user)),
+    ) as placement:
+        return await _answer(request, preamble, chat, placement.session_id, chat.history, placement)
+
+
+def _opening_text(first_user: Any) -> str:
+    return first_user if isinstance(first_user, str) else str(first_user)
+
+
+async def _answer(
+    request: web.Request,
+    preamble: Preamble,
+    chat: ChatRequest,
+    session_id: str,
+    history: list[Any],
+    placement: Placement | None,
+) -> web.StreamResponse:
+    """Run the turn in `session_id` and answer it; `placement` (a session the conversation
+    chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
     turn_request = api_turn(
         request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system
     )
     headers = session_headers(session_id, preamble.session_key)
+    if placement is not None:
+        headers[PLACEMENT_HEADER] = placement.how
+
+    async def settle(result: TurnResult | None) -> None:
+        if placement is not None and result is not None:
+            await placement.settle(chat.input, answer_text(result))
+
     if chat.stream:  # streams are never cached
-        return await _stream(request, chat, turn_request, headers)
+        return await _stream(request, chat, turn_request, headers, settle)
     return await complete(
-        request, preamble, turn_request, _finisher(chat, headers), scope="chat",
-        fingerprint=lambda: _fingerprint(preamble, header_session),
+        request,
+        preamble,
+        turn_request,
+        _finisher(chat, headers, settle),
+        scope="chat",
+        fingerprint=lambda: _fingerprint(preamble, session_id if placement is None else None),
     )
 
 
-def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Awaitable[Answer]]:
+def _finisher(
+    chat: ChatRequest, headers: dict[str, str], settle: Callable[[TurnResult | None], Awaitable[None]]
+) -> Callable[[TurnResult | None], Awaitable[Answer]]:
     """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
 
     async def finish(result: TurnResult | None) -> Answer:
+        await settle(result)
         outcome = Outcome.of(result)
         out_headers = {**headers, **outcome.headers()}
         if result is None or outcome.hard_failure:
@@ -270,23 +320,27 @@ def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResul
     return finish
 
 
+async def _no_settle(result: TurnResult | None) -> None:
+    return None
+
+
 def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
-    return fingerprint(
-        preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key
-    )
+    return fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key)
 
 
 class ChatChunks:
     """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
 
     Named frames (`hermes.tool.progress`, `hermes.status`) go only to clients that accept
-    them (`tool_progress_enabled`).
+    them (`tool_progress_enabled`); with `tool_cards` (Open WebUI) each finished tool is
+    also a card in the content (`hermes.server.openai.openwebui`).
     """
 
-    def __init__(self, stream: SSEStream, model: str, *, named_events: bool) -> None:
+    def __init__(self, stream: SSEStream, model: str, *, named_events: bool, tool_cards: bool = False) -> None:
         self.stream = stream
         self.cid, self.created, self.model = completion_id(), int(time.time()), model
         self.named_events = named_events
+        self.tool_cards = tool_cards
         self.sent_text = False
         self.progress = ToolProgress()
         self.joiner = SegmentJoiner()
@@ -316,6 +370,15 @@ class ChatChunks:
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
                     await self.stream.send(payload, event="hermes.tool.progress")
+                if payload is not None and self.tool_cards and isinstance(event, ToolCompleted):
+                    card = tool_card(
+                        call_id=event.call_id,
+                        name=event.name,
+                        arguments=event.arguments,
+                        result=event.result,
+                        is_error=event.is_error,
+                    )
+                    await self.stream.send(self.chunk({"content": card}))
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
@@ -342,14 +405,19 @@ class ChatChunks:
 
 
 async def _stream(
-    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str]
+    request: web.Request,
+    chat: ChatRequest,
+    turn_request: TurnRequest,
+    headers: dict[str, str],
+    settle: Callable[[TurnResult | None], Awaitable[None]],
 ) -> web.StreamResponse:
     named_events = tool_progress_enabled(request)
     async with streamed_turn(request, turn_request, headers) as (stream, turn):
-        chunks = ChatChunks(stream, chat.model, named_events=named_events)
+        chunks = ChatChunks(stream, chat.model, named_events=named_events, tool_cards=is_open_webui(request.headers))
         try:
             await chunks.start()
             crash = await _translate(turn, chunks)
+            await settle(turn.result)
             await chunks.finish(turn.result, crash)
         except ClientDisconnected:
             pass  # the stream's on_disconnect has stopped the turn
@@ -369,9 +437,10 @@ async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None
 class ToolProgress:
     """Turns ToolStarted/ToolCompleted into `hermes.tool.progress` payloads.
 
-    A ``running`` payload for each visible tool start, a ``completed`` one for its end;
-    internal tools (name starting with ``_``) and completions without a matching start
-    produce nothing.
+    A ``running`` payload for each visible tool start, a ``completed`` one (with
+    ``is_error``) for its end; never a top-level ``error`` key, which clients such as
+    Open WebUI read as a provider failure of the whole answer. Internal tools (name
+    starting with ``_``) and completions without a matching start produce nothing.
     """
 
     def __init__(self) -> None:
@@ -397,7 +466,7 @@ class ToolProgress:
             "toolCallId": event.call_id,
             "status": "completed",
             "duration": round(event.duration, 3),
-            "error": event.is_error,
+            "is_error": event.is_error,
         }
 
 
