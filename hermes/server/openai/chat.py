@@ -4,9 +4,11 @@ Request mapping: ``system`` messages (joined with newlines) are layered on top o
 hermes' own system prompt; ``user``/``assistant`` messages are kept (content
 normalised), every other role is dropped; the last kept message is the turn's input
 (it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
-Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
-sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
-map to one session; with it, history comes from the session store instead of the body.
+Without ``X-Hermes-Session-Id`` the conversation picks the session
+(`hermes.server.openai.conversation`: the client's chat id, else the session whose last
+turn the resent history matches, a fork on an edit or a regeneration, the derived
+``api-…`` id for the first conversation with an opening); with it, history comes from
+the session store instead of the body.
 Every turn is persisted (source ``api_server``), except utility requests
 (`hermes.runs.utility`: one model call, no tools, no session).
 
@@ -146,14 +148,9 @@ CHAT_REQUEST = Body(
     "ChatCompletionRequest",
     {
         "messages": Array(
-            required=True,
-            min_items=1,
-            items=MESSAGE,
-            contains={
-                "type": "object",
-                "required": ["role", "content"],
-                "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC},
-            },
+            required=True, min_items=1, items=MESSAGE,
+            contains={"type": "object", "required": ["role", "content"],
+                      "properties": {"role": {"const": "user"}, "content": VISIBLE_CONTENT_DOC}},
             error=("invalid_messages", "Missing or invalid 'messages' field"),
         ),
         "model": String(),
@@ -220,7 +217,9 @@ async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatM
         return []
 
 
-def completion_body(cid: str, created: int, model: str, result: TurnResult, outcome: Outcome) -> dict[str, Any]:
+def completion_body(
+    cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
@@ -243,23 +242,16 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     header_session = session_id_header(request)
     if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
         return await complete(
-            request,
-            preamble,
-            utility_turn(chat.input, chat.history, chat.system),
-            _finisher(chat, {}, _no_settle),
-            scope="chat",
-            fingerprint=lambda: _fingerprint(preamble, header_session),
+            request, preamble, utility_turn(chat.input, chat.history, chat.system),
+            _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
     if header_session is not None:
         history = await _load_history(request.app[STORAGE].sessions, header_session)
         return await _answer(request, preamble, chat, header_session, history, None)
     async with place_conversation(
-        request.app[STORAGE].sessions,
-        request.app[CONVERSATIONS],
-        history=chat.history,
-        key=chat_key(request.headers, preamble.body),
-        opening=(chat.system, _opening_text(chat.first_user)),
+        request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
+        key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
     ) as placement:
         return await _answer(request, preamble, chat, placement.session_id, chat.history, placement)
 
@@ -269,11 +261,7 @@ def _opening_text(first_user: Any) -> str:
 
 
 async def _answer(
-    request: web.Request,
-    preamble: Preamble,
-    chat: ChatRequest,
-    session_id: str,
-    history: list[Any],
+    request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any],
     placement: Placement | None,
 ) -> web.StreamResponse:
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
@@ -292,11 +280,7 @@ async def _answer(
     if chat.stream:  # streams are never cached
         return await _stream(request, chat, turn_request, headers, settle)
     return await complete(
-        request,
-        preamble,
-        turn_request,
-        _finisher(chat, headers, settle),
-        scope="chat",
+        request, preamble, turn_request, _finisher(chat, headers, settle), scope="chat",
         fingerprint=lambda: _fingerprint(preamble, session_id if placement is None else None),
     )
 
@@ -325,7 +309,9 @@ async def _no_settle(result: TurnResult | None) -> None:
 
 
 def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
-    return fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key)
+    return fingerprint(
+        preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key
+    )
 
 
 class ChatChunks:
@@ -371,13 +357,8 @@ class ChatChunks:
                 if payload is not None and self.named_events:
                     await self.stream.send(payload, event="hermes.tool.progress")
                 if payload is not None and self.tool_cards and isinstance(event, ToolCompleted):
-                    card = tool_card(
-                        call_id=event.call_id,
-                        name=event.name,
-                        arguments=event.arguments,
-                        result=event.result,
-                        is_error=event.is_error,
-                    )
+                    card = tool_card(call_id=event.call_id, name=event.name, arguments=event.arguments,
+                                     result=event.result, is_error=event.is_error)
                     await self.stream.send(self.chunk({"content": card}))
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
@@ -405,10 +386,7 @@ class ChatChunks:
 
 
 async def _stream(
-    request: web.Request,
-    chat: ChatRequest,
-    turn_request: TurnRequest,
-    headers: dict[str, str],
+    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str],
     settle: Callable[[TurnResult | None], Awaitable[None]],
 ) -> web.StreamResponse:
     named_events = tool_progress_enabled(request)
