@@ -24,9 +24,10 @@ whitespace runs become one space, consecutive messages of one role are one messa
 empty messages and every other role are left out.
 
 Invariants: one placement at a time per session in this process (a per-session lock,
-held until `settle`); a request that would continue a busy session waits for it at most
-`BUSY_WAIT` seconds, then looks again (its history is now an earlier point: it forks),
-so one transcript never interleaves two turns; on two instances the second sees the
+held until the request's block ends); a request whose history names a session busy here
+waits for it at most `BUSY_WAIT` seconds, then looks again (a continuation of what that
+turn answered continues it; the same history again is now an earlier point: it forks), so
+one transcript never interleaves two turns; on two instances the second sees the
 first's new mark and forks. A store failure while placing or marking degrades to a fresh
 session (logged), never to a failed request.
 """
@@ -168,6 +169,19 @@ class Placement:
         except HermesError as exc:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
 
+    async def settle_from_store(self, input: Any) -> None:
+        """`settle` with the answer read back from the session: the assistant messages
+        after its last user message (for a front end that does not keep the result)."""
+        try:
+            stored = await self.store.history(self.session_id)
+        except HermesError as exc:
+            log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
+            return
+        users = [index for index, message in enumerate(stored) if message.get("role") == "user"]
+        after = stored[users[-1] + 1 :] if users else []
+        answer = " ".join(_text(m.get("content")) for m in after if m.get("role") == "assistant")
+        await self.settle(input, answer)
+
 
 async def _acquire(lock: asyncio.Lock, wait: float) -> bool:
     try:
@@ -216,24 +230,23 @@ async def _place(
         return placed(new_session_id(), "new", None)  # the chat is busy past the bound
     try:
         chain = fingerprints(history)
-        if chain:
+        mark = await store.find_conversation(chain) if chain else None
+        if mark is not None and locks.lock(mark.session_id).locked():
+            # A turn of that session is running here: once it has marked what it answered,
+            # this history may be its continuation. Wait for it, then look again.
+            busy = locks.lock(mark.session_id)
+            if await _acquire(busy, wait):
+                busy.release()
             mark = await store.find_conversation(chain)
-            if mark is not None and mark.latest and mark.fingerprint == chain[0]:
-                lock = locks.lock(mark.session_id)
-                if await _acquire(lock, wait):
-                    try:
-                        again = await store.find_conversation(chain[:1])
-                    except BaseException:
-                        lock.release()
-                        raise
-                    if again is not None and again.session_id == mark.session_id and again.latest:
-                        return placed(mark.session_id, "continued", lock)
-                    lock.release()
-            if mark is not None:
-                child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
-                lock = locks.lock(child.id)
-                await lock.acquire()  # a new id: nobody else holds it
-                return placed(child.id, "forked", lock, mark.session_id)
+        if mark is not None:
+            lock = locks.lock(mark.session_id)
+            if mark.latest and mark.fingerprint == chain[0] and not lock.locked():
+                await lock.acquire()  # free: taken at once, nothing ran since the lookup
+                return placed(mark.session_id, "continued", lock)
+            child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
+            lock = locks.lock(child.id)
+            await lock.acquire()  # a new id: nobody else holds it
+            return placed(child.id, "forked", lock, mark.session_id)
         if opening is not None:
             derived = derived_session_id(*opening)
             lock = locks.lock(derived)
