@@ -88,8 +88,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
         key=chat_key(request.headers, preamble.body), opening=None,
     ) as placement:
-        if placement.how != "new":
-            chain = replace(chain, session_id=placement.session_id)
+        chain = replace(chain, session_id=placement.session_id)
         answered = await _respond(request, preamble, req, chain, utility, placement.how)
         await placement.settle_from_store(req.input)
         return answered
