@@ -92,3 +92,23 @@ def test_detection() -> None:
     assert is_open_webui({"X-Hermes-Client": "open-webui"})
     assert not is_open_webui({"User-Agent": "Python/3.12 aiohttp/3.11"})
     assert not is_open_webui({"X-Stainless-Lang": "python"})
+
+
+async def test_an_answer_resent_with_its_cards_continues_its_session(server: Server) -> None:
+    failing_tool_turn(server)
+    server.upstream.enqueue(text_reply("Second answer."))
+    headers = {"X-Hermes-Client": "open-webui"}  # recognised, but no chat id: the history decides
+    first = await server.client.post(
+        CHAT, json={"messages": [{"role": "user", "content": "read missing.txt"}], "stream": True}, headers=headers
+    )
+    shown = content_of(await first.text())
+    assert "<details" in shown
+    second = await server.client.post(
+        CHAT,
+        json={"messages": [{"role": "user", "content": "read missing.txt"}, {"role": "assistant", "content": shown},
+                           {"role": "user", "content": "and now?"}], "stream": True},
+        headers=headers,
+    )  # fmt: skip
+    await second.read()
+    assert second.headers["X-Hermes-Session-Id"] == first.headers["X-Hermes-Session-Id"]
+    assert second.headers["X-Hermes-Session-Placement"] == "continued"
