@@ -223,8 +223,14 @@ class AsyncSessionStore(Protocol):
 
     async def find_conversation(self, fingerprints: Sequence[str]) -> ConversationMark | None:
         """The best mark among `fingerprints`, which come longest conversation first: the
-        earliest-listed fingerprint that has a mark; of its marks, one whose session still
-        ends there (`latest`) before one that moved on, then the newest."""
+        earliest-listed fingerprint that has a mark; of its marks, an `open` one (its session
+        still ends there, unclaimed) before the others, then the newest."""
+        ...
+
+    async def claim_conversation(self, session_id: str, fingerprint: str) -> bool:
+        """Take an open mark for one continuation of its session: True for exactly one
+        caller, on any instance, while the mark is `latest` and unclaimed (marking the
+        fingerprint again reopens it)."""
         ...
 
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]: ...

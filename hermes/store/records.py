@@ -259,6 +259,13 @@ class ConversationMark:
     marked_at: float
     latest: bool
     """Whether `message_id` is still the session's newest message (the session ends there)."""
+    claimed: bool = False
+    """Whether one request has already taken the mark to continue the session from it."""
+
+    @property
+    def open(self) -> bool:
+        """Whether a request may still continue the session from here (`claim_conversation`)."""
+        return self.latest and not self.claimed
 
 
 @dataclass(frozen=True, slots=True)

@@ -776,6 +776,9 @@ class Sessions:
     async def find_conversation(self, fingerprints: Sequence[str]) -> ConversationMark | None:
         return await conversation_marks.find_conversation(self.db, fingerprints)
 
+    async def claim_conversation(self, session_id: str, fingerprint: str) -> bool:
+        return await conversation_marks.claim_conversation(self.db, session_id, fingerprint)
+
     # -- search, stats, transactions -------------------------------------------------
 
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from hermes.errors import MessageNotFound
@@ -66,3 +68,25 @@ async def test_a_session_without_messages_cannot_be_marked(store: AsyncSessionSt
     session = await store.create_session(source="api_server")
     with pytest.raises(MessageNotFound):
         await store.mark_conversation(session.id, "fp")
+
+
+async def test_a_mark_is_claimed_once_until_it_is_marked_again(store: AsyncSessionStore) -> None:
+    sid, _ = await _session_with(store, "a", "b")
+    await store.mark_conversation(sid, "fp")
+    results = await asyncio.gather(*(store.claim_conversation(sid, "fp") for _ in range(3)))
+    assert sorted(results) == [False, False, True]
+    found = await store.find_conversation(["fp"])
+    assert found is not None and found.latest and found.claimed and not found.open
+    assert not await store.claim_conversation(sid, "unknown")
+
+    await store.append_message(sid, NewMessage(role="user", content="c"))
+    await store.append_message(sid, NewMessage(role="assistant", content="d"))
+    await store.mark_conversation(sid, "fp")  # marked again: open again
+    assert await store.claim_conversation(sid, "fp")
+
+
+async def test_a_mark_behind_the_newest_message_cannot_be_claimed(store: AsyncSessionStore) -> None:
+    sid, _ = await _session_with(store, "a", "b")
+    await store.mark_conversation(sid, "fp")
+    await store.append_message(sid, NewMessage(role="user", content="typed in the TUI"))
+    assert not await store.claim_conversation(sid, "fp")

@@ -27,8 +27,9 @@ Invariants: one placement at a time per session in this process (a per-session l
 held until the request's block ends); a request whose history names a session busy here
 waits for it at most `BUSY_WAIT` seconds, then looks again (a continuation of what that
 turn answered continues it; the same history again is now an earlier point: it forks), so
-one transcript never interleaves two turns; on two instances the second sees the
-first's new mark and forks. A store failure while placing or marking degrades to a fresh
+one transcript never interleaves two turns. Across instances a continuation first claims
+the mark (`AsyncSessionStore.claim_conversation`, once per answer), so of two instances
+continuing one answer at once the second forks. A store failure while placing or marking degrades to a fresh
 session (logged), never to a failed request.
 """
 
@@ -240,9 +241,16 @@ async def _place(
             mark = await store.find_conversation(chain)
         if mark is not None:
             lock = locks.lock(mark.session_id)
-            if mark.latest and mark.fingerprint == chain[0] and not lock.locked():
-                await lock.acquire()  # free: taken at once, nothing ran since the lookup
-                return placed(mark.session_id, "continued", lock)
+            if mark.open and mark.fingerprint == chain[0] and not lock.locked():
+                await lock.acquire()  # free: taken at once
+                try:  # one continuation per answer, whichever instance asks first
+                    claimed = await store.claim_conversation(mark.session_id, mark.fingerprint)
+                except BaseException:
+                    lock.release()
+                    raise
+                if claimed:
+                    return placed(mark.session_id, "continued", lock)
+                lock.release()
             child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
             lock = locks.lock(child.id)
             await lock.acquire()  # a new id: nobody else holds it

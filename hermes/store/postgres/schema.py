@@ -337,6 +337,7 @@ async def m009_conversation_marks(conn: AsyncConnection[Any]) -> None:
                 fingerprint text NOT NULL,
                 message_id bigint NOT NULL,
                 marked_at double precision NOT NULL,
+                claimed boolean NOT NULL DEFAULT false,
                 PRIMARY KEY (session_id, fingerprint)
             )
             """,

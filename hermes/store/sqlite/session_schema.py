@@ -263,6 +263,7 @@ def m007_conversation_marks(db: sqlite3.Connection) -> None:
                 fingerprint TEXT NOT NULL,
                 message_id INTEGER NOT NULL,
                 marked_at REAL NOT NULL,
+                claimed INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY (session_id, fingerprint)
             )
             """,
