@@ -145,7 +145,7 @@ CONVERSATIONS = web.AppKey("hermes.conversations", ConversationLocks)
 """The app's per-session placement locks (set by `create_app`)."""
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Placement:
     """Where a request's turn goes, and how it got there."""
 
