@@ -35,7 +35,8 @@ def _mark(row: Row) -> ConversationMark:
         fingerprint=str(row[1]),
         message_id=int(row[2]),
         marked_at=float(row[3]),
-        latest=bool(row[4]), claimed=bool(row[5]),
+        latest=bool(row[4]),
+        claimed=bool(row[5]),
     )
 
 

@@ -31,9 +31,7 @@ def data_frames(body: str) -> list[dict]:
 
 def content_of(body: str) -> str:
     return "".join(
-        (frame["choices"][0]["delta"].get("content") or "")
-        for frame in data_frames(body)
-        if frame.get("choices")
+        (frame["choices"][0]["delta"].get("content") or "") for frame in data_frames(body) if frame.get("choices")
     )
 
 
@@ -54,7 +52,8 @@ async def test_a_failed_tool_puts_no_top_level_error_in_any_frame(server: Server
 async def test_tool_progress_says_is_error(server: Server) -> None:
     failing_tool_turn(server)
     resp = await server.client.post(
-        CHAT, json={"messages": [{"role": "user", "content": "go"}], "stream": True},
+        CHAT,
+        json={"messages": [{"role": "user", "content": "go"}], "stream": True},
         headers={"X-Hermes-Tool-Progress": "true"},
     )
     progress = [f.json() for f in parse_sse(await resp.text()) if f.event == "hermes.tool.progress"]
