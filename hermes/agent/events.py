@@ -14,6 +14,8 @@ Ordering invariants:
 - Every `ToolStarted` is followed by exactly one `ToolCompleted` with the same
   `call_id`, before `TurnCompleted` (calls stopped by an interrupt complete with
   `is_error=True` and a result saying they were interrupted).
+- `ClientToolCalls`, when there is one, comes right before `TurnCompleted`, after the
+  `ToolCompleted` of every hermes tool of the same model response.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.types import TurnResult
 
 
@@ -164,6 +167,15 @@ class ModelProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientToolCalls:
+    """The model called client tools: the turn ends (right after this) waiting for their
+    results; hermes' own calls of the same response have completed before."""
+
+    calls: tuple[ClientToolCall, ...]
+    type: Literal["client_tool.calls"] = "client_tool.calls"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnCompleted:
     result: TurnResult
     type: Literal["turn.completed"] = "turn.completed"
@@ -183,6 +195,7 @@ AgentEvent: TypeAlias = (
     | Status
     | ContextCompacted
     | ModelProgress
+    | ClientToolCalls
     | TurnCompleted
 )
 

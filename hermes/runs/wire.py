@@ -133,7 +133,7 @@ class Outcome:
     """How a finished turn is reported to an OpenAI client (chat, responses, session chat)."""
 
     finish_reason: str
-    """stop | length | error."""
+    """stop | tool_calls (waiting for the client's tools) | length | error."""
     hermes: dict[str, Any] | None
     """The ``hermes`` block; None for a clean completion."""
     hard_failure: bool
@@ -148,7 +148,7 @@ class Outcome:
             return cls("error", block, True, message)
         text = result.final_text or ""
         if result.status == "completed":
-            return cls("stop", None, False, None)
+            return cls("tool_calls" if result.client_calls else "stop", None, False, None)
         error = result.error or "Agent run did not produce a response."
         partial = result.status == "partial" or (result.status == "interrupted" and bool(text))
         failed = result.status == "failed"

@@ -312,6 +312,10 @@ class OpenAICompatProvider(Provider):
         body: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.tools:
             body["tools"] = request.tools
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
         body.update(request.extra)
         return body
 

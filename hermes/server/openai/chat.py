@@ -2,8 +2,17 @@
 
 Request mapping: ``system`` messages (joined with newlines) are layered on top of
 hermes' own system prompt; ``user``/``assistant`` messages are kept (content
-normalised), every other role is dropped; the last kept message is the turn's input
-(it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
+normalised; an assistant message keeps its ``tool_calls``), a ``tool`` message is kept
+when it answers a call of the assistant message before it, every other role is dropped.
+The last kept message is the turn's input (it must be a user message, else 400
+``invalid_request_error``) and the rest is history — unless the messages end with tool
+results: then those results continue the conversation after the client ran its tools.
+
+The client's function ``tools`` (with ``tool_choice``, ``parallel_tool_calls``) are
+offered beside hermes' own (`hermes.server.openai.client_tools`); when the model calls
+one, the answer is an assistant message with ``tool_calls`` and finish_reason
+``tool_calls`` (in the stream: ``delta.tool_calls`` chunks, one head and one arguments
+chunk per call).
 Without ``X-Hermes-Session-Id`` the conversation picks the session
 (`hermes.server.openai.conversation`: the client's chat id, else the session whose last
 turn the resent history matches, a fork on an edit or a regeneration, the derived
@@ -25,14 +34,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes.agent.client_tools import ClientToolResult, ClientTools
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -75,7 +86,15 @@ from hermes.server.http.schema import (
     String,
 )
 from hermes.server.http.sse import ClientDisconnected, SSEStream
-from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, SETTINGS, STORAGE
+from hermes.server.openai.client_tools import (
+    chat_client_tools,
+    chat_tool_calls,
+    continuation_results,
+    continued_history,
+    message_tool_calls,
+    trailing_results,
+)
 from hermes.server.openai.conversation import (
     CONVERSATIONS,
     PLACEMENT_HEADER,
@@ -100,7 +119,9 @@ from hermes.store.api import AsyncSessionStore
 log = logging.getLogger(__name__)
 
 KEPT_ROLES = {"user", "assistant"}
-IDEMPOTENCY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "temperature", "top_p", "max_tokens")
+IDEMPOTENCY_FIELDS = (
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream", "temperature", "top_p", "max_tokens"
+)
 
 TOOL_EMOJI = {
     "terminal": "💻",
@@ -132,6 +153,8 @@ class ChatRequest:
     history: list[dict[str, Any]]
     input: str | list[dict[str, Any]]
     first_user: Any
+    tool_results: tuple[ClientToolResult, ...] | None = None
+    """A continuation: the messages end with these results of client tool calls."""
 
 
 MESSAGE = Object(
@@ -158,7 +181,14 @@ CHAT_REQUEST = Body(
         "metadata": Object(),
         "stream": Boolean(),
         "temperature": Number(),
-        "tools": Array(description="Accepted for compatibility; hermes runs its own tools."),
+        "tools": Array(
+            description="The client's function tools, offered beside hermes' own; a call of one ends the "
+            "turn with tool_calls (finish_reason tool_calls), and the next request's tool messages continue it."
+        ),
+        "tool_choice": Anything(
+            documented={"anyOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {"type": "object"}]}
+        ),
+        "parallel_tool_calls": Boolean(),
     },
 )
 """Each message's role and content are checked per item by `parse_chat_body` (its params
@@ -172,6 +202,8 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
     system_parts: list[str] = []
     kept: list[dict[str, Any]] = []
     first_user: Any = None
+    open_calls: set[str] = set()
+    """Ids of the last assistant message's calls that no tool message answered yet."""
     for index, message in enumerate(messages):
         param = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -184,27 +216,52 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         if role == "system":
             system_parts.append(flatten_text(normalize_content(message.get("content"), f"{param}.content")))
             continue
+        if role == "tool":
+            result = _tool_result(message, param, open_calls)
+            if result is not None:
+                kept.append(result)
+            continue
         if role not in KEPT_ROLES:
             continue
         content = normalize_content(message.get("content"), f"{param}.content")
+        calls = message_tool_calls(message.get("tool_calls"), f"{param}.tool_calls") if role == "assistant" else []
+        open_calls = {call["id"] for call in calls}
+        if role == "assistant" and calls:
+            kept.append({"role": role, "content": content or None, "tool_calls": calls})
+            continue
         if role == "assistant" and not has_visible_payload(content):
             continue
         if role == "user" and first_user is None:
             first_user = content
         kept.append({"role": role, "content": content})
-    if not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"]):
+    before, results = trailing_results(kept)
+    if not results and (not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"])):
         raise RequestValidationError(
-            "The messages must end with a user message (the new turn)", code="no_user_message", param="messages"
+            "The messages must end with a user message (the new turn) or with tool results",
+            code="no_user_message",
+            param="messages",
         )
     system = "\n".join(p for p in system_parts if p) or None
+    new_input = "" if results else kept[-1]["content"]
     return ChatRequest(
         model=model,
         stream=coerce_bool(body.get("stream"), False),
         system=system,
-        history=kept[:-1],
-        input=kept[-1]["content"],
-        first_user=first_user if first_user is not None else kept[-1]["content"],
+        history=before if results else kept[:-1],
+        input=new_input,
+        first_user=first_user if first_user is not None else new_input,
+        tool_results=results or None,
     )
+
+
+def _tool_result(message: dict[str, Any], param: str, open_calls: set[str]) -> dict[str, Any] | None:
+    """A `tool` message that answers a call of the assistant message before it; None for any other."""
+    call_id = message.get("tool_call_id")
+    if not isinstance(call_id, str) or call_id not in open_calls:
+        return None  # answers nothing: strict upstreams reject it
+    open_calls.discard(call_id)
+    content = flatten_text(normalize_content(message.get("content"), f"{param}.content"))
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
@@ -221,6 +278,9 @@ def completion_body(
     cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
+    if result.client_calls:
+        message["content"] = message["content"] or None
+        message["tool_calls"] = chat_tool_calls(result.client_calls)
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
     body: dict[str, Any] = {
@@ -239,8 +299,12 @@ def completion_body(
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     preamble = await read_preamble(request)
     chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
+    own_tools = request.app[AGENT].tools.names()
+    client_tools = chat_client_tools(preamble.body, own_tools)
     header_session = session_id_header(request)
-    if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
+    if chat.tool_results is None and is_utility_request(
+        stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")
+    ):
         return await complete(
             request, preamble, utility_turn(chat.input, chat.history, chat.system),
             _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
@@ -248,12 +312,18 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         )
     if header_session is not None:
         history = await _load_history(request.app[STORAGE].sessions, header_session)
-        return await _answer(request, preamble, chat, header_session, history, None)
+        return await _answer(request, preamble, chat, header_session, history, None, client_tools, own_tools)
     async with place_conversation(
         request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
         key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
     ) as placement:
-        return await _answer(request, preamble, chat, placement.session_id, chat.history, placement)
+        history = chat.history
+        if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
+            stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
+            history = continued_history(history, stored, chat.tool_results)
+        return await _answer(
+            request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools
+        )
 
 
 def _opening_text(first_user: Any) -> str:
@@ -262,12 +332,16 @@ def _opening_text(first_user: Any) -> str:
 
 async def _answer(
     request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any],
-    placement: Placement | None,
+    placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str],
 ) -> web.StreamResponse:
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
     chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
-    turn_request = api_turn(
-        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system
+    turn_request = replace(
+        api_turn(request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system),
+        client_tools=client_tools,
+        tool_results=None
+        if chat.tool_results is None
+        else continuation_results(chat.tool_results, history, own_tools, param="messages"),
     )
     headers = session_headers(session_id, preamble.session_key)
     if placement is not None:
@@ -365,10 +439,20 @@ class ChatChunks:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case SegmentEnd():
                 self.joiner.end_segment()
+            case ClientToolCalls():
+                await self.client_calls(event)
             case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)
+
+    async def client_calls(self, event: ClientToolCalls) -> None:
+        """The client's calls as `delta.tool_calls`: per call, its head, then its arguments."""
+        for index, call in enumerate(chat_tool_calls(event.calls)):
+            head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
+            await self.stream.send(self.chunk({"tool_calls": [{"index": index, **head}]}))
+            arguments = {"arguments": call["function"]["arguments"]}
+            await self.stream.send(self.chunk({"tool_calls": [{"index": index, "function": arguments}]}))
 
     async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
         """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""

@@ -42,7 +42,7 @@ import re
 import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from aiohttp import web
@@ -154,12 +154,14 @@ class Placement:
     store: AsyncSessionStore
     history: list[dict[str, Any]]
     forked_from: str | None = None
+    start: int = 0
+    """How many messages the session held when placed (this turn's come after)."""
     _lock: asyncio.Lock | None = field(default=None, repr=False)
 
     async def settle(self, input: Any, answer: str | None) -> None:
-        """Mark the session with the conversation the client will resend next time."""
-        if answer is None or not answer.strip():
-            return
+        """Mark the session with the conversation the client will resend next time (an
+        empty input or answer, as after a turn that ended in the client's tool calls, is
+        simply left out)."""
         chain = fingerprints(
             [*self.history, {"role": "user", "content": input}, {"role": "assistant", "content": answer}]
         )
@@ -171,16 +173,14 @@ class Placement:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
 
     async def settle_from_store(self, input: Any) -> None:
-        """`settle` with the answer read back from the session: the assistant messages
-        after its last user message (for a front end that does not keep the result)."""
+        """`settle` with the answer read back from the session: the assistant messages this
+        turn added (for a front end that does not keep the result)."""
         try:
-            stored = await self.store.history(self.session_id)
+            added = await self.store.get_messages(self.session_id, offset=self.start)
         except HermesError as exc:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
             return
-        users = [index for index, message in enumerate(stored) if message.get("role") == "user"]
-        after = stored[users[-1] + 1 :] if users else []
-        answer = " ".join(_text(m.get("content")) for m in after if m.get("role") == "assistant")
+        answer = " ".join(_text(m.content) for m in added if m.role == "assistant")
         await self.settle(input, answer)
 
 
@@ -220,15 +220,24 @@ async def _place(
     opening: tuple[str | None, str] | None,
     wait: float,
 ) -> Placement:
-    def placed(session_id: str, how: How, lock: asyncio.Lock | None, parent: str | None = None) -> Placement:
-        return Placement(session_id, how, store, history, forked_from=parent, _lock=lock)
+    async def placed(session_id: str, how: How, lock: asyncio.Lock | None, parent: str | None = None) -> Placement:
+        start = 0
+        if how in ("keyed", "continued"):
+            try:
+                record = await store.find_session(session_id)
+            except BaseException:
+                if lock is not None:
+                    lock.release()
+                raise
+            start = record.message_count if record is not None else 0
+        return Placement(session_id, how, store, history, forked_from=parent, start=start, _lock=lock)
 
     if key is not None:
         session_id = keyed_session_id(key)
         lock = locks.lock(session_id)
         if await _acquire(lock, wait):
-            return placed(session_id, "keyed", lock)
-        return placed(new_session_id(), "new", None)  # the chat is busy past the bound
+            return await placed(session_id, "keyed", lock)
+        return await placed(new_session_id(), "new", None)  # the chat is busy past the bound
     try:
         chain = fingerprints(history)
         mark = await store.find_conversation(chain) if chain else None
@@ -249,12 +258,13 @@ async def _place(
                     lock.release()
                     raise
                 if claimed:
-                    return placed(mark.session_id, "continued", lock)
+                    return await placed(mark.session_id, "continued", lock)
                 lock.release()
             child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
             lock = locks.lock(child.id)
             await lock.acquire()  # a new id: nobody else holds it
-            return placed(child.id, "forked", lock, mark.session_id)
+            forked = await placed(child.id, "forked", lock, mark.session_id)
+            return replace(forked, start=child.message_count)
         if opening is not None:
             derived = derived_session_id(*opening)
             lock = locks.lock(derived)
@@ -266,9 +276,9 @@ async def _place(
                     lock.release()
                     raise
                 if not taken:
-                    return placed(derived, "derived", lock)
+                    return await placed(derived, "derived", lock)
                 lock.release()
     except HermesError as exc:
         log.warning("conversation lookup failed, starting a new session: %s", exc)
     session_id = new_session_id()
-    return placed(session_id, "new", None)
+    return await placed(session_id, "new", None)

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.client_tools import ClientTools, first_results
 from hermes.agent.types import TurnResult
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
@@ -32,7 +33,8 @@ from hermes.server.http.route import (
     Reply,
     Route,
 )
-from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, SETTINGS, STORAGE
+from hermes.server.openai.client_tools import continuation_results, responses_client_tools
 from hermes.server.openai.conversation import CONVERSATIONS, PLACEMENT_HEADER, chat_key, place_conversation
 from hermes.server.openai.response_objects import (
     RESPONSE_REQUEST,
@@ -71,6 +73,8 @@ IDEMPOTENCY_FIELDS = (
     "store",
     "truncation",
     "tools",
+    "tool_choice",
+    "parallel_tool_calls",
 )
 
 
@@ -81,15 +85,20 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     references = await referenced_items(preamble.body, store)
     req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, references.get)
     chain = await resolve_chain(req, store)
-    utility = is_utility_request(stream=req.stream, new_input=req.input, metadata=req.metadata)
+    chain.history = first_results(chain.history)  # an output for a call hermes ran is ignored
+    own_tools = app[AGENT].tools.names()
+    client_tools = responses_client_tools(preamble.body, own_tools)
+    utility = req.tool_results is None and is_utility_request(
+        stream=req.stream, new_input=req.input, metadata=req.metadata
+    )
     if utility or not _follows_conversation(req, chain):
-        return await _respond(request, preamble, req, chain, utility, None)
+        return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools)
     async with place_conversation(
         app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
         key=chat_key(request.headers, preamble.body), opening=None,
     ) as placement:
         chain = replace(chain, session_id=placement.session_id)
-        answered = await _respond(request, preamble, req, chain, utility, placement.how)
+        answered = await _respond(request, preamble, req, chain, utility, placement.how, client_tools, own_tools)
         await placement.settle_from_store(req.input)
         return answered
 
@@ -101,7 +110,8 @@ def _follows_conversation(req: ResponsesRequest, chain: Chain) -> bool:
 
 
 async def _respond(
-    request: web.Request, preamble: Preamble, req: ResponsesRequest, chain: Chain, utility: bool, how: str | None
+    request: web.Request, preamble: Preamble, req: ResponsesRequest, chain: Chain, utility: bool, how: str | None,
+    client_tools: ClientTools | None, own_tools: list[str],
 ) -> web.StreamResponse:
     app = request.app
     store = app[STORAGE].responses
@@ -109,9 +119,18 @@ async def _respond(
         turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
         headers: dict[str, str] = {}
     else:
-        turn_request = api_turn(
-            request, input=req.input, session_id=chain.session_id, history=chain.history,
-            client_prompt=system_text(req, chain),
+        turn_request = replace(
+            api_turn(
+                request,
+                input=req.input,
+                session_id=chain.session_id,
+                history=chain.history,
+                client_prompt=system_text(req, chain),
+            ),
+            client_tools=client_tools,
+            tool_results=None
+            if req.tool_results is None
+            else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
         )
         headers = session_headers(chain.session_id, preamble.session_key)
         if how is not None:
