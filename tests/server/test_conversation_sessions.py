@@ -11,7 +11,7 @@ import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes.ids import derived_session_id, keyed_session_id
-from hermes.testing.upstream import text_reply
+from hermes.testing.upstream import call, text_reply, tool_reply
 
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
@@ -172,3 +172,25 @@ async def test_sdk_responses_without_previous_response_id_keep_one_session(sdk: 
     two = await client.responses.with_raw_response.create(model="hermes-agent", input=items)
     assert one.headers["X-Hermes-Session-Id"] == two.headers["X-Hermes-Session-Id"]
     assert two.parse().output_text == "Beta."
+
+
+async def test_a_client_tool_continuation_with_the_whole_input_stays_in_its_session(server: Server) -> None:
+    tool = {"type": "function", "name": "get_weather", "description": "Weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
+    server.upstream.enqueue(
+        tool_reply([call("get_weather", {"city": "Rome"}, id="call_r")], text="Looking."), text_reply("Warm."),
+        text_reply("Bring a hat."),
+    )  # fmt: skip
+    first = await server.client.post(RESPONSES, json={"input": "rome?", "tools": [tool]})
+    output = (await first.json())["output"]
+    items: list[Any] = [{"role": "user", "content": "rome?"}, *output,
+                        {"type": "function_call_output", "call_id": "call_r", "output": "30 C"}]  # fmt: skip
+    second = await server.client.post(RESPONSES, json={"input": items, "tools": [tool]})
+    answer = (await second.json())["output"][-1]
+    assert answer["content"][0]["text"] == "Warm."
+    third = await server.client.post(
+        RESPONSES, json={"input": [*items, answer, {"role": "user", "content": "and tomorrow?"}], "tools": [tool]}
+    )
+    assert third.status == 200
+    sids = {r.headers["X-Hermes-Session-Id"] for r in (first, second, third)}
+    assert len(sids) == 1 and third.headers[PLACEMENT] == "continued"
