@@ -7,6 +7,8 @@ This module sits below every layer (it imports nothing from hermes). Formats:
     derived session   api-<16 hex>              derived_session_id(): sha256 of system
                                                 prompt + "\\n" + first user message, for
                                                 chat clients that resend the transcript
+    keyed session     owui-<16 hex>             keyed_session_id(): sha256 of a client's
+                                                own chat id (Open WebUI's chat id)
     run               run_<32 hex>              new_run_id()
     response          resp_<28 hex>             new_response_id()
     chat completion   chatcmpl-<29 hex>         new_completion_id()
@@ -32,6 +34,7 @@ __all__ = [
     "RUN_ID",
     "SESSION_ID",
     "derived_session_id",
+    "keyed_session_id",
     "new_call_id",
     "new_completion_id",
     "new_item_id",
@@ -72,6 +75,11 @@ def derived_session_id(system_prompt: str | None, first_user_content: str) -> st
     """`api-` + the first 16 hex of sha256(system prompt + "\\n" + first user message)."""
     seed = f"{system_prompt or ''}\n{first_user_content}"
     return "api-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def keyed_session_id(chat_id: str) -> str:
+    """`owui-` + the first 16 hex of sha256(the client's chat id)."""
+    return "owui-" + hashlib.sha256(chat_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def new_run_id() -> str:

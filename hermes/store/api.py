@@ -18,7 +18,7 @@ unknown ids.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, assert_never, runtime_checkable
@@ -29,6 +29,7 @@ from hermes.store.records import (
     CompactionRecord,
     ControlMessage,
     ControlReply,
+    ConversationMark,
     InstanceLease,
     MessageRecord,
     NewCompaction,
@@ -210,6 +211,27 @@ class AsyncSessionStore(Protocol):
         title: str | None = None,
         source: str | None = None,
     ) -> SessionRecord: ...
+
+    async def mark_conversation(self, session_id: str, fingerprint: str) -> ConversationMark:
+        """Remember that the conversation `fingerprint` ends at the session's newest message.
+
+        Marking the same fingerprint on the same session again moves the mark; a session
+        without messages cannot be marked (MessageNotFound). Deleting the session deletes
+        its marks.
+        """
+        ...
+
+    async def find_conversation(self, fingerprints: Sequence[str]) -> ConversationMark | None:
+        """The best mark among `fingerprints`, which come longest conversation first: the
+        earliest-listed fingerprint that has a mark; of its marks, an `open` one (its session
+        still ends there, unclaimed) before the others, then the newest."""
+        ...
+
+    async def claim_conversation(self, session_id: str, fingerprint: str) -> bool:
+        """Take an open mark for one continuation of its session: True for exactly one
+        caller, on any instance, while the mark is `latest` and unclaimed (marking the
+        fingerprint again reopens it)."""
+        ...
 
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]: ...
 

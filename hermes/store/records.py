@@ -20,6 +20,7 @@ __all__ = [
     "RETENTION_SECONDS",
     "TERMINAL_STATES",
     "CompactionRecord",
+    "ConversationMark",
     "ControlMessage",
     "ControlReply",
     "InstanceLease",
@@ -242,6 +243,29 @@ class CompactionRecord:
         data = asdict(self)
         data["object"] = "compaction"
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationMark:
+    """A point of a session's transcript that a client resending its history names.
+
+    `fingerprint` is the front end's hash of the conversation as a client resends it
+    (opaque to the store); `message_id` the session's newest message when it was marked.
+    """
+
+    session_id: str
+    fingerprint: str
+    message_id: int
+    marked_at: float
+    latest: bool
+    """Whether `message_id` is still the session's newest message (the session ends there)."""
+    claimed: bool = False
+    """Whether one request has already taken the mark to continue the session from it."""
+
+    @property
+    def open(self) -> bool:
+        """Whether a request may still continue the session from here (`claim_conversation`)."""
+        return self.latest and not self.claimed
 
 
 @dataclass(frozen=True, slots=True)

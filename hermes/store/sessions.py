@@ -37,7 +37,7 @@ Invariants (both backends):
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -45,10 +45,12 @@ from typing import Any
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
+from hermes.store import conversation_marks
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import (
     INTERRUPTED,
     CompactionRecord,
+    ConversationMark,
     MessageRecord,
     NewCompaction,
     NewMessage,
@@ -766,6 +768,16 @@ class Sessions:
             )
             await self.db.execute(_COPY_COMPACTIONS, (child.id, session_id, upto, child.id, session_id, upto))
             return await self._require(child.id)
+
+    async def mark_conversation(self, session_id: str, fingerprint: str) -> ConversationMark:
+        """See `AsyncSessionStore.mark_conversation` (rules in `conversation_marks`)."""
+        return await conversation_marks.mark_conversation(self.db, session_id, fingerprint, self.clock)
+
+    async def find_conversation(self, fingerprints: Sequence[str]) -> ConversationMark | None:
+        return await conversation_marks.find_conversation(self.db, fingerprints)
+
+    async def claim_conversation(self, session_id: str, fingerprint: str) -> bool:
+        return await conversation_marks.claim_conversation(self.db, session_id, fingerprint)
 
     # -- search, stats, transactions -------------------------------------------------
 

@@ -396,3 +396,13 @@ async def test_shutdown_marks_in_flight_runs_interrupted(serve, upstream):
     finally:
         reopened.close()
     await asyncio.sleep(0)
+
+
+async def test_a_failed_tool_is_reported_with_is_error_never_a_top_level_error(serve, upstream):
+    upstream.enqueue(tool_reply([call("no_such_tool", {})], text="Trying."), text_reply("Done anyway."))
+    client = await serve()
+    run_id = (await _start(client, {"input": "try it"}))["run_id"]
+    frames = await read_frames(await client.get(f"/v1/runs/{run_id}/events"))
+    (completed,) = [f.data for f in frames if f.data["event"] == "tool.completed"]
+    assert completed["is_error"] is True and "error" not in completed
+    assert frames[-1].data["event"] == "run.completed"

@@ -44,6 +44,7 @@ from hermes.server.http.state import (
     STORAGE,
     ServerMetrics,
 )
+from hermes.server.openai.conversation import CONVERSATIONS, ConversationLocks
 from hermes.server.rest.background_runs import attach_run_registry
 from hermes.server.rest.openapi import build_document
 from hermes.store.api import Storage
@@ -91,6 +92,7 @@ def create_app(
         app[AGENT] = agent
     app[IDEMPOTENCY] = idempotency or IdempotentAnswers()
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
+    app[CONVERSATIONS] = ConversationLocks()
     app[METRICS] = ServerMetrics(started_at=time.time())
     app[ROUTE_TABLE] = routes.TABLE
     app[OPENAPI_DOCUMENT] = build_document(routes.TABLE)

@@ -13,9 +13,11 @@ offered beside hermes' own (`hermes.server.openai.client_tools`); when the model
 one, the answer is an assistant message with ``tool_calls`` and finish_reason
 ``tool_calls`` (in the stream: ``delta.tool_calls`` chunks, one head and one arguments
 chunk per call).
-Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
-sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
-map to one session; with it, history comes from the session store instead of the body.
+Without ``X-Hermes-Session-Id`` the conversation picks the session
+(`hermes.server.openai.conversation`: the client's chat id, else the session whose last
+turn the resent history matches, a fork on an edit or a regeneration, the derived
+``api-…`` id for the first conversation with an opening); with it, history comes from
+the session store instead of the body.
 Every turn is persisted (source ``api_server``), except utility requests
 (`hermes.runs.utility`: one model call, no tools, no session).
 
@@ -37,7 +39,7 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
-from hermes.agent.client_tools import ClientToolResult
+from hermes.agent.client_tools import ClientToolResult, ClientTools
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
@@ -93,6 +95,14 @@ from hermes.server.openai.client_tools import (
     message_tool_calls,
     trailing_results,
 )
+from hermes.server.openai.conversation import (
+    CONVERSATIONS,
+    PLACEMENT_HEADER,
+    Placement,
+    chat_key,
+    place_conversation,
+)
+from hermes.server.openai.openwebui import is_open_webui, tool_card
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
@@ -297,18 +307,35 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     ):
         return await complete(
             request, preamble, utility_turn(chat.input, chat.history, chat.system),
-            _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
     if header_session is not None:
-        session_id = header_session
-        history = await _load_history(request.app[STORAGE].sessions, session_id)
-    else:
-        session_id = derive_session_id(chat.system, chat.first_user)
+        history = await _load_history(request.app[STORAGE].sessions, header_session)
+        return await _answer(request, preamble, chat, header_session, history, None, client_tools, own_tools)
+    async with place_conversation(
+        request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
+        key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
+    ) as placement:
         history = chat.history
         if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
-            stored = await _load_history(request.app[STORAGE].sessions, session_id)
+            stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
             history = continued_history(history, stored, chat.tool_results)
+        return await _answer(
+            request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools
+        )
+
+
+def _opening_text(first_user: Any) -> str:
+    return first_user if isinstance(first_user, str) else str(first_user)
+
+
+async def _answer(
+    request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any],
+    placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str],
+) -> web.StreamResponse:
+    """Run the turn in `session_id` and answer it; `placement` (a session the conversation
+    chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
     turn_request = replace(
         api_turn(request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system),
         client_tools=client_tools,
@@ -317,18 +344,28 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         else continuation_results(chat.tool_results, history, own_tools, param="messages"),
     )
     headers = session_headers(session_id, preamble.session_key)
+    if placement is not None:
+        headers[PLACEMENT_HEADER] = placement.how
+
+    async def settle(result: TurnResult | None) -> None:
+        if placement is not None and result is not None:
+            await placement.settle(chat.input, answer_text(result))
+
     if chat.stream:  # streams are never cached
-        return await _stream(request, chat, turn_request, headers)
+        return await _stream(request, chat, turn_request, headers, settle)
     return await complete(
-        request, preamble, turn_request, _finisher(chat, headers), scope="chat",
-        fingerprint=lambda: _fingerprint(preamble, header_session),
+        request, preamble, turn_request, _finisher(chat, headers, settle), scope="chat",
+        fingerprint=lambda: _fingerprint(preamble, session_id if placement is None else None),
     )
 
 
-def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResult | None], Awaitable[Answer]]:
+def _finisher(
+    chat: ChatRequest, headers: dict[str, str], settle: Callable[[TurnResult | None], Awaitable[None]]
+) -> Callable[[TurnResult | None], Awaitable[Answer]]:
     """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
 
     async def finish(result: TurnResult | None) -> Answer:
+        await settle(result)
         outcome = Outcome.of(result)
         out_headers = {**headers, **outcome.headers()}
         if result is None or outcome.hard_failure:
@@ -341,6 +378,10 @@ def _finisher(chat: ChatRequest, headers: dict[str, str]) -> Callable[[TurnResul
     return finish
 
 
+async def _no_settle(result: TurnResult | None) -> None:
+    return None
+
+
 def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
     return fingerprint(
         preamble.body, IDEMPOTENCY_FIELDS, session_id=header_session, session_key=preamble.session_key
@@ -351,13 +392,15 @@ class ChatChunks:
     """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
 
     Named frames (`hermes.tool.progress`, `hermes.status`) go only to clients that accept
-    them (`tool_progress_enabled`).
+    them (`tool_progress_enabled`); with `tool_cards` (Open WebUI) each finished tool is
+    also a card in the content (`hermes.server.openai.openwebui`).
     """
 
-    def __init__(self, stream: SSEStream, model: str, *, named_events: bool) -> None:
+    def __init__(self, stream: SSEStream, model: str, *, named_events: bool, tool_cards: bool = False) -> None:
         self.stream = stream
         self.cid, self.created, self.model = completion_id(), int(time.time()), model
         self.named_events = named_events
+        self.tool_cards = tool_cards
         self.sent_text = False
         self.progress = ToolProgress()
         self.joiner = SegmentJoiner()
@@ -387,6 +430,10 @@ class ChatChunks:
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
                     await self.stream.send(payload, event="hermes.tool.progress")
+                if payload is not None and self.tool_cards and isinstance(event, ToolCompleted):
+                    card = tool_card(call_id=event.call_id, name=event.name, arguments=event.arguments,
+                                     result=event.result, is_error=event.is_error)
+                    await self.stream.send(self.chunk({"content": card}))
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
@@ -423,14 +470,16 @@ class ChatChunks:
 
 
 async def _stream(
-    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str]
+    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str],
+    settle: Callable[[TurnResult | None], Awaitable[None]],
 ) -> web.StreamResponse:
     named_events = tool_progress_enabled(request)
     async with streamed_turn(request, turn_request, headers) as (stream, turn):
-        chunks = ChatChunks(stream, chat.model, named_events=named_events)
+        chunks = ChatChunks(stream, chat.model, named_events=named_events, tool_cards=is_open_webui(request.headers))
         try:
             await chunks.start()
             crash = await _translate(turn, chunks)
+            await settle(turn.result)
             await chunks.finish(turn.result, crash)
         except ClientDisconnected:
             pass  # the stream's on_disconnect has stopped the turn
@@ -450,9 +499,10 @@ async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None
 class ToolProgress:
     """Turns ToolStarted/ToolCompleted into `hermes.tool.progress` payloads.
 
-    A ``running`` payload for each visible tool start, a ``completed`` one for its end;
-    internal tools (name starting with ``_``) and completions without a matching start
-    produce nothing.
+    A ``running`` payload for each visible tool start, a ``completed`` one (with
+    ``is_error``) for its end; never a top-level ``error`` key, which clients such as
+    Open WebUI read as a provider failure of the whole answer. Internal tools (name
+    starting with ``_``) and completions without a matching start produce nothing.
     """
 
     def __init__(self) -> None:
@@ -478,7 +528,7 @@ class ToolProgress:
             "toolCallId": event.call_id,
             "status": "completed",
             "duration": round(event.duration, 3),
-            "error": event.is_error,
+            "is_error": event.is_error,
         }
 
 

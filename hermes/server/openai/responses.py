@@ -3,7 +3,9 @@
 The request, its chain and the response object are in `hermes.server.openai.response_objects`;
 the SSE form is `hermes.server.openai.responses_stream`; the pipeline (preamble,
 idempotency, the non-streamed completion) is `hermes.server.openai.turns`, shared with
-chat completions.
+chat completions. A request without `previous_response_id`, `conversation` or
+`conversation_history` resends its conversation in `input`: its session is placed by
+`hermes.server.openai.conversation` (one session per conversation), as in chat.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.agent.client_tools import first_results
+from hermes.agent.client_tools import ClientTools, first_results
 from hermes.agent.types import TurnResult
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
@@ -33,8 +35,11 @@ from hermes.server.http.route import (
 )
 from hermes.server.http.state import AGENT, SETTINGS, STORAGE
 from hermes.server.openai.client_tools import continuation_results, responses_client_tools
+from hermes.server.openai.conversation import CONVERSATIONS, PLACEMENT_HEADER, chat_key, place_conversation
 from hermes.server.openai.response_objects import (
     RESPONSE_REQUEST,
+    Chain,
+    ResponsesRequest,
     envelope,
     error_object,
     output_items,
@@ -49,6 +54,7 @@ from hermes.server.openai.response_objects import (
 from hermes.server.openai.responses_stream import stream_response
 from hermes.server.openai.turns import (
     Answer,
+    Preamble,
     api_turn,
     complete,
     read_preamble,
@@ -85,6 +91,30 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     utility = req.tool_results is None and is_utility_request(
         stream=req.stream, new_input=req.input, metadata=req.metadata
     )
+    if utility or not _follows_conversation(req, chain):
+        return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools)
+    async with place_conversation(
+        app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
+        key=chat_key(request.headers, preamble.body), opening=None,
+    ) as placement:
+        chain = replace(chain, session_id=placement.session_id)
+        answered = await _respond(request, preamble, req, chain, utility, placement.how, client_tools, own_tools)
+        await placement.settle_from_store(req.input)
+        return answered
+
+
+def _follows_conversation(req: ResponsesRequest, chain: Chain) -> bool:
+    """Whether the session comes from the resent input (`hermes.server.openai.conversation`):
+    no previous response, no named conversation, no explicit history."""
+    return chain.previous_response_id is None and req.conversation is None and req.conversation_history is None
+
+
+async def _respond(
+    request: web.Request, preamble: Preamble, req: ResponsesRequest, chain: Chain, utility: bool, how: str | None,
+    client_tools: ClientTools | None, own_tools: list[str],
+) -> web.StreamResponse:
+    app = request.app
+    store = app[STORAGE].responses
     if utility:  # one plain model call: no session, not stored
         turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
         headers: dict[str, str] = {}
@@ -103,6 +133,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
         )
         headers = session_headers(chain.session_id, preamble.session_key)
+        if how is not None:
+            headers[PLACEMENT_HEADER] = how
     form = tool_item_form(request)
     if req.stream:  # streams are never cached
         return await stream_response(request, req, chain, turn_request, headers, form)

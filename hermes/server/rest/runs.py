@@ -144,7 +144,7 @@ class RunEventsTranslator:
                 run.emit(
                     "tool.completed",
                     {"tool": event.name, "call_id": event.call_id, "duration": round(event.duration, 3),
-                     "error": event.is_error},
+                     "is_error": event.is_error},
                 )
             case ApprovalRequested():
                 pending = run.approvals.get(event.call_id)

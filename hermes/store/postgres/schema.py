@@ -29,6 +29,8 @@ Schema summary (after all migrations), every object in schema `hermes`:
     turns           one row per turn, open until ended; owned by an instance lease
                     (`owner_instance`) and described by its process (see m005)
     compactions     one row per context compaction (as in state.db)
+    conversation_marks  (session, fingerprint) -> the session's newest message when a
+                    client's resent conversation was marked (as in state.db, see m009)
 
 `messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
 """
@@ -319,5 +321,26 @@ async def m008_one_unsettled_run_per_session(conn: AsyncConnection[Any]) -> None
             """,
             "CREATE UNIQUE INDEX runs_one_unsettled_per_session ON hermes.runs (session_id) "
             f"WHERE status NOT IN ({terminal})",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m009_conversation_marks(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m007: which session a client resending its conversation continues.
+    await _execute_all(
+        conn,
+        (
+            """
+            CREATE TABLE hermes.conversation_marks (
+                session_id text NOT NULL REFERENCES hermes.sessions(id) ON DELETE CASCADE,
+                fingerprint text NOT NULL,
+                message_id bigint NOT NULL,
+                marked_at double precision NOT NULL,
+                claimed boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (session_id, fingerprint)
+            )
+            """,
+            "CREATE INDEX conversation_marks_fingerprint ON hermes.conversation_marks (fingerprint)",
         ),
     )

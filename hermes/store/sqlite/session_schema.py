@@ -249,3 +249,24 @@ def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
             """,
         ),
     )
+
+
+@SESSION_MIGRATIONS.migration
+def m007_conversation_marks(db: sqlite3.Connection) -> None:
+    # Which session a client resending its conversation continues (`conversation_marks`).
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE conversation_marks (
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                fingerprint TEXT NOT NULL,
+                message_id INTEGER NOT NULL,
+                marked_at REAL NOT NULL,
+                claimed INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (session_id, fingerprint)
+            )
+            """,
+            "CREATE INDEX conversation_marks_fingerprint ON conversation_marks(fingerprint)",
+        ),
+    )

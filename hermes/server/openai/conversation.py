@@ -1,0 +1,284 @@
+"""Which session an OpenAI-shaped request continues when it names none.
+
+A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` without
+`previous_response_id`) resends its conversation. It is placed, in this order:
+
+1. keyed: `X-OpenWebUI-Chat-Id` or `metadata.chat_id` names the client's chat; the
+   session is `owui-<16 hex>` of that id (`hermes.ids.keyed_session_id`), whatever the
+   history says.
+2. continued: the resent history (everything before the new input) has the fingerprint
+   that a session's newest message was marked with: that session.
+3. forked: the history matches an earlier point of a session (an edit or a regeneration),
+   or only a prefix of it matches: a fork of that session at that point
+   (`AsyncSessionStore.fork_session`).
+4. new: the derived id (`api-…` of system prompt + first user message) while no session
+   has it (chat only: the first conversation with a given opening), else a fresh id.
+
+After the turn, `Placement.settle` marks the session with the fingerprint of the
+conversation as the client will resend it (history + input + the answer's text).
+
+Fingerprints (`fingerprints`): a sha256 chain over the user/assistant texts, normalised
+so a client's rendering does not matter: Open WebUI's `<details>` blocks are dropped,
+whitespace runs become one space, consecutive messages of one role are one message
+(a client that splits an answer around its tool calls resends the same conversation),
+empty messages and every other role are left out.
+
+Invariants: one placement at a time per session in this process (a per-session lock,
+held until the request's block ends); a request whose history names a session busy here
+waits for it at most `BUSY_WAIT` seconds, then looks again (a continuation of what that
+turn answered continues it; the same history again is now an earlier point: it forks), so
+one transcript never interleaves two turns. Across instances a continuation first claims
+the mark (`AsyncSessionStore.claim_conversation`, once per answer), so of two instances
+continuing one answer at once the second forks. A store failure while placing or marking degrades to a fresh
+session (logged), never to a failed request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import weakref
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from aiohttp import web
+
+from hermes.errors import HermesError
+from hermes.ids import derived_session_id, keyed_session_id, new_session_id
+from hermes.store.api import AsyncSessionStore
+from hermes.store.conversation_marks import MAX_FINGERPRINTS
+
+__all__ = [
+    "BUSY_WAIT",
+    "CHAT_ID_HEADER",
+    "CONVERSATIONS",
+    "PLACEMENT_HEADER",
+    "ConversationLocks",
+    "Placement",
+    "chat_key",
+    "fingerprints",
+    "place_conversation",
+]
+
+log = logging.getLogger(__name__)
+
+CHAT_ID_HEADER = "X-OpenWebUI-Chat-Id"
+PLACEMENT_HEADER = "X-Hermes-Session-Placement"
+"""The response header that says how a request was placed (`How`)."""
+BUSY_WAIT = 30.0
+"""Seconds a request waits for another turn of the session it would continue."""
+
+How = Literal["keyed", "continued", "forked", "derived", "new"]
+
+_DETAILS = re.compile(r"<details\b[^>]*>.*?</details>", re.DOTALL | re.IGNORECASE)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = " ".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    else:
+        return ""
+    return " ".join(_DETAILS.sub(" ", text).split())
+
+
+def normalised(messages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(role, text) of the user and assistant messages, as the module docstring says."""
+    out: list[tuple[str, str]] = []
+    for message in messages:
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        text = _text(message.get("content"))
+        if not text:
+            continue
+        if out and out[-1][0] == role:
+            out[-1] = (role, f"{out[-1][1]} {text}")
+        else:
+            out.append((role, text))
+    return out
+
+
+def fingerprints(messages: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The fingerprint of every non-empty prefix of the conversation, longest first."""
+    chain: list[str] = []
+    digest = ""
+    for role, text in normalised(messages):
+        digest = hashlib.sha256(f"{digest}\x1f{role}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
+        chain.append(digest)
+    return chain[::-1][:MAX_FINGERPRINTS]
+
+
+def chat_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+    """The client's own chat id: `X-OpenWebUI-Chat-Id`, else `metadata.chat_id`."""
+    raw = headers.get(CHAT_ID_HEADER)
+    if raw is None or not raw.strip():
+        metadata = body.get("metadata")
+        value = metadata.get("chat_id") if isinstance(metadata, dict) else None
+        raw = value if isinstance(value, str) else None
+    return raw.strip() if raw is not None and raw.strip() else None
+
+
+class ConversationLocks:
+    """One `asyncio.Lock` per session id, alive while anyone holds or awaits it."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, session_id: str) -> asyncio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        return lock
+
+
+CONVERSATIONS = web.AppKey("hermes.conversations", ConversationLocks)
+"""The app's per-session placement locks (set by `create_app`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a request's turn goes, and how it got there."""
+
+    session_id: str
+    how: How
+    store: AsyncSessionStore
+    history: list[dict[str, Any]]
+    forked_from: str | None = None
+    start: int = 0
+    """How many messages the session held when placed (this turn's come after)."""
+    _lock: asyncio.Lock | None = field(default=None, repr=False)
+
+    async def settle(self, input: Any, answer: str | None) -> None:
+        """Mark the session with the conversation the client will resend next time (an
+        empty input or answer, as after a turn that ended in the client's tool calls, is
+        simply left out)."""
+        chain = fingerprints(
+            [*self.history, {"role": "user", "content": input}, {"role": "assistant", "content": answer}]
+        )
+        if not chain:
+            return
+        try:
+            await self.store.mark_conversation(self.session_id, chain[0])
+        except HermesError as exc:
+            log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
+
+    async def settle_from_store(self, input: Any) -> None:
+        """`settle` with the answer read back from the session: the assistant messages this
+        turn added (for a front end that does not keep the result)."""
+        try:
+            added = await self.store.get_messages(self.session_id, offset=self.start)
+        except HermesError as exc:
+            log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
+            return
+        answer = " ".join(_text(m.content) for m in added if m.role == "assistant")
+        await self.settle(input, answer)
+
+
+async def _acquire(lock: asyncio.Lock, wait: float) -> bool:
+    try:
+        await asyncio.wait_for(lock.acquire(), wait)
+    except TimeoutError:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def place_conversation(
+    store: AsyncSessionStore,
+    locks: ConversationLocks,
+    *,
+    history: Sequence[Mapping[str, Any]],
+    key: str | None,
+    opening: tuple[str | None, str] | None,
+    wait: float = BUSY_WAIT,
+) -> AsyncIterator[Placement]:
+    """The placement of one request (see the module docstring); its session stays locked
+    in this process until the block ends."""
+    placement = await _place(store, locks, list(map(dict, history)), key, opening, wait)
+    try:
+        yield placement
+    finally:
+        if placement._lock is not None:
+            placement._lock.release()
+
+
+async def _place(
+    store: AsyncSessionStore,
+    locks: ConversationLocks,
+    history: list[dict[str, Any]],
+    key: str | None,
+    opening: tuple[str | None, str] | None,
+    wait: float,
+) -> Placement:
+    async def placed(session_id: str, how: How, lock: asyncio.Lock | None, parent: str | None = None) -> Placement:
+        start = 0
+        if how in ("keyed", "continued"):
+            try:
+                record = await store.find_session(session_id)
+            except BaseException:
+                if lock is not None:
+                    lock.release()
+                raise
+            start = record.message_count if record is not None else 0
+        return Placement(session_id, how, store, history, forked_from=parent, start=start, _lock=lock)
+
+    if key is not None:
+        session_id = keyed_session_id(key)
+        lock = locks.lock(session_id)
+        if await _acquire(lock, wait):
+            return await placed(session_id, "keyed", lock)
+        return await placed(new_session_id(), "new", None)  # the chat is busy past the bound
+    try:
+        chain = fingerprints(history)
+        mark = await store.find_conversation(chain) if chain else None
+        if mark is not None and locks.lock(mark.session_id).locked():
+            # A turn of that session is running here: once it has marked what it answered,
+            # this history may be its continuation. Wait for it, then look again.
+            busy = locks.lock(mark.session_id)
+            if await _acquire(busy, wait):
+                busy.release()
+            mark = await store.find_conversation(chain)
+        if mark is not None:
+            lock = locks.lock(mark.session_id)
+            if mark.open and mark.fingerprint == chain[0] and not lock.locked():
+                await lock.acquire()  # free: taken at once
+                try:  # one continuation per answer, whichever instance asks first
+                    claimed = await store.claim_conversation(mark.session_id, mark.fingerprint)
+                except BaseException:
+                    lock.release()
+                    raise
+                if claimed:
+                    return await placed(mark.session_id, "continued", lock)
+                lock.release()
+            child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
+            lock = locks.lock(child.id)
+            await lock.acquire()  # a new id: nobody else holds it
+            forked = await placed(child.id, "forked", lock, mark.session_id)
+            return replace(forked, start=child.message_count)
+        if opening is not None:
+            derived = derived_session_id(*opening)
+            lock = locks.lock(derived)
+            if not lock.locked():
+                await lock.acquire()  # free: taken at once, before any other request looks
+                try:
+                    taken = await store.find_session(derived) is not None
+                except BaseException:
+                    lock.release()
+                    raise
+                if not taken:
+                    return await placed(derived, "derived", lock)
+                lock.release()
+    except HermesError as exc:
+        log.warning("conversation lookup failed, starting a new session: %s", exc)
+    session_id = new_session_id()
+    return await placed(session_id, "new", None)

@@ -1,0 +1,101 @@
+"""Sessions follow the conversation across two instances on one PostgreSQL database.
+
+Skips with the reason where PostgreSQL is missing (fails under CI=true): `pg_url` fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _runs_fixtures import FAST, tools
+from aiohttp.test_utils import TestClient, TestServer
+
+from hermes.agent.engine import Agent
+from hermes.agent.providers.openai_compat import OpenAICompatProvider
+from hermes.agent.tools.base import ToolRegistry
+from hermes.config import Settings
+from hermes.server.http.app import create_app
+from hermes.store.api import Storage
+from hermes.testing.upstream import ScriptedUpstream, text_reply
+
+Node = tuple[TestClient, Storage]
+MakeNodes = Callable[[], Awaitable[list[Node]]]
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[ScriptedUpstream]:
+    async with ScriptedUpstream() as server:
+        yield server
+
+
+@pytest.fixture
+async def nodes(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> AsyncIterator[MakeNodes]:
+    from hermes.store.postgres import open_postgres_storage
+
+    made: list[tuple[TestClient, Storage, Agent]] = []
+
+    async def make() -> list[Node]:
+        for name in ("a", "b"):
+            settings = Settings.load({"home": str(tmp_path / name), "model": "scripted-model"}, env={})
+            settings.ensure_home()
+            storage = await open_postgres_storage(pg_url)
+            agent = Agent(
+                OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"), store=storage.sessions,
+                model="scripted-model", tools=ToolRegistry(tools()), options=FAST, system_prompt="Test agent.",
+            )  # fmt: skip
+            client = TestClient(TestServer(create_app(settings, storage=storage, agent=agent)))
+            await client.start_server()
+            made.append((client, storage, agent))
+        return [(client, storage) for client, storage, _ in made]
+
+    yield make
+    for client, storage, agent in made:
+        await client.close()
+        await agent.aclose()
+        await storage.aclose()
+
+
+def user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, str]:
+    return {"role": "assistant", "content": text}
+
+
+async def ask(node: Node, messages: list[dict[str, str]]) -> Any:
+    resp = await node[0].post("/v1/chat/completions", json={"messages": messages})
+    assert resp.status == 200, await resp.text()
+    await resp.read()
+    return resp
+
+
+async def roles(node: Node, session_id: str) -> list[str]:
+    return [m.role for m in await node[1].sessions.get_messages(session_id)]
+
+
+async def test_one_conversation_across_instances_and_racing_continuations_fork(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(text_reply("A1."), text_reply("A2."))
+    first = await ask(a, [user("pg opening")])
+    sid = first.headers["X-Hermes-Session-Id"]
+    second = await ask(b, [user("pg opening"), assistant("A1."), user("u2")])
+    assert (second.headers["X-Hermes-Session-Id"], second.headers["X-Hermes-Session-Placement"]) == (sid, "continued")
+
+    upstream.enqueue(text_reply("slow one two three", chunk_delay=0.02), text_reply("quick."))
+    history = [user("pg opening"), assistant("A1."), user("u2"), assistant("A2.")]
+    racing = await asyncio.gather(ask(a, [*history, user("from a")]), ask(b, [*history, user("from b")]))
+    placed = sorted(r.headers["X-Hermes-Session-Placement"] for r in racing)
+    assert placed == ["continued", "forked"]
+    for resp in racing:
+        assert await roles(a, resp.headers["X-Hermes-Session-Id"]) == ["user", "assistant"] * 3
+
+    upstream.enqueue(text_reply("Same opening, other chat."))
+    other = await ask(b, [user("pg opening")])
+    assert other.headers["X-Hermes-Session-Id"] not in (sid, *(r.headers["X-Hermes-Session-Id"] for r in racing))
