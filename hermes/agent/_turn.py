@@ -23,7 +23,7 @@ from hermes.agent.events import ToolCompleted, ToolStarted
 from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
-from hermes.store.base import NewMessage
+from hermes.store.records import NewMessage
 
 log = logging.getLogger(__name__)
 
