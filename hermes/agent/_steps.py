@@ -31,6 +31,7 @@ from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent._turn import TurnState
 from hermes.agent.context import ContextBudget
 from hermes.agent.events import AgentEvent, SegmentEnd
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.provider import ModelRequest
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnResult
@@ -55,6 +56,8 @@ class ModelCall:
     caller: ModelCaller
     policy: CallPolicy
     budget: ContextBudget
+    output_format: OutputFormat | None = None
+    """Sent on every call of the turn: the format constrains whichever call writes the answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +85,7 @@ async def model_step(
         yield compacted
     turn.api_calls += 1
     turn.text_parts = []
-    request = ModelRequest(model=turn.model, messages=context, tools=tools)
+    request = ModelRequest(model=turn.model, messages=context, tools=tools, output_format=call.output_format)
     async with aclosing(call.caller.call(request, call.policy, outcome)) as events:
         async for event in events:
             if event.type == "text.delta":

@@ -232,7 +232,7 @@ class Agent:
         policy = self._call_policy()
         tools = self.tools.schemas() or None
         budget = self._budget(turn.session_id, turn.model, turn.persist)
-        call = ModelCall(self._caller, policy, budget)
+        call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
         while True:
             summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None

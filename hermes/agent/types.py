@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, TypeAlias
 
+from hermes.agent.output_format import OutputFormat
 from hermes.messages import ChatMessage as ChatMessage
 from hermes.messages import UserContent as UserContent
 
@@ -79,6 +80,8 @@ class TurnRequest:
     max_iterations: int | None = None
     cwd: str | None = None
     """Working directory for tools; defaults to the process's."""
+    output_format: OutputFormat | None = None
+    """The format the answer must take; every model call of the turn sends it (None: free text)."""
 
 
 @dataclass(slots=True)

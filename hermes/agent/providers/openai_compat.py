@@ -36,6 +36,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from hermes import __version__
+from hermes.agent.output_format import response_format_body
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -312,6 +313,8 @@ class OpenAICompatProvider(Provider):
         body: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.tools:
             body["tools"] = request.tools
+        if request.output_format is not None:
+            body["response_format"] = response_format_body(request.output_format)
         body.update(request.extra)
         return body
 

@@ -45,6 +45,7 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import StoreError
@@ -74,6 +75,7 @@ from hermes.server.http.schema import (
 )
 from hermes.server.http.sse import ClientDisconnected, SSEStream
 from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output_format
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
@@ -90,7 +92,9 @@ from hermes.store.api import AsyncSessionStore
 log = logging.getLogger(__name__)
 
 KEPT_ROLES = {"user", "assistant"}
-IDEMPOTENCY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "temperature", "top_p", "max_tokens")
+IDEMPOTENCY_FIELDS = (
+    "model", "messages", "tools", "tool_choice", "stream", "temperature", "top_p", "max_tokens", "response_format"
+)
 
 TOOL_EMOJI = {
     "terminal": "💻",
@@ -122,6 +126,7 @@ class ChatRequest:
     history: list[dict[str, Any]]
     input: str | list[dict[str, Any]]
     first_user: Any
+    output_format: OutputFormat | None = None
 
 
 MESSAGE = Object(
@@ -149,6 +154,7 @@ CHAT_REQUEST = Body(
         "stream": Boolean(),
         "temperature": Number(),
         "tools": Array(description="Accepted for compatibility; hermes runs its own tools."),
+        "response_format": Anything(documented=RESPONSE_FORMAT_DOC),
     },
 )
 """Each message's role and content are checked per item by `parse_chat_body` (its params
@@ -157,6 +163,7 @@ name the item: ``messages[3].role``)."""
 
 def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
     CHAT_REQUEST.validate(body)
+    output_format = chat_output_format(body)
     messages: list[Any] = body["messages"]
     model = body.get("model") or advertised_model
     system_parts: list[str] = []
@@ -194,6 +201,7 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         history=kept[:-1],
         input=kept[-1]["content"],
         first_user=first_user if first_user is not None else kept[-1]["content"],
+        output_format=output_format,
     )
 
 
@@ -232,7 +240,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     header_session = session_id_header(request)
     if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
         return await complete(
-            request, preamble, utility_turn(chat.input, chat.history, chat.system),
+            request, preamble, utility_turn(chat.input, chat.history, chat.system, chat.output_format),
             _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
@@ -243,7 +251,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         session_id = derive_session_id(chat.system, chat.first_user)
         history = chat.history
     turn_request = api_turn(
-        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system
+        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system,
+        output_format=chat.output_format,
     )
     headers = session_headers(session_id, preamble.session_key)
     if chat.stream:  # streams are never cached

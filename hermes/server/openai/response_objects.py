@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent.output_format import OutputFormat, text_format_body
 from hermes.agent.types import TurnResult
 from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.ids import new_item_id, new_response_id, new_session_id
@@ -55,6 +56,7 @@ from hermes.server.http.schema import (
     String,
     not_both,
 )
+from hermes.server.openai.output_formats import TEXT_DOC, responses_output_format
 from hermes.server.openai.tool_items import (
     arguments_json,
     call_item,
@@ -92,6 +94,8 @@ class ResponsesRequest:
     truncation: str | None
     metadata: dict[str, Any] | None = None
     extra_instructions: list[str] = field(default_factory=list)
+    output_format: OutputFormat | None = None
+    """`text.format` (`hermes.server.openai.output_formats`); echoed in the response object."""
 
 
 ItemLookup = Callable[[str], "dict[str, Any] | None"]
@@ -343,6 +347,7 @@ RESPONSE_REQUEST = Body(
             enum=("auto", "disabled"), value_error=("invalid_truncation", "'truncation' must be 'auto' or 'disabled'")
         ),
         "metadata": Object(),
+        "text": Anything(documented=TEXT_DOC),
     },
     rules=(not_both("conversation", "previous_response_id"),),
 )
@@ -354,6 +359,7 @@ def parse_responses_body(
     body: dict[str, Any], advertised_model: str, lookup: ItemLookup | None = None
 ) -> ResponsesRequest:
     RESPONSE_REQUEST.validate(body)
+    output_format = responses_output_format(body)
     messages, system = _parse_input(body.get("input"), lookup)
     if not messages or messages[-1]["role"] != "user" or not has_visible_payload(messages[-1]["content"]):
         raise RequestValidationError(
@@ -386,6 +392,7 @@ def parse_responses_body(
         truncation=truncation,
         metadata=metadata,
         extra_instructions=system,
+        output_format=output_format,
     )
 
 
@@ -567,6 +574,7 @@ def envelope(
         "tools": [],
         "store": req.store,
         "truncation": req.truncation or "disabled",
+        "text": {"format": text_format_body(req.output_format)},
         "usage": usage_json(result.usage) if result is not None else None,
     }
     if req.conversation is not None:

@@ -64,6 +64,7 @@ IDEMPOTENCY_FIELDS = (
     "store",
     "truncation",
     "tools",
+    "text",
 )
 
 
@@ -76,12 +77,12 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     chain = await resolve_chain(req, store)
     utility = is_utility_request(stream=req.stream, new_input=req.input, metadata=req.metadata)
     if utility:  # one plain model call: no session, not stored
-        turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
+        turn_request = utility_turn(req.input, chain.history, system_text(req, chain), req.output_format)
         headers: dict[str, str] = {}
     else:
         turn_request = api_turn(
             request, input=req.input, session_id=chain.session_id, history=chain.history,
-            client_prompt=system_text(req, chain),
+            client_prompt=system_text(req, chain), output_format=req.output_format,
         )
         headers = session_headers(chain.session_id, preamble.session_key)
     form = tool_item_form(request)

@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.runs.idempotency import AnswerPending, Transient
@@ -81,7 +82,13 @@ def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None
 
 
 def api_turn(
-    request: web.Request, *, input: Any, session_id: str, history: list[Any], client_prompt: str | None
+    request: web.Request,
+    *,
+    input: Any,
+    session_id: str,
+    history: list[Any],
+    client_prompt: str | None,
+    output_format: OutputFormat | None = None,
 ) -> TurnRequest:
     """The TurnRequest of an OpenAI-shaped endpoint: persisted as `api_server`, nobody to ask."""
     app = request.app
@@ -93,6 +100,7 @@ def api_turn(
         source="api_server",
         approve=None,
         yolo=app[SETTINGS].yolo,
+        output_format=output_format,
     )
 
 
@@ -102,10 +110,12 @@ def utility_engine(request: web.Request) -> UtilityEngine:
     return UtilityEngine(agent.provider, agent.model)
 
 
-def utility_turn(input: Any, history: list[Any], client_prompt: str | None) -> TurnRequest:
+def utility_turn(
+    input: Any, history: list[Any], client_prompt: str | None, output_format: OutputFormat | None = None
+) -> TurnRequest:
     """A utility request's TurnRequest: the client's own prompt only, nothing persisted."""
     return TurnRequest(input=input, history=history, system_prompt=client_prompt or None, source="api_server",
-                       persist=False)
+                       persist=False, output_format=output_format)
 
 
 def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
