@@ -10,8 +10,8 @@ map to one session; with it, history comes from the session store instead of the
 Every turn is persisted (source ``api_server``), except utility requests
 (`hermes.runs.utility`: one model call, no tools, no session).
 
-Text segments of one answer are joined with a blank line (`hermes.runs.wire`), in the
-stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
+Text segments of one answer are separated by a blank line that ends the earlier segment
+(`hermes.runs.wire`), in the stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
 unless they opt in (`tool_progress_enabled`).
 
 Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
@@ -329,7 +329,9 @@ class ChatChunks:
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case SegmentEnd():
-                self.joiner.end_segment()
+                tail = self.joiner.end_segment()
+                if tail:
+                    await self.stream.send(self.chunk({"content": tail}))
             case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:

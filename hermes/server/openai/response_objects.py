@@ -17,8 +17,8 @@ messages. Stored record (when ``store`` is on, the default):
 ``{"response", "conversation_history": prior + this turn's transcript, "instructions",
 "session_id"}`` — the transcript is stored once, never re-appended.
 
-The output lists only the current turn's items: a ``message`` per text segment (later ones
-start with the blank-line separator, `hermes.runs.wire`) and the server-run tools in the
+The output lists only the current turn's items: a ``message`` per text segment (each one
+that tool calls closed ends with the blank-line separator, `hermes.runs.wire`) and the server-run tools in the
 client's form (`hermes.server.openai.tool_items`: ``mcp_call`` for SDK clients, ``function_call``
 + ``function_call_output`` otherwise). Used by the JSON handler (openai/responses.py) and the SSE one
 (openai/responses_stream.py).
@@ -480,8 +480,8 @@ def message_item(text: str, *, item_id: str | None = None, status: str = "comple
 def output_items(result: TurnResult, form: ToolItemForm) -> list[dict[str, Any]]:
     """The current turn's items, in transcript order (see `hermes.server.openai.tool_items` for the tools).
 
-    Text segments become ``message`` items whose texts are `answer_segments` (later ones
-    start with the separator), so `output_text` equals the streamed deltas of the turn.
+    Text segments become ``message`` items whose texts are `answer_segments` (those closed
+    by tool calls end with the separator), so `output_text` equals the streamed deltas of the turn.
     """
     items: list[dict[str, Any]] = []
     if result.reasoning:
