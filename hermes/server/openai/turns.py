@@ -37,7 +37,7 @@ from hermes.server.http.errors import Conflict, json_response
 from hermes.server.http.lifecycle import LIVE_WORK
 from hermes.server.http.request import read_json_object, session_key_header, validate_key
 from hermes.server.http.sse import DisconnectWatcher, SSEStream
-from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE, TURN_LOG
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +136,7 @@ async def streamed_turn(
         stream = SSEStream(request, headers=headers)
         await stream.prepare()
         turn = app[AGENT].start(turn_request)
+        app[TURN_LOG].watch(turn)
         stream.on_disconnect(turn.stop)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
@@ -154,6 +155,7 @@ async def run_to_end(
     with app[LIMITER].admit():
         app[METRICS].turn_started()
         turn = (engine or app[AGENT]).start(turn_request)
+        app[TURN_LOG].watch(turn)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
                 if watch:
