@@ -279,3 +279,48 @@ async def test_sdk_malformed_format_is_bad_request(sdk: tuple[Server, openai.Asy
             response_format={"type": "json_schema", "json_schema": {"name": "p"}},  # type: ignore[typeddict-item]
         )
     assert info.value.param == "response_format.json_schema.schema"
+
+
+# ---- tool_protocol = "json": the format is the reply action's args --------------------------
+
+NESTED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"people": {"type": "array", "items": {"$ref": "#/$defs/Person"}}},
+    "required": ["people"],
+    "$defs": {"Person": PERSON_SCHEMA},
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_json_actions_answer_the_format_as_the_reply_args(make_server: MakeServer, stream: bool) -> None:
+    srv = await make_server(tool_protocol="json")
+    answer = {"people": [{"name": "Ada", "age": 36}]}
+    srv.upstream.enqueue(
+        json_reply({"action": "read_file", "args": {"path": "missing.txt"}}),
+        json_reply({"action": "reply", "args": answer}),
+    )
+    fmt = {"type": "json_schema", "json_schema": {"name": "people", "schema": NESTED_SCHEMA, "strict": True}}
+    resp = await srv.client.post(CHAT, json=chat_body(response_format=fmt, stream=stream))
+    content = chat_content(await resp.text()) if stream else (await resp.json())["choices"][0]["message"]["content"]
+    assert json.loads(content) == answer
+    assert len(srv.upstream.requests) == 2
+    for sent in srv.upstream.requests:
+        grammar = sent.response_format
+        assert grammar is not None and grammar["json_schema"]["name"] == "action"
+        schema = grammar["json_schema"]["schema"]
+        assert schema["$defs"] == {"Person": PERSON_SCHEMA}  # where the client's $refs point
+        reply = schema["anyOf"][-1]
+        assert reply["properties"]["action"] == {"const": "reply"}
+        assert reply["properties"]["args"] == {k: v for k, v in NESTED_SCHEMA.items() if k != "$defs"}
+        assert "args is the answer itself" in sent.messages[0]["content"]
+    assert "tools" not in srv.upstream.requests[0].body
+
+
+async def test_json_actions_json_object_reply(make_server: MakeServer) -> None:
+    srv = await make_server(tool_protocol="json")
+    srv.upstream.enqueue(json_reply({"action": "reply", "args": {"ok": True}}))
+    body = {"input": "Is it ok?", "text": {"format": {"type": "json_object"}}}
+    data = await (await srv.client.post(RESPONSES, json=body)).json()
+    assert json.loads(output_text(data)) == {"ok": True}
+    reply = srv.upstream.requests[0].response_format["json_schema"]["schema"]["anyOf"][-1]  # type: ignore[index]
+    assert reply["properties"]["args"] == {"type": "object"}
