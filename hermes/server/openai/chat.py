@@ -8,7 +8,9 @@ Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
 sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
 map to one session; with it, history comes from the session store instead of the body.
 Every turn is persisted (source ``api_server``), except utility requests
-(`hermes.runs.utility`: one model call, no tools, no session).
+(`hermes.runs.utility`: one model call, no tools, no session). ``response_format`` is
+the turn's output format (`hermes.server.openai.output_formats`; malformed → 400), sent
+on every model call of the turn.
 
 Text segments of one answer are separated by a blank line that ends the earlier segment
 (`hermes.runs.wire`), in the stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients

@@ -9,6 +9,10 @@ the response store (any stored output item id; unknown → 400). The transcript 
 with a user message, the turn's input (else 400 ``invalid_request_error``); the rest is
 history.
 
+Output format: ``text.format`` (`hermes.server.openai.output_formats`; malformed → 400) is
+the turn's, sent on every model call, and echoed as ``text`` in every response object
+(``{"format": {"type": "text"}}`` without one). It is the request's own, never inherited.
+
 Chaining: ``previous_response_id`` (unknown → 404) or a ``conversation`` name (unknown →
 a new conversation; both at once → 400) loads the stored transcript, session id and
 instructions (inherited when the request has none). An explicit ``conversation_history``
