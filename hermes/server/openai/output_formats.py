@@ -16,6 +16,9 @@ Invariants:
   (``response_format.json_schema.name``, ``text.format.schema``…); nothing is dropped
   silently.
 - ``text`` (or no field, or null) is no format: the answer is free text.
+- The schema fields (``name``, ``schema``, ``strict``, ``description``) are checked
+  wherever they are present, whatever the type (as `RESPONSE_FORMAT_DOC` and `TEXT_DOC`
+  document them); ``name`` and ``schema`` are required for ``json_schema``.
 """
 
 from __future__ import annotations
@@ -27,31 +30,38 @@ from hermes.agent.output_format import JsonObjectFormat, JsonSchemaFormat, Outpu
 from hermes.server.http.errors import RequestValidationError
 
 FORMAT_TYPES = ("text", "json_object", "json_schema")
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
 
 _SCHEMA_FIELDS: dict[str, Any] = {
-    "name": {"type": "string", "pattern": _NAME.pattern},
-    "schema": {"type": "object"},
+    "name": _or_null({"type": "string", "pattern": f"^{_NAME.pattern}$"}),
+    "schema": _or_null({"type": "object"}),
     "strict": {"type": ["boolean", "null"]},
-    "description": {"type": "string"},
+    "description": {"type": ["string", "null"]},
 }
+"""A null field is absent (json_schema then needs `name` and `schema`: a 400 without them)."""
 RESPONSE_FORMAT_DOC: dict[str, Any] = {
     "type": "object",
     "required": ["type"],
     "properties": {
         "type": {"enum": list(FORMAT_TYPES)},
-        "json_schema": {"type": "object", "required": ["name", "schema"], "properties": _SCHEMA_FIELDS},
+        "json_schema": _or_null({"type": "object", "required": ["name", "schema"], "properties": _SCHEMA_FIELDS}),
     },
 }
 """Chat ``response_format``, as `chat_output_format` checks it."""
 TEXT_DOC: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "format": {
-            "type": "object",
-            "required": ["type"],
-            "properties": {"type": {"enum": list(FORMAT_TYPES)}, **_SCHEMA_FIELDS},
-        }
+        "format": _or_null(
+            {
+                "type": "object",
+                "required": ["type"],
+                "properties": {"type": {"enum": list(FORMAT_TYPES)}, **_SCHEMA_FIELDS},
+            }
+        )
     },
 }
 """Responses ``text``, as `responses_output_format` checks it."""
@@ -67,15 +77,13 @@ def _object(value: Any, param: str) -> dict[str, Any]:
     return value
 
 
-def _schema_format(spec: dict[str, Any], param: str) -> JsonSchemaFormat:
-    """A json_schema format from the fields of `spec` (`param` is where they are)."""
+def _check_fields(spec: dict[str, Any], param: str, *, required: bool) -> None:
+    """The schema fields of `spec` that are present (`name` and `schema` also when `required`)."""
     name = spec.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise _invalid(
-            f"'{param}.name' must be 1 to 64 letters, digits, underscores or dashes", f"{param}.name"
-        )
+    if (required or name is not None) and (not isinstance(name, str) or not _NAME.fullmatch(name)):
+        raise _invalid(f"'{param}.name' must be 1 to 64 letters, digits, underscores or dashes", f"{param}.name")
     schema = spec.get("schema")
-    if not isinstance(schema, dict):
+    if (required or schema is not None) and not isinstance(schema, dict):
         raise _invalid(f"'{param}.schema' must be a JSON Schema object", f"{param}.schema")
     strict = spec.get("strict")
     if strict is not None and not isinstance(strict, bool):
@@ -83,7 +91,15 @@ def _schema_format(spec: dict[str, Any], param: str) -> JsonSchemaFormat:
     description = spec.get("description")
     if description is not None and not isinstance(description, str):
         raise _invalid(f"'{param}.description' must be a string", f"{param}.description")
-    return JsonSchemaFormat(name=name, schema=schema, strict=strict, description=description)
+
+
+def _schema_format(spec: dict[str, Any], param: str) -> JsonSchemaFormat:
+    """A json_schema format from the fields of `spec` (`param` is where they are)."""
+    _check_fields(spec, param, required=True)
+    return JsonSchemaFormat(
+        name=str(spec["name"]), schema=dict(spec["schema"]), strict=spec.get("strict"),
+        description=spec.get("description"),
+    )
 
 
 def _format_type(spec: dict[str, Any], param: str) -> str:
@@ -99,14 +115,13 @@ def chat_output_format(body: dict[str, Any]) -> OutputFormat | None:
     if value is None:
         return None
     spec = _object(value, "response_format")
-    match _format_type(spec, "response_format"):
-        case "json_object":
-            return JsonObjectFormat()
-        case "json_schema":
-            inner = _object(spec.get("json_schema"), "response_format.json_schema")
-            return _schema_format(inner, "response_format.json_schema")
-        case _:
-            return None
+    kind = _format_type(spec, "response_format")
+    inner = spec.get("json_schema")
+    if kind == "json_schema":
+        return _schema_format(_object(inner, "response_format.json_schema"), "response_format.json_schema")
+    if inner is not None:  # checked as documented, though only json_schema uses it
+        _check_fields(_object(inner, "response_format.json_schema"), "response_format.json_schema", required=True)
+    return JsonObjectFormat() if kind == "json_object" else None
 
 
 def responses_output_format(body: dict[str, Any]) -> OutputFormat | None:
@@ -118,10 +133,8 @@ def responses_output_format(body: dict[str, Any]) -> OutputFormat | None:
     if value is None:
         return None
     spec = _object(value, "text.format")
-    match _format_type(spec, "text.format"):
-        case "json_object":
-            return JsonObjectFormat()
-        case "json_schema":
-            return _schema_format(spec, "text.format")
-        case _:
-            return None
+    kind = _format_type(spec, "text.format")
+    if kind == "json_schema":
+        return _schema_format(spec, "text.format")
+    _check_fields(spec, "text.format", required=False)  # as documented, though only json_schema uses them
+    return JsonObjectFormat() if kind == "json_object" else None
