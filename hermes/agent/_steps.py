@@ -79,13 +79,23 @@ async def model_step(
     context: list[ChatMessage],
     tools: list[dict[str, Any]] | None,
     outcome: CallOutcome,
+    *,
+    tool_choice: str | dict[str, Any] | None = None,
+    parallel_tool_calls: bool | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """Fit the request, call the model once; what it produced is left in `outcome`."""
     async for compacted in call.budget.fit(context, tools):
         yield compacted
     turn.api_calls += 1
     turn.text_parts = []
-    request = ModelRequest(model=turn.model, messages=context, tools=tools, output_format=call.output_format)
+    request = ModelRequest(
+        model=turn.model,
+        messages=context,
+        tools=tools,
+        tool_choice=tool_choice if tools else None,
+        parallel_tool_calls=parallel_tool_calls if tools else None,
+        output_format=call.output_format,
+    )
     async with aclosing(call.caller.call(request, call.policy, outcome)) as events:
         async for event in events:
             if event.type == "text.delta":
@@ -100,17 +110,25 @@ async def model_step(
 
 
 async def tool_step(
-    turn: TurnState, run: ToolRun, outcome: CallOutcome, context: list[ChatMessage]
+    turn: TurnState,
+    run: ToolRun,
+    outcome: CallOutcome,
+    context: list[ChatMessage],
+    runnable: list[ToolSlot] | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
-    """Record the assistant message with its calls, run them, record their results."""
-    calls = outcome.tool_calls
+    """Record the assistant message with its calls, run them, record their results.
+
+    `runnable`: the calls hermes runs (default: all); the others (client tools) are
+    recorded with the message and left for the client.
+    """
+    calls = outcome.tool_calls if runnable is None else runnable
     assistant = assistant_message(outcome, with_calls=True)
     context.append(assistant)
     await turn.record(assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
     # Open only once the calls are stored: closing answers exactly these.
     turn.open_calls = [(slot.id, slot.name) for slot in calls]
     turn.text_parts = []
-    yield SegmentEnd()
+    yield SegmentEnd(last=len(calls) < len(outcome.tool_calls))
     results = turn.results = {}
     order = [slot.id for slot in calls]
     batch_calls = as_registry_calls(run.registry, calls)

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from hermes.agent._checkpoint import TurnCheckpoints
+from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.events import ToolCompleted, ToolStarted
 from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
 from hermes.error_codes import INTERNAL_ERROR
@@ -38,7 +39,7 @@ class TurnState:
     model: str
     persist: bool
     messages: list[ChatMessage] = field(default_factory=list)
-    """This turn's transcript (user message first)."""
+    """This turn's transcript (its input first: the user message, or tool results)."""
     text_parts: list[str] = field(default_factory=list)
     """Visible text of the current assistant segment, for partial results."""
     final_text: str = ""
@@ -76,10 +77,12 @@ class TurnState:
             )
         self.messages.append(message)
 
-    async def record_input(self, message: ChatMessage) -> Exception | None:
-        """Record the user's message; a failure is returned, to end the turn like any other."""
+    async def record_inputs(self, messages: list[ChatMessage]) -> Exception | None:
+        """Record the turn's input (the user's message, or tool results); a failure is
+        returned, to end the turn like any other."""
         try:
-            await self.record(message)
+            for message in messages:
+                await self.record(message)
         except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
             return exc
         return None
@@ -178,7 +181,14 @@ class TurnState:
             error += " (the session could not be ended)"
         return self.result("failed", error=error, error_code=code)
 
-    def result(self, status: TurnStatus, *, error: str | None = None, error_code: str | None = None) -> TurnResult:
+    def result(
+        self,
+        status: TurnStatus,
+        *,
+        error: str | None = None,
+        error_code: str | None = None,
+        client_calls: tuple[ClientToolCall, ...] = (),
+    ) -> TurnResult:
         return TurnResult(
             session_id=self.session_id,
             status=status,
@@ -191,4 +201,5 @@ class TurnState:
             error=error,
             error_code=error_code,
             reasoning="".join(self.reasoning) or None,
+            client_calls=client_calls,
         )

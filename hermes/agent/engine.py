@@ -11,12 +11,15 @@ its events, `stop(code, message)`, `aclose(grace)` and its result.
 The loop of one turn:
 
     1. open or create the session; load history (request.history, else the store's);
-       persist the user message
+       persist the user message (or a continuation's client tool results)
     2. the model step: call the model (streaming; retried while nothing was delivered)
     3. if it asked for tools, the tool step: persist the assistant message, emit
        SegmentEnd, run the tools (read-only ones concurrently), persist each result, and
        go to 2 — at most `max_iterations` model calls, then one tool-less summary call
     4. otherwise persist the answer and emit TurnCompleted
+    (3'. a call of a client tool (request.client_tools) ends the turn after hermes' own
+       calls of the same response ran: ClientToolCalls, then TurnCompleted with
+       result.client_calls; see hermes/agent/client_tools.py)
 
 Stopping a turn:
 
@@ -65,6 +68,7 @@ from hermes.agent._steps import (
 )
 from hermes.agent._turn import INTERRUPTED_TOOL_RESULT as INTERRUPTED_TOOL_RESULT
 from hermes.agent._turn import TurnState
+from hermes.agent.client_tools import ClientToolCall, ClientTools, client_calls, turn_inputs
 from hermes.agent.context import (
     ContextBudget,
     ContextPolicy,
@@ -73,7 +77,7 @@ from hermes.agent.context import (
     is_context_overflow,
     resume_history,
 )
-from hermes.agent.events import AgentEvent, ContextCompacted, Status, TurnCompleted, TurnStarted
+from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import Provider
@@ -169,15 +173,16 @@ class Agent:
     async def _drive(self, request: TurnRequest, handle: TurnHandle) -> None:
         """The turn, inside its handle's task: emits every event, ends with TurnCompleted."""
         model = request.model or self.model
-        user_message: ChatMessage = {"role": "user", "content": request.input}
-        # The session, the turn row and the user's message: one commit.
+        # The session, the turn row and the input (the user's message, or a continuation's
+        # tool results): one commit.
         async with self.store.transaction() if self.store is not None else nullcontext():
             session_id, system_prompt, history = await self._open_session(request, model)
+            inputs, history = turn_inputs(request, history)
             turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
             if turn.persist:
                 turn.checkpoints = TurnCheckpoints(self.store, session_id)
-            unrecorded = await turn.record_input(user_message)
-        context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, user_message]
+            unrecorded = await turn.record_inputs(inputs)
+        context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
         tool_ctx = ToolContext(
             session_id=session_id,
             cwd=Path(request.cwd or Path.cwd()),
@@ -230,7 +235,9 @@ class Agent:
         """Model steps and tool steps until an answer; ends with TurnCompleted."""
         max_iterations = request.max_iterations or self.options.max_iterations
         policy = self._call_policy()
-        tools = self.tools.schemas() or None
+        client = request.client_tools or ClientTools()
+        tools = [*self.tools.schemas(), *client.schemas] or None
+        first_call = True
         budget = self._budget(turn.session_id, turn.model, turn.persist)
         call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
@@ -243,7 +250,11 @@ class Agent:
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             outcome = CallOutcome()
-            async for event in model_step(turn, call, context, request_tools, outcome):
+            steps = model_step(
+                turn, call, context, request_tools, outcome,
+                tool_choice=client.choice_for(first_call), parallel_tool_calls=client.parallel,
+            )  # fmt: skip
+            async for event in steps:
                 yield event
             self._reported_prompts[turn.session_id] = budget.reported
 
@@ -260,6 +271,7 @@ class Agent:
                     continue
                 yield TurnCompleted(turn.result("failed", error=str(error), error_code=error.code))
                 return
+            first_call = False
 
             calls = [] if summary_call else outcome.tool_calls
             truncated = outcome.finish_reason == "length"
@@ -273,8 +285,17 @@ class Agent:
                 context = [*context, {"role": "user", "content": nudge}]
                 continue
             if calls and not truncated:
-                async for event in tool_step(turn, run, outcome, context):
+                theirs = client_calls(client, calls)
+                mine = [slot for slot in calls if slot not in theirs]
+                async for event in tool_step(turn, run, outcome, context, runnable=mine):
                     yield event
+                if theirs:
+                    # hermes' own calls of this response ran; the client runs the rest.
+                    waiting = tuple(ClientToolCall(slot.id, slot.name, slot.arguments or "{}") for slot in theirs)
+                    turn.open_calls = []
+                    yield ClientToolCalls(waiting)
+                    yield TurnCompleted(turn.result("completed", client_calls=waiting))
+                    return
                 if summary_call:
                     return
                 continue

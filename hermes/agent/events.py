@@ -14,6 +14,8 @@ Ordering invariants:
 - Every `ToolStarted` is followed by exactly one `ToolCompleted` with the same
   `call_id`, before `TurnCompleted` (calls stopped by an interrupt complete with
   `is_error=True` and a result saying they were interrupted).
+- `ClientToolCalls`, when there is one, comes right before `TurnCompleted`, after the
+  `ToolCompleted` of every hermes tool of the same model response.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.types import TurnResult
 
 
@@ -51,6 +54,9 @@ class ReasoningDelta:
 class SegmentEnd:
     """The current assistant text segment is closed; tools are about to run."""
 
+    last: bool = False
+    """No more text follows in this turn: the response's other calls are the client's, and
+    the turn ends once hermes' own calls of it ran."""
     type: Literal["segment.end"] = "segment.end"
 
 
@@ -164,6 +170,15 @@ class ModelProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientToolCalls:
+    """The model called client tools: the turn ends (right after this) waiting for their
+    results; hermes' own calls of the same response have completed before."""
+
+    calls: tuple[ClientToolCall, ...]
+    type: Literal["client_tool.calls"] = "client_tool.calls"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnCompleted:
     result: TurnResult
     type: Literal["turn.completed"] = "turn.completed"
@@ -183,6 +198,7 @@ AgentEvent: TypeAlias = (
     | Status
     | ContextCompacted
     | ModelProgress
+    | ClientToolCalls
     | TurnCompleted
 )
 

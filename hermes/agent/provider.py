@@ -23,6 +23,10 @@ class ModelRequest:
     messages: list[ChatMessage]
     tools: list[dict[str, Any]] | None = None
     """OpenAI function-tool schemas ({"type": "function", "function": {...}})."""
+    tool_choice: str | dict[str, Any] | None = None
+    """OpenAI `tool_choice` (none, required, a named function); None: the endpoint's default."""
+    parallel_tool_calls: bool | None = None
+    """OpenAI `parallel_tool_calls`; None: leave it out."""
     include_usage: bool = True
     """Ask for the final usage chunk (stream_options.include_usage)."""
     extra: dict[str, Any] = field(default_factory=dict)

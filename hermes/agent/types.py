@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, TypeAlias
 
+from hermes.agent.client_tools import ClientToolCall, ClientToolResult, ClientTools
 from hermes.agent.output_format import OutputFormat
 from hermes.messages import ChatMessage as ChatMessage
 from hermes.messages import UserContent as UserContent
@@ -82,6 +83,12 @@ class TurnRequest:
     """Working directory for tools; defaults to the process's."""
     output_format: OutputFormat | None = None
     """The format the answer must take; every model call of the turn sends it (None: free text)."""
+    client_tools: ClientTools | None = None
+    """The client's own tools (OpenAI front ends): offered beside hermes' tools; a call
+    of one ends the turn with `TurnResult.client_calls` (see hermes/agent/client_tools.py)."""
+    tool_results: tuple[ClientToolResult, ...] | None = None
+    """A continuation: the results of the previous turn's client calls are this turn's
+    input (recorded as tool messages) instead of a user message; `input` is not used."""
 
 
 @dataclass(slots=True)
@@ -89,7 +96,8 @@ class TurnResult:
     """How a turn ended.
 
     status:
-        completed   the model answered in text
+        completed   the model answered in text (or, with `client_calls`, called
+                    client tools and waits for their results)
         partial     some text was delivered but the answer is incomplete
                     (error_code OUTPUT_TRUNCATED, STREAM_STALLED or MAX_ITERATIONS)
         failed      no usable answer (error / error_code say why; INTERNAL_ERROR or a
@@ -103,7 +111,8 @@ class TurnResult:
     status: TurnStatus
     final_text: str
     messages: list[ChatMessage] = field(default_factory=list)
-    """This turn's transcript in OpenAI shape, user message first."""
+    """This turn's transcript in OpenAI shape, its input first (the user message, or a
+    continuation's tool results)."""
     usage: Usage = field(default_factory=Usage)
     api_calls: int = 0
     model: str = ""
@@ -113,7 +122,18 @@ class TurnResult:
     context_tokens: int = 0
     """Size of the turn's last model request in tokens (the provider's prompt_tokens, else
     the engine's estimate): what the context window holds now."""
+    client_calls: tuple[ClientToolCall, ...] = ()
+    """The turn ended (status completed) waiting for the client to run these calls of its
+    own tools; the next turn continues with their results (`TurnRequest.tool_results`)."""
 
     @property
     def completed(self) -> bool:
         return self.status == "completed"
+
+    def produced(self) -> list[ChatMessage]:
+        """What the turn produced: its transcript after its input (the user message, or a
+        continuation's tool results)."""
+        for index, message in enumerate(self.messages):
+            if message.get("role") == "assistant":
+                return self.messages[index:]
+        return []

@@ -16,6 +16,7 @@ from hermes.agent.context import compacted_text
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -86,9 +87,10 @@ class _Activity:
                 | ToolCallGenerating()
                 | ApprovalRequested()
                 | ModelProgress()
+                | ClientToolCalls()
                 | TurnCompleted()
             ):
-                pass  # not shown as an activity line
+                pass  # not shown as an activity line (the CLI passes no client tools)
             case _:
                 assert_never(event)
 

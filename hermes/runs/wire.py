@@ -94,25 +94,27 @@ class SegmentJoiner:
             self._segment_has_text = True
         return delta
 
-    def end_segment(self) -> str:
-        """At `SegmentEnd`: the text that ends the closing segment ("" when it had none)."""
+    def end_segment(self, last: bool = False) -> str:
+        """At `SegmentEnd`: the text that ends the closing segment ("" when it had none, or
+        when it is the `last` one: a turn that ends with the client's tool calls)."""
         had_text, self._segment_has_text = self._segment_has_text, False
-        return SEGMENT_SEPARATOR if had_text else ""
+        return SEGMENT_SEPARATOR if had_text and not last else ""
 
 
 def answer_segments(result: TurnResult) -> list[str]:
     """The turn's non-empty text segments as they go on the wire.
 
     The segments are the text of each assistant message that carried tool calls (each
-    ending with the separator), then the final text; their concatenation is what a stream
-    of the same turn delivers.
+    ending with the separator, except the one whose client calls end the turn), then the
+    final text; their concatenation is what a stream of the same turn delivers.
     """
     texts: list[str] = []
-    for message in result.messages[1:]:
-        if message.get("role") == "assistant" and message.get("tool_calls"):
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                texts.append(content + SEGMENT_SEPARATOR)
+    with_calls = [m for m in result.messages[1:] if m.get("role") == "assistant" and m.get("tool_calls")]
+    for index, message in enumerate(with_calls):
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            last = bool(result.client_calls) and index == len(with_calls) - 1
+            texts.append(content if last else content + SEGMENT_SEPARATOR)
     if result.final_text:
         texts.append(result.final_text)
     return texts
@@ -134,7 +136,7 @@ class Outcome:
     """How a finished turn is reported to an OpenAI client (chat, responses, session chat)."""
 
     finish_reason: str
-    """stop | length | error."""
+    """stop | tool_calls (waiting for the client's tools) | length | error."""
     hermes: dict[str, Any] | None
     """The ``hermes`` block; None for a clean completion."""
     hard_failure: bool
@@ -149,7 +151,7 @@ class Outcome:
             return cls("error", block, True, message)
         text = result.final_text or ""
         if result.status == "completed":
-            return cls("stop", None, False, None)
+            return cls("tool_calls" if result.client_calls else "stop", None, False, None)
         error = result.error or "Agent run did not produce a response."
         partial = result.status == "partial" or (result.status == "interrupted" and bool(text))
         failed = result.status == "failed"

@@ -3,6 +3,7 @@
     async with ScriptedUpstream() as upstream:          # or upstream.start()/stop()
         upstream.enqueue(text_reply("Hello!"))
         upstream.enqueue(tool_reply([call("terminal", {"command": "ls"})]))
+        upstream.enqueue(tool_reply([call("get_weather", {"city": "Paris"})]))  # a client's tool
         ... point hermes at upstream.base_url ...
         assert upstream.requests[0].body["stream"] is True
 
@@ -316,6 +317,11 @@ class RecordedRequest:
         """The `response_format` the request carried (None: none)."""
         value = self.body.get("response_format")
         return value if isinstance(value, dict) else None
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the function tools the request offered (hermes' and a client's)."""
+        return [str((tool.get("function") or {}).get("name")) for tool in self.body.get("tools") or ()]
 
 
 # ---- the server ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ from hermes import error_codes
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -129,6 +130,8 @@ class TurnRenderer:
                     self.callbacks.on_compacted(event)
             case ModelProgress(phase=phase, tokens_per_second=rate):
                 self._progress(phase, rate)
+            case ClientToolCalls():
+                pass  # the TUI passes no client tools
             case TurnCompleted(result=result):
                 self.complete(result)
             case _:

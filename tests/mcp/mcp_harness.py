@@ -52,14 +52,14 @@ def hermes_env(home: Path, upstream: ScriptedUpstream | None = None, **extra: st
 
 
 def run_hermes(
-    *args: str, home: Path, upstream: ScriptedUpstream | None = None, timeout: float = 90
+    *args: str, home: Path, upstream: ScriptedUpstream | None = None, timeout: float = 90, **extra: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hermes", *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env=hermes_env(home, upstream),
+        env=hermes_env(home, upstream, **extra),
         timeout=timeout,
         check=False,
     )

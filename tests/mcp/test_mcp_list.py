@@ -54,7 +54,8 @@ def test_list_human_output_names_status_and_tools(hermes_home: Path) -> None:
 
 def test_doctor_lists_each_server_with_its_status(hermes_home: Path) -> None:
     write_config(hermes_home, stdio_entry("x", "stdio_server.py"), stdio_entry("bad", "broken_server.py"))
-    proc = run_hermes("doctor", "--json", home=hermes_home)
+    # An empty model cache: doctor does not load and time the bundled model here.
+    proc = run_hermes("doctor", "--json", home=hermes_home, HERMES_MODEL_CACHE=str(hermes_home / "no-models"))
     checks = {check["name"]: check for check in json.loads(proc.stdout)}
     assert checks["mcp x"]["status"] == "ok" and "4 tools" in checks["mcp x"]["detail"]
     assert checks["mcp bad"]["status"] == "failed" and "MISSING_TOKEN" in checks["mcp bad"]["detail"]

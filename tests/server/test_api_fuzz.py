@@ -79,6 +79,8 @@ def hermes_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 RUN_EXAMPLES = os.environ.get("HERMES_FUZZ_RUN_EXAMPLES", "15")
 RUN_SEED = os.environ.get("HERMES_FUZZ_SEED", "20261126")
+SCHEMATHESIS_RUN_TIMEOUT = 420
+"""Seconds for one schemathesis run over every operation (a loaded 2-core machine needs minutes)."""
 
 
 TURN_OPERATIONS = ("createChatCompletion", "createResponse", "createRun")
@@ -105,11 +107,13 @@ def schemathesis_run(url: str, cwd: Path, *selection: str) -> None:
     assert done.returncode == 0, report
 
 
+@pytest.mark.timeout(SCHEMATHESIS_RUN_TIMEOUT)
 def test_schemathesis_run_checks_all(hermes_url: str, tmp_path: Path) -> None:
     excluded = [arg for op in TURN_OPERATIONS for arg in ("--exclude-operation-id", op)]
     schemathesis_run(hermes_url, tmp_path, *excluded)
 
 
+@pytest.mark.timeout(SCHEMATHESIS_RUN_TIMEOUT)
 def test_schemathesis_run_checks_all_turn_operations(hermes_url: str, tmp_path: Path) -> None:
     included = [arg for op in TURN_OPERATIONS for arg in ("--include-operation-id", op)]
     schemathesis_run(hermes_url, tmp_path, *included, "--exclude-checks", "positive_data_acceptance")
@@ -123,6 +127,7 @@ def api_schema(hermes_url: str):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.timeout(SCHEMATHESIS_RUN_TIMEOUT)
 @schema.parametrize()
 @settings(
     max_examples=int(os.environ.get("HERMES_FUZZ_EXAMPLES", "20")),

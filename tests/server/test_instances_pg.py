@@ -408,6 +408,8 @@ async def test_a_session_busy_on_one_instance_is_busy_on_every_instance(instance
 
     assert (await b.post(f"/v1/runs/{run_id}/stop")).status == 200
     await wait_for(lambda: _settled(a, run_id), timeout=STOP_DEADLINE + 2)
+    # b reads the stored row, which the owner's journal writes just after settling.
+    await wait_for(lambda: _settled(b, run_id), timeout=STOP_DEADLINE + 2)
     upstream.enqueue(text_reply("Now it is free."))
     free = await b.post(f"/api/sessions/{session_id}/chat", json={"message": "me now"})
     assert free.status == 200, await free.text()

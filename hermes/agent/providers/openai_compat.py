@@ -313,6 +313,10 @@ class OpenAICompatProvider(Provider):
         body: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.tools:
             body["tools"] = request.tools
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
         if request.output_format is not None:
             body["response_format"] = response_format_body(request.output_format)
         body.update(request.extra)

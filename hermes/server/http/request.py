@@ -138,17 +138,19 @@ def session_id_header(request: web.Request) -> str | None:
     return validate_session_id(raw.strip())
 
 
-_SDK_AGENT = re.compile(r"(?:^|[\s(;])(?:ai-sdk[/-]|litellm/)", re.IGNORECASE)
+_SDK_AGENT = re.compile(r"(?:^|[\s(;])(?:ai-sdk[/-]|litellm/|codex_[a-z_]+/)", re.IGNORECASE)
 """User-Agent tokens of SDK clients that send no `X-Stainless-Lang`: the Vercel AI SDK
-(`ai-sdk/…`, `ai-sdk-openai-compatible/…`, `ai-sdk-provider-utils/…`) and LiteLLM, whose
+(`ai-sdk/…`, `ai-sdk-openai-compatible/…`, `ai-sdk-provider-utils/…`), LiteLLM, whose
 Responses API talks HTTP itself (`litellm/1.110.2`; its chat completions go through the
-openai SDK and carry `X-Stainless-Lang`)."""
+openai SDK and carry `X-Stainless-Lang`), and Codex CLI (`<originator>/<version> (os; arch)
+terminal`, the originator being `codex_exec` for `codex exec`, `codex_cli_rs` for the TUI,
+`codex_vscode`…): it would try to run a server-run tool sent as a `function_call` itself."""
 
 
 def is_sdk_client(request: web.Request) -> bool:
     """An "SDK client" (api-decisions.md, Real clients): `X-Stainless-Lang` (the official
     OpenAI SDKs and everything built on them) or an SDK's own User-Agent token
-    (`_SDK_AGENT`: the Vercel AI SDK, LiteLLM)."""
+    (`_SDK_AGENT`: the Vercel AI SDK, LiteLLM, Codex CLI)."""
     if "X-Stainless-Lang" in request.headers:
         return True
     return _SDK_AGENT.search(request.headers.get("User-Agent", "")) is not None

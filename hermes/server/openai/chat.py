@@ -2,8 +2,17 @@
 
 Request mapping: ``system`` messages (joined with newlines) are layered on top of
 hermes' own system prompt; ``user``/``assistant`` messages are kept (content
-normalised), every other role is dropped; the last kept message is the turn's input
-(it must be a user message, else 400 ``invalid_request_error``) and the rest is history.
+normalised; an assistant message keeps its ``tool_calls``), a ``tool`` message is kept
+when it answers a call of the assistant message before it, every other role is dropped.
+The last kept message is the turn's input (it must be a user message, else 400
+``invalid_request_error``) and the rest is history — unless the messages end with tool
+results: then those results continue the conversation after the client ran its tools.
+
+The client's function ``tools`` (with ``tool_choice``, ``parallel_tool_calls``) are
+offered beside hermes' own (`hermes.server.openai.client_tools`); when the model calls
+one, the answer is an assistant message with ``tool_calls`` and finish_reason
+``tool_calls`` (in the stream: ``delta.tool_calls`` chunks, one head and one arguments
+chunk per call).
 Without ``X-Hermes-Session-Id`` the session id is derived (``api-`` + 16 hex of
 sha256(system + "\\n" + first user content)) so clients that resend the whole transcript
 map to one session; with it, history comes from the session store instead of the body.
@@ -25,14 +34,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes.agent.client_tools import ClientToolResult
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -76,7 +87,15 @@ from hermes.server.http.schema import (
     String,
 )
 from hermes.server.http.sse import ClientDisconnected, SSEStream
-from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, SETTINGS, STORAGE
+from hermes.server.openai.client_tools import (
+    chat_client_tools,
+    chat_tool_calls,
+    continuation_results,
+    continued_history,
+    message_tool_calls,
+    trailing_results,
+)
 from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output_format
 from hermes.server.openai.turns import (
     Answer,
@@ -95,7 +114,16 @@ log = logging.getLogger(__name__)
 
 KEPT_ROLES = {"user", "assistant"}
 IDEMPOTENCY_FIELDS = (
-    "model", "messages", "tools", "tool_choice", "stream", "temperature", "top_p", "max_tokens", "response_format"
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "stream",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "response_format",
 )
 
 TOOL_EMOJI = {
@@ -129,6 +157,8 @@ class ChatRequest:
     input: str | list[dict[str, Any]]
     first_user: Any
     output_format: OutputFormat | None = None
+    tool_results: tuple[ClientToolResult, ...] | None = None
+    """A continuation: the messages end with these results of client tool calls."""
 
 
 MESSAGE = Object(
@@ -155,7 +185,14 @@ CHAT_REQUEST = Body(
         "metadata": Object(),
         "stream": Boolean(),
         "temperature": Number(),
-        "tools": Array(description="Accepted for compatibility; hermes runs its own tools."),
+        "tools": Array(
+            description="The client's function tools, offered beside hermes' own; a call of one ends the "
+            "turn with tool_calls (finish_reason tool_calls), and the next request's tool messages continue it."
+        ),
+        "tool_choice": Anything(
+            documented={"anyOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {"type": "object"}]}
+        ),
+        "parallel_tool_calls": Boolean(),
         "response_format": Anything(documented=RESPONSE_FORMAT_DOC),
     },
 )
@@ -171,6 +208,8 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
     system_parts: list[str] = []
     kept: list[dict[str, Any]] = []
     first_user: Any = None
+    open_calls: set[str] = set()
+    """Ids of the last assistant message's calls that no tool message answered yet."""
     for index, message in enumerate(messages):
         param = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -183,28 +222,53 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         if role == "system":
             system_parts.append(flatten_text(normalize_content(message.get("content"), f"{param}.content")))
             continue
+        if role == "tool":
+            result = _tool_result(message, param, open_calls)
+            if result is not None:
+                kept.append(result)
+            continue
         if role not in KEPT_ROLES:
             continue
         content = normalize_content(message.get("content"), f"{param}.content")
+        calls = message_tool_calls(message.get("tool_calls"), f"{param}.tool_calls") if role == "assistant" else []
+        open_calls = {call["id"] for call in calls}
+        if role == "assistant" and calls:
+            kept.append({"role": role, "content": content or None, "tool_calls": calls})
+            continue
         if role == "assistant" and not has_visible_payload(content):
             continue
         if role == "user" and first_user is None:
             first_user = content
         kept.append({"role": role, "content": content})
-    if not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"]):
+    before, results = trailing_results(kept)
+    if not results and (not kept or kept[-1]["role"] != "user" or not has_visible_payload(kept[-1]["content"])):
         raise RequestValidationError(
-            "The messages must end with a user message (the new turn)", code="no_user_message", param="messages"
+            "The messages must end with a user message (the new turn) or with tool results",
+            code="no_user_message",
+            param="messages",
         )
     system = "\n".join(p for p in system_parts if p) or None
+    new_input = "" if results else kept[-1]["content"]
     return ChatRequest(
         model=model,
         stream=coerce_bool(body.get("stream"), False),
         system=system,
-        history=kept[:-1],
-        input=kept[-1]["content"],
-        first_user=first_user if first_user is not None else kept[-1]["content"],
+        history=before if results else kept[:-1],
+        input=new_input,
+        first_user=first_user if first_user is not None else new_input,
+        tool_results=results or None,
         output_format=output_format,
     )
+
+
+def _tool_result(message: dict[str, Any], param: str, open_calls: set[str]) -> dict[str, Any] | None:
+    """A `tool` message that answers a call of the assistant message before it; None for any other."""
+    call_id = message.get("tool_call_id")
+    if not isinstance(call_id, str) or call_id not in open_calls:
+        return None  # answers nothing: strict upstreams reject it
+    open_calls.discard(call_id)
+    content = flatten_text(normalize_content(message.get("content"), f"{param}.content"))
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
@@ -221,6 +285,9 @@ def completion_body(
     cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer_text(result)}
+    if result.client_calls:
+        message["content"] = message["content"] or None
+        message["tool_calls"] = chat_tool_calls(result.client_calls)
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
     body: dict[str, Any] = {
@@ -239,8 +306,12 @@ def completion_body(
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     preamble = await read_preamble(request)
     chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
+    own_tools = request.app[AGENT].tools.names()
+    client_tools = chat_client_tools(preamble.body, own_tools)
     header_session = session_id_header(request)
-    if is_utility_request(stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")):
+    if chat.tool_results is None and is_utility_request(
+        stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")
+    ):
         return await complete(
             request, preamble, utility_turn(chat.input, chat.history, chat.system, chat.output_format),
             _finisher(chat, {}), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
@@ -252,9 +323,18 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     else:
         session_id = derive_session_id(chat.system, chat.first_user)
         history = chat.history
-    turn_request = api_turn(
-        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system,
-        output_format=chat.output_format,
+        if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
+            stored = await _load_history(request.app[STORAGE].sessions, session_id)
+            history = continued_history(history, stored, chat.tool_results)
+    turn_request = replace(
+        api_turn(
+            request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system,
+            output_format=chat.output_format,
+        ),
+        client_tools=client_tools,
+        tool_results=None
+        if chat.tool_results is None
+        else continuation_results(chat.tool_results, history, own_tools, param="messages"),
     )
     headers = session_headers(session_id, preamble.session_key)
     if chat.stream:  # streams are never cached
@@ -331,13 +411,23 @@ class ChatChunks:
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case SegmentEnd():
-                tail = self.joiner.end_segment()
+                tail = self.joiner.end_segment(event.last)
                 if tail:
                     await self.stream.send(self.chunk({"content": tail}))
+            case ClientToolCalls():
+                await self.client_calls(event)
             case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)
+
+    async def client_calls(self, event: ClientToolCalls) -> None:
+        """The client's calls as `delta.tool_calls`: per call, its head, then its arguments."""
+        for index, call in enumerate(chat_tool_calls(event.calls)):
+            head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
+            await self.stream.send(self.chunk({"tool_calls": [{"index": index, **head}]}))
+            arguments = {"arguments": call["function"]["arguments"]}
+            await self.stream.send(self.chunk({"tool_calls": [{"index": index, "function": arguments}]}))
 
     async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
         """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent.client_tools import ClientToolResult
 from hermes.agent.output_format import OutputFormat, text_format_body
 from hermes.agent.types import TurnResult
 from hermes.error_codes import SERVER_SHUTDOWN
@@ -60,6 +61,7 @@ from hermes.server.http.schema import (
     String,
     not_both,
 )
+from hermes.server.openai.client_tools import function_call_item, trailing_results
 from hermes.server.openai.output_formats import TEXT_DOC, responses_output_format
 from hermes.server.openai.tool_items import (
     arguments_json,
@@ -100,6 +102,9 @@ class ResponsesRequest:
     extra_instructions: list[str] = field(default_factory=list)
     output_format: OutputFormat | None = None
     """`text.format` (`hermes.server.openai.output_formats`); echoed in the response object."""
+    tool_results: tuple[ClientToolResult, ...] | None = None
+    """A continuation: the input ends with these `function_call_output`s (then `input` is
+    unused and `input_history` is everything before them)."""
 
 
 ItemLookup = Callable[[str], "dict[str, Any] | None"]
@@ -365,9 +370,14 @@ def parse_responses_body(
     RESPONSE_REQUEST.validate(body)
     output_format = responses_output_format(body)
     messages, system = _parse_input(body.get("input"), lookup)
-    if not messages or messages[-1]["role"] != "user" or not has_visible_payload(messages[-1]["content"]):
+    before, results = trailing_results(messages)
+    if results:  # a continuation: the client ran its tools
+        messages = [*before, {"role": "user", "content": ""}]
+    elif not messages or messages[-1]["role"] != "user" or not has_visible_payload(messages[-1]["content"]):
         raise RequestValidationError(
-            "The input must end with a user message (the new turn)", code="no_user_message", param="input"
+            "The input must end with a user message (the new turn) or with function_call_output items",
+            code="no_user_message",
+            param="input",
         )
     conversation_field = body.get("conversation")
     if isinstance(conversation_field, dict):  # OpenAI's {"id": "..."} form
@@ -397,6 +407,7 @@ def parse_responses_body(
         metadata=metadata,
         extra_instructions=system,
         output_format=output_format,
+        tool_results=results or None,
     )
 
 
@@ -493,17 +504,21 @@ def output_items(result: TurnResult, form: ToolItemForm) -> list[dict[str, Any]]
             {"id": new_id("rs_"), "type": "reasoning", "summary": [{"type": "summary_text", "text": result.reasoning}]}
         )
     segments = iter(answer_segments(result))
-    tool_results = {
-        m.get("tool_call_id"): m.get("content") for m in result.messages[1:] if m.get("role") == "tool"
-    }
-    for message in result.messages[1:]:
+    produced = result.produced()
+    tool_results = {m.get("tool_call_id"): m.get("content") for m in produced if m.get("role") == "tool"}
+    theirs = {call.call_id: call for call in result.client_calls}
+    for message in produced:
         role = message.get("role")
         if role == "assistant" and message.get("tool_calls"):
             text = message.get("content")
             if isinstance(text, str) and text:
                 items.append(message_item(next(segments)))
             for call in message["tool_calls"]:
-                items.append(_tool_call_item(form, call, tool_results))
+                client_call = theirs.get(str(call.get("id", "")))
+                if client_call is not None:
+                    items.append(function_call_item(client_call, item_id=new_id("fc_")))
+                else:
+                    items.append(_tool_call_item(form, call, tool_results))
         elif role == "tool" and form == "function_call":
             content = message.get("content")
             output = content if isinstance(content, str) else json.dumps(content)
@@ -511,7 +526,7 @@ def output_items(result: TurnResult, form: ToolItemForm) -> list[dict[str, Any]]
     final = next(segments, None)
     if final is not None:
         items.append(message_item(final))
-    elif not any(item["type"] == "message" for item in items):
+    elif not result.client_calls and not any(item["type"] == "message" for item in items):
         items.append(message_item(final_message_text(result)))
     return items
 

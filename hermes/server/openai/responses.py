@@ -9,10 +9,12 @@ chat completions.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.client_tools import first_results
 from hermes.agent.types import TurnResult
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
@@ -29,7 +31,8 @@ from hermes.server.http.route import (
     Reply,
     Route,
 )
-from hermes.server.http.state import SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, SETTINGS, STORAGE
+from hermes.server.openai.client_tools import continuation_results, responses_client_tools
 from hermes.server.openai.response_objects import (
     RESPONSE_REQUEST,
     envelope,
@@ -65,6 +68,8 @@ IDEMPOTENCY_FIELDS = (
     "truncation",
     "tools",
     "text",
+    "tool_choice",
+    "parallel_tool_calls",
 )
 
 
@@ -75,14 +80,29 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     references = await referenced_items(preamble.body, store)
     req = parse_responses_body(preamble.body, app[SETTINGS].server_model_name, references.get)
     chain = await resolve_chain(req, store)
-    utility = is_utility_request(stream=req.stream, new_input=req.input, metadata=req.metadata)
+    chain.history = first_results(chain.history)  # an output for a call hermes ran is ignored
+    own_tools = app[AGENT].tools.names()
+    client_tools = responses_client_tools(preamble.body, own_tools)
+    utility = req.tool_results is None and is_utility_request(
+        stream=req.stream, new_input=req.input, metadata=req.metadata
+    )
     if utility:  # one plain model call: no session, not stored
         turn_request = utility_turn(req.input, chain.history, system_text(req, chain), req.output_format)
         headers: dict[str, str] = {}
     else:
-        turn_request = api_turn(
-            request, input=req.input, session_id=chain.session_id, history=chain.history,
-            client_prompt=system_text(req, chain), output_format=req.output_format,
+        turn_request = replace(
+            api_turn(
+                request,
+                input=req.input,
+                session_id=chain.session_id,
+                history=chain.history,
+                client_prompt=system_text(req, chain),
+                output_format=req.output_format,
+            ),
+            client_tools=client_tools,
+            tool_results=None
+            if req.tool_results is None
+            else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
         )
         headers = session_headers(chain.session_id, preamble.session_key)
     form = tool_item_form(request)

@@ -15,6 +15,9 @@ the final output, ``item_id`` its id, ``content_index`` always 0):
       tool, function_call form: output_item.added (function_call, in_progress) … on completion
                  output_item.done (function_call) → output_item.added + output_item.done
                  (function_call_output, output = [{"type": "input_text", "text": …}])
+      client tool (the turn ends waiting for the client): output_item.added (function_call,
+                 in_progress, arguments "") → function_call_arguments.delta → .done →
+                 output_item.done (function_call, completed); the response then completes
       tool, mcp_call form (SDK clients, `hermes.server.openai.tool_items`): output_item.added
                  (mcp_call, in_progress) → mcp_call.in_progress → mcp_call_arguments.delta/.done
                  … on completion mcp_call.completed | mcp_call.failed → output_item.done
@@ -38,9 +41,11 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -61,6 +66,7 @@ from hermes.runs.wire import SegmentJoiner, answer_text, status_payload
 from hermes.server.http.request import ToolItemForm, tool_progress_enabled
 from hermes.server.http.sse import ClientDisconnected, SSEStream
 from hermes.server.http.state import STORAGE
+from hermes.server.openai.client_tools import function_call_item
 from hermes.server.openai.response_objects import (
     Chain,
     ResponsesRequest,
@@ -105,7 +111,7 @@ class ResponseEvents:
                 if event.text:
                     await self.reasoning(event.text)
             case SegmentEnd():
-                tail = self.joiner.end_segment()
+                tail = self.joiner.end_segment(event.last)
                 if tail and self._message is not None:
                     await self.text(tail)
                 await self.close_reasoning()
@@ -114,6 +120,9 @@ class ResponseEvents:
                 await self.tool_started(event)
             case ToolCompleted():
                 await self.tool_completed(event)
+            case ClientToolCalls():
+                for call in event.calls:
+                    await self.client_call(call)
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
@@ -256,6 +265,20 @@ class ResponseEvents:
         index = len(self.items) - 1
         await self.emit("response.output_item.added", output_index=index, item=output)
         await self.emit("response.output_item.done", output_index=index, item=output)
+
+    async def client_call(self, call: ClientToolCall) -> None:
+        """A call of the client's tool: a `function_call` item, its arguments streamed."""
+        await self.close_reasoning()
+        await self.close_message()
+        item = function_call_item(call, item_id=new_id("fc_"), status="in_progress")
+        self.items.append(item)
+        index = len(self.items) - 1
+        await self.emit("response.output_item.added", output_index=index, item={**item, "arguments": ""})
+        common = {"item_id": item["id"], "output_index": index}
+        await self.emit("response.function_call_arguments.delta", **common, delta=call.arguments)
+        await self.emit("response.function_call_arguments.done", **common, arguments=call.arguments)
+        item["status"] = "completed"
+        await self.emit("response.output_item.done", output_index=index, item=item)
 
     # end -------------------------------------------------------------------------------
 

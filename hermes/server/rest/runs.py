@@ -27,6 +27,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -150,8 +151,8 @@ class RunEventsTranslator:
                 run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 run.emit("status", status_payload(event))
-            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | TurnCompleted():
-                pass
+            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | ClientToolCalls() | TurnCompleted():
+                pass  # runs pass no client tools
             case _:
                 assert_never(event)
 

@@ -22,6 +22,7 @@ from aiohttp import web
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
+    ClientToolCalls,
     ContextCompacted,
     ModelProgress,
     ReasoningDelta,
@@ -419,8 +420,8 @@ class SessionChatTranslator:
                 run.emit("approval.request", {"message_id": mid, **data})
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 run.emit("status", status_payload(event))
-            case TurnStarted() | ToolCallGenerating() | ModelProgress() | TurnCompleted():
-                pass
+            case TurnStarted() | ToolCallGenerating() | ModelProgress() | ClientToolCalls() | TurnCompleted():
+                pass  # session chat passes no client tools
             case _:
                 assert_never(event)
 
