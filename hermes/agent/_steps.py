@@ -31,6 +31,7 @@ from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent._turn import TurnState
 from hermes.agent.context import ContextBudget
 from hermes.agent.events import AgentEvent, SegmentEnd
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.provider import ModelRequest
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnResult
@@ -55,6 +56,8 @@ class ModelCall:
     caller: ModelCaller
     policy: CallPolicy
     budget: ContextBudget
+    output_format: OutputFormat | None = None
+    """Sent on every call of the turn: the format constrains whichever call writes the answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,7 @@ async def model_step(
         tools=tools,
         tool_choice=tool_choice if tools else None,
         parallel_tool_calls=parallel_tool_calls if tools else None,
+        output_format=call.output_format,
     )
     async with aclosing(call.caller.call(request, call.policy, outcome)) as events:
         async for event in events:
@@ -124,7 +128,7 @@ async def tool_step(
     # Open only once the calls are stored: closing answers exactly these.
     turn.open_calls = [(slot.id, slot.name) for slot in calls]
     turn.text_parts = []
-    yield SegmentEnd()
+    yield SegmentEnd(last=len(calls) < len(outcome.tool_calls))
     results = turn.results = {}
     order = [slot.id for slot in calls]
     batch_calls = as_registry_calls(run.registry, calls)

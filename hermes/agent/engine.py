@@ -239,7 +239,7 @@ class Agent:
         tools = [*self.tools.schemas(), *client.schemas] or None
         first_call = True
         budget = self._budget(turn.session_id, turn.model, turn.persist)
-        call = ModelCall(self._caller, policy, budget)
+        call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
         while True:
             summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None

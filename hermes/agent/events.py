@@ -54,6 +54,9 @@ class ReasoningDelta:
 class SegmentEnd:
     """The current assistant text segment is closed; tools are about to run."""
 
+    last: bool = False
+    """No more text follows in this turn: the response's other calls are the client's, and
+    the turn ends once hermes' own calls of it ran."""
     type: Literal["segment.end"] = "segment.end"
 
 

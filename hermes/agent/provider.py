@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.types import ChatMessage, Usage
 
 
@@ -29,7 +30,9 @@ class ModelRequest:
     include_usage: bool = True
     """Ask for the final usage chunk (stream_options.include_usage)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Extra body fields (response_format, temperature…)."""
+    """Extra body fields (temperature, max_tokens…); they win over the typed fields."""
+    output_format: OutputFormat | None = None
+    """The format the answer's text must take (`hermes.agent.output_format`); None: free text."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@
 
 The consumer side is `events()`, `stop()`, `aclose()`, `result`; the producer (the engine,
 or any other driver) gets the handle too and uses `emit()`, `listen()`, `unlisten()` and
-`stop_requested`.
+`stop_requested`. An observer (`observe(callback)`, e.g. the server's turn log) sees every
+emitted event, also after the consumer left; it must not block or raise.
 
 Invariants:
 - The turn runs in a task of its own, created here; nothing ever cancels the consumer.
@@ -83,6 +84,7 @@ class TurnHandle:
         """Set by `aclose()`: nobody reads the queue any more; events are dropped."""
         self._listening = False
         self._cancel_sent = False
+        self._observers: list[Callable[[AgentEvent], None]] = []
         self.task: asyncio.Task[None] = asyncio.create_task(self._run(produce), name=name)
 
     async def _run(self, produce: Producer) -> None:
@@ -160,6 +162,11 @@ class TurnHandle:
     ) -> None:
         await self.aclose()
 
+    def observe(self, observer: Callable[[AgentEvent], None]) -> None:
+        """Call `observer` with every event emitted from now on (register it before the
+        turn's task first runs to see them all)."""
+        self._observers.append(observer)
+
     # ---- the producer's side ------------------------------------------------------------
 
     @property
@@ -170,6 +177,8 @@ class TurnHandle:
         """Hand `event` to the consumer; waits while the queue is full. A stop is only recorded meanwhile."""
         if isinstance(event, TurnCompleted):
             self.result = event.result
+        for observer in self._observers:
+            observer(event)
         if self._detached:
             return
         listening, self._listening = self._listening, False

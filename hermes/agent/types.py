@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Literal, TypeAlias
 
 from hermes.agent.client_tools import ClientToolCall, ClientToolResult, ClientTools
+from hermes.agent.output_format import OutputFormat
 from hermes.messages import ChatMessage as ChatMessage
 from hermes.messages import UserContent as UserContent
 
@@ -80,6 +81,8 @@ class TurnRequest:
     max_iterations: int | None = None
     cwd: str | None = None
     """Working directory for tools; defaults to the process's."""
+    output_format: OutputFormat | None = None
+    """The format the answer must take; every model call of the turn sends it (None: free text)."""
     client_tools: ClientTools | None = None
     """The client's own tools (OpenAI front ends): offered beside hermes' tools; a call
     of one ends the turn with `TurnResult.client_calls` (see hermes/agent/client_tools.py)."""

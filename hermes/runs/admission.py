@@ -27,6 +27,7 @@ from hermes.errors import RunAlreadyActive, ServiceClosing, SessionBusy, TooMany
 from hermes.runs.driver import RunTranslator, drive_run
 from hermes.runs.registry import Run, RunKind, RunRegistry
 from hermes.runs.turn import TurnEngine
+from hermes.runs.turn_log import TurnLog
 
 
 class TurnLimiter:
@@ -71,6 +72,7 @@ class Admission:
         *,
         yolo: bool = False,
         source: str = "api_server",
+        turn_log: TurnLog | None = None,
     ) -> None:
         self.registry = registry
         self.limiter = limiter
@@ -78,6 +80,8 @@ class Admission:
         self.observer = observer
         self.yolo = yolo
         self.source = source
+        self.turn_log = turn_log
+        """Logs what goes wrong in each started turn (`hermes.runs.turn_log`); None: nothing."""
 
     async def active_run_id(self, session_id: str) -> str | None:
         """The session's unsettled run on this instance, else (shared runs) on any instance.
@@ -119,7 +123,8 @@ class Admission:
             raise
         observer = self.observer
         observer.turn_started()
-        task = registry.start(run, drive_run(registry, run, self.engine, turn, translator))
+        watch = self.turn_log.watch if self.turn_log is not None else None
+        task = registry.start(run, drive_run(registry, run, self.engine, turn, translator, watch))
         task.add_done_callback(lambda _: slot.close())
         task.add_done_callback(lambda _: observer.note_outcome(run.error_code, run.error, time.time()))
         return run

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from hermes.agent.events import AgentEvent, ApprovalRequested, TurnStarted
-from hermes.agent.turn_handle import TurnCrashed
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
@@ -58,6 +59,7 @@ async def drive_run(
     agent: TurnEngine,
     request: TurnRequest,
     translator: RunTranslator,
+    watch: Callable[[TurnHandle], None] | None = None,
 ) -> None:
     """Run one turn for `run`, logging its events through `translator`, and settle the run.
 
@@ -72,6 +74,8 @@ async def drive_run(
     run.set_status("running")
     translator.on_start(run)
     turn = agent.start(request)
+    if watch is not None:
+        watch(turn)  # e.g. the server's turn log
     run.turn = turn
     try:
         async for event in turn.events():

@@ -82,7 +82,8 @@ class UtilityEngine:
                 handle.unlisten()
                 await handle.emit(TurnCompleted(_stopped(interrupted, handle)))
                 return
-            events = await self._provider.complete(ModelRequest(model=model, messages=messages, tools=None))
+            call = ModelRequest(model=model, messages=messages, tools=None, output_format=request.output_format)
+            events = await self._provider.complete(call)
         except asyncio.CancelledError:
             if not handle.unlisten():
                 raise

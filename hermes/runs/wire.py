@@ -1,11 +1,15 @@
 """Pieces every wire format shares: the status payload, the usage object, the outcome.
 
 Segments: a turn's assistant text can come in segments (text, tool calls, more text).
-Every wire format joins them with `SEGMENT_SEPARATOR` (a blank line) placed at the start
-of the later segment's text, never between items: clients concatenate several message
-items with nothing in between, and some keep only the last one. `SegmentJoiner` does it
-to streamed deltas, `answer_segments` to a finished result, so a non-streamed answer
-equals the concatenation of the streamed deltas of the same turn.
+Every wire format separates them with `SEGMENT_SEPARATOR` (a blank line) placed at the
+end of the earlier segment's text, never between items and never at the start of one:
+clients concatenate several message items with nothing in between, some keep only the
+last one, and none expects an item to open with a blank line. A segment that tool calls
+close (`SegmentEnd`) is followed by more of the turn, so its text ends with the
+separator as soon as it closes (when the turn then ends without more text, the answer
+ends with it). `SegmentJoiner` does it to streamed deltas, `answer_segments` to a
+finished result, so a non-streamed answer equals the concatenation of the streamed
+deltas of the same turn.
 
 The translators (chat chunks in `server/openai/chat.py`, Responses events in
 `server/openai/responses_stream.py`, run and session frames in `server/rest/runs.py` and
@@ -79,42 +83,41 @@ SEGMENT_SEPARATOR = "\n\n"
 
 
 class SegmentJoiner:
-    """Prefixes the first delta of every segment after the first non-empty one with the separator."""
+    """Ends every segment with text that tool calls close with the separator."""
 
     def __init__(self) -> None:
-        self._had_text = False
-        self._in_segment = False
+        self._segment_has_text = False
 
     def text(self, delta: str) -> str:
-        """The delta as it goes on the wire ("" stays "")."""
-        if not delta:
-            return delta
-        if not self._in_segment:
-            self._in_segment = True
-            if self._had_text:
-                delta = SEGMENT_SEPARATOR + delta
-            self._had_text = True
+        """The delta as it goes on the wire (unchanged)."""
+        if delta:
+            self._segment_has_text = True
         return delta
 
-    def end_segment(self) -> None:
-        self._in_segment = False
+    def end_segment(self, last: bool = False) -> str:
+        """At `SegmentEnd`: the text that ends the closing segment ("" when it had none, or
+        when it is the `last` one: a turn that ends with the client's tool calls)."""
+        had_text, self._segment_has_text = self._segment_has_text, False
+        return SEGMENT_SEPARATOR if had_text and not last else ""
 
 
 def answer_segments(result: TurnResult) -> list[str]:
-    """The turn's non-empty text segments as they go on the wire (later ones separator-prefixed).
+    """The turn's non-empty text segments as they go on the wire.
 
-    The segments are the text of each assistant message that carried tool calls, then the
+    The segments are the text of each assistant message that carried tool calls (each
+    ending with the separator, except the one whose client calls end the turn), then the
     final text; their concatenation is what a stream of the same turn delivers.
     """
     texts: list[str] = []
-    for message in result.messages[1:]:
-        if message.get("role") == "assistant" and message.get("tool_calls"):
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                texts.append(content)
+    with_calls = [m for m in result.messages[1:] if m.get("role") == "assistant" and m.get("tool_calls")]
+    for index, message in enumerate(with_calls):
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            last = bool(result.client_calls) and index == len(with_calls) - 1
+            texts.append(content if last else content + SEGMENT_SEPARATOR)
     if result.final_text:
         texts.append(result.final_text)
-    return [text if index == 0 else SEGMENT_SEPARATOR + text for index, text in enumerate(texts)]
+    return texts
 
 
 def answer_text(result: TurnResult) -> str:

@@ -7,8 +7,9 @@
         ... point hermes at upstream.base_url ...
         assert upstream.requests[0].body["stream"] is True
 
-Each POST /v1/chat/completions takes the next queued `Reply` (or `default`, or a 500
-when nothing is queued). A reply is a list of steps played in order: `Chunk` (one SSE
+Each POST /v1/chat/completions takes the next queued `Reply` (or `default`; when
+nothing is queued, a request with a ``response_format`` gets JSON that fits it,
+`sample_json`, and any other a 500). A reply is a list of steps played in order: `Chunk` (one SSE
 `data:` frame), `Sleep`, `Stall` (go silent, keeping the connection open), `Drop`
 (close the connection abruptly). For non-streaming requests the chunks are folded into
 one chat.completion body. `ScriptedUpstream.in_thread()` runs the server on its own
@@ -227,6 +228,60 @@ def error_reply(
     )
 
 
+def json_reply(value: Any, **kwargs: Any) -> Reply:
+    """An answer whose text is `value` as JSON (for a request that asks for a format)."""
+    return text_reply(json.dumps(value), **kwargs)
+
+
+def sample_json(schema: Any, root: Any = None, depth: int = 0) -> Any:
+    """A small value that fits `schema` (JSON Schema; `$ref`s into the root's `$defs`/`definitions`).
+
+    Objects get every listed property; strings are "text", numbers 1, booleans true,
+    arrays one item; `enum`/`const` take their first value and `anyOf`/`oneOf` their first branch.
+    """
+    root = schema if root is None else root
+    if not isinstance(schema, dict) or depth > 12:
+        return {}
+    if "$ref" in schema:
+        target: Any = root
+        for part in str(schema["$ref"]).lstrip("#/").split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return sample_json(target, root, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return sample_json(schema[key][0], root, depth + 1)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    match kind:
+        case "object":
+            props = schema.get("properties") or {}
+            return {name: sample_json(spec, root, depth + 1) for name, spec in props.items()}
+        case "array":
+            return [sample_json(schema.get("items") or {"type": "string"}, root, depth + 1)]
+        case "string":
+            return "text"
+        case "integer":
+            return 1
+        case "number":
+            return 1.0
+        case "boolean":
+            return True
+        case _:
+            return None
+
+
+def format_reply(response_format: dict[str, Any]) -> Reply:
+    """The JSON answer to a request with this `response_format` (`sample_json` of its schema)."""
+    spec = response_format.get("json_schema") if response_format.get("type") == "json_schema" else None
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    return json_reply(sample_json(schema) if isinstance(schema, dict) else {"answer": "text"})
+
+
 def _words(text: str) -> list[str]:
     """Split keeping whitespace attached, so the pieces join back to `text`."""
     out: list[str] = []
@@ -256,6 +311,12 @@ class RecordedRequest:
     @property
     def messages(self) -> list[dict[str, Any]]:
         return list(self.body.get("messages") or [])
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """The `response_format` the request carried (None: none)."""
+        value = self.body.get("response_format")
+        return value if isinstance(value, dict) else None
 
     @property
     def tool_names(self) -> list[str]:
@@ -403,6 +464,8 @@ class ScriptedUpstream:
             if stream and self.reject_stream_options and "stream_options" in body:
                 return self._error(400, "Unrecognized request argument supplied: stream_options")
             reply = self.replies.popleft() if self.replies else self.default
+            if reply is None and record.response_format is not None:
+                reply = format_reply(record.response_format)
             if reply is None:
                 return self._error(500, "scripted upstream: no reply queued")
             if reply.status != 200:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hermes.agent.provider import FinishChunk, ModelRequest, TextChunk, UsageChunk
@@ -195,3 +197,26 @@ def test_a_closed_provider_serves_a_later_event_loop() -> None:
 
         assert asyncio.run(once()) == "again"
         assert asyncio.run(once()) == "again"
+
+
+async def test_the_output_format_is_sent_as_response_format(upstream: ScriptedUpstream) -> None:
+    from hermes.agent.output_format import JsonObjectFormat, JsonSchemaFormat
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    provider = OpenAICompatProvider(base_url=upstream.base_url, api_key="k")
+    messages = REQUEST.messages
+    try:
+        await provider.complete(ModelRequest(model="m", messages=messages, output_format=JsonObjectFormat()))
+        fmt = JsonSchemaFormat("answer", schema, strict=True, description="one answer")
+        events = [e async for e in provider.stream(ModelRequest(model="m", messages=messages, output_format=fmt))]
+    finally:
+        await provider.aclose()
+    assert [r.response_format for r in upstream.requests] == [
+        {"type": "json_object"},
+        {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": schema, "strict": True, "description": "one answer"},
+        },
+    ]
+    # With nothing queued the scripted upstream answers JSON that fits the schema.
+    assert json.loads("".join(e.text for e in events if isinstance(e, TextChunk))) == {"a": "text"}

@@ -251,7 +251,7 @@ async def test_stream_survives_tool_segments_and_reports_tool_lifecycle(server: 
     )
     resp = await server.client.post(URL, json={"messages": [user("What is the answer?")], "stream": True})
     body = await resp.text()
-    # Segments are joined with a blank line that starts the later segment's text.
+    # Segments are separated by a blank line that ends the earlier segment's text.
     assert content_of(body) == "Thinking\n\n The answer is 42."
     frames = progress_frames(body)
     assert [(f["status"], f["toolCallId"]) for f in frames] == [

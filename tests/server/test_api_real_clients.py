@@ -1,6 +1,6 @@
 """Issue 9 (api-decisions.md, "Real clients") in the seeds' contract: the full Responses event
 sequence, server-run tools per client kind, Responses input items one-to-one onto the
-transcript, trailing user messages, and text segments joined with a blank line."""
+transcript, trailing user messages, and text segments separated by a blank line that ends the earlier one."""
 
 from __future__ import annotations
 
@@ -208,9 +208,10 @@ async def test_item_references_resolve_every_stored_item(server: Server, form_he
     assert (await post(server, RESPONSES, body, **form_headers)).status == 200
     sent = sent_without_system(server)
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
-    assert sent[1]["content"] == "Let me look." and sent[1]["tool_calls"][0]["function"]["name"] == "read_file"
+    # The items come back verbatim: the separator ends the earlier message (issue 18, item 5).
+    assert sent[1]["content"] == "Let me look.\n\n" and sent[1]["tool_calls"][0]["function"]["name"] == "read_file"
     assert "missing.txt" in sent[2]["content"]
-    assert sent[3]["content"] == "\n\nIt is missing."
+    assert sent[3]["content"] == "It is missing."
 
 
 async def test_unknown_item_reference_is_400(server: Server) -> None:
@@ -248,6 +249,35 @@ async def test_responses_json_equals_streamed_deltas(server: Server, headers: di
     body = await (await post(server, RESPONSES, {"input": "read it", "stream": True}, **headers)).text()
     streamed = "".join(e["delta"] for e in events_of(body) if e["type"] == "response.output_text.delta")
     assert plain == streamed == "Let me look.\n\nIt is missing."
+
+
+@pytest.mark.parametrize("headers", [{}, STAINLESS], ids=["plain", "sdk"])
+async def test_the_separator_ends_the_earlier_message_item(server: Server, headers: dict[str, str]) -> None:
+    # Issue 18: with the Agents SDK and pydantic-ai the last message item started with a blank line.
+    server.upstream.enqueue(*tool_turn(), *tool_turn())
+    data = await (await post(server, RESPONSES, {"input": "read it"}, **headers)).json()
+    plain = [i["content"][0]["text"] for i in data["output"] if i["type"] == "message"]
+    body = await (await post(server, RESPONSES, {"input": "read it", "stream": True}, **headers)).text()
+    done = [e["item"] for e in events_of(body) if e["type"] == "response.output_item.done"]
+    streamed = [i["content"][0]["text"] for i in done if i["type"] == "message"]
+    final = [i["content"][0]["text"] for i in events_of(body)[-1]["response"]["output"] if i["type"] == "message"]
+    assert plain == streamed == final == ["Let me look.\n\n", "It is missing."]
+
+
+@pytest.mark.parametrize("url", [RESPONSES, CHAT])
+async def test_no_separator_after_a_segment_without_text(server: Server, url: str) -> None:
+    turn = [tool_reply([call("read_file", {"path": "missing.txt"}, id="call_1")]), text_reply("It is missing.")]
+    server.upstream.enqueue(*turn, *turn)
+    messages = [{"role": "user", "content": "read it"}]
+    body: dict[str, Any] = {"input": "read it"} if url == RESPONSES else {"messages": messages}
+    data = await (await post(server, url, body)).json()
+    streamed = await (await post(server, url, {**body, "stream": True})).text()
+    if url == CHAT:
+        texts = [data["choices"][0]["message"]["content"], chat_content(streamed)]
+    else:
+        deltas = "".join(e["delta"] for e in events_of(streamed) if e["type"] == "response.output_text.delta")
+        texts = ["".join(i["content"][0]["text"] for i in data["output"] if i["type"] == "message"), deltas]
+    assert texts == ["It is missing.", "It is missing."]
 
 
 async def test_chat_json_equals_streamed_deltas(server: Server) -> None:

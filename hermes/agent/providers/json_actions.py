@@ -61,6 +61,7 @@ from hermes.agent.provider import (
     ToolCallChunk,
     UsageChunk,
 )
+from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
 from hermes.agent.providers.task_cues import WRITE_TOOLS, asks_for_change, existing_files, named_check
 from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.types import ChatMessage, Usage
@@ -409,9 +410,12 @@ def _slim_schema(schema: Any) -> Any:
     return out
 
 
-def action_schema(tools: list[dict[str, Any]] | None, *, reply_only: bool = False) -> dict[str, Any]:
-    """The JSON schema of one action: a branch per tool (its own args schema) and `reply`."""
-    reply = {
+def action_schema(
+    tools: list[dict[str, Any]] | None, *, reply_only: bool = False, reply: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON schema of one action: a branch per tool (its own args schema) and `reply`
+    (`reply`, when given, replaces the default ``{"text": string}`` branch)."""
+    reply = reply or {
         "type": "object",
         "properties": {
             "action": {"const": REPLY},
@@ -780,7 +784,12 @@ class JsonActionProvider(Provider):
         offered = request.tools
         if offered and not asks_for_change(_latest_request(request.messages)):
             offered = [t for t in offered if (t.get("function") or t).get("name") not in WRITE_TOOLS]
-        extra["response_format"] = response_format(action_schema(offered, reply_only=reply_only))
+        fmt = request.output_format
+        schema = action_schema(offered, reply_only=reply_only, reply=reply_branch(fmt) if fmt else None)
+        if fmt is not None:  # the answer's format is the reply branch (hermes/agent/providers/format_actions.py)
+            schema = {**schema, **root_definitions(fmt)}
+            messages[0] = {**messages[0], "content": f"{_text_of(messages[0].get('content'))}\n{format_note(fmt)}"}
+        extra["response_format"] = response_format(schema)
         return ModelRequest(
             model=request.model,
             messages=messages,
@@ -815,6 +824,7 @@ class JsonActionProvider(Provider):
                 yield event
             return
         previous = turn_actions(request.messages)
+        formatted = request.output_format is not None
         extra_messages: list[ChatMessage] = []
         usage = Usage()
         saw_usage = False
@@ -826,7 +836,9 @@ class JsonActionProvider(Provider):
             async with closing_stream(self.inner.stream(inner_request)) as events:
                 async for event in events:
                     if isinstance(event, TextChunk):
-                        text = streamer.feed(event.text)
+                        if formatted:  # the answer is the whole args object: parsed at the end
+                            streamer.raw += event.text
+                        text = "" if formatted else streamer.feed(event.text)
                         if text:
                             yield TextChunk(text)
                             if repeating_tail(streamer.text):
@@ -846,7 +858,7 @@ class JsonActionProvider(Provider):
                     # ToolCallChunk: impossible without `tools`; ignored if a server sends one.
             if streamer.streamed or streamer.done:
                 break  # the reply text is out already
-            action = parse_action(streamer.raw, names)
+            action = _parse(streamer.raw, names, formatted)
             if attempt < 2 and is_loop(action, previous):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
@@ -881,6 +893,7 @@ class JsonActionProvider(Provider):
         for attempt in range(3):
             inner_request = self.action_request(request, extra_messages, reply_only=attempt == 2)
             raw, finish = "", "stop"
+            formatted = request.output_format is not None
             for event in await self.inner.complete(inner_request):
                 if isinstance(event, TextChunk):
                     raw += event.text
@@ -890,7 +903,7 @@ class JsonActionProvider(Provider):
                     finish = event.reason
                 elif isinstance(event, ReasoningChunk):
                     events.append(event)
-            action = parse_action(raw, names)
+            action = _parse(raw, names, formatted)
             if attempt < 2 and is_loop(action, previous):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
@@ -904,6 +917,15 @@ class JsonActionProvider(Provider):
         if saw_usage:
             events.append(UsageChunk(usage))
         return events
+
+
+def _parse(raw: str, names: set[str], formatted: bool) -> Action:
+    """The action of a whole reply; a formatted reply's text is its args as JSON."""
+    if formatted:
+        text = formatted_reply_text(raw)
+        if text is not None:
+            return Action(REPLY, {"text": text})
+    return parse_action(raw, names)
 
 
 TOOL_PROTOCOLS = ("native", "json")

@@ -36,6 +36,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from hermes import __version__
+from hermes.agent.output_format import response_format_body
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -316,6 +317,8 @@ class OpenAICompatProvider(Provider):
                 body["tool_choice"] = request.tool_choice
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.output_format is not None:
+            body["response_format"] = response_format_body(request.output_format)
         body.update(request.extra)
         return body
 

@@ -29,6 +29,7 @@ from hermes.config import Settings
 from hermes.runs.admission import TurnLimiter
 from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.sweeper import sweep_forever
+from hermes.runs.turn_log import TurnLog
 from hermes.runtime import open_runtime
 from hermes.server.http import routes
 from hermes.server.http.lifecycle import LIVE_WORK, LiveWork
@@ -42,6 +43,7 @@ from hermes.server.http.state import (
     ROUTE_TABLE,
     SETTINGS,
     STORAGE,
+    TURN_LOG,
     ServerMetrics,
 )
 from hermes.server.openai.conversation import CONVERSATIONS, ConversationLocks
@@ -94,6 +96,7 @@ def create_app(
     app[LIMITER] = TurnLimiter(settings.server_max_concurrent_runs)
     app[CONVERSATIONS] = ConversationLocks()
     app[METRICS] = ServerMetrics(started_at=time.time())
+    app[TURN_LOG] = TurnLog()
     app[ROUTE_TABLE] = routes.TABLE
     app[OPENAPI_DOCUMENT] = build_document(routes.TABLE)
     app.on_response_prepare.append(on_response_prepare)

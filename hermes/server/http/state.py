@@ -17,6 +17,7 @@ from hermes.config import Settings
 from hermes.runs.admission import TurnLimiter
 from hermes.runs.idempotency import IdempotentAnswers
 from hermes.runs.registry import RunRegistry
+from hermes.runs.turn_log import TurnLog
 from hermes.server.http.route import RouteTable
 from hermes.store.api import Storage
 
@@ -72,6 +73,8 @@ IDEMPOTENCY = web.AppKey("hermes.idempotency", IdempotentAnswers)
 """Idempotency-Key answers of the non-streaming OpenAI endpoints (receipts in the storage)."""
 LIMITER = web.AppKey("hermes.limiter", TurnLimiter)
 METRICS = web.AppKey("hermes.metrics", ServerMetrics)
+TURN_LOG = web.AppKey("hermes.turn_log", TurnLog)
+"""One log line per failed or cancelled turn, failed tool and upstream error (`hermes.runs.turn_log`)."""
 RUNS = web.AppKey("hermes.runs", RunRegistry)
 """The background runs of this app (`hermes.server.rest.background_runs.attach_run_registry`)."""
 ROUTE_TABLE = web.AppKey("hermes.routes", RouteTable)

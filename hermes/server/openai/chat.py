@@ -19,10 +19,12 @@ turn the resent history matches, a fork on an edit or a regeneration, the derive
 ``api-…`` id for the first conversation with an opening); with it, history comes from
 the session store instead of the body.
 Every turn is persisted (source ``api_server``), except utility requests
-(`hermes.runs.utility`: one model call, no tools, no session).
+(`hermes.runs.utility`: one model call, no tools, no session). ``response_format`` is
+the turn's output format (`hermes.server.openai.output_formats`; malformed → 400), sent
+on every model call of the turn.
 
-Text segments of one answer are joined with a blank line (`hermes.runs.wire`), in the
-stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
+Text segments of one answer are separated by a blank line that ends the earlier segment
+(`hermes.runs.wire`), in the stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
 unless they opt in (`tool_progress_enabled`).
 
 Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
@@ -58,6 +60,7 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import StoreError
@@ -103,6 +106,7 @@ from hermes.server.openai.conversation import (
     place_conversation,
 )
 from hermes.server.openai.openwebui import is_open_webui, tool_card
+from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output_format
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
@@ -120,7 +124,16 @@ log = logging.getLogger(__name__)
 
 KEPT_ROLES = {"user", "assistant"}
 IDEMPOTENCY_FIELDS = (
-    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream", "temperature", "top_p", "max_tokens"
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "stream",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "response_format",
 )
 
 TOOL_EMOJI = {
@@ -153,6 +166,7 @@ class ChatRequest:
     history: list[dict[str, Any]]
     input: str | list[dict[str, Any]]
     first_user: Any
+    output_format: OutputFormat | None = None
     tool_results: tuple[ClientToolResult, ...] | None = None
     """A continuation: the messages end with these results of client tool calls."""
 
@@ -189,6 +203,7 @@ CHAT_REQUEST = Body(
             documented={"anyOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {"type": "object"}]}
         ),
         "parallel_tool_calls": Boolean(),
+        "response_format": Anything(documented=RESPONSE_FORMAT_DOC),
     },
 )
 """Each message's role and content are checked per item by `parse_chat_body` (its params
@@ -197,6 +212,7 @@ name the item: ``messages[3].role``)."""
 
 def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
     CHAT_REQUEST.validate(body)
+    output_format = chat_output_format(body)
     messages: list[Any] = body["messages"]
     model = body.get("model") or advertised_model
     system_parts: list[str] = []
@@ -251,6 +267,7 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         input=new_input,
         first_user=first_user if first_user is not None else new_input,
         tool_results=results or None,
+        output_format=output_format,
     )
 
 
@@ -306,7 +323,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")
     ):
         return await complete(
-            request, preamble, utility_turn(chat.input, chat.history, chat.system),
+            request, preamble, utility_turn(chat.input, chat.history, chat.system, chat.output_format),
             _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
@@ -337,7 +354,10 @@ async def _answer(
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
     chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
     turn_request = replace(
-        api_turn(request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system),
+        api_turn(
+            request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system,
+            output_format=chat.output_format,
+        ),
         client_tools=client_tools,
         tool_results=None
         if chat.tool_results is None
@@ -438,7 +458,9 @@ class ChatChunks:
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
             case SegmentEnd():
-                self.joiner.end_segment()
+                tail = self.joiner.end_segment(event.last)
+                if tail:
+                    await self.stream.send(self.chunk({"content": tail}))
             case ClientToolCalls():
                 await self.client_calls(event)
             case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():

@@ -9,6 +9,10 @@ the response store (any stored output item id; unknown → 400). The transcript 
 with a user message, the turn's input (else 400 ``invalid_request_error``); the rest is
 history.
 
+Output format: ``text.format`` (`hermes.server.openai.output_formats`; malformed → 400) is
+the turn's, sent on every model call, and echoed as ``text`` in every response object
+(``{"format": {"type": "text"}}`` without one). It is the request's own, never inherited.
+
 Chaining: ``previous_response_id`` (unknown → 404) or a ``conversation`` name (unknown →
 a new conversation; both at once → 400) loads the stored transcript, session id and
 instructions (inherited when the request has none). An explicit ``conversation_history``
@@ -17,8 +21,8 @@ messages. Stored record (when ``store`` is on, the default):
 ``{"response", "conversation_history": prior + this turn's transcript, "instructions",
 "session_id"}`` — the transcript is stored once, never re-appended.
 
-The output lists only the current turn's items: a ``message`` per text segment (later ones
-start with the blank-line separator, `hermes.runs.wire`) and the server-run tools in the
+The output lists only the current turn's items: a ``message`` per text segment (each one
+that tool calls closed ends with the blank-line separator, `hermes.runs.wire`) and the server-run tools in the
 client's form (`hermes.server.openai.tool_items`: ``mcp_call`` for SDK clients, ``function_call``
 + ``function_call_output`` otherwise). Used by the JSON handler (openai/responses.py) and the SSE one
 (openai/responses_stream.py).
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientToolResult
+from hermes.agent.output_format import OutputFormat, text_format_body
 from hermes.agent.types import TurnResult
 from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.ids import new_item_id, new_response_id, new_session_id
@@ -57,6 +62,7 @@ from hermes.server.http.schema import (
     not_both,
 )
 from hermes.server.openai.client_tools import function_call_item, trailing_results
+from hermes.server.openai.output_formats import TEXT_DOC, responses_output_format
 from hermes.server.openai.tool_items import (
     arguments_json,
     call_item,
@@ -94,6 +100,8 @@ class ResponsesRequest:
     truncation: str | None
     metadata: dict[str, Any] | None = None
     extra_instructions: list[str] = field(default_factory=list)
+    output_format: OutputFormat | None = None
+    """`text.format` (`hermes.server.openai.output_formats`); echoed in the response object."""
     tool_results: tuple[ClientToolResult, ...] | None = None
     """A continuation: the input ends with these `function_call_output`s (then `input` is
     unused and `input_history` is everything before them)."""
@@ -348,6 +356,7 @@ RESPONSE_REQUEST = Body(
             enum=("auto", "disabled"), value_error=("invalid_truncation", "'truncation' must be 'auto' or 'disabled'")
         ),
         "metadata": Object(),
+        "text": Anything(documented=TEXT_DOC),
     },
     rules=(not_both("conversation", "previous_response_id"),),
 )
@@ -359,6 +368,7 @@ def parse_responses_body(
     body: dict[str, Any], advertised_model: str, lookup: ItemLookup | None = None
 ) -> ResponsesRequest:
     RESPONSE_REQUEST.validate(body)
+    output_format = responses_output_format(body)
     messages, system = _parse_input(body.get("input"), lookup)
     before, results = trailing_results(messages)
     if results:  # a continuation: the client ran its tools
@@ -396,6 +406,7 @@ def parse_responses_body(
         truncation=truncation,
         metadata=metadata,
         extra_instructions=system,
+        output_format=output_format,
         tool_results=results or None,
     )
 
@@ -484,8 +495,8 @@ def message_item(text: str, *, item_id: str | None = None, status: str = "comple
 def output_items(result: TurnResult, form: ToolItemForm) -> list[dict[str, Any]]:
     """The current turn's items, in transcript order (see `hermes.server.openai.tool_items` for the tools).
 
-    Text segments become ``message`` items whose texts are `answer_segments` (later ones
-    start with the separator), so `output_text` equals the streamed deltas of the turn.
+    Text segments become ``message`` items whose texts are `answer_segments` (those closed
+    by tool calls end with the separator), so `output_text` equals the streamed deltas of the turn.
     """
     items: list[dict[str, Any]] = []
     if result.reasoning:
@@ -582,6 +593,7 @@ def envelope(
         "tools": [],
         "store": req.store,
         "truncation": req.truncation or "disabled",
+        "text": {"format": text_format_body(req.output_format)},
         "usage": usage_json(result.usage) if result is not None else None,
     }
     if req.conversation is not None:

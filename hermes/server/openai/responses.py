@@ -73,6 +73,7 @@ IDEMPOTENCY_FIELDS = (
     "store",
     "truncation",
     "tools",
+    "text",
     "tool_choice",
     "parallel_tool_calls",
 )
@@ -116,7 +117,7 @@ async def _respond(
     app = request.app
     store = app[STORAGE].responses
     if utility:  # one plain model call: no session, not stored
-        turn_request = utility_turn(req.input, chain.history, system_text(req, chain))
+        turn_request = utility_turn(req.input, chain.history, system_text(req, chain), req.output_format)
         headers: dict[str, str] = {}
     else:
         turn_request = replace(
@@ -126,6 +127,7 @@ async def _respond(
                 session_id=chain.session_id,
                 history=chain.history,
                 client_prompt=system_text(req, chain),
+                output_format=req.output_format,
             ),
             client_tools=client_tools,
             tool_results=None

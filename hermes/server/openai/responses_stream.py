@@ -10,8 +10,8 @@ the final output, ``item_id`` its id, ``content_index`` always 0):
                  → reasoning_summary_text.done → reasoning_summary_part.done → output_item.done
       text:      output_item.added (message) → content_part.added → output_text.delta… (logprobs: [])
                  → output_text.done → content_part.done → output_item.done
-                 (one message per segment, closed at SegmentEnd; a later segment's first delta
-                 starts with the blank-line separator, see `hermes.runs.wire`)
+                 (one message per segment, closed at SegmentEnd after a last delta that is the
+                 blank-line separator, see `hermes.runs.wire`: no message starts with it)
       tool, function_call form: output_item.added (function_call, in_progress) … on completion
                  output_item.done (function_call) → output_item.added + output_item.done
                  (function_call_output, output = [{"type": "input_text", "text": …}])
@@ -111,7 +111,9 @@ class ResponseEvents:
                 if event.text:
                     await self.reasoning(event.text)
             case SegmentEnd():
-                self.joiner.end_segment()
+                tail = self.joiner.end_segment(event.last)
+                if tail and self._message is not None:
+                    await self.text(tail)
                 await self.close_reasoning()
                 await self.close_message()
             case ToolStarted():

@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.runs.idempotency import AnswerPending, Transient
@@ -36,7 +37,7 @@ from hermes.server.http.errors import Conflict, json_response
 from hermes.server.http.lifecycle import LIVE_WORK
 from hermes.server.http.request import read_json_object, session_key_header, validate_key
 from hermes.server.http.sse import DisconnectWatcher, SSEStream
-from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE, TURN_LOG
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,13 @@ def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None
 
 
 def api_turn(
-    request: web.Request, *, input: Any, session_id: str, history: list[Any], client_prompt: str | None
+    request: web.Request,
+    *,
+    input: Any,
+    session_id: str,
+    history: list[Any],
+    client_prompt: str | None,
+    output_format: OutputFormat | None = None,
 ) -> TurnRequest:
     """The TurnRequest of an OpenAI-shaped endpoint: persisted as `api_server`, nobody to ask."""
     app = request.app
@@ -93,6 +100,7 @@ def api_turn(
         source="api_server",
         approve=None,
         yolo=app[SETTINGS].yolo,
+        output_format=output_format,
     )
 
 
@@ -102,10 +110,12 @@ def utility_engine(request: web.Request) -> UtilityEngine:
     return UtilityEngine(agent.provider, agent.model)
 
 
-def utility_turn(input: Any, history: list[Any], client_prompt: str | None) -> TurnRequest:
+def utility_turn(
+    input: Any, history: list[Any], client_prompt: str | None, output_format: OutputFormat | None = None
+) -> TurnRequest:
     """A utility request's TurnRequest: the client's own prompt only, nothing persisted."""
     return TurnRequest(input=input, history=history, system_prompt=client_prompt or None, source="api_server",
-                       persist=False)
+                       persist=False, output_format=output_format)
 
 
 def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
@@ -126,6 +136,7 @@ async def streamed_turn(
         stream = SSEStream(request, headers=headers)
         await stream.prepare()
         turn = app[AGENT].start(turn_request)
+        app[TURN_LOG].watch(turn)
         stream.on_disconnect(turn.stop)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
@@ -144,6 +155,7 @@ async def run_to_end(
     with app[LIMITER].admit():
         app[METRICS].turn_started()
         turn = (engine or app[AGENT]).start(turn_request)
+        app[TURN_LOG].watch(turn)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:
                 if watch:

@@ -30,7 +30,7 @@ from hermes.runs.driver import RunTranslator
 from hermes.runs.registry import Run, RunKind, RunRegistry
 from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.sse import ClientDisconnected, SSEStream, encode_frame
-from hermes.server.http.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE
+from hermes.server.http.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE, TURN_LOG
 from hermes.store.records import StoredRunEvent
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def admission_of(request: web.Request) -> Admission:
     """This instance's admission, over the app's registry, limiter, agent and metrics."""
     config = request.config_dict
     return Admission(registry_of(request), config[LIMITER], config[AGENT], config[METRICS],
-                     yolo=config[SETTINGS].yolo)  # fmt: skip
+                     yolo=config[SETTINGS].yolo, turn_log=config[TURN_LOG])  # fmt: skip
 
 
 async def start_run(
