@@ -192,7 +192,9 @@ def test_ai_sdk_responses_multi_turn_after_tool_turn(hermes_serve: HermesServe) 
     sent = [m for m in hermes_serve.upstream.requests[-1].messages if m["role"] != "system"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[0]["content"] == "run echo" and sent[-1]["content"] == "Thanks"
-    assert sent[1]["content"] == TOOL_PREAMBLE and sent[1]["tool_calls"][0]["function"]["name"] == "terminal"
+    # The earlier segment's item ends with the separator (issue 18: no item starts with one).
+    assert sent[1]["content"] == TOOL_PREAMBLE + "\n\n"
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "terminal"
     assert TOOL_OUTPUT in sent[2]["content"]
     assert sent[3]["content"].endswith(TOOL_ANSWER)
 
