@@ -72,10 +72,10 @@ async def test_reads_pyproject_through_the_tool_and_answers_the_version(
     )
 
 
-async def test_interrupt_stops_generation_and_the_server_stays_usable(
-    local_provider: LocalProvider, core_tools: ToolRegistry
-) -> None:
-    agent = make_agent(local_provider, core_tools)
+async def test_interrupt_stops_generation_and_the_server_stays_usable(local_provider: LocalProvider) -> None:
+    # No tools: with them the model may first write the story to a file, and the stop
+    # would then land between model calls instead of during generation.
+    agent = make_agent(local_provider)
     first_text = asyncio.Event()
     events: list[AgentEvent] = []
     handle = agent.start(TurnRequest(input="Write a long story about a lighthouse keeper.", persist=False))
@@ -88,7 +88,7 @@ async def test_interrupt_stops_generation_and_the_server_stays_usable(
                     first_text.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(first_text.wait(), timeout=60)
+    await asyncio.wait_for(first_text.wait(), timeout=120)
     handle.stop()
     await asyncio.wait_for(task, timeout=30)  # the engine stops generating and ends the turn
 
