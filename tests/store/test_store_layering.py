@@ -9,52 +9,11 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from layering import PACKAGE, imported_modules, module_name, offending
 
-import hermes
-
-PACKAGE = Path(hermes.__file__).parent
 ABOVE_THE_STORE = ("hermes.agent", "hermes.runs", "hermes.server", "hermes.cli", "hermes.tui", "hermes.testing")
-
-
-def imported_modules(source: str, module: str) -> set[str]:
-    """Every module `source` (the text of `module`) imports, relative imports resolved."""
-    found: set[str] = set()
-    package = module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                name = f"{base}.{node.module}" if node.module else base
-            else:
-                name = node.module or ""
-            found.add(name)
-            # `from hermes import agent` imports the module hermes.agent.
-            found.update(f"{name}.{alias.name}" for alias in node.names)
-    return found
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def offending(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
-    bad: dict[str, list[str]] = {}
-    for path in paths:
-        name = module_name(path)
-        hits = sorted(
-            imported
-            for imported in imported_modules(path.read_text(encoding="utf-8"), name)
-            if any(imported == f or imported.startswith(f + ".") for f in forbidden)
-        )
-        if hits:
-            bad[name] = hits
-    return bad
 
 
 def test_the_checker_sees_every_kind_of_import() -> None:
