@@ -18,6 +18,9 @@ Invariants:
 - Tools read and write files through the client where it advertised `fs.*`, and run
   commands in its terminals where it advertised `terminal` (hermes/acp/client_host.py);
   approvals go to `session/request_permission` (hermes/acp/permission.py).
+- `session/list` lists the whole store (stable protocol); `session/resume`, `session/fork`
+  and `session/close` are written too but only reach hermes where the SDK's unstable
+  protocol is on (it is not: the SDK answers them "method not found" then).
 - MCP servers named in `session/new`/`session/load` join the agent's tools (a server name
   already connected is not started twice); all close with the agent.
 """
@@ -51,7 +54,9 @@ from acp.schema import (
     PromptResponse,
     ResourceContentBlock,
     ResumeSessionResponse,
+    SessionCapabilities,
     SessionInfo,
+    SessionListCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     TextContentBlock,
@@ -132,6 +137,7 @@ class HermesAcpAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="hermes", title="hermes", version=__version__),
             auth_methods=[],

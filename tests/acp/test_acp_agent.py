@@ -155,6 +155,7 @@ async def test_session_load_replays_a_stored_session(
         await conn.load_session(cwd=str(tmp_path), session_id=session.session_id, mcp_servers=[])
         replayed = list(client.updates)
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block("and now?")])
+        listed = await conn.list_sessions(cwd=str(tmp_path))
     _save(transcript, "load")
     assert [u.session_update for _, u in replayed] == [
         "user_message_chunk",
@@ -170,6 +171,9 @@ async def test_session_load_replays_a_stored_session(
     assert start.locations[0].path == str(notes)
     assert done.status == "completed" and "1|alpha" in done.content[0].content.text
     assert response.stop_reason == "end_turn"
+    assert [(info.session_id, info.title) for info in listed.sessions] == [
+        (session.session_id, "what is in notes.txt?")
+    ]
     history = upstream.requests[-1].body["messages"]
     assert [m["role"] for m in history[1:]] == ["user", "assistant", "tool", "assistant", "user"]
 
