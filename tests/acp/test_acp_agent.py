@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 
 from _acp_harness import EditorClient, Transcript, capabilities, hermes_acp
 from acp import PROTOCOL_VERSION, text_block
+from acp.schema import McpServerStdio
 
 from hermes.store import open_session_store
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
@@ -207,3 +209,25 @@ async def test_file_tools_read_and_write_through_the_clients_buffers(
     assert edit.kind == "edit" and edit.locations[0].path == str(source)
     (diff,) = edit.content
     assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", str(source), "unsaved", "edited")
+
+
+async def test_mcp_servers_named_in_session_new_join_the_tools(
+    upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path
+) -> None:
+    server = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "stdio_server.py"
+    upstream.enqueue(
+        tool_reply([call("mcp__x__y", {"text": "hi"}, id="call_mcp")]),
+        text_reply("The server echoed."),
+    )
+    client = EditorClient()
+    async with hermes_acp(client, hermes_home, upstream) as conn:
+        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities())
+        stdio = McpServerStdio(name="x", command=sys.executable, args=[str(server)], env=[])
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[stdio])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("echo hi")])
+    assert response.stop_reason == "end_turn"
+    assert "mcp__x__y" in {tool["function"]["name"] for tool in upstream.requests[0].body["tools"]}
+    done = next(u for _, u in client.updates if u.session_update == "tool_call_update")
+    assert done.status == "completed" and done.content[-1].content.text.startswith("echo from x: hi")
+    start = next(u for _, u in client.updates if u.session_update == "tool_call")
+    assert (start.kind, start.title) == ("other", "mcp__x__y")
