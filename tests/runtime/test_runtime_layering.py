@@ -1,8 +1,9 @@
 """Layering of the engine and the runtime (checked statically, every import statement).
 
-The engine (`hermes.agent`) imports no front end (the ACP adapter `hermes.acp` is one), no run service and not the runtime
+The engine (`hermes.agent`) imports no front end, no run service and not the runtime
 built on it; the runtime (`hermes.runtime`) imports no front end and no run service: the
-server, the CLI and the TUI open it, never the other way round.
+server, the CLI, the TUI and the ACP agent (`hermes.acp`) open it, never the other way
+round; the ACP agent imports no other front end.
 """
 
 from __future__ import annotations
