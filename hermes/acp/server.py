@@ -62,5 +62,7 @@ def run(settings: Settings) -> None:
     """Serve ACP on stdio until the client closes it."""
     protocol_fd = _protocol_stdout()
     level = os.environ.get("HERMES_LOG_LEVEL", "WARNING").upper()
+    if not isinstance(logging.getLevelName(level), int):
+        level = "WARNING"
     logging.basicConfig(stream=sys.stderr, level=level, format="hermes acp: %(levelname)s %(name)s: %(message)s")
     asyncio.run(serve_stdio(settings, protocol_fd))

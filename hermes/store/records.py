@@ -64,7 +64,7 @@ INTERRUPTED = "interrupted"
 class SessionRecord:
     id: str
     source: str
-    """cli, tui or api_server."""
+    """cli, tui, api_server or acp."""
     title: str | None
     model: str | None
     parent_session_id: str | None
