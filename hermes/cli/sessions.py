@@ -189,7 +189,9 @@ def _session_rows(records: list[SessionRecord]) -> list[tuple[str, ...]]:
 def list_(
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many sessions to show."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
-    source: str | None = typer.Option(None, "--source", help="Only sessions from this source (cli, tui, api_server, acp)."),
+    source: str | None = typer.Option(
+        None, "--source", help="Only sessions from this source (cli, tui, api_server, acp)."
+    ),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
 ) -> None:
     """List sessions, newest activity first."""
