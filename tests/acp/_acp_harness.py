@@ -124,7 +124,8 @@ class Transcript:
     lines: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def observe(self, event: StreamEvent) -> None:
-        self.lines.append((event.direction.value, event.message))
+        # The observer sits on the client's side: outgoing is client → agent.
+        self.lines.append(("client->agent" if event.direction.value == "outgoing" else "agent->client", event.message))
 
     def dump(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
