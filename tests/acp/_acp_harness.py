@@ -52,6 +52,7 @@ class EditorClient:
     permissions: list[ToolCallUpdate] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     first_update: asyncio.Event = field(default_factory=asyncio.Event)
+    tool_started: asyncio.Event = field(default_factory=asyncio.Event)
 
     def kinds(self) -> list[str]:
         return [update.session_update for _, update in self.updates]
@@ -73,6 +74,8 @@ class EditorClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
         self.first_update.set()
+        if update.session_update == "tool_call":
+            self.tool_started.set()
 
     async def read_text_file(
         self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any

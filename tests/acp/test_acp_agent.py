@@ -135,6 +135,27 @@ async def test_cancel_mid_stream_ends_the_prompt_within_a_second(
         store.close()
 
 
+async def test_cancel_while_a_command_runs_kills_it_within_a_second(
+    upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path
+) -> None:
+    upstream.enqueue(tool_reply([call("terminal", {"command": "sleep 30 && touch finished"}, id="call_sleep")]))
+    client = EditorClient()
+    async with hermes_acp(client, hermes_home, upstream) as conn:
+        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities())
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        prompt = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("wait")]))
+        await asyncio.wait_for(client.tool_started.wait(), 20)
+        asked = time.monotonic()
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(prompt, 5)
+        elapsed = time.monotonic() - asked
+    assert response.stop_reason == "cancelled"
+    assert elapsed < 1.0, elapsed
+    done = next(u for _, u in client.updates if u.session_update == "tool_call_update")
+    assert done.tool_call_id == "call_sleep" and done.status == "failed"
+    assert not (tmp_path / "finished").exists()
+
+
 async def test_session_load_replays_a_stored_session(
     upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path
 ) -> None:
