@@ -6,8 +6,10 @@ Invariants:
 - `fs/read_text_file` and `fs/write_text_file` are used only when the client advertised
   `fs.readTextFile` / `fs.writeTextFile`; `terminal/*` only when it advertised `terminal`.
   A part the client does not offer stays None, so hermes' own tool (with the sandbox) runs.
-- A delegated command is `bash -c COMMAND` in the tool's working directory; its terminal is
-  always released, also when the call times out (killed first) or the turn is stopped.
+- A delegated command is `bash -c COMMAND` in the tool's working directory, run the way the
+  editor runs its terminals: hermes' classification and approval apply first, its sandbox
+  and environment allowlist do not. Its terminal is always released, also when the call
+  times out (killed first) or the turn is stopped (killed first).
 - A client error is raised as a ToolError (the model reads it as the tool's error).
 """
 
