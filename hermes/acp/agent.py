@@ -279,7 +279,7 @@ class HermesAcpAgent:
             approve=approver(self.conn, session_id),
             yolo=settings.yolo,
             cwd=str(session.cwd),
-            host=client_host(self.conn, session_id, self._capabilities),
+            host=client_host(self.conn, session_id, self._capabilities, terminals=settings.sandbox != "on"),
         )
         handle = self.runtime.agent.start(request)
         session.handle = handle

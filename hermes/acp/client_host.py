@@ -10,6 +10,8 @@ Invariants:
   editor runs its terminals: hermes' classification and approval apply first, its sandbox
   and environment allowlist do not. Its terminal is always released, also when the call
   times out (killed first) or the turn is stopped (killed first).
+- `sandbox = "on"` keeps commands here, in the sandbox, whatever the client offers (the
+  caller passes `terminals=False`): asked-for confinement is never given away.
 - A client error is raised as a ToolError (the model reads it as the tool's error).
 """
 
@@ -126,15 +128,18 @@ def _format(output: TerminalOutputResponse, timed_out: float | None) -> str:
     return "\n".join(lines)
 
 
-def client_host(conn: Client, session_id: str, capabilities: ClientCapabilities | None) -> ToolHost | None:
-    """The host the client's capabilities allow; None when it offers neither files nor terminals."""
+def client_host(
+    conn: Client, session_id: str, capabilities: ClientCapabilities | None, *, terminals: bool = True
+) -> ToolHost | None:
+    """The host the client's capabilities allow (`terminals=False`: commands stay here);
+    None when it offers neither files nor terminals."""
     if capabilities is None:
         return None
     fs = capabilities.fs
     can_read = bool(fs is not None and fs.read_text_file)
     can_write = bool(fs is not None and fs.write_text_file)
     files = ClientFiles(conn, session_id, can_read, can_write) if can_read or can_write else None
-    commands = ClientTerminal(conn, session_id) if capabilities.terminal else None
+    commands = ClientTerminal(conn, session_id) if terminals and capabilities.terminal else None
     if files is None and commands is None:
         return None
     return ToolHost(files=files, commands=commands)
