@@ -1,8 +1,9 @@
-"""The pure mapping of hermes' events and stored messages to ACP updates (hermes/acp/updates.py)."""
+"""The pure parts of hermes/acp: events and stored messages as updates, prompt text, the host."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,18 @@ def test_prompt_text_keeps_text_and_names_resources() -> None:
     )
     text = prompt_text([text_block("explain"), resource_link_block("a.py", "file:///a.py"), embedded])
     assert text == 'explain\n\n@file:///a.py\n\n<context uri="file:///a.py">\nx = 1\n</context>'
+
+
+def test_the_host_follows_the_clients_capabilities_and_sandbox_on_keeps_commands_here() -> None:
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    from hermes.acp.client_host import client_host
+
+    conn: Any = object()  # never called: the host is only assembled here
+    both = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
+    host = client_host(conn, "s", both)
+    assert host is not None and host.files is not None and host.commands is not None
+    sandboxed = client_host(conn, "s", both, terminals=False)
+    assert sandboxed is not None and sandboxed.files is not None and sandboxed.commands is None
+    assert client_host(conn, "s", ClientCapabilities()) is None
+    assert client_host(conn, "s", ClientCapabilities(), terminals=True) is None
