@@ -50,7 +50,7 @@ def venv_current(folder: Path) -> bool:
     return stamp == wanted_stamp(folder) and venv_python(folder).exists()
 
 
-def ensure_venv(folder: Path, timeout: float = PIP_INSTALL_TIMEOUT) -> str | None:
+def ensure_venv(folder: Path, timeout: float = PIP_INSTALL_TIMEOUT, warm: tuple[str, ...] = WARM_IMPORTS) -> str | None:
     folder = folder.resolve()
     if venv_current(folder):
         return None
@@ -59,12 +59,12 @@ def ensure_venv(folder: Path, timeout: float = PIP_INSTALL_TIMEOUT) -> str | Non
         fcntl.flock(fd, fcntl.LOCK_EX)
         if venv_current(folder):
             return None  # another run built it while this one waited
-        return _build(folder, timeout)
+        return _build(folder, timeout, warm)
     finally:
         os.close(fd)  # releases the lock
 
 
-def _build(folder: Path, timeout: float) -> str | None:
+def _build(folder: Path, timeout: float, warm: tuple[str, ...]) -> str | None:
     venv = folder / ".venv"
     shutil.rmtree(venv, ignore_errors=True)
     deadline = time.monotonic() + timeout
@@ -88,7 +88,7 @@ def _build(folder: Path, timeout: float) -> str | None:
                 str(folder / "requirements.txt"),
             ],
         ),
-        ("import " + ", ".join(WARM_IMPORTS), [str(venv_python(folder)), "-c", "import " + ", ".join(WARM_IMPORTS)]),
+        ("import " + ", ".join(warm), [str(venv_python(folder)), "-c", "import " + ", ".join(warm)]),
     ]
     # bytecode written here serves every later run, also those under PYTHONDONTWRITEBYTECODE
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
