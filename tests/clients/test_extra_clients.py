@@ -135,4 +135,3 @@ def test_codex_exec_with_a_server_run_tool(codex: Path, routed: HermesServe) -> 
     assert codex_problems(run, CODEX_TOOL_ANSWER) == [], run.output[-2000:]
     results = routed.upstream_tool_results()
     assert len(results) == 1 and "hi-from-codex" in results[0], results  # hermes ran it, once
-    print(run.item_types())
