@@ -32,11 +32,15 @@ Invariants (both backends):
 - A fork copies the non-draft messages up to the fork point in id order (copies keep
   their timestamps), ends the parent "branched", and copies the compaction markers
   whose first kept message it copied (or the next copied one), pointing at the copies.
+- Every token added to a session's counters is also in one `usage` row (session, model,
+  UTC day) written in the same transaction, so the rows of a session sum to its counters
+  and cost can be priced per model; a fork starts with no usage.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -59,6 +63,7 @@ from hermes.store.records import (
     SessionRecord,
     StoreStats,
     TurnRecord,
+    UsageTotal,
 )
 from hermes.store.session_rules import (
     NUMBERED_TITLE,
@@ -71,7 +76,7 @@ from hermes.store.session_rules import (
 from hermes.store.sql import TURN_COLUMNS, Dialect, Executor, Row, encode_json
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT, call_ids_and_names, valid_transcript
 
-__all__ = ["Sessions"]
+__all__ = ["Sessions", "utc_day"]
 
 NO_MESSAGE_ABOVE = 2**63 - 1
 """The largest message id: "up to the end" for ranges of message ids."""
@@ -94,6 +99,26 @@ _COPY_COMPACTIONS = (
     "JOIN originals ON originals.id = (SELECT min(o.id) FROM originals AS o WHERE o.id >= c.first_kept_message_id) "
     "JOIN copies ON copies.n = originals.n WHERE c.session_id = ? AND c.first_kept_message_id <= ? ORDER BY c.id"
 )
+
+
+_USAGE_COLUMNS = "session_id, model, day, input_tokens, cached_input_tokens, output_tokens"
+_USAGE_SUMS = "sum(input_tokens), sum(cached_input_tokens), sum(output_tokens)"
+
+
+def utc_day(unix_seconds: float) -> str:
+    """The UTC date of a time, as the usage rows key it (YYYY-MM-DD)."""
+    return time.strftime("%Y-%m-%d", time.gmtime(unix_seconds))
+
+
+def _usage_total(model: Any, sums: Row, *, session_id: str | None = None, day: str | None = None) -> UsageTotal:
+    return UsageTotal(
+        model=None if model is None else str(model),
+        input_tokens=int(sums[0]),
+        cached_input_tokens=int(sums[1]),
+        output_tokens=int(sums[2]),
+        session_id=session_id,
+        day=day,
+    )
 
 
 def _session(row: Row) -> SessionRecord:
@@ -316,14 +341,30 @@ class Sessions:
             if changed == 0:
                 await self._require(session_id)
 
-    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
-        changed = await self.db.execute(
-            "UPDATE hermes.sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? "
-            "WHERE id = ?",
-            (input_tokens, output_tokens, session_id),
-        )
-        if changed == 0:
-            raise SessionNotFound(session_id)
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
+    ) -> None:
+        """See `AsyncSessionStore.add_usage`."""
+        async with self.db.transaction():
+            changed = await self.db.execute(
+                "UPDATE hermes.sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? "
+                "WHERE id = ?",
+                (input_tokens, output_tokens, session_id),
+            )
+            if changed == 0:
+                raise SessionNotFound(session_id)
+            if input_tokens or output_tokens or cached_input_tokens:
+                await self.db.execute(
+                    f"INSERT INTO hermes.usage ({_USAGE_COLUMNS}) "
+                    "SELECT id, coalesce(?, model), ?, ?, ?, ? FROM hermes.sessions WHERE id = ?",
+                    (model, utc_day(self.clock()), input_tokens, cached_input_tokens, output_tokens, session_id),
+                )
 
     async def delete_session(self, session_id: str) -> None:
         """Delete the session, its messages and their search rows; children are kept
@@ -558,13 +599,23 @@ class Sessions:
             await self._close_turn(await self._require_turn(turn_id), reason)
 
     async def finish_turn(
-        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
+        self,
+        turn_id: int,
+        session_id: str,
+        reason: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
     ) -> None:
         """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write."""
         fused = self.dialect.fused
         if fused is not None:
-            params = {"turn": turn_id, "sid": session_id, "now": self.clock(), "reason": reason,
-                      "input": input_tokens, "output": output_tokens}  # fmt: skip
+            now = self.clock()
+            params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
+                      "input": input_tokens, "output": output_tokens, "cached": cached_input_tokens,
+                      "model": model, "day": utc_day(now)}  # fmt: skip
             row = await self.db.fetch_one(fused.finish_turn, params)
             assert row is not None
             if int(row[1]) == 0:
@@ -578,7 +629,13 @@ class Sessions:
             if turn is None or turn.session_id != session_id:
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
             await self._close_turn(turn, reason)
-            await self.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
+            await self.add_usage(
+                session_id,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cached_input_tokens=cached_input_tokens,
+                model=model,
+            )
             await self.end_session(session_id, reason)
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
@@ -801,6 +858,25 @@ class Sessions:
             by_source={row[0]: int(row[1]) for row in rows},
             db_bytes=db_bytes,
         )
+
+    async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
+        """See `AsyncSessionStore.session_usage`."""
+        if not session_ids:
+            return []
+        marks = ", ".join("?" * len(session_ids))
+        rows = await self.db.fetch_all(
+            f"SELECT session_id, model, {_USAGE_SUMS} FROM hermes.usage WHERE session_id IN ({marks}) "
+            "GROUP BY session_id, model ORDER BY session_id, model",
+            tuple(session_ids),
+        )
+        return [_usage_total(row[1], row[2:], session_id=row[0]) for row in rows]
+
+    async def usage_totals(self) -> list[UsageTotal]:
+        """See `AsyncSessionStore.usage_totals`."""
+        rows = await self.db.fetch_all(
+            f"SELECT day, model, {_USAGE_SUMS} FROM hermes.usage GROUP BY day, model ORDER BY day, model"
+        )
+        return [_usage_total(row[1], row[2:], day=row[0]) for row in rows]
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
