@@ -22,15 +22,32 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Protocol
 
 from hermes.errors import ConfigError
 
-__all__ = ["KNOWN_PRICES", "TABLE", "Price", "PriceTable", "format_cost", "parse_prices"]
+__all__ = ["KNOWN_PRICES", "TABLE", "Price", "PriceTable", "Tokens", "format_cost", "parse_prices"]
 
 TABLE = "prices"
 """The config.toml table of prices."""
 _KEYS = frozenset({"input", "cached_input", "output"})
 _PER = 1_000_000
+
+
+class Tokens(Protocol):
+    """Tokens of one model, in one session where `session_id` is set (e.g.
+    `hermes.store.records.UsageTotal`)."""
+
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def cached_input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +123,27 @@ class PriceTable:
         price = self.price(model)
         return None if price is None else price.cost(input_tokens, output_tokens, cached_input_tokens)
 
-    def total(self, parts: Iterable[tuple[str | None, int, int, int]]) -> float | None:
-        """The sum over (model, input, output, cached input) parts; None when any part's price is unknown."""
+    def of(self, tokens: Tokens) -> float | None:
+        """Dollars for one model's tokens, None when its price is not known."""
+        return self.cost(tokens.model, tokens.input_tokens, tokens.output_tokens, tokens.cached_input_tokens)
+
+    def total(self, parts: Iterable[Tokens]) -> float | None:
+        """The sum over every part (0 for none); None when any part's price is unknown."""
         total = 0.0
-        for model, input_tokens, output_tokens, cached in parts:
-            cost = self.cost(model, input_tokens, output_tokens, cached)
+        for part in parts:
+            cost = self.of(part)
             if cost is None:
                 return None
             total += cost
         return total
+
+    def per_session(self, usage: Iterable[Tokens], session_ids: Iterable[str]) -> dict[str, float | None]:
+        """Each session's `total` over its parts of `usage` (0 for a session with none)."""
+        parts: dict[str, list[Tokens]] = {sid: [] for sid in session_ids}
+        for part in usage:
+            if part.session_id in parts:
+                parts[part.session_id].append(part)
+        return {sid: self.total(found) for sid, found in parts.items()}
 
 
 def parse_prices(raw: object, where: str) -> dict[str, Price]:
