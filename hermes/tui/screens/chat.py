@@ -233,6 +233,16 @@ class ChatScreen(Screen[None]):
         if tokens:
             bar.input_tokens = record.input_tokens
             bar.output_tokens = record.output_tokens
+        await self._refresh_cost(session_id)
+
+    async def _refresh_cost(self, session_id: str) -> None:
+        """The status bar's session cost, priced from the stored usage rows."""
+        try:
+            usage = await self.store.session_usage([session_id])
+        except HermesError:
+            return  # the bar keeps its last figure; refresh_session_info already says why
+        if session_id == self.session_id:
+            self.status_bar.session_cost = self.settings.prices.total(usage)
 
     async def open_session(self, session_id: str) -> bool:
         """Show a stored session (its newest messages; older ones on demand) and continue it."""
@@ -265,8 +275,10 @@ class ChatScreen(Screen[None]):
         self.status_bar.turn_seconds = None
         bar = self.status_bar
         bar.title = record.title or ""
+        bar.reset_usage()
         bar.input_tokens = record.input_tokens
         bar.output_tokens = record.output_tokens
+        self.run_worker(self._refresh_cost(record.id), group="session-cost", exclusive=True)
         transcript.scroll_end(animate=False)
         return True
 
@@ -317,7 +329,7 @@ class ChatScreen(Screen[None]):
         self.transcript.remove_children()
         bar = self.status_bar
         bar.title = ""
-        bar.input_tokens = bar.output_tokens = bar.context_tokens = 0
+        bar.reset_usage()
         bar.turn_seconds = None
         self.say("new session", "info")
 
