@@ -33,6 +33,7 @@ from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.chat_input import ChatInput
 from hermes.tui.widgets.command_menu import CommandMenu
+from hermes.tui.widgets.find_bar import FindBar
 from hermes.tui.widgets.history_head import HistoryHead
 from hermes.tui.widgets.notice import Notice, NoticeKind
 from hermes.tui.widgets.queued_prompts import QueuedPrompts
@@ -65,6 +66,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+n", "new_session", "New"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
         Binding("ctrl+o", "toggle_focus", "Answer only"),
+        Binding("ctrl+f", "find", "Find", priority=True),
         Binding("alt+up", "edit_queued", "Edit queued", show=False),
         Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
@@ -105,7 +107,9 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         menu = CommandMenu(id="menu")
         yield StatusBar(id="status")
-        yield Transcript(id="transcript")
+        transcript = Transcript(id="transcript")
+        yield transcript
+        yield FindBar(transcript, id="find")
         yield Activity(silence_after=self.silence_warning, id="activity")
         yield menu
         yield QueuedPrompts(id="queued")
@@ -123,6 +127,10 @@ class ChatScreen(Screen[None]):
     @property
     def transcript(self) -> Transcript:
         return self.query_one("#transcript", Transcript)
+
+    @property
+    def find_bar(self) -> FindBar:
+        return self.query_one("#find", FindBar)
 
     @property
     def activity(self) -> Activity:
@@ -188,6 +196,17 @@ class ChatScreen(Screen[None]):
             await commands.run(self, text)
             return
         self.turns.submit(text)
+
+    @on(ChatInput.EditorRequested)
+    def _editor_requested(self, event: ChatInput.EditorRequested) -> None:
+        commands.compose_in_editor(self, self.chat_input.text)
+
+    def action_find(self) -> None:
+        self.find_bar.open()
+
+    @on(FindBar.Closed)
+    def _find_closed(self, event: FindBar.Closed) -> None:
+        self.chat_input.focus()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.turns.worker_ended(event)
