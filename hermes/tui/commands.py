@@ -173,6 +173,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),
     ("PgUp / PgDn, Ctrl+Home / End", "scroll the transcript"),
     ("Ctrl+T", "light / dark theme"),
+    ("Ctrl+F", "find in the transcript (Enter / Shift+Enter: next / previous)"),
+    ("Ctrl+X Ctrl+E", "write the prompt in $VISUAL / $EDITOR"),
 )
 """The keys `/help` lists after the commands."""
 
