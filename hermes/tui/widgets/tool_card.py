@@ -234,8 +234,11 @@ class ToolCard(Vertical):
 
     @property
     def find_text(self) -> str:
-        """The header, the whole command or arguments, the whole result and the error."""
-        return "\n".join((self.header_text, argument_preview(self.arguments), self.result, self.error))
+        """The header, the whole command or arguments where the header cuts them, the whole
+        result and the error (each text once)."""
+        full = argument_preview(self.arguments)
+        shown = full if len(full) > ONE_LINE or "\n" in full else ""
+        return "\n".join((self.header_text, shown, self.result, self.error))
 
     @property
     def expanded(self) -> bool:
