@@ -32,15 +32,13 @@ Invariants (both backends):
 - A fork copies the non-draft messages up to the fork point in id order (copies keep
   their timestamps), ends the parent "branched", and copies the compaction markers
   whose first kept message it copied (or the next copied one), pointing at the copies.
-- Every token added to a session's counters is also in one `usage` row (session, model,
-  UTC day) written in the same transaction, so the rows of a session sum to its counters
-  and cost can be priced per model; a fork starts with no usage.
+- Every token added to a session's counters is also in a `usage` row written in the same
+  transaction (`usage_rows`), so cost can be priced per model and day.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -49,7 +47,7 @@ from typing import Any
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store import conversation_marks
+from hermes.store import conversation_marks, usage_rows
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import (
     INTERRUPTED,
@@ -76,7 +74,7 @@ from hermes.store.session_rules import (
 from hermes.store.sql import TURN_COLUMNS, Dialect, Executor, Row, encode_json
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT, call_ids_and_names, valid_transcript
 
-__all__ = ["Sessions", "utc_day"]
+__all__ = ["Sessions"]
 
 NO_MESSAGE_ABOVE = 2**63 - 1
 """The largest message id: "up to the end" for ranges of message ids."""
@@ -99,26 +97,6 @@ _COPY_COMPACTIONS = (
     "JOIN originals ON originals.id = (SELECT min(o.id) FROM originals AS o WHERE o.id >= c.first_kept_message_id) "
     "JOIN copies ON copies.n = originals.n WHERE c.session_id = ? AND c.first_kept_message_id <= ? ORDER BY c.id"
 )
-
-
-_USAGE_COLUMNS = "session_id, model, day, input_tokens, cached_input_tokens, output_tokens"
-_USAGE_SUMS = "sum(input_tokens), sum(cached_input_tokens), sum(output_tokens)"
-
-
-def utc_day(unix_seconds: float) -> str:
-    """The UTC date of a time, as the usage rows key it (YYYY-MM-DD)."""
-    return time.strftime("%Y-%m-%d", time.gmtime(unix_seconds))
-
-
-def _usage_total(model: Any, sums: Row, *, session_id: str | None = None, day: str | None = None) -> UsageTotal:
-    return UsageTotal(
-        model=None if model is None else str(model),
-        input_tokens=int(sums[0]),
-        cached_input_tokens=int(sums[1]),
-        output_tokens=int(sums[2]),
-        session_id=session_id,
-        day=day,
-    )
 
 
 def _session(row: Row) -> SessionRecord:
@@ -359,12 +337,8 @@ class Sessions:
             )
             if changed == 0:
                 raise SessionNotFound(session_id)
-            if input_tokens or output_tokens or cached_input_tokens:
-                await self.db.execute(
-                    f"INSERT INTO hermes.usage ({_USAGE_COLUMNS}) "
-                    "SELECT id, coalesce(?, model), ?, ?, ?, ? FROM hermes.sessions WHERE id = ?",
-                    (model, utc_day(self.clock()), input_tokens, cached_input_tokens, output_tokens, session_id),
-                )
+            tokens = (input_tokens, cached_input_tokens, output_tokens)
+            await usage_rows.insert_usage(self.db, session_id, model=model, now=self.clock(), tokens=tokens)
 
     async def delete_session(self, session_id: str) -> None:
         """Delete the session, its messages and their search rows; children are kept
@@ -615,7 +589,7 @@ class Sessions:
             now = self.clock()
             params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
                       "input": input_tokens, "output": output_tokens, "cached": cached_input_tokens,
-                      "model": model, "day": utc_day(now)}  # fmt: skip
+                      "model": model, "day": usage_rows.utc_day(now)}  # fmt: skip
             row = await self.db.fetch_one(fused.finish_turn, params)
             assert row is not None
             if int(row[1]) == 0:
@@ -861,22 +835,11 @@ class Sessions:
 
     async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
         """See `AsyncSessionStore.session_usage`."""
-        if not session_ids:
-            return []
-        marks = ", ".join("?" * len(session_ids))
-        rows = await self.db.fetch_all(
-            f"SELECT session_id, model, {_USAGE_SUMS} FROM hermes.usage WHERE session_id IN ({marks}) "
-            "GROUP BY session_id, model ORDER BY session_id, model",
-            tuple(session_ids),
-        )
-        return [_usage_total(row[1], row[2:], session_id=row[0]) for row in rows]
+        return await usage_rows.session_usage(self.db, session_ids)
 
     async def usage_totals(self) -> list[UsageTotal]:
         """See `AsyncSessionStore.usage_totals`."""
-        rows = await self.db.fetch_all(
-            f"SELECT day, model, {_USAGE_SUMS} FROM hermes.usage GROUP BY day, model ORDER BY day, model"
-        )
-        return [_usage_total(row[1], row[2:], day=row[0]) for row in rows]
+        return await usage_rows.usage_totals(self.db)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
