@@ -62,7 +62,12 @@ def _tokens_text(entry: dict[str, Any]) -> str:
 def usage_lines(usage: dict[str, Any]) -> list[tuple[str, str]]:
     """(name, value) rows of the text `sessions stats`, from `usage_json`."""
     cost = usage["cost_usd"]
-    rows = [("cost", format_cost(cost) if cost is not None else "unknown (a model has no price; see README, Cost)")]
+    if cost is not None:
+        rows = [("cost", format_cost(cost))]
+    else:
+        priced = sum(entry["cost_usd"] or 0.0 for entry in usage["by_model"])
+        unpriced = ", ".join(entry["model"] or "(none)" for entry in usage["by_model"] if entry["cost_usd"] is None)
+        rows = [("cost", f"{format_cost(priced)} priced + the tokens of {unpriced} (no price in config.toml)")]
     if usage["by_model"]:
         rows.append(("by model", ""))
         rows += [(f"  {entry['model'] or '(none)'}", _tokens_text(entry)) for entry in usage["by_model"]]

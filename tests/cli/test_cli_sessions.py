@@ -549,7 +549,7 @@ def test_stats(invoke, store, hermes_home: Path, tool_session, backend):
         "messages      4",
         "tool calls    1",
         "tokens        120 in / 30 out",
-        "cost          unknown (a model has no price; see README, Cost)",
+        "cost          $0 priced + the tokens of gpt-test (no price in config.toml)",
         "by model      ",
         "  gpt-test    120 in / 30 out  ? (no price)",
         "by day        ",
