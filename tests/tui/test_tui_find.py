@@ -33,6 +33,8 @@ async def test_find_moves_through_matches_and_opens_a_collapsed_tool_card(make_t
         card = app.chat.transcript.query_one(ToolCard)
         assert not card.expanded  # the result starts collapsed
         bar = app.chat.find_bar
+        prompt = app.chat.transcript.query_one(UserMessage)
+        plain_background = prompt.styles.background
         await pilot.press("ctrl+f")
         assert bar.is_open and bar.input.has_focus
         for ch in "needle":
@@ -41,8 +43,8 @@ async def test_find_moves_through_matches_and_opens_a_collapsed_tool_card(make_t
         # Transcript order: the prompt, the tool card's hidden output, the answer (smart case: any case).
         assert kinds == [UserMessage, ToolCard, AssistantMessage]
         assert bar.counter == "1/3"
-        prompt = app.chat.transcript.query_one(UserMessage)
         assert prompt.has_class("-find-current")
+        await until(pilot, lambda: prompt.styles.background != plain_background, what="the match to be highlighted")
         await pilot.press("enter")
         assert bar.counter == "2/3"
         await until(pilot, lambda: card.expanded, what="the tool card to open on its match")

@@ -66,7 +66,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+n", "new_session", "New"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
         Binding("ctrl+o", "toggle_focus", "Answer only"),
-        Binding("ctrl+f", "find", "Find", priority=True),
+        Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("alt+up", "edit_queued", "Edit queued", show=False),
         Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),

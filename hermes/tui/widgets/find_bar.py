@@ -9,7 +9,7 @@ Invariants:
 - The search is case-insensitive unless the query has an upper-case letter (smart case).
 - Each occurrence is one match, counted in transcript order; the counter reads "N/M".
 - Every widget holding a match gets the `-find-hit` class and the current one also
-  `-find-current`; plain-text widgets (prompts, notices, tool output) also highlight the
+  `-find-current`; plain-text widgets (prompts, reasoning, tool output) also highlight the
   matched characters. A collapsed tool result or reasoning block holding the current match
   is expanded. Closing the bar removes every mark (expanded blocks stay open).
 - Only `Findable` widgets are searched: they expose `find_text` and `find_highlight`.
@@ -79,6 +79,7 @@ def highlighted(text: str, pattern: re.Pattern[str] | None, current: int | None 
 class FindBar(Horizontal):
     """The search bar over one transcript (`target`), hidden until opened."""
 
+    SCOPED_CSS = False  # the match classes style transcript widgets, outside the bar
     DEFAULT_CSS = """
     FindBar {
         display: none;
@@ -88,8 +89,8 @@ class FindBar(Horizontal):
     FindBar.-open { display: block; }
     FindBar Input { width: 1fr; }
     FindBar .find-count { width: auto; min-width: 12; padding: 1 1 0 1; color: $text-muted; }
-    .-find-hit { background: $warning 10%; }
-    .-find-current { background: $warning 25%; }
+    Transcript .-find-hit { background: $warning 10%; }
+    Transcript .-find-current { background: $warning 25%; }
     """
 
     BINDINGS = [
