@@ -51,6 +51,7 @@ from hermes.errors import HermesError
 from hermes.ids import derived_session_id, keyed_session_id, new_session_id
 from hermes.store.api import AsyncSessionStore
 from hermes.store.conversation_marks import MAX_FINGERPRINTS
+from hermes.store.records import IMPORTED
 
 __all__ = [
     "BUSY_WAIT",
@@ -174,13 +175,14 @@ class Placement:
 
     async def settle_from_store(self, input: Any) -> None:
         """`settle` with the answer read back from the session: the assistant messages this
-        turn added (for a front end that does not keep the result)."""
+        turn added (for a front end that does not keep the result; history a new session
+        imported is not the answer)."""
         try:
             added = await self.store.get_messages(self.session_id, offset=self.start)
         except HermesError as exc:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
             return
-        answer = " ".join(_text(m.content) for m in added if m.role == "assistant")
+        answer = " ".join(_text(m.content) for m in added if m.role == "assistant" and m.finish_reason != IMPORTED)
         await self.settle(input, answer)
 
 
