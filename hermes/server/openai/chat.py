@@ -340,6 +340,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         async with place_conversation(
             request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
             key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
+            receipts=request.app[STORAGE].receipts,
         ) as placement:
             history = chat.history
             if chat.tool_results is not None:  # hermes' own calls of that response are in the store only

@@ -100,7 +100,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools, watch)
         async with place_conversation(
             app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
-            key=chat_key(request.headers, preamble.body), opening=None,
+            key=chat_key(request.headers, preamble.body), opening=None, receipts=app[STORAGE].receipts,
         ) as placement:
             placed = replace(chain, session_id=placement.session_id)
             answer = await _respond(
