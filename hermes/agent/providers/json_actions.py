@@ -19,6 +19,11 @@ that translation both ways, so the engine, TUI and server see the native shape:
              a tool → one ToolCallChunk(index 0, fresh id, name, JSON arguments)
              + FinishChunk("tool_calls"), emitted once the object is complete.
 
+`tool_choice` (`ModelRequest.tool_choice`) is honoured in the schema: ``none`` allows
+only `reply`; ``required`` allows only tool actions; a named function allows only that
+tool's action. Under ``none`` or a named function the adapter takes no steps of its own
+(opening steps, edit repairs: they call other tools).
+
 When the endpoint ignores the schema, `parse_action` falls back to fenced JSON,
 `<tool_call>` tags, the first JSON object in the text, and finally plain text.
 
@@ -46,7 +51,7 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
 from hermes.agent.prompt import working_directory_of
@@ -411,10 +416,15 @@ def _slim_schema(schema: Any) -> Any:
 
 
 def action_schema(
-    tools: list[dict[str, Any]] | None, *, reply_only: bool = False, reply: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None,
+    *,
+    reply_only: bool = False,
+    reply: dict[str, Any] | None = None,
+    tools_only: bool = False,
 ) -> dict[str, Any]:
     """The JSON schema of one action: a branch per tool (its own args schema) and `reply`
-    (`reply`, when given, replaces the default ``{"text": string}`` branch)."""
+    (`reply`, when given, replaces the default ``{"text": string}`` branch; `tools_only`
+    leaves it out while there is a tool)."""
     reply = reply or {
         "type": "object",
         "properties": {
@@ -436,7 +446,46 @@ def action_schema(
                 "required": ["action", "args"],
             }
         )
+    if tools_only and branches:
+        return {"anyOf": branches}
     return {"anyOf": [*branches, reply]}
+
+
+ChoiceMode = tuple[Literal["auto", "none", "required"], str | None]
+"""How a request's `tool_choice` binds the action: the mode, and the one tool it names."""
+
+
+def choice_mode(tool_choice: str | dict[str, Any] | None) -> ChoiceMode:
+    """`ModelRequest.tool_choice` read for the action schema (anything else: auto)."""
+    if tool_choice == "none":
+        return "none", None
+    if tool_choice == "required":
+        return "required", None
+    if isinstance(tool_choice, dict):
+        function = tool_choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool_choice.get("name")
+        if isinstance(name, str) and name:
+            return "required", name
+    return "auto", None
+
+
+def _name_of(tool: dict[str, Any]) -> Any:
+    return (tool.get("function") or tool).get("name")
+
+
+def _allowed_names(request: ModelRequest) -> set[str]:
+    """The tools an action of this call may name (`tool_choice` applied)."""
+    names = {fn["name"] for fn in _tool_functions(request.tools)}
+    mode, named = choice_mode(request.tool_choice)
+    if mode == "none":
+        return set()
+    return names if named is None else names & {named}
+
+
+def _steps_allowed(request: ModelRequest) -> bool:
+    """Whether the adapter may take a step of its own (opening, edit repair) this call."""
+    mode, named = choice_mode(request.tool_choice)
+    return mode != "none" and named is None
 
 
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:
@@ -782,10 +831,19 @@ class JsonActionProvider(Provider):
         extra = {**self.sampling, **request.extra}
         # A question gets no write tools (in the grammar only: the prompt, and so the cache, stay).
         offered = request.tools
-        if offered and not asks_for_change(_latest_request(request.messages)):
-            offered = [t for t in offered if (t.get("function") or t).get("name") not in WRITE_TOOLS]
+        mode, named = choice_mode(request.tool_choice)
+        if named is not None:  # tool_choice names one function: only its action
+            offered = [t for t in offered or () if _name_of(t) == named]
+        elif offered and not asks_for_change(_latest_request(request.messages)):
+            offered = [t for t in offered if _name_of(t) not in WRITE_TOOLS]
         fmt = request.output_format
-        schema = action_schema(offered, reply_only=reply_only, reply=reply_branch(fmt) if fmt else None)
+        forced = mode == "required" and bool(_tool_functions(offered))
+        schema = action_schema(
+            offered,
+            reply_only=mode == "none" or (reply_only and not forced),
+            reply=reply_branch(fmt) if fmt else None,
+            tools_only=forced,
+        )
         if fmt is not None:  # the answer's format is the reply branch (hermes/agent/providers/format_actions.py)
             schema = {**schema, **root_definitions(fmt)}
             messages[0] = {**messages[0], "content": f"{_text_of(messages[0].get('content'))}\n{format_note(fmt)}"}
@@ -817,8 +875,9 @@ class JsonActionProvider(Provider):
                 async for event in events:
                     yield event
             return
-        names = {fn["name"] for fn in _tool_functions(request.tools)}
-        repair = edit_repair(request.messages, names) or opening_step(request.messages, names)
+        names = _allowed_names(request)
+        repair = (edit_repair(request.messages, names) or opening_step(request.messages, names)
+                  if _steps_allowed(request) else None)
         if repair is not None:
             for event in self._call_events(repair):
                 yield event
@@ -881,8 +940,9 @@ class JsonActionProvider(Provider):
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
         if not _tool_functions(request.tools):
             return await self.inner.complete(request)
-        names = {fn["name"] for fn in _tool_functions(request.tools)}
-        repair = edit_repair(request.messages, names) or opening_step(request.messages, names)
+        names = _allowed_names(request)
+        repair = (edit_repair(request.messages, names) or opening_step(request.messages, names)
+                  if _steps_allowed(request) else None)
         if repair is not None:
             return self._call_events(repair)
         previous = turn_actions(request.messages)
