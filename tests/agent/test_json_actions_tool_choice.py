@@ -12,7 +12,8 @@ import pytest
 
 from hermes.agent.prompt import default_system_prompt
 from hermes.agent.provider import FinishChunk, ModelRequest, ProviderEvent, TextChunk, ToolCallChunk
-from hermes.agent.providers.json_actions import JsonActionProvider, action_schema, choice_mode
+from hermes.agent.providers.action_grammar import action_schema, choice_mode
+from hermes.agent.providers.json_actions import JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools import default_registry
 from hermes.testing.upstream import ScriptedUpstream, text_reply
