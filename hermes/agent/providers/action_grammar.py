@@ -376,8 +376,5 @@ def allowed_names(request: ModelRequest) -> set[str]:
     return names if named is None else names & {named}
 
 
-
-
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "action", "strict": True, "schema": schema}}
-

@@ -59,7 +59,7 @@ EDIT_RETRY_NOTE = (
 )
 
 CHECK_NOTE = (
-    'You changed files. Before you reply, run the check the request names with terminal: {check}. '
+    "You changed files. Before you reply, run the check the request names with terminal: {check}. "
     'Then answer the request "{request}" with what it printed.'
 )
 
@@ -76,7 +76,6 @@ def steps_allowed(request: ModelRequest) -> bool:
     """Whether the adapter may take a step of its own (opening, edit repair) this call."""
     mode, named = choice_mode(request.tool_choice)
     return mode != "none" and named is None
-
 
 
 def text_of(content: Any) -> str:
@@ -226,7 +225,7 @@ def fit_context(messages: list[ChatMessage], budget_chars: int) -> list[ChatMess
         kept = rest[start:]
         if size(system + note + kept) <= budget_chars:
             return system + note + kept
-    return system + note + rest[starts[-1]:] if starts else messages
+    return system + note + rest[starts[-1] :] if starts else messages
 
 
 def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:
@@ -355,7 +354,3 @@ def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
         return False
     key = action.key()
     return bool(previous) and (previous[-1] == key or previous.count(key) >= 2)
-
-
-# ---- the provider ----------------------------------------------------------------------
-

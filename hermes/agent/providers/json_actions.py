@@ -117,7 +117,6 @@ async def closing_stream(events: AsyncIterator[ProviderEvent]) -> AsyncIterator[
 # ---- parsing ---------------------------------------------------------------------------
 
 
-
 class JsonActionProvider(Provider):
     """Wraps an OpenAI-compatible provider so small models can use tools via JSON actions."""
 
@@ -221,8 +220,11 @@ class JsonActionProvider(Provider):
                     yield event
             return
         names = allowed_names(request)
-        repair = (edit_repair(request.messages, names) or opening_step(request.messages, names)
-                  if steps_allowed(request) else None)
+        repair = (
+            edit_repair(request.messages, names) or opening_step(request.messages, names)
+            if steps_allowed(request)
+            else None
+        )
         if repair is not None:
             for event in self._call_events(repair):
                 yield event
@@ -286,8 +288,11 @@ class JsonActionProvider(Provider):
         if not tool_functions(request.tools):
             return await self.inner.complete(request)
         names = allowed_names(request)
-        repair = (edit_repair(request.messages, names) or opening_step(request.messages, names)
-                  if steps_allowed(request) else None)
+        repair = (
+            edit_repair(request.messages, names) or opening_step(request.messages, names)
+            if steps_allowed(request)
+            else None
+        )
         if repair is not None:
             return self._call_events(repair)
         previous = turn_actions(request.messages)
