@@ -60,6 +60,10 @@ ORPHAN_MESSAGE = "The server stopped before this run settled."
 INTERRUPTED = "interrupted"
 """end_reason (and a kept draft's finish_reason) of a turn whose owner is gone."""
 
+IMPORTED = "imported"
+"""finish_reason of a message a new session took from the client's resent history (the
+conversation began where hermes never saw it): part of the transcript, never a turn's."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:

@@ -29,6 +29,8 @@ Contract (stable; other handler modules rely on it):
 - Frames: JSON is ``json.dumps(payload, ensure_ascii=...)`` with default separators;
   ``ensure_ascii`` defaults to True (pass False for UTF-8 frames).
 - Writes are serialised by a lock, so the keepalive never interleaves with a frame.
+- With ``record=True`` every frame written by ``send``/``send_data``/``send_raw`` is also
+  kept in ``recorded`` (comments and keepalives are not), so the stream can be replayed.
 
 `DisconnectWatcher` gives the same detection to non-streaming handlers (a JSON turn is
 cancelled when its client leaves).
@@ -190,6 +192,7 @@ class SSEStream:
         keepalive: float | None | _Default = DEFAULT,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         ensure_ascii: bool = True,
+        record: bool = False,
     ) -> None:
         self.request = request
         self.response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **(headers or {})})
@@ -202,6 +205,7 @@ class SSEStream:
         self._closed = False
         self._tracked = False
         self.frames_sent = 0
+        self.recorded: list[bytes] | None = [] if record else None
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -277,19 +281,19 @@ class SSEStream:
 
     async def send(self, data: Any, *, event: str | None = None, id: int | str | None = None) -> None:
         """Write one frame; `data` is JSON-encoded unless it is a str."""
-        await self._write(encode_frame(data, event=event, id=id, ensure_ascii=self.ensure_ascii))
+        await self._write(encode_frame(data, event=event, id=id, ensure_ascii=self.ensure_ascii), record=True)
 
     async def send_data(self, text: str) -> None:
         """Write ``data: <text>`` as it is (e.g. ``[DONE]``)."""
-        await self._write(f"data: {text}\n\n".encode())
+        await self._write(f"data: {text}\n\n".encode(), record=True)
 
     async def comment(self, text: str) -> None:
         await self._write(f": {text}\n\n".encode())
 
     async def send_raw(self, frame: bytes) -> None:
-        await self._write(frame)
+        await self._write(frame, record=True)
 
-    async def _write(self, frame: bytes) -> None:
+    async def _write(self, frame: bytes, *, record: bool = False) -> None:
         if not self.response.prepared:
             await self.prepare()
         if self._watch.gone:
@@ -304,6 +308,8 @@ class SSEStream:
                 raise ClientDisconnected(str(exc)) from exc
         self._last_write = time.monotonic()
         self.frames_sent += 1
+        if record and self.recorded is not None:
+            self.recorded.append(frame)
 
     async def _background(self) -> None:
         poll = self._watch._poll

@@ -110,10 +110,13 @@ from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
+    answered,
     api_turn,
     complete,
     read_preamble,
+    run_to_end,
     session_headers,
+    streamed_answer,
     streamed_turn,
     utility_engine,
     utility_turn,
@@ -327,20 +330,30 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
-    if header_session is not None:
-        history = await _load_history(request.app[STORAGE].sessions, header_session)
-        return await _answer(request, preamble, chat, header_session, history, None, client_tools, own_tools)
-    async with place_conversation(
-        request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
-        key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
-    ) as placement:
-        history = chat.history
-        if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
-            stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
-            history = continued_history(history, stored, chat.tool_results)
-        return await _answer(
-            request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools
-        )
+
+    async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay places nothing
+        if header_session is not None:
+            history = await _load_history(request.app[STORAGE].sessions, header_session)
+            return await _answer(
+                request, preamble, chat, header_session, history, None, client_tools, own_tools, watch=watch
+            )
+        async with place_conversation(
+            request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
+            key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
+            receipts=request.app[STORAGE].receipts,
+        ) as placement:
+            history = chat.history
+            if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
+                stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
+                history = continued_history(history, stored, chat.tool_results)
+            return await _answer(
+                request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools,
+                watch=watch,
+            )
+
+    return await answered(
+        request, preamble, run, scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session)
+    )
 
 
 def _opening_text(first_user: Any) -> str:
@@ -349,8 +362,8 @@ def _opening_text(first_user: Any) -> str:
 
 async def _answer(
     request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any],
-    placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str],
-) -> web.StreamResponse:
+    placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str], *, watch: bool,
+) -> Answer:
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
     chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
     turn_request = replace(
@@ -371,12 +384,9 @@ async def _answer(
         if placement is not None and result is not None:
             await placement.settle(chat.input, answer_text(result))
 
-    if chat.stream:  # streams are never cached
-        return await _stream(request, chat, turn_request, headers, settle)
-    return await complete(
-        request, preamble, turn_request, _finisher(chat, headers, settle), scope="chat",
-        fingerprint=lambda: _fingerprint(preamble, session_id if placement is None else None),
-    )
+    if chat.stream:
+        return await _stream(request, chat, turn_request, headers, settle, record=preamble.idempotency_key is not None)
+    return await _finisher(chat, headers, settle)(await run_to_end(request, turn_request, watch=watch))
 
 
 def _finisher(
@@ -493,10 +503,10 @@ class ChatChunks:
 
 async def _stream(
     request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str],
-    settle: Callable[[TurnResult | None], Awaitable[None]],
-) -> web.StreamResponse:
+    settle: Callable[[TurnResult | None], Awaitable[None]], *, record: bool,
+) -> Answer:
     named_events = tool_progress_enabled(request)
-    async with streamed_turn(request, turn_request, headers) as (stream, turn):
+    async with streamed_turn(request, turn_request, headers, record=record) as (stream, turn):
         chunks = ChatChunks(stream, chat.model, named_events=named_events, tool_cards=is_open_webui(request.headers))
         try:
             await chunks.start()
@@ -505,7 +515,7 @@ async def _stream(
             await chunks.finish(turn.result, crash)
         except ClientDisconnected:
             pass  # the stream's on_disconnect has stopped the turn
-    return stream.response
+    return streamed_answer(stream, headers)
 
 
 async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None:
