@@ -110,8 +110,9 @@ class TurnHandle:
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """The turn's events, ending after the last one; TurnCrashed if the producer raised."""
+        queue = self._queue
         while True:
-            item = await self._queue.get()
+            item = queue.get_nowait() if queue.qsize() else await queue.get()
             if isinstance(item, _End):
                 break
             yield item
@@ -207,9 +208,13 @@ class TurnHandle:
             observer(event)
         if self._detached:
             return
+        queue = self._queue
+        if not queue.full():
+            queue.put_nowait(event)  # no wait: nothing to guard (the common case)
+            return
         listening, self._listening = self._listening, False
         try:
-            await self._queue.put(event)
+            await queue.put(event)
         finally:
             self._listening = listening
 
