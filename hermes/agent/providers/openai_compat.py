@@ -188,12 +188,19 @@ def translate_errors(provider: str, base_url: str) -> Iterator[None]:
         ) from None
 
 
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 def _chunk_events(data: str) -> list[ProviderEvent]:
-    """ProviderEvents of one `data:` frame of a chat.completion.chunk stream."""
+    """ProviderEvents of one `data:` frame of a chat.completion.chunk stream (`data` is
+    stripped: decoded without `json.loads`' whitespace scans, and whole or not at all)."""
     try:
-        chunk = json.loads(data)
+        chunk, end = _raw_decode(data)
     except json.JSONDecodeError:
         chunk = None
+    else:
+        if end != len(data):
+            chunk = None  # trailing garbage
     if not isinstance(chunk, dict):
         raise ProviderError(f"malformed streaming data from the model endpoint: {data[:120]!r}", retryable=True)
     return _payload_events(chunk, "delta")
