@@ -28,7 +28,9 @@ Contract (stable; other handler modules rely on it):
   ``ConnectionError``); they never raise anything else for transport trouble.
 - Frames: JSON is ``json.dumps(payload, ensure_ascii=...)`` with default separators;
   ``ensure_ascii`` defaults to True (pass False for UTF-8 frames).
-- Writes are serialised by a lock, so the keepalive never interleaves with a frame.
+- Frames never interleave (the keepalive with a frame, say): aiohttp hands each write to
+  the transport whole, in one synchronous call, before it waits for the client to drain
+  (SSE responses are never compressed).
 - With ``record=True`` every frame written by ``send``/``send_data``/``send_raw`` is also
   kept in ``recorded`` (comments and keepalives are not), so the stream can be replayed.
 
@@ -199,7 +201,6 @@ class SSEStream:
         self.keepalive = _default_keepalive(request) if isinstance(keepalive, _Default) else keepalive
         self.ensure_ascii = ensure_ascii
         self._watch = _Watch(request, poll_interval)
-        self._lock = asyncio.Lock()
         self._last_write = time.monotonic()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -298,14 +299,15 @@ class SSEStream:
             await self.prepare()
         if self._watch.gone:
             raise ClientDisconnected("client disconnected")
-        async with self._lock:
-            try:
-                await self.response.write(frame)
-            except (ConnectionError, RuntimeError) as exc:
-                # aiohttp raises ClientConnectionResetError (a ConnectionResetError) on a
-                # closing transport, RuntimeError after write_eof.
-                self._watch.mark_gone()
-                raise ClientDisconnected(str(exc)) from exc
+        try:
+            # One call hands the whole frame to the transport before it may wait (for
+            # the client to drain), so frames never interleave: no lock is needed.
+            await self.response.write(frame)
+        except (ConnectionError, RuntimeError) as exc:
+            # aiohttp raises ClientConnectionResetError (a ConnectionResetError) on a
+            # closing transport, RuntimeError after write_eof.
+            self._watch.mark_gone()
+            raise ClientDisconnected(str(exc)) from exc
         self._last_write = time.monotonic()
         self.frames_sent += 1
         if record and self.recorded is not None:

@@ -24,8 +24,10 @@ the turn's output format (`hermes.server.openai.output_formats`; malformed → 4
 on every model call of the turn.
 
 Text segments of one answer are separated by a blank line that ends the earlier segment
-(`hermes.runs.wire`), in the stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
-unless they opt in (`tool_progress_enabled`).
+(`hermes.runs.wire`), in the stream and in the JSON answer alike. A stream's frames carry
+the text in order, not one frame per upstream chunk: deltas that queued up while the
+client was behind (`TurnHandle.batches()`) go out as one frame (`hermes.runs.wire.coalesce`).
+Named ``hermes.*`` frames never go to SDK clients unless they opt in (`tool_progress_enabled`).
 
 Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
 block, X-Hermes-* headers, 502 ``agent_incomplete`` when there is no usable text).
@@ -37,6 +39,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from json.encoder import encode_basestring_ascii
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -67,7 +70,7 @@ from hermes.errors import StoreError
 from hermes.ids import derived_session_id, new_completion_id
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import flatten_text, is_utility_request
-from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
+from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, coalesce, status_payload, usage_json
 from hermes.server.http.errors import AgentIncomplete, RequestValidationError
 from hermes.server.http.request import (
     CONTENT_DOC,
@@ -88,7 +91,7 @@ from hermes.server.http.schema import (
     Object,
     String,
 )
-from hermes.server.http.sse import ClientDisconnected, SSEStream
+from hermes.server.http.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.http.state import AGENT, SETTINGS, STORAGE
 from hermes.server.openai.client_tools import (
     chat_client_tools,
@@ -418,6 +421,11 @@ def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
     )
 
 
+_CUT = "\x00cut\x00"
+_CUT_JSON = encode_basestring_ascii(_CUT).encode()
+_KEYS = {key: f"{encode_basestring_ascii(key)}: ".encode() for key in ("content", "reasoning_content")}
+
+
 class ChatChunks:
     """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
 
@@ -434,6 +442,14 @@ class ChatChunks:
         self.sent_text = False
         self.progress = ToolProgress()
         self.joiner = SegmentJoiner()
+        # A content or reasoning frame is the same bytes as `send(self.chunk({key: text}))`
+        # would write, with only the text encoded per frame (`delta_frame`).
+        head, tail = encode_frame(self.chunk({"content": _CUT})).split(_CUT_JSON)
+        self._frame_head, self._frame_tail = head[: -len(b'"content": ')], tail
+
+    def delta_frame(self, key: str, text: str) -> bytes:
+        """The SSE frame of a chunk whose delta is `{key: text}`."""
+        return b"".join((self._frame_head, _KEYS[key], encode_basestring_ascii(text).encode(), self._frame_tail))
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -452,10 +468,10 @@ class ChatChunks:
             case TextDelta():
                 if event.text:
                     self.sent_text = True
-                    await self.stream.send(self.chunk({"content": self.joiner.text(event.text)}))
+                    await self.stream.send_raw(self.delta_frame("content", self.joiner.text(event.text)))
             case ReasoningDelta():
                 if event.text:
-                    await self.stream.send(self.chunk({"reasoning_content": event.text}))
+                    await self.stream.send_raw(self.delta_frame("reasoning_content", event.text))
             case ToolStarted() | ToolCompleted():
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
@@ -519,9 +535,11 @@ async def _stream(
 
 
 async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None:
+    """The turn's events as frames; deltas that piled up behind a slow client go as one frame."""
     try:
-        async for event in turn.events():
-            await chunks.on_event(event)
+        async for batch in turn.batches():
+            for event in coalesce(batch):
+                await chunks.on_event(event)
     except TurnCrashed as exc:
         log.error("turn crashed: %s", exc)
         return exc
