@@ -189,6 +189,11 @@ class ServerUnreachable(RemoteError):
 
     code = "server_unreachable"
 
+    def __init__(self, message: str, *, connected: bool = True) -> None:
+        super().__init__(message)
+        self.connected = connected
+        """False: no connection was made, so the request was certainly not received."""
+
 
 class RemoteAuthError(RemoteError):
     """The server refused the key (401)."""

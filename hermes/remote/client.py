@@ -136,7 +136,8 @@ class RemoteClient:
 
     def unreachable(self, exc: BaseException) -> ServerUnreachable:
         reason = str(exc) or type(exc).__name__
-        return ServerUnreachable(f"cannot reach the hermes server at {self.base_url}: {reason}")
+        connected = not isinstance(exc, aiohttp.ClientConnectorError)
+        return ServerUnreachable(f"cannot reach the hermes server at {self.base_url}: {reason}", connected=connected)
 
     async def _error(self, response: aiohttp.ClientResponse, path: str) -> RemoteError | SessionNotFound:
         message, code = f"HTTP {response.status}", None

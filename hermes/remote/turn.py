@@ -150,8 +150,8 @@ class RemoteTurn:
             except (ServerUnreachable, *CONNECTION_ERRORS) as exc:
                 if reader.finished:
                     break
-                if self.run_id is None and method == "POST" and isinstance(exc, ServerUnreachable):
-                    raise  # the turn was never posted: nothing to resume
+                if self.run_id is None and isinstance(exc, ServerUnreachable) and exc.connected:
+                    raise  # the turn may have been received: posting it again could run it twice
                 attempt += 1
                 if attempt > RETRIES:
                     await self._end(reader.failed(f"lost the hermes server at {self.client.base_url}",
