@@ -200,6 +200,7 @@ async def test_a_cut_connection_resumes_with_the_text_exactly_once(
         await proxy.aclose()
 
 
+@pytest.mark.parametrize("backend_env", ["sqlite"], indirect=True)  # the key is checked before any storage
 async def test_a_wrong_key_is_one_line(serve: ServeProcess, remote_tui: Callable[..., HermesApp]) -> None:
     app = remote_tui(serve.url, key="wrong")
     async with app.run_test(size=SIZE) as pilot:
