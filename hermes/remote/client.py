@@ -18,10 +18,11 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from hermes import api_paths
 from hermes.errors import RemoteAuthError, RemoteError, ServerUnreachable, SessionNotFound, UsageError
 
 
@@ -154,7 +155,8 @@ class RemoteClient:
                 remote_code=code,
             )
         if response.status == 404 and code == "session_not_found":
-            session_id = path.split("/")[3] if path.startswith("/api/sessions/") else "?"
+            prefix = api_paths.SESSIONS + "/"
+            session_id = unquote(path.removeprefix(prefix).split("/")[0]) if path.startswith(prefix) else "?"
             return SessionNotFound(session_id)
         return RemoteError(f"{message} ({response.status}{', ' + code if code else ''})", status=response.status,
                            remote_code=code)  # fmt: skip

@@ -17,6 +17,7 @@ from dataclasses import fields
 from typing import Any
 from urllib.parse import quote
 
+from hermes import api_paths
 from hermes.agent.types import ChatMessage
 from hermes.remote.client import RemoteClient
 from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord
@@ -41,8 +42,8 @@ def message_record(data: dict[str, Any]) -> MessageRecord:
     return MessageRecord(**values)
 
 
-def _path(session_id: str, tail: str = "") -> str:
-    return f"/api/sessions/{quote(session_id, safe='')}{tail}"
+def session_path(session_id: str, tail: str = "") -> str:
+    return f"{api_paths.SESSIONS}/{quote(session_id, safe='')}{tail}"
 
 
 class RemoteSessions:
@@ -52,7 +53,7 @@ class RemoteSessions:
         self.client = client
 
     async def get_session(self, session_id: str) -> SessionRecord:
-        data = await self.client.request("GET", _path(session_id))
+        data = await self.client.request("GET", session_path(session_id))
         return session_record(data["session"])
 
     async def find_session(self, session_id: str) -> SessionRecord | None:
@@ -75,7 +76,7 @@ class RemoteSessions:
             params = {"limit": str(min(200, limit - len(records))), "offset": str(offset + len(records))}
             if source:
                 params["source"] = source
-            page = await self.client.request("GET", "/api/sessions", params=params)
+            page = await self.client.request("GET", api_paths.SESSIONS, params=params)
             records += [session_record(item) for item in page["data"]]
             if not page.get("has_more") or not page["data"]:
                 break
@@ -83,14 +84,14 @@ class RemoteSessions:
 
     async def count_sessions(self, *, source: str | None = None) -> int:
         params = {"limit": "1", **({"source": source} if source else {})}
-        page = await self.client.request("GET", "/api/sessions", params=params)
+        page = await self.client.request("GET", api_paths.SESSIONS, params=params)
         return int(page["total"])
 
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]:
         params = {"q": query, "limit": str(max(1, min(limit, 200)))}
         if source:
             params["source"] = source
-        page = await self.client.request("GET", "/api/search", params=params)
+        page = await self.client.request("GET", api_paths.SEARCH, params=params)
         return [
             SearchHit(session_record(hit["session"]), int(hit["message_id"]), str(hit["role"]), str(hit["snippet"]))
             for hit in page["data"]
@@ -101,7 +102,7 @@ class RemoteSessions:
         while limit is None or len(messages) < limit:
             want = MESSAGE_PAGE if limit is None else min(MESSAGE_PAGE, limit - len(messages))
             params = {"limit": str(want), "offset": str(offset + len(messages)), "order": "oldest"}
-            page = await self.client.request("GET", _path(session_id, "/messages"), params=params)
+            page = await self.client.request("GET", session_path(session_id, "/messages"), params=params)
             messages += [message_record(item) for item in page["data"]]
             if len(page["data"]) < want:
                 break
@@ -119,11 +120,11 @@ class RemoteSessions:
             body["title"] = title
         if model:
             body["model"] = model
-        data = await self.client.request("POST", "/api/sessions", body=body)
+        data = await self.client.request("POST", api_paths.SESSIONS, body=body)
         return session_record(data["session"])
 
     async def rename_session(self, session_id: str, title: str) -> SessionRecord:
-        data = await self.client.request("PATCH", _path(session_id), body={"title": title})
+        data = await self.client.request("PATCH", session_path(session_id), body={"title": title})
         return session_record(data["session"])
 
     async def update_session(
@@ -133,7 +134,7 @@ class RemoteSessions:
         return await self.get_session(session_id)
 
     async def delete_session(self, session_id: str) -> None:
-        await self.client.request("DELETE", _path(session_id))
+        await self.client.request("DELETE", session_path(session_id))
 
     async def fork_session(
         self,
@@ -149,5 +150,5 @@ class RemoteSessions:
             body["title"] = title
         if at_message_id is not None:
             body["at_message_id"] = at_message_id
-        data = await self.client.request("POST", _path(session_id, "/fork"), body=body)
+        data = await self.client.request("POST", session_path(session_id, "/fork"), body=body)
         return session_record(data["session"])

@@ -19,7 +19,8 @@ Invariants:
 - an `approval.request` frame is delivered as `ApprovalRequested`, then the request's
   `approve` callback is asked (no callback: deny) and its answer posted to
   `POST /v1/runs/{run_id}/approval`;
-- `aclose(grace)` leaves: the stream is closed (the run goes on, unless stopped);
+- `aclose(grace)` leaves: the stream is closed (the run goes on, unless stopped: a stop
+  still on its way gets up to STOP_WAIT seconds to reach the server);
   `events()` ends after the last event, and always with exactly one `TurnCompleted`.
 """
 
@@ -35,12 +36,14 @@ from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, T
 from hermes.errors import HermesError, RemoteError, ServerUnreachable
 from hermes.remote.client import CONNECTION_ERRORS, RemoteClient
 from hermes.remote.frames import FrameReader
-from hermes.remote.sessions import RemoteSessions
+from hermes.remote.sessions import RemoteSessions, session_path
 
 RETRIES = 8
 """Reconnection attempts of one broken stream before the turn is given up."""
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 4.0)
 """Seconds before each attempt (the last one repeats): about 20 s in all."""
+STOP_WAIT = 5.0
+"""Seconds `aclose()` waits for a stop still on its way to the server (never cancelled sooner)."""
 SERVER_UNREACHABLE = "server_unreachable"
 RUN_GONE = "run_gone"
 
@@ -61,6 +64,7 @@ class RemoteTurn:
         self._stop_posted = False
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._side_tasks: set[asyncio.Task[None]] = set()
+        self._stop_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self.task = asyncio.create_task(self._run(), name="hermes-remote-turn")
 
@@ -90,6 +94,9 @@ class RemoteTurn:
             task.cancel()
         if self._side_tasks:
             await asyncio.wait(self._side_tasks)
+        if self._stop_task is not None and not self._stop_task.done():
+            # Leaving must not lose the stop: the run would go on on the server.
+            await asyncio.wait({self._stop_task}, timeout=STOP_WAIT)
 
     # ---- the producer ----------------------------------------------------------------------
 
@@ -117,7 +124,7 @@ class RemoteTurn:
         if self.model:
             body["model"] = self.model
         last_seq = 0
-        path = f"/api/sessions/{self.session_id}/chat/stream"
+        path = session_path(self.session_id, "/chat/stream")
         method: str = "POST"
         payload: dict[str, Any] | None = body
         headers: dict[str, str] = {}
@@ -199,7 +206,7 @@ class RemoteTurn:
         if not self._stop_asked or self._stop_posted or self.run_id is None:
             return
         self._stop_posted = True
-        self._spawn(self._send_stop(self.run_id))
+        self._stop_task = asyncio.get_running_loop().create_task(self._send_stop(self.run_id))
 
     async def _send_stop(self, run_id: str) -> None:
         for delay in (0.0, *BACKOFF):

@@ -19,6 +19,7 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes import api_paths
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
@@ -582,7 +583,7 @@ async def _resume_target(request: web.Request, record: SessionRecord) -> StreamT
 
 # ---- routes -------------------------------------------------------------------------------------
 
-_SESSIONS = "/api/sessions"
+_SESSIONS = api_paths.SESSIONS
 _ONE_SESSION = "/api/sessions/{session_id}"
 _SID = Param("session_id", "path", {"type": "string", "maxLength": 256})
 _OFFSET = Param("offset", "query", _OFFSET_SCHEMA)
@@ -673,7 +674,7 @@ ROUTES = (
     ),
     Route(
         "GET",
-        "/api/search",
+        api_paths.SEARCH,
         search_sessions,
         operation_id="searchSessions",
         endpoint="session_search",
