@@ -23,6 +23,7 @@ from hermes.tui.app import HermesApp, make_app
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.notice import Notice
+from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.remote_line import RemoteLine
 from hermes.tui.widgets.tool_card import ToolCard
 
@@ -82,10 +83,12 @@ def notices(app: HermesApp) -> list[str]:
 
 
 async def test_streamed_tool_turn_with_result_context_and_footer(
-    serve: ServeProcess, upstream: ScriptedUpstream, remote_tui: Callable[..., HermesApp]
+    serve: ServeProcess, upstream: ScriptedUpstream, workdir: Path, remote_tui: Callable[..., HermesApp]
 ) -> None:
+    # The server's terminal runs until the test creates `gate` in its working directory.
+    command = "while [ ! -e gate ]; do sleep 0.05; done; echo remote-$((40+2))"
     upstream.enqueue(
-        tool_reply([call("terminal", {"command": "echo remote-$((40+2))"})], text="Checking.", usage=(900, 10)),
+        tool_reply([call("terminal", {"command": command})], text="Checking.", usage=(900, 10)),
         text_reply("It printed remote-42.", reasoning="the tool said so", usage=(1200, 6)),
     )
     app = remote_tui(serve.url)
@@ -93,10 +96,17 @@ async def test_streamed_tool_turn_with_result_context_and_footer(
         await until(pilot, lambda: NOT_OFFERED in notices(app))
         line = app.chat.query_one(RemoteLine)
         assert line.text == f"⇄ remote session · {serve.url}"
-        await send_turn(pilot, "What does the command print?", timeout=30)
+        await type_and_send(pilot, "What does the command print?")
+        await until(pilot, lambda: app.chat.transcript.query(ToolCard), timeout=30)
+        card = app.chat.transcript.query_one(ToolCard)
+        await until(pilot, lambda: card.has_class("-slow"), timeout=30)  # the stalled-tool warning (0.3 s)
+        assert card.state == "running"
+        assert "still running after 0.3 s" in str(card._warning.render())
+        (workdir / "gate").touch()
+        await until(pilot, lambda: not app.chat.turns.turn_running, timeout=30)
         await until_settled(pilot)
-        (card,) = app.chat.transcript.query(ToolCard)
-        assert card.state == "done"
+        assert card.state == "done" and not card.has_class("-slow")
+        assert [block.text for block in app.chat.transcript.query(ReasoningBlock)] == ["the tool said so"]
         assert "remote-42" in card.result
         assert answers(app) == ["Checking.", "It printed remote-42."], answers(app)
         bar = app.chat.status_bar
