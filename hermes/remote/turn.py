@@ -11,8 +11,8 @@ Invariants:
   `Last-Event-ID: <seq>`, so no event is read twice and none is lost;
 - a broken stream is retried RETRIES times with a bounded backoff (BACKOFF, capped); the
   first break of a turn puts one notice (a `Status` event) in the stream, and the turn ends
-  `failed` (code `server_unreachable`) when every retry failed, or when the server no longer
-  knows the run (it restarted: 404/410);
+  `failed` when every retry failed (code `server_unreachable`), or when the server no longer
+  knows the run (it restarted: 404/410, code `run_gone`);
 - `stop()` posts `POST /v1/runs/{run_id}/stop` (the server relays it to whichever instance
   owns the run) as soon as the run id is known; the turn then ends with the server's own
   `run.cancelled`, as a local one ends `interrupted`;
@@ -176,7 +176,8 @@ class RemoteTurn:
             except RemoteError as exc:
                 if method == "GET" and exc.status in (404, 410):
                     await self._end(reader.failed(
-                        f"the server no longer has this run (it restarted?): {exc}", RUN_GONE, "interrupted"
+                        f"the server at {self.client.base_url} no longer has this turn (it restarted); "
+                        "the session is kept: send the prompt again", RUN_GONE
                     ))  # fmt: skip
                     return
                 raise

@@ -238,3 +238,24 @@ async def test_a_server_restart_gets_a_notice_and_a_retry(
         assert answers(app) == ["First answer.", "Second answer."]
         assert app.session_id == session_id
         assert sum("lost" in text for text in notices(app)) == 1
+
+
+@pytest.mark.parametrize("backend_env", ["sqlite"], indirect=True)  # on SQLite a run lives in its process
+async def test_a_server_restarted_mid_turn_ends_the_turn_in_one_line(
+    serve: ServeProcess, upstream: ScriptedUpstream, remote_tui: Callable[..., HermesApp]
+) -> None:
+    upstream.enqueue(text_reply("never finished answer").stall_after(1), text_reply("Back again."))
+    app = remote_tui(serve.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, "Start something.")
+        await until(pilot, lambda: "".join(answers(app)).startswith("never"), timeout=30)
+        session_id = app.session_id
+        await serve.kill()
+        await until(pilot, lambda: any("lost" in text for text in notices(app)), timeout=10)
+        await serve.start()  # the same port, a new process: the run is gone with the old one
+        await until(pilot, lambda: not app.chat.turns.turn_running, timeout=40)
+        (gone,) = [text for text in notices(app) if "no longer has this turn" in text]
+        assert "\n" not in gone
+        await send_turn(pilot, "Again?", timeout=30)
+        assert answers(app)[-1] == "Back again."
+        assert app.session_id == session_id
