@@ -31,6 +31,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from hermes.agent.engine import title_from
 from hermes.agent.events import AgentEvent, ApprovalRequested, Status, TurnCompleted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.errors import HermesError, RemoteError, ServerUnreachable
@@ -116,8 +117,8 @@ class RemoteTurn:
     async def _drive(self) -> None:
         sessions = RemoteSessions(self.client)
         if self.session_id is None:
-            record = await sessions.create_session(source=self.request.source, title=self.request.title,
-                                                   model=self.model)  # fmt: skip
+            title = self.request.title or title_from(self.request.input)  # as a local turn titles it
+            record = await sessions.create_session(source=self.request.source, title=title, model=self.model)
             self.session_id = record.id
         reader = FrameReader(self.session_id, self.model or "")
         body: dict[str, Any] = {"message": self.request.input}

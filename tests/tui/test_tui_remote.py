@@ -118,6 +118,7 @@ async def test_streamed_tool_turn_with_result_context_and_footer(
         async with RemoteClient(serve.url, KEY) as client:
             record = await RemoteSessions(client).get_session(session_id)
         assert record.source == "tui" and record.message_count == 4  # user, call, result, answer
+        assert record.title == "What does the command print?" == bar.title  # titled as a local turn is
 
 
 async def test_esc_stops_the_run_on_the_server(
