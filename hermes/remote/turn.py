@@ -9,10 +9,12 @@ Invariants:
 - every frame carries its run's event seq; the reader keeps the last one, and a stream that
   breaks (reset, timeout, server gone) is resumed with `GET /v1/runs/{run_id}/events` and
   `Last-Event-ID: <seq>`, so no event is read twice and none is lost;
-- a broken stream is retried RETRIES times with a bounded backoff (BACKOFF, capped); the
-  first break of a turn puts one notice (a `Status` event) in the stream, and the turn ends
+- a broken stream is retried RETRIES times with a bounded backoff (BACKOFF, capped); each
+  break puts one notice (a `Status` event) in the stream, and the turn ends
   `failed` when every retry failed (code `server_unreachable`), or when the server no longer
   knows the run (it restarted: 404/410, code `run_gone`);
+- a turn is posted again only when no connection was made (`ServerUnreachable.connected`
+  is False): a request the server may have received is never sent twice;
 - `stop()` posts `POST /v1/runs/{run_id}/stop` (the server relays it to whichever instance
   owns the run) as soon as the run id is known; the turn then ends with the server's own
   `run.cancelled`, as a local one ends `interrupted`;
@@ -21,7 +23,9 @@ Invariants:
   `POST /v1/runs/{run_id}/approval`;
 - `aclose(grace)` leaves: the stream is closed (the run goes on, unless stopped: a stop
   still on its way gets up to STOP_WAIT seconds to reach the server);
-  `events()` ends after the last event, and always with exactly one `TurnCompleted`.
+- `events()` ends with exactly one `TurnCompleted`, or raises the `HermesError` that kept
+  the turn from starting (a wrong key, an unknown session, a server that took the request
+  but did not answer).
 """
 
 from __future__ import annotations
@@ -158,8 +162,10 @@ class RemoteTurn:
             except (ServerUnreachable, *CONNECTION_ERRORS) as exc:
                 if reader.finished:
                     break
-                if self.run_id is None and isinstance(exc, ServerUnreachable) and exc.connected:
-                    raise  # the turn may have been received: posting it again could run it twice
+                never_sent = isinstance(exc, ServerUnreachable) and not exc.connected
+                if self.run_id is None and not never_sent:
+                    # The turn may have been received: posting it again could run it twice.
+                    raise exc if isinstance(exc, ServerUnreachable) else self.client.unreachable(exc) from None
                 attempt += 1
                 if attempt > RETRIES:
                     await self._end(reader.failed(f"lost the hermes server at {self.client.base_url}",
@@ -169,7 +175,7 @@ class RemoteTurn:
                     await self._emit(Status("info", f"⚠ connection to {self.client.base_url} lost — reconnecting…"))
                 await asyncio.sleep(BACKOFF[min(attempt - 1, len(BACKOFF) - 1)])
                 if self.run_id is None:
-                    continue  # the POST's answer never came: try it again
+                    continue  # no connection was made: post the turn again
                 method, payload = "GET", None
                 path = f"/v1/runs/{self.run_id}/events"
                 headers = {"Last-Event-ID": str(last_seq)}
@@ -184,11 +190,12 @@ class RemoteTurn:
                 raise
             if reader.finished:
                 break
-            # The stream ended cleanly without the run's end: resume it too.
+            # The stream ended cleanly without the run's end: resume it too (after a pause).
             attempt += 1
-            if attempt > RETRIES:
+            if attempt > RETRIES or self.run_id is None:
                 await self._end(reader.failed("the server closed the stream before the turn ended", SERVER_UNREACHABLE))
                 return
+            await asyncio.sleep(BACKOFF[min(attempt - 1, len(BACKOFF) - 1)])
             method, payload, path = "GET", None, f"/v1/runs/{self.run_id}/events"
             headers = {"Last-Event-ID": str(last_seq)}
         if reader.result is None:
