@@ -62,10 +62,11 @@ async def remote_tui(tmp_path: Path) -> AsyncIterator[Callable[..., HermesApp]]:
     clients: list[RemoteClient] = []
     settings = Settings(home=tmp_path / "client-home", tool_stall_warning=0.3)
 
-    def build(url: str, key: str = KEY, **kwargs: object) -> HermesApp:
+    def build(url: str, key: str = KEY) -> HermesApp:
+        """The app `hermes chat --server URL --key KEY` runs."""
         client = RemoteClient(url, key)
         clients.append(client)
-        app = make_app(RemoteAgent(client), RemoteSessions(client), settings, remote=client.base_url, **kwargs)  # type: ignore[arg-type]
+        app = make_app(RemoteAgent(client), RemoteSessions(client), settings, remote=client.base_url)
         app.startup_notice = NOT_OFFERED
         return app
 
