@@ -61,6 +61,8 @@ def chat(
     settings = load_settings(model=model, yolo=yolo or None)
     server = server or settings.server_url
     key = key or settings.server_key
+    if server and yolo:
+        raise UsageError("--yolo does not reach a server: its own approval policy applies (hermes serve --yolo)")
     piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
     if query is None and piped is None:
         if as_json:

@@ -101,7 +101,10 @@ async def test_a_wrong_key_is_one_line_and_exit_1(serve: ServeProcess, tmp_path:
         assert err.count("\n") == 1 and "refused the key (401)" in err, (args, err)
 
 
-async def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
+async def test_an_unreachable_server_or_a_local_only_flag_is_one_line(tmp_path: Path) -> None:
     code, out, err = await hermes(tmp_path / "home", "chat", "-q", "hi", "--server", "http://127.0.0.1:9")
     assert code == 1
     assert err.count("\n") == 1 and "cannot reach the hermes server at http://127.0.0.1:9" in err, err
+    code, out, err = await hermes(tmp_path / "home", "chat", "-q", "hi", "--yolo", "--server", "http://127.0.0.1:9")
+    assert code == 2
+    assert err.count("\n") == 1 and "--yolo does not reach a server" in err, err
