@@ -191,6 +191,7 @@ class Agent:
             session_approvals=self._session_approvals.setdefault(session_id, set()),
             source=request.source,
             confinement=self.tools.confinement,
+            host=request.host,
         )
         result: TurnResult | None = None
         handle.listen()

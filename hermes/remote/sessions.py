@@ -8,19 +8,23 @@ the server sends. Invariants:
 - the server never hands out a session's system prompt: `system_prompt` is None here;
 - compaction markers are not offered over HTTP: `compactions` is empty, so a resumed
   session's context estimate counts every message until its first turn reports the size;
-- a session's model is sent with each turn (`RemoteAgent`), not patched on the server.
+- a session's model is sent with each turn (`RemoteAgent`), not patched on the server;
+- usage rows are not offered over HTTP: `session_usage` raises `RemoteUnsupported`, so no
+  cost is shown for a server's session rather than a wrong one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 from urllib.parse import quote
 
 from hermes import api_paths
 from hermes.agent.types import ChatMessage
+from hermes.errors import RemoteUnsupported
 from hermes.remote.client import RemoteClient
-from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord
+from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord, UsageTotal
 
 MESSAGE_PAGE = 500
 """Messages per request (the server's maximum)."""
@@ -113,6 +117,9 @@ class RemoteSessions:
 
     async def compactions(self, session_id: str) -> list[CompactionRecord]:
         return []  # not offered over HTTP (see the module docstring)
+
+    async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
+        raise RemoteUnsupported("a session's usage rows (its cost) are not offered over HTTP")
 
     async def create_session(self, *, source: str, title: str | None = None, model: str | None = None) -> SessionRecord:
         body: dict[str, Any] = {"source": source}

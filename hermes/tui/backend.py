@@ -8,14 +8,14 @@ events are the engine's own event types either way, ending with one `TurnComplet
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
 from hermes.agent.events import AgentEvent, ContextCompacted
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
-from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord
+from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord, UsageTotal
 
 
 class TurnStream(Protocol):
@@ -68,6 +68,8 @@ class ChatSessions(Protocol):
     async def history(self, session_id: str) -> list[ChatMessage]: ...
 
     async def compactions(self, session_id: str) -> list[CompactionRecord]: ...
+
+    async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]: ...
 
     async def rename_session(self, session_id: str, title: str) -> SessionRecord: ...
 

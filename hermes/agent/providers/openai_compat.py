@@ -212,7 +212,10 @@ def _payload_events(payload: dict[str, Any], part: str) -> list[ProviderEvent]:
     if isinstance(usage, dict):
         prompt = usage.get("prompt_tokens") or 0
         completion = usage.get("completion_tokens") or 0
-        events.append(UsageChunk(Usage(prompt, completion, usage.get("total_tokens") or prompt + completion)))
+        details = usage.get("prompt_tokens_details")
+        cached = (details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        total = usage.get("total_tokens") or prompt + completion
+        events.append(UsageChunk(Usage(prompt, completion, total, cached)))
     choices = payload.get("choices") or ()
     for choice in choices if part == "delta" else choices[:1]:
         body = choice.get(part) or {}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent.confinement import Confinement
+from hermes.agent.tool_host import ToolHost
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
 
 
@@ -34,6 +35,8 @@ class ToolContext:
     """Front end of the turn (cli, tui, api_server); the file tools guard secrets for api_server."""
     confinement: Confinement | None = None
     """Where the turn's tools may write and what they may not see; None: the default policy."""
+    host: ToolHost | None = None
+    """Where files are read and written and commands run when not here (see hermes/agent/tool_host.py)."""
 
     @property
     def policy(self) -> Confinement:
