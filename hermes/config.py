@@ -88,6 +88,9 @@ OPTIONS: dict[str, Option] = {
         ("HERMES_INSTANCE_LEASE_TTL",),
         "seconds an instance's lease lasts without a heartbeat (PostgreSQL; beats every ttl/3)",
     ),
+    "server_url": Option(
+        ("HERMES_SERVER_URL",), "a hermes serve URL that chat and sessions drive instead of this machine"
+    ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
     "server_key": Option(("API_SERVER_KEY",), "bearer key clients of hermes serve must send", secret=True),
@@ -152,6 +155,9 @@ class Settings:
     instance_lease_ttl: float = 30.0
     """On PostgreSQL: an instance whose lease is this many seconds old is gone (its turns
     and runs get repaired by another instance)."""
+    server_url: str | None = None
+    """`hermes chat` and `hermes sessions` drive this `hermes serve` (with `server_key` as
+    the bearer key) instead of opening the local runtime; None: local."""
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None

@@ -171,3 +171,37 @@ class TooManyTurns(RunRefused):
     def __init__(self, limit: int) -> None:
         super().__init__(f"Too many concurrent runs (max {limit})")
         self.limit = limit
+
+
+class RemoteError(HermesError):
+    """`hermes chat --server` / `sessions --server`: the server answered with an error."""
+
+    code = "remote_error"
+
+    def __init__(self, message: str, *, status: int | None = None, remote_code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.remote_code = remote_code
+
+
+class ServerUnreachable(RemoteError):
+    """The server could not be reached (refused, reset, timed out)."""
+
+    code = "server_unreachable"
+
+    def __init__(self, message: str, *, connected: bool = True) -> None:
+        super().__init__(message)
+        self.connected = connected
+        """False: no connection was made, so the request was certainly not received."""
+
+
+class RemoteAuthError(RemoteError):
+    """The server refused the key (401)."""
+
+    code = "server_auth_failed"
+
+
+class RemoteUnsupported(RemoteError):
+    """Something a local session offers that the server does not offer over HTTP."""
+
+    code = "remote_unsupported"

@@ -369,7 +369,7 @@ class Agent:
             session = await store.create_session(
                 source=request.source,
                 model=model,
-                title=request.title or _title_from(request.input),
+                title=request.title or title_from(request.input),
                 system_prompt=prompt,
                 session_id=request.session_id,
             )
@@ -389,7 +389,8 @@ class Agent:
         return session.id, prompt, history
 
 
-def _title_from(content: Any) -> str | None:
+def title_from(content: Any) -> str | None:
+    """The title a new session gets from its first prompt (also a remote client's, `hermes.remote`)."""
     if isinstance(content, list):
         content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
     text = " ".join(str(content).split())

@@ -84,7 +84,7 @@ import typer
 from typer.core import TyperGroup
 
 from hermes.cli._common import load_settings, print_json
-from hermes.cli._storage import OpenedStorage, opened_storage
+from hermes.cli._sessions_source import KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
 from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
 from hermes.pricing import format_cost
@@ -130,9 +130,12 @@ ARGUMENTS_CHARS = 120
 
 
 @contextlib.contextmanager
-def _opened(settings: Settings | None = None) -> Iterator[OpenedStorage]:
-    """The configured storage, repaired (so what is read shows crashed turns as interrupted)."""
-    with opened_storage(settings or load_settings()) as opened:
+def _opened(
+    settings: Settings | None = None, *, server: str | None = None, key: str | None = None
+) -> Iterator[OpenedSessions]:
+    """The configured storage, repaired (so what is read shows crashed turns as interrupted),
+    or with `server` (else `server_url`) that hermes serve's sessions."""
+    with opened_sessions(settings or load_settings(), server=server, key=key) as opened:
         yield opened
 
 
@@ -204,11 +207,13 @@ def list_(
         None, "--source", help="Only sessions from this source (cli, tui, api_server, acp)."
     ),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
     settings = load_settings()
-    with _opened(settings) as opened:
-        sessions = opened.storage.sessions
+    with _opened(settings, server=server, key=key) as opened:
+        sessions = opened.sessions
         records = opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source))
         has_more = len(records) > limit
         records = records[:limit]
@@ -296,6 +301,8 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
 def show(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     as_json: bool = typer.Option(False, "--json", help='Print the session object with "messages".'),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Show a session and its transcript.
 
@@ -306,8 +313,8 @@ def show(
     the model still saw in full.
     """
     settings = load_settings()
-    with _opened(settings) as opened:
-        sessions = opened.storage.sessions
+    with _opened(settings, server=server, key=key) as opened:
+        sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         messages = opened.run(sessions.get_messages(session_id))
         markers = opened.run(sessions.compactions(session_id))
@@ -338,11 +345,13 @@ def search(
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many hits to show."),
     source: str | None = typer.Option(None, "--source", help="Only sessions from this source."),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [hits], "has_more": bool}.'),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Search message text, best match first."""
     settings = load_settings()
-    with _opened(settings) as opened:
-        hits = opened.run(opened.storage.sessions.search(query, limit=limit + 1, source=source))
+    with _opened(settings, server=server, key=key) as opened:
+        hits = opened.run(opened.sessions.search(query, limit=limit + 1, source=source))
         has_more = len(hits) > limit
         hits = hits[:limit]
         costs = session_costs(opened, settings.prices, [hit.session.id for hit in hits]) if as_json else {}
@@ -371,12 +380,14 @@ def search(
 def rename(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     title: str = typer.Argument(..., help="The new title."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Set a session's title."""
     if not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened() as opened:
-        record = opened.run(opened.storage.sessions.rename_session(session_id, title))
+    with _opened(server=server, key=key) as opened:
+        record = opened.run(opened.sessions.rename_session(session_id, title))
     typer.echo(f"Renamed {record.id}: {record.title}")
 
 
@@ -384,14 +395,16 @@ def rename(
 def delete(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Delete a session and its messages.
 
     Sessions forked from it are kept. Asks for confirmation on a terminal; when stdin
     is not a terminal, --yes is required.
     """
-    with _opened() as opened:
-        sessions = opened.storage.sessions
+    with _opened(server=server, key=key) as opened:
+        sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         if not yes:
             if not sys.stdin.isatty():
@@ -415,6 +428,8 @@ def fork(
     ),
     title: str | None = typer.Option(None, "--title", help='Title of the new session (default "<title> #2").'),
     as_json: bool = typer.Option(False, "--json", help="Print the new session object."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Copy a session into a new one.
 
@@ -423,8 +438,8 @@ def fork(
     """
     if title is not None and not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened() as opened:
-        child = opened.run(opened.storage.sessions.fork_session(session_id, at_message_id=at, title=title))
+    with _opened(server=server, key=key) as opened:
+        child = opened.run(opened.sessions.fork_session(session_id, at_message_id=at, title=title))
     if as_json:
         print_json(_session_json(child, 0.0))  # a fork starts with no usage
         return
@@ -467,6 +482,8 @@ def export(
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write to FILE (mode 0600) instead of stdout."
     ),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Export a session as json, jsonl or markdown.
 
@@ -477,9 +494,9 @@ def export(
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
     settings = load_settings()
-    with _opened(settings) as opened:
-        record = opened.run(opened.storage.sessions.get_session(session_id))
-        messages = opened.run(opened.storage.sessions.get_messages(session_id))
+    with _opened(settings, server=server, key=key) as opened:
+        record = opened.run(opened.sessions.get_session(session_id))
+        messages = opened.run(opened.sessions.get_messages(session_id))
         cost = session_costs(opened, settings.prices, [record.id])[record.id]
     text = _render_export(fmt, record, cost, messages)
     if output is None or str(output) == "-":
@@ -508,12 +525,15 @@ def _size(n: int) -> str:
 def stats(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "stats", ...}.'),
 ) -> None:
-    """Totals: sessions, messages, tokens, cost by model and by day, db size."""
-    settings = load_settings()
+    """Totals: sessions, messages, tokens, cost by model and by day, db size (of the local
+    storage, also with server_url)."""
+    settings = load_settings().replace(server_url=None)
     with _opened(settings) as opened:
-        totals = opened.run(opened.storage.sessions.stats())
-        usage = usage_json(opened.run(opened.storage.sessions.usage_totals()), settings.prices)
-        local, location = opened.storage.caps.local_files, opened.storage.location
+        storage = opened.storage
+        assert storage is not None  # no server: the local storage
+        totals = opened.run(storage.sessions.stats())
+        usage = usage_json(opened.run(storage.sessions.usage_totals()), settings.prices)
+        local, location = storage.caps.local_files, storage.location
     path = str(settings.state_db_path) if local else location
     if as_json:
         print_json(

@@ -1,6 +1,6 @@
 """Pick a past session: search titles and message content, open, rename, delete.
 
-Results come from the app's `AsyncSessionStore` (SQLite files or PostgreSQL); typing
+Results come from the app's session store (SQLite files, PostgreSQL, or a remote server); typing
 re-queries after a short debounce so a fast typist never waits on search, and only the
 newest query's results are shown (an older one that answers late is dropped).
 """
@@ -20,8 +20,8 @@ from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermes.errors import HermesError
-from hermes.store.api import AsyncSessionStore
 from hermes.store.records import SessionRecord
+from hermes.tui.backend import ChatSessions
 from hermes.tui.screens.text_prompt import TextPrompt
 
 LIST_LIMIT = 200
@@ -63,7 +63,7 @@ class SessionPicker(ModalScreen[str | None]):
         Binding("up", "cursor(-1)", show=False),
     ]
 
-    def __init__(self, store: AsyncSessionStore, *, current: str | None = None) -> None:
+    def __init__(self, store: ChatSessions, *, current: str | None = None) -> None:
         super().__init__()
         self.store = store
         self.current = current
