@@ -344,3 +344,18 @@ async def m009_conversation_marks(conn: AsyncConnection[Any]) -> None:
             "CREATE INDEX conversation_marks_fingerprint ON hermes.conversation_marks (fingerprint)",
         ),
     )
+
+
+@PG_MIGRATIONS.migration
+async def m010_turn_checkpoints(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m008: a turn's file snapshots and the undo marker of turns and messages.
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.turns ADD COLUMN worktree text",
+            "ALTER TABLE hermes.turns ADD COLUMN checkpoint_before text",
+            "ALTER TABLE hermes.turns ADD COLUMN checkpoint_after text",
+            "ALTER TABLE hermes.turns ADD COLUMN undone bigint",
+            "ALTER TABLE hermes.messages ADD COLUMN undone bigint",
+        ),
+    )

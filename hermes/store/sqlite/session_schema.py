@@ -270,3 +270,19 @@ def m007_conversation_marks(db: sqlite3.Connection) -> None:
             "CREATE INDEX conversation_marks_fingerprint ON conversation_marks(fingerprint)",
         ),
     )
+
+
+@SESSION_MIGRATIONS.migration
+def m008_turn_checkpoints(db: sqlite3.Connection) -> None:
+    # A turn's file snapshots (shadow git commits, hermes/checkpoints) and undo: an undone
+    # turn and its messages carry the undo's marker (`undone`); NULL is visible.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE turns ADD COLUMN worktree TEXT",
+            "ALTER TABLE turns ADD COLUMN checkpoint_before TEXT",
+            "ALTER TABLE turns ADD COLUMN checkpoint_after TEXT",
+            "ALTER TABLE turns ADD COLUMN undone INTEGER",
+            "ALTER TABLE messages ADD COLUMN undone INTEGER",
+        ),
+    )
