@@ -31,7 +31,9 @@ from hermes.errors import CheckpointError, FilesChangedOutside, NothingToUndo, T
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import TurnCheckpoint
 
-__all__ = ["TurnChange", "UndoOutcome", "prune_session", "redo", "turn_changes", "turn_diff", "undo"]
+__all__ = [
+    "TurnChange", "UndoOutcome", "delete_session", "prune_session", "redo", "turn_changes", "turn_diff", "undo",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,12 @@ async def turn_changes(store: AsyncSessionStore, home: Path, session_id: str, tu
 async def turn_diff(store: AsyncSessionStore, home: Path, session_id: str, turn: int | None = None) -> str:
     """The patch of visible turn number `turn` (None: the newest); empty when it changed no file."""
     return (await turn_changes(store, home, session_id, turn)).patch
+
+
+async def delete_session(store: AsyncSessionStore, home: Path, session_id: str) -> None:
+    """Delete the session from the store, then its snapshots (`prune_session`)."""
+    await store.delete_session(session_id)
+    await prune_session(home, session_id)
 
 
 # ---- internals ---------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""`hermes sessions list|show|search|rename|delete|fork|export|stats`.
+"""`hermes sessions list|show|search|rename|delete|fork|export|stats` (and `undo|redo|diff`,
+from hermes/cli/sessions_undo.py).
 
 Every command opens the configured storage (`database_url`: the SQLite files in
 $HERMES_HOME by default, or a PostgreSQL database shared with `hermes serve`), does one
@@ -77,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from hermes.cli import sessions_undo
 from hermes.cli._common import load_settings, print_json
 from hermes.cli._storage import OpenedStorage, opened_storage
 from hermes.errors import UsageError
@@ -110,6 +112,10 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+app.command("undo")(sessions_undo.undo)
+app.command("redo")(sessions_undo.redo)
+app.command("diff")(sessions_undo.diff)
 
 EXPORT_FORMATS = ("json", "jsonl", "markdown")
 TOOL_RESULT_LINES = 8
@@ -366,7 +372,8 @@ def delete(
     Sessions forked from it are kept. Asks for confirmation on a terminal; when stdin
     is not a terminal, --yes is required.
     """
-    with _opened() as opened:
+    settings = load_settings()
+    with _opened(settings) as opened:
         sessions = opened.storage.sessions
         record = opened.run(sessions.get_session(session_id))
         if not yes:
@@ -379,7 +386,9 @@ def delete(
             if not typer.confirm(question, default=False):
                 typer.echo("Not deleted.", err=True)
                 raise typer.Exit(1)
-        opened.run(sessions.delete_session(record.id))
+        from hermes.checkpoints.undo import delete_session
+
+        opened.run(delete_session(sessions, settings.home, record.id))
     typer.echo(f"Deleted {record.id}")
 
 

@@ -38,6 +38,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.checkpoints import undo as checkpoints
 from hermes.errors import MessageNotFound
 from hermes.ids import new_message_id, new_session_id
 from hermes.runs.registry import Run
@@ -71,7 +72,7 @@ from hermes.server.http.schema import (
     String,
     Text,
 )
-from hermes.server.http.state import STORAGE
+from hermes.server.http.state import SETTINGS, STORAGE
 from hermes.server.rest.background_runs import (
     MAX_MODEL_LENGTH,
     StreamTarget,
@@ -323,7 +324,7 @@ async def delete_session(request: web.Request) -> web.Response:
     if busy is not None:
         raise Conflict("A run is active for this session; stop it first", code="run_already_active",
                        extra={"run_id": busy})  # fmt: skip
-    await _store(request).delete_session(record.id)
+    await checkpoints.delete_session(_store(request), request.config_dict[SETTINGS].home, record.id)
     return json_response({"object": "hermes.session.deleted", "id": record.id, "deleted": True})
 
 
