@@ -17,6 +17,8 @@ Invariants:
   shadow index) and named in `Snapshot.skipped`; a snapshot never holds a stale copy.
 - Snapshots are commits with no parent, kept alive by a ref under `refs/hermes/<session>/`;
   `prune_session` deletes a session's refs and the objects nothing else reaches.
+- `$HERMES_HOME` (or, when it is the worktree itself, its `checkpoints/` folder) is never
+  part of a snapshot.
 - Git runs in hermes' own process (never inside the tool sandbox), with pathspecs taken
   literally (`GIT_LITERAL_PATHSPECS`).
 - `restore` writes the files of one commit (content and executable bit, symlinks as
@@ -162,10 +164,11 @@ class ShadowRepo:
         user_git = _enclosing_git_dir(self.worktree)
         if user_git is not None and (user_git / "info" / "exclude").is_file():
             lines.append((user_git / "info" / "exclude").read_text(encoding="utf-8", errors="replace"))
-        if self._home is not None:
+        if self._home is not None:  # hermes' own files are never part of a snapshot
             home = Path(os.path.realpath(self._home))
-            if home.is_relative_to(self.worktree) and home != self.worktree:
-                lines.append(_escape_pattern(str(home.relative_to(self.worktree))) + "/")
+            for own in (home, shadow_root(home)):
+                if own.is_relative_to(self.worktree) and own != self.worktree:
+                    lines.append(_escape_pattern(str(own.relative_to(self.worktree))) + "/")
         exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(exist_ok=True)
         exclude.write_text("\n".join(lines) + "\n", encoding="utf-8")
