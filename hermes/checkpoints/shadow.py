@@ -15,6 +15,9 @@ Invariants:
   belongs to (copied into the shadow's own `info/exclude` at each snapshot).
 - A file over `max_file_kb` is left out of the snapshot (excluded and dropped from the
   shadow index) and named in `Snapshot.skipped`; a snapshot never holds a stale copy.
+- Snapshots of one shadow repository never overlap within a process (one lock each);
+  another process snapshotting the same tree at the same moment makes one of them fail
+  with a CheckpointError (git's index lock), never a wrong commit.
 - Snapshots are commits with no parent, kept alive by a ref under `refs/hermes/<session>/`;
   `prune_session` deletes a session's refs and the objects nothing else reaches.
 - `$HERMES_HOME` (or, when it is the worktree itself, its `checkpoints/` folder) is never
@@ -147,6 +150,10 @@ class ShadowRepo:
 
     async def snapshot(self, ref: str | None = None) -> Snapshot:
         """Commit the worktree's current files; keep the commit under `ref` when given."""
+        async with _lock_for(self.git_dir):
+            return await self._snapshot(ref)
+
+    async def _snapshot(self, ref: str | None) -> Snapshot:
         await self.ensure()
         skipped = await self._write_excludes()
         await self.git("add", "-A", "--ignore-errors", "--", ".", ok=(0, 1))
@@ -256,6 +263,19 @@ class ShadowRepo:
         await self.git("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in refs).encode())
         await self.git("prune", "--expire=now")
         return len(refs)
+
+
+_LOCKS: dict[tuple[int, Path], asyncio.Lock] = {}
+
+
+def _lock_for(git_dir: Path) -> asyncio.Lock:
+    """One lock per shadow repository and event loop: snapshots of one tree never overlap
+    (they share the shadow index) when several sessions of one process work in it."""
+    key = (id(asyncio.get_running_loop()), git_dir)
+    lock = _LOCKS.get(key)
+    if lock is None:
+        lock = _LOCKS[key] = asyncio.Lock()
+    return lock
 
 
 def _enclosing_git_dir(path: Path) -> Path | None:
