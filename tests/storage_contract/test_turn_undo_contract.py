@@ -64,5 +64,7 @@ async def test_a_new_turn_after_an_undo_keeps_the_undone_turns_hidden(storage: S
     await _turn(storage, session.id, "three")
     assert await store.redo_turns(session.id) == []
     assert _texts(await store.history(session.id)) == ["one", "re one", "three", "re three"]
+    assert [hit.snippet for hit in await store.search("two")] == []  # hidden turns are not found either
+    assert len(await store.search("three")) == 2
     child = await store.fork_session(session.id)
     assert _texts(await store.history(child.id)) == ["one", "re one", "three", "re three"]
