@@ -95,7 +95,8 @@ async def turn_changes(store: AsyncSessionStore, home: Path, session_id: str, tu
     if turn is None:
         turn = len(visible)
     if not 1 <= turn <= len(visible):
-        raise UsageError(f"no turn {turn}: the session has {len(visible)} turn{'s' if len(visible) != 1 else ''}")
+        count = f"{len(visible)} turn{'s' if len(visible) != 1 else ''}"
+        raise NothingToUndo(f"no turn {turn}: the session has {count}")
     row = visible[turn - 1]
     if row.worktree is None or row.before is None or row.after is None:
         return TurnChange(turn, row.turn_id, (), "")

@@ -10,7 +10,8 @@ Replies: 200 `{"object": "hermes.session.undo"|"hermes.session.redo", "session_i
 "turns": [ids], "files": [paths]}`; 409 while a run is active in the session
 (`run_already_active`), when a file changed since the checkpoint (`files_changed`, with
 `paths`: nothing was changed), or when there is nothing to undo or redo
-(`nothing_to_undo`). The rules are hermes/checkpoints/undo.py; this module only adapts them.
+(`nothing_to_undo`; also the diff of a turn the session does not have). The rules are
+hermes/checkpoints/undo.py; this module only adapts them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from hermes.server.rest.background_runs import active_run_id
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import SessionRecord
 
+MAX_TURN = 2**31 - 1
+"""The largest turn number `?turn=` takes."""
+
 UNDO_BODY = Body(
     "SessionUndo",
     {
@@ -43,12 +47,22 @@ def _store(request: web.Request) -> AsyncSessionStore:
     return request.config_dict[STORAGE].sessions
 
 
-async def _settled(request: web.Request) -> SessionRecord:
-    """The path's session, refused with 409 while a run is active in it."""
-    session_id = validate_session_id(request.match_info["session_id"], param="session_id")
+async def _existing(request: web.Request) -> SessionRecord:
+    """The path's session (404 for an unknown or malformed id)."""
+    raw = request.match_info["session_id"]
+    try:
+        session_id = validate_session_id(raw, param="session_id")
+    except RequestValidationError:
+        raise NotFound(f"Session not found: {raw[:80]}", code="session_not_found") from None
     record = await _store(request).find_session(session_id)
     if record is None:
         raise NotFound(f"Session not found: {session_id}", code="session_not_found")
+    return record
+
+
+async def _settled(request: web.Request) -> SessionRecord:
+    """The path's session, refused with 409 while a run is active in it."""
+    record = await _existing(request)
     busy = await active_run_id(request, record.id)
     if busy is not None:
         raise Conflict("A run is active for this session; stop it first", code="run_already_active",
@@ -86,14 +100,11 @@ async def redo_turns(request: web.Request) -> web.Response:
 
 
 async def turn_diff(request: web.Request) -> web.Response:
-    session_id = validate_session_id(request.match_info["session_id"], param="session_id")
-    record = await _store(request).find_session(session_id)
-    if record is None:
-        raise NotFound(f"Session not found: {session_id}", code="session_not_found")
+    record = await _existing(request)
     raw = request.query.get("turn")
     turn: int | None = None
     if raw is not None:
-        if not raw.isascii() or not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 10 or not 1 <= int(raw) <= MAX_TURN:
             raise RequestValidationError("'turn' must be a positive integer", code="invalid_turn", param="turn")
         turn = int(raw)
     change = await checkpoints.turn_changes(_store(request), request.config_dict[SETTINGS].home, record.id, turn)
@@ -124,7 +135,11 @@ ROUTES = (
     Route(
         "GET", "/api/sessions/{session_id}/diff", turn_diff,
         operation_id="getSessionDiff", endpoint="session_diff",
-        parameters=(_SID, Param("turn", "query", {"type": "integer", "minimum": 1})),
-        responses={200: Reply("The turn's patch and per-file counts", {"type": "object"}), **CLIENT_ERRORS},
+        parameters=(_SID, Param("turn", "query", {"type": "integer", "minimum": 1, "maximum": MAX_TURN})),
+        responses={
+            200: Reply("The turn's patch and per-file counts", {"type": "object"}),
+            409: Reply("No such turn in the session", ERROR),
+            **CLIENT_ERRORS,
+        },
     ),
 )  # fmt: skip
