@@ -191,3 +191,20 @@ async def test_snapshots_work_with_the_sandbox_on(upstream, make_agent, store, h
     ]
     await undo_mod.undo(store, home, result.session_id)
     assert (work / "a.txt").read_text() == "alpha\nbeta\ngamma\n" and not (work / "n.txt").exists()
+
+
+async def test_without_git_the_turn_says_so_once_and_goes_on(upstream, make_agent, store, home, work, monkeypatch):
+    empty = work.parent / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    agent = make_agent()
+    upstream.enqueue(tool_reply([call("write_file", {"path": "x.txt", "content": "x\n"})]), text_reply("ok"))
+    events, result = await run(agent, work)
+    assert [e.text for e in events if isinstance(e, Status) and e.kind in ("checkpoint", "files_changed")] == [
+        "git is not installed: no file checkpoints this session (undo and diff need them)"
+    ]
+    assert (work / "x.txt").read_text() == "x\n" and result.status == "completed"
+    upstream.enqueue(tool_reply([call("write_file", {"path": "y.txt", "content": "y\n"})]), text_reply("ok"))
+    events, _ = await run(agent, work, session_id=result.session_id)
+    assert not [e for e in events if isinstance(e, Status) and e.kind == "checkpoint"]  # said once
+    assert (await store.turn_checkpoints(result.session_id))[0].before is None
