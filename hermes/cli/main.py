@@ -81,15 +81,16 @@ def root(
     """hermes: a terminal-first AI agent (chat, serve, sessions)."""
 
 
-COMMANDS = ("chat", "config", "db", "doctor", "mcp", "serve", "sessions")
+COMMANDS = ("acp", "chat", "config", "db", "doctor", "mcp", "serve", "sessions")
 """Every top-level command and command group; `hermes --help` lists exactly these."""
 
 
 def _register() -> None:
     """Add every command. A command module that fails to import fails `hermes` at start:
     none is optional, so none is skipped. (The modules import their heavy parts lazily.)"""
-    from hermes.cli import chat, config_cmd, db_cmd, doctor, mcp_cmd, serve, sessions
+    from hermes.cli import acp_cmd, chat, config_cmd, db_cmd, doctor, mcp_cmd, serve, sessions
 
+    acp_cmd.register(app)
     chat.register(app)
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(config_cmd.app, name="config")
