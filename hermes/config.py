@@ -81,6 +81,10 @@ OPTIONS: dict[str, Option] = {
     "tool_env_passthrough": Option(
         ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated variable names (globs) tools get besides PATH, HOME, LANG, …"
     ),
+    "checkpoints": Option(("HERMES_CHECKPOINTS",), "snapshot files around turns that change them (undo, diff)"),
+    "checkpoint_max_file_kb": Option(
+        ("HERMES_CHECKPOINT_MAX_FILE_KB",), "files larger than this (KB) are left out of checkpoints (0: no cap)"
+    ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
@@ -150,6 +154,9 @@ class Settings:
     writable_roots: tuple[str, ...] = ()
     """Folders tools may change besides each turn's working directory (and the private tmp)."""
     tool_env_passthrough: tuple[str, ...] = ()
+    checkpoints: bool = True
+    """Snapshot the working tree around turns that change files (hermes/checkpoints)."""
+    checkpoint_max_file_kb: int = 1024
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     instance_lease_ttl: float = 30.0

@@ -86,6 +86,7 @@ from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
+from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
 from hermes.errors import UsageError
 from hermes.ids import new_session_id
 from hermes.store.api import AsyncSessionStore
@@ -134,6 +135,7 @@ class Agent:
         options: EngineOptions | None = None,
         system_prompt: str | None = None,
         instructions: ProjectInstructions | None = None,
+        checkpoints: CheckpointConfig | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -143,6 +145,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.instructions = instructions
         """Project instructions (AGENTS.md) added to the prompt of every new session."""
+        self.checkpoints = checkpoints
+        """File snapshots around turns that change files (None: none; hermes/checkpoints)."""
         self._caller = ModelCaller(provider)
         self._session_approvals: dict[str, set[str]] = {}
         self._reported_prompts: dict[str, tuple[int, int]] = {}
@@ -196,6 +200,7 @@ class Agent:
             confinement=self.tools.confinement,
             host=request.host,
         )
+        turn.files = TurnFiles(self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd)
         result: TurnResult | None = None
         handle.listen()
         try:
@@ -231,6 +236,9 @@ class Agent:
         handle.unlisten()
         if not turn.started:
             await handle.emit(TurnStarted(session_id=session_id, model=model))
+        changed = await turn.files.finish(turn.checkpoints.turn_id) if turn.files is not None else None
+        if changed is not None:
+            await handle.emit(Status("files_changed", changed))
         await handle.emit(TurnCompleted(result))
 
     async def _loop(

@@ -1,4 +1,5 @@
-"""`hermes sessions list|show|search|rename|delete|fork|export|stats`.
+"""`hermes sessions list|show|search|rename|delete|fork|export|stats` (and `undo|redo|diff`,
+from hermes/cli/sessions_undo.py).
 
 Every command opens the configured storage (`database_url`: the SQLite files in
 $HERMES_HOME by default, or a PostgreSQL database shared with `hermes serve`), does one
@@ -83,6 +84,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from hermes.cli import sessions_undo
 from hermes.cli._common import load_settings, print_json
 from hermes.cli._sessions_source import KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
 from hermes.cli._usage import session_costs, usage_json, usage_lines
@@ -118,6 +120,10 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+app.command("undo")(sessions_undo.undo)
+app.command("redo")(sessions_undo.redo)
+app.command("diff")(sessions_undo.diff)
 
 EXPORT_FORMATS = ("json", "jsonl", "markdown")
 TOOL_RESULT_LINES = 8
@@ -403,7 +409,8 @@ def delete(
     Sessions forked from it are kept. Asks for confirmation on a terminal; when stdin
     is not a terminal, --yes is required.
     """
-    with _opened(server=server, key=key) as opened:
+    settings = load_settings()
+    with _opened(settings, server=server, key=key) as opened:
         sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         if not yes:
@@ -416,7 +423,13 @@ def delete(
             if not typer.confirm(question, default=False):
                 typer.echo("Not deleted.", err=True)
                 raise typer.Exit(1)
-        opened.run(sessions.delete_session(record.id))
+        if opened.storage is None:
+            # The server prunes its own snapshots when it deletes the session.
+            opened.run(sessions.delete_session(record.id))
+        else:
+            from hermes.checkpoints.undo import delete_session
+
+            opened.run(delete_session(opened.storage.sessions, settings.home, record.id))
     typer.echo(f"Deleted {record.id}")
 
 

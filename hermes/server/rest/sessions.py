@@ -39,6 +39,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.checkpoints import undo as checkpoints
 from hermes.errors import MessageNotFound
 from hermes.ids import new_message_id, new_session_id
 from hermes.runs.registry import Run
@@ -334,7 +335,7 @@ async def delete_session(request: web.Request) -> web.Response:
     if busy is not None:
         raise Conflict("A run is active for this session; stop it first", code="run_already_active",
                        extra={"run_id": busy})  # fmt: skip
-    await _store(request).delete_session(record.id)
+    await checkpoints.delete_session(_store(request), request.config_dict[SETTINGS].home, record.id)
     return json_response({"object": "hermes.session.deleted", "id": record.id, "deleted": True})
 
 

@@ -268,8 +268,10 @@ class ChatScreen(Screen[None]):
         if session_id == self.session_id:
             self.status_bar.session_cost = self.settings.prices.total(usage)
 
-    async def open_session(self, session_id: str) -> bool:
-        """Show a stored session (its newest messages; older ones on demand) and continue it."""
+    async def open_session(self, session_id: str, *, announce: bool = True) -> bool:
+        """Show a stored session (its newest messages; older ones on demand) and continue it.
+
+        `announce`: end with the "resumed …" notice (not when the same session is redrawn)."""
         if self.refused_during_turn():
             return False
         try:
@@ -293,7 +295,8 @@ class ChatScreen(Screen[None]):
         transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
         if self._older:
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
-        transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
+        if announce:
+            transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
         self.status_bar.model = self.agent.model
         self.run_worker(self._estimate_context(record), group="context-estimate", exclusive=True)
         self.status_bar.turn_seconds = None
@@ -375,7 +378,8 @@ class ChatScreen(Screen[None]):
                 await self.refresh_session_info(tokens=False)  # it may have been renamed
             self.chat_input.focus()
 
-        self.app.push_screen(SessionPicker(self.store, current=self.session_id), picked)
+        home = None if self.remote else self.settings.home  # snapshots are pruned where they live
+        self.app.push_screen(SessionPicker(self.store, current=self.session_id, home=home), picked)
 
     def action_new_session(self) -> None:
         self.new_session()
