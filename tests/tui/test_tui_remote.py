@@ -20,6 +20,7 @@ from hermes.remote.client import RemoteClient
 from hermes.remote.sessions import RemoteSessions
 from hermes.testing.upstream import Chunk, Reply, ScriptedUpstream, Sleep, call, text_reply, tool_reply
 from hermes.tui.app import HermesApp, make_app
+from hermes.tui.file_commands import REMOTE_REFUSAL
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.notice import Notice
@@ -120,6 +121,10 @@ async def test_streamed_tool_turn_with_result_context_and_footer(
             record = await RemoteSessions(client).get_session(session_id)
         assert record.source == "tui" and record.message_count == 4  # user, call, result, answer
         assert record.title == "What does the command print?" == bar.title  # titled as a local turn is
+        await type_and_send(pilot, "/undo")  # the server's files are not undone from here
+        await until(pilot, lambda: REMOTE_REFUSAL in notices(app))
+        async with RemoteClient(serve.url, KEY) as client:
+            assert (await RemoteSessions(client).get_session(session_id)).message_count == 4
 
 
 async def test_esc_stops_the_run_on_the_server(
