@@ -199,6 +199,7 @@ class Agent:
             source=request.source,
             confinement=self.tools.confinement,
             host=request.host,
+            transcript=context,
         )
         turn.files = TurnFiles(self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd)
         result: TurnResult | None = None

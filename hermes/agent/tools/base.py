@@ -15,7 +15,7 @@ from typing import Any
 
 from hermes.agent.confinement import Confinement
 from hermes.agent.tool_host import ToolHost
-from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
+from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage
 
 
 @dataclass(slots=True)
@@ -37,6 +37,8 @@ class ToolContext:
     """Where the turn's tools may write and what they may not see; None: the default policy."""
     host: ToolHost | None = None
     """Where files are read and written and commands run when not here (see hermes/agent/tool_host.py)."""
+    transcript: list[ChatMessage] | None = None
+    """The messages the model sees this turn (the engine's live list); the todo tool reads its plan here."""
 
     @property
     def policy(self) -> Confinement:

@@ -12,6 +12,7 @@ from hermes.agent.tools.files import (
 )
 from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.terminal import TERMINAL_TOOL, make_terminal_tool
+from hermes.agent.tools.todo import TODO_TOOL
 
 CORE_TOOLS: tuple[Tool, ...] = (
     TERMINAL_TOOL,
@@ -20,6 +21,7 @@ CORE_TOOLS: tuple[Tool, ...] = (
     PATCH_TOOL,
     LIST_FILES_TOOL,
     SEARCH_FILES_TOOL,
+    TODO_TOOL,
 )
 
 
