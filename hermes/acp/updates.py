@@ -13,6 +13,11 @@ Invariants:
   the same way, from the assistant message's call and its tool message.
 - Kinds: read_file read; write_file and patch edit; terminal execute; list_files and
   search_files search; an MCP tool whose name says fetch fetch; everything else other.
+- A `todo` call is the model's plan, sent as one `plan` update (every entry, as ACP
+  wants: the client replaces its plan with each) once the call succeeded, never as a
+  tool call; a failed one sends nothing (the model reads its error and calls again).
+  A replay sends the transcript's latest plan once, after everything else
+  (hermes/agent/tools/todo.py: the latest good `todo` result is the plan).
 - Diffs come from the call's arguments (patch: old_string → new_string; write_file: the new
   content), never from re-reading the file, so they are what the model asked for even
   when the update is sent after the tool ran.
@@ -27,17 +32,20 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from acp import (
+    plan_entry,
     start_tool_call,
     text_block,
     tool_content,
     tool_diff_content,
     update_agent_message_text,
     update_agent_thought_text,
+    update_plan,
     update_tool_call,
     update_user_message_text,
 )
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
     FileEditToolCallContent,
@@ -68,10 +76,11 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.tools.approval import REFUSAL_PREFIXES
+from hermes.agent.tools.todo import TODO, Plan, latest_plan, read_plan
 from hermes.agent.types import ChatMessage, TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED
 
-Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress
+Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
 ToolContent = ContentToolCallContent | FileEditToolCallContent
 
 _KINDS: Mapping[str, ToolKind] = {
@@ -157,6 +166,11 @@ def tool_finished(
     return update_tool_call(call_id, status="failed" if is_error else "completed", content=content, raw_output=result)
 
 
+def plan_update(plan: Plan) -> AgentPlanUpdate:
+    """The ACP `plan` of a todo list: every entry with its content, priority and status."""
+    return update_plan(plan_entry(item.content, priority=item.priority, status=item.status) for item in plan)
+
+
 def turn_updates(event: AgentEvent, cwd: Path) -> Iterator[Update]:
     """The updates one live event makes (most make none: they are for status lines)."""
     match event:
@@ -166,6 +180,12 @@ def turn_updates(event: AgentEvent, cwd: Path) -> Iterator[Update]:
         case ReasoningDelta(text=text):
             if text:
                 yield update_agent_thought_text(text)
+        case ToolStarted(name=name) if name == TODO:
+            return
+        case ToolCompleted(name=name) if name == TODO:
+            plan = None if event.is_error else read_plan(event.result)
+            if plan is not None:
+                yield plan_update(plan)
         case ToolStarted():
             yield tool_started(event.call_id, event.name, event.arguments, cwd)
         case ToolCompleted():
@@ -239,9 +259,16 @@ def history_updates(messages: list[ChatMessage], cwd: Path) -> Iterator[Update]:
                 function = call.get("function") or {}
                 name, arguments = str(function.get("name", "")), _arguments(function.get("arguments"))
                 calls[str(call.get("id"))] = (name, arguments)
+                if name == TODO:
+                    continue
                 yield tool_started(str(call.get("id")), name, arguments, cwd)
         elif role == "tool":
             call_id = str(message.get("tool_call_id"))
             name, arguments = calls.get(call_id, ("", {}))
+            if name == TODO:
+                continue
             result = _text_of(message.get("content"))
             yield tool_finished(call_id, name, arguments, result, result.startswith(("Error", *REFUSAL_PREFIXES)), cwd)
+    plan = latest_plan(messages)
+    if plan is not None:
+        yield plan_update(plan)

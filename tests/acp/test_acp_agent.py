@@ -2,7 +2,7 @@
 
 Covers: initialize, a text turn (answer and thoughts), a tool turn with permission asked
 and granted, one denied, cancel mid-stream (the prompt answers within 1 s), session/load
-of a stored session, and fs/* delegation to the client's buffers.
+of a stored session, fs/* delegation to the client's buffers, and the model's plan (todo).
 """
 
 from __future__ import annotations
@@ -199,6 +199,40 @@ async def test_session_load_replays_a_stored_session(
     ]
     history = upstream.requests[-1].body["messages"]
     assert [m["role"] for m in history[1:]] == ["user", "assistant", "tool", "assistant", "user"]
+
+
+async def test_the_todo_tool_is_sent_as_a_plan_and_load_replays_the_latest(
+    upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path
+) -> None:
+    first = [
+        {"content": "Read the notes", "status": "in_progress", "priority": "high"},
+        {"content": "Summarise them", "status": "pending"},
+    ]
+    second = [{**first[0], "status": "completed"}, {**first[1], "status": "in_progress"}]
+    upstream.enqueue(
+        tool_reply([call("todo", {"todos": first}, id="call_plan1")]),
+        tool_reply([call("todo", {"todos": second}, id="call_plan2")]),
+        text_reply("Done."),
+    )
+    client, transcript = EditorClient(), Transcript()
+    async with hermes_acp(client, hermes_home, upstream, transcript) as conn:
+        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities())
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("plan it")])
+        live = list(client.updates)
+        client.updates.clear()
+        await conn.load_session(cwd=str(tmp_path), session_id=session.session_id, mcp_servers=[])
+        replayed = [u for _, u in client.updates]
+    _save(transcript, "plan")
+    assert response.stop_reason == "end_turn"
+    assert [u.session_update for _, u in live] == ["plan", "plan", "agent_message_chunk"]
+    plans = [[(e.content, e.priority, e.status) for e in u.entries] for _, u in live[:2]]
+    assert plans == [
+        [("Read the notes", "high", "in_progress"), ("Summarise them", "medium", "pending")],
+        [("Read the notes", "high", "completed"), ("Summarise them", "medium", "in_progress")],
+    ]
+    assert [u.session_update for u in replayed] == ["user_message_chunk", "agent_message_chunk", "plan"]
+    assert [(e.content, e.priority, e.status) for e in replayed[-1].entries] == plans[1]
 
 
 async def test_file_tools_read_and_write_through_the_clients_buffers(

@@ -10,6 +10,7 @@ import pytest
 from hermes.acp.agent import prompt_text
 from hermes.acp.updates import history_updates, stop_reason, tool_kind, tool_title, turn_updates
 from hermes.agent.events import ModelProgress, ReasoningDelta, TextDelta, ToolCompleted, ToolStarted
+from hermes.agent.tools.todo import parse_todos, plan_result
 from hermes.agent.types import TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 
@@ -89,6 +90,46 @@ def test_a_replayed_refused_call_is_failed(tmp_path: Path) -> None:
     assert user.content.text == "clean"
     assert (start.tool_call_id, start.kind, start.raw_input) == ("c1", "execute", {})
     assert done.status == "failed"
+
+
+PLAN = [{"content": "fix it", "status": "in_progress", "priority": "high"}, {"content": "test it", "status": "pending"}]
+
+
+def test_a_todo_call_is_a_plan_not_a_tool_call_and_a_failed_one_sends_nothing(tmp_path: Path) -> None:
+    result = plan_result(parse_todos(PLAN))
+    events = [
+        ToolStarted("t1", "todo", {"todos": PLAN}, ""),
+        ToolCompleted("t1", "todo", result, 0.0, False, {"todos": PLAN}),
+        ToolStarted("t2", "todo", {"todos": "bad"}, ""),
+        ToolCompleted("t2", "todo", "Error: argument 'todos' must be a list", 0.0, True, {"todos": "bad"}),
+    ]
+    updates = [update for event in events for update in turn_updates(event, tmp_path)]
+    assert [u.session_update for u in updates] == ["plan"]
+    assert [(e.content, e.priority, e.status) for e in updates[0].entries] == [
+        ("fix it", "high", "in_progress"),
+        ("test it", "medium", "pending"),
+    ]
+
+
+def test_a_replay_sends_the_latest_plan_once_after_the_transcript(tmp_path: Path) -> None:
+    def todo_exchange(call_id: str, result: str) -> list[dict[str, Any]]:
+        call = {"id": call_id, "type": "function", "function": {"name": "todo", "arguments": "{}"}}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": result},
+        ]
+
+    done = [{**item, "status": "completed"} for item in PLAN]
+    messages = [
+        {"role": "user", "content": "go"},
+        *todo_exchange("a", plan_result(parse_todos(PLAN))),
+        *todo_exchange("b", plan_result(parse_todos(done))),
+        *todo_exchange("c", "Error: at most one item may be in_progress"),
+        {"role": "assistant", "content": "all done"},
+    ]
+    updates = list(history_updates(messages, tmp_path))
+    assert [u.session_update for u in updates] == ["user_message_chunk", "agent_message_chunk", "plan"]
+    assert [e.status for e in updates[-1].entries] == ["completed", "completed"]
 
 
 def test_prompt_text_keeps_text_and_names_resources() -> None:

@@ -217,3 +217,14 @@ async def test_a_turn_that_only_keeps_a_plan_takes_no_snapshot(upstream, make_ag
     assert result.status == "completed"
     assert not [e for e in events if isinstance(e, Status) and e.kind in ("checkpoint", "files_changed")]
     assert [r.before for r in await store.turn_checkpoints(result.session_id)] == [None]
+
+
+async def test_a_turn_that_only_keeps_a_plan_takes_no_snapshot(upstream, make_agent, store, home, work):
+    plan = [{"content": "edit a.txt", "status": "in_progress"}]
+    upstream.enqueue(
+        tool_reply([call("todo", {"todos": plan}), call("read_file", {"path": "a.txt"})]), text_reply("ok")
+    )
+    events, result = await run(make_agent(), work)
+    assert result.status == "completed"
+    assert not [e for e in events if isinstance(e, Status) and e.kind in ("checkpoint", "files_changed")]
+    assert [r.before for r in await store.turn_checkpoints(result.session_id)] == [None]
