@@ -212,15 +212,6 @@ async def test_without_git_the_turn_says_so_once_and_goes_on(upstream, make_agen
 
 async def test_a_turn_that_only_keeps_a_plan_takes_no_snapshot(upstream, make_agent, store, home, work):
     plan = [{"content": "edit a.txt", "status": "in_progress"}]
-    upstream.enqueue(tool_reply([call("todo", {"todos": plan}), call("read_file", {"path": "a.txt"})]), text_reply("ok"))
-    events, result = await run(make_agent(), work)
-    assert result.status == "completed"
-    assert not [e for e in events if isinstance(e, Status) and e.kind in ("checkpoint", "files_changed")]
-    assert [r.before for r in await store.turn_checkpoints(result.session_id)] == [None]
-
-
-async def test_a_turn_that_only_keeps_a_plan_takes_no_snapshot(upstream, make_agent, store, home, work):
-    plan = [{"content": "edit a.txt", "status": "in_progress"}]
     upstream.enqueue(
         tool_reply([call("todo", {"todos": plan}), call("read_file", {"path": "a.txt"})]), text_reply("ok")
     )
