@@ -116,7 +116,10 @@ async def make_tui(
 
     def build(**kwargs: Any) -> HermesApp:
         app_store = kwargs.pop("sessions", sessions)
-        agent = build_agent(kwargs.pop("settings", settings), app_store, tools=test_tools(gates))
+        tools = test_tools(gates)
+        for extra in kwargs.pop("extra_tools", ()):
+            tools.register(extra)
+        agent = build_agent(kwargs.pop("settings", settings), app_store, tools=tools)
         agents.append(agent)
         kwargs.setdefault("cwd", str(tmp_path))
         return make_app(agent, app_store, kwargs.pop("app_settings", settings), **kwargs)

@@ -1,7 +1,8 @@
 """One card per tool call: generating → running (spinner, elapsed, preview) → done ✓ / failed ✗.
 
 The result sits in a collapsed block under the card; patch and write_file show an inline
-diff. A call still running after `stall_after` seconds grows a warning line.
+diff, and `todo` (the model's plan) an open checklist with its progress in the header.
+A call still running after `stall_after` seconds grows a warning line.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
 from hermes.agent.mcp.naming import split_name
+from hermes.agent.tools.todo import TODO, plan_summary, read_plan
 from hermes.tui.widgets.activity import SPINNER
 from hermes.tui.widgets.find_bar import highlighted
+from hermes.tui.widgets.todo_list import checklist, todo_preview
 
 ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
 
@@ -170,7 +173,7 @@ class ToolCard(Vertical):
         self._render_header()
 
     def start(self, preview: str, arguments: dict[str, Any]) -> None:
-        self.preview = preview or argument_preview(arguments)
+        self.preview = todo_preview(arguments) if self.tool_name == TODO else preview or argument_preview(arguments)
         self.arguments = arguments
         self._started_at = time.monotonic()
         self._set_state("running")
@@ -209,6 +212,15 @@ class ToolCard(Vertical):
             self._set_state("interrupted")
 
     def _show_result(self, result: str, is_error: bool) -> None:
+        plan = None if is_error or self.tool_name != TODO else read_plan(result)
+        if plan is not None:
+            self.preview = plan_summary(plan)
+            self._details.title = "plan"
+            self._details.collapsed = False
+            self._body = checklist(plan)
+            self._result_body.update(self._body)
+            self.add_class("-has-result")
+            return
         diff = None if is_error else diff_for(self.tool_name, self.arguments, result)
         body: RenderableType
         if diff:
