@@ -18,7 +18,7 @@ from hermes.agent.engine import Agent
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.ids import keyed_session_id
+from hermes.ids import derived_session_id, keyed_session_id
 from hermes.server.http.app import create_app
 from hermes.store.api import Storage
 from hermes.testing.upstream import ScriptedUpstream, text_reply
@@ -127,3 +127,17 @@ async def test_one_chat_id_on_two_instances_at_once_is_one_session_with_its_turn
         ("user", asked["quick."]), ("assistant", "quick."),
     ]  # fmt: skip
     assert await a[1].sessions.count_sessions() == 1
+
+
+async def test_one_opening_on_two_instances_at_once_never_shares_a_session(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(text_reply("slow one two three four", chunk_delay=0.02), text_reply("quick."))
+    racing = await asyncio.gather(ask(a, [user("same pg opening")]), ask(b, [user("same pg opening")]))
+    derived = derived_session_id(None, "same pg opening")
+    placed = sorted((r.headers["X-Hermes-Session-Placement"], r.headers["X-Hermes-Session-Id"]) for r in racing)
+    assert [how for how, _ in placed] == ["derived", "new"] and placed[0][1] == derived
+    for _, session_id in placed:  # each its own conversation, one turn each
+        assert await roles(a, session_id) == ["user", "assistant"]
+    assert await a[1].sessions.count_sessions() == 2
