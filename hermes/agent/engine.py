@@ -64,7 +64,9 @@ from hermes.agent._steps import (
     ModelCall,
     ToolRun,
     answer,
-    model_step,
+    model_done,
+    model_request,
+    model_streamed,
     repeated_call,
     tool_step,
 )
@@ -262,12 +264,17 @@ class Agent:
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             outcome = CallOutcome()
-            steps = model_step(
-                turn, call, context, request_tools, outcome,
+            async for compacted in budget.fit(context, request_tools):
+                yield compacted
+            call_request = model_request(
+                turn, call, context, request_tools,
                 tool_choice=client.choice_for(first_call), parallel_tool_calls=client.parallel,
             )  # fmt: skip
-            async for event in steps:
-                yield event
+            async with aclosing(self._caller.call(call_request, policy, outcome)) as events:
+                async for event in events:  # the model call's events, one layer from the turn
+                    model_streamed(turn, event)
+                    yield event
+            model_done(turn, call, context, request_tools, outcome)
             self._reported_prompts[turn.session_id] = budget.reported
 
             if outcome.error is not None:
