@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from hermes.agent.types import Usage
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import MessageRecord, NewMessage
+from hermes.store.records import MessageRecord, NewMessage, NewSession
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,26 @@ class TurnCheckpoints:
         self._writing: asyncio.Task[None] | None = None
         """The draft write in flight (each one waits for the one before)."""
         self._warned = False
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    async def start(self, inputs: list[NewMessage], create: NewSession | None = None) -> None:
+        """Open the turn with its input messages (creating the session first, when new): one write."""
+        if self._store is None:
+            return
+        if not inputs:  # the turn row waits for the first message
+            if create is not None:
+                session = await self._store.create_session(
+                    source=create.source, model=create.model, title=create.title,
+                    system_prompt=create.system_prompt, session_id=create.id if create.given else None,
+                )  # fmt: skip
+                self._session_id = session.id
+            return
+        turn, _ = await self._store.start_turn(create or self._session_id, inputs)
+        self.turn_id = turn.id
+        self._session_id = turn.session_id
 
     async def record(self, message: NewMessage) -> MessageRecord | None:
         """Write one message of the turn (an assistant message replaces the draft)."""
