@@ -70,7 +70,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,11 +78,11 @@ import typer
 from typer.core import TyperGroup
 
 from hermes.cli._common import load_settings, print_json
-from hermes.cli._storage import OpenedStorage, opened_storage
 from hermes.errors import UsageError
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
+    from hermes.cli._storage import OpenedStorage
     from hermes.config import Settings
     from hermes.store.records import CompactionRecord, MessageRecord, SessionRecord
 
@@ -124,6 +124,8 @@ ARGUMENTS_CHARS = 120
 @contextlib.contextmanager
 def _opened(settings: Settings | None = None) -> Iterator[OpenedStorage]:
     """The configured storage, repaired (so what is read shows crashed turns as interrupted)."""
+    from hermes.cli._storage import opened_storage
+
     with opened_storage(settings or load_settings()) as opened:
         yield opened
 
@@ -193,23 +195,44 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
 ) -> None:
     """List sessions, newest activity first."""
-    with _opened() as opened:
+    from hermes.store.storage import open_session_store_at_once
+
+    settings = load_settings()
+    store = open_session_store_at_once(settings)
+    if store is not None:
+        # A local state.db: its synchronous face, no event loop (the same rules and repair).
+        with store:
+            store.repair_abandoned_turns()
+            _print_list(
+                store.list_sessions(limit=limit + 1, offset=offset, source=source),
+                lambda: store.count_sessions(source=source), limit, offset, as_json,
+            )  # fmt: skip
+        return
+    with _opened(settings) as opened:
         sessions = opened.storage.sessions
-        records = opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source))
-        has_more = len(records) > limit
-        records = records[:limit]
-        if as_json:
-            print_json(_list_json([record.to_json() for record in records], has_more))
-            return
-        if not records and not has_more:
-            typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
-            return
-        for line in _table(_session_rows(records), {3}, _terminal_width()):
-            typer.echo(line)
-        if has_more:
-            shown_to = offset + len(records)
-            remaining = opened.run(sessions.count_sessions(source=source)) - shown_to
-            typer.echo(f"… {remaining} more (next page: --offset {shown_to})")
+        _print_list(
+            opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source)),
+            lambda: opened.run(sessions.count_sessions(source=source)), limit, offset, as_json,
+        )  # fmt: skip
+
+
+def _print_list(
+    records: list[SessionRecord], count: Callable[[], int], limit: int, offset: int, as_json: bool
+) -> None:
+    """`list`'s output from up to `limit + 1` records (`count`: how many there are in all)."""
+    has_more = len(records) > limit
+    records = records[:limit]
+    if as_json:
+        print_json(_list_json([record.to_json() for record in records], has_more))
+        return
+    if not records and not has_more:
+        typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
+        return
+    for line in _table(_session_rows(records), {3}, _terminal_width()):
+        typer.echo(line)
+    if has_more:
+        shown_to = offset + len(records)
+        typer.echo(f"… {count() - shown_to} more (next page: --offset {shown_to})")
 
 
 # ---- show -------------------------------------------------------------------------------
