@@ -576,16 +576,10 @@ class Sessions:
         stored = self.dialect.encode_content("assistant", content)
         fused = self.dialect.fused
         if fused is not None:
-            # The usual case, one statement: the open turn already has its draft. The
-            # draft row's own flag is re-checked under its lock, so a draft that
-            # end_turn has just kept is never overwritten.
-            if await self.db.execute(fused.save_open_draft, (*stored, turn_id)) == 1:
-                return
-            # Its first checkpoint: the draft row and the turn pointing at it.
             params = {"turn": turn_id, "now": self.clock(), "content": stored[0], "search": stored[1]}
-            if await self.db.execute(fused.create_draft, params) == 1:
-                return
-            await self._require_turn(turn_id)  # no such turn: StoreError; else it has ended
+            row = await self.db.fetch_one(fused.save_draft, params)
+            if row is None or int(row[0]) == 0:
+                await self._require_turn(turn_id)  # no such turn: StoreError; else it has ended
             return
         async with self.db.transaction():
             turn = await self._require_turn(turn_id, lock=True)

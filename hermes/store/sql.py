@@ -75,8 +75,7 @@ class FusedWrites:
     finish_turn: str
     end_turn: str
     begin_turn: str
-    save_open_draft: str
-    create_draft: str
+    save_draft: str
 
 
 class Dialect(Protocol):

@@ -141,26 +141,24 @@ _FINISH_TURN = (
     "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) RETURNING id) "
     "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s)"
 )
-# The open turn already has its draft. The draft row's own flag is re-checked under its
-# lock, so a draft that end_turn has just kept is never overwritten.
-# (content_json, search_text, turn)
-_SAVE_OPEN_DRAFT = (
-    "UPDATE hermes.messages AS m SET content_json = %s, search_text = %s FROM hermes.turns AS t "
-    "WHERE t.id = %s AND t.ended_at IS NULL AND m.id = t.draft_message_id AND m.draft"
-)
-# The open turn's first checkpoint: a draft row (counted on the session, locked after the
-# turn) that the turn points at. Nothing when the turn has ended or has a draft already.
-# (turn, now, content_json, search_text)
-_CREATE_DRAFT = (
-    "WITH t AS (SELECT id, session_id FROM hermes.turns WHERE id = %(turn)s AND ended_at IS NULL "
-    "AND draft_message_id IS NULL FOR UPDATE), "
+# A checkpoint of an open turn's streaming text, locking the turn first: its draft row is
+# overwritten (its own flag re-checked under its lock, so a draft that end_turn has
+# just kept is never overwritten), or, at its first checkpoint, a draft row is inserted
+# (counted on the session) and the turn points at it. Back: (the open turn found, a row
+# written); nothing written when the turn has ended. (turn, now, content, search)
+_SAVE_DRAFT = (
+    "WITH t AS (SELECT id, session_id, draft_message_id AS draft FROM hermes.turns "
+    "WHERE id = %(turn)s AND ended_at IS NULL FOR UPDATE), "
+    "u AS (UPDATE hermes.messages AS m SET content_json = %(content)s::text, search_text = %(search)s::text "
+    "FROM t WHERE m.id = t.draft AND m.draft RETURNING m.id), "
     "s AS (UPDATE hermes.sessions SET message_count = message_count + 1, updated_at = %(now)s "
-    "WHERE id = (SELECT session_id FROM t) RETURNING id), "
+    "WHERE id = (SELECT session_id FROM t WHERE draft IS NULL) RETURNING id), "
     "m AS (INSERT INTO hermes.messages (session_id, role, content_json, search_text, timestamp, draft) "
     "SELECT s.id, 'assistant', %(content)s::text, %(search)s::text, %(now)s::double precision, true FROM s "
-    "RETURNING id) "
-    "UPDATE hermes.turns SET draft_message_id = (SELECT id FROM m) WHERE id = (SELECT id FROM t) "
-    "AND EXISTS (SELECT 1 FROM m)"
+    "RETURNING id), "
+    "n AS (UPDATE hermes.turns SET draft_message_id = (SELECT id FROM m) WHERE id = (SELECT id FROM t) "
+    "AND EXISTS (SELECT 1 FROM m)) "
+    "SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM u) + (SELECT count(*) FROM m)"
 )
 _FUSED = FusedWrites(
     append=_APPEND,
@@ -170,8 +168,7 @@ _FUSED = FusedWrites(
     finish_turn=_FINISH_TURN,
     end_turn=_END_TURN,
     begin_turn=_BEGIN_TURN,
-    save_open_draft=_SAVE_OPEN_DRAFT,
-    create_draft=_CREATE_DRAFT,
+    save_draft=_SAVE_DRAFT,
 )
 
 
