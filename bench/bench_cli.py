@@ -128,7 +128,10 @@ def main() -> int:
         built = time.perf_counter() - started
         print(f"state.db: {args.sessions} sessions, {2 * args.sessions} messages (built in {built:.1f} s)")
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": path}
+        # .pyc files as an installed hermes has them (the warm-up writes them): without,
+        # hermes would compile its sources on every run while typer's come precompiled.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env |= {"HERMES_HOME": str(home), "PYTHONPATH": path}
         argv0 = hermes_command()
         commands = {"baseline": [sys.executable, "-c", BASELINE]}
         commands |= {label: argv0 + argv for label, argv in COMMANDS.items()}
