@@ -216,9 +216,7 @@ def list_(
         )  # fmt: skip
 
 
-def _print_list(
-    records: list[SessionRecord], count: Callable[[], int], limit: int, offset: int, as_json: bool
-) -> None:
+def _print_list(records: list[SessionRecord], count: Callable[[], int], limit: int, offset: int, as_json: bool) -> None:
     """`list`'s output from up to `limit + 1` records (`count`: how many there are in all)."""
     has_more = len(records) > limit
     records = records[:limit]
