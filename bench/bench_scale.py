@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from bench_server import KEY, chat_body, pct, raise_fd_limit, read_stream, start
+from bench_server import CHUNK_CHARS, KEY, big_text_chars, chat_body, pct, raise_fd_limit, read_stream, start
 
 PG_OVER_SQLITE_TARGET_MS = 2.0
 WORKERS_TTFC_TARGET_RATIO = 1.5
@@ -223,9 +223,9 @@ async def measure_burst(
     started = time.perf_counter()
     results = await asyncio.gather(*(one(i) for i in range(streams)), return_exceptions=True)
     wall = time.perf_counter() - started
-    good = [r for r in results if not isinstance(r, BaseException) and r[3] and r[2] == chunks]
+    good = [r for r in results if not isinstance(r, BaseException) and r[3] and r[2] == big_text_chars(chunks)]
     firsts = [r[1] for r in good if r[1] is not None]
-    total = sum(r[2] for r in results if not isinstance(r, BaseException))
+    total = sum(r[2] for r in results if not isinstance(r, BaseException)) / CHUNK_CHARS
     return {
         "streams": streams,
         "succeeded": len(good),

@@ -2,6 +2,7 @@
 
     python bench/bench_server.py [--requests 300] [--streams 200] [--chunks 500]
                                  [--idle 1000] [--idle-seconds 60] [--json] [--latency-only]
+                                 [--profile [N]] [--profile-out FILE]
 
 Processes: a scripted OpenAI-compatible upstream, a real `hermes serve` pointed at it,
 and this client. The upstream picks its reply from the last user message ("small",
@@ -15,14 +16,26 @@ and this client. The upstream picks its reply from the last user message ("small
    The same pair is then measured from outside with the SDK's own HTTP client (httpx, one
    keep-alive connection, in a thread so the client's loop is not shared); the
    outside-measured ratio median(hermes) / median(direct) has a target of <= 2.
+   CPU per plain turn: the hermes process's CPU time (/proc/PID/stat, user + system)
+   over `--requests` more turns, divided by their number; target <= 1.0 ms.
 2. Streaming load: `--streams` concurrent streaming chat completions of `--chunks`
    content chunks each, the upstream pausing `--chunk-delay` before each chunk (default
    1 ms — far faster than a real model, but it lets the scripted upstream interleave its
    streams instead of writing them one after another); targets: all succeed, median time to the first content chunk
-   < 100 ms; aggregate chunks/s reported.
+   < 100 ms; aggregate chunks/s reported. CPU per forwarded chunk: the hermes process's
+   CPU time over the burst, less the streams' turns (streams x CPU per plain turn),
+   divided by the content chunks the upstream sent; target <= 20 µs. hermes may merge
+   deltas that wait for a slow client into one frame: the client counts content
+   characters, not frames.
 3. Memory: RSS of the hermes process after phases 1-2; target < 200 MB.
 4. Idle streams: `--idle` SSE connections whose turns wait on a silent upstream, held
    `--idle-seconds`; target: none dropped, each receives keepalives; RSS growth reported.
+
+`--profile [N]` (default N = 25) runs the server under cProfile (`bench/profiling.py`,
+switched on only around two extra phases after the measured ones, so the figures above
+are unprofiled): `--requests` plain turns, and a burst of min(`--streams`, 50) streams
+of `--chunks` chunks; it prints the top N functions by own and by cumulative time, in
+µs per turn and per forwarded chunk (to `--profile-out` when given).
 
 Exit status 1 when a target is missed.
 """
@@ -35,6 +48,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,11 +58,20 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from profiling import ProfileCapture
 
 from hermes.testing.upstream import Reply, ScriptedUpstream, Stall, text_reply
 
 KEY = "sk-bench"
 WORDS = "lorem ipsum dolor sit amet "
+
+CHUNK_CHARS = 5
+"""Characters of content in each chunk of the upstream's `big:<chunks>` answer."""
+
+
+def big_text_chars(chunks: int) -> int:
+    """Characters of content in the upstream's `big:<chunks>` answer."""
+    return chunks * CHUNK_CHARS
 
 
 # ---- the upstream process ----------------------------------------------------------------
@@ -63,7 +86,8 @@ class BenchUpstream(ScriptedUpstream):
         if last.startswith("big:"):
             _, n_text, delay_text, _ = last.split(":", 3)
             n = int(n_text)
-            self.default = text_reply((WORDS * (n // 5 + 1))[: n * 5], pieces=n, chunk_delay=float(delay_text))
+            text = (WORDS * (n // 5 + 1))[: big_text_chars(n)]
+            self.default = text_reply(text, pieces=n, chunk_delay=float(delay_text))
         elif last.startswith("stall"):
             self.default = Reply([Stall(3600)])
         else:
@@ -229,14 +253,18 @@ def outside_latency(upstream: str, hermes: str, n: int, hermes_pid: int, upstrea
         "hermes_system_cpu_ms_per_request": hermes_system,
         "upstream_cpu_ms_per_direct_request": up_direct,
         "target_ratio": 2.0,
-        "ok": ratio <= 2.0,
+        "target_cpu_ms_per_request": 1.0,
+        "ok": ratio <= 2.0 and hermes_cpu <= 1.0,
     }
 
 
 async def read_stream(resp: aiohttp.ClientResponse, started: float) -> tuple[float | None, float | None, int, bool]:
-    """(first frame ms, first content ms, content chunks, saw [DONE] after finish stop)."""
+    """(first frame ms, first content ms, content characters, saw [DONE] after finish stop).
+
+    Characters, not frames: hermes may merge the deltas a slow reader has not taken yet.
+    """
     first_frame = first_content = None
-    chunks = 0
+    chars = 0
     finish = None
     done = False
     async for raw in resp.content:
@@ -251,17 +279,27 @@ async def read_stream(resp: aiohttp.ClientResponse, started: float) -> tuple[flo
             break
         chunk = json.loads(data)
         choice = chunk["choices"][0]
-        if choice["delta"].get("content"):
-            chunks += 1
+        content = choice["delta"].get("content")
+        if content:
+            chars += len(content)
             if first_content is None:
                 first_content = (time.perf_counter() - started) * 1000
         finish = choice.get("finish_reason") or finish
-    return first_frame, first_content, chunks, done and finish == "stop"
+    return first_frame, first_content, chars, done and finish == "stop"
 
 
 async def phase_streams(
-    session: aiohttp.ClientSession, hermes: str, streams: int, chunks: int, delay: float
+    session: aiohttp.ClientSession,
+    hermes: str,
+    streams: int,
+    chunks: int,
+    delay: float,
+    *,
+    pid: int,
+    turn_cpu_ms: float,
 ) -> dict[str, Any]:
+    """The burst; `turn_cpu_ms` (CPU per plain turn) is taken off the burst's CPU once
+    per stream, to leave what the chunks cost."""
     auth = {"Authorization": f"Bearer {KEY}"}
 
     async def one(i: int) -> tuple[float | None, float | None, int, bool]:
@@ -272,14 +310,18 @@ async def phase_streams(
                 return None, None, 0, False
             return await read_stream(resp, started)
 
+    cpu_before = cpu_ms(pid)
     started = time.perf_counter()
     results = await asyncio.gather(*(one(i) for i in range(streams)), return_exceptions=True)
     wall = time.perf_counter() - started
-    good = [r for r in results if not isinstance(r, BaseException) and r[3] and r[2] == chunks]
+    cpu = cpu_ms(pid) - cpu_before
+    expected = big_text_chars(chunks)
+    good = [r for r in results if not isinstance(r, BaseException) and r[3] and r[2] == expected]
     firsts = [r[1] for r in good if r[1] is not None]
     frames = [r[0] for r in good if r[0] is not None]
-    total = sum(r[2] for r in results if not isinstance(r, BaseException))
+    total = sum(r[2] for r in results if not isinstance(r, BaseException)) / CHUNK_CHARS
     ttfc = statistics.median(firsts) if firsts else float("inf")
+    chunk_us = (cpu - streams * turn_cpu_ms) * 1000 / (streams * chunks)
     return {
         "streams": streams,
         "chunks_per_stream": chunks,
@@ -291,7 +333,11 @@ async def phase_streams(
         "first_content_ms": {"p50": ttfc, "p95": pct(firsts, 0.95) if firsts else None},
         "aggregate_chunks_per_s": total / wall,
         "target_first_content_ms": 100.0,
-        "ok": len(good) == streams and ttfc < 100.0,
+        "hermes_cpu_ms": cpu,
+        "hermes_cpu_us_per_chunk_gross": cpu * 1000 / (streams * chunks),
+        "hermes_cpu_us_per_chunk": chunk_us,
+        "target_cpu_us_per_chunk": 20.0,
+        "ok": len(good) == streams and ttfc < 100.0 and chunk_us <= 20.0,
     }
 
 
@@ -357,6 +403,37 @@ async def phase_idle(hermes: str, pid: int, count: int, seconds: float, keepaliv
     }
 
 
+async def profile_phases(
+    session: aiohttp.ClientSession, hermes: str, args: argparse.Namespace, capture: ProfileCapture
+) -> str:
+    """The server's profile of `--requests` plain turns and of one burst (see `--profile`)."""
+    auth = {"Authorization": f"Bearer {KEY}"}
+    turns, streams = args.requests, min(args.streams, 50)
+
+    async def plain(i: int) -> None:
+        body = chat_body(f"small profile {i}", False)
+        async with session.post(f"{hermes}/v1/chat/completions", json=body, headers=auth) as resp:
+            await resp.read()
+
+    async def streamed(i: int) -> None:
+        body = chat_body(f"big:{args.chunks}:{args.chunk_delay}:{i}", True)
+        async with session.post(f"{hermes}/v1/chat/completions", json=body, headers=auth) as resp:
+            await read_stream(resp, time.perf_counter())
+
+    with capture.phase("turn"):
+        for i in range(turns):
+            await plain(i)
+    with capture.phase("chunks"):
+        await asyncio.gather(*(streamed(i) for i in range(streams)))
+    if args.profile_out:  # the raw stats too, for pstats' callers and callees
+        for name, path in capture.files.items():
+            shutil.copyfile(path, f"{args.profile_out}.{name}.pstats")
+    return "\n".join((
+        capture.report("turn", per=turns, unit="turn", top=args.profile),
+        capture.report("chunks", per=streams * args.chunks, unit="chunk", top=args.profile),
+    ))  # fmt: skip
+
+
 # ---- orchestration -------------------------------------------------------------------------
 
 
@@ -393,10 +470,16 @@ async def main(args: argparse.Namespace) -> int:
             "API_SERVER_KEEPALIVE_SECONDS": str(args.keepalive),
             "HERMES_SANDBOX": "off",  # no tool runs in the bench; serve refuses auto where bwrap cannot work
         }
-        hermes_proc, hermes = start(
-            [sys.executable, "-m", "hermes", "serve", "--port", "0"], env, home, r"listening on (http://\S+)", "stderr"
-        )
+        serve = ["serve", "--port", "0"]
+        profile_dir = Path(home) / "profiles"
+        if args.profile:
+            profile_dir.mkdir()
+            command = [sys.executable, str(Path(__file__).with_name("profiling.py")), str(profile_dir), *serve]
+        else:
+            command = [sys.executable, "-m", "hermes", *serve]
+        hermes_proc, hermes = start(command, env, home, r"listening on (http://\S+)", "stderr")
         report: dict[str, Any] = {"cpus": os.cpu_count()}
+        profiles = ""
         try:
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
@@ -408,10 +491,14 @@ async def main(args: argparse.Namespace) -> int:
                 report["outside"] = await asyncio.to_thread(
                     outside_latency, upstream, hermes, args.requests, hermes_proc.pid, up_proc.pid
                 )
+                turn_cpu = report["outside"]["hermes_cpu_ms_per_request"]
                 if not args.latency_only:
                     report["streams"] = await phase_streams(
-                        session, hermes, args.streams, args.chunks, args.chunk_delay
-                    )
+                        session, hermes, args.streams, args.chunks, args.chunk_delay,
+                        pid=hermes_proc.pid, turn_cpu_ms=turn_cpu,
+                    )  # fmt: skip
+                if args.profile:
+                    profiles = await profile_phases(session, hermes, args, ProfileCapture(hermes_proc.pid, profile_dir))
             rss = rss_mb(hermes_proc.pid)
             report["memory"] = {"rss_mb_after_load": rss, "target_mb": 200, "ok": rss < 200}
             if args.idle and not args.latency_only:
@@ -427,6 +514,12 @@ async def main(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print_report(report)
+    if args.profile:
+        if args.profile_out:
+            Path(args.profile_out).write_text(profiles)
+            print(f"profile written to {args.profile_out} (with its .turn.pstats and .chunks.pstats)", file=sys.stderr)
+        else:
+            print(profiles, file=sys.stderr if args.json else sys.stdout)
     return 0 if all(part.get("ok", True) for part in report.values() if isinstance(part, dict)) else 1
 
 
@@ -453,8 +546,9 @@ def print_report(r: dict[str, Any]) -> None:
         f"(p95 {out['hermes_ms']['p95']:.2f} / {out['direct_ms']['p95']:.2f} ms; target <= 2x)"
     )
     print(
-        f"       CPU per request: hermes {out['hermes_cpu_ms_per_request']:.2f} ms "
-        f"(user {out['hermes_user_cpu_ms_per_request']:.2f}, system {out['hermes_system_cpu_ms_per_request']:.2f}); "
+        f"[{mark(out['hermes_cpu_ms_per_request'] <= out['target_cpu_ms_per_request'])}] CPU per plain turn: hermes "
+        f"{out['hermes_cpu_ms_per_request']:.2f} ms (user {out['hermes_user_cpu_ms_per_request']:.2f}, system "
+        f"{out['hermes_system_cpu_ms_per_request']:.2f}; target <= 1.0 ms); "
         f"the upstream answering directly {out['upstream_cpu_ms_per_direct_request']:.2f} ms"
     )
     st = r.get("streams")
@@ -466,6 +560,11 @@ def print_report(r: dict[str, Any]) -> None:
         f"{st['succeeded']}/{st['streams']} succeeded, first content chunk p50 {st['first_content_ms']['p50']:.1f} ms "
         f"(p95 {st['first_content_ms']['p95']}, first frame p50 {st['first_frame_ms']['p50']}), "
         f"{st['aggregate_chunks_per_s']:.0f} chunks/s aggregate, wall {st['wall_s']:.1f} s"
+    )
+    print(
+        f"[{mark(st['hermes_cpu_us_per_chunk'] <= st['target_cpu_us_per_chunk'])}] CPU per forwarded chunk: "
+        f"{st['hermes_cpu_us_per_chunk']:.1f} µs (the streams' turns taken off; "
+        f"{st['hermes_cpu_us_per_chunk_gross']:.1f} µs with them; target <= 20 µs)"
     )
     if st["errors"]:
         print("    errors:", st["errors"])
@@ -501,6 +600,11 @@ if __name__ == "__main__":
     parser.add_argument("--keepalive", type=float, default=10.0)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--latency-only", action="store_true", help="only the added-latency phases")
+    parser.add_argument(
+        "--profile", type=int, nargs="?", const=25, default=0, metavar="N",
+        help="profile the server (cProfile) over extra plain turns and one burst; print the top N functions",
+    )  # fmt: skip
+    parser.add_argument("--profile-out", help="write the profile tables to this file")
     ns = parser.parse_args()
     if ns.upstream:
         asyncio.run(run_upstream())

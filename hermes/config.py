@@ -5,9 +5,9 @@ factories in tests) and the resulting object is passed down; nothing reads the
 environment at import time, and no module caches `HERMES_HOME`.
 
 Keys in `$HERMES_HOME/config.toml` are the field names below (flat, e.g.
-`model = "gpt-4o-mini"`, `server_port = 8642`), plus two tables: `[mcp_servers.NAME]`
-(hermes/mcp_config.py) and `[tool_limits]` (hermes/limits_config.py, whose keys the
-environment overrides one by one).
+`model = "gpt-4o-mini"`, `server_port = 8642`), plus three tables: `[mcp_servers.NAME]`
+(hermes/mcp_config.py), `[tool_limits]` (hermes/limits_config.py, whose keys the
+environment overrides one by one) and `[prices."MODEL"]` (hermes/pricing.py).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from hermes.limits_config import TABLE as LIMITS_TABLE
 from hermes.limits_config import ToolLimits, parse_table, resolve_limits
 from hermes.mcp_config import TABLE as MCP_TABLE
 from hermes.mcp_config import McpServerConfig, parse_servers
+from hermes.pricing import TABLE as PRICES_TABLE
+from hermes.pricing import PriceTable, parse_prices
 from hermes.redact import redact_text
 
 CONFIG_FILE = "config.toml"
@@ -166,6 +168,8 @@ class Settings:
     """The `[mcp_servers.NAME]` tables of config.toml (no environment form)."""
     tool_limits: ToolLimits = field(default_factory=ToolLimits)
     """The `[tool_limits]` table of config.toml, each key overridden by its environment variable."""
+    prices: PriceTable = field(default_factory=PriceTable)
+    """The built-in model prices overlaid with config.toml's `[prices."MODEL"]` tables."""
 
     # ---- resolution -------------------------------------------------------------
 
@@ -269,6 +273,8 @@ def coerce(name: str, value: Any) -> Any:
         raise ConfigError(f"unknown setting {name!r}")
     if name == "mcp_servers":
         return tuple(value)  # parsed and checked by read_config_file
+    if name == PRICES_TABLE:
+        return value if isinstance(value, PriceTable) else PriceTable(value)  # checked by read_config_file
     if name == LIMITS_TABLE:
         if not isinstance(value, ToolLimits):
             raise ConfigError(f"{name} takes a ToolLimits, not {value!r}")
@@ -355,7 +361,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(OPTIONS) - {"home", MCP_TABLE, LIMITS_TABLE})
+    unknown = sorted(set(data) - set(OPTIONS) - {"home", MCP_TABLE, LIMITS_TABLE, PRICES_TABLE})
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     data.pop("home", None)
@@ -363,6 +369,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         data[MCP_TABLE] = parse_servers(data[MCP_TABLE], str(path))
     if LIMITS_TABLE in data:
         data[LIMITS_TABLE] = parse_table(data[LIMITS_TABLE], str(path))
+    if PRICES_TABLE in data:
+        data[PRICES_TABLE] = PriceTable(parse_prices(data[PRICES_TABLE], str(path)))
     return data
 
 

@@ -255,22 +255,56 @@ async def model_call(
             return
 
 
+class _Watchdog:
+    """Fires `deadline` once the upstream has been silent `stale` seconds.
+
+    A chunk only stamps the time (`heard`); the one timer re-arms itself when it finds
+    that something was heard since, so a chunk costs a clock read instead of a timer
+    cancelled and another scheduled. While the consumer holds an event (`paused`) no
+    silence is counted.
+    """
+
+    __slots__ = ("_deadline", "_handle", "_loop", "_stale", "heard", "paused")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: asyncio.Timeout, stale: float) -> None:
+        self._loop, self._deadline, self._stale = loop, deadline, stale
+        self.heard = loop.time()
+        self.paused = False
+        self._handle = loop.call_at(self.heard + stale, self._check)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if self.paused:
+            self._handle = self._loop.call_at(now + self._stale, self._check)
+        elif now - self.heard >= self._stale:
+            self._deadline.reschedule(now)  # expires now: the stream's task gets TimeoutError
+        else:
+            self._handle = self._loop.call_at(self.heard + self._stale, self._check)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 async def _stream_once(
     provider: Provider, request: ModelRequest, policy: CallPolicy, acc: _Accumulator
 ) -> AsyncGenerator[AgentEvent, None]:
     loop = asyncio.get_running_loop()
     stream = provider.stream(request)
     try:
-        # The deadline is pushed back on every chunk: it fires only after
-        # `stale_timeout` seconds with no chunk at all.
-        async with asyncio.timeout(policy.stale_timeout) as deadline:
-            async for provider_event in stream:
-                shown = acc.feed(provider_event)
-                if shown is not None:
-                    # Time spent by the consumer is not upstream silence.
-                    deadline.reschedule(None)
-                    yield shown
-                deadline.reschedule(loop.time() + policy.stale_timeout)
+        # It fires only after `stale_timeout` seconds with no chunk at all; time spent by
+        # the consumer is not upstream silence.
+        async with asyncio.timeout(None) as deadline:
+            watchdog = _Watchdog(loop, deadline, policy.stale_timeout)
+            try:
+                async for provider_event in stream:
+                    shown = acc.feed(provider_event)
+                    if shown is not None:
+                        watchdog.paused = True
+                        yield shown
+                        watchdog.paused = False
+                    watchdog.heard = loop.time()
+            finally:
+                watchdog.cancel()
     finally:
         await stream.aclose()  # type: ignore[attr-defined]
 

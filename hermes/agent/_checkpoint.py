@@ -134,7 +134,7 @@ class TurnCheckpoints:
         await self.drain()
         await self._store.end_turn(self.turn_id, reason)
 
-    async def finish(self, reason: str, usage: Usage) -> None:
+    async def finish(self, reason: str, usage: Usage, model: str | None = None) -> None:
         """Save the newest text, then end the turn, add `usage` and end the session: one write.
 
         A turn that never opened (its first message was not stored) still gets the usage
@@ -152,10 +152,17 @@ class TurnCheckpoints:
             await store.finish_turn(
                 self.turn_id, self._session_id, reason,
                 input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                cached_input_tokens=usage.cached_input_tokens, model=model,
             )  # fmt: skip
             return
         async with store.transaction():
-            await store.add_usage(self._session_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            await store.add_usage(
+                self._session_id,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached_input_tokens=usage.cached_input_tokens,
+                model=model,
+            )
             await store.end_session(self._session_id, reason)
 
     # ---- internals ------------------------------------------------------------------

@@ -164,7 +164,7 @@ class TurnState:
         if not self.persist:
             return True
         try:
-            await self.checkpoints.finish(status, self.usage)  # turn end, usage, session end: one write
+            await self.checkpoints.finish(status, self.usage, self.model)  # turn end, usage, session end: one write
         except Exception:  # best effort unless told otherwise (re-raised then)
             if not best_effort:
                 raise

@@ -151,8 +151,27 @@ def estimate_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | N
     """The size of a request in tokens: characters / 4 (see the module docstring)."""
     chars = sum(message_chars(m) for m in messages)
     if tools:
-        chars += len(json.dumps(tools, ensure_ascii=False, default=str))
+        chars += tools_chars(tools)
     return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+_TOOL_CHARS: dict[int, tuple[dict[str, Any], int]] = {}
+"""id(tool schema) -> (the schema, the length of its JSON): the same schemas come with
+every request (`ToolRegistry.schemas()`), and a schema is never changed in place."""
+_TOOL_CHARS_KEPT = 256
+
+
+def tools_chars(tools: list[dict[str, Any]]) -> int:
+    """`len(json.dumps(tools, ensure_ascii=False, default=str))`, each schema measured once."""
+    total = 2 * len(tools)  # the brackets, and ", " between two schemas
+    for tool in tools:
+        hit = _TOOL_CHARS.get(id(tool))
+        if hit is None or hit[0] is not tool:
+            if len(_TOOL_CHARS) >= _TOOL_CHARS_KEPT:
+                _TOOL_CHARS.clear()  # a client's own tools come new with every request
+            hit = _TOOL_CHARS[id(tool)] = (tool, len(json.dumps(tool, ensure_ascii=False, default=str)))
+        total += hit[1]
+    return total
 
 
 def is_context_overflow(error: ProviderError) -> bool:

@@ -10,8 +10,10 @@ its events, `stop(code, message)`, `aclose(grace)` and its result.
 
 The loop of one turn:
 
-    1. open or create the session; load history (request.history, else the store's);
-       persist the user message (or a continuation's client tool results)
+    1. open or create the session; load history (request.history, else the store's; a
+       session created with request.history stores it first, each message marked
+       `IMPORTED`, so the transcript holds the whole conversation and the model still gets
+       it once); persist the user message (or a continuation's client tool results)
     2. the model step: call the model (streaming; retried while nothing was delivered)
     3. if it asked for tools, the tool step: persist the assistant message, emit
        SegmentEnd, run the tools (read-only ones concurrently), persist each result, and
@@ -87,7 +89,7 @@ from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import UsageError
 from hermes.ids import new_session_id
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import NewSession
+from hermes.store.records import IMPORTED, NewMessage, NewSession
 
 
 class _Interrupted(Exception):
@@ -196,6 +198,7 @@ class Agent:
             session_approvals=self._session_approvals.setdefault(session_id, set()),
             source=request.source,
             confinement=self.tools.confinement,
+            host=request.host,
         )
         result: TurnResult | None = None
         handle.listen()
@@ -381,6 +384,15 @@ class Agent:
             )
             session_id = new.id
             history: list[ChatMessage] = []
+            if request.history:  # a conversation that began elsewhere: keep what came before
+                created = await store.create_session(
+                    source=new.source, model=model, title=new.title, system_prompt=prompt,
+                    session_id=request.session_id,
+                )  # fmt: skip
+                session_id, new = created.id, None
+                async with store.transaction():
+                    for message in request.history:
+                        await store.append_message(session_id, NewMessage.from_openai(message, finish_reason=IMPORTED))
         else:
             # Reuse the stored prompt byte for byte so the upstream's prompt cache holds.
             prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)

@@ -6,7 +6,7 @@
             ...                                 # any callback may call handle.stop(code, message)
     handle.result                               # the TurnResult (None: the turn never completed)
 
-The consumer side is `events()`, `stop()`, `aclose()`, `result`; the producer (the engine,
+The consumer side is `events()` (or `batches()`), `stop()`, `aclose()`, `result`; the producer (the engine,
 or any other driver) gets the handle too and uses `emit()`, `listen()`, `unlisten()` and
 `stop_requested`. An observer (`observe(callback)`, e.g. the server's turn log) sees every
 emitted event, also after the consumer left; it must not block or raise.
@@ -16,6 +16,8 @@ Invariants:
   Events reach the consumer through a bounded queue (QUEUE_SIZE): when the consumer is
   behind, the producer waits at `emit()` (backpressure). Every emitted event is delivered,
   in order, unless the consumer left (`aclose()`); `events()` ends after the last one.
+  `batches()` delivers the same events in the same order, several at once when they were
+  already queued.
 - `stop(code, message)` is delivered inside the turn's own task. While the producer
   listens and runs its own code (reading the upstream, waiting for a tool) the handle
   cancels the task once; the producer recognises that cancel with `unlisten()`, which takes
@@ -108,11 +110,36 @@ class TurnHandle:
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """The turn's events, ending after the last one; TurnCrashed if the producer raised."""
+        queue = self._queue
         while True:
-            item = await self._queue.get()
+            item = queue.get_nowait() if queue.qsize() else await queue.get()
             if isinstance(item, _End):
                 break
             yield item
+        if self._failure is not None:
+            raise self._failure from self._failure.cause
+
+    async def batches(self) -> AsyncGenerator[list[AgentEvent], None]:
+        """`events()` in lists: each list is the next event and every event queued behind it.
+
+        A consumer that keeps up gets one event per list; one that fell behind (a slow
+        client) gets what piled up meanwhile (at most QUEUE_SIZE) at once, to merge.
+        """
+        queue = self._queue
+        done = False
+        while not done:
+            batch: list[AgentEvent] = []
+            item = await queue.get()
+            while True:
+                if isinstance(item, _End):
+                    done = True
+                    break
+                batch.append(item)
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            if batch:
+                yield batch
         if self._failure is not None:
             raise self._failure from self._failure.cause
 
@@ -181,9 +208,13 @@ class TurnHandle:
             observer(event)
         if self._detached:
             return
+        queue = self._queue
+        if not queue.full():
+            queue.put_nowait(event)  # no wait: nothing to guard (the common case)
+            return
         listening, self._listening = self._listening, False
         try:
-            await self._queue.put(event)
+            await queue.put(event)
         finally:
             self._listening = listening
 

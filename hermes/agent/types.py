@@ -9,6 +9,7 @@ from typing import Literal, TypeAlias
 
 from hermes.agent.client_tools import ClientToolCall, ClientToolResult, ClientTools
 from hermes.agent.output_format import OutputFormat
+from hermes.agent.tool_host import ToolHost
 from hermes.messages import ChatMessage as ChatMessage
 from hermes.messages import UserContent as UserContent
 
@@ -20,12 +21,15 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0
+    """The part of `input_tokens` the provider served from its prompt cache."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.total_tokens + other.total_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
         )
 
 
@@ -72,7 +76,7 @@ class TurnRequest:
     """Replaces the default system prompt for this turn."""
     model: str | None = None
     source: str = "cli"
-    """Session source for a new session: cli, tui, api_server."""
+    """Session source for a new session: cli, tui, api_server, acp."""
     title: str | None = None
     persist: bool = True
     approve: ApprovalCallback | None = None
@@ -81,6 +85,9 @@ class TurnRequest:
     max_iterations: int | None = None
     cwd: str | None = None
     """Working directory for tools; defaults to the process's."""
+    host: ToolHost | None = None
+    """The front end's own file access and command runner for the tools (an editor's, over
+    ACP); None: the tools use this machine's files and run commands here."""
     output_format: OutputFormat | None = None
     """The format the answer must take; every model call of the turn sends it (None: free text)."""
     client_tools: ClientTools | None = None

@@ -91,6 +91,7 @@ def root(
 
 
 COMMANDS = {
+    "acp": "acp_cmd",
     "chat": "chat",
     "doctor": "doctor",
     "serve": "serve",

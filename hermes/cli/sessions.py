@@ -30,7 +30,9 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
          "started_at": float, "updated_at": float,        (Unix seconds)
          "ended_at": float|null, "end_reason": str|null,
          "message_count": int, "tool_call_count": int,
-         "input_tokens": int, "output_tokens": int, "system_prompt": str|null}
+         "input_tokens": int, "output_tokens": int, "system_prompt": str|null,
+         "cost_usd": float|null}   (US dollars from the model prices; null when a model
+                                    the session used has no price)
 
     sessions show --json, export --format json
         the session object plus "messages": [<message>, ...] (oldest first); `show --json`
@@ -53,7 +55,11 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
     sessions stats --json
         {"object": "stats", "sessions": int, "messages": int, "tool_calls": int,
          "input_tokens": int, "output_tokens": int, "by_source": {source: int},
-         "db_bytes": int, "path": str}
+         "db_bytes": int, "path": str, "cached_input_tokens": int, "cost_usd": float|null,
+         "by_model": [{"model": str|null, <tokens>}, ...]   (most expensive first),
+         "by_day": [{"day": "YYYY-MM-DD", <tokens>}, ...]}  (UTC, oldest first)
+        where <tokens> = "input_tokens": int, "cached_input_tokens": int,
+                         "output_tokens": int, "cost_usd": float|null
         (`path`: state.db, or on PostgreSQL the database URL with its password masked;
         `db_bytes`: that file's or that database's size)
 
@@ -78,7 +84,9 @@ import typer
 from typer.core import TyperGroup
 
 from hermes.cli._common import load_settings, print_json
+from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
+from hermes.pricing import format_cost
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
@@ -140,8 +148,11 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _session_json(record: SessionRecord, messages: list[MessageRecord] | None = None) -> dict[str, Any]:
+def _session_json(
+    record: SessionRecord, cost_usd: float | None, messages: list[MessageRecord] | None = None
+) -> dict[str, Any]:
     data = record.to_json()
+    data["cost_usd"] = cost_usd
     if messages is not None:
         data["messages"] = [message.to_json() for message in messages]
     return data
@@ -191,7 +202,9 @@ def _session_rows(records: list[SessionRecord]) -> list[tuple[str, ...]]:
 def list_(
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many sessions to show."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
-    source: str | None = typer.Option(None, "--source", help="Only sessions from this source (cli, tui, api_server)."),
+    source: str | None = typer.Option(
+        None, "--source", help="Only sessions from this source (cli, tui, api_server, acp)."
+    ),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
 ) -> None:
     """List sessions, newest activity first."""
@@ -205,23 +218,32 @@ def list_(
             store.repair_abandoned_turns()
             _print_list(
                 store.list_sessions(limit=limit + 1, offset=offset, source=source),
-                lambda: store.count_sessions(source=source), limit, offset, as_json,
+                lambda: store.count_sessions(source=source),
+                lambda ids: settings.prices.per_session(store.session_usage(ids), ids),
+                limit, offset, as_json,
             )  # fmt: skip
         return
     with _opened(settings) as opened:
         sessions = opened.storage.sessions
         _print_list(
             opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source)),
-            lambda: opened.run(sessions.count_sessions(source=source)), limit, offset, as_json,
+            lambda: opened.run(sessions.count_sessions(source=source)),
+            lambda ids: session_costs(opened, settings.prices, ids),
+            limit, offset, as_json,
         )  # fmt: skip
 
 
-def _print_list(records: list[SessionRecord], count: Callable[[], int], limit: int, offset: int, as_json: bool) -> None:
-    """`list`'s output from up to `limit + 1` records (`count`: how many there are in all)."""
+def _print_list(
+    records: list[SessionRecord], count: Callable[[], int], costs: Callable[[list[str]], dict[str, float | None]],
+    limit: int, offset: int, as_json: bool,
+) -> None:  # fmt: skip
+    """`list`'s output from up to `limit + 1` records (`count`: how many there are in all;
+    `costs`: each listed session's `cost_usd`)."""
     has_more = len(records) > limit
     records = records[:limit]
     if as_json:
-        print_json(_list_json([record.to_json() for record in records], has_more))
+        cost = costs(list(dict.fromkeys(record.id for record in records)))
+        print_json(_list_json([_session_json(record, cost[record.id]) for record in records], has_more))
         return
     if not records and not has_more:
         typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
@@ -236,7 +258,7 @@ def _print_list(records: list[SessionRecord], count: Callable[[], int], limit: i
 # ---- show -------------------------------------------------------------------------------
 
 
-def _header(record: SessionRecord) -> list[str]:
+def _header(record: SessionRecord, cost_usd: float | None) -> list[str]:
     lines = [f"{record.id}  {record.title}" if record.title else record.id]
     details = [f"source {record.source}"]
     if record.model:
@@ -244,6 +266,8 @@ def _header(record: SessionRecord) -> list[str]:
     details.append(_plural(record.message_count, "message"))
     details.append(_plural(record.tool_call_count, "tool call"))
     details.append(f"tokens {record.input_tokens} in / {record.output_tokens} out")
+    if cost_usd is not None and (record.input_tokens or record.output_tokens):
+        details.append(f"cost {format_cost(cost_usd)}")
     lines.append(" · ".join(details))
     times = [f"started {local_time(record.started_at)}", f"updated {local_time(record.updated_at)}"]
     if record.end_reason:
@@ -309,18 +333,20 @@ def show(
     compacted, a "context compacted" line and the summary stand before the first message
     the model still saw in full.
     """
-    with _opened() as opened:
+    settings = load_settings()
+    with _opened(settings) as opened:
         sessions = opened.storage.sessions
         record = opened.run(sessions.get_session(session_id))
         messages = opened.run(sessions.get_messages(session_id))
         markers = opened.run(sessions.compactions(session_id))
+        cost = session_costs(opened, settings.prices, [record.id])[record.id]
     if as_json:
-        data = _session_json(record, messages)
+        data = _session_json(record, cost, messages)
         if markers:
             data["compactions"] = [marker.to_json() for marker in markers]
         print_json(data)
         return
-    for line in _header(record) + _transcript(messages, markers):
+    for line in _header(record, cost) + _transcript(messages, markers):
         typer.echo(line)
 
 
@@ -342,12 +368,17 @@ def search(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [hits], "has_more": bool}.'),
 ) -> None:
     """Search message text, best match first."""
-    with _opened() as opened:
+    settings = load_settings()
+    with _opened(settings) as opened:
         hits = opened.run(opened.storage.sessions.search(query, limit=limit + 1, source=source))
-    has_more = len(hits) > limit
-    hits = hits[:limit]
+        has_more = len(hits) > limit
+        hits = hits[:limit]
+        costs = session_costs(opened, settings.prices, [hit.session.id for hit in hits]) if as_json else {}
     if as_json:
-        print_json(_list_json([hit.to_json() for hit in hits], has_more))
+        items = [hit.to_json() for hit in hits]
+        for item in items:
+            item["session"]["cost_usd"] = costs[item["session"]["id"]]
+        print_json(_list_json(items, has_more))
         return
     if not hits:
         typer.echo("No matches.")
@@ -423,7 +454,7 @@ def fork(
     with _opened() as opened:
         child = opened.run(opened.storage.sessions.fork_session(session_id, at_message_id=at, title=title))
     if as_json:
-        print_json(child.to_json())
+        print_json(_session_json(child, 0.0))  # a fork starts with no usage
         return
     typer.echo(f"Forked {session_id} → {child.id}  {child.title or ''}".rstrip())
     typer.echo(f"{_plural(child.message_count, 'message')} copied; continue it with: hermes chat --resume {child.id}")
@@ -432,11 +463,11 @@ def fork(
 # ---- export -----------------------------------------------------------------------------
 
 
-def _render_export(fmt: str, record: SessionRecord, messages: list[MessageRecord]) -> str:
+def _render_export(fmt: str, record: SessionRecord, cost: float | None, messages: list[MessageRecord]) -> str:
     if fmt == "json":
-        return json.dumps(_session_json(record, messages), ensure_ascii=False, indent=2) + "\n"
+        return json.dumps(_session_json(record, cost, messages), ensure_ascii=False, indent=2) + "\n"
     if fmt == "jsonl":
-        rows = [record.to_json()] + [message.to_json() for message in messages]
+        rows = [_session_json(record, cost)] + [message.to_json() for message in messages]
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     return session_markdown(record, messages)
 
@@ -473,10 +504,12 @@ def export(
     fmt = {"md": "markdown"}.get(fmt.lower(), fmt.lower())
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
-    with _opened() as opened:
+    settings = load_settings()
+    with _opened(settings) as opened:
         record = opened.run(opened.storage.sessions.get_session(session_id))
         messages = opened.run(opened.storage.sessions.get_messages(session_id))
-    text = _render_export(fmt, record, messages)
+        cost = session_costs(opened, settings.prices, [record.id])[record.id]
+    text = _render_export(fmt, record, cost, messages)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
@@ -503,10 +536,11 @@ def _size(n: int) -> str:
 def stats(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "stats", ...}.'),
 ) -> None:
-    """Totals: sessions, messages, tokens, db size."""
+    """Totals: sessions, messages, tokens, cost by model and by day, db size."""
     settings = load_settings()
     with _opened(settings) as opened:
         totals = opened.run(opened.storage.sessions.stats())
+        usage = usage_json(opened.run(opened.storage.sessions.usage_totals()), settings.prices)
         local, location = opened.storage.caps.local_files, opened.storage.location
     path = str(settings.state_db_path) if local else location
     if as_json:
@@ -521,6 +555,7 @@ def stats(
                 "by_source": totals.by_source,
                 "db_bytes": totals.db_bytes,
                 "path": path,
+                **usage,
             }
         )
         return
@@ -530,6 +565,7 @@ def stats(
         ("messages", str(totals.messages)),
         ("tool calls", str(totals.tool_calls)),
         ("tokens", f"{totals.input_tokens} in / {totals.output_tokens} out"),
+        *usage_lines(usage),
         ("database", f"{_size(totals.db_bytes)} ({path})"),
     ]
     width = max(len(name) for name, _ in rows)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
 from hermes.agent.context import compacted_text
-from hermes.agent.events import ContextCompacted, Retrying, Status, StreamStalled
+from hermes.agent.events import AgentEvent, ContextCompacted, ReasoningDelta, Retrying, Status, StreamStalled, TextDelta
 from hermes.agent.types import TurnResult, Usage
 from hermes.error_codes import AGENT_ERROR, INTERRUPTED, OUTPUT_TRUNCATED
 
@@ -123,6 +123,28 @@ def answer_segments(result: TurnResult) -> list[str]:
 def answer_text(result: TurnResult) -> str:
     """The whole answer of a turn: its segments joined (see `answer_segments`)."""
     return "".join(answer_segments(result))
+
+
+def coalesce(events: list[AgentEvent]) -> list[AgentEvent]:
+    """`events` with each run of adjacent deltas of one kind merged into one delta.
+
+    Text merges with text and reasoning with reasoning; nothing else is merged and the
+    order is kept, so the text a client assembles is the same. A translator that got
+    several events at once (`TurnHandle.batches()`: its client fell behind) writes one
+    frame for what piled up instead of one per upstream chunk.
+    """
+    if len(events) < 2:
+        return events
+    merged: list[AgentEvent] = []
+    for event in events:
+        last = merged[-1] if merged else None
+        if isinstance(event, TextDelta) and isinstance(last, TextDelta):
+            merged[-1] = TextDelta(last.text + event.text)
+        elif isinstance(event, ReasoningDelta) and isinstance(last, ReasoningDelta):
+            merged[-1] = ReasoningDelta(last.text + event.text)
+        else:
+            merged.append(event)
+    return merged
 
 
 def header_safe(text: str, limit: int = 200) -> str:

@@ -43,6 +43,7 @@ from hermes.store.records import (
     StoredRunEvent,
     StoreStats,
     TurnRecord,
+    UsageTotal,
 )
 
 __all__ = [
@@ -109,7 +110,18 @@ class AsyncSessionStore(Protocol):
 
     async def end_session(self, session_id: str, reason: str) -> None: ...
 
-    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None: ...
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
+    ) -> None:
+        """Add to the session's counters and write a usage row for `model` (the session's
+        model when None) on today's UTC date; nothing is written for zero tokens."""
+        ...
 
     async def delete_session(self, session_id: str) -> None:
         """Delete the session and its messages (children keep their rows, parent link cleared)."""
@@ -147,7 +159,15 @@ class AsyncSessionStore(Protocol):
         ...
 
     async def finish_turn(
-        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
+        self,
+        turn_id: int,
+        session_id: str,
+        reason: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
     ) -> None:
         """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write.
 
@@ -244,6 +264,14 @@ class AsyncSessionStore(Protocol):
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]: ...
 
     async def stats(self) -> StoreStats: ...
+
+    async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
+        """The usage rows of these sessions summed per session and model (`day` None)."""
+        ...
+
+    async def usage_totals(self) -> list[UsageTotal]:
+        """Every usage row summed per UTC day and model (`session_id` None), oldest day first."""
+        ...
 
 
 @runtime_checkable

@@ -37,6 +37,7 @@ __all__ = [
     "StoreStats",
     "StoredRunEvent",
     "TurnRecord",
+    "UsageTotal",
 ]
 
 RunState = Literal[
@@ -60,12 +61,16 @@ ORPHAN_MESSAGE = "The server stopped before this run settled."
 INTERRUPTED = "interrupted"
 """end_reason (and a kept draft's finish_reason) of a turn whose owner is gone."""
 
+IMPORTED = "imported"
+"""finish_reason of a message a new session took from the client's resent history (the
+conversation began where hermes never saw it): part of the transcript, never a turn's."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
     id: str
     source: str
-    """cli, tui or api_server."""
+    """cli, tui, api_server or acp."""
     title: str | None
     model: str | None
     parent_session_id: str | None
@@ -229,6 +234,22 @@ class StoreStats:
     output_tokens: int
     by_source: dict[str, int] = field(default_factory=dict)
     db_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotal:
+    """Tokens counted for one model, summed over a session (`session_usage`) or a UTC day
+    (`usage_totals`); the other key is None. `model` is None where no model was known."""
+
+    model: str | None
+    input_tokens: int
+    """Every prompt token, the cached ones included."""
+    cached_input_tokens: int
+    """The part of `input_tokens` the provider reported as served from its cache."""
+    output_tokens: int
+    session_id: str | None = None
+    day: str | None = None
+    """YYYY-MM-DD (UTC) of the writes summed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,8 @@ Invariants (both backends):
 - A fork copies the non-draft messages up to the fork point in id order (copies keep
   their timestamps), ends the parent "branched", and copies the compaction markers
   whose first kept message it copied (or the next copied one), pointing at the copies.
+- Every token added to a session's counters is also in a `usage` row written in the same
+  transaction (`usage_rows`), so cost can be priced per model and day.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from typing import Any, assert_never
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store import conversation_marks
+from hermes.store import conversation_marks, usage_rows
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import (
     INTERRUPTED,
@@ -60,6 +62,7 @@ from hermes.store.records import (
     SessionRecord,
     StoreStats,
     TurnRecord,
+    UsageTotal,
 )
 from hermes.store.session_rules import (
     NUMBERED_TITLE,
@@ -332,14 +335,26 @@ class Sessions:
             if changed == 0:
                 await self._require(session_id)
 
-    async def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
-        changed = await self.db.execute(
-            "UPDATE hermes.sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? "
-            "WHERE id = ?",
-            (input_tokens, output_tokens, session_id),
-        )
-        if changed == 0:
-            raise SessionNotFound(session_id)
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
+    ) -> None:
+        """See `AsyncSessionStore.add_usage`."""
+        async with self.db.transaction():
+            changed = await self.db.execute(
+                "UPDATE hermes.sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ? "
+                "WHERE id = ?",
+                (input_tokens, output_tokens, session_id),
+            )
+            if changed == 0:
+                raise SessionNotFound(session_id)
+            tokens = (input_tokens, cached_input_tokens, output_tokens)
+            await usage_rows.insert_usage(self.db, session_id, model=model, now=self.clock(), tokens=tokens)
 
     async def delete_session(self, session_id: str) -> None:
         """Delete the session, its messages and their search rows; children are kept
@@ -631,13 +646,23 @@ class Sessions:
             await self._close_turn(await self._require_turn(turn_id), reason)
 
     async def finish_turn(
-        self, turn_id: int, session_id: str, reason: str, *, input_tokens: int, output_tokens: int
+        self,
+        turn_id: int,
+        session_id: str,
+        reason: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
     ) -> None:
         """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write."""
         fused = self.dialect.fused
         if fused is not None:
-            params = {"turn": turn_id, "sid": session_id, "now": self.clock(), "reason": reason,
-                      "input": input_tokens, "output": output_tokens}  # fmt: skip
+            now = self.clock()
+            params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
+                      "input": input_tokens, "output": output_tokens, "cached": cached_input_tokens,
+                      "model": model, "day": usage_rows.utc_day(now)}  # fmt: skip
             row = await self.db.fetch_one(fused.finish_turn, params)
             assert row is not None
             if int(row[1]) == 0:
@@ -651,7 +676,13 @@ class Sessions:
             if turn is None or turn.session_id != session_id:
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
             await self._close_turn(turn, reason)
-            await self.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens)
+            await self.add_usage(
+                session_id,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cached_input_tokens=cached_input_tokens,
+                model=model,
+            )
             await self.end_session(session_id, reason)
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
@@ -874,6 +905,14 @@ class Sessions:
             by_source={row[0]: int(row[1]) for row in rows},
             db_bytes=db_bytes,
         )
+
+    async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
+        """See `AsyncSessionStore.session_usage`."""
+        return await usage_rows.session_usage(self.db, session_ids)
+
+    async def usage_totals(self) -> list[UsageTotal]:
+        """See `AsyncSessionStore.usage_totals`."""
+        return await usage_rows.usage_totals(self.db)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:

@@ -85,7 +85,8 @@ class ScriptedProvider(Provider):
 def _events_of(chunk: Chunk) -> list[ProviderEvent]:
     if chunk.usage is not None:
         u = chunk.usage
-        return [UsageChunk(Usage(u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]))]
+        cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0))
+        return [UsageChunk(Usage(u["prompt_tokens"], u["completion_tokens"], u["total_tokens"], cached))]
     events: list[ProviderEvent] = []
     delta: dict[str, Any] = chunk.delta or {}
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")

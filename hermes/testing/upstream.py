@@ -40,7 +40,7 @@ class Chunk:
 
     delta: dict[str, Any] | None = None
     finish_reason: str | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,16 @@ def split(text: str, pieces: int) -> list[str]:
     return [p for p in out if p] or [text]
 
 
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
+    """A usage frame; `cached` (part of `prompt`) goes in `prompt_tokens_details` as OpenAI reports it."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 def text_reply(
@@ -148,7 +156,7 @@ def text_reply(
     reasoning: str | None = None,
     reasoning_field: str = "reasoning_content",
     finish_reason: str = "stop",
-    usage: tuple[int, int] | None = (10, 5),
+    usage: tuple[int, int] | tuple[int, int, int] | None = (10, 5),
     chunk_delay: float = 0.0,
 ) -> Reply:
     """A plain answer streamed in `pieces` chunks (default: one per word)."""
@@ -174,7 +182,7 @@ def tool_reply(
     text: str | None = None,
     arg_pieces: int = 3,
     finish_reason: str = "tool_calls",
-    usage: tuple[int, int] | None = (20, 8),
+    usage: tuple[int, int] | tuple[int, int, int] | None = (20, 8),
     start_index: int = 0,
     chunk_delay: float = 0.0,
 ) -> Reply:
@@ -203,9 +211,7 @@ def tool_reply(
             )
         )
         for fragment in fragments:
-            steps.append(
-                Chunk(delta={"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
-            )
+            steps.append(Chunk(delta={"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}))
     steps.append(Chunk(delta={}, finish_reason=finish_reason))
     if usage is not None:
         steps.append(Chunk(usage=_usage(*usage)))

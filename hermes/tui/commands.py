@@ -19,6 +19,7 @@ from rich.text import Text
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
+from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
 
@@ -172,6 +173,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),
     ("PgUp / PgDn, Ctrl+Home / End", "scroll the transcript"),
     ("Ctrl+T", "light / dark theme"),
+    ("Ctrl+F", "find in the transcript (Enter / Shift+Enter: next / previous)"),
+    ("Ctrl+X Ctrl+E", "write the prompt in $VISUAL / $EDITOR"),
 )
 """The keys `/help` lists after the commands."""
 
@@ -198,6 +201,33 @@ def _show(chat: ChatScreen, lines: Text) -> None:
     chat.transcript.add(notice)
 
 
+def _find(chat: ChatScreen, arg: str) -> None:
+    chat.find_bar.open(arg or None)
+
+
+NO_EDITOR = "no editor: set $VISUAL or $EDITOR (e.g. export EDITOR=nano), then Ctrl+X Ctrl+E or /editor"
+
+
+def compose_in_editor(chat: ChatScreen, text: str) -> None:
+    """Edit `text` in $VISUAL / $EDITOR; what the editor saved becomes the prompt."""
+    try:
+        argv = editor_command()
+        if argv is None:
+            chat.say(NO_EDITOR, "warning")
+            return
+        edited = edit_in_editor(chat.app, text, argv)
+    except EditorFailed as exc:
+        chat.say(f"✗ {exc}", "error")
+        return
+    chat.chat_input.clear()
+    chat.chat_input.insert(edited)
+    chat.chat_input.focus()
+
+
+def _editor(chat: ChatScreen, arg: str) -> None:
+    compose_in_editor(chat, arg)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("new", "start a new session", _new),
     Command("fork", "fork this session and continue in the copy", _fork, "[title]", ("branch",)),
@@ -208,6 +238,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("focus", "answer-only view: hide reasoning and tool cards", _focus),
     Command("copy", "copy the last answer to the clipboard (OSC 52)", _copy),
     Command("export", "write this session as Markdown", _export, "[path]"),
+    Command("find", "search this transcript (Ctrl+F)", _find, "[text]"),
+    Command("editor", "write the prompt in $VISUAL or $EDITOR (Ctrl+X Ctrl+E)", _editor, "[text]"),
     Command("context", "show the project instructions (AGENTS.md) in the system prompt", _context),
     Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),
     Command("mcp", "list MCP servers and their tools", _mcp),

@@ -213,8 +213,13 @@ class TurnController:
         self.last_result = result
         chat.session_id = result.session_id or chat.session_id
         usage = result.usage
-        chat.status_bar.input_tokens += usage.input_tokens
-        chat.status_bar.output_tokens += usage.output_tokens
+        bar = chat.status_bar
+        bar.input_tokens += usage.input_tokens
+        bar.output_tokens += usage.output_tokens
+        bar.turn_tokens = (usage.input_tokens, usage.output_tokens)
+        bar.turn_cost = chat.settings.prices.cost(
+            bar.model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens
+        )
         if result.context_tokens:
             chat.status_bar.context_tokens = result.context_tokens  # the last request's prompt tokens
         self._turn_finished()

@@ -134,3 +134,36 @@ async def test_a_producer_exception_reaches_the_consumer_as_turn_crashed() -> No
             pass
     await turn.aclose()
     assert turn.result is None
+
+
+async def test_batches_hand_over_what_queued_up_at_once() -> None:
+    """A consumer that was behind gets every queued event in one list, in order."""
+    producer = Producer(5)
+    turn = TurnHandle(producer)
+    await producer.finished.wait()  # all 7 events are queued: nobody has read yet
+    batches = [batch async for batch in turn.batches()]
+    await turn.aclose()
+    assert [[type(e).__name__ for e in batch] for batch in batches] == [
+        ["TurnStarted", *["TextDelta"] * 5, "TurnCompleted"]
+    ]
+
+
+async def test_batches_are_bounded_by_the_queue_and_keep_the_order() -> None:
+    producer = Producer(QUEUE_SIZE * 3)
+    turn = TurnHandle(producer)
+    seen: list[str] = []
+    async for batch in turn.batches():
+        assert 1 <= len(batch) <= QUEUE_SIZE
+        seen += [e.text for e in batch if isinstance(e, TextDelta)]
+    await turn.aclose()
+    assert seen == [f"{i} " for i in range(QUEUE_SIZE * 3)]
+
+
+async def test_batches_raise_the_crash_after_the_events() -> None:
+    turn = TurnHandle(Producer(2, fail=True))
+    seen: list[object] = []
+    with pytest.raises(TurnCrashed):
+        async for batch in turn.batches():
+            seen += batch
+    await turn.aclose()
+    assert [type(e).__name__ for e in seen] == ["TurnStarted", "TextDelta", "TextDelta"]

@@ -82,6 +82,11 @@ def store(
 CALL = {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls -la"}'}}
 
 
+def session_json(record: SessionRecord, cost_usd: float | None = 0.0) -> dict[str, Any]:
+    """The session object of `--json`: the record's JSON plus its cost (0 without usage)."""
+    return {**record.to_json(), "cost_usd": cost_usd}
+
+
 def when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
 
@@ -149,7 +154,7 @@ def test_list_json_shape_and_has_more(invoke, store):
     b = store.create_session(source="tui", title="b")
 
     page = json.loads(invoke("sessions", "list", "--json", "--limit", "1").stdout)
-    assert page == {"object": "list", "data": [store.get_session(b.id).to_json()], "has_more": True}
+    assert page == {"object": "list", "data": [session_json(store.get_session(b.id))], "has_more": True}
 
     full = json.loads(invoke("sessions", "list", "--json").stdout)
     assert full["has_more"] is False
@@ -229,7 +234,7 @@ def test_show_prints_header_and_readable_transcript(invoke, tool_session):
 def test_show_json_is_the_session_with_its_messages(invoke, store, tool_session):
     data = json.loads(invoke("sessions", "show", tool_session.id, "--json").stdout)
 
-    expected = store.get_session(tool_session.id).to_json()
+    expected = session_json(store.get_session(tool_session.id))
     expected["messages"] = [m.to_json() for m in store.get_messages(tool_session.id)]
     assert data == expected
     assert data["messages"][1]["tool_calls"] == [CALL]
@@ -294,7 +299,7 @@ def test_search_json(invoke, store):
     assert data["data"] == [
         {
             "object": "search_hit",
-            "session": store.get_session(s.id).to_json(),
+            "session": session_json(store.get_session(s.id)),
             "message_id": hit_id,
             "role": "user",
             "snippet": "I like >>>bananas<<<",
@@ -407,7 +412,7 @@ def test_fork_at_with_title_json(invoke, store, tool_session):
     result = invoke("sessions", "fork", tool_session.id, "--at", str(second.id), "--title", "Branch", "--json")
 
     data = json.loads(result.stdout)
-    assert data == store.get_session(data["id"]).to_json()
+    assert data == session_json(store.get_session(data["id"]))
     assert (data["title"], data["message_count"], data["parent_session_id"]) == ("Branch", 2, tool_session.id)
     assert [m.content for m in store.get_messages(data["id"])] == ["Please list the files", "Let me look."]
 
@@ -418,7 +423,7 @@ def test_fork_at_with_title_json(invoke, store, tool_session):
 def test_export_json_default(invoke, store, tool_session):
     result = invoke("sessions", "export", tool_session.id)
 
-    expected = store.get_session(tool_session.id).to_json()
+    expected = session_json(store.get_session(tool_session.id))
     expected["messages"] = [m.to_json() for m in store.get_messages(tool_session.id)]
     assert json.loads(result.stdout) == expected
 
@@ -427,7 +432,7 @@ def test_export_jsonl(invoke, store, tool_session):
     lines = invoke("sessions", "export", tool_session.id, "--format", "jsonl").stdout.splitlines()
 
     assert [json.loads(line) for line in lines] == [
-        store.get_session(tool_session.id).to_json(),
+        session_json(store.get_session(tool_session.id)),
         *[m.to_json() for m in store.get_messages(tool_session.id)],
     ]
 
@@ -518,6 +523,8 @@ def test_stats(invoke, store, hermes_home: Path, tool_session, backend):
     data = json.loads(invoke("sessions", "stats", "--json").stdout)
     lines = invoke("sessions", "stats").stdout.splitlines()
     where = str(hermes_home / "state.db") if backend == "sqlite" else os.environ["HERMES_DATABASE_URL"]
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    unpriced = {"input_tokens": 120, "cached_input_tokens": 0, "output_tokens": 30, "cost_usd": None}
 
     assert data["db_bytes"] > 0
     assert data == {
@@ -530,18 +537,62 @@ def test_stats(invoke, store, hermes_home: Path, tool_session, backend):
         "by_source": {"api_server": 1, "cli": 1},
         "db_bytes": data["db_bytes"],
         "path": where,
+        "cached_input_tokens": 0,
+        "cost_usd": None,  # gpt-test has no price: tokens only, never a guess
+        "by_model": [{"model": "gpt-test", **unpriced}],
+        "by_day": [{"day": today, **unpriced}],
     }
-    assert lines[:6] == [
+    assert lines[:11] == [
         "sessions      2",
         "  api_server  1",
         "  cli         1",
         "messages      4",
         "tool calls    1",
         "tokens        120 in / 30 out",
+        "cost          $0 priced + the tokens of gpt-test (no price in config.toml)",
+        "by model      ",
+        "  gpt-test    120 in / 30 out  ? (no price)",
+        "by day        ",
+        f"  {today}  120 in / 30 out  ? (no price)",
     ]
-    assert lines[6].startswith("database      ") and lines[6].endswith(f" ({where})")
+    assert lines[11].startswith("database      ") and lines[11].endswith(f" ({where})")
     if backend == "sqlite":
-        assert lines[6].endswith(f" KB ({where})")
+        assert lines[11].endswith(f" KB ({where})")
+
+
+def test_cost_from_a_configured_price(invoke, store, hermes_home: Path, tool_session):
+    """`[prices."MODEL"]` in config.toml prices the session's turns: show, list, stats."""
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.toml").write_text(
+        '[prices."gpt-test"]\ninput = 2.0\ncached_input = 0.5\noutput = 10.0\n', encoding="utf-8"
+    )
+    # 1M prompt tokens of which 400k cached, 100k output: 0.6*2 + 0.4*0.5 + 0.1*10 = 2.4 dollars.
+    store.add_usage(tool_session.id, input_tokens=1_000_000, output_tokens=100_000, cached_input_tokens=400_000)
+    other = store.create_session(source="cli", model="gpt-4o-mini")  # a built-in price
+    store.add_usage(other.id, input_tokens=1_000_000, output_tokens=0)
+
+    shown = json.loads(invoke("sessions", "show", tool_session.id, "--json").stdout)
+    listed = json.loads(invoke("sessions", "list", "--json").stdout)["data"]
+    stats = json.loads(invoke("sessions", "stats", "--json").stdout)
+    header = invoke("sessions", "show", tool_session.id).stdout.splitlines()[1]
+
+    assert shown["cost_usd"] == pytest.approx(2.4)
+    assert {item["id"]: item["cost_usd"] for item in listed} == pytest.approx({tool_session.id: 2.4, other.id: 0.15})
+    assert header.endswith("tokens 1000000 in / 100000 out · cost $2.40")
+    assert stats["cost_usd"] == pytest.approx(2.55)
+    assert [(m["model"], m["cached_input_tokens"], m["cost_usd"]) for m in stats["by_model"]] == [
+        ("gpt-test", 400_000, pytest.approx(2.4)),
+        ("gpt-4o-mini", 0, pytest.approx(0.15)),
+    ]
+    assert [day["cost_usd"] for day in stats["by_day"]] == [pytest.approx(2.55)]
+
+
+def test_a_bad_price_table_is_one_line_exit_2(invoke, hermes_home: Path):
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.toml").write_text('[prices."m"]\ninput = "cheap"\noutput = 1\n', encoding="utf-8")
+    result = invoke("sessions", "stats")
+    assert result.exit_code == 2
+    assert 'prices."m"]: input must be a number of dollars' in result.stderr
 
 
 # ---- real processes ---------------------------------------------------------------------------

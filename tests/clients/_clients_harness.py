@@ -16,10 +16,12 @@ then the model answers with `TOOL_ANSWER`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,4 +125,23 @@ def start_serve(
 
     drain = threading.Thread(target=proc.stderr.read, daemon=True)
     drain.start()
-    return proc, line[len(READY_PREFIX):].strip(), drain
+    return proc, line[len(READY_PREFIX) :].strip(), drain
+
+
+@contextlib.contextmanager
+def running_serve(base: Path, upstream: ScriptedUpstream) -> Iterator[HermesServe]:
+    """A `hermes serve` on `upstream` with its home and working directory under `base`,
+    stopped (terminate, then kill) on exit."""
+    proc, root, drain = start_serve(base / "home", base / "work", upstream)
+    try:
+        yield HermesServe(proc=proc, root=root, upstream=upstream, workdir=base / "work")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        drain.join(timeout=10)  # EOF once the process is gone
+        if proc.stderr is not None:
+            proc.stderr.close()

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _clients_harness import HermesServe, start_serve
+from _clients_harness import HermesServe, running_serve
 from _node_modules import ensure_node_modules
 
 from hermes.testing.upstream import ScriptedUpstream
@@ -23,20 +22,8 @@ from hermes.testing.upstream import ScriptedUpstream
 @pytest.fixture(scope="module")
 def _serve_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HermesServe]:
     base = tmp_path_factory.mktemp("hermes-serve")
-    with ScriptedUpstream.in_thread() as upstream:
-        proc, root, drain = start_serve(base / "home", base / "work", upstream)
-        try:
-            yield HermesServe(proc=proc, root=root, upstream=upstream, workdir=base / "work")
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-            drain.join(timeout=10)  # EOF once the process is gone
-            if proc.stderr is not None:
-                proc.stderr.close()
+    with ScriptedUpstream.in_thread() as upstream, running_serve(base, upstream) as serve:
+        yield serve
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +46,8 @@ def hermes_serve(_serve_module: HermesServe) -> Iterator[HermesServe]:
 
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:
-    """Every test here talks to a subprocess; give each a generous per-test timeout."""
+    """Every test here talks to a subprocess; give each a generous per-test timeout (unless it sets its own)."""
     for item in items:
-        if "tests/clients/" in str(item.fspath).replace(os.sep, "/"):
+        in_clients = "tests/clients/" in str(item.fspath).replace(os.sep, "/")
+        if in_clients and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(90))

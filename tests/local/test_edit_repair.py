@@ -15,11 +15,8 @@ import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import AgentEvent, ToolCompleted, ToolStarted, TurnCompleted
-from hermes.agent.providers.json_actions import (
-    MAX_EDIT_REPAIRS,
-    JsonActionProvider,
-    edit_repair,
-)
+from hermes.agent.providers.action_steering import MAX_EDIT_REPAIRS, edit_repair
+from hermes.agent.providers.json_actions import JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools import default_registry
 from hermes.agent.types import TurnRequest, TurnResult
@@ -154,7 +151,8 @@ READ = (
 
 
 def patch_args(old: str, new: str) -> Any:
-    from hermes.agent.providers.json_actions import Action, align_patch
+    from hermes.agent.providers.action_grammar import Action
+    from hermes.agent.providers.action_steering import align_patch
 
     fitted = align_patch(Action("patch", {"path": "calc.py", "old_string": old, "new_string": new}), _turn(READ))
     return fitted.args["old_string"], fitted.args["new_string"]
@@ -179,7 +177,8 @@ def test_a_patch_is_fitted_to_the_text_the_model_read() -> None:
 
 
 def test_a_patch_on_a_file_never_read_is_left_alone() -> None:
-    from hermes.agent.providers.json_actions import Action, align_patch
+    from hermes.agent.providers.action_grammar import Action
+    from hermes.agent.providers.action_steering import align_patch
 
     action = Action("patch", {"path": "other.py", "old_string": "2|x", "new_string": "y"})
     assert align_patch(action, _turn(READ)) is action

@@ -14,18 +14,9 @@ from typing import Any
 import pytest
 
 from hermes.agent.provider import FinishChunk, ModelRequest, TextChunk, ToolCallChunk, UsageChunk
-from hermes.agent.providers.json_actions import (
-    Action,
-    JsonActionProvider,
-    ReplyStreamer,
-    action_schema,
-    fit_context,
-    is_loop,
-    parse_action,
-    repeating_tail,
-    rewrite_messages,
-    turn_actions,
-)
+from hermes.agent.providers.action_grammar import Action, ReplyStreamer, action_schema, parse_action, repeating_tail
+from hermes.agent.providers.action_steering import fit_context, is_loop, rewrite_messages, turn_actions
+from hermes.agent.providers.json_actions import JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 

@@ -2,14 +2,15 @@
 
 The engine (`hermes.agent`) imports no front end, no run service and not the runtime
 built on it; the runtime (`hermes.runtime`) imports no front end and no run service: the
-server, the CLI and the TUI open it, never the other way round.
+server, the CLI, the TUI and the ACP agent (`hermes.acp`) open it, never the other way
+round; the ACP agent imports no other front end.
 """
 
 from __future__ import annotations
 
 from layering import PACKAGE, imported_modules, offending
 
-FRONT_ENDS = ("hermes.server", "hermes.tui", "hermes.cli", "hermes.runs")
+FRONT_ENDS = ("hermes.server", "hermes.tui", "hermes.cli", "hermes.runs", "hermes.acp")
 """(aiohttp is the providers' HTTP client in the engine; the server's web layer is hermes.server.)"""
 
 
@@ -25,3 +26,10 @@ def test_the_engine_imports_no_front_end_run_service_or_runtime() -> None:
 
 def test_the_runtime_imports_no_front_end_or_run_service() -> None:
     assert offending([PACKAGE / "runtime.py"], FRONT_ENDS) == {}
+
+
+def test_the_acp_front_end_imports_no_other_front_end() -> None:
+    paths = sorted((PACKAGE / "acp").rglob("*.py"))
+    assert paths
+    others = tuple(name for name in FRONT_ENDS if name != "hermes.acp")
+    assert offending(paths, others) == {}

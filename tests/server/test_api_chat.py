@@ -239,8 +239,9 @@ async def test_stream_returns_sse(server: Server) -> None:
     assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
     assert all(c["object"] == "chat.completion.chunk" and c["model"] == "test" for c in chunks)
     assert len({c["id"] for c in chunks}) == 1
+    # The text and its order, not the frame boundaries: deltas that queue up before the
+    # stream writes them go out as one frame (see test_slow_clients).
     assert content_of(body) == "Hello there friend!"
-    assert len([c for c in chunks if c["choices"][0]["delta"].get("content")]) == 3
     assert body.rstrip().endswith("data: [DONE]")
 
 

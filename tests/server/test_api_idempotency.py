@@ -1,12 +1,18 @@
-"""Idempotency-Key on non-streaming chat completions and responses, end to end."""
+"""Idempotency-Key on chat completions and responses (JSON and SSE), end to end: a retry replays
+the answer and touches no session."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
 from _api_harness import Server
 
 from hermes.testing.upstream import Reply, Sleep, text_reply
+
+CHAT = "/v1/chat/completions"
+RESPONSES = "/v1/responses"
 
 
 def slow(text: str) -> Reply:
@@ -76,10 +82,44 @@ async def test_cancelled_waiter_does_not_cancel_shared_turn(server: Server) -> N
     assert server.upstream.requests[0].client_disconnected is False
 
 
-async def test_streams_are_never_cached(server: Server) -> None:
-    server.upstream.enqueue(text_reply("one"), text_reply("two"))
+async def test_a_streamed_retry_replays_the_recorded_stream(server: Server) -> None:
+    server.upstream.enqueue(text_reply("one"))
     body = {"messages": [{"role": "user", "content": "s"}], "stream": True}
     headers = {"Idempotency-Key": "stream-key"}
-    await (await server.client.post("/v1/chat/completions", json=body, headers=headers)).text()
-    await (await server.client.post("/v1/chat/completions", json=body, headers=headers)).text()
+    first = await server.client.post("/v1/chat/completions", json=body, headers=headers)
+    again = await server.client.post("/v1/chat/completions", json=body, headers=headers)
+    text = await first.text()
+    assert "one" in text and text.rstrip().endswith("data: [DONE]")
+    assert await again.text() == text
+    assert again.headers["Content-Type"].startswith("text/event-stream")
+    assert again.headers["X-Hermes-Session-Id"] == first.headers["X-Hermes-Session-Id"]
+    assert len(server.upstream.requests) == 1
+
+
+def _continuation(url: str, stream: bool) -> dict[str, Any]:
+    if url == CHAT:
+        messages = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "A1."}]
+        return {"messages": [*messages, {"role": "user", "content": "u2"}], "stream": stream}
+    items = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "A1."}]
+    return {"input": [*items, {"role": "user", "content": "u2"}], "stream": stream}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("url", [CHAT, RESPONSES], ids=["chat", "responses"])
+async def test_a_retried_continuation_replays_and_makes_no_fork(server: Server, url: str, stream: bool) -> None:
+    server.upstream.enqueue(text_reply("A1."), text_reply("A2."))
+    opening = {"messages": [{"role": "user", "content": "u1"}]} if url == CHAT else {"input": "u1"}
+    sid = (await server.client.post(url, json=opening)).headers["X-Hermes-Session-Id"]
+    headers = {"Idempotency-Key": f"retry-{url}-{stream}"}
+    first = await server.client.post(url, json=_continuation(url, stream), headers=headers)
+    answer = await first.read()
+    assert first.status == 200 and first.headers["X-Hermes-Session-Placement"] == "continued"
+    assert first.headers["X-Hermes-Session-Id"] == sid
+    sessions, messages = server.sessions.count_sessions(), len(server.sessions.get_messages(sid))
+
+    retry = await server.client.post(url, json=_continuation(url, stream), headers=headers)
+    assert retry.status == 200 and await retry.read() == answer
+    assert retry.headers["X-Hermes-Session-Id"] == sid
+    assert server.sessions.count_sessions() == sessions  # no fork, no new session
+    assert len(server.sessions.get_messages(sid)) == messages
     assert len(server.upstream.requests) == 2

@@ -118,3 +118,39 @@ async def test_responses_stream(client: openai.AsyncOpenAI, sdk_server: Server) 
     tool = final.output[0]
     assert tool.type == "mcp_call" and tool.server_label == "hermes" and tool.name == "read_file"
     assert tool.status in ("completed", "failed")
+
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "strict": False,
+}
+
+
+async def test_responses_echo_the_request_tools_choice_and_parallel(
+    client: openai.AsyncOpenAI, sdk_server: Server
+) -> None:
+    sdk_server.upstream.enqueue(text_reply("sunny"), text_reply("rainy"), text_reply("plain"))
+    choice = {"type": "function", "name": "get_weather"}
+    echoed = await client.responses.create(
+        model="hermes-agent", input="weather?", tools=[WEATHER], tool_choice=choice, parallel_tool_calls=False
+    )
+    assert [tool.model_dump(exclude_none=True) for tool in echoed.tools] == [WEATHER]
+    assert echoed.tool_choice.model_dump() == choice
+    assert echoed.parallel_tool_calls is False
+
+    stream = await client.responses.create(
+        model="hermes-agent", input="weather?", tools=[WEATHER], tool_choice="required", stream=True
+    )
+    ends = [
+        e.response for e in [event async for event in stream] if e.type in ("response.created", "response.completed")
+    ]
+    assert len(ends) == 2
+    for response in ends:
+        assert [tool.name for tool in response.tools if tool.type == "function"] == ["get_weather"]
+        assert response.tool_choice == "required" and response.parallel_tool_calls is True
+
+    plain = await client.responses.create(model="hermes-agent", input="hi")
+    assert plain.tools == [] and plain.tool_choice == "auto" and plain.parallel_tool_calls is True

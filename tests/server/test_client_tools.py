@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _api_harness import Server, parse_sse
+from _api_harness import MakeServer, Server, parse_sse
 
-from hermes.testing.upstream import call, text_reply, tool_reply
+from hermes.testing.upstream import call, json_reply, text_reply, tool_reply
 
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
@@ -346,3 +346,36 @@ async def test_codex_gets_server_tools_as_mcp_call(server: Server, stream: bool)
     else:
         output = (await resp.json())["output"]
     assert [item["type"] for item in output] == ["mcp_call", "message"]
+
+
+# ---- tool_protocol = "json": tool_choice binds the action grammar --------------------------
+
+
+def grammar_actions(body: dict[str, Any]) -> set[str]:
+    schema = body["response_format"]["json_schema"]["schema"]
+    return {branch["properties"]["action"]["const"] for branch in schema.get("anyOf", [schema])}
+
+
+@pytest.mark.parametrize(
+    "choice,actions",
+    [("none", {"reply"}), ({"type": "function", "function": {"name": "get_weather"}}, {"get_weather"})],
+    ids=["none", "named"],
+)
+async def test_json_actions_honour_the_clients_tool_choice(
+    make_server: MakeServer, choice: Any, actions: set[str]
+) -> None:
+    srv = await make_server(tool_protocol="json")
+    answer = {"action": "reply", "args": {"text": "No tools."}}
+    if choice != "none":
+        answer = {"action": "get_weather", "args": {"city": "Paris"}}
+    srv.upstream.enqueue(json_reply(answer))
+    body = {"messages": [user("weather?")], "tools": [CHAT_TOOL], "tool_choice": choice}
+    resp = await srv.client.post(CHAT, json=body)
+    assert resp.status == 200, await resp.text()
+    assert grammar_actions(srv.upstream.requests[0].body) == actions
+    choice_out = (await resp.json())["choices"][0]
+    if choice == "none":
+        assert choice_out["message"]["content"] == "No tools." and choice_out["finish_reason"] == "stop"
+    else:
+        assert choice_out["finish_reason"] == "tool_calls"
+        assert [c["function"]["name"] for c in choice_out["message"]["tool_calls"]] == ["get_weather"]

@@ -194,3 +194,32 @@ async def test_a_client_tool_continuation_with_the_whole_input_stays_in_its_sess
     assert third.status == 200
     sids = {r.headers["X-Hermes-Session-Id"] for r in (first, second, third)}
     assert len(sids) == 1 and third.headers[PLACEMENT] == "continued"
+
+
+@pytest.mark.parametrize("url", [CHAT, RESPONSES], ids=["chat", "responses"])
+async def test_a_new_session_keeps_the_history_hermes_never_saw(server: Server, url: str) -> None:
+    server.upstream.enqueue(text_reply("A4."), text_reply("A5."))
+    prior = [user("u1"), assistant("A1."), user("u2"), assistant("A2."), user("u3"), assistant("A3.")]
+
+    def body(messages: list[dict[str, str]]) -> dict[str, Any]:
+        return {"messages": messages} if url == CHAT else {"input": messages}
+
+    first = await server.client.post(url, json=body([*prior, user("u4")]))
+    assert first.status == 200, await first.text()
+    sid = first.headers["X-Hermes-Session-Id"]
+    assert first.headers[PLACEMENT] in ("derived", "new")
+    page = await (await server.client.get(f"/api/sessions/{sid}/messages")).json()
+    whole = [*prior, user("u4"), assistant("A4.")]
+    assert [(m["role"], m["content"]) for m in page["data"]] == [(m["role"], m["content"]) for m in whole]
+    assert [m["finish_reason"] for m in page["data"][:6]] == ["imported"] * 6
+    assert page["data"][7]["finish_reason"] != "imported"
+    sent = [(m["role"], m["content"]) for m in server.upstream.requests[0].messages[1:]]
+    assert sent == [(m["role"], m["content"]) for m in [*prior, user("u4")]]  # the history once
+
+    # The next turn resends the conversation: it continues that session, and the model
+    # again gets every earlier message once.
+    second = await server.client.post(url, json=body([*whole, user("u5")]))
+    assert (second.headers["X-Hermes-Session-Id"], second.headers[PLACEMENT]) == (sid, "continued")
+    sent = [(m["role"], m["content"]) for m in server.upstream.requests[1].messages[1:]]
+    assert sent == [(m["role"], m["content"]) for m in [*whole, user("u5")]]
+    assert len(transcript(server, sid)) == 10

@@ -18,6 +18,7 @@ from hermes.agent.engine import Agent
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
+from hermes.ids import keyed_session_id
 from hermes.server.http.app import create_app
 from hermes.store.api import Storage
 from hermes.testing.upstream import ScriptedUpstream, text_reply
@@ -99,3 +100,30 @@ async def test_one_conversation_across_instances_and_racing_continuations_fork(
     upstream.enqueue(text_reply("Same opening, other chat."))
     other = await ask(b, [user("pg opening")])
     assert other.headers["X-Hermes-Session-Id"] not in (sid, *(r.headers["X-Hermes-Session-Id"] for r in racing))
+
+
+async def test_one_chat_id_on_two_instances_at_once_is_one_session_with_its_turns_in_turn(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(text_reply("slow one two three four", chunk_delay=0.02), text_reply("quick."))
+    headers = {"X-OpenWebUI-Chat-Id": "owui-chat-42"}
+
+    async def ask_keyed(node: Node, text: str) -> Any:
+        resp = await node[0].post("/v1/chat/completions", json={"messages": [user(text)]}, headers=headers)
+        assert resp.status == 200, await resp.text()
+        return resp, (await resp.json())["choices"][0]["message"]["content"]
+
+    racing = await asyncio.gather(ask_keyed(a, "from a"), ask_keyed(b, "from b"))
+    sid = keyed_session_id("owui-chat-42")
+    assert [r.headers["X-Hermes-Session-Id"] for r, _ in racing] == [sid, sid]
+    assert [r.headers["X-Hermes-Session-Placement"] for r, _ in racing] == ["keyed", "keyed"]
+    stored = [(m.role, m.content) for m in await a[1].sessions.get_messages(sid)]
+    asked = {"slow one two three four": None, "quick.": None}
+    for (_, answer), text in zip(racing, ("from a", "from b"), strict=True):
+        asked[answer] = text
+    assert stored == [  # serialised: the first claimant's whole turn, then the other's
+        ("user", asked["slow one two three four"]), ("assistant", "slow one two three four"),
+        ("user", asked["quick."]), ("assistant", "quick."),
+    ]  # fmt: skip
+    assert await a[1].sessions.count_sessions() == 1

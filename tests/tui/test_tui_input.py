@@ -54,7 +54,8 @@ async def test_slash_completion(make_tui):
         await pilot.press("ctrl+a", "ctrl+k", "slash", "f")
         await until(
             pilot,
-            lambda: app.chat.chat_input.text == "/f" and [c.name for c in app.chat.menu._commands] == ["fork", "focus"],
+            lambda: app.chat.chat_input.text == "/f"
+            and [c.name for c in app.chat.menu._commands] == ["fork", "focus", "find"],
         )
         await pilot.press("down", "escape")
         await until(pilot, lambda: not app.chat.menu.is_open)

@@ -1,7 +1,8 @@
 """OpenAI Chat Completions over one pooled aiohttp session, for any compatible base URL.
 
-The request body is serialised once and sent in one write; SSE frames and JSON replies
-are decoded with `json.loads` (no SDK models, no per-request schema transformation).
+The request body is serialised once and sent in one write (each tool schema's JSON is
+kept and reused: a tool schema dict is never changed once sent); SSE frames and JSON
+replies are decoded with `json.loads` (no SDK models, no per-request schema transformation).
 HTTP statuses and transport exceptions are translated to `hermes.errors.ProviderError`
 subclasses here, and nowhere else. Nothing retries here: the engine owns retries so it
 can tell whether anything was delivered.
@@ -70,6 +71,8 @@ _STREAM_OPTIONS_REJECTED = re.compile(r"stream_options", re.IGNORECASE)
 _JSON_BODY = {"Content-Type": "application/json"}
 _STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
 """What a request sent over a connection the server had already closed fails with."""
+_ENCODED_TOOLS = 256
+"""Tool schemas whose JSON the provider keeps (the cache starts over when full)."""
 _STALE_RESENDS = 8
 """Idle pooled connections one request tries before giving up on the pool's idle ones
 (each failed one is dropped; once none is left the request opens a fresh connection)."""
@@ -185,12 +188,19 @@ def translate_errors(provider: str, base_url: str) -> Iterator[None]:
         ) from None
 
 
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 def _chunk_events(data: str) -> list[ProviderEvent]:
-    """ProviderEvents of one `data:` frame of a chat.completion.chunk stream."""
+    """ProviderEvents of one `data:` frame of a chat.completion.chunk stream (`data` is
+    stripped: decoded without `json.loads`' whitespace scans, and whole or not at all)."""
     try:
-        chunk = json.loads(data)
+        chunk, end = _raw_decode(data)
     except json.JSONDecodeError:
         chunk = None
+    else:
+        if end != len(data):
+            chunk = None  # trailing garbage
     if not isinstance(chunk, dict):
         raise ProviderError(f"malformed streaming data from the model endpoint: {data[:120]!r}", retryable=True)
     return _payload_events(chunk, "delta")
@@ -212,7 +222,10 @@ def _payload_events(payload: dict[str, Any], part: str) -> list[ProviderEvent]:
     if isinstance(usage, dict):
         prompt = usage.get("prompt_tokens") or 0
         completion = usage.get("completion_tokens") or 0
-        events.append(UsageChunk(Usage(prompt, completion, usage.get("total_tokens") or prompt + completion)))
+        details = usage.get("prompt_tokens_details")
+        cached = (details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        total = usage.get("total_tokens") or prompt + completion
+        events.append(UsageChunk(Usage(prompt, completion, total, cached)))
     choices = payload.get("choices") or ()
     for choice in choices if part == "delta" else choices[:1]:
         body = choice.get(part) or {}
@@ -281,6 +294,8 @@ class OpenAICompatProvider(Provider):
         self._proxy_auth: aiohttp.BasicAuth | None = None
         self._include_usage = True
         """Cleared for good once the endpoint rejects stream_options."""
+        self._encoded_tools: dict[int, tuple[Any, bytes]] = {}
+        """id(tool schema) -> (the schema, its JSON); see `_encode`."""
 
     def describe(self) -> str:
         return f"openai-compatible endpoint {redact_url(self.base_url)}"
@@ -322,10 +337,29 @@ class OpenAICompatProvider(Provider):
         body.update(request.extra)
         return body
 
+    def _encode(self, body: dict[str, Any]) -> bytes:
+        """The body as compact ASCII JSON; each tool schema's JSON is kept (by identity)
+        and reused, since the same schemas go with every request of a turn and of the
+        next ones (`ToolRegistry.schemas()` hands out the same dicts)."""
+        tools = body.get("tools")
+        if not tools:
+            return _compact(body)
+        rest = {key: value for key, value in body.items() if key != "tools"}
+        return b"".join((_compact(rest)[:-1], b',"tools":[', b",".join(map(self._tool_json, tools)), b"]}"))
+
+    def _tool_json(self, tool: Any) -> bytes:
+        hit = self._encoded_tools.get(id(tool))
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        data = _compact(tool)
+        if len(self._encoded_tools) >= _ENCODED_TOOLS:
+            self._encoded_tools.clear()  # a client's own tools come new with every request
+        self._encoded_tools[id(tool)] = (tool, data)  # the schema is held: its id stays its own
+        return data
+
     async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         """POST the body in one write; a non-2xx reply is read, closed and raised as ProviderError."""
-        # ASCII-escaped: text decoded with surrogateescape (tool output) still encodes.
-        data = json.dumps(body, separators=(",", ":")).encode("ascii")
+        data = self._encode(body)
         session = self._http()
         resends = 0
         while True:
@@ -418,6 +452,11 @@ class OpenAICompatProvider(Provider):
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
+
+
+def _compact(value: Any) -> bytes:
+    # ASCII-escaped: text decoded with surrogateescape (tool output) still encodes.
+    return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 def _join(base: URL, path: str) -> URL:

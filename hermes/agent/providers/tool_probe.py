@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hermes.agent.provider import ModelRequest, Provider, TextChunk, ToolCallChunk
-from hermes.agent.providers.json_actions import parse_action
+from hermes.agent.providers.action_grammar import parse_action
 from hermes.errors import HermesError
 
 PROBE_TOOL = "get_time"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent.confinement import Confinement
+from hermes.agent.tool_host import ToolHost
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
 
 
@@ -34,6 +35,8 @@ class ToolContext:
     """Front end of the turn (cli, tui, api_server); the file tools guard secrets for api_server."""
     confinement: Confinement | None = None
     """Where the turn's tools may write and what they may not see; None: the default policy."""
+    host: ToolHost | None = None
+    """Where files are read and written and commands run when not here (see hermes/agent/tool_host.py)."""
 
     @property
     def policy(self) -> Confinement:
@@ -101,6 +104,7 @@ class ToolRegistry:
         self.confinement: Confinement | None = None
         """The policy its tools run under (set by whoever builds the tool set); None: default."""
         self._tools: dict[str, Tool] = {}
+        self._schemas: list[dict[str, Any]] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -108,6 +112,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
+        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -116,7 +121,11 @@ class ToolRegistry:
         return list(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values()]
+        """The tools' schemas: the same dicts on every call (a provider may keep their
+        encoded JSON), in a new list; never change them in place."""
+        if self._schemas is None:
+            self._schemas = [tool.schema() for tool in self._tools.values()]
+        return list(self._schemas)
 
     def __len__(self) -> int:
         return len(self._tools)

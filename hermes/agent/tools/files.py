@@ -8,6 +8,8 @@ Invariants:
   for shell startup files, ~/.ssh and /etc;
 - writes are atomic (temp file + os.replace); a refused write changes nothing and returns
   a result text, not an error;
+- with a host's file access (ctx.host.files, e.g. an editor over ACP) the text is read from
+  and written through the host (its unsaved buffers), after the same checks;
 - patch changes a file only when old_string stands for exactly one place (or replace_all is
   set): as written, else as fitted by edit_match (N| prefixes, indentation, a near match);
   a failed match shows the file's nearest lines; an edit that changes nothing writes nothing.
@@ -54,6 +56,12 @@ def _read_lines(path: Path, offset: int, limit: int) -> tuple[list[str], int]:
     return selected, total
 
 
+def _select_lines(text: str, offset: int, limit: int) -> tuple[list[str], int]:
+    """`_read_lines` over a text already read (a host's buffer)."""
+    lines = text.splitlines()
+    return lines[offset - 1 : offset - 1 + limit], len(lines)
+
+
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     args = check_object(args)
     path = resolve(ctx, require_str(args, "path"))
@@ -64,8 +72,12 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     )
     if refusal is not None:
         return refusal
+    files = ctx.host.files if ctx.host is not None else None
     try:
-        lines, total = await asyncio.to_thread(_read_lines, path, offset, limit)
+        if files is not None:
+            lines, total = _select_lines(await files.read_text(path), offset, limit)
+        else:
+            lines, total = await asyncio.to_thread(_read_lines, path, offset, limit)
     except PermissionError:
         raise ToolError(f"permission denied reading {path}") from None
     if total == 0:
@@ -148,7 +160,19 @@ def _encode(text: str, name: str) -> bytes:
         raise ToolError(f"argument '{name}' contains characters that cannot be written as UTF-8") from None
 
 
-async def _write(path: Path, data: bytes) -> None:
+async def _read_text(ctx: ToolContext, path: Path) -> str:
+    """The file's text, from the host when there is one (an editor's buffer), else from disk."""
+    files = ctx.host.files if ctx.host is not None else None
+    if files is not None:
+        return await files.read_text(path)
+    return (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")
+
+
+async def _write(path: Path, data: bytes, ctx: ToolContext | None = None) -> None:
+    files = ctx.host.files if ctx is not None and ctx.host is not None else None
+    if files is not None:
+        await files.write_text(path, data.decode("utf-8", errors="surrogateescape"))
+        return
     try:
         await asyncio.to_thread(atomic_write, path, data)
     except OSError as exc:
@@ -173,9 +197,9 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     if refusal is not None:
         return refusal
     existed = path.exists()
-    if existed and path.is_file() and await asyncio.to_thread(path.read_bytes) == data:
+    if existed and path.is_file() and _encode(await _read_text(ctx, path), "content") == data:
         return f"No change: {path} already has exactly this content; nothing was written."
-    await _write(path, data)
+    await _write(path, data, ctx)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
 
@@ -246,7 +270,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     )
     if refusal is not None:
         return refusal
-    text = (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")
+    text = await _read_text(ctx, path)
 
     count, how = text.count(old), "exact"
     if count == 0:
@@ -276,7 +300,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     if after == text:
         return f"No change: {path} already reads that way (new_string equals what it replaces); nothing was written."
-    await _write(path, after.encode("utf-8", errors="surrogateescape"))
+    await _write(path, after.encode("utf-8", errors="surrogateescape"), ctx)
     diff = await asyncio.to_thread(_diff, path, text, after)
     noun = "occurrence" if count == 1 else "occurrences"
     matched = _MATCHED.get(how, "")
@@ -294,7 +318,7 @@ async def _append(ctx: ToolContext, path: Path, text: str, addition: str) -> str
     refusal = await _write_refusal(ctx, "patch", path)
     if refusal is not None:
         return refusal
-    await _write(path, after.encode("utf-8", errors="surrogateescape"))
+    await _write(path, after.encode("utf-8", errors="surrogateescape"), ctx)
     diff = await asyncio.to_thread(_diff, path, text, after)
     return (
         f"Patched {path}: old_string is not in the file and new_string begins with it, so new_string "

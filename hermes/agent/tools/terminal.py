@@ -9,6 +9,8 @@ Invariants:
   the per-call limits and the bubblewrap sandbox when on. The supervisor (our child, the
   group leader) exits only after every process the command started is dead, also those
   that left the group (setsid, nohup, double forks, daemons): nothing outlives the call;
+- with a host's command runner (ctx.host.commands, e.g. an editor's terminal over ACP) the
+  approved command runs there instead, after the same classification and approval;
 - on timeout the group gets SIGTERM, then after a short grace the supervisor gets
   END_CALL (it SIGKILLs everything the command started); on cancellation (interrupt) it
   gets END_CALL at once and CancelledError is re-raised. Only if the supervisor does not
@@ -265,6 +267,9 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
         approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule)
         if not approved:
             return denied_message("this command", verdict, approver_available=ctx.approve is not None)
+    commands = ctx.host.commands if ctx.host is not None else None
+    if commands is not None:
+        return await commands.run(command, cwd, timeout)  # the host's terminal (an editor's, over ACP)
     # The sandbox's writable root is the session's folder, never a `workdir` the model picks.
     return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd))
 

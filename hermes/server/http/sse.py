@@ -28,7 +28,11 @@ Contract (stable; other handler modules rely on it):
   ``ConnectionError``); they never raise anything else for transport trouble.
 - Frames: JSON is ``json.dumps(payload, ensure_ascii=...)`` with default separators;
   ``ensure_ascii`` defaults to True (pass False for UTF-8 frames).
-- Writes are serialised by a lock, so the keepalive never interleaves with a frame.
+- Frames never interleave (the keepalive with a frame, say): aiohttp hands each write to
+  the transport whole, in one synchronous call, before it waits for the client to drain
+  (SSE responses are never compressed).
+- With ``record=True`` every frame written by ``send``/``send_data``/``send_raw`` is also
+  kept in ``recorded`` (comments and keepalives are not), so the stream can be replayed.
 
 `DisconnectWatcher` gives the same detection to non-streaming handlers (a JSON turn is
 cancelled when its client leaves).
@@ -190,18 +194,19 @@ class SSEStream:
         keepalive: float | None | _Default = DEFAULT,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         ensure_ascii: bool = True,
+        record: bool = False,
     ) -> None:
         self.request = request
         self.response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **(headers or {})})
         self.keepalive = _default_keepalive(request) if isinstance(keepalive, _Default) else keepalive
         self.ensure_ascii = ensure_ascii
         self._watch = _Watch(request, poll_interval)
-        self._lock = asyncio.Lock()
         self._last_write = time.monotonic()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._tracked = False
         self.frames_sent = 0
+        self.recorded: list[bytes] | None = [] if record else None
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -277,33 +282,36 @@ class SSEStream:
 
     async def send(self, data: Any, *, event: str | None = None, id: int | str | None = None) -> None:
         """Write one frame; `data` is JSON-encoded unless it is a str."""
-        await self._write(encode_frame(data, event=event, id=id, ensure_ascii=self.ensure_ascii))
+        await self._write(encode_frame(data, event=event, id=id, ensure_ascii=self.ensure_ascii), record=True)
 
     async def send_data(self, text: str) -> None:
         """Write ``data: <text>`` as it is (e.g. ``[DONE]``)."""
-        await self._write(f"data: {text}\n\n".encode())
+        await self._write(f"data: {text}\n\n".encode(), record=True)
 
     async def comment(self, text: str) -> None:
         await self._write(f": {text}\n\n".encode())
 
     async def send_raw(self, frame: bytes) -> None:
-        await self._write(frame)
+        await self._write(frame, record=True)
 
-    async def _write(self, frame: bytes) -> None:
+    async def _write(self, frame: bytes, *, record: bool = False) -> None:
         if not self.response.prepared:
             await self.prepare()
         if self._watch.gone:
             raise ClientDisconnected("client disconnected")
-        async with self._lock:
-            try:
-                await self.response.write(frame)
-            except (ConnectionError, RuntimeError) as exc:
-                # aiohttp raises ClientConnectionResetError (a ConnectionResetError) on a
-                # closing transport, RuntimeError after write_eof.
-                self._watch.mark_gone()
-                raise ClientDisconnected(str(exc)) from exc
+        try:
+            # One call hands the whole frame to the transport before it may wait (for
+            # the client to drain), so frames never interleave: no lock is needed.
+            await self.response.write(frame)
+        except (ConnectionError, RuntimeError) as exc:
+            # aiohttp raises ClientConnectionResetError (a ConnectionResetError) on a
+            # closing transport, RuntimeError after write_eof.
+            self._watch.mark_gone()
+            raise ClientDisconnected(str(exc)) from exc
         self._last_write = time.monotonic()
         self.frames_sent += 1
+        if record and self.recorded is not None:
+            self.recorded.append(frame)
 
     async def _background(self) -> None:
         poll = self._watch._poll

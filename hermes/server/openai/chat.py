@@ -24,8 +24,10 @@ the turn's output format (`hermes.server.openai.output_formats`; malformed → 4
 on every model call of the turn.
 
 Text segments of one answer are separated by a blank line that ends the earlier segment
-(`hermes.runs.wire`), in the stream and in the JSON answer alike. Named ``hermes.*`` frames never go to SDK clients
-unless they opt in (`tool_progress_enabled`).
+(`hermes.runs.wire`), in the stream and in the JSON answer alike. A stream's frames carry
+the text in order, not one frame per upstream chunk: deltas that queued up while the
+client was behind (`TurnHandle.batches()`) go out as one frame (`hermes.runs.wire.coalesce`).
+Named ``hermes.*`` frames never go to SDK clients unless they opt in (`tool_progress_enabled`).
 
 Outcome: see `hermes.server.turns.Outcome` (stop | length | error, the ``hermes``
 block, X-Hermes-* headers, 502 ``agent_incomplete`` when there is no usable text).
@@ -37,6 +39,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from json.encoder import encode_basestring_ascii
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -67,7 +70,7 @@ from hermes.errors import StoreError
 from hermes.ids import derived_session_id, new_completion_id
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import flatten_text, is_utility_request
-from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, status_payload, usage_json
+from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, coalesce, status_payload, usage_json
 from hermes.server.http.errors import AgentIncomplete, RequestValidationError
 from hermes.server.http.request import (
     CONTENT_DOC,
@@ -88,7 +91,7 @@ from hermes.server.http.schema import (
     Object,
     String,
 )
-from hermes.server.http.sse import ClientDisconnected, SSEStream
+from hermes.server.http.sse import ClientDisconnected, SSEStream, encode_frame
 from hermes.server.http.state import AGENT, SETTINGS, STORAGE
 from hermes.server.openai.client_tools import (
     chat_client_tools,
@@ -110,10 +113,13 @@ from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
+    answered,
     api_turn,
     complete,
     read_preamble,
+    run_to_end,
     session_headers,
+    streamed_answer,
     streamed_turn,
     utility_engine,
     utility_turn,
@@ -327,20 +333,30 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
-    if header_session is not None:
-        history = await _load_history(request.app[STORAGE].sessions, header_session)
-        return await _answer(request, preamble, chat, header_session, history, None, client_tools, own_tools)
-    async with place_conversation(
-        request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
-        key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
-    ) as placement:
-        history = chat.history
-        if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
-            stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
-            history = continued_history(history, stored, chat.tool_results)
-        return await _answer(
-            request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools
-        )
+
+    async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay places nothing
+        if header_session is not None:
+            history = await _load_history(request.app[STORAGE].sessions, header_session)
+            return await _answer(
+                request, preamble, chat, header_session, history, None, client_tools, own_tools, watch=watch
+            )
+        async with place_conversation(
+            request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
+            key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
+            receipts=request.app[STORAGE].receipts,
+        ) as placement:
+            history = chat.history
+            if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
+                stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
+                history = continued_history(history, stored, chat.tool_results)
+            return await _answer(
+                request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools,
+                watch=watch,
+            )
+
+    return await answered(
+        request, preamble, run, scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session)
+    )
 
 
 def _opening_text(first_user: Any) -> str:
@@ -349,8 +365,8 @@ def _opening_text(first_user: Any) -> str:
 
 async def _answer(
     request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any],
-    placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str],
-) -> web.StreamResponse:
+    placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str], *, watch: bool,
+) -> Answer:
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
     chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
     turn_request = replace(
@@ -371,12 +387,9 @@ async def _answer(
         if placement is not None and result is not None:
             await placement.settle(chat.input, answer_text(result))
 
-    if chat.stream:  # streams are never cached
-        return await _stream(request, chat, turn_request, headers, settle)
-    return await complete(
-        request, preamble, turn_request, _finisher(chat, headers, settle), scope="chat",
-        fingerprint=lambda: _fingerprint(preamble, session_id if placement is None else None),
-    )
+    if chat.stream:
+        return await _stream(request, chat, turn_request, headers, settle, record=preamble.idempotency_key is not None)
+    return await _finisher(chat, headers, settle)(await run_to_end(request, turn_request, watch=watch))
 
 
 def _finisher(
@@ -408,6 +421,11 @@ def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
     )
 
 
+_CUT = "\x00cut\x00"
+_CUT_JSON = encode_basestring_ascii(_CUT).encode()
+_KEYS = {key: f"{encode_basestring_ascii(key)}: ".encode() for key in ("content", "reasoning_content")}
+
+
 class ChatChunks:
     """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
 
@@ -424,6 +442,14 @@ class ChatChunks:
         self.sent_text = False
         self.progress = ToolProgress()
         self.joiner = SegmentJoiner()
+        # A content or reasoning frame is the same bytes as `send(self.chunk({key: text}))`
+        # would write, with only the text encoded per frame (`delta_frame`).
+        head, tail = encode_frame(self.chunk({"content": _CUT})).split(_CUT_JSON)
+        self._frame_head, self._frame_tail = head[: -len(b'"content": ')], tail
+
+    def delta_frame(self, key: str, text: str) -> bytes:
+        """The SSE frame of a chunk whose delta is `{key: text}`."""
+        return b"".join((self._frame_head, _KEYS[key], encode_basestring_ascii(text).encode(), self._frame_tail))
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -442,10 +468,10 @@ class ChatChunks:
             case TextDelta():
                 if event.text:
                     self.sent_text = True
-                    await self.stream.send(self.chunk({"content": self.joiner.text(event.text)}))
+                    await self.stream.send_raw(self.delta_frame("content", self.joiner.text(event.text)))
             case ReasoningDelta():
                 if event.text:
-                    await self.stream.send(self.chunk({"reasoning_content": event.text}))
+                    await self.stream.send_raw(self.delta_frame("reasoning_content", event.text))
             case ToolStarted() | ToolCompleted():
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
@@ -493,10 +519,10 @@ class ChatChunks:
 
 async def _stream(
     request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str],
-    settle: Callable[[TurnResult | None], Awaitable[None]],
-) -> web.StreamResponse:
+    settle: Callable[[TurnResult | None], Awaitable[None]], *, record: bool,
+) -> Answer:
     named_events = tool_progress_enabled(request)
-    async with streamed_turn(request, turn_request, headers) as (stream, turn):
+    async with streamed_turn(request, turn_request, headers, record=record) as (stream, turn):
         chunks = ChatChunks(stream, chat.model, named_events=named_events, tool_cards=is_open_webui(request.headers))
         try:
             await chunks.start()
@@ -505,13 +531,15 @@ async def _stream(
             await chunks.finish(turn.result, crash)
         except ClientDisconnected:
             pass  # the stream's on_disconnect has stopped the turn
-    return stream.response
+    return streamed_answer(stream, headers)
 
 
 async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None:
+    """The turn's events as frames; deltas that piled up behind a slow client go as one frame."""
     try:
-        async for event in turn.events():
-            await chunks.on_event(event)
+        async for batch in turn.batches():
+            for event in coalesce(batch):
+                await chunks.on_event(event)
     except TurnCrashed as exc:
         log.error("turn crashed: %s", exc)
         return exc

@@ -24,7 +24,11 @@ whitespace runs become one space, consecutive messages of one role are one messa
 empty messages and every other role are left out.
 
 Invariants: one placement at a time per session in this process (a per-session lock,
-held until the request's block ends); a request whose history names a session busy here
+held until the request's block ends); a keyed session is also claimed across instances
+(`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) until
+the block ends, so two instances given one chat id at once run its turns one after the
+other in one session (past `BUSY_WAIT`, the later one gets a new session, as in-process);
+a request whose history names a session busy here
 waits for it at most `BUSY_WAIT` seconds, then looks again (a continuation of what that
 turn answered continues it; the same history again is now an earlier point: it forks), so
 one transcript never interleaves two turns. Across instances a continuation first claims
@@ -49,8 +53,11 @@ from aiohttp import web
 
 from hermes.errors import HermesError
 from hermes.ids import derived_session_id, keyed_session_id, new_session_id
-from hermes.store.api import AsyncSessionStore
+from hermes.runs.session_claims import SessionClaim
+from hermes.runs.session_claims import acquire as acquire_claim
+from hermes.store.api import AsyncSessionStore, ReceiptStore
 from hermes.store.conversation_marks import MAX_FINGERPRINTS
+from hermes.store.records import IMPORTED
 
 __all__ = [
     "BUSY_WAIT",
@@ -157,6 +164,7 @@ class Placement:
     start: int = 0
     """How many messages the session held when placed (this turn's come after)."""
     _lock: asyncio.Lock | None = field(default=None, repr=False)
+    _claim: SessionClaim | None = field(default=None, repr=False)
 
     async def settle(self, input: Any, answer: str | None) -> None:
         """Mark the session with the conversation the client will resend next time (an
@@ -174,13 +182,14 @@ class Placement:
 
     async def settle_from_store(self, input: Any) -> None:
         """`settle` with the answer read back from the session: the assistant messages this
-        turn added (for a front end that does not keep the result)."""
+        turn added (for a front end that does not keep the result; history a new session
+        imported is not the answer)."""
         try:
             added = await self.store.get_messages(self.session_id, offset=self.start)
         except HermesError as exc:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
             return
-        answer = " ".join(_text(m.content) for m in added if m.role == "assistant")
+        answer = " ".join(_text(m.content) for m in added if m.role == "assistant" and m.finish_reason != IMPORTED)
         await self.settle(input, answer)
 
 
@@ -201,15 +210,21 @@ async def place_conversation(
     key: str | None,
     opening: tuple[str | None, str] | None,
     wait: float = BUSY_WAIT,
+    receipts: ReceiptStore | None = None,
 ) -> AsyncIterator[Placement]:
     """The placement of one request (see the module docstring); its session stays locked
-    in this process until the block ends."""
-    placement = await _place(store, locks, list(map(dict, history)), key, opening, wait)
+    in this process (and a keyed one claimed across instances, given `receipts`) until the
+    block ends."""
+    placement = await _place(store, locks, list(map(dict, history)), key, opening, wait, receipts)
     try:
         yield placement
     finally:
-        if placement._lock is not None:
-            placement._lock.release()
+        try:
+            if placement._claim is not None:
+                await placement._claim.release()
+        finally:
+            if placement._lock is not None:
+                placement._lock.release()
 
 
 async def _place(
@@ -219,6 +234,7 @@ async def _place(
     key: str | None,
     opening: tuple[str | None, str] | None,
     wait: float,
+    receipts: ReceiptStore | None,
 ) -> Placement:
     async def placed(session_id: str, how: How, lock: asyncio.Lock | None, parent: str | None = None) -> Placement:
         start = 0
@@ -236,7 +252,19 @@ async def _place(
         session_id = keyed_session_id(key)
         lock = locks.lock(session_id)
         if await _acquire(lock, wait):
-            return await placed(session_id, "keyed", lock)
+            try:  # then across instances: its turns one after the other
+                claim = None if receipts is None else await acquire_claim(receipts, session_id, wait=wait)
+            except BaseException:
+                lock.release()
+                raise
+            if receipts is None or claim is not None:
+                try:
+                    return replace(await placed(session_id, "keyed", lock), _claim=claim)
+                except BaseException:  # `placed` has released the lock
+                    if claim is not None:
+                        await claim.release()
+                    raise
+            lock.release()
         return await placed(new_session_id(), "new", None)  # the chat is busy past the bound
     try:
         chain = fingerprints(history)

@@ -12,6 +12,8 @@ history.
 Output format: ``text.format`` (`hermes.server.openai.output_formats`; malformed → 400) is
 the turn's, sent on every model call, and echoed as ``text`` in every response object
 (``{"format": {"type": "text"}}`` without one). It is the request's own, never inherited.
+So are ``tools``, ``tool_choice`` and ``parallel_tool_calls``: every response object
+echoes the request's (``[]``, ``"auto"``, ``true`` when it omitted them).
 
 Chaining: ``previous_response_id`` (unknown → 404) or a ``conversation`` name (unknown →
 a new conversation; both at once → 400) loads the stored transcript, session id and
@@ -105,6 +107,12 @@ class ResponsesRequest:
     tool_results: tuple[ClientToolResult, ...] | None = None
     """A continuation: the input ends with these `function_call_output`s (then `input` is
     unused and `input_history` is everything before them)."""
+    tools: list[Any] = field(default_factory=list)
+    """The request's `tools`, echoed in the response object ([] when omitted)."""
+    tool_choice: Any = "auto"
+    """The request's `tool_choice`, echoed ("auto" when omitted)."""
+    parallel_tool_calls: bool = True
+    """The request's `parallel_tool_calls`, echoed (true when omitted)."""
 
 
 ItemLookup = Callable[[str], "dict[str, Any] | None"]
@@ -393,6 +401,7 @@ def parse_responses_body(
         )
     truncation: str | None = body.get("truncation")
     metadata: dict[str, Any] | None = body.get("metadata")
+    tools, tool_choice, parallel = body.get("tools"), body.get("tool_choice"), body.get("parallel_tool_calls")
     return ResponsesRequest(
         model=body.get("model") or advertised_model,
         stream=coerce_bool(body.get("stream"), False),
@@ -408,6 +417,9 @@ def parse_responses_body(
         extra_instructions=system,
         output_format=output_format,
         tool_results=results or None,
+        tools=list(tools) if isinstance(tools, list) else [],
+        tool_choice=tool_choice if tool_choice is not None else "auto",
+        parallel_tool_calls=parallel if isinstance(parallel, bool) else True,
     )
 
 
@@ -588,9 +600,9 @@ def envelope(
         "instructions": chain.instructions,
         "previous_response_id": chain.previous_response_id,
         "metadata": req.metadata or {},
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
+        "parallel_tool_calls": req.parallel_tool_calls,
+        "tool_choice": req.tool_choice,
+        "tools": req.tools,
         "store": req.store,
         "truncation": req.truncation or "disabled",
         "text": {"format": text_format_body(req.output_format)},

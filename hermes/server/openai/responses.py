@@ -55,9 +55,10 @@ from hermes.server.openai.responses_stream import stream_response
 from hermes.server.openai.turns import (
     Answer,
     Preamble,
+    answered,
     api_turn,
-    complete,
     read_preamble,
+    run_to_end,
     session_headers,
     utility_engine,
     utility_turn,
@@ -76,6 +77,7 @@ IDEMPOTENCY_FIELDS = (
     "text",
     "tool_choice",
     "parallel_tool_calls",
+    "stream",
 )
 
 
@@ -92,16 +94,25 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     utility = req.tool_results is None and is_utility_request(
         stream=req.stream, new_input=req.input, metadata=req.metadata
     )
-    if utility or not _follows_conversation(req, chain):
-        return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools)
-    async with place_conversation(
-        app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
-        key=chat_key(request.headers, preamble.body), opening=None,
-    ) as placement:
-        chain = replace(chain, session_id=placement.session_id)
-        answered = await _respond(request, preamble, req, chain, utility, placement.how, client_tools, own_tools)
-        await placement.settle_from_store(req.input)
-        return answered
+
+    async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay places nothing
+        if utility or not _follows_conversation(req, chain):
+            return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools, watch)
+        async with place_conversation(
+            app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
+            key=chat_key(request.headers, preamble.body), opening=None, receipts=app[STORAGE].receipts,
+        ) as placement:
+            placed = replace(chain, session_id=placement.session_id)
+            answer = await _respond(
+                request, preamble, req, placed, utility, placement.how, client_tools, own_tools, watch
+            )
+            await placement.settle_from_store(req.input)
+            return answer
+
+    return await answered(
+        request, preamble, run, scope="responses",
+        fingerprint=lambda: fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_key=preamble.session_key),
+    )
 
 
 def _follows_conversation(req: ResponsesRequest, chain: Chain) -> bool:
@@ -112,8 +123,8 @@ def _follows_conversation(req: ResponsesRequest, chain: Chain) -> bool:
 
 async def _respond(
     request: web.Request, preamble: Preamble, req: ResponsesRequest, chain: Chain, utility: bool, how: str | None,
-    client_tools: ClientTools | None, own_tools: list[str],
-) -> web.StreamResponse:
+    client_tools: ClientTools | None, own_tools: list[str], watch: bool,
+) -> Answer:
     app = request.app
     store = app[STORAGE].responses
     if utility:  # one plain model call: no session, not stored
@@ -138,8 +149,10 @@ async def _respond(
         if how is not None:
             headers[PLACEMENT_HEADER] = how
     form = tool_item_form(request)
-    if req.stream:  # streams are never cached
-        return await stream_response(request, req, chain, turn_request, headers, form)
+    if req.stream:
+        return await stream_response(
+            request, req, chain, turn_request, headers, form, record=preamble.idempotency_key is not None
+        )
     rid, created_at = response_id(), int(time.time())
 
     async def finish(result: TurnResult | None) -> Answer:
@@ -162,11 +175,8 @@ async def _respond(
             return Answer(failure.status, failure.body(), out_headers)
         return Answer(200, response, out_headers)
 
-    return await complete(
-        request, preamble, turn_request, finish, scope="responses",
-        fingerprint=lambda: fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_key=preamble.session_key),
-        engine=utility_engine(request) if utility else None,
-    )
+    engine = utility_engine(request) if utility else None
+    return await finish(await run_to_end(request, turn_request, watch=watch, engine=engine))
 
 
 async def get_response(request: web.Request) -> web.Response:

@@ -78,7 +78,7 @@ from hermes.server.openai.response_objects import (
     store_record,
 )
 from hermes.server.openai.tool_items import call_item, finish_mcp_call, function_call_output_item
-from hermes.server.openai.turns import streamed_turn
+from hermes.server.openai.turns import Answer, streamed_answer, streamed_turn
 from hermes.store.api import AsyncResponseStore
 
 log = logging.getLogger(__name__)
@@ -305,12 +305,15 @@ async def stream_response(
     turn_request: TurnRequest,
     headers: dict[str, str],
     form: ToolItemForm = "function_call",
-) -> web.StreamResponse:
+    *,
+    record: bool = False,
+) -> Answer:
+    """The streamed turn; its answer records the frames with `record` (`hermes.server.openai.turns`)."""
     store = request.app[STORAGE].responses
     named_events = tool_progress_enabled(request)
     rid, created_at = response_id(), int(time.time())
     user_message = {"role": "user", "content": req.input}
-    async with streamed_turn(request, turn_request, headers) as (stream, turn):
+    async with streamed_turn(request, turn_request, headers, record=record) as (stream, turn):
         events = ResponseEvents(stream, named_events=named_events, form=form)
         terminal_stored = False
         try:
@@ -349,7 +352,7 @@ async def stream_response(
                 terminal_stored = True
             if isinstance(exc, asyncio.CancelledError):
                 raise
-    return stream.response
+    return streamed_answer(stream, headers)
 
 
 def _transcript(result: TurnResult | None, user_message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,20 +1,31 @@
 """The request pipeline Chat Completions and Responses share.
 
     preamble = await read_preamble(request)              # session key, JSON body, Idempotency-Key
-    ... the endpoint parses preamble.body and builds its TurnRequest ...
-    if streaming:
-        async with streamed_turn(request, turn_request, headers) as (stream, turn):
-            ... the endpoint's translator writes `turn.events()` to `stream` ...
-    else:
-        return await complete(request, preamble, turn_request, finish, scope=..., fingerprint=...)
+    ... the endpoint parses preamble.body ...
+
+    async def run(watch: bool) -> Answer:               # places the session, runs the turn
+        ... builds its TurnRequest ...
+        if streaming:
+            async with streamed_turn(request, turn_request, headers, record=...) as (stream, turn):
+                ... the endpoint's translator writes `turn.events()` to `stream` ...
+            return streamed_answer(stream, headers)
+        return await finish(await run_to_end(request, turn_request, watch=watch))
+
+    return await answered(request, preamble, run, scope=..., fingerprint=...)
+
+(`complete` is that for a turn request already built: run it, answer `finish(result)`.)
 
 A utility request (`hermes.runs.utility`) is a non-streamed completion whose turn runs on
 `utility_engine` (one model call, no tools, no session) instead of the agent.
 
-`complete` runs the turn to its end (stopped if the client leaves, unless the answer is
-computed for an Idempotency-Key) and answers with what `finish(result)` builds; one
-Idempotency-Key + fingerprint computes the answer once, on whichever instance, and
-replays it for 5 minutes (`hermes.runs.idempotency`: receipts in the storage).
+`answered` runs `run` (for a non-streamed turn: to its end, stopped if the client leaves
+unless the answer is computed for an Idempotency-Key); one Idempotency-Key + fingerprint
+computes the answer once, on whichever instance, and replays it for 5 minutes
+(`hermes.runs.idempotency`: receipts in the storage). The receipt is looked at before
+`run` is called, so a replayed request places no session and forks nothing: everything
+a turn writes happens inside `run`. A stream is an answer too: its frames are recorded
+and a retry gets them again as one SSE response; a stream its client left, or that the
+shutdown cut short, is not stored (a retry runs afresh).
 Every turn counts against the app's `TurnLimiter` (429 beyond it).
 """
 
@@ -22,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -36,7 +47,7 @@ from hermes.runs.utility import UtilityEngine
 from hermes.server.http.errors import Conflict, json_response
 from hermes.server.http.lifecycle import LIVE_WORK
 from hermes.server.http.request import read_json_object, session_key_header, validate_key
-from hermes.server.http.sse import DisconnectWatcher, SSEStream
+from hermes.server.http.sse import ClientDisconnected, DisconnectWatcher, SSEStream
 from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE, TURN_LOG
 
 
@@ -53,18 +64,57 @@ class Preamble:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A whole JSON answer: what an Idempotency-Key's receipt stores and replays."""
+    """A whole answer, JSON or a recorded stream: what an Idempotency-Key's receipt stores
+    and replays."""
 
     status: int
     body: dict[str, Any]
     headers: dict[str, str]
+    stream: str | None = None
+    """The SSE frames of a streamed answer (then `body` is unused)."""
+    whole: bool = True
+    """False for a stream cut short (its client left): given, never stored."""
+    sent: web.StreamResponse | None = field(default=None, compare=False, repr=False)
+    """The stream already written to this request's client (not stored)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "body": self.body, "headers": self.headers}
+        data: dict[str, Any] = {"status": self.status, "body": self.body, "headers": self.headers}
+        if self.stream is not None:
+            data["stream"] = self.stream
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Answer:
-        return cls(int(data["status"]), dict(data["body"]), {str(k): str(v) for k, v in data["headers"].items()})
+        stream = data.get("stream")
+        return cls(
+            int(data["status"]), dict(data["body"]), {str(k): str(v) for k, v in data["headers"].items()},
+            stream=stream if isinstance(stream, str) else None,
+        )
+
+    async def reply(self, request: web.Request) -> web.StreamResponse:
+        """The answer for `request`: the stream already sent, a replayed stream, or JSON."""
+        if self.sent is not None:
+            return self.sent
+        if self.stream is None:
+            return json_response(self.body, status=self.status, headers=self.headers)
+        replay = SSEStream(request, headers=self.headers, keepalive=None)
+        try:
+            with contextlib.suppress(ClientDisconnected):
+                await replay.send_raw(self.stream.encode("utf-8"))
+        finally:
+            await replay.close()
+        return replay.response
+
+
+Run = Callable[[bool], Awaitable[Answer]]
+"""Places and runs one turn and builds its answer; the flag says whether the client
+leaving stops the turn (true without an Idempotency-Key)."""
+
+
+def streamed_answer(stream: SSEStream, headers: dict[str, str]) -> Answer:
+    """The answer a finished stream gave (its recorded frames, when it recorded them)."""
+    frames = b"".join(stream.recorded).decode("utf-8") if stream.recorded is not None else None
+    return Answer(200, {}, headers, stream=frames, whole=not stream.disconnected, sent=stream.response)
 
 
 async def read_preamble(request: web.Request) -> Preamble:
@@ -127,13 +177,14 @@ def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def streamed_turn(
-    request: web.Request, turn_request: TurnRequest, headers: dict[str, str]
+    request: web.Request, turn_request: TurnRequest, headers: dict[str, str], *, record: bool = False
 ) -> AsyncIterator[tuple[SSEStream, TurnHandle]]:
-    """An admitted turn and its prepared SSE stream; the client leaving stops the turn."""
+    """An admitted turn and its prepared SSE stream (recording its frames with `record`);
+    the client leaving stops the turn."""
     app = request.app
     with app[LIMITER].admit():
         app[METRICS].turn_started()
-        stream = SSEStream(request, headers=headers)
+        stream = SSEStream(request, headers=headers, record=record)
         await stream.prepare()
         turn = app[AGENT].start(turn_request)
         app[TURN_LOG].watch(turn)
@@ -176,25 +227,37 @@ async def complete(
     scope: str,
     fingerprint: Callable[[], str],
     engine: TurnEngine | None = None,
-) -> web.Response:
-    """The non-streamed completion: run the turn, answer `finish(result)`, idempotently.
+) -> web.StreamResponse:
+    """`answered` for a turn request already built: run it, answer `finish(result)`."""
+
+    async def run(watch: bool) -> Answer:
+        return await finish(await run_to_end(request, turn_request, watch=watch, engine=engine))
+
+    return await answered(request, preamble, run, scope=scope, fingerprint=fingerprint)
+
+
+async def answered(
+    request: web.Request, preamble: Preamble, run: Run, *, scope: str, fingerprint: Callable[[], str]
+) -> web.StreamResponse:
+    """The answer of `run`, idempotently (see the module docstring).
 
     An answer computed for an Idempotency-Key is shared by every request with the same
-    key and `fingerprint()` on any instance, so it runs to its end even when its first
-    client leaves. A retry still waiting for another instance's answer after the wait
-    bound gets 409 `idempotency_key_in_progress`.
+    key and `fingerprint()` on any instance, so a non-streamed turn runs to its end even
+    when its first client leaves. A retry still waiting for another instance's answer
+    after the wait bound gets 409 `idempotency_key_in_progress`.
     """
     key = preamble.idempotency_key
     if key is None:
-        answer = await finish(await run_to_end(request, turn_request, watch=True, engine=engine))
-        return json_response(answer.body, status=answer.status, headers=answer.headers)
+        return await (await run(True)).reply(request)
 
     app = request.app
+    mine: list[Answer] = []
 
     async def compute() -> dict[str, Any] | Transient:
-        answer = (await finish(await run_to_end(request, turn_request, watch=False, engine=engine))).to_json()
-        # A turn the shutdown cut short is answered, not stored: a retry elsewhere runs it.
-        return Transient(answer) if app[LIVE_WORK].closing else answer
+        answer = await run(False)
+        mine.append(answer)
+        # A turn the shutdown or its client cut short is answered, not stored: a retry runs it.
+        return Transient(answer.to_json()) if app[LIVE_WORK].closing or not answer.whole else answer.to_json()
 
     try:
         stored = await app[IDEMPOTENCY].once(app[STORAGE].receipts, f"openai.{scope}", key, fingerprint(), compute)
@@ -205,5 +268,6 @@ async def complete(
             param="Idempotency-Key",
             headers={"Retry-After": "1"},
         ) from exc
-    answer = Answer.from_json(stored)
-    return json_response(answer.body, status=answer.status, headers=answer.headers)
+    if mine and mine[0].sent is not None:  # this request streamed it
+        return mine[0].sent
+    return await Answer.from_json(stored).reply(request)

@@ -17,12 +17,15 @@ from hermes.server.http.route import Component
 from hermes.store.records import MessageRecord, RunRecord, SessionRecord
 
 
-def session_json(record: SessionRecord, run: RunRecord | None = None) -> dict[str, Any]:
-    """The session object of `hermes sessions … --json` (`SessionRecord.to_json`), with
-    `has_system_prompt` in place of the prompt (an API never hands it out), plus what only
-    the server knows: `last_active` (= updated_at, the name session clients read) and the
-    active run. README, "One session shape", lists the differences."""
+def session_json(
+    record: SessionRecord, run: RunRecord | None = None, *, cost_usd: float | None = None
+) -> dict[str, Any]:
+    """The session object of `hermes sessions … --json` (`SessionRecord.to_json` plus
+    `cost_usd`), with `has_system_prompt` in place of the prompt (an API never hands it
+    out), plus what only the server knows: `last_active` (= updated_at, the name session
+    clients read) and the active run. README, "One session shape", lists the differences."""
     data = record.to_json()
+    data["cost_usd"] = cost_usd
     data["has_system_prompt"] = bool(data.pop("system_prompt", None))
     active = run is not None and not run.terminal
     return {
@@ -47,6 +50,7 @@ SESSION = Component(
         object_name="session",
         without=("system_prompt",),
         extra={
+            "cost_usd": float | None,
             "has_system_prompt": bool,
             "last_active": float,
             "active_run_id": str | None,

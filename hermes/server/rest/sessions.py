@@ -71,7 +71,7 @@ from hermes.server.http.schema import (
     String,
     Text,
 )
-from hermes.server.http.state import STORAGE
+from hermes.server.http.state import SETTINGS, STORAGE
 from hermes.server.rest.background_runs import (
     MAX_MODEL_LENGTH,
     StreamTarget,
@@ -122,9 +122,18 @@ def turn_messages(result: TurnResult) -> list[dict[str, Any]]:
     return out
 
 
+async def _costs(request: web.Request, session_ids: list[str]) -> dict[str, float | None]:
+    """Each session's cost in US dollars from its usage rows; None where a model's price is unknown."""
+    prices = request.app[SETTINGS].prices
+    return prices.per_session(await _store(request).session_usage(session_ids), session_ids)
+
+
 async def _session_envelope(request: web.Request, record: SessionRecord, status: int = 200) -> web.Response:
     run = await registry_of(request).active_anywhere(record.id)
-    return json_response({"object": "hermes.session", "session": session_json(record, run)}, status=status)
+    cost = (await _costs(request, [record.id]))[record.id]
+    return json_response(
+        {"object": "hermes.session", "session": session_json(record, run, cost_usd=cost)}, status=status
+    )
 
 
 # ---- request parsing --------------------------------------------------------------------
@@ -250,10 +259,11 @@ async def list_sessions(request: web.Request) -> web.Response:
     total = await store.count_sessions(source=source)
     registry = registry_of(request)
     active = await asyncio.gather(*(registry.active_anywhere(r.id) for r in records))  # indexed lookups
+    costs = await _costs(request, [r.id for r in records])
     return json_response(
         {
             "object": "list",
-            "data": [session_json(r, run) for r, run in zip(records, active, strict=True)],
+            "data": [session_json(r, run, cost_usd=costs[r.id]) for r, run in zip(records, active, strict=True)],
             "limit": limit,
             "offset": offset,
             "total": total,

@@ -138,7 +138,10 @@ _FINISH_TURN = (
     "output_tokens = output_tokens + %(output)s, "
     "ended_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE ended_at END, "
     "updated_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE updated_at END, "
-    "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) RETURNING id) "
+    "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) RETURNING id), "
+    "u AS (INSERT INTO hermes.usage (session_id, model, day, input_tokens, cached_input_tokens, output_tokens) "
+    "SELECT id, coalesce(%(model)s, model), %(day)s, %(input)s, %(cached)s, %(output)s FROM hermes.sessions "
+    "WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) AND %(input)s + %(output)s + %(cached)s > 0) "
     "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s)"
 )
 # A checkpoint of an open turn's streaming text, locking the turn first: its draft row is

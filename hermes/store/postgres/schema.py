@@ -31,6 +31,7 @@ Schema summary (after all migrations), every object in schema `hermes`:
     compactions     one row per context compaction (as in state.db)
     conversation_marks  (session, fingerprint) -> the session's newest message when a
                     client's resent conversation was marked (as in state.db, see m009)
+    usage           one row per usage write: session, model, UTC day, tokens (m010)
 
 `messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
 """
@@ -342,5 +343,31 @@ async def m009_conversation_marks(conn: AsyncConnection[Any]) -> None:
             )
             """,
             "CREATE INDEX conversation_marks_fingerprint ON hermes.conversation_marks (fingerprint)",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m010_usage_rows(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m008: one row per usage write, priced per model and summed per UTC day.
+    await _execute_all(
+        conn,
+        (
+            """
+            CREATE TABLE hermes.usage (
+                id bigserial PRIMARY KEY,
+                session_id text NOT NULL REFERENCES hermes.sessions(id) ON DELETE CASCADE,
+                model text,
+                day text NOT NULL,
+                input_tokens bigint NOT NULL,
+                cached_input_tokens bigint NOT NULL,
+                output_tokens bigint NOT NULL
+            )
+            """,
+            "CREATE INDEX usage_session ON hermes.usage (session_id)",
+            "CREATE INDEX usage_day ON hermes.usage (day)",
+            "INSERT INTO hermes.usage (session_id, model, day, input_tokens, cached_input_tokens, output_tokens) "
+            "SELECT id, model, to_char(to_timestamp(updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), "
+            "input_tokens, 0, output_tokens FROM hermes.sessions WHERE input_tokens + output_tokens > 0",
         ),
     )

@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
+from types import TracebackType
 from typing import Any, TypeVar
 
 from hermes.errors import StoreError
@@ -73,61 +74,52 @@ class SqliteExecutor:
     def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
         return self.connection().execute(self._native(sql), params)
 
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"{self.where}: {describe_sqlite_error(exc)}")
+
+    # The statements are the hot path of every turn: plain try/except, no generator-based
+    # context managers (each costs more than a short statement).
+
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        with self.lock, self.errors():
-            row: Row | None = self._run(sql, params).fetchone()
+        with self.lock:
+            try:
+                row: Row | None = self._run(sql, params).fetchone()
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
             return row
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
-        with self.lock, self.errors():
-            return self._run(sql, params).fetchall()
+        with self.lock:
+            try:
+                return self._run(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        with self.lock, self.errors():
-            return self._run(sql, params).rowcount
+        with self.lock:
+            try:
+                return self._run(sql, params).rowcount
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
 
     async def insert(self, sql: str, params: Params = ()) -> int | None:
-        with self.lock, self.errors():
-            cursor = self._run(sql, params)
+        with self.lock:
+            try:
+                cursor = self._run(sql, params)
+            except sqlite3.Error as exc:
+                raise self._error(exc) from exc
             return cursor.lastrowid if cursor.rowcount > 0 else None
 
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
+    def transaction(self) -> _Write:
         # The block holds the lock; it awaits only this executor, which never suspends.
-        with self.write():
-            yield
+        return _Write(self)
 
     def block(self) -> contextlib.AbstractAsyncContextManager[None]:
-        return self.transaction()
+        return _Write(self)
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> _Write:
         """One write transaction (synchronous); inside an open one, a savepoint of it."""
-        with self.lock, self.errors():
-            db = self.connection()
-            # Autocommit, and this lock held: a transaction open here is our own.
-            inside_transaction = db.in_transaction
-            if inside_transaction:
-                db.execute("SAVEPOINT write")
-                try:
-                    yield db
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK TO write")
-                        db.execute("RELEASE write")
-                    raise
-                db.execute("RELEASE write")
-                return
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                # Never leave a transaction open, even when COMMIT itself failed.
-                if db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
+        return _Write(self)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -143,3 +135,69 @@ class SqliteExecutor:
                 self._db.execute("PRAGMA optimize")
             self._db.close()
             self._db = None
+
+
+class _Write:
+    """`SqliteExecutor.write()` (and, as an async context manager, `transaction()`).
+
+    Holds the executor's lock; `BEGIN IMMEDIATE … COMMIT`, or inside an open transaction a
+    savepoint of it. An exception undoes what the block wrote; the transaction is never
+    left open, even when COMMIT itself failed.
+    """
+
+    __slots__ = ("_db", "_executor", "_savepoint")
+
+    def __init__(self, executor: SqliteExecutor) -> None:
+        self._executor = executor
+        self._db: sqlite3.Connection | None = None
+        self._savepoint = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        executor = self._executor
+        executor.lock.acquire()
+        try:
+            db = executor.connection()
+            # Autocommit, and the lock held: a transaction open here is our own.
+            self._savepoint = db.in_transaction
+            db.execute("SAVEPOINT write" if self._savepoint else "BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            executor.lock.release()
+            raise executor._error(exc) from exc
+        except BaseException:
+            executor.lock.release()
+            raise
+        self._db = db
+        return db
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        db, executor = self._db, self._executor
+        assert db is not None
+        try:
+            if et is None:
+                try:
+                    db.execute("RELEASE write" if self._savepoint else "COMMIT")
+                    return
+                except sqlite3.Error as exc:
+                    self._undo(db)
+                    raise executor._error(exc) from exc
+            self._undo(db)
+            if isinstance(e, sqlite3.Error):
+                raise executor._error(e) from e
+        finally:
+            executor.lock.release()
+
+    def _undo(self, db: sqlite3.Connection) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self._savepoint:
+                db.execute("ROLLBACK TO write")
+                db.execute("RELEASE write")
+            elif db.in_transaction:
+                db.execute("ROLLBACK")
+
+    async def __aenter__(self) -> None:
+        self.__enter__()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(et, e, tb)

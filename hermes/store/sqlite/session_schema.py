@@ -14,6 +14,9 @@ Schema summary (after all migrations):
                         sync by triggers on `messages`
     compactions         one row per context compaction: the summary that replaced the
                         messages before `first_kept_message_id` (which stay in `messages`)
+    conversation_marks  which session a client resending its conversation continues (m007)
+    usage               one row per usage write: session, model, UTC day, input (cached
+                        part too) and output tokens (m008); sums equal the session counters
 """
 
 from __future__ import annotations
@@ -268,5 +271,33 @@ def m007_conversation_marks(db: sqlite3.Connection) -> None:
             )
             """,
             "CREATE INDEX conversation_marks_fingerprint ON conversation_marks(fingerprint)",
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m008_usage_rows(db: sqlite3.Connection) -> None:
+    # One row per usage write (a turn's end, a compaction), with the model that was used and
+    # the UTC day, so cost can be priced per model and summed per day. Sessions written
+    # before keep their totals as one row on the day of their last activity.
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE usage (
+                id INTEGER PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                model TEXT,
+                day TEXT NOT NULL,
+                input_tokens INTEGER NOT NULL,
+                cached_input_tokens INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX usage_session ON usage(session_id)",
+            "CREATE INDEX usage_day ON usage(day)",
+            "INSERT INTO usage (session_id, model, day, input_tokens, cached_input_tokens, output_tokens) "
+            "SELECT id, model, strftime('%Y-%m-%d', updated_at, 'unixepoch'), input_tokens, 0, output_tokens "
+            "FROM sessions WHERE input_tokens + output_tokens > 0",
         ),
     )

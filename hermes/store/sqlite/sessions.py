@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -39,6 +39,7 @@ from hermes.store.records import (
     SessionRecord,
     StoreStats,
     TurnRecord,
+    UsageTotal,
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
@@ -154,8 +155,24 @@ class SqliteSessionStore:
     def end_session(self, session_id: str, reason: str) -> None:
         run_now(self.rules.end_session(session_id, reason))
 
-    def add_usage(self, session_id: str, *, input_tokens: int, output_tokens: int) -> None:
-        run_now(self.rules.add_usage(session_id, input_tokens=input_tokens, output_tokens=output_tokens))
+    def add_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        model: str | None = None,
+    ) -> None:
+        run_now(
+            self.rules.add_usage(
+                session_id,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cached_input_tokens=cached_input_tokens,
+                model=model,
+            )
+        )
 
     def delete_session(self, session_id: str) -> None:
         run_now(self.rules.delete_session(session_id))
@@ -209,6 +226,12 @@ class SqliteSessionStore:
 
     def stats(self) -> StoreStats:
         return run_now(self.rules.stats())
+
+    def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
+        return run_now(self.rules.session_usage(session_ids))
+
+    def usage_totals(self) -> list[UsageTotal]:
+        return run_now(self.rules.usage_totals())
 
     # -- maintenance (SQLite only, for `hermes doctor` and `hermes sessions optimize`) --
 

@@ -33,6 +33,7 @@ from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.chat_input import ChatInput
 from hermes.tui.widgets.command_menu import CommandMenu
+from hermes.tui.widgets.find_bar import FindBar
 from hermes.tui.widgets.history_head import HistoryHead
 from hermes.tui.widgets.notice import Notice, NoticeKind
 from hermes.tui.widgets.queued_prompts import QueuedPrompts
@@ -65,6 +66,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+n", "new_session", "New"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
         Binding("ctrl+o", "toggle_focus", "Answer only"),
+        Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("alt+up", "edit_queued", "Edit queued", show=False),
         Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
@@ -105,7 +107,9 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         menu = CommandMenu(id="menu")
         yield StatusBar(id="status")
-        yield Transcript(id="transcript")
+        transcript = Transcript(id="transcript")
+        yield transcript
+        yield FindBar(transcript, id="find")
         yield Activity(silence_after=self.silence_warning, id="activity")
         yield menu
         yield QueuedPrompts(id="queued")
@@ -123,6 +127,10 @@ class ChatScreen(Screen[None]):
     @property
     def transcript(self) -> Transcript:
         return self.query_one("#transcript", Transcript)
+
+    @property
+    def find_bar(self) -> FindBar:
+        return self.query_one("#find", FindBar)
 
     @property
     def activity(self) -> Activity:
@@ -189,6 +197,17 @@ class ChatScreen(Screen[None]):
             return
         self.turns.submit(text)
 
+    @on(ChatInput.EditorRequested)
+    def _editor_requested(self, event: ChatInput.EditorRequested) -> None:
+        commands.compose_in_editor(self, self.chat_input.text)
+
+    def action_find(self) -> None:
+        self.find_bar.open()
+
+    @on(FindBar.Closed)
+    def _find_closed(self, event: FindBar.Closed) -> None:
+        self.chat_input.focus()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.turns.worker_ended(event)
 
@@ -233,6 +252,16 @@ class ChatScreen(Screen[None]):
         if tokens:
             bar.input_tokens = record.input_tokens
             bar.output_tokens = record.output_tokens
+        await self._refresh_cost(session_id)
+
+    async def _refresh_cost(self, session_id: str) -> None:
+        """The status bar's session cost, priced from the stored usage rows."""
+        try:
+            usage = await self.store.session_usage([session_id])
+        except HermesError:
+            return  # the bar keeps its last figure; refresh_session_info already says why
+        if session_id == self.session_id:
+            self.status_bar.session_cost = self.settings.prices.total(usage)
 
     async def open_session(self, session_id: str) -> bool:
         """Show a stored session (its newest messages; older ones on demand) and continue it."""
@@ -265,8 +294,10 @@ class ChatScreen(Screen[None]):
         self.status_bar.turn_seconds = None
         bar = self.status_bar
         bar.title = record.title or ""
+        bar.reset_usage()
         bar.input_tokens = record.input_tokens
         bar.output_tokens = record.output_tokens
+        self.run_worker(self._refresh_cost(record.id), group="session-cost", exclusive=True)
         transcript.scroll_end(animate=False)
         return True
 
@@ -317,7 +348,7 @@ class ChatScreen(Screen[None]):
         self.transcript.remove_children()
         bar = self.status_bar
         bar.title = ""
-        bar.input_tokens = bar.output_tokens = bar.context_tokens = 0
+        bar.reset_usage()
         bar.turn_seconds = None
         self.say("new session", "info")
 

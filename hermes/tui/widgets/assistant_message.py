@@ -12,6 +12,8 @@ Two things keep streaming cheap however long the answer gets:
 
 from __future__ import annotations
 
+import re
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -89,6 +91,13 @@ class AssistantMessage(Vertical):
     def text(self) -> str:
         """Everything received, including what is not on screen yet."""
         return self._received
+
+    @property
+    def find_text(self) -> str:
+        return self._received
+
+    def find_highlight(self, pattern: re.Pattern[str] | None, current: int | None) -> None:
+        """Markdown keeps its own rendering: the find bar marks the whole message instead."""
 
     @property
     def rendered_text(self) -> str:

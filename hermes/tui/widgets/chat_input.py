@@ -1,4 +1,6 @@
-"""The multi-line prompt: Enter sends, Shift+Enter / Ctrl+J insert a newline, Up/Down walk history."""
+"""The multi-line prompt: Enter sends, Shift+Enter / Ctrl+J insert a newline, Up/Down walk
+history, Ctrl+X Ctrl+E asks for the prompt in $EDITOR (Ctrl+X then any other key cuts, as
+Ctrl+X alone does in a TextArea, and goes on with that key)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,12 @@ class ChatInput(TextArea):
         def control(self) -> ChatInput:
             return self.chat_input
 
+    @dataclass
+    class EditorRequested(Message):
+        """Ctrl+X Ctrl+E: edit the prompt in $VISUAL / $EDITOR."""
+
+        chat_input: ChatInput
+
     def __init__(self, *, menu: CommandMenu | None = None, id: str | None = None) -> None:
         super().__init__(
             id=id,
@@ -54,6 +62,8 @@ class ChatInput(TextArea):
         self.prompt_history: list[str] = []
         self._history_index: int | None = None
         self._draft = ""
+        self._chord = False
+        """Ctrl+X was pressed: Ctrl+E next opens the editor."""
 
     # -- history --------------------------------------------------------------------
 
@@ -91,6 +101,19 @@ class ChatInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
+        if self._chord:
+            self._chord = False
+            if key == "ctrl+e":
+                event.stop()
+                event.prevent_default()
+                self.post_message(self.EditorRequested(self))
+                return
+            self.action_cut()  # what the pending Ctrl+X does alone; then this key as usual
+        if key == "ctrl+x":
+            self._chord = True
+            event.stop()
+            event.prevent_default()
+            return
         menu = self.menu if self.menu is not None and self.menu.is_open else None
         handled = True
         if menu is not None and key == "escape":

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Collapsible, Static
+
+from hermes.tui.widgets.find_bar import highlighted
 
 FLUSH_HZ = 20
 
@@ -73,3 +77,13 @@ class ReasoningBlock(Collapsible):
         self._body.update(Text(self.text))
         self.title = self._title_for(self.text, streaming=False)
         self.collapsed = True
+
+    @property
+    def find_text(self) -> str:
+        return self.text
+
+    def find_highlight(self, pattern: re.Pattern[str] | None, current: int | None) -> None:
+        """Highlight matches; the block holding the current match opens."""
+        self._body.update(highlighted(self.text, pattern, current))
+        if current is not None:
+            self.collapsed = False

@@ -1,4 +1,9 @@
-"""The one-line status bar: model, session title, tokens, context use, turn timer."""
+"""The one-line status bar: model, session title, the last turn's and the session's tokens
+and cost, context use, turn timer.
+
+A cost is shown only when the model's price is known (`hermes.pricing`): otherwise the
+tokens alone, never a guess. The turn part appears once a turn has finished on this screen.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from hermes.agent.context import known_context_window as context_window
+from hermes.pricing import format_cost
 
 
 def human_tokens(n: int) -> str:
@@ -47,7 +53,13 @@ class StatusBar(Widget):
     model: reactive[str] = reactive("")
     title: reactive[str] = reactive("")
     input_tokens: reactive[int] = reactive(0)
+    """The session's tokens (all its turns)."""
     output_tokens: reactive[int] = reactive(0)
+    session_cost: reactive[float | None] = reactive(None)
+    """The session's cost in US dollars; None when unknown (a model without a price)."""
+    turn_tokens: reactive[tuple[int, int] | None] = reactive(None)
+    """(input, output) tokens of the last finished turn; None before one finished here."""
+    turn_cost: reactive[float | None] = reactive(None)
     context_tokens: reactive[int] = reactive(0)
     """Size of what the model saw in the last request (its prompt_tokens when reported)."""
     turn_seconds: reactive[float | None] = reactive(None)
@@ -87,24 +99,49 @@ class StatusBar(Widget):
             return f"⏱ {human_duration(self.turn_seconds)}"
         return ""
 
+    def reset_usage(self) -> None:
+        """A new session: no tokens, no cost, no turn yet."""
+        self.input_tokens = self.output_tokens = self.context_tokens = 0
+        self.session_cost = self.turn_cost = None
+        self.turn_tokens = None
+
+    def usage_text(self) -> tuple[str | None, str]:
+        """(the last turn's part or None, the session's part), as rendered."""
+        session = f"↑{human_tokens(self.input_tokens)} ↓{human_tokens(self.output_tokens)}"
+        if self.session_cost is not None:
+            session += f" {format_cost(self.session_cost)}"
+        if self.turn_tokens is None:
+            return None, session
+        turn = f"turn ↑{human_tokens(self.turn_tokens[0])} ↓{human_tokens(self.turn_tokens[1])}"
+        if self.turn_cost is not None:
+            turn += f" {format_cost(self.turn_cost)}"
+        return turn, "Σ " + session
+
     def render(self) -> Text:
         pct = self.context_percent
         ctx_style = "green" if pct < 50 else "yellow" if pct < 80 else "dark_orange" if pct < 95 else "bold red"
         parts: list[Text] = [Text("⚕ " + (self.model or "no model"), style="bold")]
         parts.append(Text(self.title or "new session", style="italic"))
-        parts.append(Text(f"↑{human_tokens(self.input_tokens)} ↓{human_tokens(self.output_tokens)}"))
+        turn, session = self.usage_text()
+        parts.append(Text(session))
         parts.append(Text(f"ctx {pct:.0f}% of {human_tokens(self.window_for(self.model or ''))}", style=ctx_style))
         timer = self._timer_text()
         if timer:
             parts.append(Text(timer))
         if self.yolo:
             parts.append(Text("⚠ YOLO", style="bold red"))
+        if turn is not None:  # the first to go when the line is too wide
+            parts.insert(2, Text(turn))
         width = max(10, self.size.width - 2)
         sep = Text(" │ ", style="dim")
         # Drop the least important parts (title is truncated first) until it fits.
         while len(parts) > 1 and (overflow := sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) - width) > 0:
             if parts[1].cell_len > 12:
                 parts[1].truncate(max(12, parts[1].cell_len - overflow), overflow="ellipsis")
+                continue
+            if turn is not None:
+                parts.pop(2)
+                turn = None
                 continue
             parts.pop(3 if len(parts) > 3 else -1)
         line = Text()

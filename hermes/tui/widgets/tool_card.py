@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import time
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from textual.widgets import Collapsible, Static
 
 from hermes.agent.mcp.naming import split_name
 from hermes.tui.widgets.activity import SPINNER
+from hermes.tui.widgets.find_bar import highlighted
 
 ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
 
@@ -143,6 +145,8 @@ class ToolCard(Vertical):
         self._error = Static("", classes="tool-error", markup=False)
         self._result_body = Static("", classes="tool-result", markup=False)
         self._details = Collapsible(self._result_body, title="result", collapsed=True)
+        self._body: RenderableType = ""
+        """What the result block shows (restored when a find highlight is removed)."""
 
     def compose(self) -> ComposeResult:
         yield self._header
@@ -222,8 +226,30 @@ class ToolCard(Vertical):
                 # The header shows one line; what actually ran is never hidden.
                 text = Text.assemble((full + "\n", "bold"), text)
             body = text
+        self._body = body
         self._result_body.update(body)
         self.add_class("-has-result")
+
+    # -- find (`find_bar.Findable`) ------------------------------------------------------
+
+    @property
+    def find_text(self) -> str:
+        """The header, the whole command or arguments where the header cuts them, the whole
+        result and the error (each text once)."""
+        full = argument_preview(self.arguments)
+        shown = full if len(full) > ONE_LINE or "\n" in full else ""
+        return "\n".join((self.header_text, shown, self.result, self.error))
+
+    @property
+    def expanded(self) -> bool:
+        return not self._details.collapsed
+
+    def find_highlight(self, pattern: re.Pattern[str] | None, current: int | None) -> None:
+        """Highlight matches in a plain result; the card holding the current match opens its result."""
+        if isinstance(self._body, Text):
+            self._result_body.update(self._body if pattern is None else highlighted(self._body.plain, pattern))
+        if current is not None and self.has_class("-has-result"):
+            self._details.collapsed = False
 
     def _stop_ticker(self) -> None:
         if self._ticker is not None:

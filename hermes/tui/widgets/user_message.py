@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.widgets import Static
+
+from hermes.tui.widgets.find_bar import highlighted
 
 
 class UserMessage(Static):
@@ -19,3 +23,10 @@ class UserMessage(Static):
     def __init__(self, text: str) -> None:
         super().__init__(Text(text), markup=False)
         self.text = text
+
+    @property
+    def find_text(self) -> str:
+        return self.text
+
+    def find_highlight(self, pattern: re.Pattern[str] | None, current: int | None) -> None:
+        self.update(highlighted(self.text, pattern, current))

@@ -57,10 +57,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "tests" / "clients" / "matrix"))
+sys.path.insert(0, str(REPO / "tests" / "clients"))
 sys.path.insert(0, str(REPO))
 
+from _routed import RoutedUpstream, after_tool, all_text, last_user_text, offered_tools  # noqa: E402
 from playwright.async_api import Page, async_playwright  # noqa: E402
-from routed import RoutedUpstream, after_tool, all_text, last_user_text, offered_tools  # noqa: E402
 from run_matrix import KEY, MODEL, Env, environment  # noqa: E402
 
 from hermes.testing.upstream import Reply, call, text_reply, tool_reply  # noqa: E402

@@ -1,11 +1,11 @@
-"""A scripted upstream that picks each reply from the request itself (for the client scripts).
+"""A scripted upstream that picks each reply from the request itself (for real applications).
 
 The queue of `ScriptedUpstream` suits tests that know every request in advance. Real
 applications send requests of their own (Open WebUI's title and tag tasks, retries of a
-client library), so the scripts in `tests/clients/matrix` and `tests/clients/openwebui`
-answer by *route* instead: `RoutedUpstream(route)` calls `route(body)` for every chat
-completions request and plays the `Reply` it returns. The rest (recording, SSE framing,
-JSON folding) is `ScriptedUpstream`'s own.
+client library), so `test_extra_clients.py` and the scripts in `tests/clients/matrix` and
+`tests/clients/openwebui` answer by *route* instead: `RoutedUpstream(route)` calls
+`route(body)` for every chat completions request and plays the `Reply` it returns. The
+rest (recording, SSE framing, JSON folding) is `ScriptedUpstream`'s own.
 
 Invariant: a route is a pure function of the request body, so the answer to a request does
 not depend on how many other requests (a client's own retries, background tasks) came

@@ -1,0 +1,339 @@
+"""The ACP agent: hermes' runtime behind `initialize`, `session/*` (the SDK's `acp.Agent`).
+
+    agent = HermesAcpAgent(runtime)           # runtime: hermes.runtime.open_runtime(...)
+    await acp.run_agent(agent, writer, reader)
+
+Invariants:
+- A session made here is an ordinary hermes session with source "acp": `session/new`
+  reserves its id and the first prompt creates it in the store (titled by that prompt),
+  so it is listed, searched, forked and resumed like any other. `session/load` takes any
+  stored hermes session, whatever made it, and replays its transcript first.
+- One turn per session at a time (`session/prompt` while one runs is refused); the turn is
+  the engine's (`Agent.start` → `TurnHandle`), its events sent as updates in order
+  (hermes/acp/updates.py) before the prompt's response.
+- `session/cancel` stops the running turn through its handle (the engine ends running
+  tools and the model request at once); the prompt then answers stopReason "cancelled".
+- A failed turn answers the prompt with a JSON-RPC internal error carrying hermes' error
+  code; what it streamed before stays sent.
+- Tools read and write files through the client where it advertised `fs.*`, and run
+  commands in its terminals where it advertised `terminal` (hermes/acp/client_host.py);
+  approvals go to `session/request_permission` (hermes/acp/permission.py).
+- `session/list` lists the whole store (stable protocol); `session/resume`, `session/fork`
+  and `session/close` are written too but only reach hermes where the SDK's unstable
+  protocol is on (it is not: the SDK answers them "method not found" then).
+- MCP servers named in `session/new`/`session/load` join the agent's tools (a server name
+  already connected is not started twice); all close with the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AudioContentBlock,
+    AuthenticateResponse,
+    ClientCapabilities,
+    CloseSessionResponse,
+    EmbeddedResourceContentBlock,
+    ForkSessionResponse,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from hermes import __version__
+from hermes.acp.client_host import client_host
+from hermes.acp.mcp import AnyMcpServer, server_configs
+from hermes.acp.permission import approver
+from hermes.acp.updates import history_updates, stop_reason, turn_updates
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
+from hermes.agent.types import TurnRequest
+from hermes.ids import new_session_id
+from hermes.runtime import Runtime
+
+if TYPE_CHECKING:
+    from hermes.agent.mcp import McpManager
+
+log = logging.getLogger(__name__)
+
+SOURCE = "acp"
+LIST_PAGE = 50
+
+PromptBlock = (
+    TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
+)
+
+
+@dataclass(slots=True)
+class AcpSession:
+    id: str
+    cwd: Path
+    handle: TurnHandle | None = None
+
+
+class HermesAcpAgent:
+    """See the module docstring."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.sessions: dict[str, AcpSession] = {}
+        self._conn: Client | None = None
+        self._capabilities: ClientCapabilities | None = None
+        self._mcp: list[McpManager] = []
+        self._mcp_names: set[str] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Client:
+        assert self._conn is not None, "the connection calls on_connect first"
+        return self._conn
+
+    async def aclose(self) -> None:
+        for session in self.sessions.values():
+            if session.handle is not None:
+                await session.handle.aclose()
+        for manager in self._mcp:
+            await manager.aclose()
+
+    # ---- initialize --------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self._capabilities = client_capabilities
+        if client_info is not None:
+            log.info("client %s %s", client_info.name, client_info.version)
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(name="hermes", title="hermes", version=__version__),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse | None:
+        return None  # no auth methods are offered: the endpoint's key is hermes' own setting
+
+    # ---- sessions ----------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[AnyMcpServer] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        session = AcpSession(new_session_id(), _directory(cwd))
+        await self._connect_mcp(mcp_servers, session.cwd)
+        self.sessions[session.id] = session
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[AnyMcpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        store = self.runtime.storage.sessions
+        if await store.find_session(session_id) is None:
+            raise RequestError.resource_not_found(f"hermes session {session_id}")
+        session = AcpSession(session_id, _directory(cwd))
+        await self._connect_mcp(mcp_servers, session.cwd)
+        for update in history_updates(await store.history(session_id), session.cwd):
+            await self.conn.session_update(session_id=session_id, update=update)
+        self.sessions[session_id] = session
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[AnyMcpServer] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        """session/load without the replay."""
+        if await self.runtime.storage.sessions.find_session(session_id) is None:
+            raise RequestError.resource_not_found(f"hermes session {session_id}")
+        session = AcpSession(session_id, _directory(cwd))
+        await self._connect_mcp(mcp_servers, session.cwd)
+        self.sessions[session_id] = session
+        return ResumeSessionResponse()
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[AnyMcpServer] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """A copy of a stored session (hermes' fork), open for prompts."""
+        store = self.runtime.storage.sessions
+        if await store.find_session(session_id) is None:
+            raise RequestError.resource_not_found(f"hermes session {session_id}")
+        fork = await store.fork_session(session_id, source=SOURCE)
+        session = AcpSession(fork.id, _directory(cwd))
+        await self._connect_mcp(mcp_servers, session.cwd)
+        self.sessions[fork.id] = session
+        return ForkSessionResponse(session_id=fork.id)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """Every stored hermes session, newest first (pages of LIST_PAGE; hermes keeps no cwd
+        per session, so each is given the asked-for one)."""
+        offset = int(cursor) if cursor and cursor.isdigit() else 0
+        records = await self.runtime.storage.sessions.list_sessions(limit=LIST_PAGE + 1, offset=offset)
+        where = cwd or str(Path.cwd())
+        infos = [
+            SessionInfo(
+                session_id=record.id,
+                cwd=where,
+                title=record.title,
+                updated_at=datetime.fromtimestamp(record.updated_at, UTC).isoformat(),
+            )
+            for record in records[:LIST_PAGE]
+        ]
+        more = str(offset + LIST_PAGE) if len(records) > LIST_PAGE else None
+        return ListSessionsResponse(sessions=infos, next_cursor=more)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse | None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None and session.handle is not None:
+            await session.handle.aclose()
+        return None
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse | None:
+        raise RequestError.method_not_found("session/set_mode")
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse | None:
+        raise RequestError.method_not_found("session/set_config_option")
+
+    async def _connect_mcp(self, servers: list[AnyMcpServer] | None, cwd: Path) -> None:
+        configs = [config for config in server_configs(servers, cwd) if config.name not in self._mcp_names]
+        if not configs:
+            return
+        from hermes.agent.mcp import McpManager
+        from hermes.agent.tools.launch import ToolLauncher
+
+        settings = self.runtime.settings
+        manager = McpManager(
+            configs, log_dir=settings.home / "logs", cwd=cwd, launcher=ToolLauncher.from_settings(settings)
+        )
+        self._mcp.append(manager)
+        self._mcp_names.update(config.name for config in configs)
+        for status in await manager.start(self.runtime.agent.tools):
+            if status.failed:
+                log.warning("%s", status.line())
+
+    # ---- turns -------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> PromptResponse:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"sessionId": session_id, "message": "unknown session"})
+        if session.handle is not None:
+            raise RequestError.invalid_request({"message": "a prompt of this session is still running"})
+        settings = self.runtime.settings
+        request = TurnRequest(
+            input=prompt_text(prompt),
+            session_id=session_id,
+            source=SOURCE,
+            approve=approver(self.conn, session_id),
+            yolo=settings.yolo,
+            cwd=str(session.cwd),
+            host=client_host(self.conn, session_id, self._capabilities, terminals=settings.sandbox != "on"),
+        )
+        handle = self.runtime.agent.start(request)
+        session.handle = handle
+        try:
+            async with handle:
+                async for event in handle.events():
+                    for update in turn_updates(event, session.cwd):
+                        await self.conn.session_update(session_id=session_id, update=update)
+        except TurnCrashed as crash:
+            raise RequestError.internal_error({"message": str(crash.cause)}) from None
+        finally:
+            session.handle = None
+        result = handle.result
+        if result is None:
+            raise RequestError.internal_error({"message": "the turn ended without a result"})
+        if result.status == "failed":
+            raise RequestError.internal_error({"message": result.error, "code": result.error_code})
+        return PromptResponse(stop_reason=stop_reason(result))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None and session.handle is not None:
+            session.handle.stop()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+def _directory(cwd: str) -> Path:
+    path = Path(cwd).expanduser()
+    if not path.is_absolute() or not path.is_dir():
+        raise RequestError.invalid_params({"cwd": cwd, "message": "cwd must be an existing absolute directory"})
+    return path
+
+
+def prompt_text(blocks: list[PromptBlock]) -> str:
+    """The user's prompt as one text: its text, with linked and embedded resources named
+    (an embedded text resource is included in a <context> block)."""
+    parts: list[str] = []
+    for block in blocks:
+        match block:
+            case TextContentBlock():
+                parts.append(block.text)
+            case ResourceContentBlock():
+                parts.append(f"@{block.uri}")
+            case EmbeddedResourceContentBlock():
+                resource = block.resource
+                if isinstance(resource, TextResourceContents):
+                    parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
+                else:
+                    parts.append(f"@{resource.uri}")
+            case ImageContentBlock() | AudioContentBlock():
+                parts.append(f"[{block.type} left out: hermes takes text over ACP]")
+    return "\n\n".join(parts)

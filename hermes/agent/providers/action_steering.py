@@ -1,0 +1,356 @@
+"""The JSON-action adapter's steering: what the small model reads, and the steps the
+adapter takes itself (see `hermes.agent.providers.json_actions` for the why).
+
+- `rewrite_messages`: the transcript as the model sees it: a short system prompt plus the
+  protocol and the tool catalogue, earlier calls as the actions the model would have
+  written, tool results as user messages that restate the request (or, after a change,
+  ask for the check the request names; after a failed edit and its re-read, ask to retry).
+  Deterministic, and earlier messages render the same on every step (prompt cache).
+- `fit_context`: the oldest exchanges left out to fit a character budget.
+- `opening_step` / `edit_repair`: tool calls the adapter answers a step with, without a
+  model call (the named check and file first; a re-read after a failed edit, at most
+  `MAX_EDIT_REPAIRS` per turn). `steps_allowed` says when it may (not under a
+  `tool_choice` of ``none`` or a named function).
+- `align_patch`: a `patch` fitted to the text the model last read; `is_loop`: a repeated call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
+from hermes.agent.prompt import working_directory_of
+from hermes.agent.provider import ModelRequest
+from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, choice_mode, first_sentence
+from hermes.agent.providers.task_cues import WRITE_TOOLS, asks_for_change, existing_files, named_check
+from hermes.agent.tools.edit_match import fit_edit
+from hermes.agent.types import ChatMessage
+
+DEFAULT_BASE_PROMPT = (
+    "You are Hermes, a coding assistant working in the user's terminal, on their computer. "
+    "Be brief and accurate. Use tools to look at files or run commands when the answer "
+    "depends on them; never guess file contents."
+)
+
+PROTOCOL = (
+    'Answer every message with exactly one JSON object: {{"action": NAME, "args": {{...}}}}.\n'
+    "Actions:\n"
+    '- reply {{"text": string}}: answer the user: greetings, questions, explanations, '
+    "and the answer once tool results are in.\n"
+    "{catalogue}\n"
+    "Use a tool only for files, code or commands on this computer, with paths relative to the "
+    "working directory; never invent them. Change files only when asked to. "
+    "Reply as soon as you can answer. Never repeat an action with the same args."
+)
+
+RESULT_REMINDER = 'Answer the request "{request}" with reply if this result is enough; otherwise take the next step.'
+LOOP_NOTE = (
+    "You already ran {name} with exactly these args; its result is above. "
+    "Do not run it again: use the result to reply, or choose a different action."
+)
+FORCE_REPLY_NOTE = "Stop using tools now. Reply to the user with what you know."
+EDIT_RETRY_NOTE = (
+    'Your patch of {path} failed: {reason} The current content of {path} is above. Do the request "{request}" '
+    "now: call patch again with old_string copied exactly from that content (without the line-number "
+    "prefixes), or reply if the file already does what was asked."
+)
+
+CHECK_NOTE = (
+    "You changed files. Before you reply, run the check the request names with terminal: {check}. "
+    'Then answer the request "{request}" with what it printed.'
+)
+
+EDIT_TOOLS = frozenset({"patch"})
+"""Edit tools whose failure a fresh read can fix: their arguments quote the file's text."""
+READ_TOOL = "read_file"
+MAX_EDIT_REPAIRS = 2
+"""Re-reads the adapter starts after failed edits in one turn before letting the model answer."""
+ERROR_PREFIX = "Error:"
+"""How the engine starts the result of a tool call that failed."""
+
+
+def steps_allowed(request: ModelRequest) -> bool:
+    """Whether the adapter may take a step of its own (opening, edit repair) this call."""
+    mode, named = choice_mode(request.tool_choice)
+    return mode != "none" and named is None
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
+
+
+def _clip_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rewrite_messages(
+    messages: list[ChatMessage],
+    tools: list[dict[str, Any]] | None,
+    *,
+    base_prompt_limit: int = 1500,
+    tool_result_limit: int = 4000,
+) -> list[ChatMessage]:
+    """The transcript as a small model following the JSON-action protocol sees it.
+
+    Deterministic for a given transcript, and earlier messages render the same way on
+    every step, so consecutive requests share a prefix (prompt cache).
+    """
+    original_system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    # Project instructions (AGENTS.md) are the user's words: they stay even when the
+    # prompt before them is too long for a small model and replaced by the short one.
+    prompt, marker, project = original_system.partition(INSTRUCTIONS_HEADER)
+    base = prompt.strip() if 0 < len(prompt.strip()) <= base_prompt_limit else DEFAULT_BASE_PROMPT
+    if marker:
+        base += "\n\n" + (marker + project).strip()
+    system = base + "\n\n" + PROTOCOL.format(catalogue=catalogue(tools or []))
+    out: list[ChatMessage] = [{"role": "system", "content": system}]
+    calls_by_id: dict[str, Action] = {}
+    pending_results: list[str] = []
+    last_request = ""
+    check: str | None = None
+    """The check the latest request names, and whether a file changed since it last ran."""
+    unchecked = False
+    failed_edit: tuple[str, str] | None = None
+    """(path, error) of the latest failed edit not yet followed by a read of that path."""
+    reread: tuple[str, str] | None = None
+    """A failed edit whose file was read back in the results now pending."""
+
+    def flush_results() -> None:
+        # Small models lose the thread after a long result: restate what was asked.
+        nonlocal reread
+        if pending_results:
+            request = _clip_line(last_request, 300)
+            if reread is not None:
+                reason = first_sentence(reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
+                reminder = EDIT_RETRY_NOTE.format(path=reread[0], reason=reason, request=request)
+            elif check is not None and unchecked:
+                reminder = CHECK_NOTE.format(check=check, request=request)
+            else:
+                reminder = RESULT_REMINDER.format(request=request)
+            out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
+            pending_results.clear()
+            reread = None
+
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            continue
+        if role == "tool":
+            call = calls_by_id.get(message.get("tool_call_id") or "")
+            name = call.name if call is not None else message.get("name") or "tool"
+            content = text_of(message.get("content"))
+            if call is not None and call.name in WRITE_TOOLS and _changed_a_file(content):
+                unchecked = True
+            elif call is not None and call.name == "terminal" and check and check in str(call.args.get("command")):
+                unchecked = False
+            if call is not None and call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
+                failed_edit = (str(call.args.get("path", "")), content)
+            elif (
+                call is not None and call.name == READ_TOOL and failed_edit and call.args.get("path") == failed_edit[0]
+            ):
+                reread, failed_edit = failed_edit, None
+            pending_results.append(f"Result of {name}:\n{_clip(content, tool_result_limit)}")
+            continue
+        flush_results()
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if not calls:
+                text = text_of(message.get("content"))
+                out.append({"role": "assistant", "content": Action(REPLY, {"text": text}).to_json()})
+                continue
+            rendered = []
+            for raw_call in calls:
+                fn = raw_call.get("function") or {}
+                action = Action(fn.get("name") or "tool", as_args(fn.get("arguments")) or {})
+                calls_by_id[raw_call.get("id") or ""] = action
+                rendered.append(action.to_json())
+            out.append({"role": "assistant", "content": "\n".join(rendered)})
+        else:
+            last_request = text_of(message.get("content"))
+            check, unchecked = named_check(last_request), False
+            failed_edit = None
+            out.append({"role": "user", "content": last_request})
+    flush_results()
+    return out
+
+
+def _changed_a_file(result: str) -> bool:
+    return result.startswith(("Patched ", "Created ", "Overwrote "))
+
+
+def latest_request(messages: list[ChatMessage]) -> str:
+    return next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
+
+
+def fit_context(messages: list[ChatMessage], budget_chars: int) -> list[ChatMessage]:
+    """Drop the oldest exchanges until the prompt fits `budget_chars`.
+
+    The system message and everything from the latest user request on are always
+    kept; whole user-led exchanges go first, oldest first, replaced by one note. While
+    the prompt fits, nothing changes (so the prompt cache keeps its prefix).
+    """
+
+    def size(items: list[ChatMessage]) -> int:
+        return sum(len(text_of(m.get("content"))) + 16 for m in items)
+
+    if size(messages) <= budget_chars or len(messages) < 3:
+        return messages
+    system, rest = messages[:1], messages[1:]
+    starts = [
+        i
+        for i, m in enumerate(rest)
+        if m.get("role") == "user" and not text_of(m.get("content")).startswith("Result of ")
+    ]
+    note: list[ChatMessage] = [{"role": "user", "content": OMITTED_NOTE}]
+    for start in starts[1:]:
+        kept = rest[start:]
+        if size(system + note + kept) <= budget_chars:
+            return system + note + kept
+    return system + note + rest[starts[-1] :] if starts else messages
+
+
+def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """(name, canonical args) of every tool call since the last user message."""
+    keys = []
+    for message in messages[_turn_start(messages) :]:
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            keys.append(Action(fn.get("name") or "", as_args(fn.get("arguments")) or {}).key())
+    return keys
+
+
+def _turn_start(messages: list[ChatMessage]) -> int:
+    return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
+
+
+def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """The next of the turn's opening steps the adapter takes itself (no model call), or None.
+
+    A small model asked to fix something answers or patches from memory. So a turn opens
+    with what a careful person does first: run the check the request names, when it asks
+    for a change (`python main.py` shows the ImportError), then read the first file the
+    request names that exists in the working directory the system prompt names. Each is
+    taken only while every tool call of the turn so far was one of them, in order.
+    """
+    start = _turn_start(messages)
+    if start == 0:
+        return None
+    names = set(tool_names)
+    request = text_of(messages[start - 1].get("content"))
+    planned: list[Action] = []
+    check = named_check(request)
+    if check is not None and "terminal" in names and asks_for_change(request):
+        planned.append(Action("terminal", {"command": check}))
+    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    cwd = working_directory_of(system)
+    if cwd is not None and READ_TOOL in names:
+        first = next(iter(existing_files(request, Path(cwd))), None)
+        if first is not None:
+            planned.append(Action(READ_TOOL, {"path": first}))
+    done = turn_actions(messages)
+    if len(done) < len(planned) and done == [action.key() for action in planned[: len(done)]]:
+        return planned[len(done)]
+    return None
+
+
+def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """The `read_file` call that follows a failed edit, or None when the model should answer.
+
+    Due when the latest step of the turn was an edit (`EDIT_TOOLS`) whose result is an
+    error, `read_file` is offered, and fewer than `MAX_EDIT_REPAIRS` failed edits came
+    before it in this turn (so a model that keeps failing gets to answer).
+    """
+    if READ_TOOL not in set(tool_names):
+        return None
+    turn = messages[_turn_start(messages) :]
+    calls: dict[str, Action] = {}
+    failures: list[Action] = []
+    latest_failed: Action | None = None
+    for message in turn:
+        if message.get("role") == "assistant":
+            latest_failed = None
+            for raw_call in message.get("tool_calls") or ():
+                fn = raw_call.get("function") or {}
+                calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
+        elif message.get("role") == "tool":
+            call = calls.get(message.get("tool_call_id") or "")
+            failed = text_of(message.get("content")).startswith(ERROR_PREFIX)
+            if call is not None and call.name in EDIT_TOOLS and failed:
+                failures.append(call)
+                latest_failed = call
+    if latest_failed is None or len(failures) > MAX_EDIT_REPAIRS:
+        return None
+    path = latest_failed.args.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    return Action(READ_TOOL, {"path": path})
+
+
+_NUMBERED_LINE = re.compile(r"^(\d+)\|(.*)$")
+
+
+def _last_read(messages: list[ChatMessage], path: str) -> list[str] | None:
+    """The file's lines as the latest `read_file` of `path` in `messages` showed them (None: never read)."""
+    calls: dict[str, Action] = {}
+    lines: list[str] | None = None
+    for message in messages:
+        for raw_call in message.get("tool_calls") or ():
+            fn = raw_call.get("function") or {}
+            calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
+        call = calls.get(message.get("tool_call_id") or "") if message.get("role") == "tool" else None
+        if call is None or call.name != READ_TOOL or call.args.get("path") != path:
+            continue
+        numbered = [_NUMBERED_LINE.match(line) for line in text_of(message.get("content")).splitlines()]
+        if numbered and numbered[0] is not None:  # not an error, not an empty file
+            lines = [m.group(2) for m in numbered if m is not None]
+    return lines
+
+
+def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
+    """A `patch` whose old_string is fitted to the text the model last read of that file.
+
+    Small models copy read_file's "N|" line prefixes into old_string, or get the
+    indentation wrong. When the file was read in this conversation and old_string is not
+    in that text as written, `edit_match.fit_edit` finds the one place it stands for and
+    old_string becomes the file's own text, with new_string indented like the file.
+    Anything else is left for the tool (which fits against the file itself) to refuse.
+    """
+    path, old, new = action.args.get("path"), action.args.get("old_string"), action.args.get("new_string")
+    if action.name not in EDIT_TOOLS or not isinstance(path, str) or not isinstance(old, str) or not old.strip():
+        return action
+    if not isinstance(new, str):
+        return action
+    lines = _last_read(messages, path)
+    if lines is None or old in "\n".join(lines):
+        return action
+    fit = fit_edit(lines, old, new, similar=True)
+    if fit is None:
+        return action
+    return Action(action.name, {**action.args, "old_string": fit.old, "new_string": fit.new})
+
+
+def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
+    """Same tool and arguments as the last call of the turn, or made twice already."""
+    if action.is_reply:
+        return False
+    key = action.key()
+    return bool(previous) and (previous[-1] == key or previous.count(key) >= 2)
