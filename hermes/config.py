@@ -81,12 +81,19 @@ OPTIONS: dict[str, Option] = {
     "tool_env_passthrough": Option(
         ("HERMES_TOOL_ENV_PASSTHROUGH",), "comma-separated variable names (globs) tools get besides PATH, HOME, LANG, …"
     ),
+    "checkpoints": Option(("HERMES_CHECKPOINTS",), "snapshot files around turns that change them (undo, diff)"),
+    "checkpoint_max_file_kb": Option(
+        ("HERMES_CHECKPOINT_MAX_FILE_KB",), "files larger than this (KB) are left out of checkpoints (0: no cap)"
+    ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
     "instance_lease_ttl": Option(
         ("HERMES_INSTANCE_LEASE_TTL",),
         "seconds an instance's lease lasts without a heartbeat (PostgreSQL; beats every ttl/3)",
+    ),
+    "server_url": Option(
+        ("HERMES_SERVER_URL",), "a hermes serve URL that chat and sessions drive instead of this machine"
     ),
     "server_host": Option(("API_SERVER_HOST",), "address hermes serve binds"),
     "server_port": Option(("API_SERVER_PORT",), "port hermes serve binds"),
@@ -147,11 +154,17 @@ class Settings:
     writable_roots: tuple[str, ...] = ()
     """Folders tools may change besides each turn's working directory (and the private tmp)."""
     tool_env_passthrough: tuple[str, ...] = ()
+    checkpoints: bool = True
+    """Snapshot the working tree around turns that change files (hermes/checkpoints)."""
+    checkpoint_max_file_kb: int = 1024
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     instance_lease_ttl: float = 30.0
     """On PostgreSQL: an instance whose lease is this many seconds old is gone (its turns
     and runs get repaired by another instance)."""
+    server_url: str | None = None
+    """`hermes chat` and `hermes sessions` drive this `hermes serve` (with `server_key` as
+    the bearer key) instead of opening the local runtime; None: local."""
     server_host: str = "127.0.0.1"
     server_port: int = 8642
     server_key: str | None = None

@@ -12,6 +12,10 @@
     │   └── StreamingUnsupported    the endpoint cannot stream
     ├── ToolError             a tool failed (becomes a tool result, never a crash)
     ├── SessionNotFound / MessageNotFound                        (exit 1)
+    ├── CheckpointError       a file checkpoint could not be taken or restored
+    │   ├── FilesChangedOutside   undo/redo would overwrite files edited since  (HTTP 409)
+    │   ├── NothingToUndo         no turn to undo or redo                       (HTTP 409)
+    │   └── TurnInProgress        the session has a turn running                (HTTP 409)
     └── StoreError            the database is unusable           (exit 1)
 
 Front ends map these to exit codes or HTTP envelopes in one place each; nothing
@@ -120,6 +124,38 @@ class MessageNotFound(HermesError):
         self.session_id = session_id
 
 
+class CheckpointError(HermesError):
+    """Git failed, or is missing, for a file checkpoint (hermes/checkpoints)."""
+
+    code = "checkpoint_error"
+
+
+class FilesChangedOutside(CheckpointError):
+    """Undo or redo would overwrite files changed since the checkpoint (outside hermes)."""
+
+    code = "files_changed"
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__("changed since the checkpoint, not overwritten: " + ", ".join(paths))
+        self.paths = paths
+
+
+class NothingToUndo(CheckpointError):
+    """No visible turn to undo, or no undone turns that can come back."""
+
+    code = "nothing_to_undo"
+
+
+class TurnInProgress(CheckpointError):
+    """The session has a turn running: its files and transcript are not settled."""
+
+    code = "run_already_active"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} has a turn running; try again when it ends")
+        self.session_id = session_id
+
+
 class StoreError(HermesError):
     code = "store_error"
 
@@ -171,3 +207,37 @@ class TooManyTurns(RunRefused):
     def __init__(self, limit: int) -> None:
         super().__init__(f"Too many concurrent runs (max {limit})")
         self.limit = limit
+
+
+class RemoteError(HermesError):
+    """`hermes chat --server` / `sessions --server`: the server answered with an error."""
+
+    code = "remote_error"
+
+    def __init__(self, message: str, *, status: int | None = None, remote_code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.remote_code = remote_code
+
+
+class ServerUnreachable(RemoteError):
+    """The server could not be reached (refused, reset, timed out)."""
+
+    code = "server_unreachable"
+
+    def __init__(self, message: str, *, connected: bool = True) -> None:
+        super().__init__(message)
+        self.connected = connected
+        """False: no connection was made, so the request was certainly not received."""
+
+
+class RemoteAuthError(RemoteError):
+    """The server refused the key (401)."""
+
+    code = "server_auth_failed"
+
+
+class RemoteUnsupported(RemoteError):
+    """Something a local session offers that the server does not offer over HTTP."""
+
+    code = "remote_unsupported"

@@ -30,7 +30,7 @@ from hermes.agent._call import CallOutcome, CallPolicy, ModelCaller, ToolSlot
 from hermes.agent._tool_exec import as_registry_calls, run_batch
 from hermes.agent._turn import TurnState
 from hermes.agent.context import ContextBudget
-from hermes.agent.events import AgentEvent, SegmentEnd
+from hermes.agent.events import AgentEvent, SegmentEnd, Status
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.provider import ModelRequest
 from hermes.agent.tools.base import ToolContext, ToolRegistry
@@ -132,6 +132,10 @@ async def tool_step(
     results = turn.results = {}
     order = [slot.id for slot in calls]
     batch_calls = as_registry_calls(run.registry, calls)
+    if turn.files is not None and any(c.tool is not None and not c.tool.read_only for c in batch_calls):
+        notice = await turn.files.before_tools()
+        if notice is not None:
+            yield Status("checkpoint", notice)
     async with aclosing(run_batch(batch_calls, run.context, output_limit=run.output_limit, results=results)) as batch:
         async for event in batch:
             if event.type == "tool.started":

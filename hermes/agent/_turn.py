@@ -22,6 +22,7 @@ from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.events import ToolCompleted, ToolStarted
 from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
+from hermes.checkpoints.turn import TurnFiles
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
 from hermes.store.records import NewMessage, NewSession
@@ -60,6 +61,8 @@ class TurnState:
     """The session end was attempted (it is attempted once)."""
     checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
     """The turn row and streaming-text checkpoints in the store (crash safety)."""
+    files: TurnFiles | None = None
+    """The turn's file snapshots (before its first tool that can change files, at its end)."""
     repeats: list[str] = field(default_factory=list)
     """The latest tool call (name and canonical arguments) and its repetitions in a row."""
     wrap_up: str | None = None

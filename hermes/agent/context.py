@@ -40,13 +40,13 @@ import math
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from hermes.agent.events import ContextCompacted
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import NewCompaction
+from hermes.store.records import CompactionRecord, MessageRecord, NewCompaction
 from hermes.store.transcript import valid_transcript
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,19 @@ def is_summary_message(message: ChatMessage) -> bool:
     return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)
 
 
-async def resume_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
+class StoredHistory(Protocol):
+    """What `resume_history` reads: a session store, local or a remote server's."""
+
+    async def compactions(self, session_id: str) -> list[CompactionRecord]: ...
+
+    async def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]: ...
+
+    async def history(self, session_id: str) -> list[ChatMessage]: ...
+
+
+async def resume_history(store: StoredHistory, session_id: str) -> list[ChatMessage]:
     """What a resumed session sends: the latest summary + the messages after its marker."""
     markers = await store.compactions(session_id)
     if markers:

@@ -86,6 +86,7 @@ from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
+from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
 from hermes.errors import UsageError
 from hermes.ids import new_session_id
 from hermes.store.api import AsyncSessionStore
@@ -134,6 +135,7 @@ class Agent:
         options: EngineOptions | None = None,
         system_prompt: str | None = None,
         instructions: ProjectInstructions | None = None,
+        checkpoints: CheckpointConfig | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -143,6 +145,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.instructions = instructions
         """Project instructions (AGENTS.md) added to the prompt of every new session."""
+        self.checkpoints = checkpoints
+        """File snapshots around turns that change files (None: none; hermes/checkpoints)."""
         self._caller = ModelCaller(provider)
         self._session_approvals: dict[str, set[str]] = {}
         self._reported_prompts: dict[str, tuple[int, int]] = {}
@@ -200,6 +204,7 @@ class Agent:
             confinement=self.tools.confinement,
             host=request.host,
         )
+        turn.files = TurnFiles(self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd)
         result: TurnResult | None = None
         handle.listen()
         try:
@@ -235,6 +240,9 @@ class Agent:
         handle.unlisten()
         if not turn.started:
             await handle.emit(TurnStarted(session_id=session_id, model=model))
+        changed = await turn.files.finish(turn.checkpoints.turn_id) if turn.files is not None else None
+        if changed is not None:
+            await handle.emit(Status("files_changed", changed))
         await handle.emit(TurnCompleted(result))
 
     async def _loop(
@@ -379,7 +387,7 @@ class Agent:
                 given=bool(request.session_id),
                 source=request.source,
                 model=model,
-                title=request.title or _title_from(request.input),
+                title=request.title or title_from(request.input),
                 system_prompt=prompt,
             )
             session_id = new.id
@@ -405,7 +413,8 @@ class Agent:
         return session_id, prompt, history, new
 
 
-def _title_from(content: Any) -> str | None:
+def title_from(content: Any) -> str | None:
+    """The title a new session gets from its first prompt (also a remote client's, `hermes.remote`)."""
     if isinstance(content, list):
         content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
     text = " ".join(str(content).split())

@@ -141,7 +141,9 @@ class ContextCompacted:
     type: Literal["context.compacted"] = "context.compacted"
 
 
-StatusKind = Literal["waiting", "streaming_disabled", "max_iterations", "repeated_tool_call", "info"]
+StatusKind = Literal[
+    "waiting", "streaming_disabled", "max_iterations", "repeated_tool_call", "info", "checkpoint", "files_changed"
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from hermes.agent.progress import ProgressCallback, ProgressUpdate
 from hermes.agent.provider import Provider, provider_factory
 from hermes.agent.providers.json_actions import with_tool_protocol
 from hermes.agent.tools.base import ToolRegistry
+from hermes.checkpoints.turn import CheckpointConfig
 from hermes.config import Settings
 from hermes.errors import ConfigError
 from hermes.store.api import AsyncSessionStore
@@ -162,6 +163,7 @@ def build_agent(
         options=options,
         system_prompt=settings.system_prompt,
         instructions=load_project_instructions(settings) if instructions is None else instructions,
+        checkpoints=CheckpointConfig(settings.home, settings.checkpoint_max_file_kb, settings.checkpoints),
     )
 
 

@@ -15,15 +15,18 @@ from typing import TYPE_CHECKING, Any
 from hermes.pricing import PriceTable, format_cost
 
 if TYPE_CHECKING:
-    from hermes.cli._storage import OpenedStorage
+    from hermes.cli._sessions_source import OpenedSessions
     from hermes.store.records import UsageTotal
 
 __all__ = ["session_costs", "usage_json", "usage_lines"]
 
 
-def session_costs(opened: OpenedStorage, prices: PriceTable, session_ids: Sequence[str]) -> dict[str, float | None]:
-    """`cost_usd` of each session (0 for one that used no tokens)."""
+def session_costs(opened: OpenedSessions, prices: PriceTable, session_ids: Sequence[str]) -> dict[str, float | None]:
+    """`cost_usd` of each session (0 for one that used no tokens; None, unknown, for a
+    server's sessions: their usage rows are not offered over HTTP)."""
     ids = list(dict.fromkeys(session_ids))
+    if opened.storage is None:
+        return dict.fromkeys(ids)
     return prices.per_session(opened.run(opened.storage.sessions.session_usage(ids)), ids)
 
 

@@ -4,6 +4,8 @@
     hermes chat -q "question"         one turn; answer on stdout, activity on stderr
     git diff | hermes chat -q "review this"   piped stdin is added as context
     hermes chat -q "…" --json         one JSON object per event, then the result
+    hermes chat --server URL [--key K] the same, driving a remote `hermes serve`
+                                      (also `server_url` / HERMES_SERVER_URL)
 
 Exit codes of a one-shot turn: 0 completed, 1 failed or partial, 2 usage or
 configuration error, 130 interrupted.
@@ -46,6 +48,10 @@ def chat(
     quiet: bool = typer.Option(
         False, "--quiet", help="With -q: no waiting status on stderr (phase, elapsed time, tokens/s)."
     ),
+    server: str | None = typer.Option(
+        None, "--server", metavar="URL", help="Drive this hermes serve (sessions, turns, tools run there)."
+    ),
+    key: str | None = typer.Option(None, "--key", help="Bearer key of --server (default: server_key)."),
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
@@ -53,16 +59,47 @@ def chat(
     if continue_last and resume:
         raise UsageError("use either --continue or --resume, not both")
     settings = load_settings(model=model, yolo=yolo or None)
+    server = server or settings.server_url
+    key = key or settings.server_key
+    if server and yolo:
+        raise UsageError("--yolo does not reach a server: its own approval policy applies (hermes serve --yolo)")
     piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
     if query is None and piped is None:
         if as_json:
             raise UsageError("--json needs -q (or a prompt on stdin)")
         from hermes.tui.launch import run_tui
 
-        raise typer.Exit(run_tui(settings, continue_last=continue_last, resume=resume, model=model, yolo=settings.yolo))
+        raise typer.Exit(
+            run_tui(
+                settings,
+                continue_last=continue_last,
+                resume=resume,
+                model=model,
+                yolo=settings.yolo,
+                server=server,
+                key=key,
+            )
+        )
     import asyncio
 
     prompt = _compose_prompt(query, piped)
+    if server:
+        from hermes.cli._remote_chat import one_shot_remote
+
+        raise typer.Exit(
+            asyncio.run(
+                one_shot_remote(
+                    settings,
+                    prompt,
+                    server=server,
+                    key=key,
+                    model=model,
+                    as_json=as_json,
+                    continue_last=continue_last,
+                    resume=resume,
+                )
+            )
+        )
     code = asyncio.run(
         _one_shot(settings, prompt, as_json=as_json, continue_last=continue_last, resume=resume, quiet=quiet)
     )

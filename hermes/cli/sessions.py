@@ -1,4 +1,5 @@
-"""`hermes sessions list|show|search|rename|delete|fork|export|stats`.
+"""`hermes sessions list|show|search|rename|delete|fork|export|stats` (and `undo|redo|diff`,
+from hermes/cli/sessions_undo.py).
 
 Every command opens the configured storage (`database_url`: the SQLite files in
 $HERMES_HOME by default, or a PostgreSQL database shared with `hermes serve`), does one
@@ -83,14 +84,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from hermes.cli import sessions_undo
 from hermes.cli._common import load_settings, print_json
+from hermes.cli._sessions_source import KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
 from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
 from hermes.pricing import format_cost
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
-    from hermes.cli._storage import OpenedStorage
     from hermes.config import Settings
     from hermes.store.records import CompactionRecord, MessageRecord, SessionRecord
 
@@ -119,6 +121,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+app.command("undo")(sessions_undo.undo)
+app.command("redo")(sessions_undo.redo)
+app.command("diff")(sessions_undo.diff)
+
 EXPORT_FORMATS = ("json", "jsonl", "markdown")
 TOOL_RESULT_LINES = 8
 """Lines of a tool result `show` prints before summarising the rest."""
@@ -130,11 +136,12 @@ ARGUMENTS_CHARS = 120
 
 
 @contextlib.contextmanager
-def _opened(settings: Settings | None = None) -> Iterator[OpenedStorage]:
-    """The configured storage, repaired (so what is read shows crashed turns as interrupted)."""
-    from hermes.cli._storage import opened_storage
-
-    with opened_storage(settings or load_settings()) as opened:
+def _opened(
+    settings: Settings | None = None, *, server: str | None = None, key: str | None = None
+) -> Iterator[OpenedSessions]:
+    """The configured storage, repaired (so what is read shows crashed turns as interrupted),
+    or with `server` (else `server_url`) that hermes serve's sessions."""
+    with opened_sessions(settings or load_settings(), server=server, key=key) as opened:
         yield opened
 
 
@@ -206,12 +213,14 @@ def list_(
         None, "--source", help="Only sessions from this source (cli, tui, api_server, acp)."
     ),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
     from hermes.store.storage import open_session_store_at_once
 
     settings = load_settings()
-    store = open_session_store_at_once(settings)
+    store = None if server or settings.server_url else open_session_store_at_once(settings)
     if store is not None:
         # A local state.db: its synchronous face, no event loop (the same rules and repair).
         with store:
@@ -223,8 +232,8 @@ def list_(
                 limit, offset, as_json,
             )  # fmt: skip
         return
-    with _opened(settings) as opened:
-        sessions = opened.storage.sessions
+    with _opened(settings, server=server, key=key) as opened:
+        sessions = opened.sessions
         _print_list(
             opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source)),
             lambda: opened.run(sessions.count_sessions(source=source)),
@@ -324,6 +333,8 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
 def show(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     as_json: bool = typer.Option(False, "--json", help='Print the session object with "messages".'),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Show a session and its transcript.
 
@@ -334,8 +345,8 @@ def show(
     the model still saw in full.
     """
     settings = load_settings()
-    with _opened(settings) as opened:
-        sessions = opened.storage.sessions
+    with _opened(settings, server=server, key=key) as opened:
+        sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         messages = opened.run(sessions.get_messages(session_id))
         markers = opened.run(sessions.compactions(session_id))
@@ -366,11 +377,13 @@ def search(
     limit: int = typer.Option(20, "--limit", "-n", min=0, help="How many hits to show."),
     source: str | None = typer.Option(None, "--source", help="Only sessions from this source."),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [hits], "has_more": bool}.'),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Search message text, best match first."""
     settings = load_settings()
-    with _opened(settings) as opened:
-        hits = opened.run(opened.storage.sessions.search(query, limit=limit + 1, source=source))
+    with _opened(settings, server=server, key=key) as opened:
+        hits = opened.run(opened.sessions.search(query, limit=limit + 1, source=source))
         has_more = len(hits) > limit
         hits = hits[:limit]
         costs = session_costs(opened, settings.prices, [hit.session.id for hit in hits]) if as_json else {}
@@ -399,12 +412,14 @@ def search(
 def rename(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     title: str = typer.Argument(..., help="The new title."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Set a session's title."""
     if not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened() as opened:
-        record = opened.run(opened.storage.sessions.rename_session(session_id, title))
+    with _opened(server=server, key=key) as opened:
+        record = opened.run(opened.sessions.rename_session(session_id, title))
     typer.echo(f"Renamed {record.id}: {record.title}")
 
 
@@ -412,14 +427,17 @@ def rename(
 def delete(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Delete a session and its messages.
 
     Sessions forked from it are kept. Asks for confirmation on a terminal; when stdin
     is not a terminal, --yes is required.
     """
-    with _opened() as opened:
-        sessions = opened.storage.sessions
+    settings = load_settings()
+    with _opened(settings, server=server, key=key) as opened:
+        sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         if not yes:
             if not sys.stdin.isatty():
@@ -431,7 +449,13 @@ def delete(
             if not typer.confirm(question, default=False):
                 typer.echo("Not deleted.", err=True)
                 raise typer.Exit(1)
-        opened.run(sessions.delete_session(record.id))
+        if opened.storage is None:
+            # The server prunes its own snapshots when it deletes the session.
+            opened.run(sessions.delete_session(record.id))
+        else:
+            from hermes.checkpoints.undo import delete_session
+
+            opened.run(delete_session(opened.storage.sessions, settings.home, record.id))
     typer.echo(f"Deleted {record.id}")
 
 
@@ -443,6 +467,8 @@ def fork(
     ),
     title: str | None = typer.Option(None, "--title", help='Title of the new session (default "<title> #2").'),
     as_json: bool = typer.Option(False, "--json", help="Print the new session object."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Copy a session into a new one.
 
@@ -451,8 +477,8 @@ def fork(
     """
     if title is not None and not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened() as opened:
-        child = opened.run(opened.storage.sessions.fork_session(session_id, at_message_id=at, title=title))
+    with _opened(server=server, key=key) as opened:
+        child = opened.run(opened.sessions.fork_session(session_id, at_message_id=at, title=title))
     if as_json:
         print_json(_session_json(child, 0.0))  # a fork starts with no usage
         return
@@ -495,6 +521,8 @@ def export(
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write to FILE (mode 0600) instead of stdout."
     ),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Export a session as json, jsonl or markdown.
 
@@ -505,9 +533,9 @@ def export(
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
     settings = load_settings()
-    with _opened(settings) as opened:
-        record = opened.run(opened.storage.sessions.get_session(session_id))
-        messages = opened.run(opened.storage.sessions.get_messages(session_id))
+    with _opened(settings, server=server, key=key) as opened:
+        record = opened.run(opened.sessions.get_session(session_id))
+        messages = opened.run(opened.sessions.get_messages(session_id))
         cost = session_costs(opened, settings.prices, [record.id])[record.id]
     text = _render_export(fmt, record, cost, messages)
     if output is None or str(output) == "-":
@@ -536,12 +564,15 @@ def _size(n: int) -> str:
 def stats(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "stats", ...}.'),
 ) -> None:
-    """Totals: sessions, messages, tokens, cost by model and by day, db size."""
-    settings = load_settings()
+    """Totals: sessions, messages, tokens, cost by model and by day, db size (of the local
+    storage, also with server_url)."""
+    settings = load_settings().replace(server_url=None)
     with _opened(settings) as opened:
-        totals = opened.run(opened.storage.sessions.stats())
-        usage = usage_json(opened.run(opened.storage.sessions.usage_totals()), settings.prices)
-        local, location = opened.storage.caps.local_files, opened.storage.location
+        storage = opened.storage
+        assert storage is not None  # no server: the local storage
+        totals = opened.run(storage.sessions.stats())
+        usage = usage_json(opened.run(storage.sessions.usage_totals()), settings.prices)
+        local, location = storage.caps.local_files, storage.location
     path = str(settings.state_db_path) if local else location
     if as_json:
         print_json(

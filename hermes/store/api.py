@@ -42,6 +42,7 @@ from hermes.store.records import (
     SessionRecord,
     StoredRunEvent,
     StoreStats,
+    TurnCheckpoint,
     TurnRecord,
     UsageTotal,
 )
@@ -180,6 +181,28 @@ class AsyncSessionStore(Protocol):
         ...
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None: ...
+
+    # -- file checkpoints and undo (hermes/checkpoints) --
+
+    async def set_turn_checkpoint(self, turn_id: int, *, worktree: str, before: str, after: str) -> None:
+        """Record the snapshot commits of a turn's files (StoreError for an unknown turn)."""
+        ...
+
+    async def turn_checkpoints(self, session_id: str) -> list[TurnCheckpoint]:
+        """Every turn of the session, oldest first, with its snapshots and undo marker."""
+        ...
+
+    async def undo_turns(self, session_id: str, count: int) -> list[int]:
+        """Hide the newest `count` visible turns and their messages behind one new marker.
+
+        Returns the hidden turn ids, oldest first (fewer when fewer are visible). The
+        messages are kept; `history()`, `get_messages()` and forks leave them out."""
+        ...
+
+    async def redo_turns(self, session_id: str) -> list[int]:
+        """Bring back the turns (and messages) of the newest undo marker, unless a visible
+        turn came after them; the turn ids, oldest first (empty: nothing to redo)."""
+        ...
 
     async def turn_messages(self, turn_id: int) -> list[MessageRecord]:
         """The turn's messages, oldest first (a draft included)."""

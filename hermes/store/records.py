@@ -36,6 +36,7 @@ __all__ = [
     "SessionRecord",
     "StoreStats",
     "StoredRunEvent",
+    "TurnCheckpoint",
     "TurnRecord",
     "UsageTotal",
 ]
@@ -193,6 +194,24 @@ class TurnRecord:
     owner_instance: str | None = None
     """The storage instance (`Storage.instance_id`) whose lease owns the turn (PostgreSQL);
     None on SQLite, where the owner process alone decides."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCheckpoint:
+    """A turn's file checkpoints and undo state (see hermes/checkpoints)."""
+
+    turn_id: int
+    session_id: str
+    worktree: str | None
+    """The working tree (real path) its snapshots are of; None: the turn took none."""
+    before: str | None
+    """The snapshot commit taken before the turn's first tool that can change files."""
+    after: str | None
+    """The snapshot commit taken when the turn ended."""
+    undone: int | None
+    """The undo marker hiding the turn (with its messages); None while it is visible."""
+    ended: bool
+    """The turn has ended (an open turn is running, or awaits repair)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ Invariants (both backends):
 - `repair_abandoned_turns` ends only turns whose owner is gone (`Dialect.abandoned`
   decides, plus the store's `is_gone` test), each in its own transaction that re-checks
   the turn is still open and abandoned, so two repairers never both act.
+- Undo hides turns and their messages behind a marker; see `turn_undo`.
 - A fork copies the non-draft messages up to the fork point in id order (copies keep
   their timestamps), ends the parent "branched", and copies the compaction markers
   whose first kept message it copied (or the next copied one), pointing at the copies.
@@ -47,7 +48,7 @@ from typing import Any, assert_never
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
 from hermes.messages import ChatMessage
-from hermes.store import conversation_marks, usage_rows
+from hermes.store import conversation_marks, turn_undo, usage_rows
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import (
     INTERRUPTED,
@@ -61,6 +62,7 @@ from hermes.store.records import (
     SearchHit,
     SessionRecord,
     StoreStats,
+    TurnCheckpoint,
     TurnRecord,
     UsageTotal,
 )
@@ -90,7 +92,7 @@ _SESSION_PLACEHOLDERS = ", ".join("?" for _ in SESSION_FIELDS)
 _COPY_COMPACTIONS = (
     "WITH copies AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages WHERE session_id = ?), "
     "originals AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages "
-    "WHERE session_id = ? AND id <= ? AND NOT draft) "
+    "WHERE session_id = ? AND id <= ? AND NOT draft AND undone IS NULL) "
     "INSERT INTO hermes.compactions (session_id, summary, first_kept_message_id, summarized_messages, "
     "before_tokens, after_tokens, created_at) "
     "SELECT ?, c.summary, copies.id, c.summarized_messages, c.before_tokens, c.after_tokens, c.created_at "
@@ -444,7 +446,8 @@ class Sessions:
         """Oldest first."""
         await self._require(session_id)
         rows = await self.db.fetch_all(
-            f"SELECT {self._message_columns} FROM hermes.messages WHERE session_id = ? ORDER BY id LIMIT ? OFFSET ?",
+            f"SELECT {self._message_columns} FROM hermes.messages WHERE session_id = ? AND undone IS NULL "
+            "ORDER BY id LIMIT ? OFFSET ?",
             (session_id, self.dialect.no_limit if limit is None else max(limit, 0), max(offset, 0)),
         )
         return [self._message(row) for row in rows]
@@ -452,7 +455,8 @@ class Sessions:
     async def history(self, session_id: str) -> list[ChatMessage]:
         await self._require(session_id)
         rows = await self.db.fetch_all(
-            f"SELECT {self._message_columns} FROM hermes.messages WHERE session_id = ? AND NOT draft ORDER BY id",
+            f"SELECT {self._message_columns} FROM hermes.messages WHERE session_id = ? AND NOT draft "
+            "AND undone IS NULL ORDER BY id",
             (session_id,),
         )
         return valid_transcript([self._message(row).to_openai() for row in rows])
@@ -688,6 +692,24 @@ class Sessions:
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
         return await self._fetch_turn(turn_id)
 
+    # -- file checkpoints and undo (rules in `turn_undo`) -----------------------------
+
+    async def set_turn_checkpoint(self, turn_id: int, *, worktree: str, before: str, after: str) -> None:
+        await turn_undo.set_turn_checkpoint(self.db, turn_id, worktree=worktree, before=before, after=after)
+
+    async def turn_checkpoints(self, session_id: str) -> list[TurnCheckpoint]:
+        return await turn_undo.turn_checkpoints(self.db, session_id)
+
+    async def undo_turns(self, session_id: str, count: int) -> list[int]:
+        async with self.db.transaction():
+            await self._require(session_id, lock=True)
+            return await turn_undo.undo_turns(self.db, session_id, count)
+
+    async def redo_turns(self, session_id: str) -> list[int]:
+        async with self.db.transaction():
+            await self._require(session_id, lock=True)
+            return await turn_undo.redo_turns(self.db, session_id)
+
     async def find_turn(self, session_id: str, *, started_at_or_after: float) -> TurnRecord | None:
         """The session's first turn that started at or after the given time."""
         row = await self.db.fetch_one(
@@ -857,12 +879,12 @@ class Sessions:
             copied = await self.db.execute(
                 f"INSERT INTO hermes.messages (session_id, {self._message_data}) "
                 f"SELECT ?, {self._message_data} FROM hermes.messages "
-                "WHERE session_id = ? AND id <= ? AND NOT draft ORDER BY id",
+                "WHERE session_id = ? AND id <= ? AND NOT draft AND undone IS NULL ORDER BY id",
                 (child.id, session_id, upto),
             )
             row = await self.db.fetch_one(
                 f"SELECT coalesce(sum({self.dialect.tool_call_count}), 0) FROM hermes.messages "
-                "WHERE session_id = ? AND id <= ? AND tool_calls IS NOT NULL AND NOT draft",
+                "WHERE session_id = ? AND id <= ? AND tool_calls IS NOT NULL AND NOT draft AND undone IS NULL",
                 (session_id, upto),
             )
             tool_calls = int(row[0]) if row else 0

@@ -14,12 +14,11 @@ from textual.app import App
 from textual.binding import Binding
 
 from hermes.config import Settings
-from hermes.store.api import AsyncSessionStore
+from hermes.tui.backend import ChatAgent, ChatSessions
 from hermes.tui.screens.chat import ChatScreen
 from hermes.tui.widgets.activity import SILENCE_AFTER
 
 if TYPE_CHECKING:
-    from hermes.agent.engine import Agent
     from hermes.agent.mcp import McpManager
 
 QUIT_WINDOW = 2.0
@@ -85,8 +84,8 @@ class HermesApp(App[int]):
 
 
 def make_app(
-    agent: Agent,
-    store: AsyncSessionStore,
+    agent: ChatAgent,
+    store: ChatSessions,
     settings: Settings,
     *,
     session_id: str | None = None,
@@ -94,18 +93,22 @@ def make_app(
     theme: str | None = None,
     cwd: str | None = None,
     silence_warning: float = SILENCE_AFTER,
+    remote: str | None = None,
 ) -> HermesApp:
     """The chat app, as `hermes chat` runs it. Tests call this too.
 
     Args:
-        agent: the engine (its `model` is shown and changed by /model).
-        store: the session store the agent writes to (`storage.sessions`: SQLite or PostgreSQL).
+        agent: the engine, or a `RemoteAgent` (its `model` is shown and changed by /model).
+        store: the session store the agent writes to (`storage.sessions`: SQLite or
+            PostgreSQL), or the server's (`RemoteSessions`).
         settings: resolved settings (`tool_stall_warning`, `yolo`).
         session_id: a stored session to open and continue.
         approval_timeout: seconds before an unanswered approval is denied.
         theme: a Textual theme name (default textual-dark).
         cwd: working directory for tools and /export (default: the process's).
         silence_warning: seconds without any event before "waiting for the model (Ns)".
+        remote: the URL of the `hermes serve` that `agent` and `store` talk to (shown in the
+            footer line), None for a local session.
     """
     chat = ChatScreen(
         agent,
@@ -115,5 +118,6 @@ def make_app(
         approval_timeout=approval_timeout,
         cwd=cwd,
         silence_warning=silence_warning,
+        remote=remote,
     )
     return HermesApp(chat, theme=theme)

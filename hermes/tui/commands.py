@@ -19,6 +19,7 @@ from rich.text import Text
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
+from hermes.tui import file_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
@@ -244,6 +245,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),
     Command("mcp", "list MCP servers and their tools", _mcp),
     Command("compact", "summarise older messages now to free the context window", _compact),
+    Command("undo", "restore files to before the last N turns and hide those turns", file_commands.undo, "[N]"),
+    Command("redo", "bring back the turns (and files) of the last /undo", file_commands.redo),
+    Command("diff", "show what the last turn (or turn N) changed in the files", file_commands.diff, "[N]"),
     Command("help", "list commands and keys", _help),
     Command("quit", "leave hermes", _quit, aliases=("exit",)),
 )

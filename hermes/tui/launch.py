@@ -1,9 +1,13 @@
-"""`hermes chat` without -q: open the runtime, run the app, say how to resume.
+"""`hermes chat` without -q: open the runtime (or attach to a server), run the app, say how to resume.
 
 The runtime (`hermes.runtime.open_runtime`: the storage — SQLite files, or PostgreSQL when
 `database_url` is set — its repair, the agent, MCP) is opened inside the asyncio loop the
 app runs on, because a PostgreSQL connection pool belongs to the loop that opened it; it
 is closed on that loop when the app has exited, whatever happened.
+
+With `--server URL` (or `server_url`) nothing local is opened: the app drives the server's
+sessions and turns (`hermes.remote`) through the same screens; the server is asked once
+before the TUI takes the screen, so an unreachable server or a wrong key is one line.
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from hermes.config import Settings
 from hermes.errors import UsageError
-from hermes.store.api import AsyncSessionStore
+from hermes.tui.backend import ChatSessions
 
 if TYPE_CHECKING:
     from hermes.tui.app import HermesApp
 
 
-async def resolve_session(store: AsyncSessionStore, *, continue_last: bool, resume: str | None) -> str | None:
+async def resolve_session(store: ChatSessions, *, continue_last: bool, resume: str | None) -> str | None:
     """The session to open: --resume ID (must exist), -c the newest one of any source, else None."""
     if resume:
         return (await store.get_session(resume)).id
@@ -38,6 +42,8 @@ def run_tui(
     resume: str | None,
     model: str | None,
     yolo: bool,
+    server: str | None = None,
+    key: str | None = None,
 ) -> int:
     """Run the chat TUI until the user quits; return the process exit code.
 
@@ -50,10 +56,16 @@ def run_tui(
         settings = settings.replace(model=model)
     if yolo:
         settings = settings.replace(yolo=True)
-    settings.ensure_home()
-    app, code = asyncio.run(_run_app(settings, continue_last=continue_last, resume=resume))
+    if server:
+        app, code = asyncio.run(
+            _run_remote_app(settings, server, key, model=model, continue_last=continue_last, resume=resume)
+        )
+    else:
+        settings.ensure_home()
+        app, code = asyncio.run(_run_app(settings, continue_last=continue_last, resume=resume))
     if app.session_id is not None:
-        print(f"Resume with: hermes chat --resume {app.session_id}", file=sys.stdout)
+        where = f" --server {server}" if server else ""
+        print(f"Resume with: hermes chat{where} --resume {app.session_id}", file=sys.stdout)
     return code or 0
 
 
@@ -86,5 +98,28 @@ async def _run_app(settings: Settings, *, continue_last: bool, resume: str | Non
         app = make_app(runtime.agent, runtime.storage.sessions, settings, session_id=session_id)
         app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
         app.mcp = runtime.mcp
+        code = await app.run_async()
+        return app, code
+
+
+async def _run_remote_app(
+    settings: Settings, server: str, key: str | None, *, model: str | None, continue_last: bool, resume: str | None
+) -> tuple[HermesApp, int | None]:
+    """Attach the app to the server at `server`; the client is closed when the app exits.
+
+    Only `-m` picks a model for the server's turns; otherwise the server uses its own.
+    """
+    from hermes.remote.agent import NOT_OFFERED, RemoteAgent
+    from hermes.remote.client import RemoteClient
+    from hermes.remote.sessions import RemoteSessions
+    from hermes.tui.app import make_app
+
+    async with RemoteClient(server, key) as client:
+        sessions = RemoteSessions(client)
+        await sessions.count_sessions()  # reachable, and the key is right: else one line, no TUI
+        session_id = await resolve_session(sessions, continue_last=continue_last, resume=resume)
+        agent = RemoteAgent(client, model=model)
+        app = make_app(agent, sessions, settings, session_id=session_id, remote=client.base_url)
+        app.startup_notice = NOT_OFFERED
         code = await app.run_async()
         return app, code

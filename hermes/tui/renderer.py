@@ -122,6 +122,8 @@ class TurnRenderer:
             case Status(kind=kind, text=text):
                 if kind == "waiting":
                     self.activity.set_phase(text or "waiting for the model")
+                elif kind == "files_changed":
+                    self.transcript.add(Notice(f"✎ {text} · /diff shows it, /undo reverts it", "info"))
                 else:
                     self.transcript.add(Notice(text, "info"))
             case ContextCompacted():

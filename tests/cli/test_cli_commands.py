@@ -34,7 +34,7 @@ def test_every_command_and_group_is_registered() -> None:
     groups = {name: command for name, command in commands.items() if isinstance(command, typer.core.TyperGroup)}
     assert sorted(groups) == ["config", "db", "mcp", "sessions"]
     assert sorted(groups["sessions"].commands) == [
-        "delete", "export", "fork", "list", "rename", "search", "show", "stats",
+        "delete", "diff", "export", "fork", "list", "redo", "rename", "search", "show", "stats", "undo",
     ]
     assert sorted(groups["config"].commands) == ["get", "path", "set", "show", "unset"]
     assert sorted(groups["mcp"].commands) == ["add", "list", "remove"]

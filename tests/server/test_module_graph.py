@@ -27,6 +27,7 @@ HANDLERS = {
     f"{PACKAGE}.rest.health",
     f"{PACKAGE}.rest.openapi",
     f"{PACKAGE}.rest.runs",
+    f"{PACKAGE}.rest.session_files",
     f"{PACKAGE}.rest.sessions",
 }
 """The modules that export ``ROUTES`` (listed in `hermes.server.http.routes`)."""

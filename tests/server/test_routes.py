@@ -37,6 +37,10 @@ CAPABILITY_ENDPOINTS = {
     "session_fork": ("POST", "/api/sessions/{session_id}/fork"),
     "session_chat": ("POST", "/api/sessions/{session_id}/chat"),
     "session_chat_stream": ("POST", "/api/sessions/{session_id}/chat/stream"),
+    "session_search": ("GET", "/api/search"),
+    "session_undo": ("POST", "/api/sessions/{session_id}/undo"),
+    "session_redo": ("POST", "/api/sessions/{session_id}/redo"),
+    "session_diff": ("GET", "/api/sessions/{session_id}/diff"),
     "openapi": ("GET", "/openapi.json"),
 }
 """What /v1/capabilities has always listed (spelled out here: it is the wire contract)."""

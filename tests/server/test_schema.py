@@ -11,6 +11,7 @@ from hermes.server.http.state import OPENAPI_DOCUMENT
 from hermes.server.openai.chat import CHAT_REQUEST
 from hermes.server.openai.response_objects import RESPONSE_REQUEST
 from hermes.server.rest.runs import RUN_APPROVAL, RUN_CREATE
+from hermes.server.rest.session_files import REDO_BODY, UNDO_BODY
 from hermes.server.rest.sessions import (
     SESSION_CHAT,
     SESSION_CREATE,
@@ -19,7 +20,7 @@ from hermes.server.rest.sessions import (
 )
 
 DECLARED = [CHAT_REQUEST, RESPONSE_REQUEST, RUN_CREATE, RUN_APPROVAL, SESSION_CREATE, SESSION_PATCH, SESSION_FORK,
-            SESSION_CHAT]
+            SESSION_CHAT, UNDO_BODY, REDO_BODY]
 
 SAMPLE = Body(
     "Sample",

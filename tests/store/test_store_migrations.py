@@ -60,11 +60,12 @@ def test_migrate_memory_creates_the_schema() -> None:
     assert columns(db, "messages") == [
         "id", "session_id", "role", "content", "content_is_parts", "parts_text", "tool_calls",
         "tool_call_id", "tool_name", "reasoning", "finish_reason", "timestamp", "token_count",
-        "draft",
+        "draft", "undone",
     ]  # fmt: skip
     assert columns(db, "turns") == [
         "id", "session_id", "after_message_id", "draft_message_id", "started_at", "ended_at",
-        "end_reason", "owner_host", "owner_pid", "owner_started",
+        "end_reason", "owner_host", "owner_pid", "owner_started", "worktree", "checkpoint_before",
+        "checkpoint_after", "undone",
     ]  # fmt: skip
     assert applied_migrations(db) == applied
 

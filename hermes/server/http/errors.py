@@ -19,8 +19,10 @@ from aiohttp import web
 
 from hermes.errors import (
     ConfigError,
+    FilesChangedOutside,
     HermesError,
     MessageNotFound,
+    NothingToUndo,
     ProviderAuthError,
     ProviderError,
     ProviderRateLimited,
@@ -29,6 +31,7 @@ from hermes.errors import (
     SessionNotFound,
     StoreError,
     TooManyTurns,
+    TurnInProgress,
     UsageError,
 )
 
@@ -205,6 +208,10 @@ def from_hermes_error(exc: HermesError) -> ApiError:
         return NotFound(exc.message, code=exc.code)
     if isinstance(exc, RunAlreadyActive):
         return Conflict(exc.message, code=exc.code, extra={"run_id": exc.run_id} if exc.run_id is not None else None)
+    if isinstance(exc, FilesChangedOutside):
+        return Conflict(exc.message, code=exc.code, extra={"paths": exc.paths})
+    if isinstance(exc, (NothingToUndo, TurnInProgress)):
+        return Conflict(exc.message, code=exc.code)
     if isinstance(exc, TooManyTurns):
         return RateLimited(exc.message)
     if isinstance(exc, ServiceClosing):

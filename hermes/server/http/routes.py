@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hermes.server.http.route import RouteTable
 from hermes.server.openai import chat, models, responses
-from hermes.server.rest import health, openapi, runs, sessions
+from hermes.server.rest import health, openapi, runs, session_files, sessions
 
 TABLE = RouteTable(
     (
@@ -20,6 +20,7 @@ TABLE = RouteTable(
         *responses.ROUTES,
         *runs.ROUTES,
         *sessions.ROUTES,
+        *session_files.ROUTES,
         *openapi.ROUTES,
     )
 )

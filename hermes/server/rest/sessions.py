@@ -1,4 +1,4 @@
-"""The sessions REST API: /api/sessions CRUD, paged messages, fork, chat, chat/stream.
+"""The sessions REST API: /api/sessions CRUD, paged messages, fork, chat, chat/stream, search.
 
 Sessions are the rows of the shared session store (`state.db`): the ones the TUI and
 CLI made are listed here too, and every turn run through this API is one more session
@@ -19,6 +19,7 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes import api_paths
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
@@ -38,6 +39,7 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.checkpoints import undo as checkpoints
 from hermes.errors import MessageNotFound
 from hermes.ids import new_message_id, new_session_id
 from hermes.runs.registry import Run
@@ -333,7 +335,7 @@ async def delete_session(request: web.Request) -> web.Response:
     if busy is not None:
         raise Conflict("A run is active for this session; stop it first", code="run_already_active",
                        extra={"run_id": busy})  # fmt: skip
-    await _store(request).delete_session(record.id)
+    await checkpoints.delete_session(_store(request), request.config_dict[SETTINGS].home, record.id)
     return json_response({"object": "hermes.session.deleted", "id": record.id, "deleted": True})
 
 
@@ -376,6 +378,28 @@ async def fork_session(request: web.Request) -> web.Response:
     except MessageNotFound as exc:  # the session exists (not a 404); its state lacks that message
         raise Conflict(exc.message, code=exc.code, param="at_message_id") from None
     return await _session_envelope(request, fork, status=201)
+
+
+SEARCH_LIMIT = (20, 200)
+"""(default, maximum) of `GET /api/search?limit=`."""
+
+
+async def search_sessions(request: web.Request) -> web.Response:
+    """Full-text search of message text, best match first (`hermes sessions search`)."""
+    query = request.query.get("q", "").strip()
+    if not query:
+        raise RequestValidationError("Missing 'q' (the words to find)", code="missing_query", param="q")
+    limit = _int_query(request, "limit", SEARCH_LIMIT[0], low=1, high=SEARCH_LIMIT[1])
+    source = request.query.get("source") or None
+    if source is not None and not SOURCE_RE.fullmatch(source):
+        raise RequestValidationError("'source' is not a valid source name", code="invalid_source", param="source")
+    hits = await _store(request).search(query, limit=limit + 1, source=source)
+    data = [
+        {"object": "search_hit", "session": session_json(hit.session), "message_id": hit.message_id,
+         "role": hit.role, "snippet": hit.snippet}
+        for hit in hits[:limit]
+    ]  # fmt: skip
+    return json_response({"object": "list", "data": data, "has_more": len(hits) > limit})
 
 
 # ---- chat -------------------------------------------------------------------------------------
@@ -422,7 +446,8 @@ class SessionChatTranslator:
                 run.emit(
                     "tool.failed" if event.is_error else "tool.completed",
                     {"message_id": mid, "tool_name": event.name, "call_id": event.call_id, "preview": preview,
-                     "args": args, "duration": round(event.duration, 3), "is_error": event.is_error},
+                     "args": args, "duration": round(event.duration, 3), "is_error": event.is_error,
+                     "result": event.result},
                 )
             case ApprovalRequested():
                 pending = run.approvals.get(event.call_id)
@@ -447,7 +472,8 @@ class SessionChatTranslator:
         run.emit(
             f"run.{status}",
             {"message_id": self.message_id, **outcome, "messages": turn_messages(result),
-             "usage": usage_json(result.usage)},
+             "usage": usage_json(result.usage), "turn_status": result.status,
+             "context_tokens": result.context_tokens},
         )
         run.emit("done", {}, final=True)
 
@@ -568,7 +594,7 @@ async def _resume_target(request: web.Request, record: SessionRecord) -> StreamT
 
 # ---- routes -------------------------------------------------------------------------------------
 
-_SESSIONS = "/api/sessions"
+_SESSIONS = api_paths.SESSIONS
 _ONE_SESSION = "/api/sessions/{session_id}"
 _SID = Param("session_id", "path", {"type": "string", "maxLength": 256})
 _OFFSET = Param("offset", "query", _OFFSET_SCHEMA)
@@ -656,6 +682,20 @@ ROUTES = (
             **CLIENT_ERRORS,
             409: Reply("No such message in the session", ERROR),
         },
+    ),
+    Route(
+        "GET",
+        api_paths.SEARCH,
+        search_sessions,
+        operation_id="searchSessions",
+        endpoint="session_search",
+        summary="Full-text search of message text, best match first",
+        parameters=(
+            Param("q", "query", {"type": "string", "minLength": 1}),
+            Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT[1]}),
+            Param("source", "query", {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
+        ),
+        responses={200: Reply("Hits: session, message_id, role, snippet", {"type": "object"}), **CLIENT_ERRORS},
     ),
     Route(
         "POST",

@@ -32,6 +32,7 @@ Schema summary (after all migrations), every object in schema `hermes`:
     conversation_marks  (session, fingerprint) -> the session's newest message when a
                     client's resent conversation was marked (as in state.db, see m009)
     usage           one row per usage write: session, model, UTC day, tokens (m010)
+                    (turns and messages carry file checkpoints and undo markers: m011)
 
 `messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
 """
@@ -369,5 +370,20 @@ async def m010_usage_rows(conn: AsyncConnection[Any]) -> None:
             "INSERT INTO hermes.usage (session_id, model, day, input_tokens, cached_input_tokens, output_tokens) "
             "SELECT id, model, to_char(to_timestamp(updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), "
             "input_tokens, 0, output_tokens FROM hermes.sessions WHERE input_tokens + output_tokens > 0",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m011_turn_checkpoints(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m009: a turn's file snapshots and the undo marker of turns and messages.
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.turns ADD COLUMN worktree text",
+            "ALTER TABLE hermes.turns ADD COLUMN checkpoint_before text",
+            "ALTER TABLE hermes.turns ADD COLUMN checkpoint_after text",
+            "ALTER TABLE hermes.turns ADD COLUMN undone bigint",
+            "ALTER TABLE hermes.messages ADD COLUMN undone bigint",
         ),
     )

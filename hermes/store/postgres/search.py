@@ -119,7 +119,7 @@ async def search_messages(db: Executor, query: str, *, limit: int, source: str |
         "WITH q AS (SELECT to_tsquery('hermes.search', %s) AS q), "
         "win AS (SELECT m.id, m.session_id, m.role, m.search_text, m.search_vector "
         f"FROM hermes.messages AS m {join}"
-        f"WHERE m.search_vector @@ (SELECT q FROM q) AND NOT m.draft {where}"
+        f"WHERE m.search_vector @@ (SELECT q FROM q) AND NOT m.draft AND m.undone IS NULL {where}"
         "ORDER BY m.id DESC LIMIT %s), "
         "best AS (SELECT win.*, ts_rank_cd(win.search_vector, (SELECT q FROM q), 1) AS rank "
         "FROM win ORDER BY rank DESC, win.id DESC LIMIT %s) "

@@ -121,7 +121,7 @@ class SqliteDialect:
             "SELECT messages_fts.rowid, m.role, "
             f"snippet(messages_fts, 0, '>>>', '<<<', '…', {SNIPPET_TOKENS}), "
             f"{SESSION_COLUMNS_S} FROM messages_fts {join}"
-            f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? {where} "
+            f"WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? AND m.undone IS NULL {where} "
             "ORDER BY messages_fts.rank LIMIT ?",
             (match, floor, *params, limit),
         )

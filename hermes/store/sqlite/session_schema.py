@@ -17,6 +17,7 @@ Schema summary (after all migrations):
     conversation_marks  which session a client resending its conversation continues (m007)
     usage               one row per usage write: session, model, UTC day, input (cached
                         part too) and output tokens (m008); sums equal the session counters
+    (m009: turns carry their file checkpoints and, with messages, the undo marker `undone`)
 """
 
 from __future__ import annotations
@@ -299,5 +300,21 @@ def m008_usage_rows(db: sqlite3.Connection) -> None:
             "INSERT INTO usage (session_id, model, day, input_tokens, cached_input_tokens, output_tokens) "
             "SELECT id, model, strftime('%Y-%m-%d', updated_at, 'unixepoch'), input_tokens, 0, output_tokens "
             "FROM sessions WHERE input_tokens + output_tokens > 0",
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
+    # A turn's file snapshots (shadow git commits, hermes/checkpoints) and undo: an undone
+    # turn and its messages carry the undo's marker (`undone`); NULL is visible.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE turns ADD COLUMN worktree TEXT",
+            "ALTER TABLE turns ADD COLUMN checkpoint_before TEXT",
+            "ALTER TABLE turns ADD COLUMN checkpoint_after TEXT",
+            "ALTER TABLE turns ADD COLUMN undone INTEGER",
+            "ALTER TABLE messages ADD COLUMN undone INTEGER",
         ),
     )

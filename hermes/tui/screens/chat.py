@@ -24,9 +24,9 @@ from textual.worker import Worker
 from hermes.agent.context import estimate_tokens, resume_history
 from hermes.config import Settings
 from hermes.errors import HermesError
-from hermes.store.api import AsyncSessionStore
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
+from hermes.tui.backend import ChatAgent, ChatSessions
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -37,11 +37,11 @@ from hermes.tui.widgets.find_bar import FindBar
 from hermes.tui.widgets.history_head import HistoryHead
 from hermes.tui.widgets.notice import Notice, NoticeKind
 from hermes.tui.widgets.queued_prompts import QueuedPrompts
+from hermes.tui.widgets.remote_line import RemoteLine
 from hermes.tui.widgets.status_bar import StatusBar
 from hermes.tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
-    from hermes.agent.engine import Agent
     from hermes.agent.mcp import McpManager
     from hermes.tui.app import HermesApp
 
@@ -76,14 +76,15 @@ class ChatScreen(Screen[None]):
 
     def __init__(
         self,
-        agent: Agent,
-        store: AsyncSessionStore,
+        agent: ChatAgent,
+        store: ChatSessions,
         settings: Settings,
         *,
         session_id: str | None,
         approval_timeout: float,
         cwd: str | None,
         silence_warning: float,
+        remote: str | None = None,
     ) -> None:
         super().__init__()
         self.agent = agent
@@ -93,6 +94,8 @@ class ChatScreen(Screen[None]):
         self.approval_timeout = approval_timeout
         self.cwd = cwd
         self.silence_warning = silence_warning
+        self.remote = remote
+        """The URL of the `hermes serve` holding the sessions and running the turns (None: local)."""
         self.pending_title: str | None = None
         self.turns = TurnController(self)
         self.startup_notice: str | None = None
@@ -114,6 +117,8 @@ class ChatScreen(Screen[None]):
         yield menu
         yield QueuedPrompts(id="queued")
         yield ChatInput(menu=menu, id="input")
+        if self.remote is not None:
+            yield RemoteLine(self.remote, id="remote")
         yield Footer()
 
     @property
@@ -263,8 +268,10 @@ class ChatScreen(Screen[None]):
         if session_id == self.session_id:
             self.status_bar.session_cost = self.settings.prices.total(usage)
 
-    async def open_session(self, session_id: str) -> bool:
-        """Show a stored session (its newest messages; older ones on demand) and continue it."""
+    async def open_session(self, session_id: str, *, announce: bool = True) -> bool:
+        """Show a stored session (its newest messages; older ones on demand) and continue it.
+
+        `announce`: end with the "resumed …" notice (not when the same session is redrawn)."""
         if self.refused_during_turn():
             return False
         try:
@@ -288,7 +295,8 @@ class ChatScreen(Screen[None]):
         transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
         if self._older:
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
-        transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
+        if announce:
+            transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
         self.status_bar.model = self.agent.model
         self.run_worker(self._estimate_context(record), group="context-estimate", exclusive=True)
         self.status_bar.turn_seconds = None
@@ -370,7 +378,8 @@ class ChatScreen(Screen[None]):
                 await self.refresh_session_info(tokens=False)  # it may have been renamed
             self.chat_input.focus()
 
-        self.app.push_screen(SessionPicker(self.store, current=self.session_id), picked)
+        home = None if self.remote else self.settings.home  # snapshots are pruned where they live
+        self.app.push_screen(SessionPicker(self.store, current=self.session_id, home=home), picked)
 
     def action_new_session(self) -> None:
         self.new_session()

@@ -1,6 +1,6 @@
 """Pick a past session: search titles and message content, open, rename, delete.
 
-Results come from the app's `AsyncSessionStore` (SQLite files or PostgreSQL); typing
+Results come from the app's session store (SQLite files, PostgreSQL, or a remote server); typing
 re-queries after a short debounce so a fast typist never waits on search, and only the
 newest query's results are shown (an older one that answers late is dropped).
 """
@@ -8,6 +8,7 @@ newest query's results are shown (an older one that answers late is dropped).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.text import Text
 from textual import on
@@ -19,9 +20,10 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from hermes.checkpoints.shadow import prune_session
 from hermes.errors import HermesError
-from hermes.store.api import AsyncSessionStore
 from hermes.store.records import SessionRecord
+from hermes.tui.backend import ChatSessions
 from hermes.tui.screens.text_prompt import TextPrompt
 
 LIST_LIMIT = 200
@@ -63,10 +65,12 @@ class SessionPicker(ModalScreen[str | None]):
         Binding("up", "cursor(-1)", show=False),
     ]
 
-    def __init__(self, store: AsyncSessionStore, *, current: str | None = None) -> None:
+    def __init__(self, store: ChatSessions, *, current: str | None = None, home: Path | None = None) -> None:
         super().__init__()
         self.store = store
         self.current = current
+        self.home = home
+        """Where the sessions' file snapshots live (pruned with a deleted session); None: none."""
         self.sessions: list[SessionRecord] = []
         self._snippets: dict[str, str] = {}
         self._confirm_delete: str | None = None
@@ -231,6 +235,8 @@ class SessionPicker(ModalScreen[str | None]):
         self._confirm_delete = None
         try:
             await self.store.delete_session(record.id)
+            if self.home is not None:
+                await prune_session(self.home, record.id)
         except HermesError as exc:
             status.update(f"✗ {exc}")
             return

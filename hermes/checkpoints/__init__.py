@@ -1,0 +1,10 @@
+"""File checkpoints of turns: snapshots in a shadow git repository, undo, redo and diffs.
+
+- `shadow`: one working tree's shadow repository (git plumbing only).
+- `turn`: the snapshots one running turn takes (before its first tool that can change
+  files, and at its end) and records against the turn in the store.
+- `undo`: undo, redo and diffs of a stored session's turns, for every front end.
+
+This package sits between the store and the engine: it imports `hermes.store`,
+`hermes.errors` and nothing above them.
+"""

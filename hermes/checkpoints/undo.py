@@ -1,0 +1,180 @@
+"""Undo, redo and diffs of a stored session's turns, for every front end.
+
+    outcome = await undo(store, home, session_id, turns=2)     # files back, the turns hidden
+    outcome = await redo(store, home, session_id)              # both back again
+    patch = await turn_diff(store, home, session_id, turn=3)   # a patch `git apply` accepts
+
+`home` is `Settings.home`: the shadow repositories live under it (hermes/checkpoints/shadow.py).
+
+Invariants:
+
+- Undo of the newest N visible turns puts every file those turns changed back to what it
+  was before the first of them changed it; redo puts each back to what the last of them
+  left. Only those files are written; every other file is left alone.
+- A file that differs from what the checkpoint says it should be now (edited outside
+  hermes since) is never overwritten unless `force`: `FilesChangedOutside` names them
+  and nothing at all is changed (neither files nor the store).
+- The files are restored first, then the turns are hidden (or shown) in the store.
+- A session with an open turn (a run in progress) refuses both: `TurnInProgress`.
+- Turns that took no snapshot are hidden and shown all the same (they changed no files).
+- Turn numbers (`turn=N`) count the session's visible turns from 1; None is the newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes.checkpoints.shadow import Entry, FileChange, ShadowRepo, git_available, prune_session
+from hermes.errors import CheckpointError, FilesChangedOutside, NothingToUndo, TurnInProgress, UsageError
+from hermes.store.api import AsyncSessionStore
+from hermes.store.records import TurnCheckpoint
+
+__all__ = [
+    "TurnChange", "UndoOutcome", "delete_session", "prune_session", "redo", "turn_changes", "turn_diff", "undo",
+]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class UndoOutcome:
+    """What an undo or redo did."""
+
+    turns: tuple[int, ...]
+    """The turn ids hidden (undo) or brought back (redo), oldest first."""
+    files: tuple[str, ...]
+    """The files written or deleted, relative to their worktree."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnChange:
+    """One turn's change: its number among the visible turns, its files and patch."""
+
+    number: int
+    turn_id: int
+    files: tuple[FileChange, ...]
+    patch: str
+
+
+async def undo(
+    store: AsyncSessionStore, home: Path, session_id: str, *, turns: int = 1, force: bool = False
+) -> UndoOutcome:
+    """Undo the newest `turns` visible turns (see the module docstring)."""
+    if turns < 1:
+        raise UsageError("the number of turns to undo must be 1 or more")
+    rows = await _settled(store, session_id)
+    visible = [t for t in rows if t.undone is None]
+    if not visible:
+        raise NothingToUndo("nothing to undo: the session has no turns left")
+    group = visible[-turns:]
+    files = await _move(home, group, forward=False, force=force)
+    hidden = await store.undo_turns(session_id, len(group))
+    return UndoOutcome(tuple(hidden), files)
+
+
+async def redo(store: AsyncSessionStore, home: Path, session_id: str, *, force: bool = False) -> UndoOutcome:
+    """Bring back the turns of the newest undo, files included (see the module docstring)."""
+    rows = await _settled(store, session_id)
+    markers = [t.undone for t in rows if t.undone is not None]
+    if not markers:
+        raise NothingToUndo("nothing to redo")
+    group = [t for t in rows if t.undone == max(markers)]
+    if any(t.undone is None and t.turn_id > group[-1].turn_id for t in rows):
+        raise NothingToUndo("nothing to redo: the conversation went on after the undo")
+    files = await _move(home, group, forward=True, force=force)
+    shown = await store.redo_turns(session_id)
+    return UndoOutcome(tuple(shown), files)
+
+
+async def turn_changes(store: AsyncSessionStore, home: Path, session_id: str, turn: int | None = None,
+                       *, color: bool = False) -> TurnChange:  # fmt: skip
+    """The change of visible turn number `turn` (None: the newest)."""
+    visible = [t for t in await store.turn_checkpoints(session_id) if t.undone is None]
+    if not visible:
+        raise NothingToUndo("the session has no turns")
+    if turn is None:
+        turn = len(visible)
+    if not 1 <= turn <= len(visible):
+        count = f"{len(visible)} turn{'s' if len(visible) != 1 else ''}"
+        raise NothingToUndo(f"no turn {turn}: the session has {count}")
+    row = visible[turn - 1]
+    if row.worktree is None or row.before is None or row.after is None:
+        return TurnChange(turn, row.turn_id, (), "")
+    repo = _repo(home, row.worktree)
+    changes = await repo.numstat(row.before, row.after)
+    patch = await repo.diff(row.before, row.after, color=color)
+    return TurnChange(turn, row.turn_id, tuple(changes), patch)
+
+
+async def turn_diff(store: AsyncSessionStore, home: Path, session_id: str, turn: int | None = None) -> str:
+    """The patch of visible turn number `turn` (None: the newest); empty when it changed no file."""
+    return (await turn_changes(store, home, session_id, turn)).patch
+
+
+async def delete_session(store: AsyncSessionStore, home: Path, session_id: str) -> None:
+    """Delete the session from the store, then its snapshots (`prune_session`)."""
+    await store.delete_session(session_id)
+    await prune_session(home, session_id)
+
+
+# ---- internals ---------------------------------------------------------------------
+
+
+async def _settled(store: AsyncSessionStore, session_id: str) -> list[TurnCheckpoint]:
+    rows = await store.turn_checkpoints(session_id)
+    if any(not t.ended for t in rows):
+        raise TurnInProgress(session_id)
+    return rows
+
+
+def _repo(home: Path, worktree: str) -> ShadowRepo:
+    if not git_available():
+        raise CheckpointError("git is not installed: file checkpoints cannot be read")
+    return ShadowRepo.for_worktree(home, Path(worktree))
+
+
+async def _move(home: Path, group: Sequence[TurnCheckpoint], *, forward: bool, force: bool) -> tuple[str, ...]:
+    """Restore the files of `group` to before it (undo) or after it (redo)."""
+    by_tree: dict[str, list[TurnCheckpoint]] = {}
+    for row in group:
+        if row.worktree is not None and row.before is not None and row.after is not None:
+            by_tree.setdefault(row.worktree, []).append(row)
+    plans: list[tuple[ShadowRepo, dict[str, Entry | None]]] = []
+    conflicts: list[str] = []
+    for worktree, rows in by_tree.items():
+        repo = _repo(home, worktree)
+        first: dict[str, TurnCheckpoint] = {}
+        last: dict[str, TurnCheckpoint] = {}
+        for row in rows:
+            assert row.before is not None and row.after is not None
+            for path in await repo.changed(row.before, row.after):
+                first.setdefault(path, row)
+                last[path] = row
+        if not first:
+            continue
+        now = await repo.entries((await repo.snapshot()).commit)
+        cache: dict[str, dict[str, Entry]] = {}
+        targets: dict[str, Entry | None] = {}
+        for path in sorted(first):
+            before_commit = first[path].before
+            after_commit = last[path].after
+            assert before_commit is not None and after_commit is not None
+            old, new = await _entry(repo, cache, before_commit, path), await _entry(repo, cache, after_commit, path)
+            expected, target = (old, new) if forward else (new, old)
+            if now.get(path) != expected:
+                conflicts.append(path)
+            targets[path] = target
+        plans.append((repo, targets))
+    if conflicts and not force:
+        raise FilesChangedOutside(conflicts)
+    written: list[str] = []
+    for repo, targets in plans:
+        await repo.restore(targets)
+        written.extend(targets)
+    return tuple(written)
+
+
+async def _entry(repo: ShadowRepo, cache: dict[str, dict[str, Entry]], commit: str, path: str) -> Entry | None:
+    if commit not in cache:
+        cache[commit] = await repo.entries(commit)
+    return cache[commit].get(path)

@@ -1,0 +1,65 @@
+"""Where `hermes sessions …` reads and writes: the local storage, or a remote `hermes serve`.
+
+    with opened_sessions(settings, server=URL_or_None, key=KEY_or_None) as opened:
+        record = opened.run(opened.sessions.get_session(session_id))
+
+`server` (the `--server` flag, else `server_url`) picks the server's sessions REST API
+(`hermes.remote.sessions.RemoteSessions`, with `key`, else `server_key`, as the bearer
+key); otherwise the configured storage is opened and repaired (`opened_storage`). Both run
+on one `CommandLoop` for the command; the server's HTTP client is closed on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from hermes.cli._storage import CommandLoop, opened_storage
+
+if TYPE_CHECKING:
+    from hermes.config import Settings
+    from hermes.remote.sessions import RemoteSessions
+    from hermes.store.api import AsyncSessionStore, Storage
+
+T = TypeVar("T")
+
+SERVER_OPTION: Any = typer.Option(
+    None, "--server", metavar="URL", help="Use this hermes serve's sessions (default: server_url)."
+)
+KEY_OPTION: Any = typer.Option(None, "--key", help="Bearer key of --server (default: server_key).")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedSessions:
+    sessions: AsyncSessionStore | RemoteSessions
+    loop: CommandLoop
+    storage: Storage | None
+    """The local storage (None for a server)."""
+
+    def run(self, step: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run(step)
+
+
+@contextlib.contextmanager
+def opened_sessions(settings: Settings, *, server: str | None, key: str | None) -> Iterator[OpenedSessions]:
+    server = server or settings.server_url
+    if not server:
+        with opened_storage(settings) as opened:
+            yield OpenedSessions(opened.storage.sessions, opened.loop, opened.storage)
+        return
+    from hermes.remote.client import RemoteClient
+    from hermes.remote.sessions import RemoteSessions
+
+    loop = CommandLoop()
+    try:
+        client = RemoteClient(server, key or settings.server_key)
+        try:
+            yield OpenedSessions(RemoteSessions(client), loop, None)
+        finally:
+            loop.run(client.aclose())
+    finally:
+        loop.close()

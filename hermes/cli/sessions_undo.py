@@ -1,0 +1,82 @@
+"""`hermes sessions undo|redo|diff`: a session's file checkpoints (hermes/checkpoints).
+
+    hermes sessions undo ID [--turns N] [--force]   files back to before the last N turns,
+                                                     and those turns hidden (kept for redo)
+    hermes sessions redo ID [--force]                the newest undo, undone
+    hermes sessions diff ID [--turn N]               turn N's change (default: the last) as a
+                                                     patch `git apply` accepts, on stdout
+
+Exit codes: 0 done; 1 refused or failed, one line on stderr: a file changed outside
+hermes since the checkpoint (named; nothing was changed; `--force` overwrites it), a turn
+running in the session, nothing to undo or redo, an unknown session; 2 bad input.
+`--json` prints `{"object": "undo"|"redo", "session_id", "turns": [ids], "files": [paths]}`.
+The commands are registered on `hermes sessions` by hermes/cli/sessions.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from hermes.cli._common import load_settings, print_json
+from hermes.cli._storage import opened_storage
+
+
+def undo(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    turns: int = typer.Option(1, "--turns", "-n", min=1, help="How many of the last turns to undo."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files changed since the checkpoint."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Restore files to before the last N turns and hide those turns (redo brings both back)."""
+    from hermes.checkpoints import undo as checkpoints
+
+    settings = load_settings()
+    with opened_storage(settings) as opened:
+        store = opened.storage.sessions
+        record = opened.run(store.get_session(session_id))
+        outcome = opened.run(checkpoints.undo(store, settings.home, record.id, turns=turns, force=force))
+    _report("undo", record.id, outcome.turns, outcome.files, json_out)
+
+
+def redo(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files changed since the undo."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Bring back the turns of the newest undo, and their files."""
+    from hermes.checkpoints import undo as checkpoints
+
+    settings = load_settings()
+    with opened_storage(settings) as opened:
+        store = opened.storage.sessions
+        record = opened.run(store.get_session(session_id))
+        outcome = opened.run(checkpoints.redo(store, settings.home, record.id, force=force))
+    _report("redo", record.id, outcome.turns, outcome.files, json_out)
+
+
+def diff(
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    turn: int | None = typer.Option(None, "--turn", "-t", min=1, help="Turn number (1 = first; default: the last)."),
+) -> None:
+    """Print what a turn changed in the files, as a patch `git apply` accepts."""
+    from hermes.checkpoints import undo as checkpoints
+
+    settings = load_settings()
+    with opened_storage(settings) as opened:
+        store = opened.storage.sessions
+        record = opened.run(store.get_session(session_id))
+        patch = opened.run(checkpoints.turn_diff(store, settings.home, record.id, turn))
+    sys.stdout.write(patch)
+
+
+def _report(verb: str, session_id: str, turns: tuple[int, ...], files: tuple[str, ...], json_out: bool) -> None:
+    if json_out:
+        print_json({"object": verb, "session_id": session_id, "turns": list(turns), "files": list(files)})
+        return
+    done = "Undid" if verb == "undo" else "Redid"
+    count = len(turns)
+    typer.echo(f"{done} {count} turn{'s' if count != 1 else ''} of {session_id}", err=False)
+    for path in files:
+        typer.echo(f"  restored {path}")

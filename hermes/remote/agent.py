@@ -1,0 +1,60 @@
+"""The agent of a remote `hermes serve`, as a front end sees it: start a turn, stop it.
+
+`RemoteAgent` has the part of the engine's `Agent` the TUI and `chat -q` use: `model`
+(sent with every turn; None lets the server choose), `context_window`, `instructions`,
+`tools`, `start(request)` (a `RemoteTurn`, whose events are the engine's event types) and
+`compact`. What the server does not offer over HTTP is refused in one line
+(`RemoteUnsupported`), never faked: `/compact`, local AGENTS.md discovery (the server
+reads its own), local tools and MCP servers (the server's run).
+"""
+
+from __future__ import annotations
+
+from hermes.agent.context import known_context_window
+from hermes.agent.events import ContextCompacted
+from hermes.agent.instructions import ProjectInstructions
+from hermes.agent.tools.base import ToolRegistry
+from hermes.agent.types import TurnRequest
+from hermes.errors import RemoteUnsupported
+from hermes.remote.client import RemoteClient
+from hermes.remote.turn import RemoteTurn
+
+NOT_OFFERED = (
+    "remote session: the server runs the tools, reads its own AGENTS.md and keeps the context; "
+    "/compact, /undo and local AGENTS.md discovery are not offered over HTTP"
+)
+"""The one line that says what a remote session does not do."""
+
+
+class RemoteAgent:
+    """Turns on the server `client` talks to (see the module docstring)."""
+
+    def __init__(self, client: RemoteClient, *, model: str | None = None, context_window: int | None = None) -> None:
+        self.client = client
+        self._model = model
+        self._window = context_window
+        self.tools = ToolRegistry()
+        """No local tools: the server's run."""
+        self.instructions: ProjectInstructions | None = None
+        """No local AGENTS.md: the server reads its own."""
+
+    @property
+    def model(self) -> str:
+        return self._model or ""
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self._model = value or None
+
+    @property
+    def server(self) -> str:
+        return self.client.base_url
+
+    def context_window(self, model: str | None = None) -> int:
+        return self._window or known_context_window(model or self.model)
+
+    def start(self, request: TurnRequest) -> RemoteTurn:
+        return RemoteTurn(self.client, request, model=self._model)
+
+    async def compact(self, session_id: str, *, model: str | None = None) -> ContextCompacted | None:
+        raise RemoteUnsupported("/compact is not offered over HTTP: the server compacts on its own when needed")

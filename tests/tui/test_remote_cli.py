@@ -1,0 +1,110 @@
+"""`hermes chat -q --server` and `hermes sessions … --server` as subprocesses against a real
+`hermes serve` (SQLite): the answer, continuing a session, the session commands, a wrong key.
+
+The client processes get a home of their own with no storage of their own: whatever they
+list or show comes from the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hermes.testing.upstream import ScriptedUpstream, text_reply
+
+from ._remote_serve import KEY, REPO, ServeProcess, serve_env
+
+
+@pytest.fixture
+async def serve(tmp_path: Path, upstream: ScriptedUpstream) -> AsyncIterator[ServeProcess]:
+    work = tmp_path / "work"
+    work.mkdir()
+    process = ServeProcess(serve_env(tmp_path / "server-home", upstream), work)
+    await process.start()
+    yield process
+    await process.kill()
+
+
+async def hermes(home: Path, *args: str, **env: str) -> tuple[int, str, str]:
+    """Run the CLI without a terminal; the scripted upstream keeps serving meanwhile."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
+    base.update(HERMES_HOME=str(home), PYTHONPATH=str(REPO), **env)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hermes", *args,
+        env=base, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_chat_q_and_sessions_commands_go_to_the_server(
+    serve: ServeProcess, upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    home = tmp_path / "client-home"
+    remote = ("--server", serve.url, "--key", KEY)
+    upstream.enqueue(text_reply("Remote **hello**."), text_reply("Still remote."))
+    code, out, err = await hermes(home, "chat", "-q", "say hello", *remote)
+    assert code == 0, err
+    assert out == "Remote **hello**.\n"
+
+    code, out, err = await hermes(home, "chat", "-q", "and again", "-c", *remote)
+    assert code == 0, err
+    assert out == "Still remote.\n"
+    sent = [m["content"] for m in upstream.requests[-1].messages if m["role"] != "system"]
+    assert sent == ["say hello", "Remote **hello**.", "and again"]  # the server's stored history
+
+    # HERMES_SERVER_URL and API_SERVER_KEY instead of the flags
+    code, out, err = await hermes(home, "sessions", "list", "--json", HERMES_SERVER_URL=serve.url, API_SERVER_KEY=KEY)
+    assert code == 0, err
+    (listed,) = json.loads(out)["data"]
+    assert listed["source"] == "cli" and listed["message_count"] == 4
+    session_id = listed["id"]
+
+    code, out, err = await hermes(home, "sessions", "show", session_id, *remote)
+    assert code == 0, err
+    assert "say hello" in out and "Still remote." in out
+
+    code, out, err = await hermes(home, "sessions", "rename", session_id, "Greetings", *remote)
+    assert code == 0, err
+    assert out.strip() == f"Renamed {session_id}: Greetings"
+
+    code, out, err = await hermes(home, "sessions", "fork", session_id, "--json", *remote)
+    assert code == 0, err
+    fork = json.loads(out)
+    assert fork["parent_session_id"] == session_id and fork["message_count"] == 4
+
+    code, out, err = await hermes(home, "sessions", "search", "hello", "--json", *remote)
+    assert code == 0, err
+    assert {hit["session"]["id"] for hit in json.loads(out)["data"]} >= {session_id}
+
+    code, out, err = await hermes(home, "sessions", "delete", fork["id"], "--yes", *remote)
+    assert code == 0, err
+    code, out, err = await hermes(home, "sessions", "list", *remote)
+    assert code == 0, err
+    assert session_id in out and fork["id"] not in out
+    assert not (home / "state.db").exists()  # nothing local was opened
+
+
+async def test_a_wrong_key_is_one_line_and_exit_1(serve: ServeProcess, tmp_path: Path) -> None:
+    home = tmp_path / "client-home"
+    for args in (("chat", "-q", "hi"), ("chat",), ("sessions", "list")):
+        code, out, err = await hermes(home, *args, "--server", serve.url, "--key", "wrong")
+        assert code == 1, (args, err)
+        assert out == ""
+        assert err.count("\n") == 1 and "refused the key (401)" in err, (args, err)
+
+
+async def test_an_unreachable_server_or_a_local_only_flag_is_one_line(tmp_path: Path) -> None:
+    code, out, err = await hermes(tmp_path / "home", "chat", "-q", "hi", "--server", "http://127.0.0.1:9")
+    assert code == 1
+    assert err.count("\n") == 1 and "cannot reach the hermes server at http://127.0.0.1:9" in err, err
+    code, out, err = await hermes(tmp_path / "home", "chat", "-q", "hi", "--yolo", "--server", "http://127.0.0.1:9")
+    assert code == 2
+    assert err.count("\n") == 1 and "--yolo does not reach a server" in err, err
