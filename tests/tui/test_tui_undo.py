@@ -14,6 +14,7 @@ import pytest
 
 from hermes.agent.factory import build_agent
 from hermes.agent.tools.registry import default_registry
+from hermes.checkpoints.files import LocalSessionFiles
 from hermes.testing.upstream import call, text_reply, tool_reply
 from hermes.tui.app import make_app
 from hermes.tui.screens.confirm_overwrite import ConfirmOverwrite
@@ -65,7 +66,7 @@ async def test_diff_undo_and_redo_in_the_tui(settings, sessions, upstream, work)
         text_reply("Greeting changed and main.py added."),
     )
     agent = build_agent(settings, sessions, tools=default_registry())
-    app = make_app(agent, sessions, settings, cwd=str(work))
+    app = make_app(agent, sessions, settings, cwd=str(work), files=LocalSessionFiles(sessions, settings.home))
     evidence = Evidence()
     try:
         async with app.run_test(size=(100, 40)) as pilot:
