@@ -99,9 +99,12 @@ async def test_sessions_diff_undo_and_redo_act_on_the_servers_files(
     remote = ("--server", serve.url, "--key", KEY)
     notes.write_text("old\n")
     upstream.enqueue(tool_reply([call("write_file", {"path": "notes.txt", "content": "new\n"})]), text_reply("Done."))
-    code, out, err = await hermes(home, "chat", "-q", "rewrite the notes", *remote)
+    code, out, err = await hermes(home, "chat", "-q", "rewrite the notes", "--json", *remote)
     assert code == 0, err
     assert notes.read_text() == "new\n"
+    result = json.loads(out.splitlines()[-1])
+    assert result["type"] == "result" and result["usage"]["input_tokens"] > 0
+    assert result["cost_usd"] is None  # scripted-model has no price here
     code, out, err = await hermes(home, "sessions", "list", "--json", *remote)
     (listed,) = json.loads(out)["data"]
     session_id = listed["id"]
