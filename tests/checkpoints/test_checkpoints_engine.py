@@ -186,7 +186,9 @@ async def test_snapshots_work_with_the_sandbox_on(upstream, make_agent, store, h
         text_reply("ok"),
     )
     events, result = await run(make_agent(launcher=launcher), work)
-    assert [e.text for e in events if isinstance(e, Status) and e.kind == "files_changed"] == ["2 files changed, +2 −1"]
+    assert [e.text for e in events if isinstance(e, Status) and e.kind == "files_changed"] == [
+        "2 files changed, +2 −1"
+    ]
     await undo_mod.undo(store, home, result.session_id)
     assert (work / "a.txt").read_text() == "alpha\nbeta\ngamma\n" and not (work / "n.txt").exists()
 
