@@ -17,6 +17,7 @@ from hermes.agent.tools.registry import default_registry
 from hermes.checkpoints.files import LocalSessionFiles
 from hermes.testing.upstream import call, text_reply, tool_reply
 from hermes.tui.app import make_app
+from hermes.tui.file_commands import NOT_OFFERED
 from hermes.tui.screens.confirm_overwrite import ConfirmOverwrite
 from hermes.tui.widgets.diff_view import DiffView
 from hermes.tui.widgets.notice import Notice
@@ -115,3 +116,11 @@ async def test_diff_undo_and_redo_in_the_tui(settings, sessions, upstream, work)
     finally:
         await agent.aclose()
     evidence.save("tui_undo_session.txt")
+
+
+async def test_a_screen_without_checkpoints_says_so_in_one_line(make_tui):
+    app = make_tui(files=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command in ("/undo", "/redo", "/diff"):
+            await type_and_send(pilot, command)
+        await until(pilot, lambda: notices(app).count(NOT_OFFERED) == 3)
