@@ -253,6 +253,7 @@ class Settings:
             shown = mask(value) if option.secret else redact_text(render(value))
             out.append((name, shown))
         out += [(f"{LIMITS_TABLE}.{key}", str(value)) for key, value in self.tool_limits.items()]
+        out += [(f'{PRICES_TABLE}."{model}"', price.describe()) for model, price in self.prices.configured.items()]
         return out
 
     def replace(self, **changes: Any) -> Settings:

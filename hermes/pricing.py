@@ -65,6 +65,11 @@ class Price:
         cached_price = self.input if self.cached_input is None else self.cached_input
         return ((input_tokens - cached) * self.input + cached * cached_price + output_tokens * self.output) / _PER
 
+    def describe(self) -> str:
+        """ "input=2.5 cached_input=1.25 output=10" (dollars per million tokens), as config.toml has it."""
+        cached = "" if self.cached_input is None else f" cached_input={self.cached_input:g}"
+        return f"input={self.input:g}{cached} output={self.output:g}"
+
 
 KNOWN_PRICES: Mapping[str, Price] = MappingProxyType(
     {
@@ -91,10 +96,16 @@ KNOWN_PRICES: Mapping[str, Price] = MappingProxyType(
 class PriceTable:
     """The prices in force: `KNOWN_PRICES` overlaid with the configured ones."""
 
-    __slots__ = ("_prices",)
+    __slots__ = ("_configured", "_prices")
 
     def __init__(self, configured: Mapping[str, Price] | None = None) -> None:
-        self._prices: Mapping[str, Price] = MappingProxyType({**KNOWN_PRICES, **(configured or {})})
+        self._configured: Mapping[str, Price] = MappingProxyType(dict(configured or {}))
+        self._prices: Mapping[str, Price] = MappingProxyType({**KNOWN_PRICES, **self._configured})
+
+    @property
+    def configured(self) -> Mapping[str, Price]:
+        """The prices config.toml sets (for `hermes config show`), by model."""
+        return self._configured
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PriceTable) and dict(self._prices) == dict(other._prices)

@@ -184,13 +184,31 @@ async def model_call(
     """Run one model call with retries; see the module docstring."""
     attempts = policy.stream_retries + 1
     attempt = 1
+    loop = asyncio.get_running_loop()
     while True:
         outcome.reset()
         acc = _Accumulator(outcome)
         try:
             if streaming:
-                async for event in _stream_once(provider, request, policy, acc):
-                    yield event
+                # Inline, not a generator of its own: each event passes one layer fewer.
+                stream = provider.stream(request)
+                try:
+                    # It fires only after `stale_timeout` seconds with no chunk at all; time
+                    # spent by the consumer is not upstream silence.
+                    async with asyncio.timeout(None) as deadline:
+                        watchdog = _Watchdog(loop, deadline, policy.stale_timeout)
+                        try:
+                            async for provider_event in stream:
+                                shown = acc.feed(provider_event)
+                                if shown is not None:
+                                    watchdog.paused = True
+                                    yield shown
+                                    watchdog.paused = False
+                                watchdog.heard = loop.time()
+                        finally:
+                            watchdog.cancel()
+                finally:
+                    await stream.aclose()  # type: ignore[attr-defined]
             else:
                 async with asyncio.timeout(policy.stale_timeout):
                     events = await provider.complete(request)
@@ -283,30 +301,6 @@ class _Watchdog:
 
     def cancel(self) -> None:
         self._handle.cancel()
-
-
-async def _stream_once(
-    provider: Provider, request: ModelRequest, policy: CallPolicy, acc: _Accumulator
-) -> AsyncGenerator[AgentEvent, None]:
-    loop = asyncio.get_running_loop()
-    stream = provider.stream(request)
-    try:
-        # It fires only after `stale_timeout` seconds with no chunk at all; time spent by
-        # the consumer is not upstream silence.
-        async with asyncio.timeout(None) as deadline:
-            watchdog = _Watchdog(loop, deadline, policy.stale_timeout)
-            try:
-                async for provider_event in stream:
-                    shown = acc.feed(provider_event)
-                    if shown is not None:
-                        watchdog.paused = True
-                        yield shown
-                        watchdog.paused = False
-                    watchdog.heard = loop.time()
-            finally:
-                watchdog.cancel()
-    finally:
-        await stream.aclose()  # type: ignore[attr-defined]
 
 
 def _backoff(policy: CallPolicy, attempt: int, error: ProviderError) -> float:

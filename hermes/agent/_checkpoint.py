@@ -1,14 +1,16 @@
 """The store side of one running turn: its turn row and checkpoints of the streaming text.
 
     checkpoints = TurnCheckpoints(store, session_id)     # None store: everything is a no-op
-    await checkpoints.record(NewMessage(...))             # every message of the turn
+    await checkpoints.start(inputs, create)               # the turn's input (and new session)
+    await checkpoints.record(NewMessage(...))             # every later message of the turn
     checkpoints.streamed(text_parts)                      # after every TextDelta (never waits)
     await checkpoints.end("completed")
 
 Invariants:
 
-- The turn row is opened (`store.begin_turn`) by the turn's first message, so a crash at
-  any later point leaves an open turn that start-up repair finds.
+- The turn row is opened with the turn's input messages, and a new session with them
+  (`store.start_turn`: one write, all or nothing), so a crash at any later point leaves
+  an open turn that start-up repair finds.
 - `streamed()` costs a clock read per delta; the text is written (`store.save_draft`) at
   most once per `interval` while it changes, and never later than `interval` after it
   changed (a timer covers a stream that pauses). Recording the segment's assistant
@@ -30,7 +32,7 @@ from collections.abc import Callable
 
 from hermes.agent.types import Usage
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import MessageRecord, NewMessage
+from hermes.store.records import MessageRecord, NewMessage, NewSession
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,31 @@ class TurnCheckpoints:
         self._writing: asyncio.Task[None] | None = None
         """The draft write in flight (each one waits for the one before)."""
         self._warned = False
+        self._session_exists = True
+        """False while the session is one `start` creates (and after that failed: all or nothing)."""
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    async def start(self, inputs: list[NewMessage], create: NewSession | None = None) -> None:
+        """Open the turn with its input messages (creating the session first, when new): one write."""
+        if self._store is None:
+            return
+        self._session_exists = create is None
+        if not inputs:  # the turn row waits for the first message
+            if create is not None:
+                session = await self._store.create_session(
+                    source=create.source, model=create.model, title=create.title,
+                    system_prompt=create.system_prompt, session_id=create.id if create.given else None,
+                )  # fmt: skip
+                self._session_id = session.id
+                self._session_exists = True
+            return
+        turn, _ = await self._store.start_turn(create or self._session_id, inputs)
+        self.turn_id = turn.id
+        self._session_id = turn.session_id
+        self._session_exists = True
 
     async def record(self, message: NewMessage) -> MessageRecord | None:
         """Write one message of the turn (an assistant message replaces the draft)."""
@@ -111,7 +138,7 @@ class TurnCheckpoints:
         """Save the newest text, then end the turn, add `usage` and end the session: one write.
 
         A turn that never opened (its first message was not stored) still gets the usage
-        and the session's end."""
+        and the session's end, unless its session was to be created with it."""
         self._cancel_timer()
         store = self._store
         if store is None:
@@ -119,6 +146,8 @@ class TurnCheckpoints:
         if self._parts is not None:
             self._save()
         await self.drain()
+        if not self._session_exists:
+            return  # its creation failed with the turn's opening: nothing was written
         if self.turn_id is not None:
             await store.finish_turn(
                 self.turn_id, self._session_id, reason,

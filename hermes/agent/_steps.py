@@ -1,12 +1,17 @@
 """The steps of a turn's loop: a model step, a tool step, and the answer that ends it.
 
     outcome = CallOutcome()
-    async for event in model_step(turn, call, context, tools, outcome): ...   # one model call
-    async for event in tool_step(turn, call, outcome, context, tools): ...    # its tool calls
-    result = await answer(turn, context, outcome, ending)                     # or: the answer
+    async for compacted in call.budget.fit(context, tools): ...         # a model step: fit,
+    request = model_request(turn, call, context, tools)                 # begin,
+    async for event in call.caller.call(request, call.policy, outcome):
+        model_streamed(turn, event); ...                                # each event of the call,
+    model_done(turn, call, context, tools, outcome)                     # end
+    async for event in tool_step(turn, run, outcome, context): ...     # its tool calls
+    result = await answer(turn, context, outcome, ending, max_iterations)  # or: the answer
 
-Each step is an async generator of engine events and writes what it produced to the
-`TurnState` (and through it to the store) as it happens.
+The tool step is an async generator of engine events; the model step is three calls
+around the model call's own events (so each passes one generator layer fewer). Both
+write what they produced to the `TurnState` (and through it to the store) as it happens.
 
 Invariants:
 - The model step compacts the request first when it would exceed the budget; the text it
@@ -73,22 +78,19 @@ Ending = Literal["answer", "max_iterations"]
 """Why a text answer ends the turn: the model answered, or the max_iterations summary."""
 
 
-async def model_step(
+def model_request(
     turn: TurnState,
     call: ModelCall,
     context: list[ChatMessage],
     tools: list[dict[str, Any]] | None,
-    outcome: CallOutcome,
     *,
     tool_choice: str | dict[str, Any] | None = None,
     parallel_tool_calls: bool | None = None,
-) -> AsyncGenerator[AgentEvent, None]:
-    """Fit the request, call the model once; what it produced is left in `outcome`."""
-    async for compacted in call.budget.fit(context, tools):
-        yield compacted
+) -> ModelRequest:
+    """Begin a model step (the request already fits: `call.budget.fit` came first): its request."""
     turn.api_calls += 1
     turn.text_parts = []
-    request = ModelRequest(
+    return ModelRequest(
         model=turn.model,
         messages=context,
         tools=tools,
@@ -96,12 +98,20 @@ async def model_step(
         parallel_tool_calls=parallel_tool_calls if tools else None,
         output_format=call.output_format,
     )
-    async with aclosing(call.caller.call(request, call.policy, outcome)) as events:
-        async for event in events:
-            if event.type == "text.delta":
-                turn.text_parts.append(event.text)
-                turn.checkpoints.streamed(turn.text_parts)
-            yield event
+
+
+def model_streamed(turn: TurnState, event: AgentEvent) -> None:
+    """Note an event of the model call: its text is checkpointed as it arrives."""
+    if event.type == "text.delta":
+        turn.text_parts.append(event.text)
+        turn.checkpoints.streamed(turn.text_parts)
+
+
+def model_done(
+    turn: TurnState, call: ModelCall, context: list[ChatMessage], tools: list[dict[str, Any]] | None,
+    outcome: CallOutcome,
+) -> None:  # fmt: skip
+    """End a model step: the call's usage (and the summaries') added to the turn."""
     turn.usage = turn.usage + outcome.usage + call.budget.take_usage()
     call.budget.observe(outcome.usage, context, tools)
     turn.context_tokens = call.budget.last_prompt_tokens

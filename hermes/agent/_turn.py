@@ -25,7 +25,7 @@ from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
 from hermes.checkpoints.turn import TurnFiles
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
-from hermes.store.records import NewMessage
+from hermes.store.records import NewMessage, NewSession
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +80,17 @@ class TurnState:
             )
         self.messages.append(message)
 
-    async def record_inputs(self, messages: list[ChatMessage]) -> Exception | None:
-        """Record the turn's input (the user's message, or tool results); a failure is
-        returned, to end the turn like any other."""
+    async def record_inputs(self, messages: list[ChatMessage], *, create: NewSession | None = None) -> Exception | None:
+        """Record the turn's input (the user's message, or tool results) with its turn row
+        (and `create`, the session, when new) in one write; a failure is returned, to end
+        the turn like any other. The session id is the one the store used."""
         try:
-            for message in messages:
-                await self.record(message)
+            if self.persist:
+                await self.checkpoints.start([NewMessage.from_openai(m) for m in messages], create)
+                self.session_id = self.checkpoints.session_id
         except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
             return exc
+        self.messages.extend(messages)
         return None
 
     async def record_tool_result(self, context: list[ChatMessage], event: ToolCompleted) -> None:

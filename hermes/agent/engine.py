@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing, nullcontext
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,9 @@ from hermes.agent._steps import (
     ModelCall,
     ToolRun,
     answer,
-    model_step,
+    model_done,
+    model_request,
+    model_streamed,
     repeated_call,
     tool_step,
 )
@@ -90,7 +92,7 @@ from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
 from hermes.errors import UsageError
 from hermes.ids import new_session_id
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import IMPORTED, NewMessage
+from hermes.store.records import IMPORTED, NewMessage, NewSession
 
 
 class _Interrupted(Exception):
@@ -180,15 +182,19 @@ class Agent:
     async def _drive(self, request: TurnRequest, handle: TurnHandle) -> None:
         """The turn, inside its handle's task: emits every event, ends with TurnCompleted."""
         model = request.model or self.model
-        # The session, the turn row and the input (the user's message, or a continuation's
-        # tool results): one commit.
-        async with self.store.transaction() if self.store is not None else nullcontext():
-            session_id, system_prompt, history = await self._open_session(request, model)
-            inputs, history = turn_inputs(request, history)
-            turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
-            if turn.persist:
-                turn.checkpoints = TurnCheckpoints(self.store, session_id)
-            unrecorded = await turn.record_inputs(inputs)
+        # Reads first; then the session (when new), the turn row and the input (the user's
+        # message, or a continuation's tool results): one write, holding nothing between.
+        session_id, system_prompt, history, new = await self._open_session(request, model)
+        inputs, history = turn_inputs(request, history)
+        turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
+        if turn.persist:
+            turn.checkpoints = TurnCheckpoints(self.store, session_id)
+        elif new is not None and self.store is not None:
+            await self.store.create_session(source=new.source, model=new.model, title=new.title,
+                                            system_prompt=new.system_prompt, session_id=new.id)  # fmt: skip
+            new = None
+        unrecorded = await turn.record_inputs(inputs, create=new)
+        session_id = turn.session_id
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
         tool_ctx = ToolContext(
             session_id=session_id,
@@ -263,12 +269,17 @@ class Agent:
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             outcome = CallOutcome()
-            steps = model_step(
-                turn, call, context, request_tools, outcome,
+            async for compacted in budget.fit(context, request_tools):
+                yield compacted
+            call_request = model_request(
+                turn, call, context, request_tools,
                 tool_choice=client.choice_for(first_call), parallel_tool_calls=client.parallel,
             )  # fmt: skip
-            async for event in steps:
-                yield event
+            async with aclosing(self._caller.call(call_request, policy, outcome)) as events:
+                async for event in events:  # the model call's events, one layer from the turn
+                    model_streamed(turn, event)
+                    yield event
+            model_done(turn, call, context, request_tools, outcome)
             self._reported_prompts[turn.session_id] = budget.reported
 
             if outcome.error is not None:
@@ -364,38 +375,50 @@ class Agent:
         """The system prompt a new session starts with (configured or default, plus instructions)."""
         return build_system_prompt(self.system_prompt, cwd, self.instructions)
 
-    async def _open_session(self, request: TurnRequest, model: str) -> tuple[str, str, list[ChatMessage]]:
-        """(session id, system prompt, history) for the request, creating the session if needed."""
+    async def _open_session(
+        self, request: TurnRequest, model: str
+    ) -> tuple[str, str, list[ChatMessage], NewSession | None]:
+        """(session id, system prompt, history, the session to create with the turn) for
+        the request: reads only, except a changed system prompt of a stored session."""
         store = self.store
         explicit_prompt = request.system_prompt
         if store is None:
             session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
-            return session_id, prompt, list(request.history or [])
+            return session_id, prompt, list(request.history or []), None
         session = await store.find_session(request.session_id) if request.session_id else None
+        new: NewSession | None = None
         if session is None:
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
-            session = await store.create_session(
+            new = NewSession(
+                id=request.session_id or new_session_id(),
+                given=bool(request.session_id),
                 source=request.source,
                 model=model,
                 title=request.title or title_from(request.input),
                 system_prompt=prompt,
-                session_id=request.session_id,
             )
+            session_id = new.id
             history: list[ChatMessage] = []
             if request.history:  # a conversation that began elsewhere: keep what came before
+                created = await store.create_session(
+                    source=new.source, model=model, title=new.title, system_prompt=prompt,
+                    session_id=request.session_id,
+                )  # fmt: skip
+                session_id, new = created.id, None
                 async with store.transaction():
                     for message in request.history:
-                        await store.append_message(session.id, NewMessage.from_openai(message, finish_reason=IMPORTED))
+                        await store.append_message(session_id, NewMessage.from_openai(message, finish_reason=IMPORTED))
         else:
             # Reuse the stored prompt byte for byte so the upstream's prompt cache holds.
             prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
                 await store.update_session(session.id, system_prompt=explicit_prompt)
             history = await resume_history(store, session.id)
+            session_id = session.id
         if request.history is not None:
             history = list(request.history)
-        return session.id, prompt, history
+        return session_id, prompt, history, new
 
 
 def title_from(content: Any) -> str | None:

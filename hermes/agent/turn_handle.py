@@ -15,7 +15,8 @@ Invariants:
 - The turn runs in a task of its own, created here; nothing ever cancels the consumer.
   Events reach the consumer through a bounded queue (QUEUE_SIZE): when the consumer is
   behind, the producer waits at `emit()` (backpressure). Every emitted event is delivered,
-  in order, unless the consumer left (`aclose()`); `events()` ends after the last one.
+  in order, unless the consumer left (`aclose()`) or wants only the result (`wait()`);
+  `events()` ends after the last one.
   `batches()` delivers the same events in the same order, several at once when they were
   already queued.
 - `stop(code, message)` is delivered inside the turn's own task. While the producer
@@ -25,6 +26,8 @@ Invariants:
   only the stop is recorded; the producer checks `stop_requested` afterwards. The first
   stop wins; later ones are ignored. A stop from inside the turn's task (e.g. a tool's
   callback) is recorded only, since a cancel of the running task would land after it.
+- `wait()` is the consumer that wants only the result: from then on events skip the
+  queue (observers still see them) and it awaits the task itself.
 - `aclose(grace)` is how a consumer leaves: events are dropped from then on, the turn is
   stopped, the producer gets `grace` seconds to settle (interrupted tool results written,
   session ended), then its task is cancelled — the producer's cleanup still runs, without
@@ -83,7 +86,7 @@ class TurnHandle:
         self.stop_message: str | None = None
         self._failure: TurnCrashed | None = None
         self._detached = False
-        """Set by `aclose()`: nobody reads the queue any more; events are dropped."""
+        """Set by `aclose()` and `wait()`: nobody reads the queue any more; events are dropped."""
         self._listening = False
         self._cancel_sent = False
         self._observers: list[Callable[[AgentEvent], None]] = []
@@ -152,9 +155,19 @@ class TurnHandle:
         self._deliver_stop()
 
     async def wait(self) -> TurnResult | None:
-        """Read the events to the end and return the result (None if the turn never completed)."""
-        async for _ in self.events():
-            pass
+        """Wait for the turn to end and return the result (None if the turn never completed).
+
+        The events are not read: they are dropped from now on (observers still see each
+        one) and the producer never waits at `emit()`. TurnCrashed if the producer raised.
+        """
+        self._detached = True
+        queue = self._queue
+        while not queue.empty():
+            queue.get_nowait()
+        if not self.task.done():
+            await asyncio.wait((self.task,))
+        if self._failure is not None:
+            raise self._failure from self._failure.cause
         return self.result
 
     async def settled(self, timeout: float) -> None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes.config import Settings
+if TYPE_CHECKING:
+    from hermes.config import Settings
 
 
 def load_settings(**flags: Any) -> Settings:
     """Settings with command-line flags on top (None = flag not given)."""
+    from hermes.config import Settings
+
     return Settings.load(flags)
 
 

@@ -13,7 +13,6 @@ import asyncio
 import json
 import signal
 import sys
-from dataclasses import asdict
 from typing import Any
 
 from hermes.errors import SessionNotFound
@@ -94,5 +93,8 @@ async def one_shot_remote(
             renderer.close()
     assert result is not None
     if as_json:
-        sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
+        from hermes.cli._usage import result_line
+
+        line = result_line(result, settings.prices)
+        sys.stdout.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
     return int(_report(result, as_json))

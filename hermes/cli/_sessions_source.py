@@ -7,6 +7,8 @@
 (`hermes.remote.sessions.RemoteSessions`, with `key`, else `server_key`, as the bearer
 key); otherwise the configured storage is opened and repaired (`opened_storage`). Both run
 on one `CommandLoop` for the command; the server's HTTP client is closed on it.
+`opened.files` undoes, redoes and diffs turns where their files are: on the server
+(`RemoteSessions`), or here (`LocalSessionFiles` under `settings.home`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import typer
 from hermes.cli._storage import CommandLoop, opened_storage
 
 if TYPE_CHECKING:
+    from hermes.checkpoints.files import SessionFiles
     from hermes.config import Settings
     from hermes.remote.sessions import RemoteSessions
     from hermes.store.api import AsyncSessionStore, Storage
@@ -39,6 +42,8 @@ class OpenedSessions:
     loop: CommandLoop
     storage: Storage | None
     """The local storage (None for a server)."""
+    files: SessionFiles
+    """Undo, redo and diffs of `sessions`' turns (see the module docstring)."""
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(step)
@@ -48,8 +53,11 @@ class OpenedSessions:
 def opened_sessions(settings: Settings, *, server: str | None, key: str | None) -> Iterator[OpenedSessions]:
     server = server or settings.server_url
     if not server:
+        from hermes.checkpoints.files import LocalSessionFiles
+
         with opened_storage(settings) as opened:
-            yield OpenedSessions(opened.storage.sessions, opened.loop, opened.storage)
+            store = opened.storage.sessions
+            yield OpenedSessions(store, opened.loop, opened.storage, LocalSessionFiles(store, settings.home))
         return
     from hermes.remote.client import RemoteClient
     from hermes.remote.sessions import RemoteSessions
@@ -58,7 +66,8 @@ def opened_sessions(settings: Settings, *, server: str | None, key: str | None) 
     try:
         client = RemoteClient(server, key or settings.server_key)
         try:
-            yield OpenedSessions(RemoteSessions(client), loop, None)
+            sessions = RemoteSessions(client)
+            yield OpenedSessions(sessions, loop, None, sessions)
         finally:
             loop.run(client.aclose())
     finally:

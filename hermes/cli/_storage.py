@@ -15,7 +15,6 @@ state.db, judged by owner processes), on PostgreSQL through the session store
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Coroutine, Iterator
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    import asyncio
+
     from hermes.config import Settings
     from hermes.store.api import Storage
 
@@ -35,6 +36,8 @@ class CommandLoop:
     """The event loop of one command (see the module docstring); `close()` when done."""
 
     def __init__(self) -> None:
+        import asyncio  # here, not at import: a command that never runs a loop never loads it
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -48,11 +51,15 @@ class CommandLoop:
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         """Await `step` on the command's loop and return its result (or raise its error)."""
+        import asyncio
+
         if self._runner is not None:
             return self._runner.run(step)
         return asyncio.run_coroutine_threadsafe(step, self._loop).result()
 
     def close(self) -> None:
+        import asyncio
+
         if self._runner is not None:
             self._runner.close()
             return

@@ -1,5 +1,6 @@
-"""Cost in the `hermes sessions` commands: each session's `cost_usd`, and the by-model and
-by-day breakdown of `sessions stats`.
+"""Cost in the CLI: each session's `cost_usd` in the `hermes sessions` commands, the by-model
+and by-day breakdown of `sessions stats`, and the `result` line of `hermes chat -q --json`
+(`result_line`: the turn's usage and its `cost_usd`).
 
 A cost is priced from the usage rows (`AsyncSessionStore.session_usage`/`usage_totals`)
 with `Settings.prices`; where any part's model has no price, the cost is None (`null` in
@@ -9,16 +10,27 @@ JSON, "?" in text), never a guess.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from hermes.pricing import PriceTable, format_cost
 
 if TYPE_CHECKING:
+    from hermes.agent.types import TurnResult
     from hermes.cli._sessions_source import OpenedSessions
     from hermes.store.records import UsageTotal
 
-__all__ = ["session_costs", "usage_json", "usage_lines"]
+__all__ = ["result_line", "session_costs", "usage_json", "usage_lines"]
+
+
+def result_line(result: TurnResult, prices: PriceTable) -> dict[str, Any]:
+    """The `{"type": "result", …}` object of `chat -q --json`: the `TurnResult`'s fields
+    (its `usage` included) and `cost_usd`, the turn's tokens priced for its model (None
+    when the model has no price)."""
+    usage = result.usage
+    cost = prices.cost(result.model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+    return {"type": "result", **asdict(result), "cost_usd": cost}
 
 
 def session_costs(opened: OpenedSessions, prices: PriceTable, session_ids: Sequence[str]) -> dict[str, float | None]:

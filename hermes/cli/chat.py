@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -270,7 +269,10 @@ async def _run_turn(
             status.close()
     assert result is not None
     if as_json:
-        sys.stdout.write(json.dumps({"type": "result", **asdict(result)}, ensure_ascii=False, default=str) + "\n")
+        from hermes.cli._usage import result_line
+
+        line = result_line(result, settings.prices)
+        sys.stdout.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
     return _report(result, as_json)
 
 

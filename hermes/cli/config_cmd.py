@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from hermes.cli._common import load_settings, print_json
-from hermes.config import OPTIONS, write_config_value
 from hermes.errors import ConfigError
 from hermes.redact import redact_text
 
@@ -38,6 +37,8 @@ def get(key: str = typer.Argument(..., help="Setting name, e.g. model.")) -> Non
 @app.command("set")
 def set_(key: str = typer.Argument(...), value: str = typer.Argument(...)) -> None:
     """Write KEY = VALUE into config.toml (validated)."""
+    from hermes.config import OPTIONS, write_config_value
+
     settings = load_settings()
     write_config_value(settings, key, value)
     shown = "****" if OPTIONS[key].secret else redact_text(value)
@@ -47,6 +48,8 @@ def set_(key: str = typer.Argument(...), value: str = typer.Argument(...)) -> No
 @app.command("unset")
 def unset(key: str = typer.Argument(...)) -> None:
     """Remove KEY from config.toml (its default or environment value applies again)."""
+    from hermes.config import write_config_value
+
     settings = load_settings()
     write_config_value(settings, key, None)
     typer.echo(f"{key} removed from {settings.config_path}")

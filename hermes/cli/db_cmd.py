@@ -19,7 +19,6 @@ Exit codes: 0 success (status exits 0 even with pending migrations: read `curren
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -83,6 +82,8 @@ def _print(report: SchemaReport) -> None:
 @app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Show applied and pending migrations of every database of the configured backend."""
+    import asyncio
+
     from hermes.store.schema_admin import schema_status
 
     report = asyncio.run(schema_status(load_settings()))
@@ -92,6 +93,8 @@ def status(as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> No
 @app.command("upgrade")
 def upgrade(as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Apply pending migrations (safe while other instances start: a lock serialises them)."""
+    import asyncio
+
     from hermes.store.schema_admin import schema_upgrade
 
     report = asyncio.run(schema_upgrade(load_settings()))

@@ -1,6 +1,7 @@
 """The root `hermes` command: assembles the command groups, maps errors to exit codes.
 
-No work happens at import: each command imports what it needs when it runs, so
+No work happens at import: a command's module is imported when the command line names
+it (or `--help` lists it), and each command imports what it needs when it runs, so
 `hermes --help` and `hermes sessions list` stay fast.
 
 Exit codes: 0 success; 1 failure (HermesError, unknown id, failed/partial turn);
@@ -28,7 +29,15 @@ from hermes.redact import redact_text
 
 class HermesGroup(TyperGroup):
     """Turns every HermesError raised by a command, and every command-line parse error,
-    into one line on stderr and its exit code."""
+    into one line on stderr and its exit code; loads a command's module when it is needed."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = _load(cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
         try:
@@ -81,26 +90,41 @@ def root(
     """hermes: a terminal-first AI agent (chat, serve, sessions)."""
 
 
-COMMANDS = ("acp", "chat", "config", "db", "doctor", "mcp", "serve", "sessions")
-"""Every top-level command and command group; `hermes --help` lists exactly these."""
+COMMANDS = {
+    "acp": "acp_cmd",
+    "chat": "chat",
+    "doctor": "doctor",
+    "serve": "serve",
+    "sessions": "sessions",
+    "config": "config_cmd",
+    "mcp": "mcp_cmd",
+    "db": "db_cmd",
+}
+"""Every top-level command and command group (in the order `hermes --help` lists them)
+and its module in `hermes.cli`: one with `register(app)` adds itself, else its `app`
+is the group."""
 
 
-def _register() -> None:
-    """Add every command. A command module that fails to import fails `hermes` at start:
-    none is optional, so none is skipped. (The modules import their heavy parts lazily.)"""
-    from hermes.cli import acp_cmd, chat, config_cmd, db_cmd, doctor, mcp_cmd, serve, sessions
+def _load(name: str) -> Any:
+    """The click command of one top-level command, from its module. A module that fails
+    to import fails the command line that needs it (and `hermes --help`, which lists
+    them all): none is optional, so none is skipped."""
+    import importlib
 
-    acp_cmd.register(app)
-    chat.register(app)
-    app.add_typer(sessions.app, name="sessions")
-    app.add_typer(config_cmd.app, name="config")
-    app.add_typer(mcp_cmd.app, name="mcp")
-    db_cmd.register(app)
-    doctor.register(app)
-    serve.register(app)
+    module = importlib.import_module(f"hermes.cli.{COMMANDS[name]}")
+    holder = typer.Typer(rich_markup_mode=None)
+    holder.callback()(_no_op)  # a group, so the one command keeps its own name
+    if hasattr(module, "register"):
+        module.register(holder)
+    else:
+        holder.add_typer(module.app, name=name)
+    group = typer.main.get_command(holder)
+    assert isinstance(group, TyperGroup)
+    return group.commands[name]
 
 
-_register()
+def _no_op() -> None:
+    return None
 
 
 def main() -> None:

@@ -77,7 +77,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,25 +217,51 @@ def list_(
     key: str | None = KEY_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
+    from hermes.store.storage import open_session_store_at_once
+
     settings = load_settings()
+    store = None if server or settings.server_url else open_session_store_at_once(settings)
+    if store is not None:
+        # A local state.db: its synchronous face, no event loop (the same rules and repair).
+        with store:
+            store.repair_abandoned_turns()
+            _print_list(
+                store.list_sessions(limit=limit + 1, offset=offset, source=source),
+                lambda: store.count_sessions(source=source),
+                lambda ids: settings.prices.per_session(store.session_usage(ids), ids),
+                limit, offset, as_json,
+            )  # fmt: skip
+        return
     with _opened(settings, server=server, key=key) as opened:
         sessions = opened.sessions
-        records = opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source))
-        has_more = len(records) > limit
-        records = records[:limit]
-        if as_json:
-            costs = session_costs(opened, settings.prices, [record.id for record in records])
-            print_json(_list_json([_session_json(record, costs[record.id]) for record in records], has_more))
-            return
-        if not records and not has_more:
-            typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
-            return
-        for line in _table(_session_rows(records), {3}, _terminal_width()):
-            typer.echo(line)
-        if has_more:
-            shown_to = offset + len(records)
-            remaining = opened.run(sessions.count_sessions(source=source)) - shown_to
-            typer.echo(f"… {remaining} more (next page: --offset {shown_to})")
+        _print_list(
+            opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source)),
+            lambda: opened.run(sessions.count_sessions(source=source)),
+            lambda ids: session_costs(opened, settings.prices, ids),
+            limit, offset, as_json,
+        )  # fmt: skip
+
+
+def _print_list(
+    records: list[SessionRecord], count: Callable[[], int], costs: Callable[[list[str]], dict[str, float | None]],
+    limit: int, offset: int, as_json: bool,
+) -> None:  # fmt: skip
+    """`list`'s output from up to `limit + 1` records (`count`: how many there are in all;
+    `costs`: each listed session's `cost_usd`)."""
+    has_more = len(records) > limit
+    records = records[:limit]
+    if as_json:
+        cost = costs(list(dict.fromkeys(record.id for record in records)))
+        print_json(_list_json([_session_json(record, cost[record.id]) for record in records], has_more))
+        return
+    if not records and not has_more:
+        typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
+        return
+    for line in _table(_session_rows(records), {3}, _terminal_width()):
+        typer.echo(line)
+    if has_more:
+        shown_to = offset + len(records)
+        typer.echo(f"… {count() - shown_to} more (next page: --offset {shown_to})")
 
 
 # ---- show -------------------------------------------------------------------------------

@@ -10,6 +10,9 @@ Exit codes: 0 done; 1 refused or failed, one line on stderr: a file changed outs
 hermes since the checkpoint (named; nothing was changed; `--force` overwrites it), a turn
 running in the session, nothing to undo or redo, an unknown session; 2 bad input.
 `--json` prints `{"object": "undo"|"redo", "session_id", "turns": [ids], "files": [paths]}`.
+With `--server URL` (else `server_url`) the session, its checkpoints and its files are a
+`hermes serve`'s: the server restores its own files (`POST /api/sessions/{id}/undo|redo`,
+`GET /api/sessions/{id}/diff`) and refuses as it would locally.
 The commands are registered on `hermes sessions` by hermes/cli/sessions.py.
 """
 
@@ -20,7 +23,7 @@ import sys
 import typer
 
 from hermes.cli._common import load_settings, print_json
-from hermes.cli._storage import opened_storage
+from hermes.cli._sessions_source import KEY_OPTION, SERVER_OPTION, opened_sessions
 
 
 def undo(
@@ -28,15 +31,13 @@ def undo(
     turns: int = typer.Option(1, "--turns", "-n", min=1, help="How many of the last turns to undo."),
     force: bool = typer.Option(False, "--force", help="Overwrite files changed since the checkpoint."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Restore files to before the last N turns and hide those turns (redo brings both back)."""
-    from hermes.checkpoints import undo as checkpoints
-
-    settings = load_settings()
-    with opened_storage(settings) as opened:
-        store = opened.storage.sessions
-        record = opened.run(store.get_session(session_id))
-        outcome = opened.run(checkpoints.undo(store, settings.home, record.id, turns=turns, force=force))
+    with opened_sessions(load_settings(), server=server, key=key) as opened:
+        record = opened.run(opened.sessions.get_session(session_id))
+        outcome = opened.run(opened.files.undo(record.id, turns=turns, force=force))
     _report("undo", record.id, outcome.turns, outcome.files, json_out)
 
 
@@ -44,30 +45,26 @@ def redo(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     force: bool = typer.Option(False, "--force", help="Overwrite files changed since the undo."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Bring back the turns of the newest undo, and their files."""
-    from hermes.checkpoints import undo as checkpoints
-
-    settings = load_settings()
-    with opened_storage(settings) as opened:
-        store = opened.storage.sessions
-        record = opened.run(store.get_session(session_id))
-        outcome = opened.run(checkpoints.redo(store, settings.home, record.id, force=force))
+    with opened_sessions(load_settings(), server=server, key=key) as opened:
+        record = opened.run(opened.sessions.get_session(session_id))
+        outcome = opened.run(opened.files.redo(record.id, force=force))
     _report("redo", record.id, outcome.turns, outcome.files, json_out)
 
 
 def diff(
     session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
     turn: int | None = typer.Option(None, "--turn", "-t", min=1, help="Turn number (1 = first; default: the last)."),
+    server: str | None = SERVER_OPTION,
+    key: str | None = KEY_OPTION,
 ) -> None:
     """Print what a turn changed in the files, as a patch `git apply` accepts."""
-    from hermes.checkpoints import undo as checkpoints
-
-    settings = load_settings()
-    with opened_storage(settings) as opened:
-        store = opened.storage.sessions
-        record = opened.run(store.get_session(session_id))
-        patch = opened.run(checkpoints.turn_diff(store, settings.home, record.id, turn))
+    with opened_sessions(load_settings(), server=server, key=key) as opened:
+        record = opened.run(opened.sessions.get_session(session_id))
+        patch = opened.run(opened.files.turn_changes(record.id, turn)).patch
     sys.stdout.write(patch)
 
 

@@ -21,7 +21,8 @@ from hermes.remote.turn import RemoteTurn
 
 NOT_OFFERED = (
     "remote session: the server runs the tools, reads its own AGENTS.md and keeps the context; "
-    "/compact, /undo and local AGENTS.md discovery are not offered over HTTP"
+    "/undo, /redo and /diff act on the server's files; /compact and local AGENTS.md discovery "
+    "are not offered over HTTP"
 )
 """The one line that says what a remote session does not do."""
 

@@ -7,7 +7,9 @@ requests under `Timeouts.request` in all, streams under `Timeouts.connect` to co
 
 Errors are mapped once, here: a refused, reset or timed-out connection is
 `ServerUnreachable`; 401 is `RemoteAuthError`; a 404 for a session is `SessionNotFound`;
-any other error answer is `RemoteError` with the server's message, status and code.
+a 409 `files_changed` is `FilesChangedOutside` (with the server's `paths`) and a 409
+`nothing_to_undo` is `NothingToUndo`, as locally; any other error answer is
+`RemoteError` with the server's message, status and code.
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 
 from hermes import api_paths
-from hermes.errors import RemoteAuthError, RemoteError, ServerUnreachable, SessionNotFound, UsageError
+from hermes.errors import (
+    FilesChangedOutside,
+    HermesError,
+    NothingToUndo,
+    RemoteAuthError,
+    RemoteError,
+    ServerUnreachable,
+    SessionNotFound,
+    UsageError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +151,19 @@ class RemoteClient:
         connected = not isinstance(exc, aiohttp.ClientConnectorError)
         return ServerUnreachable(f"cannot reach the hermes server at {self.base_url}: {reason}", connected=connected)
 
-    async def _error(self, response: aiohttp.ClientResponse, path: str) -> RemoteError | SessionNotFound:
-        message, code = f"HTTP {response.status}", None
+    async def _error(self, response: aiohttp.ClientResponse, path: str) -> HermesError:
+        message, code, paths = f"HTTP {response.status}", None, None
         with contextlib.suppress(ValueError, aiohttp.ClientError, asyncio.TimeoutError):
             data = await response.json(content_type=None)
             error = data.get("error") if isinstance(data, dict) else None
             if isinstance(error, dict):
                 message = str(error.get("message") or message)
                 code = error.get("code") if isinstance(error.get("code"), str) else None
+                paths = error.get("paths")
+        if response.status == 409 and code == "files_changed" and isinstance(paths, list):
+            return FilesChangedOutside([str(p) for p in paths])
+        if response.status == 409 and code == "nothing_to_undo":
+            return NothingToUndo(message)
         if response.status == 401:
             return RemoteAuthError(
                 f"the hermes server at {self.base_url} refused the key (401): pass --key or set server_key",

@@ -3,14 +3,19 @@
 `RemoteSessions` answers the part of `AsyncSessionStore` the chat TUI and the `sessions`
 commands use (find, get, list, count, search, messages, rename, fork, delete), with the
 same record types (`SessionRecord`, `MessageRecord`, `SearchHit`) rebuilt from the JSON
-the server sends. Invariants:
+the server sends. It is also the server's `SessionFiles` (hermes/checkpoints/files.py):
+undo, redo and diffs run on the server, against the server's files
+(`POST /api/sessions/{id}/undo|redo`, `GET /api/sessions/{id}/diff`). Invariants:
 - a session the server does not have raises `SessionNotFound`, as locally;
 - the server never hands out a session's system prompt: `system_prompt` is None here;
 - compaction markers are not offered over HTTP: `compactions` is empty, so a resumed
   session's context estimate counts every message until its first turn reports the size;
 - a session's model is sent with each turn (`RemoteAgent`), not patched on the server;
 - usage rows are not offered over HTTP: `session_usage` raises `RemoteUnsupported`, so no
-  cost is shown for a server's session rather than a wrong one.
+  cost is shown for a server's session rather than a wrong one;
+- undo and redo raise what the local rules raise: `FilesChangedOutside` with the server's
+  paths (nothing changed; `force=True` overwrites), `NothingToUndo`; a run active in the
+  session is a `RemoteError` (409 `run_already_active`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from urllib.parse import quote
 
 from hermes import api_paths
 from hermes.agent.types import ChatMessage
+from hermes.checkpoints.shadow import FileChange
+from hermes.checkpoints.undo import TurnChange, UndoOutcome
 from hermes.errors import RemoteUnsupported
 from hermes.remote.client import RemoteClient
 from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord, UsageTotal
@@ -159,3 +166,26 @@ class RemoteSessions:
             body["at_message_id"] = at_message_id
         data = await self.client.request("POST", session_path(session_id, "/fork"), body=body)
         return session_record(data["session"])
+
+    # ---- file checkpoints (SessionFiles) -------------------------------------------------
+
+    async def undo(self, session_id: str, *, turns: int = 1, force: bool = False) -> UndoOutcome:
+        body = {"turns": turns, "force": force}
+        return undo_outcome(await self.client.request("POST", session_path(session_id, "/undo"), body=body))
+
+    async def redo(self, session_id: str, *, force: bool = False) -> UndoOutcome:
+        body = {"force": force}
+        return undo_outcome(await self.client.request("POST", session_path(session_id, "/redo"), body=body))
+
+    async def turn_changes(self, session_id: str, turn: int | None = None) -> TurnChange:
+        params = {"turn": str(turn)} if turn is not None else None
+        data = await self.client.request("GET", session_path(session_id, "/diff"), params=params)
+        files = tuple(
+            FileChange(str(f["path"]), int(f["added"]), int(f["removed"]), bool(f.get("binary"))) for f in data["files"]
+        )
+        return TurnChange(int(data["turn"]), int(data["turn_id"]), files, str(data["patch"]))
+
+
+def undo_outcome(data: dict[str, Any]) -> UndoOutcome:
+    """An `UndoOutcome` from the server's undo or redo answer."""
+    return UndoOutcome(tuple(int(t) for t in data["turns"]), tuple(str(f) for f in data["files"]))

@@ -34,6 +34,7 @@ from hermes.store.records import (
     MessageRecord,
     NewCompaction,
     NewMessage,
+    NewSession,
     Receipt,
     RepairedTurn,
     RunRecord,
@@ -145,6 +146,13 @@ class AsyncSessionStore(Protocol):
 
     async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
         """`begin_turn` and `append_message(first, turn_id=…)` as one write (all or nothing)."""
+        ...
+
+    async def start_turn(
+        self, session: str | NewSession, inputs: Sequence[NewMessage]
+    ) -> tuple[TurnRecord, list[MessageRecord]]:
+        """Open a turn with its input messages (after creating the session, for a
+        `NewSession`) as one write, all or nothing; the turn names the session."""
         ...
 
     async def save_draft(self, turn_id: int, content: str) -> None:

@@ -43,24 +43,20 @@ def _mark(row: Row) -> ConversationMark:
 async def mark_conversation(
     db: Executor, session_id: str, fingerprint: str, clock: Callable[[], float]
 ) -> ConversationMark:
-    async with db.transaction():
-        row = await db.fetch_one(
-            "SELECT max(id) FROM hermes.messages WHERE session_id = ? AND NOT draft", (session_id,)
-        )
-        if row is None or row[0] is None:
-            raise MessageNotFound(0, session_id)
-        await db.execute(
-            "INSERT INTO hermes.conversation_marks (session_id, fingerprint, message_id, marked_at) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, fingerprint) DO UPDATE SET "
-            "message_id = excluded.message_id, marked_at = excluded.marked_at, claimed = false",
-            (session_id, fingerprint, int(row[0]), clock()),
-        )
-        found = await db.fetch_one(
-            f"SELECT {_COLUMNS} FROM hermes.conversation_marks AS c WHERE c.session_id = ? AND c.fingerprint = ?",
-            (session_id, fingerprint),
-        )
-        assert found is not None
-        return _mark(found)
+    # One statement (a mark is one write: nothing held between statements); it marks the
+    # session's newest message, so the mark is `latest` and unclaimed.
+    rows = await db.fetch_all(
+        "INSERT INTO hermes.conversation_marks (session_id, fingerprint, message_id, marked_at) "
+        "SELECT ?, ?, m.id, ? FROM hermes.messages AS m WHERE m.id = "
+        "(SELECT max(n.id) FROM hermes.messages AS n WHERE n.session_id = ? AND NOT n.draft) "
+        "ON CONFLICT (session_id, fingerprint) DO UPDATE SET "
+        "message_id = excluded.message_id, marked_at = excluded.marked_at, claimed = false "
+        "RETURNING session_id, fingerprint, message_id, marked_at, true, claimed",
+        (session_id, fingerprint, clock(), session_id),
+    )
+    if not rows:
+        raise MessageNotFound(0, session_id)
+    return _mark(rows[0])
 
 
 async def find_conversation(db: Executor, fingerprints: Sequence[str]) -> ConversationMark | None:

@@ -27,6 +27,7 @@ __all__ = [
     "MessageRecord",
     "NewCompaction",
     "NewMessage",
+    "NewSession",
     "Receipt",
     "RepairedTurn",
     "RunRecord",
@@ -158,6 +159,21 @@ class NewMessage:
             finish_reason=finish_reason,
             token_count=token_count,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """A session to create together with its first turn (`AsyncSessionStore.start_turn`).
+
+    `id` is the caller's (`given`: a session with that id existing is a StoreError) or
+    one it generated (replaced by a fresh one when taken; the turn names the one used)."""
+
+    id: str
+    given: bool
+    source: str
+    model: str | None = None
+    title: str | None = None
+    system_prompt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

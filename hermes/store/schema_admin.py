@@ -21,8 +21,8 @@ from hermes.store.sqlite.file import describe_sqlite_error
 from hermes.store.sqlite.responses import RESPONSE_MIGRATIONS, ResponseStore
 from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
 from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import RESPONSE_DB, RUNS_DB, STATE_DB
+from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
+from hermes.store.sqlite.storage import RESPONSE_DB, RUNS_DB
 from hermes.store.storage import backend_for
 
 __all__ = ["SchemaReport", "schema_status", "schema_upgrade"]

@@ -43,7 +43,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, assert_never
 
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
 from hermes.ids import new_session_id, short_session_id
@@ -57,6 +57,7 @@ from hermes.store.records import (
     MessageRecord,
     NewCompaction,
     NewMessage,
+    NewSession,
     RepairedTurn,
     SearchHit,
     SessionRecord,
@@ -237,6 +238,9 @@ class Sessions:
         session_id: str | None = None,
         parent_session_id: str | None = None,
     ) -> SessionRecord:
+        if parent_session_id is None:  # one statement (per id tried): no transaction to hold
+            new = NewSession(session_id or new_session_id(), bool(session_id), source, model, title, system_prompt)
+            return await self._create(new)
         async with self.db.transaction():
             if parent_session_id is not None:
                 await self._require(parent_session_id)
@@ -251,6 +255,18 @@ class Sessions:
                 system_prompt=system_prompt,
             )
             return await self._insert_new(record, id_given=bool(session_id))
+
+    async def _create(self, session: NewSession) -> SessionRecord:
+        record = fresh_session(
+            session.id,
+            self.clock(),
+            source=session.source,
+            title=clean_title(session.title),
+            model=session.model,
+            parent_session_id=None,
+            system_prompt=session.system_prompt,
+        )
+        return await self._insert_new(record, id_given=session.given)
 
     async def get_session(self, session_id: str) -> SessionRecord:
         return await self._require(session_id)
@@ -364,17 +380,17 @@ class Sessions:
         if turn_id is None or message.role != "assistant":
             return await self._insert_message(session_id, message, stored, tool_calls)
         if fused is not None:
-            # An assistant message of a turn with no open draft is a plain append; no
-            # row back means the turn has a draft to replace (or the ids are wrong).
+            # Replaces the turn's open draft, else appends; no row back means the ids
+            # are wrong (the rules below say how).
             now = self.clock()
             row = await self.db.fetch_one(
-                fused.append_unless_draft,
-                (turn_id, session_id, len(message.tool_calls or ()), now, session_id, message.role, *stored,
-                 tool_calls, message.tool_call_id, message.tool_name, message.reasoning, message.finish_reason,
-                 now, message.token_count),
+                fused.append_to_turn,
+                {"turn": turn_id, "sid": session_id, "calls": len(message.tool_calls or ()), "now": now,
+                 **self._input_columns([message], [stored], [tool_calls], scalar=True)},
             )  # fmt: skip
             if row is not None:
-                return self._stored(int(row[0]), session_id, message, stored, tool_calls, now)
+                replaced = bool(row[1])
+                return self._stored(int(row[0]), session_id, message, stored, tool_calls, now, call=not replaced)
         async with self.db.transaction():
             draft = await self._open_draft(turn_id, session_id)
             if draft is None:
@@ -499,34 +515,91 @@ class Sessions:
 
     async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
         """`begin_turn` and `append_message(first, turn_id=…)` as one write (all or nothing)."""
+        turn, records = await self.start_turn(session_id, [first])
+        return turn, records[0]
+
+    async def start_turn(
+        self, session: str | NewSession, inputs: Sequence[NewMessage]
+    ) -> tuple[TurnRecord, list[MessageRecord]]:
+        """Open a turn with its input messages (and, for a `NewSession`, create the
+        session first) as one write, all or nothing; the turn names the session."""
+        if not inputs:
+            raise ValueError("a turn starts with at least one input message")
+        stored = [self.dialect.encode_content(m.role, m.content) for m in inputs]
+        calls_json = [None if m.tool_calls is None else encode_json(m.tool_calls) for m in inputs]
         fused = self.dialect.fused
         if fused is None:
             async with self.db.transaction():
+                match session:
+                    case str():
+                        session_id = session
+                    case NewSession():
+                        session_id = (await self._create(session)).id
+                    case _:
+                        assert_never(session)
                 turn = await self.begin_turn(session_id)
-                return turn, await self.append_message(session_id, first, turn_id=turn.id)
-        stored = self.dialect.encode_content(first.role, first.content)
-        tool_calls = None if first.tool_calls is None else encode_json(first.tool_calls)
-        now = self.clock()
-        row = await self.db.fetch_one(
-            fused.open_turn,
-            (len(first.tool_calls or ()), now, session_id, now, *self._owner_values(), first.role, *stored,
-             tool_calls, first.tool_call_id, first.tool_name, first.reasoning, first.finish_reason, now,
-             first.token_count),
-        )  # fmt: skip
-        if row is None:
-            raise SessionNotFound(session_id)
-        return _turn(row[:-1]), self._stored(int(row[-1]), session_id, first, stored, tool_calls, now)
+                records = [await self.append_message(session_id, m, turn_id=turn.id) for m in inputs]
+                return turn, records
+        params: dict[str, Any] = {
+            **self._input_columns(inputs, stored, calls_json),
+            "count": len(inputs),
+            "calls": sum(len(m.tool_calls or ()) for m in inputs),
+            **dict(zip(("host", "pid", "started", "instance"), self._owner_values(), strict=False)),
+        }
+        match session:
+            case str():
+                params |= {"sid": session, "now": self.clock()}
+                row = await self.db.fetch_one(fused.start_turn, params)
+                if row is None:
+                    raise SessionNotFound(session)
+            case NewSession():
+                created = self.clock()
+                ids = [session.id] if session.given else [session.id, *(new_session_id(created) for _ in range(7))]
+                params |= {"ids": ids, "source": session.source, "title": clean_title(session.title),
+                           "model": session.model, "prompt": session.system_prompt, "created": created,
+                           "now": self.clock()}  # fmt: skip
+                row = await self.db.fetch_one(fused.create_with_turn, params)
+                if row is None:
+                    if session.given:
+                        raise StoreError(f"a session with id {session.id!r} already exists")
+                    raise StoreError("could not generate a unique session id")
+            case _:
+                assert_never(session)
+        turn = _turn(row[:-1])
+        now = params["now"]
+        return turn, [
+            self._stored(int(mid), turn.session_id, m, values, calls, now)
+            for mid, m, values, calls in zip(row[-1], inputs, stored, calls_json, strict=True)
+        ]
+
+    def _input_columns(
+        self, inputs: Sequence[NewMessage], stored: Sequence[tuple[Any, ...]], calls_json: Sequence[str | None],
+        *, scalar: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """A dialect's named message parameters: one list per column (one value with `scalar`)."""
+        columns: dict[str, list[Any]] = {
+            "role": [m.role for m in inputs],
+            "content": [values[0] for values in stored],
+            "search": [values[1] for values in stored],
+            "tool_calls": list(calls_json),
+            "call_id": [m.tool_call_id for m in inputs],
+            "tool_name": [m.tool_name for m in inputs],
+            "reasoning": [m.reasoning for m in inputs],
+            "finish": [m.finish_reason for m in inputs],
+            "tokens": [m.token_count for m in inputs],
+        }
+        return {name: values[0] for name, values in columns.items()} if scalar else dict(columns)
 
     async def save_draft(self, turn_id: int, content: str) -> None:
         """Checkpoint the streaming assistant text of an open turn (no-op once it ended)."""
         stored = self.dialect.encode_content("assistant", content)
         fused = self.dialect.fused
         if fused is not None:
-            # The usual case, one statement: the open turn already has its draft. The
-            # draft row's own flag is re-checked under its lock, so a draft that
-            # end_turn has just kept is never overwritten.
-            if await self.db.execute(fused.save_open_draft, (*stored, turn_id)) == 1:
-                return
+            params = {"turn": turn_id, "now": self.clock(), "content": stored[0], "search": stored[1]}
+            row = await self.db.fetch_one(fused.save_draft, params)
+            if row is None or int(row[0]) == 0:
+                await self._require_turn(turn_id)  # no such turn: StoreError; else it has ended
+            return
         async with self.db.transaction():
             turn = await self._require_turn(turn_id, lock=True)
             if turn.ended_at is not None:

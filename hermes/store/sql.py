@@ -69,12 +69,13 @@ class FusedWrites:
     Each is native SQL with the parameters documented at its use in `Sessions`."""
 
     append: str
-    append_unless_draft: str
-    open_turn: str
+    append_to_turn: str
+    start_turn: str
+    create_with_turn: str
     finish_turn: str
     end_turn: str
     begin_turn: str
-    save_open_draft: str
+    save_draft: str
 
 
 class Dialect(Protocol):

@@ -7,12 +7,17 @@ returns. Anything else is a ConfigError naming the setting.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hermes.config import Settings
 from hermes.errors import ConfigError
 from hermes.store.api import Backend, Storage, caps_of
 from hermes.store.postgres.connect import is_postgres_url, mask_database_url
 
-__all__ = ["backend_for", "open_storage", "open_storage_at_once"]
+if TYPE_CHECKING:
+    from hermes.store.sqlite.sessions import SqliteSessionStore
+
+__all__ = ["backend_for", "open_session_store_at_once", "open_storage", "open_storage_at_once"]
 
 
 def backend_for(database_url: str | None) -> Backend:
@@ -52,3 +57,15 @@ def open_storage_at_once(settings: Settings) -> Storage | None:
 
     settings.ensure_home()
     return open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
+
+
+def open_session_store_at_once(settings: Settings) -> SqliteSessionStore | None:
+    """The configured session store alone, with its synchronous face, where it is a local
+    file (state.db: the same file and rules `open_storage` gives); None for a database
+    server. For one-shot readers (`hermes sessions list`) that need no event loop."""
+    if not caps_of(backend_for(settings.database_url)).local_files:
+        return None
+    from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
+
+    settings.ensure_home()
+    return SqliteSessionStore(settings.home / STATE_DB)

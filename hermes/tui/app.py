@@ -20,6 +20,7 @@ from hermes.tui.widgets.activity import SILENCE_AFTER
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
+    from hermes.checkpoints.files import SessionFiles
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -94,6 +95,7 @@ def make_app(
     cwd: str | None = None,
     silence_warning: float = SILENCE_AFTER,
     remote: str | None = None,
+    files: SessionFiles | None = None,
 ) -> HermesApp:
     """The chat app, as `hermes chat` runs it. Tests call this too.
 
@@ -109,6 +111,9 @@ def make_app(
         silence_warning: seconds without any event before "waiting for the model (Ns)".
         remote: the URL of the `hermes serve` that `agent` and `store` talk to (shown in the
             footer line), None for a local session.
+        files: undo, redo and diffs of `store`'s turns (`LocalSessionFiles(store, home)`,
+            or the `RemoteSessions` itself); None: /undo, /redo and /diff say they are not
+            offered.
     """
     chat = ChatScreen(
         agent,
@@ -119,5 +124,6 @@ def make_app(
         cwd=cwd,
         silence_warning=silence_warning,
         remote=remote,
+        files=files,
     )
     return HermesApp(chat, theme=theme)

@@ -1,35 +1,35 @@
 """`/undo [N]`, `/redo` and `/diff [N]` of the chat TUI (rules in hermes/checkpoints/undo.py).
 
-Undo and redo refuse during a turn; a file changed outside hermes since the checkpoint is
-never overwritten silently: `ConfirmOverwrite` asks, and only "overwrite" retries with
-`force`. After either, the session is shown again from the store, so undone turns leave
-the transcript and redone ones come back.
+The screen's `files` (hermes/checkpoints/files.py `SessionFiles`) does the work: the local
+rules for a local session, the server's API for a remote one (its files are the
+server's); a screen without it says so in one line. Undo and redo refuse during a turn; a
+file changed outside hermes since the checkpoint is never overwritten silently:
+`ConfirmOverwrite` asks, and only "overwrite" retries with `force`. After either, the
+session is shown again from the store, so undone turns leave the transcript and redone
+ones come back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from hermes.checkpoints import undo as checkpoints
 from hermes.errors import FilesChangedOutside, UsageError
-from hermes.store.api import AsyncSessionStore
 from hermes.tui.screens.confirm_overwrite import ConfirmOverwrite
 from hermes.tui.widgets.diff_view import DiffView
 
 if TYPE_CHECKING:
+    from hermes.checkpoints.files import SessionFiles
     from hermes.tui.screens.chat import ChatScreen
 
 
-REMOTE_REFUSAL = "/undo, /redo and /diff work on local sessions: the server's files are not offered over HTTP here"
+NOT_OFFERED = "/undo, /redo and /diff are not offered in this session: it keeps no file checkpoints"
 
 
-def _local_store(chat: ChatScreen) -> AsyncSessionStore | None:
-    """The screen's store when it is local (a screen without `remote` is given the local
-    `AsyncSessionStore` by launch.py); None, after one line, for a remote session."""
-    if chat.remote is not None:
-        chat.say(REMOTE_REFUSAL, "warning")
-        return None
-    return cast(AsyncSessionStore, chat.store)
+def _files(chat: ChatScreen) -> SessionFiles | None:
+    """The screen's `SessionFiles`; None, after one line, when it has none."""
+    if chat.files is None:
+        chat.say(NOT_OFFERED, "warning")
+    return chat.files
 
 
 def _number(arg: str, what: str) -> int | None:
@@ -52,19 +52,18 @@ async def redo(chat: ChatScreen, arg: str) -> None:
 async def _move(chat: ChatScreen, verb: str, turns: int, *, force: bool) -> None:
     if chat.refused_during_turn():
         return
-    store = _local_store(chat)
-    if store is None:
+    files = _files(chat)
+    if files is None:
         return
     session_id = chat.session_id
     if session_id is None:
         chat.say(f"nothing to {verb} yet", "warning")
         return
-    home = chat.settings.home
     try:
         if verb == "undo":
-            outcome = await checkpoints.undo(store, home, session_id, turns=turns, force=force)
+            outcome = await files.undo(session_id, turns=turns, force=force)
         else:
-            outcome = await checkpoints.redo(store, home, session_id, force=force)
+            outcome = await files.redo(session_id, force=force)
     except FilesChangedOutside as exc:
 
         async def decided(overwrite: bool | None) -> None:
@@ -78,19 +77,19 @@ async def _move(chat: ChatScreen, verb: str, turns: int, *, force: bool) -> None
     await chat.open_session(session_id, announce=False)
     count = len(outcome.turns)
     mark = "↶" if verb == "undo" else "↷"
-    files = f": {', '.join(outcome.files)}" if outcome.files else " (no files changed)"
+    changed = f": {', '.join(outcome.files)}" if outcome.files else " (no files changed)"
     done = "undid" if verb == "undo" else "redid"
-    chat.say(f"{mark} {done} {count} turn{'s' if count != 1 else ''}{files}", "info")
+    chat.say(f"{mark} {done} {count} turn{'s' if count != 1 else ''}{changed}", "info")
 
 
 async def diff(chat: ChatScreen, arg: str) -> None:
-    store = _local_store(chat)
-    if store is None:
+    files = _files(chat)
+    if files is None:
         return
     if chat.session_id is None:
         chat.say("nothing to diff yet", "warning")
         return
-    change = await checkpoints.turn_changes(store, chat.settings.home, chat.session_id, _number(arg, "/diff"))
+    change = await files.turn_changes(chat.session_id, _number(arg, "/diff"))
     if not change.files:
         chat.say(f"turn {change.number} changed no files", "info")
         return

@@ -77,6 +77,7 @@ async def _run_app(settings: Settings, *, continue_last: bool, resume: str | Non
     """
     from hermes.agent.factory import choose_provider
     from hermes.agent.sandbox import sandbox_notice
+    from hermes.checkpoints.files import LocalSessionFiles
     from hermes.cli._progress import rich_progress
     from hermes.runtime import open_runtime
     from hermes.store.api import Storage
@@ -95,7 +96,9 @@ async def _run_app(settings: Settings, *, continue_last: bool, resume: str | Non
             runtime = await stack.enter_async_context(
                 open_runtime(settings, prepare=prepare, choice=choice, progress=progress, defer_mcp=True)
             )
-        app = make_app(runtime.agent, runtime.storage.sessions, settings, session_id=session_id)
+        sessions = runtime.storage.sessions
+        files = LocalSessionFiles(sessions, settings.home)
+        app = make_app(runtime.agent, sessions, settings, session_id=session_id, files=files)
         app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
         app.mcp = runtime.mcp
         code = await app.run_async()
@@ -119,7 +122,7 @@ async def _run_remote_app(
         await sessions.count_sessions()  # reachable, and the key is right: else one line, no TUI
         session_id = await resolve_session(sessions, continue_last=continue_last, resume=resume)
         agent = RemoteAgent(client, model=model)
-        app = make_app(agent, sessions, settings, session_id=session_id, remote=client.base_url)
+        app = make_app(agent, sessions, settings, session_id=session_id, remote=client.base_url, files=sessions)
         app.startup_notice = NOT_OFFERED
         code = await app.run_async()
         return app, code

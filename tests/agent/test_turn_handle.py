@@ -167,3 +167,36 @@ async def test_batches_raise_the_crash_after_the_events() -> None:
             seen += batch
     await turn.aclose()
     assert [type(e).__name__ for e in seen] == ["TurnStarted", "TextDelta", "TextDelta"]
+
+
+async def test_wait_returns_the_result_and_observers_still_see_every_event() -> None:
+    """wait() reads no events: a producer that emits more than the queue holds never waits."""
+    producer = Producer(QUEUE_SIZE * 4)
+    turn = TurnHandle(producer)
+    seen: list[str] = []
+    turn.observe(lambda event: seen.append(type(event).__name__))
+    async with asyncio.timeout(10):
+        result = await turn.wait()
+    assert result is turn.result and result is not None and result.status == "completed"
+    assert seen == ["TurnStarted", *["TextDelta"] * (QUEUE_SIZE * 4), "TurnCompleted"]
+    assert turn.done and producer.finished.is_set()
+    await turn.aclose()
+
+
+async def test_wait_raises_the_crash() -> None:
+    turn = TurnHandle(Producer(2, fail=True))
+    with pytest.raises(TurnCrashed, match="store broke"):
+        await turn.wait()
+    await turn.aclose()
+    assert turn.result is None
+
+
+async def test_a_stop_while_waiting_ends_the_wait_with_the_interrupted_result() -> None:
+    waiter = Waiter()
+    turn = TurnHandle(waiter)
+    waiting = asyncio.create_task(turn.wait())
+    await asyncio.wait_for(waiter.waiting.wait(), 10)
+    turn.stop()
+    result = await asyncio.wait_for(waiting, 10)
+    assert waiter.cancelled and result is not None and result.error == "interrupted by the user"
+    await turn.aclose()

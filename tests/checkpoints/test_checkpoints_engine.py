@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from checkpoint_helpers import git
 
-from hermes.agent.events import Status
+from hermes.agent.events import Status, ToolStarted
 from hermes.agent.types import TurnRequest
 from hermes.checkpoints import undo as undo_mod
 from hermes.checkpoints.shadow import ShadowRepo, prune_session
@@ -219,3 +219,26 @@ async def test_a_turn_that_only_keeps_a_plan_takes_no_snapshot(upstream, make_ag
     assert result.status == "completed"
     assert not [e for e in events if isinstance(e, Status) and e.kind in ("checkpoint", "files_changed")]
     assert [r.before for r in await store.turn_checkpoints(result.session_id)] == [None]
+
+
+async def test_a_turn_stopped_mid_tool_still_takes_its_end_snapshot(upstream, make_agent, store, home, work):
+    upstream.enqueue(
+        tool_reply([call("write_file", {"path": "a.txt", "content": "rewritten\n"}, id="w")]),
+        tool_reply([call("terminal", {"command": "sleep 300"}, id="t")]),  # runs until the stop
+    )
+    request = TurnRequest(input="edit, then wait", cwd=str(work), yolo=True)
+    async with make_agent().start(request) as handle:
+        events = []
+        async for event in handle.events():
+            events.append(event)
+            if isinstance(event, ToolStarted) and event.call_id == "t":
+                handle.stop()
+    result = events[-1].result
+    assert result.status == "interrupted"
+    assert [e.text for e in events if isinstance(e, Status) and e.kind == "files_changed"] == ["1 file changed, +1 −3"]
+    (row,) = await store.turn_checkpoints(result.session_id)
+    assert row.ended and row.before and row.after and row.before != row.after
+    assert (work / "a.txt").read_text() == "rewritten\n"
+    outcome = await undo_mod.undo(store, home, result.session_id)
+    assert outcome.files == ("a.txt",)
+    assert (work / "a.txt").read_text() == "alpha\nbeta\ngamma\n"

@@ -86,7 +86,20 @@ def test_json_lines_one_per_event_then_the_result(upstream, hermes_home):
     result = lines[-1]
     assert result["status"] == "completed" and result["final_text"] == "Nothing there."
     assert result["usage"]["input_tokens"] == 30
+    assert result["cost_usd"] is None  # scripted-model has no price: no guess
     assert proc.stderr == ""
+
+
+def test_json_result_carries_the_turns_cost_from_a_configured_price(upstream, hermes_home):
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.toml").write_text('[prices."scripted-model"]\ninput = 1.0\noutput = 4.0\n')
+    upstream.enqueue(text_reply("Priced.", usage=(1000, 500)))
+    proc = hermes(["chat", "-q", "price me", "--json"], home=hermes_home, upstream=upstream)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["type"] == "result" and result["model"] == "scripted-model"
+    assert (result["usage"]["input_tokens"], result["usage"]["output_tokens"]) == (1000, 500)
+    assert result["cost_usd"] == pytest.approx((1000 * 1.0 + 500 * 4.0) / 1_000_000)
 
 
 def test_continue_and_resume_use_the_stored_history(upstream, hermes_home):

@@ -1,5 +1,6 @@
-"""The root command: every command module imports, every command is registered, and a
-command module that fails to import fails `hermes` at start instead of vanishing."""
+"""The root command: every command module imports, every command is registered (its
+module loaded when a command line needs it), and a command module that fails to import
+fails `hermes --help` and its own command instead of vanishing."""
 
 from __future__ import annotations
 
@@ -26,8 +27,11 @@ def test_every_cli_module_imports(name: str) -> None:
 def test_every_command_and_group_is_registered() -> None:
     root = typer.main.get_command(app)
     assert isinstance(root, typer.core.TyperGroup)
-    assert sorted(root.commands) == sorted(COMMANDS)
-    groups = {name: command for name, command in root.commands.items() if isinstance(command, typer.core.TyperGroup)}
+    with root.make_context("hermes", ["--help"], resilient_parsing=True) as ctx:
+        assert root.list_commands(ctx) == list(COMMANDS)
+        commands = {name: root.get_command(ctx, name) for name in COMMANDS}
+    assert all(command is not None and command.name == name for name, command in commands.items())
+    groups = {name: command for name, command in commands.items() if isinstance(command, typer.core.TyperGroup)}
     assert sorted(groups) == ["config", "db", "mcp", "sessions"]
     assert sorted(groups["sessions"].commands) == [
         "delete", "diff", "export", "fork", "list", "redo", "rename", "search", "show", "stats", "undo",
@@ -44,11 +48,12 @@ def test_help_lists_every_command(run_hermes) -> None:  # type: ignore[no-untype
     assert set(COMMANDS) <= listed, proc.stdout
 
 
-def test_a_command_module_that_fails_to_import_fails_at_start() -> None:
-    # `None` in sys.modules makes `from hermes.cli import serve` raise ImportError.
-    script = "import sys; sys.modules['hermes.cli.serve'] = None; import hermes.cli.main"
+@pytest.mark.parametrize("argv", [["--help"], ["serve", "--help"]])
+def test_a_command_module_that_fails_to_import_fails_the_command_line(argv: list[str]) -> None:
+    # `None` in sys.modules makes importing hermes.cli.serve raise ImportError.
+    script = "import sys; sys.modules['hermes.cli.serve'] = None; from hermes.cli.main import main; main()"
     proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=dict(os.environ),
-    )
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=60, env=dict(os.environ),
+    )  # fmt: skip
     assert proc.returncode != 0
     assert "hermes.cli.serve" in proc.stderr.strip().splitlines()[-1], proc.stderr

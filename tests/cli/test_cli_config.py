@@ -37,6 +37,23 @@ def test_show_lists_every_setting_aligned_with_defaults(invoke, hermes_home):
     assert f"{'yolo'.ljust(width)}  false" in lines
 
 
+def test_show_lists_the_configured_prices(invoke, hermes_home):
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.toml").write_text(
+        '[prices."my-model"]\ninput = 0.8\ncached_input = 0.2\noutput = 3.2\n[prices."gpt-4o"]\ninput = 2\noutput = 8\n'
+    )
+    mine, gpt = 'prices."my-model"', 'prices."gpt-4o"'
+    lines = invoke("config", "show").stdout.splitlines()
+    width = max(len(name) for name in [*SHOWN, mine])
+    assert lines[-2:] == [
+        f"{mine.ljust(width)}  input=0.8 cached_input=0.2 output=3.2",
+        f"{gpt.ljust(width)}  input=2 output=8",
+    ]
+    shown = json.loads(invoke("config", "show", "--json").stdout)
+    assert shown[gpt] == "input=2 output=8"
+    assert [name for name in shown if name.startswith("prices.")] == [mine, gpt]  # not the built-in table
+
+
 def test_show_masks_secrets(invoke, monkeypatch):
     monkeypatch.setenv("HERMES_API_KEY", "sk-very-secret-abcd1234")
     monkeypatch.setenv("API_SERVER_KEY", "short")

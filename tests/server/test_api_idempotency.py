@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from _api_harness import Server
+from _runs_fixtures import wait_for
 
 from hermes.testing.upstream import Reply, Sleep, text_reply
 
@@ -123,3 +124,25 @@ async def test_a_retried_continuation_replays_and_makes_no_fork(server: Server, 
     assert server.sessions.count_sessions() == sessions  # no fork, no new session
     assert len(server.sessions.get_messages(sid)) == messages
     assert len(server.upstream.requests) == 2
+
+
+@pytest.mark.parametrize("url", [CHAT, RESPONSES], ids=["chat", "responses"])
+async def test_a_streamed_retry_while_the_first_still_streams_waits_for_its_answer(server: Server, url: str) -> None:
+    server.upstream.enqueue(slow("streamed once"))
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": "in flight"}]} if url == CHAT else {
+        "input": "in flight"
+    }
+    headers = {"Idempotency-Key": f"in-flight-{url}"}
+
+    async def post() -> tuple[int, str, str]:
+        resp = await server.client.post(url, json={**body, "stream": True}, headers=headers)
+        return resp.status, await resp.text(), resp.headers["X-Hermes-Session-Id"]
+
+    first = asyncio.ensure_future(post())
+    await wait_for(lambda: server.upstream.requests)  # the first is running its turn
+    retried = await post()
+    answered = await first
+    assert answered[0] == 200 and "streamed once" in answered[1]
+    assert retried == answered  # the same stream, the same session
+    assert len(server.upstream.requests) == 1
+    assert server.sessions.count_sessions() == 1

@@ -30,8 +30,8 @@ async def port(tmp_path: Path, upstream: ScriptedUpstream) -> AsyncIterator[int]
             yield bound
 
 
-def post(path: str, body: str, method: str = "POST") -> bytes:
-    data = body.encode()
+def post(path: str, body: str | bytes, method: str = "POST") -> bytes:
+    data = body.encode() if isinstance(body, str) else body
     return (
         f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
@@ -66,6 +66,20 @@ async def test_lone_surrogate_is_400(port: int, case: str) -> None:
     assert error["type"] == "invalid_request_error"
     assert error["code"] == "invalid_json"
     assert "surrogate" in error["message"]
+
+
+SURROGATE_BODIES = {
+    # What json.loads turns into a lone surrogate without a \\u escape in the bytes.
+    "utf-8 surrogate bytes": b'{"title":"bad \xed\xa0\x80 text"}',
+    "utf-16 body": '{"title":"bad \ud800 text"}'.encode("utf-16-le", "surrogatepass"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SURROGATE_BODIES))
+async def test_lone_surrogate_without_an_escape_is_400(port: int, case: str) -> None:
+    status, _, body = await exchange(port, post("/api/sessions", SURROGATE_BODIES[case]))
+    assert status == 400, body
+    assert envelope(body)["code"] == "invalid_json"
 
 
 @pytest.mark.parametrize("case", sorted(set(JSON_CASES) - {"chat key"}))  # a number is no key

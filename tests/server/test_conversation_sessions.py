@@ -11,6 +11,7 @@ import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes.ids import derived_session_id, keyed_session_id
+from hermes.server.openai.conversation import unseen_after
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 CHAT = "/v1/chat/completions"
@@ -223,3 +224,65 @@ async def test_a_new_session_keeps_the_history_hermes_never_saw(server: Server, 
     sent = [(m["role"], m["content"]) for m in server.upstream.requests[1].messages[1:]]
     assert sent == [(m["role"], m["content"]) for m in [*whole, user("u5")]]
     assert len(transcript(server, sid)) == 10
+
+
+@pytest.mark.parametrize("url", [CHAT, RESPONSES], ids=["chat", "responses"])
+async def test_a_fork_keeps_the_branch_hermes_never_saw(server: Server, url: str) -> None:
+    server.upstream.enqueue(*(text_reply(t) for t in ("A1.", "A2.", "A3 on the branch.", "A4.")))
+
+    def body(messages: list[dict[str, str]]) -> dict[str, Any]:
+        return {"messages": messages} if url == CHAT else {"input": messages}
+
+    async def post(messages: list[dict[str, str]]) -> Any:
+        resp = await server.client.post(url, json=body(messages))
+        assert resp.status == 200, await resp.text()
+        await resp.read()
+        return resp
+
+    sid = (await post([user("u1")])).headers["X-Hermes-Session-Id"]
+    await post([user("u1"), assistant("A1."), user("u2")])
+    # The client edited the second answer (or branched elsewhere) and goes on from there.
+    branch = [user("u1"), assistant("A1."), user("u2"), assistant("A2 edited by hand."), user("u3")]
+    forked = await post(branch)
+    fork = forked.headers["X-Hermes-Session-Id"]
+    assert forked.headers[PLACEMENT] == "forked" and fork != sid
+    page = await (await server.client.get(f"/api/sessions/{fork}/messages")).json()
+    whole = [*branch, assistant("A3 on the branch.")]
+    assert [(m["role"], m["content"]) for m in page["data"]] == [(m["role"], m["content"]) for m in whole]
+    assert [m["finish_reason"] == "imported" for m in page["data"]] == [False, False, True, True, False, False]
+    sent = [(m["role"], m["content"]) for m in server.upstream.requests[2].messages[1:]]
+    assert sent == [(m["role"], m["content"]) for m in branch]  # each message once
+    assert transcript(server, sid) == [("user", "u1"), ("assistant", "A1."), ("user", "u2"), ("assistant", "A2.")]
+
+    # The branch goes on in the fork, whose transcript is the conversation the client resends.
+    again = await post([*whole, user("u4")])
+    assert (again.headers["X-Hermes-Session-Id"], again.headers[PLACEMENT]) == (fork, "continued")
+    sent = [(m["role"], m["content"]) for m in server.upstream.requests[3].messages[1:]]
+    assert sent == [(m["role"], m["content"]) for m in [*whole, user("u4")]]
+    assert len(transcript(server, fork)) == 8
+
+
+async def test_sdk_a_fork_with_an_edited_answer_shows_the_whole_branch(sdk: Any) -> None:
+    server, client = sdk
+    server.upstream.enqueue(text_reply("One."), text_reply("Two."), text_reply("Three."))
+    await client.chat.completions.create(model="hermes-agent", messages=[user("hi")])
+    await client.chat.completions.create(model="hermes-agent", messages=[user("hi"), assistant("One."), user("next")])
+    branch = [user("hi"), assistant("One."), user("next"), assistant("Not two."), user("why?")]
+    raw = await client.chat.completions.with_raw_response.create(model="hermes-agent", messages=branch)
+    assert raw.headers[PLACEMENT] == "forked" and raw.parse().choices[0].message.content == "Three."
+    fork = raw.headers["X-Hermes-Session-Id"]
+    assert transcript(server, fork) == [(m["role"], m["content"]) for m in [*branch, assistant("Three.")]]
+
+
+def test_what_follows_a_matched_prefix_starts_at_the_next_message_of_the_conversation() -> None:
+    calls = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "42"}
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "be brief"}, user("u1"), calls, result, assistant("A1."), assistant("more"),
+        user(""), user("u2"), assistant("A2."),
+    ]  # fmt: skip
+    assert unseen_after(history, 0) == history[1:]
+    assert unseen_after(history, 1) == history[4:]  # messages without text go with the matched turn
+    assert unseen_after(history, 2) == history[7:]  # one answer in two messages; an empty one is no message
+    assert unseen_after(history, 3) == history[8:]
+    assert unseen_after(history, 4) == []

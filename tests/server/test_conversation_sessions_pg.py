@@ -18,7 +18,7 @@ from hermes.agent.engine import Agent
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.ids import keyed_session_id
+from hermes.ids import derived_session_id, keyed_session_id
 from hermes.server.http.app import create_app
 from hermes.store.api import Storage
 from hermes.testing.upstream import ScriptedUpstream, text_reply
@@ -127,3 +127,35 @@ async def test_one_chat_id_on_two_instances_at_once_is_one_session_with_its_turn
         ("user", asked["quick."]), ("assistant", "quick."),
     ]  # fmt: skip
     assert await a[1].sessions.count_sessions() == 1
+
+
+async def test_one_opening_on_two_instances_at_once_never_shares_a_session(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(text_reply("slow one two three four", chunk_delay=0.02), text_reply("quick."))
+    racing = await asyncio.gather(ask(a, [user("same pg opening")]), ask(b, [user("same pg opening")]))
+    derived = derived_session_id(None, "same pg opening")
+    placed = sorted((r.headers["X-Hermes-Session-Placement"], r.headers["X-Hermes-Session-Id"]) for r in racing)
+    assert [how for how, _ in placed] == ["derived", "new"] and placed[0][1] == derived
+    for _, session_id in placed:  # each its own conversation, one turn each
+        assert await roles(a, session_id) == ["user", "assistant"]
+    assert await a[1].sessions.count_sessions() == 2
+
+
+async def test_a_fork_on_another_instance_keeps_the_branch_it_never_saw(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(text_reply("A1."), text_reply("A2."), text_reply("A3."))
+    sid = (await ask(a, [user("pg fork")])).headers["X-Hermes-Session-Id"]
+    await ask(a, [user("pg fork"), assistant("A1."), user("u2")])
+    branch = [user("pg fork"), assistant("A1."), user("u2"), assistant("A2 edited."), user("u3")]
+    forked = await ask(b, branch)
+    fork = forked.headers["X-Hermes-Session-Id"]
+    assert forked.headers["X-Hermes-Session-Placement"] == "forked" and fork != sid
+    stored = [(m.role, m.content, m.finish_reason == "imported") for m in await a[1].sessions.get_messages(fork)]
+    assert stored == [
+        ("user", "pg fork", False), ("assistant", "A1.", False), ("user", "u2", True),
+        ("assistant", "A2 edited.", True), ("user", "u3", False), ("assistant", "A3.", False),
+    ]  # fmt: skip

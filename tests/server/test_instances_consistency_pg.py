@@ -27,13 +27,14 @@ from hermes.agent.engine import Agent
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
+from hermes.runs.idempotency import IdempotencyPolicy, IdempotentAnswers
 from hermes.server.http.app import create_app
 from hermes.store.api import Storage
 from hermes.store.records import TERMINAL_STATES
 from hermes.testing.upstream import Reply, ScriptedUpstream, Sleep, text_reply
 
 Node = tuple[TestClient, Storage]
-MakeNode = Callable[[str], Awaitable[Node]]
+MakeNode = Callable[..., Awaitable[Node]]
 
 
 def slow(text: str, seconds: float) -> Reply:
@@ -52,7 +53,7 @@ async def node(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> Async
 
     made: list[tuple[TestClient, Storage, Agent]] = []
 
-    async def make(name: str) -> Node:
+    async def make(name: str, idempotency: IdempotentAnswers | None = None) -> Node:
         settings = Settings.load({"home": str(tmp_path / name), "model": "scripted-model"}, env={})
         settings.ensure_home()
         storage = await open_postgres_storage(pg_url)
@@ -64,7 +65,8 @@ async def node(pg_url: str, upstream: ScriptedUpstream, tmp_path: Path) -> Async
             options=FAST,
             system_prompt="You are a test agent.",
         )
-        client = TestClient(TestServer(create_app(settings, storage=storage, agent=agent)))
+        app = create_app(settings, storage=storage, agent=agent, idempotency=idempotency)
+        client = TestClient(TestServer(app))
         await client.start_server()
         made.append((client, storage, agent))
         return client, storage
@@ -126,6 +128,31 @@ async def test_another_payload_with_the_key_on_another_instance_runs_again(node:
     assert first[1]["choices"][0]["message"]["content"] == "a"
     assert second[1]["choices"][0]["message"]["content"] == "b"
     assert len(upstream.requests) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_retry_still_waiting_past_the_bound_is_a_409_then_replays(
+    node: MakeNode, upstream, stream: bool
+) -> None:
+    (a, _), (b, _) = await node("a"), await node("b", IdempotentAnswers(IdempotencyPolicy(wait=0.2)))
+    upstream.enqueue(slow("answered late", 1.0))
+    body = {"messages": [{"role": "user", "content": "slow one"}], "stream": stream}
+    headers = {"Idempotency-Key": f"k-409-{stream}"}
+
+    async def post(client: TestClient) -> tuple[int, str]:
+        resp = await client.post("/v1/chat/completions", json=body, headers=headers)
+        return resp.status, await resp.text()
+
+    first = asyncio.create_task(post(a))
+    await wait_for(lambda: upstream.requests)  # A is computing the answer
+    busy = await b.post("/v1/chat/completions", json=body, headers=headers)
+    assert busy.status == 409 and busy.headers["Retry-After"] == "1"
+    error = (await busy.json())["error"]
+    assert (error["code"], error["param"]) == ("idempotency_key_in_progress", "Idempotency-Key")
+    answered = await first
+    assert answered[0] == 200 and "answered late" in answered[1]
+    assert await post(b) == answered  # once answered, the retry replays it
+    assert len(upstream.requests) == 1
 
 
 # ---- one unsettled run per session ---------------------------------------------------------

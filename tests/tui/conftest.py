@@ -27,6 +27,7 @@ import pytest
 from textual.css.query import QueryError
 
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
+from hermes.checkpoints.files import LocalSessionFiles
 from hermes.config import Settings
 from hermes.errors import ToolError
 from hermes.store import open_session_store
@@ -122,7 +123,9 @@ async def make_tui(
         agent = build_agent(kwargs.pop("settings", settings), app_store, tools=tools)
         agents.append(agent)
         kwargs.setdefault("cwd", str(tmp_path))
-        return make_app(agent, app_store, kwargs.pop("app_settings", settings), **kwargs)
+        app_settings = kwargs.pop("app_settings", settings)
+        kwargs.setdefault("files", LocalSessionFiles(app_store, app_settings.home))
+        return make_app(agent, app_store, app_settings, **kwargs)
 
     yield build
     for agent in agents:

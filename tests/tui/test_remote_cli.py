@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.testing.upstream import ScriptedUpstream, text_reply
+from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 from ._remote_serve import KEY, REPO, ServeProcess, serve_env
 
@@ -89,6 +89,48 @@ async def test_chat_q_and_sessions_commands_go_to_the_server(
     code, out, err = await hermes(home, "sessions", "list", *remote)
     assert code == 0, err
     assert session_id in out and fork["id"] not in out
+    assert not (home / "state.db").exists()  # nothing local was opened
+
+
+async def test_sessions_diff_undo_and_redo_act_on_the_servers_files(
+    serve: ServeProcess, upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    home, notes = tmp_path / "client-home", serve.cwd / "notes.txt"
+    remote = ("--server", serve.url, "--key", KEY)
+    notes.write_text("old\n")
+    upstream.enqueue(tool_reply([call("write_file", {"path": "notes.txt", "content": "new\n"})]), text_reply("Done."))
+    code, out, err = await hermes(home, "chat", "-q", "rewrite the notes", "--json", *remote)
+    assert code == 0, err
+    assert notes.read_text() == "new\n"
+    result = json.loads(out.splitlines()[-1])
+    assert result["type"] == "result" and result["usage"]["input_tokens"] > 0
+    assert result["cost_usd"] is None  # scripted-model has no price here
+    code, out, err = await hermes(home, "sessions", "list", "--json", *remote)
+    (listed,) = json.loads(out)["data"]
+    session_id = listed["id"]
+
+    code, out, err = await hermes(home, "sessions", "diff", session_id, *remote)
+    assert code == 0, err
+    assert out.startswith("diff --git a/notes.txt b/notes.txt") and "-old\n+new\n" in out, out
+
+    notes.write_text("edited on the server\n")
+    code, out, err = await hermes(home, "sessions", "undo", session_id, *remote)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "not overwritten: notes.txt" in err, err
+    assert notes.read_text() == "edited on the server\n"  # refused: nothing changed
+
+    code, out, err = await hermes(home, "sessions", "undo", session_id, "--force", "--json", *remote)
+    assert code == 0, err
+    undone = json.loads(out)
+    assert undone["object"] == "undo" and undone["files"] == ["notes.txt"] and len(undone["turns"]) == 1
+    assert notes.read_text() == "old\n"
+
+    code, out, err = await hermes(home, "sessions", "redo", session_id, *remote)
+    assert code == 0, err
+    assert out == f"Redid 1 turn of {session_id}\n  restored notes.txt\n"
+    assert notes.read_text() == "new\n"
+    code, out, err = await hermes(home, "sessions", "redo", session_id, *remote)
+    assert code == 1 and "nothing to redo" in err, err
     assert not (home / "state.db").exists()  # nothing local was opened
 
 

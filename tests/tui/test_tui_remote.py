@@ -15,18 +15,21 @@ from pathlib import Path
 import pytest
 
 from hermes.config import Settings
+from hermes.errors import NothingToUndo
 from hermes.remote.agent import NOT_OFFERED, RemoteAgent
 from hermes.remote.client import RemoteClient
 from hermes.remote.sessions import RemoteSessions
 from hermes.testing.upstream import Chunk, Reply, ScriptedUpstream, Sleep, call, text_reply, tool_reply
 from hermes.tui.app import HermesApp, make_app
-from hermes.tui.file_commands import REMOTE_REFUSAL
 from hermes.tui.screens.approval import ApprovalScreen
+from hermes.tui.screens.confirm_overwrite import ConfirmOverwrite
 from hermes.tui.widgets.assistant_message import AssistantMessage
+from hermes.tui.widgets.diff_view import DiffView
 from hermes.tui.widgets.notice import Notice
 from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.remote_line import RemoteLine
 from hermes.tui.widgets.tool_card import ToolCard
+from hermes.tui.widgets.user_message import UserMessage
 
 from ._remote_serve import KEY, CuttingProxy, ServeProcess, serve_env
 from .conftest import send_turn, type_and_send, until, until_settled
@@ -67,7 +70,8 @@ async def remote_tui(tmp_path: Path) -> AsyncIterator[Callable[..., HermesApp]]:
         """The app `hermes chat --server URL --key KEY` runs."""
         client = RemoteClient(url, key)
         clients.append(client)
-        app = make_app(RemoteAgent(client), RemoteSessions(client), settings, remote=client.base_url)
+        sessions = RemoteSessions(client)
+        app = make_app(RemoteAgent(client), sessions, settings, remote=client.base_url, files=sessions)
         app.startup_notice = NOT_OFFERED
         return app
 
@@ -121,10 +125,59 @@ async def test_streamed_tool_turn_with_result_context_and_footer(
             record = await RemoteSessions(client).get_session(session_id)
         assert record.source == "tui" and record.message_count == 4  # user, call, result, answer
         assert record.title == "What does the command print?" == bar.title  # titled as a local turn is
-        await type_and_send(pilot, "/undo")  # the server's files are not undone from here
-        await until(pilot, lambda: REMOTE_REFUSAL in notices(app))
-        async with RemoteClient(serve.url, KEY) as client:
-            assert (await RemoteSessions(client).get_session(session_id)).message_count == 4
+
+
+async def test_diff_undo_and_redo_act_on_the_servers_files(
+    serve: ServeProcess, upstream: ScriptedUpstream, workdir: Path, remote_tui: Callable[..., HermesApp]
+) -> None:
+    notes = workdir / "notes.txt"
+    notes.write_text("old\n")
+    upstream.enqueue(
+        tool_reply([call("write_file", {"path": "notes.txt", "content": "new\n"})]),
+        text_reply("Rewritten."),
+    )
+    app = remote_tui(serve.url)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, "rewrite the notes")
+        await until(pilot, lambda: "Rewritten." in answers(app), timeout=30)
+        await until_settled(pilot)
+        assert notes.read_text() == "new\n"
+        session_id = app.session_id
+        assert session_id is not None
+
+        await type_and_send(pilot, "/diff")  # the server's checkpoint, through GET …/diff
+        await until(pilot, lambda: len(app.chat.transcript.query(DiffView)) == 1, timeout=30)
+        view = app.chat.transcript.query_one(DiffView)
+        assert [(c.path, c.added, c.removed) for c in view.changes] == [("notes.txt", 1, 1)]
+        assert "-old\n+new\n" in view.patch
+
+        await type_and_send(pilot, "/undo")
+        await until(pilot, lambda: "↶ undid 1 turn: notes.txt" in notices(app), timeout=30)
+        await until_settled(pilot)
+        assert notes.read_text() == "old\n"
+        assert not app.chat.transcript.query(UserMessage)  # the turn left the transcript
+
+        await type_and_send(pilot, "/redo")
+        await until(pilot, lambda: "↷ redid 1 turn: notes.txt" in notices(app), timeout=30)
+        await until_settled(pilot)
+        assert notes.read_text() == "new\n"
+        assert len(app.chat.transcript.query(UserMessage)) == 1
+
+        notes.write_text("edited on the server\n")  # 409 files_changed: the same dialog
+        await type_and_send(pilot, "/undo")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmOverwrite), timeout=30)
+        assert app.screen.paths == ["notes.txt"]
+        await pilot.press("n")
+        await until(pilot, lambda: "undo cancelled: nothing was changed" in notices(app))
+        assert notes.read_text() == "edited on the server\n"
+        await type_and_send(pilot, "/undo")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmOverwrite), timeout=30)
+        await pilot.press("y")  # retried with force
+        await until(pilot, lambda: notes.read_text() == "old\n", timeout=30)
+        await until_settled(pilot)
+    async with RemoteClient(serve.url, KEY) as client:  # no visible turn left: 409 nothing_to_undo, as locally
+        with pytest.raises(NothingToUndo):
+            await RemoteSessions(client).turn_changes(session_id)
 
 
 async def test_esc_stops_the_run_on_the_server(

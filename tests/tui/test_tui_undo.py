@@ -14,8 +14,10 @@ import pytest
 
 from hermes.agent.factory import build_agent
 from hermes.agent.tools.registry import default_registry
+from hermes.checkpoints.files import LocalSessionFiles
 from hermes.testing.upstream import call, text_reply, tool_reply
 from hermes.tui.app import make_app
+from hermes.tui.file_commands import NOT_OFFERED
 from hermes.tui.screens.confirm_overwrite import ConfirmOverwrite
 from hermes.tui.widgets.diff_view import DiffView
 from hermes.tui.widgets.notice import Notice
@@ -65,7 +67,7 @@ async def test_diff_undo_and_redo_in_the_tui(settings, sessions, upstream, work)
         text_reply("Greeting changed and main.py added."),
     )
     agent = build_agent(settings, sessions, tools=default_registry())
-    app = make_app(agent, sessions, settings, cwd=str(work))
+    app = make_app(agent, sessions, settings, cwd=str(work), files=LocalSessionFiles(sessions, settings.home))
     evidence = Evidence()
     try:
         async with app.run_test(size=(100, 40)) as pilot:
@@ -114,3 +116,11 @@ async def test_diff_undo_and_redo_in_the_tui(settings, sessions, upstream, work)
     finally:
         await agent.aclose()
     evidence.save("tui_undo_session.txt")
+
+
+async def test_a_screen_without_checkpoints_says_so_in_one_line(make_tui):
+    app = make_tui(files=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for command in ("/undo", "/redo", "/diff"):
+            await type_and_send(pilot, command)
+        await until(pilot, lambda: notices(app).count(NOT_OFFERED) == 3)

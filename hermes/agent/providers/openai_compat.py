@@ -404,7 +404,12 @@ class OpenAICompatProvider(Provider):
                 response = await self._post(body)
             finished = False
             try:
-                async for data in _sse_data(response.content):
+                payloads = _SSEData()
+                async for piece in response.content.iter_any():
+                    for data in payloads.feed(piece):
+                        for event in _chunk_events(data):
+                            yield event
+                for data in payloads.end():
                     for event in _chunk_events(data):
                         yield event
                 finished = True
@@ -472,28 +477,41 @@ def _env_proxy(endpoint: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
         return None, None
 
 
-async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
-    """The `data:` payloads of an SSE body, up to `[DONE]` (the rest is drained).
+class _SSEData:
+    """The `data:` payloads of an SSE body, up to `[DONE]`, read piece by piece (`feed`,
+    then `end`); what follows `[DONE]` is read and dropped, so the connection can be reused.
 
     Comments (keepalives), event names and blank separators are skipped; lines may end
-    in LF or CRLF and may be split across network reads.
+    in LF or CRLF and may be split across network reads. A plain object, not an async
+    generator: the body's pieces are read by the provider's own loop.
     """
-    pending = b""
-    done = False
-    async for piece in content.iter_any():
-        if done:
-            continue  # drain after [DONE] so the connection can be reused
-        lines = (pending + piece).split(b"\n")
-        pending = lines.pop()
+
+    __slots__ = ("done", "pending")
+
+    def __init__(self) -> None:
+        self.pending = b""
+        self.done = False
+
+    def feed(self, piece: bytes) -> list[str]:
+        if self.done:
+            return []
+        lines = (self.pending + piece).split(b"\n")
+        self.pending = lines.pop()
+        payloads: list[str] = []
         for raw in lines:
             if not raw.startswith(b"data:"):
                 continue
             data = raw[5:].strip().decode()
             if data == "[DONE]":
-                done = True
+                self.done = True
                 break
-            yield data
-    if not done and pending.startswith(b"data:"):
-        data = pending[5:].strip().decode()
-        if data != "[DONE]":
-            yield data
+            payloads.append(data)
+        return payloads
+
+    def end(self) -> list[str]:
+        """The payload of an unterminated last line, if any."""
+        if not self.done and self.pending.startswith(b"data:"):
+            data = self.pending[5:].strip().decode()
+            if data != "[DONE]":
+                return [data]
+        return []

@@ -42,6 +42,7 @@ from hermes.server.http.errors import (
     from_hermes_error,
     from_http_exception,
 )
+from hermes.server.http.request import PARSED_BODY
 from hermes.server.http.state import METRICS, ROUTE_TABLE, SETTINGS
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def cors_headers(origins: tuple[str, ...], origin: str) -> dict[str, str] | None
 
 @web.middleware
 async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    origins = request.config_dict[SETTINGS].server_cors_origins
+    origins = request.app[SETTINGS].server_cors_origins
     origin = request.headers.get("Origin", "")
     if origin and not origin_allowed(origins, origin):
         raise PermissionDenied("Origin not allowed", code="origin_not_allowed")
@@ -127,10 +128,10 @@ def check_bearer(expected: str | None, authorization: str | None) -> bool:
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    key = request.config_dict[SETTINGS].server_key
+    key = request.app[SETTINGS].server_key
     if (
         key is not None
-        and request.path not in request.config_dict[ROUTE_TABLE].open_paths
+        and request.path not in request.app[ROUTE_TABLE].open_paths
         and not check_bearer(key, request.headers.get("Authorization"))
     ):
         log.warning("auth failed: %s %s from %s", request.method, request.path[:200], request.remote)
@@ -182,12 +183,22 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def _may_hold_surrogates(raw: bytes) -> bool:
+    """False when `raw` cannot decode to a lone surrogate, so the parsed body need not be walked.
+
+    A surrogate comes from a ``\\u`` escape, from UTF-8 surrogate bytes (0xED 0xA0-0xBF, which
+    json.loads lets through) or from a UTF-16/32 body (whose ASCII characters hold 0x00 bytes).
+    """
+    return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw
+
+
 @web.middleware
 async def json_guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """400 for JSON bodies Python parses but hermes cannot carry: lone surrogates, huge integers.
 
     Bodies that are not valid JSON pass through: each handler reports those itself
-    ("Invalid JSON in request body"). The body stays cached on the request for the handler.
+    ("Invalid JSON in request body"). The body stays cached on the request for the handler,
+    and so does the parsed value (`PARSED_BODY`, taken by `read_json_object`): parsed once.
     """
     if request.method in BODY_METHODS and request.can_read_body:
         raw = await request.read()
@@ -199,10 +210,11 @@ async def json_guard_middleware(request: web.Request, handler: Handler) -> web.S
             raise RequestValidationError(
                 "Invalid JSON in request body: a number has too many digits", code="invalid_json"
             ) from None
-        if data is not None and has_lone_surrogate(data):
+        if data is not None and _may_hold_surrogates(raw) and has_lone_surrogate(data):
             raise RequestValidationError(
                 "Invalid JSON in request body: a string holds a lone UTF-16 surrogate", code="invalid_json"
             )
+        request[PARSED_BODY] = data
     return await handler(request)
 
 
@@ -212,7 +224,7 @@ async def json_guard_middleware(request: web.Request, handler: Handler) -> web.S
 @web.middleware
 async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Counts every request that reaches the app (for /health/detailed)."""
-    metrics = request.config_dict.get(METRICS)
+    metrics = request.app.get(METRICS)
     if metrics is not None:
         metrics.requests += 1
         metrics.last_request_at = time.time()

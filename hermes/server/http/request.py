@@ -40,8 +40,16 @@ IMAGE_PART_TYPES = {"image_url", "input_image"}
 FILE_PART_TYPES = {"file", "input_file"}
 
 
+PARSED_BODY: web.RequestKey[object] = web.RequestKey("hermes.parsed_body", object)
+"""Request key: the body as parsed JSON, left by the JSON guard middleware so the handler
+does not parse it again (taken by `read_json_object`, once)."""
+
+
 async def read_json_object(request: web.Request) -> dict[str, Any]:
     """The request body as a JSON object, or a 400 ("Invalid JSON in request body")."""
+    data = request.pop(PARSED_BODY, None)
+    if isinstance(data, dict):
+        return data
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:

@@ -152,11 +152,14 @@ class DisconnectWatcher:
         async with DisconnectWatcher(request) as watcher:
             watcher.on_disconnect(task.cancel)
             result = await task
+
+    No task of its own: one timer checks the transport every `poll_interval` seconds and
+    re-arms itself, so a request that ends before the first check costs one timer.
     """
 
     def __init__(self, request: web.BaseRequest, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> None:
         self._watch = _Watch(request, poll_interval)
-        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def disconnected(self) -> bool:
@@ -165,22 +168,25 @@ class DisconnectWatcher:
     def on_disconnect(self, callback: Callable[[], object]) -> None:
         self._watch.add(callback)
 
-    async def _run(self) -> None:
-        while not self._watch.check():
-            await asyncio.sleep(self._watch._poll)
+    def _check(self) -> None:
+        if self._timer is None:
+            return
+        if self._watch.check():
+            self._timer = None
+        else:
+            self._timer = asyncio.get_running_loop().call_later(self._watch._poll, self._check)
 
     async def __aenter__(self) -> Self:
-        self._task = asyncio.create_task(self._run(), name="disconnect-watch")
+        if not self._watch.check():
+            self._timer = asyncio.get_running_loop().call_later(self._watch._poll, self._check)
         return self
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class SSEStream:

@@ -10,9 +10,12 @@ A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` with
    that a session's newest message was marked with: that session.
 3. forked: the history matches an earlier point of a session (an edit or a regeneration),
    or only a prefix of it matches: a fork of that session at that point
-   (`AsyncSessionStore.fork_session`).
+   (`AsyncSessionStore.fork_session`), which also holds, imported (`IMPORTED`), the
+   history after the matched point (`unseen_after`), so the fork's transcript is the
+   whole branch; the model still gets each message once (the request's history).
 4. new: the derived id (`api-…` of system prompt + first user message) while no session
-   has it (chat only: the first conversation with a given opening), else a fresh id.
+   has it and no other request is placing it (chat only: the first conversation with a
+   given opening), else a fresh id at once.
 
 After the turn, `Placement.settle` marks the session with the fingerprint of the
 conversation as the client will resend it (history + input + the answer's text).
@@ -28,6 +31,9 @@ held until the request's block ends); a keyed session is also claimed across ins
 (`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) until
 the block ends, so two instances given one chat id at once run its turns one after the
 other in one session (past `BUSY_WAIT`, the later one gets a new session, as in-process);
+a derived id is claimed the same way, without waiting, so of two instances given one
+opening at once exactly one creates the derived session and the other starts a fresh
+one (two conversations never share a session, and no transcript interleaves);
 a request whose history names a session busy here
 waits for it at most `BUSY_WAIT` seconds, then looks again (a continuation of what that
 turn answered continues it; the same history again is now an earlier point: it forks), so
@@ -57,7 +63,7 @@ from hermes.runs.session_claims import SessionClaim
 from hermes.runs.session_claims import acquire as acquire_claim
 from hermes.store.api import AsyncSessionStore, ReceiptStore
 from hermes.store.conversation_marks import MAX_FINGERPRINTS
-from hermes.store.records import IMPORTED
+from hermes.store.records import IMPORTED, ConversationMark, NewMessage
 
 __all__ = [
     "BUSY_WAIT",
@@ -69,6 +75,7 @@ __all__ = [
     "chat_key",
     "fingerprints",
     "place_conversation",
+    "unseen_after",
 ]
 
 log = logging.getLogger(__name__)
@@ -288,25 +295,63 @@ async def _place(
                 if claimed:
                     return await placed(mark.session_id, "continued", lock)
                 lock.release()
-            child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
-            lock = locks.lock(child.id)
+            child_id, start = await _fork(store, mark, history, chain)
+            lock = locks.lock(child_id)
             await lock.acquire()  # a new id: nobody else holds it
-            forked = await placed(child.id, "forked", lock, mark.session_id)
-            return replace(forked, start=child.message_count)
+            forked = await placed(child_id, "forked", lock, mark.session_id)
+            return replace(forked, start=start)
         if opening is not None:
             derived = derived_session_id(*opening)
             lock = locks.lock(derived)
             if not lock.locked():
                 await lock.acquire()  # free: taken at once, before any other request looks
-                try:
-                    taken = await store.find_session(derived) is not None
+                held: SessionClaim | None = None
+                try:  # across instances too: held elsewhere, it is taken there
+                    held = None if receipts is None else await acquire_claim(receipts, derived, wait=0)
+                    taken = (receipts is not None and held is None) or await store.find_session(derived) is not None
+                    if not taken:
+                        return replace(await placed(derived, "derived", lock), _claim=held)
                 except BaseException:
-                    lock.release()
+                    lock.release()  # (`placed` never raises for "derived")
+                    if held is not None:
+                        await held.release()
                     raise
-                if not taken:
-                    return await placed(derived, "derived", lock)
+                if held is not None:
+                    await held.release()
                 lock.release()
     except HermesError as exc:
         log.warning("conversation lookup failed, starting a new session: %s", exc)
     session_id = new_session_id()
     return await placed(session_id, "new", None)
+
+
+async def _fork(
+    store: AsyncSessionStore, mark: ConversationMark, history: list[dict[str, Any]], chain: list[str]
+) -> tuple[str, int]:
+    """(id, message count) of a fork of `mark`'s session at its message that also holds,
+    imported, the history after the matched point (what hermes never saw); one transaction."""
+    unseen = unseen_after(history, len(normalised(history)) - chain.index(mark.fingerprint))
+    async with store.transaction():
+        child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
+        for message in unseen:
+            await store.append_message(child.id, NewMessage.from_openai(message, finish_reason=IMPORTED))
+    return child.id, child.message_count + len(unseen)
+
+
+def unseen_after(history: Sequence[Mapping[str, Any]], matched: int) -> list[dict[str, Any]]:
+    """The messages of `history` from the one that opens its normalised message number
+    `matched + 1` on (empty when the first `matched` are all of it): what follows a
+    conversation matched that far. The messages without text before it (a tool call, a
+    tool result, another role) count as matched: they end the matched turn, which the
+    session holds (a client tool's call, for one)."""
+    count = 0
+    role: str | None = None
+    for index, message in enumerate(history):
+        if message.get("role") not in ("user", "assistant") or not _text(message.get("content")):
+            continue
+        if message["role"] != role:
+            role = message["role"]
+            count += 1
+            if count > matched:
+                return [dict(m) for m in history[index:]]
+    return []

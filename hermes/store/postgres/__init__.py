@@ -11,118 +11,23 @@ Driver choice: psycopg 3 (async) with psycopg_pool rather than asyncpg, because
   health checks and bounded waits.
 
 Nothing here is imported unless `database_url` is a PostgreSQL URL.
+`open_postgres_storage` is loaded on first use (`storage`), so importing a light module
+of this package (`connect`'s URL helpers) loads neither the driver nor asyncio.
 """
 
 from __future__ import annotations
 
-from hermes.ids import new_instance_id
-from hermes.store.api import Storage, caps_of
-from hermes.store.postgres.connect import (
-    Database,
-    connect,
-    mask_database_url,
-    open_pool,
-)
-from hermes.store.postgres.control import PgControlChannel, channel_for
-from hermes.store.postgres.events import CHANNEL, PgRunEventStore
-from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
-from hermes.store.postgres.listener import PgListener
-from hermes.store.postgres.migrate import migrate_postgres
-from hermes.store.postgres.responses import PgResponseStore
-from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
-from hermes.store.postgres.sessions import PgSessionStore
-from hermes.store.records import RETENTION_SECONDS
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes.store.postgres.storage import open_postgres_storage
 
 __all__ = ["open_postgres_storage"]
 
 
-class _PgCloser:
-    def __init__(self, db: Database, listener: PgListener, control: PgControlChannel, keeper: LeaseKeeper) -> None:
-        self._db = db
-        self.listener = listener
-        self._control = control
-        self.keeper = keeper
-        self._closed = False
+def __getattr__(name: str) -> Any:
+    if name == "open_postgres_storage":
+        from hermes.store.postgres.storage import open_postgres_storage
 
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self.keeper.aclose()
-            await self._control.aclose()
-            await self.listener.aclose()
-        finally:
-            await self._db.aclose()
-
-
-async def open_postgres_storage(
-    url: str,
-    *,
-    response_store_size: int = 1000,
-    retention: float = RETENTION_SECONDS,
-    migrate: bool = True,
-    instance_lease_ttl: float = DEFAULT_LEASE_TTL,
-) -> Storage:
-    """Connect to `url`, bring its schema up to date (under the advisory lock) and return
-    every store on one pool.
-
-    The storage's instance lease is registered before this returns and heartbeated
-    every `instance_lease_ttl / 3` seconds until `Storage.aclose()` releases it.
-
-    Raises:
-        StoreError: the driver is missing, the server is unreachable, or migrating failed
-            (the message names the database with its password masked).
-    """
-    if migrate:
-        conn = await connect(url)
-        try:
-            import psycopg
-
-            from hermes.errors import StoreError
-            from hermes.store.postgres.connect import describe_pg_error
-
-            try:
-                await migrate_postgres(conn)
-            except psycopg.Error as exc:
-                raise StoreError(f"cannot migrate {mask_database_url(url)}: {describe_pg_error(exc)}") from None
-        finally:
-            await conn.close()
-    pool = await open_pool(url)
-    db = Database(pool, url)
-    instance_id = new_instance_id()
-    # One LISTEN connection per instance, shared by the run events and the control channel.
-    listener = PgListener(url, instance_id, (CHANNEL, channel_for(instance_id)))
-    events = PgRunEventStore(db, listener)
-    control = PgControlChannel(db, listener)
-    leases = PgLeaseStore(db)
-    try:
-        keeper = await LeaseKeeper.start(leases, instance_id, ttl=instance_lease_ttl)
-    except BaseException:
-        await control.aclose()
-        await listener.aclose()
-        await db.aclose()
-        raise
-    return Storage(
-        backend="postgres",
-        location=db.label,
-        instance_id=instance_id,
-        sessions=PgSessionStore(db, instance_id=instance_id),
-        responses=PgResponseStore(db, max_size=response_store_size),
-        receipts=PgReceiptStore(db, retention=retention),
-        runs=PgRunStore(db, retention=retention),
-        run_events=events,
-        leases=leases,
-        closer=_PgCloser(db, listener, control, keeper),
-        control=control,
-        repairer=_LeasesRepair(),
-        caps=caps_of("postgres"),
-    )
-
-
-class _LeasesRepair:
-    """Nothing at start-up: the orphan sweeper settles what an instance whose lease
-    expired left (`hermes.server.orphan_sweeper`)."""
-
-    async def repair_after_crash(self) -> None:
-        return None
+        return open_postgres_storage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

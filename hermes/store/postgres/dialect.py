@@ -46,15 +46,28 @@ _APPEND = (
     "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s RETURNING id) "
     f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, {_MESSAGE_VALUES} FROM s RETURNING id"
 )
-# An assistant message of a turn with no open draft is a plain append; no row back means
-# the turn has a draft to replace (or the ids are wrong). (turn, session, <_APPEND's>)
-_APPEND_UNLESS_DRAFT = (
-    "WITH t AS (SELECT 1 FROM hermes.turns WHERE id = %s AND session_id = %s "
-    "AND (draft_message_id IS NULL OR ended_at IS NOT NULL)), "
-    "s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
-    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s AND EXISTS (SELECT 1 FROM t) "
-    "RETURNING id) "
-    f"INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, {_MESSAGE_VALUES} FROM s RETURNING id"
+# An assistant message of a turn: it replaces the turn's open draft in place (kept as a
+# message, the turn's draft cleared; the count already holds it), else it is a plain
+# append. The turn row is locked first (the lock order of every turn write). No row
+# back: no such turn in this session. Back: (id, whether it replaced the draft).
+# (turn, sid, calls, now, <one message's arrays' values as scalars>)
+_APPEND_TO_TURN = (
+    "WITH t AS (SELECT draft_message_id AS draft, ended_at FROM hermes.turns "
+    "WHERE id = %(turn)s AND session_id = %(sid)s FOR UPDATE), "
+    "d AS (SELECT draft FROM t WHERE ended_at IS NULL AND draft IS NOT NULL), "
+    "r AS (UPDATE hermes.messages SET content_json = %(content)s::text, search_text = %(search)s::text, "
+    "tool_calls = %(tool_calls)s::text, reasoning = %(reasoning)s::text, finish_reason = %(finish)s::text, "
+    "token_count = %(tokens)s::integer, timestamp = %(now)s::double precision, draft = false "
+    "WHERE id = (SELECT draft FROM d) RETURNING id), "
+    "u AS (UPDATE hermes.turns SET draft_message_id = NULL WHERE id = %(turn)s AND EXISTS (SELECT 1 FROM r)), "
+    "s AS (UPDATE hermes.sessions SET message_count = message_count + (CASE WHEN EXISTS (SELECT 1 FROM d) "
+    "THEN 0 ELSE 1 END), tool_call_count = tool_call_count + %(calls)s, updated_at = %(now)s "
+    "WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM t) RETURNING id), "
+    f"i AS (INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, %(role)s::text, "
+    "%(content)s::text, %(search)s::text, %(tool_calls)s::text, %(call_id)s::text, %(tool_name)s::text, "
+    "%(reasoning)s::text, %(finish)s::text, %(now)s::double precision, %(tokens)s::integer FROM s "
+    "WHERE NOT EXISTS (SELECT 1 FROM d) RETURNING id) "
+    "SELECT id, true FROM r UNION ALL SELECT id, false FROM i"
 )
 # The draft it had (read before the update) is kept as a message. No row in `old`: no
 # such turn. Ended already: nothing changes. (turn, now, reason)
@@ -75,18 +88,42 @@ _BEGIN_TURN = (
     "%s, %s, %s, %s, %s FROM hermes.sessions AS s WHERE s.id = %s "
     f"RETURNING {_TURN_COLUMNS}"
 )
-# A turn and its first message: the turn starts after the session's newest message (the
-# snapshot is from before this insert). No row: no session.
-# (calls, now, session, now, host, pid, started, instance, <message data>)
-_OPEN_TURN = (
-    "WITH s AS (UPDATE hermes.sessions SET message_count = message_count + 1, "
-    "tool_call_count = tool_call_count + %s, updated_at = %s WHERE id = %s RETURNING id), "
+# A turn's input messages (one array per column, zipped by unnest, in order): inserted
+# in that order after the session's newest message.
+_INPUTS = (
+    f"msg AS (INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, v.role, v.content_json, "
+    "v.search_text, v.tool_calls, v.tool_call_id, v.tool_name, v.reasoning, v.finish_reason, "
+    "%(now)s::double precision, v.token_count FROM s, unnest(%(role)s::text[], %(content)s::text[], "
+    "%(search)s::text[], %(tool_calls)s::text[], %(call_id)s::text[], %(tool_name)s::text[], "
+    "%(reasoning)s::text[], %(finish)s::text[], %(tokens)s::integer[]) WITH ORDINALITY AS v(role, content_json, "
+    "search_text, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, token_count, n) "
+    "ORDER BY v.n RETURNING id) "
+    "SELECT t.*, (SELECT array_agg(id ORDER BY id) FROM msg) FROM t"
+)
+_OWNER_VALUES = "%(host)s::text, %(pid)s::integer, %(started)s::text, %(instance)s::text"
+# A turn and its input messages, in a session that exists (counted on its row, locked
+# first); the turn starts after the session's newest message (the snapshot is from
+# before this insert). No row: no session.
+_START_TURN = (
+    "WITH s AS (UPDATE hermes.sessions SET message_count = message_count + %(count)s, "
+    "tool_call_count = tool_call_count + %(calls)s, updated_at = %(now)s WHERE id = %(sid)s RETURNING id), "
     "t AS (INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
     "owner_started, owner_instance) SELECT s.id, (SELECT coalesce(max(m.id), 0) FROM hermes.messages AS m "
-    f"WHERE m.session_id = s.id), %s, %s, %s, %s, %s FROM s RETURNING {_TURN_COLUMNS}), "
-    f"msg AS (INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT s.id, {_MESSAGE_VALUES} "
-    "FROM s RETURNING id) "
-    "SELECT t.*, msg.id FROM t, msg"
+    f"WHERE m.session_id = s.id), %(now)s, {_OWNER_VALUES} FROM s RETURNING {_TURN_COLUMNS}), " + _INPUTS
+)
+# A new session (the first of the candidate ids no session has; its counters already
+# count the inputs), its first turn and the turn's input messages. No row: every
+# candidate was taken (or one was taken meanwhile).
+_CREATE_WITH_TURN = (
+    "WITH c AS (SELECT x.id FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS x(id, n) "
+    "WHERE NOT EXISTS (SELECT 1 FROM hermes.sessions AS e WHERE e.id = x.id) ORDER BY x.n LIMIT 1), "
+    "s AS (INSERT INTO hermes.sessions (id, source, title, model, started_at, updated_at, message_count, "
+    "tool_call_count, system_prompt) SELECT c.id, %(source)s::text, %(title)s::text, %(model)s::text, "
+    "%(created)s::double precision, %(now)s::double precision, %(count)s::integer, %(calls)s::integer, "
+    "%(prompt)s::text FROM c ON CONFLICT (id) DO NOTHING RETURNING id), "
+    "t AS (INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
+    f"owner_started, owner_instance) SELECT s.id, 0, %(now)s, {_OWNER_VALUES} FROM s RETURNING {_TURN_COLUMNS}), "
+    + _INPUTS
 )
 # End the turn (keeping its draft), add the usage, end the session (first reason wins);
 # nothing when the turn is not one of the session's. Counts back: (the turn in this
@@ -107,21 +144,34 @@ _FINISH_TURN = (
     "WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) AND %(input)s + %(output)s + %(cached)s > 0) "
     "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s)"
 )
-# The open turn already has its draft. The draft row's own flag is re-checked under its
-# lock, so a draft that end_turn has just kept is never overwritten.
-# (content_json, search_text, turn)
-_SAVE_OPEN_DRAFT = (
-    "UPDATE hermes.messages AS m SET content_json = %s, search_text = %s FROM hermes.turns AS t "
-    "WHERE t.id = %s AND t.ended_at IS NULL AND m.id = t.draft_message_id AND m.draft"
+# A checkpoint of an open turn's streaming text, locking the turn first: its draft row is
+# overwritten (its own flag re-checked under its lock, so a draft that end_turn has
+# just kept is never overwritten), or, at its first checkpoint, a draft row is inserted
+# (counted on the session) and the turn points at it. Back: (the open turn found, a row
+# written); nothing written when the turn has ended. (turn, now, content, search)
+_SAVE_DRAFT = (
+    "WITH t AS (SELECT id, session_id, draft_message_id AS draft FROM hermes.turns "
+    "WHERE id = %(turn)s AND ended_at IS NULL FOR UPDATE), "
+    "u AS (UPDATE hermes.messages AS m SET content_json = %(content)s::text, search_text = %(search)s::text "
+    "FROM t WHERE m.id = t.draft AND m.draft RETURNING m.id), "
+    "s AS (UPDATE hermes.sessions SET message_count = message_count + 1, updated_at = %(now)s "
+    "WHERE id = (SELECT session_id FROM t WHERE draft IS NULL) RETURNING id), "
+    "m AS (INSERT INTO hermes.messages (session_id, role, content_json, search_text, timestamp, draft) "
+    "SELECT s.id, 'assistant', %(content)s::text, %(search)s::text, %(now)s::double precision, true FROM s "
+    "RETURNING id), "
+    "n AS (UPDATE hermes.turns SET draft_message_id = (SELECT id FROM m) WHERE id = (SELECT id FROM t) "
+    "AND EXISTS (SELECT 1 FROM m)) "
+    "SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM u) + (SELECT count(*) FROM m)"
 )
 _FUSED = FusedWrites(
     append=_APPEND,
-    append_unless_draft=_APPEND_UNLESS_DRAFT,
-    open_turn=_OPEN_TURN,
+    append_to_turn=_APPEND_TO_TURN,
+    start_turn=_START_TURN,
+    create_with_turn=_CREATE_WITH_TURN,
     finish_turn=_FINISH_TURN,
     end_turn=_END_TURN,
     begin_turn=_BEGIN_TURN,
-    save_open_draft=_SAVE_OPEN_DRAFT,
+    save_draft=_SAVE_DRAFT,
 )
 
 

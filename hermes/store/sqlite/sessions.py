@@ -48,7 +48,10 @@ from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
 from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
 
-__all__ = ["SqliteSessionStore", "SqliteSessions"]
+__all__ = ["STATE_DB", "SqliteSessionStore", "SqliteSessions"]
+
+STATE_DB = "state.db"
+"""The session database's file name in `$HERMES_HOME`."""
 
 
 class SqliteSessions(Sessions):

@@ -31,7 +31,7 @@ from hermes.store.records import (
 from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.sqlite.responses import ResponseStore
 from hermes.store.sqlite.runs import RunStore
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.sessions import STATE_DB, SqliteSessions, SqliteSessionStore
 
 __all__ = [
     "RUNS_DB",
@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 RUNS_DB = "runs.db"
-STATE_DB = "state.db"
 RESPONSE_DB = "response_store.db"
 
 

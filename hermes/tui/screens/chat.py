@@ -43,6 +43,7 @@ from hermes.tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
+    from hermes.checkpoints.files import SessionFiles
     from hermes.tui.app import HermesApp
 
 HISTORY_PAGE = 16
@@ -85,6 +86,7 @@ class ChatScreen(Screen[None]):
         cwd: str | None,
         silence_warning: float,
         remote: str | None = None,
+        files: SessionFiles | None = None,
     ) -> None:
         super().__init__()
         self.agent = agent
@@ -96,6 +98,8 @@ class ChatScreen(Screen[None]):
         self.silence_warning = silence_warning
         self.remote = remote
         """The URL of the `hermes serve` holding the sessions and running the turns (None: local)."""
+        self.files = files
+        """Undo, redo and diffs of `store`'s turns (None: /undo, /redo and /diff are not offered)."""
         self.pending_title: str | None = None
         self.turns = TurnController(self)
         self.startup_notice: str | None = None

@@ -1,0 +1,217 @@
+"""A burst of streamed chat completions on one `hermes serve` process: SQLite vs PostgreSQL.
+
+    python bench/bench_burst.py [--streams 200] [--chunks 500] [--chunk-delay 0.001]
+                                [--requests 100] [--database-url URL] [--pg-no-fsync] [--json]
+
+For each configuration (`sqlite`: the SQLite files; `pg`: PostgreSQL, a throwaway server
+with PostgreSQL's durable defaults unless `--database-url` names one), one `hermes serve`
+process of this checkout runs against the scripted upstream of `bench_server.py`, and:
+
+1. `--requests` non-streamed chat completions, one at a time, interleaved with the same
+   request sent straight to the upstream: added ms = median(hermes) - median(direct);
+2. `--streams` concurrent streamed chat completions of `--chunks` chunks each: time to
+   the first content chunk (TTFC) p50 and p99, and the same burst sent straight to the
+   upstream right before it.
+
+Targets (exit status 1 when one is missed):
+- PostgreSQL's TTFC p50 <= 1.2x SQLite's;
+- PostgreSQL's TTFC p99 <= 2x its own p50;
+- PostgreSQL adds <= 2 ms per non-streamed request over SQLite (with durable commits).
+
+`run_burst(config, streams, chunks)` runs one configuration's burst alone (its own
+upstream and, for `pg`, its own PostgreSQL) and returns its figures, for a summary.
+On a small machine shared with other work, use smaller bursts (e.g. 50 x 200).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from bench_scale import CONFIGS, Config, Running, durability, durability_label, launch, measure_latency, postgres
+from bench_server import KEY, chat_body, pct, raise_fd_limit, read_stream, start
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_TTFC_OVER_SQLITE = 1.2
+PG_P99_OVER_P50 = 2.0
+PG_ADDED_OVER_SQLITE_MS = 2.0
+BURST_CONFIGS = {c.name: c for c in CONFIGS if c.name in ("sqlite", "pg")}
+
+
+async def burst(
+    session: aiohttp.ClientSession, urls: list[str], streams: int, chunks: int, delay: float, *, auth: bool
+) -> dict[str, Any]:
+    """TTFC p50/p99 (ms) of `streams` concurrent streams; a stream counts once it ends with [DONE]."""
+    headers = {"Authorization": f"Bearer {KEY}"} if auth else {}
+
+    async def one(i: int) -> tuple[float | None, float | None, int, bool]:
+        started = time.perf_counter()
+        async with session.post(
+            urls[i % len(urls)], json=chat_body(f"big:{chunks}:{delay}:{i}", True), headers=headers
+        ) as resp:
+            if resp.status != 200:
+                return None, None, 0, False
+            return await read_stream(resp, started)
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(i) for i in range(streams)), return_exceptions=True)
+    wall = time.perf_counter() - started
+    good = [r for r in results if not isinstance(r, BaseException) and r[3]]
+    firsts = [r[1] for r in good if r[1] is not None]
+    return {
+        "streams": streams,
+        "chunks": chunks,
+        "succeeded": len(good),
+        "errors": [repr(r)[:200] for r in results if isinstance(r, BaseException)][:3],
+        "ttfc_p50_ms": statistics.median(firsts) if firsts else float("inf"),
+        "ttfc_p99_ms": pct(firsts, 0.99) if firsts else float("inf"),
+        "frames_per_s": sum(r[2] for r in good) / wall,
+    }
+
+
+@contextlib.asynccontextmanager
+async def _upstream(tmp: str) -> AsyncIterator[tuple[str, dict[str, str]]]:
+    """The scripted upstream's URL and the environment `hermes serve` runs with."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_", "OPENAI_"))}
+    bench_server = str(Path(__file__).with_name("bench_server.py"))
+    proc, port = start([sys.executable, bench_server, "--upstream"], clean, tmp, r"^(\d+)$", "stdout")
+    upstream = f"http://127.0.0.1:{port}/v1"
+    env = {
+        **clean,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), clean.get("PYTHONPATH")])),  # this checkout
+        "HERMES_BASE_URL": upstream,
+        "HERMES_MODEL": "scripted-model",
+        "HERMES_API_KEY": "sk-upstream",
+        "API_SERVER_KEY": KEY,
+        "API_SERVER_MAX_CONCURRENT_RUNS": "0",
+        "HERMES_SANDBOX": "off",
+    }
+    try:
+        yield upstream, env
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def _measure(
+    config: Config, upstream: str, env: dict[str, str], home: Path, db_url: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    running: Running = launch(config, env, home, db_url)
+    try:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+            latency = await measure_latency(session, upstream, running, args.requests) if args.requests else None
+            direct = await burst(
+                session, [f"{upstream}/chat/completions"], args.streams, args.chunks, args.chunk_delay, auth=False
+            )
+            hermes = await burst(
+                session, [f"{u}/v1/chat/completions" for u in running.urls], args.streams, args.chunks,
+                args.chunk_delay, auth=True,
+            )  # fmt: skip
+    finally:
+        running.stop()
+    return {"config": config.name, "latency": latency, "direct_burst": direct, "burst": hermes}
+
+
+async def _run(names: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    raise_fd_limit()
+    report: dict[str, Any] = {"cpus": os.cpu_count(), "configs": {}}
+    needs_pg = any(BURST_CONFIGS[name].database for name in names)
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-burst-") as tmp, contextlib.ExitStack() as stack:
+        db_url = stack.enter_context(postgres(args.database_url, durable=not args.pg_no_fsync)) if needs_pg else ""
+        if needs_pg:
+            report["postgres"] = await durability(db_url)
+        async with _upstream(tmp) as (upstream, env):
+            for name in names:
+                report["configs"][name] = await _measure(BURST_CONFIGS[name], upstream, env, Path(tmp), db_url, args)
+                print(f"bench_burst: {name} done", file=sys.stderr, flush=True)
+    report["targets"] = targets(report["configs"])
+    return report
+
+
+def _args(streams: int, chunks: int, **overrides: Any) -> argparse.Namespace:
+    defaults = {"chunk_delay": 0.001, "requests": 0, "database_url": None, "pg_no_fsync": False}
+    return argparse.Namespace(streams=streams, chunks=chunks, **{**defaults, **overrides})
+
+
+def run_burst(config: Config | str, streams: int, chunks: int, **options: Any) -> dict[str, Any]:
+    """One configuration's burst ("sqlite" or "pg"), from a fresh process, upstream and
+    database: {"config", "burst": {ttfc_p50_ms, ttfc_p99_ms, succeeded, ...},
+    "direct_burst": {...}, "latency": None or {added_ms, ...}, "postgres": durability}.
+
+    `options`: chunk_delay (s, default 0.001), requests (non-streamed latency pairs,
+    default 0: none), database_url, pg_no_fsync."""
+    name = config if isinstance(config, str) else config.name
+    report = asyncio.run(_run([name], _args(streams, chunks, **options)))
+    return {**report["configs"][name], "postgres": report.get("postgres"), "cpus": report["cpus"]}
+
+
+def targets(configs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    pg, sqlite = configs.get("pg"), configs.get("sqlite")
+    if pg is not None:
+        p50, p99 = pg["burst"]["ttfc_p50_ms"], pg["burst"]["ttfc_p99_ms"]
+        complete = pg["burst"]["succeeded"] == pg["burst"]["streams"]
+        out["pg_p99_over_p50"] = {"value": p99 / p50, "target": PG_P99_OVER_P50, "ok": complete and p99 <= 2 * p50}
+    if pg is not None and sqlite is not None:
+        ratio = pg["burst"]["ttfc_p50_ms"] / sqlite["burst"]["ttfc_p50_ms"]
+        out["pg_ttfc_over_sqlite"] = {"value": ratio, "target": PG_TTFC_OVER_SQLITE, "ok": ratio <= PG_TTFC_OVER_SQLITE}
+        if pg["latency"] is not None and sqlite["latency"] is not None:
+            over = pg["latency"]["added_ms"] - sqlite["latency"]["added_ms"]
+            out["pg_added_over_sqlite_ms"] = {"value": over, "target": PG_ADDED_OVER_SQLITE_MS,
+                                              "ok": over <= PG_ADDED_OVER_SQLITE_MS}  # fmt: skip
+    return out
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print(f"cpus: {report['cpus']}")
+    if "postgres" in report:
+        print(f"postgres: {durability_label(report['postgres'])}; sqlite: WAL, synchronous=NORMAL")
+    print(
+        f"{'config':<8}{'added ms':>10}{'ok/streams':>12}{'chunks':>8}{'TTFC p50':>10}{'p99':>9}"
+        f"{'direct p50':>12}{'p99':>9}{'frames/s':>10}"
+    )
+    for name, c in report["configs"].items():
+        lat, b, d = c["latency"], c["burst"], c["direct_burst"]
+        added = f"{lat['added_ms']:10.2f}" if lat else f"{'-':>10}"
+        print(
+            f"{name:<8}{added}{b['succeeded']:>6}/{b['streams']:<5}{b['chunks']:>8}{b['ttfc_p50_ms']:>10.1f}"
+            f"{b['ttfc_p99_ms']:>9.1f}{d['ttfc_p50_ms']:>12.1f}{d['ttfc_p99_ms']:>9.1f}{b['frames_per_s']:>10.0f}"
+        )
+        for error in b["errors"]:
+            print(f"    error: {error}")
+    for name, t in report["targets"].items():
+        print(f"[{'PASS' if t['ok'] else 'FAIL'}] {name}: {t['value']:.2f} (target <= {t['target']})")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--chunks", type=int, default=500)
+    parser.add_argument("--chunk-delay", type=float, default=0.001)
+    parser.add_argument("--requests", type=int, default=100, help="non-streamed latency pairs (0: skip)")
+    parser.add_argument("--database-url", help="an existing PostgreSQL database (default: a throwaway server)")
+    parser.add_argument("--pg-no-fsync", action="store_true", help="the throwaway server without durable commits")
+    parser.add_argument("--only", nargs="*", choices=sorted(BURST_CONFIGS), default=["sqlite", "pg"])
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON line at the end")
+    args = parser.parse_args()
+    report = asyncio.run(_run(args.only, args))
+    print_report(report)
+    if args.json:
+        print(json.dumps(report))
+    return 0 if all(t["ok"] for t in report["targets"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

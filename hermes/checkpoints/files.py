@@ -1,0 +1,52 @@
+"""`SessionFiles`: undo, redo and diffs of one session store's turns, local or remote.
+
+    files: SessionFiles = LocalSessionFiles(storage.sessions, settings.home)   # this machine
+    files: SessionFiles = RemoteSessions(client)                              # a hermes serve
+    outcome = await files.undo(session_id, turns=2)
+
+The chat TUI (hermes/tui/file_commands.py) and `hermes sessions undo|redo|diff` drive
+either without asking which one they have. Invariants (both implementations):
+- the rules are hermes/checkpoints/undo.py's, applied where the files are: a remote
+  session's files are the server's, restored by the server;
+- a file changed outside hermes since the checkpoint raises `FilesChangedOutside` with its
+  paths and changes nothing; `force=True` overwrites it;
+- nothing to undo or redo, or a turn the session does not have, raises `NothingToUndo`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from hermes.checkpoints import undo as rules
+from hermes.checkpoints.undo import TurnChange, UndoOutcome
+from hermes.store.api import AsyncSessionStore
+
+__all__ = ["LocalSessionFiles", "SessionFiles"]
+
+
+class SessionFiles(Protocol):
+    """Undo, redo and diffs of a session's turns (see the module docstring)."""
+
+    async def undo(self, session_id: str, *, turns: int = 1, force: bool = False) -> UndoOutcome: ...
+
+    async def redo(self, session_id: str, *, force: bool = False) -> UndoOutcome: ...
+
+    async def turn_changes(self, session_id: str, turn: int | None = None) -> TurnChange: ...
+
+
+class LocalSessionFiles:
+    """`SessionFiles` of a local store, whose shadow repositories live under `home`."""
+
+    def __init__(self, store: AsyncSessionStore, home: Path) -> None:
+        self.store = store
+        self.home = home
+
+    async def undo(self, session_id: str, *, turns: int = 1, force: bool = False) -> UndoOutcome:
+        return await rules.undo(self.store, self.home, session_id, turns=turns, force=force)
+
+    async def redo(self, session_id: str, *, force: bool = False) -> UndoOutcome:
+        return await rules.redo(self.store, self.home, session_id, force=force)
+
+    async def turn_changes(self, session_id: str, turn: int | None = None) -> TurnChange:
+        return await rules.turn_changes(self.store, self.home, session_id, turn)
