@@ -499,19 +499,27 @@ class Sessions:
                 raise SessionNotFound(session_id)
             return _turn(row)
         async with self.db.transaction():
-            await self._require(session_id)
-            after = await self.db.fetch_one(
-                "SELECT coalesce(max(id), 0) FROM hermes.messages WHERE session_id = ?", (session_id,)
+            after = await self.db.fetch_one(  # no row: no session
+                "SELECT (SELECT coalesce(max(m.id), 0) FROM hermes.messages AS m WHERE m.session_id = s.id) "
+                "FROM hermes.sessions AS s WHERE s.id = ?",
+                (session_id,),
             )
-            assert after is not None
+            if after is None:
+                raise SessionNotFound(session_id)
             values = self._owner_values(owner)
+            started_at = self.clock()
             turn_id = await self.db.insert(
                 f"INSERT INTO hermes.turns (session_id, after_message_id, started_at, {self._owner_columns()}) "
                 f"VALUES (?, ?, ?, {', '.join('?' for _ in values)})",
-                (session_id, after[0], self.clock(), *values),
+                (session_id, after[0], started_at, *values),
             )
             assert turn_id is not None
-            return await self._require_turn(turn_id)
+            host, pid, started, *instance = values
+            return TurnRecord(
+                id=turn_id, session_id=session_id, after_message_id=int(after[0]), draft_message_id=None,
+                started_at=started_at, ended_at=None, end_reason=None,
+                owner=ProcessOwner(host=host, pid=pid, started=started), owner_instance=(instance or [None])[0],
+            )  # fmt: skip
 
     async def open_turn(self, session_id: str, first: NewMessage) -> tuple[TurnRecord, MessageRecord]:
         """`begin_turn` and `append_message(first, turn_id=…)` as one write (all or nothing)."""
@@ -675,9 +683,9 @@ class Sessions:
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
             return
         async with self.db.transaction():
-            await self._require(session_id)
             turn = await self._fetch_turn(turn_id)
             if turn is None or turn.session_id != session_id:
+                await self._require(session_id)  # SessionNotFound first, as on PostgreSQL
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
             await self._close_turn(turn, reason)
             await self.add_usage(

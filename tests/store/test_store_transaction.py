@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes.errors import SessionNotFound
-from hermes.store.records import NewMessage
+from hermes.errors import SessionNotFound, StoreError
+from hermes.store.records import NewMessage, NewSession
 from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
@@ -64,3 +64,49 @@ def test_a_plain_turn_commits_three_times(store: SqliteSessionStore) -> None:
     assert len(commits) == 3
     ended = store.get_session(session.id)
     assert (ended.end_reason, ended.input_tokens, ended.message_count) == ("completed", 3, 2)
+
+
+async def test_a_turns_writes_take_no_savepoints(store: SqliteSessionStore) -> None:
+    # The rules' nested transactions (a rule calling a rule) join the open one.
+    logged: list[str] = []
+    store.executor.connection().set_trace_callback(logged.append)
+    rules = store.rules
+    new = NewSession(id="s-turn", given=True, source="api_server")
+    turn, _ = await rules.start_turn(new, [NewMessage(role="user", content="q")])
+    await rules.save_draft(turn.id, "partial")
+    await rules.append_message("s-turn", NewMessage(role="assistant", content="a"), turn_id=turn.id)
+    await rules.finish_turn(turn.id, "s-turn", "completed", input_tokens=3, output_tokens=1)
+    assert not [sql for sql in logged if "SAVEPOINT" in sql or sql.startswith("RELEASE")], logged
+    assert logged.count("COMMIT") == 4
+    ended = store.get_session("s-turn")
+    assert (ended.end_reason, ended.input_tokens, ended.message_count) == ("completed", 3, 2)
+    assert [m.content for m in store.get_messages("s-turn")] == ["q", "a"]
+
+
+_NEW = "INSERT INTO hermes.sessions (id, source, started_at, updated_at) VALUES (?, 'x', 1, 1)"
+
+
+async def test_a_nested_rule_that_fails_undoes_the_enclosing_rule(store: SqliteSessionStore) -> None:
+    db = store.executor
+    with pytest.raises(StoreError):
+        async with db.transaction():
+            await db.execute(_NEW, ("a",))
+            async with db.transaction():
+                await db.execute("INSERT INTO hermes.no_such_table VALUES (1)")
+    assert store.find_session("a") is None
+    assert not store.executor.connection().in_transaction
+
+
+async def test_a_rule_that_fails_in_a_callers_block_is_undone_alone(store: SqliteSessionStore) -> None:
+    db = store.executor
+    async with db.block():
+        await db.execute(_NEW, ("a",))
+        with pytest.raises(StoreError):
+            async with db.transaction():
+                await db.execute(
+                    "INSERT INTO hermes.sessions (id, source, started_at, updated_at) VALUES ('b', 'x', 1, 1)"
+                )
+                await db.execute("INSERT INTO hermes.no_such_table VALUES (1)")
+        async with db.transaction():  # the next rule is a savepoint of the block again
+            await db.execute(_NEW, ("c",))
+    assert [store.find_session(i) is not None for i in "abc"] == [True, False, True]

@@ -7,9 +7,12 @@ Invariants:
   (`run_now` drives one without an event loop, for the synchronous face).
 - One connection in autocommit mode, and one re-entrant lock held for every call, so the
   connection may be used from the asyncio loop thread and from worker threads alike.
-- `transaction()` is `BEGIN IMMEDIATE … COMMIT` (or, inside an open transaction, a
-  savepoint of it, so a failed write is undone alone): when it exits the writes are in
-  the WAL and survive a crash of the process. An exception leaving it undoes it.
+- `transaction()` is `BEGIN IMMEDIATE … COMMIT`; inside a caller's open transaction
+  (`block()`, `write()`) a savepoint of it, so a failed write is undone alone; inside
+  another `transaction()` (a rule calling a rule) simply part of it, with no savepoint:
+  the rules never catch an error, so it leaves the enclosing one too, which undoes it.
+  When the outermost block exits the writes are in the WAL and survive a crash of the
+  process. An exception leaving it undoes it.
 - SQL arrives neutral (`?` placeholders, tables named `hermes.<table>`); the schema
   prefix is dropped (state.db has one schema).
 - `sqlite3` exceptions never leave: they become `StoreError` naming the database file.
@@ -52,6 +55,8 @@ class SqliteExecutor:
         self.lock = threading.RLock()
         self._db: sqlite3.Connection | None = connection
         self._sql: dict[str, str] = {}
+        self._in_rule = False
+        """A `transaction()` block is open (the lock held): nested ones join it."""
 
     def connection(self) -> sqlite3.Connection:
         if self._db is None:
@@ -112,7 +117,7 @@ class SqliteExecutor:
 
     def transaction(self) -> _Write:
         # The block holds the lock; it awaits only this executor, which never suspends.
-        return _Write(self)
+        return _Write(self, rule=True)
 
     def block(self) -> contextlib.AbstractAsyncContextManager[None]:
         return _Write(self)
@@ -141,15 +146,18 @@ class _Write:
     """`SqliteExecutor.write()` (and, as an async context manager, `transaction()`).
 
     Holds the executor's lock; `BEGIN IMMEDIATE … COMMIT`, or inside an open transaction a
-    savepoint of it. An exception undoes what the block wrote; the transaction is never
-    left open, even when COMMIT itself failed.
+    savepoint of it (`rule`, inside another rule's block: nothing, the enclosing block
+    undoes or commits it all). An exception undoes what the block wrote; the transaction
+    is never left open, even when COMMIT itself failed.
     """
 
-    __slots__ = ("_db", "_executor", "_savepoint")
+    __slots__ = ("_db", "_executor", "_joined", "_rule", "_savepoint")
 
-    def __init__(self, executor: SqliteExecutor) -> None:
+    def __init__(self, executor: SqliteExecutor, *, rule: bool = False) -> None:
         self._executor = executor
         self._db: sqlite3.Connection | None = None
+        self._rule = rule
+        self._joined = False
         self._savepoint = False
 
     def __enter__(self) -> sqlite3.Connection:
@@ -158,8 +166,12 @@ class _Write:
         try:
             db = executor.connection()
             # Autocommit, and the lock held: a transaction open here is our own.
-            self._savepoint = db.in_transaction
-            db.execute("SAVEPOINT write" if self._savepoint else "BEGIN IMMEDIATE")
+            if executor._in_rule:
+                self._joined = True
+            else:
+                self._savepoint = db.in_transaction
+                db.execute("SAVEPOINT write" if self._savepoint else "BEGIN IMMEDIATE")
+                executor._in_rule = self._rule
         except sqlite3.Error as exc:
             executor.lock.release()
             raise executor._error(exc) from exc
@@ -173,6 +185,11 @@ class _Write:
         db, executor = self._db, self._executor
         assert db is not None
         try:
+            if self._joined:
+                if isinstance(e, sqlite3.Error):
+                    raise executor._error(e) from e
+                return
+            executor._in_rule = False
             if et is None:
                 try:
                     db.execute("RELEASE write" if self._savepoint else "COMMIT")
