@@ -184,10 +184,12 @@ async def test_a_chat_completion_opens_no_transaction(
     assert _begins(logged) == [], logged
     writes = [s for s in logged if not s.split(":", 1)[-1].lstrip().upper().startswith("SELECT")]
     # A new conversation's derived session is claimed across instances (take, release:
-    # hermes.runs.session_claims), each one statement; the turn's own writes are the
-    # opening (session, turn, input), its answer, its end and the conversation mark.
+    # hermes.runs.session_claims), each one statement outside any transaction; the release
+    # runs after the answer is sent, so the warm-up's may land in this window too. The
+    # turn's own writes are the opening (session, turn, input), its answer, its end and
+    # the conversation mark.
     claims = [w for w in writes if "hermes.receipts" in w]
-    assert len(claims) <= 2, claims
+    assert len(claims) <= 3, claims
     turn_writes = [w for w in writes if w not in claims]
     assert len(turn_writes) <= 4, turn_writes
 
