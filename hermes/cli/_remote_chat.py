@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 from typing import Any
 
@@ -32,6 +31,7 @@ async def one_shot_remote(
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._render import make_renderer
+    from hermes.cli._turn_signals import TurnSignals
     from hermes.cli.chat import _report
     from hermes.remote.agent import RemoteAgent
     from hermes.remote.client import RemoteClient
@@ -53,44 +53,28 @@ async def one_shot_remote(
         agent = RemoteAgent(client, model=model)
         request = TurnRequest(input=prompt, session_id=session_id, source="cli", approve=tty_approver())
         renderer = make_renderer(as_json)
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
         handle: RemoteTurn | None = None
-        stop_asked = False
-
-        def on_signal() -> None:
-            nonlocal stop_asked
-            if stop_asked:
-                task.cancel()
-                return
-            stop_asked = True
-            if handle is not None:
-                handle.stop()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
         result = None
-        try:
-            handle = agent.start(request)
-            async for event in handle.events():
-                if event.type == "turn.completed":
-                    result = event.result
-                    if not as_json:
-                        continue
-                renderer.handle(event)
-        except asyncio.CancelledError:
-            if not stop_asked:
-                raise
-            if not as_json:
-                sys.stderr.write("hermes: interrupted\n")
-            return 130
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            if handle is not None:
-                await handle.aclose(grace=0)
-            renderer.close()
+        with TurnSignals() as signals:
+            try:
+                handle = agent.start(request)
+                signals.attach(handle)
+                async for event in handle.events():
+                    if event.type == "turn.completed":
+                        result = event.result
+                        if not as_json:
+                            continue
+                    renderer.handle(event)
+            except asyncio.CancelledError:
+                if not signals.stop_asked:
+                    raise
+                if not as_json:
+                    sys.stderr.write("hermes: interrupted\n")
+                return 130
+            finally:
+                if handle is not None:
+                    await handle.aclose(grace=0)
+                renderer.close()
     assert result is not None
     if as_json:
         from hermes.cli._usage import result_line

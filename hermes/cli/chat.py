@@ -182,13 +182,13 @@ async def _run_turn(
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
-    import signal
     from contextlib import nullcontext
 
     from hermes.agent.turn_handle import TurnCrashed
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
     from hermes.cli._render import make_renderer
+    from hermes.cli._turn_signals import TurnSignals
 
     agent = runtime.agent
 
@@ -207,66 +207,46 @@ async def _run_turn(
         approve=status.around_approval(approve) if status is not None else approve,
         yolo=settings.yolo,
     )
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
     handle: TurnHandle | None = None
-    stop_asked = False
-
-    def on_signal() -> None:
-        # First signal: let the engine wind the turn down (exit 130 with its result);
-        # a second one stops waiting for that (the turn is closed at once).
-        nonlocal stop_asked
-        if stop_asked:
-            task.cancel()
-            return
-        stop_asked = True
-        if handle is not None:
-            handle.stop()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
     result = None
 
     def report_mcp(mcp_status: McpServerStatus) -> None:
         with quiet_output():
             _report_mcp(mcp_status)
 
-    try:
-        await runtime.start_mcp(report_mcp)
-        handle = agent.start(request)
-        if stop_asked:
-            handle.stop()
-        async for event in handle.events():
+    with TurnSignals() as signals:
+        try:
+            await runtime.start_mcp(report_mcp)
+            handle = agent.start(request)
+            signals.attach(handle)
+            async for event in handle.events():
+                with quiet_output():
+                    if status is not None:
+                        status.observe(event)
+                    if event.type == "model.progress":
+                        continue  # for the status line only (also left out of --json)
+                    if event.type == "turn.completed":
+                        result = event.result
+                        if not as_json:
+                            continue
+                    renderer.handle(event)
+        except TurnCrashed as crash:
+            raise crash.cause from None  # reported like any error of the command
+        except asyncio.CancelledError:
+            if not signals.stop_asked:
+                raise
+            if status is not None:
+                status.close()
+            if not as_json:
+                sys.stderr.write("hermes: interrupted\n")
+            return 130
+        finally:
+            if handle is not None:
+                await handle.aclose(grace=0)  # the first signal's stop was the grace; ended turns are done already
             with quiet_output():
-                if status is not None:
-                    status.observe(event)
-                if event.type == "model.progress":
-                    continue  # for the status line only (also left out of --json)
-                if event.type == "turn.completed":
-                    result = event.result
-                    if not as_json:
-                        continue
-                renderer.handle(event)
-    except TurnCrashed as crash:
-        raise crash.cause from None  # reported like any error of the command
-    except asyncio.CancelledError:
-        if not stop_asked:
-            raise
-        if status is not None:
-            status.close()
-        if not as_json:
-            sys.stderr.write("hermes: interrupted\n")
-        return 130
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        if handle is not None:
-            await handle.aclose(grace=0)  # the first signal's stop was the grace; ended turns are done already
-        with quiet_output():
-            renderer.close()
-        if status is not None:
-            status.close()
+                renderer.close()
+            if status is not None:
+                status.close()
     assert result is not None
     if as_json:
         from hermes.cli._usage import result_line

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -150,3 +151,28 @@ async def test_an_unreachable_server_or_a_local_only_flag_is_one_line(tmp_path: 
     code, out, err = await hermes(tmp_path / "home", "chat", "-q", "hi", "--yolo", "--server", "http://127.0.0.1:9")
     assert code == 2
     assert err.count("\n") == 1 and "--yolo does not reach a server" in err, err
+
+
+async def test_sigint_stops_the_run_on_the_server_and_exits_130(
+    serve: ServeProcess, upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    # 2000 words at 0.05 s each: the answer cannot finish on its own within the test.
+    upstream.enqueue(text_reply(" ".join(f"w{i}" for i in range(2000)), chunk_delay=0.05))
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
+    base.update(HERMES_HOME=str(tmp_path / "client-home"), PYTHONPATH=str(REPO))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hermes", "chat", "-q", "count", "--server", serve.url, "--key", KEY,
+        env=base, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first = await asyncio.wait_for(proc.stdout.readexactly(3), 60)  # the answer has started
+    assert first == b"w0 "
+    proc.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 130, err
+    assert err.decode().endswith("hermes: interrupted\n") and "Traceback" not in err.decode()
+    remote = ("--server", serve.url, "--key", KEY)
+    code, listed, err_list = await hermes(tmp_path / "client-home", "sessions", "list", "--json", *remote)
+    assert code == 0, err_list
+    (session,) = json.loads(listed)["data"]
+    assert session["end_reason"] == "interrupted"  # the server's run was stopped, not left running
