@@ -691,7 +691,7 @@ ROUTES = (
         endpoint="session_search",
         summary="Full-text search of message text, best match first",
         parameters=(
-            Param("q", "query", {"type": "string", "minLength": 1}),
+            Param("q", "query", {"type": "string", "minLength": 1, "pattern": r"\S"}, required=True),
             Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT[1]}),
             Param("source", "query", {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
         ),
