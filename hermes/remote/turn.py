@@ -35,6 +35,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from hermes import api_paths
 from hermes.agent.engine import title_from
 from hermes.agent.events import AgentEvent, ApprovalRequested, Status, TurnCompleted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
@@ -177,7 +178,7 @@ class RemoteTurn:
                 if self.run_id is None:
                     continue  # no connection was made: post the turn again
                 method, payload = "GET", None
-                path = f"/v1/runs/{self.run_id}/events"
+                path = f"{api_paths.RUNS}/{self.run_id}/events"
                 headers = {"Last-Event-ID": str(last_seq)}
                 continue
             except RemoteError as exc:
@@ -196,7 +197,7 @@ class RemoteTurn:
                 await self._end(reader.failed("the server closed the stream before the turn ended", SERVER_UNREACHABLE))
                 return
             await asyncio.sleep(BACKOFF[min(attempt - 1, len(BACKOFF) - 1)])
-            method, payload, path = "GET", None, f"/v1/runs/{self.run_id}/events"
+            method, payload, path = "GET", None, f"{api_paths.RUNS}/{self.run_id}/events"
             headers = {"Last-Event-ID": str(last_seq)}
         if reader.result is None:
             await self._end(reader.failed("the server ended the stream without a result"))
@@ -221,7 +222,7 @@ class RemoteTurn:
         for delay in (0.0, *BACKOFF):
             await asyncio.sleep(delay)
             try:
-                await self.client.request("POST", f"/v1/runs/{run_id}/stop")
+                await self.client.request("POST", f"{api_paths.RUNS}/{run_id}/stop")
                 return
             except ServerUnreachable:
                 continue  # the server is away: the stop is sent again when it is back
@@ -247,6 +248,6 @@ class RemoteTurn:
         with contextlib.suppress(RemoteError):  # answered elsewhere, or timed out on the server
             await self.client.request(
                 "POST",
-                f"/v1/runs/{self.run_id}/approval",
+                f"{api_paths.RUNS}/{self.run_id}/approval",
                 body={"choice": decision.value, "request_id": event.call_id},
             )

@@ -24,6 +24,7 @@ from typing import Any, assert_never
 
 from aiohttp import web
 
+from hermes import api_paths
 from hermes.agent.events import (
     AgentEvent,
     ApprovalRequested,
@@ -349,7 +350,7 @@ async def create_run(request: web.Request) -> web.Response:
         {"object": "hermes.run", "run_id": run.run_id, "status": "started", "session_id": session_id,
          "replayed": False},
         status=202,
-        headers={**headers, "Location": f"/v1/runs/{run.run_id}"},
+        headers={**headers, "Location": f"{api_paths.RUNS}/{run.run_id}"},
     )
 
 
@@ -367,7 +368,7 @@ async def _replay(
         {"object": "hermes.run", "run_id": run_id, "status": status["status"] if status else "unknown",
          "session_id": status.get("session_id") if status else None, "replayed": True},
         status=202,
-        headers={**headers, "Idempotency-Replayed": "true", "Location": f"/v1/runs/{run_id}"},
+        headers={**headers, "Idempotency-Replayed": "true", "Location": f"{api_paths.RUNS}/{run_id}"},
     )
 
 
@@ -561,7 +562,7 @@ _NOT_ANSWERED = Reply("The instance running it did not answer", ERROR)
 ROUTES = (
     Route(
         "POST",
-        "/v1/runs",
+        api_paths.RUNS,
         create_run,
         operation_id="createRun",
         endpoint="runs",
