@@ -106,6 +106,7 @@ from hermes.server.openai.conversation import (
     PLACEMENT_HEADER,
     Placement,
     chat_key,
+    cross_instance_receipts,
     place_conversation,
 )
 from hermes.server.openai.openwebui import is_open_webui, tool_card
@@ -343,7 +344,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         async with place_conversation(
             request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
             key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
-            receipts=request.app[STORAGE].receipts,
+            receipts=cross_instance_receipts(request.app[STORAGE]),
         ) as placement:
             history = chat.history
             if chat.tool_results is not None:  # hermes' own calls of that response are in the store only

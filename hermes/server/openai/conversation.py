@@ -61,7 +61,7 @@ from hermes.errors import HermesError
 from hermes.ids import derived_session_id, keyed_session_id, new_session_id
 from hermes.runs.session_claims import SessionClaim
 from hermes.runs.session_claims import acquire as acquire_claim
-from hermes.store.api import AsyncSessionStore, ReceiptStore
+from hermes.store.api import AsyncSessionStore, ReceiptStore, Storage
 from hermes.store.conversation_marks import MAX_FINGERPRINTS
 from hermes.store.records import IMPORTED, ConversationMark, NewMessage
 
@@ -206,6 +206,12 @@ async def _acquire(lock: asyncio.Lock, wait: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def cross_instance_receipts(storage: Storage) -> ReceiptStore | None:
+    """The receipts that claim sessions across instances, or None where no other instance
+    can share the storage (`caps.multi_instance` false: the in-process lock is enough)."""
+    return storage.receipts if storage.caps.multi_instance else None
 
 
 @asynccontextmanager

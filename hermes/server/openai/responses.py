@@ -35,7 +35,13 @@ from hermes.server.http.route import (
 )
 from hermes.server.http.state import AGENT, SETTINGS, STORAGE
 from hermes.server.openai.client_tools import continuation_results, responses_client_tools
-from hermes.server.openai.conversation import CONVERSATIONS, PLACEMENT_HEADER, chat_key, place_conversation
+from hermes.server.openai.conversation import (
+    CONVERSATIONS,
+    PLACEMENT_HEADER,
+    chat_key,
+    cross_instance_receipts,
+    place_conversation,
+)
 from hermes.server.openai.response_objects import (
     RESPONSE_REQUEST,
     Chain,
@@ -100,7 +106,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools, watch)
         async with place_conversation(
             app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
-            key=chat_key(request.headers, preamble.body), opening=None, receipts=app[STORAGE].receipts,
+            key=chat_key(request.headers, preamble.body), opening=None, receipts=cross_instance_receipts(app[STORAGE]),
         ) as placement:
             placed = replace(chain, session_id=placement.session_id)
             answer = await _respond(
