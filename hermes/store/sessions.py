@@ -667,26 +667,28 @@ class Sessions:
         output_tokens: int,
         cached_input_tokens: int = 0,
         model: str | None = None,
-    ) -> None:
-        """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write."""
+        answer: NewMessage | None = None,
+        mark: str | None = None,
+    ) -> MessageRecord | None:
+        """See `AsyncSessionStore.finish_turn`: the answer, the turn's end, usage, the
+        session's end and the conversation mark as one write; the answer's record."""
+        if answer is not None and answer.role != "assistant":
+            raise ValueError("a turn's answer is an assistant message")
         fused = self.dialect.fused
         if fused is not None:
-            now = self.clock()
-            params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
-                      "input": input_tokens, "output": output_tokens, "cached": cached_input_tokens,
-                      "model": model, "day": usage_rows.utc_day(now)}  # fmt: skip
-            row = await self.db.fetch_one(fused.finish_turn, params)
-            assert row is not None
-            if int(row[1]) == 0:
-                raise SessionNotFound(session_id)
-            if int(row[0]) == 0:
-                raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
-            return
+            return await self._finish_fused(
+                fused.finish_turn, turn_id, session_id, reason, answer, mark,
+                tokens=(input_tokens, output_tokens, cached_input_tokens), model=model,
+            )  # fmt: skip
         async with self.db.transaction():
             turn = await self._fetch_turn(turn_id)
             if turn is None or turn.session_id != session_id:
                 await self._require(session_id)  # SessionNotFound first, as on PostgreSQL
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
+            record = None
+            if answer is not None:
+                record = await self.append_message(session_id, answer, turn_id=turn_id)
+                turn = replace(turn, draft_message_id=None)  # the answer replaced an open draft
             await self._close_turn(turn, reason)
             await self.add_usage(
                 session_id,
@@ -696,6 +698,33 @@ class Sessions:
                 model=model,
             )
             await self.end_session(session_id, reason)
+            if mark is not None:
+                await self.mark_conversation(session_id, mark)
+            return record
+
+    async def _finish_fused(
+        self, sql: str, turn_id: int, session_id: str, reason: str, answer: NewMessage | None, mark: str | None,
+        *, tokens: tuple[int, int, int], model: str | None,
+    ) -> MessageRecord | None:  # fmt: skip
+        """`finish_turn` as the dialect's one statement (its parameters documented there)."""
+        now = self.clock()
+        message = answer or NewMessage(role="assistant", content=None)
+        stored = self.dialect.encode_content(message.role, message.content)
+        calls_json = None if message.tool_calls is None else encode_json(message.tool_calls)
+        params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
+                  "input": tokens[0], "output": tokens[1], "cached": tokens[2],
+                  "model": model, "day": usage_rows.utc_day(now), "answer": answer is not None, "mark": mark,
+                  "calls": len(message.tool_calls or ()),
+                  **self._input_columns([message], [stored], [calls_json], scalar=True)}  # fmt: skip
+        row = await self.db.fetch_one(sql, params)
+        assert row is not None
+        if int(row[1]) == 0:
+            raise SessionNotFound(session_id)
+        if int(row[0]) == 0:
+            raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
+        if answer is None:
+            return None
+        return self._stored(int(row[2]), session_id, answer, stored, calls_json, now, call=not row[3])
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
         return await self._fetch_turn(turn_id)
