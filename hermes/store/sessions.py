@@ -658,26 +658,53 @@ class Sessions:
                 tokens=(input_tokens, output_tokens, cached_input_tokens), model=model,
             )  # fmt: skip
         async with self.db.transaction():
-            turn = await self._fetch_turn(turn_id)
+            turn = await self._fetch_turn(turn_id, lock=True)
             if turn is None or turn.session_id != session_id:
                 await self._require(session_id)  # SessionNotFound first, as on PostgreSQL
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
-            record = None
-            if answer is not None:
-                record = await self.append_message(session_id, answer, turn_id=turn_id)
-                turn = replace(turn, draft_message_id=None)  # the answer replaced an open draft
-            await self._close_turn(turn, reason)
-            await self.add_usage(
-                session_id,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cached_input_tokens=cached_input_tokens,
-                model=model,
+            draft = turn.draft_message_id if turn.ended_at is None else None
+            now = self.clock()
+            record, added, calls = None, 0, 0
+            if answer is not None:  # as `append_message(..., turn_id=)`: in place of the draft, else appended
+                record = await self._write_answer(session_id, answer, draft, now)
+                added, calls, draft = int(draft is None), len(answer.tool_calls or ()), None
+            if turn.ended_at is None:
+                await self._close_turn(replace(turn, draft_message_id=draft), reason)
+            # The session's counters, usage and end: one UPDATE of its row.
+            await self.db.execute(
+                "UPDATE hermes.sessions SET message_count = message_count + ?, tool_call_count = tool_call_count + ?, "
+                "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+                "ended_at = CASE WHEN end_reason IS NULL THEN ? ELSE ended_at END, "
+                "updated_at = CASE WHEN end_reason IS NULL OR ? THEN ? ELSE updated_at END, "
+                "end_reason = coalesce(end_reason, ?) WHERE id = ?",
+                (added, calls, input_tokens, output_tokens, now, answer is not None, now, reason, session_id),
             )
-            await self.end_session(session_id, reason)
+            tokens = (input_tokens, cached_input_tokens, output_tokens)
+            await usage_rows.insert_usage(self.db, session_id, model=model, now=now, tokens=tokens)
             if mark is not None:
                 await self.mark_conversation(session_id, mark)
             return record
+
+    async def _write_answer(self, session_id: str, answer: NewMessage, draft: int | None, now: float) -> MessageRecord:
+        """A turn's answer in place of its open `draft`, else appended (uncounted: the caller counts it)."""
+        stored = self.dialect.encode_content(answer.role, answer.content)
+        calls = None if answer.tool_calls is None else encode_json(answer.tool_calls)
+        if draft is not None:
+            await self.db.execute(
+                f"UPDATE hermes.messages SET {self._assign(self.dialect.content_columns)}, tool_calls = ?, "
+                "reasoning = ?, finish_reason = ?, token_count = ?, timestamp = ?, draft = false WHERE id = ?",
+                (*stored, calls, answer.reasoning, answer.finish_reason, answer.token_count, now, draft),
+            )
+            return self._stored(draft, session_id, answer, stored, calls, now, call=False)
+        values = (answer.role, *stored, calls, answer.tool_call_id, answer.tool_name, answer.reasoning,
+                  answer.finish_reason, now, answer.token_count)  # fmt: skip
+        message_id = await self.db.insert(
+            f"INSERT INTO hermes.messages (session_id, {self._message_data}) "
+            f"VALUES ({', '.join('?' for _ in range(len(values) + 1))})",
+            (session_id, *values),
+        )
+        assert message_id is not None
+        return self._stored(message_id, session_id, answer, stored, calls, now)
 
     async def _finish_fused(
         self, sql: str, turn_id: int, session_id: str, reason: str, answer: NewMessage | None, mark: str | None,
