@@ -18,7 +18,8 @@ The loop of one turn:
     3. if it asked for tools, the tool step: persist the assistant message, emit
        SegmentEnd, run the tools (read-only ones concurrently), persist each result, and
        go to 2 — at most `max_iterations` model calls, then one tool-less summary call
-    4. otherwise persist the answer and emit TurnCompleted
+    4. otherwise end the turn: the answer, the turn's end, its usage and the conversation
+       mark (request.conversation_mark, a front end's) are one write; emit TurnCompleted
     (3'. a call of a client tool (request.client_tools) ends the turn after hermes' own
        calls of the same response ran: ClientToolCalls, then TurnCompleted with
        result.client_calls; see hermes/agent/client_tools.py)
@@ -50,7 +51,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +228,11 @@ class Agent:
                         raise _Interrupted
             # The steps are closed here: running tools have stopped.
             assert result is not None, "the turn loop ends with TurnCompleted"
-            await turn.end_session(result.status, best_effort=False)
+            marker = request.conversation_mark if turn.persist else None
+            mark = marker(result) if marker is not None else None
+            await turn.end_session(result.status, best_effort=False, mark=mark)
+            if mark is not None:
+                result = replace(result, conversation_mark=mark)
         except (asyncio.CancelledError, _Interrupted) as exc:
             ours = handle.unlisten() or isinstance(exc, _Interrupted)
             await turn.close_open("interrupted")
@@ -324,7 +329,7 @@ class Agent:
                     return
                 continue
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
-            yield TurnCompleted(await answer(turn, context, outcome, ending, max_iterations))
+            yield TurnCompleted(answer(turn, context, outcome, ending, max_iterations))
             return
 
     # ---- context (see hermes/agent/context.py) ---------------------------------------

@@ -169,8 +169,14 @@ class AsyncSessionStore(Protocol):
         output_tokens: int,
         cached_input_tokens: int = 0,
         model: str | None = None,
-    ) -> None:
-        """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write.
+        answer: NewMessage | None = None,
+        mark: str | None = None,
+    ) -> MessageRecord | None:
+        """The turn's end as one write, all or nothing: its `answer` (an assistant message,
+        stored as `append_message(..., turn_id=)` stores it: it replaces an open draft),
+        `end_turn`, `add_usage`, `end_session` (first reason wins) and, given `mark`,
+        `mark_conversation(session_id, mark)` after the answer. The answer's record (None
+        without one).
 
         StoreError when the turn does not belong to the session; SessionNotFound when the
         session is gone."""

@@ -95,6 +95,101 @@ async def test_finish_turn_of_another_session_changes_nothing(storage: Storage) 
     assert (record.input_tokens, record.end_reason) == (0, None)
 
 
+async def test_finish_turn_writes_the_answer_in_place_of_the_draft_and_marks_it(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "hal")
+    answer = NewMessage(role="assistant", content="hallo!", reasoning="thought", finish_reason="stop")
+    record = await store.finish_turn(
+        turn.id, session.id, "completed", input_tokens=4, output_tokens=2, answer=answer, mark="fp-answer"
+    )
+    assert record is not None and (record.role, record.content, record.finish_reason) == ("assistant", "hallo!", "stop")
+    messages = await store.get_messages(session.id)
+    assert [(m.role, m.content) for m in messages] == [("user", "hello"), ("assistant", "hallo!")]
+    assert messages[-1] == record  # the draft's row became the answer: one row, counted once
+    ended = await store.get_turn(turn.id)
+    assert ended is not None and (ended.end_reason, ended.draft_message_id) == ("completed", None)
+    stored = await store.get_session(session.id)
+    assert (stored.message_count, stored.input_tokens, stored.output_tokens, stored.end_reason) == (
+        2, 4, 2, "completed",
+    )  # fmt: skip
+    mark = await store.find_conversation(["fp-answer"])
+    assert mark is not None and (mark.session_id, mark.message_id, mark.latest) == (session.id, record.id, True)
+    assert [m.content for m in await store.turn_messages(turn.id)] == ["hello", "hallo!"]
+
+
+async def test_finish_turn_appends_an_answer_when_no_draft_is_open(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.append_message(
+        session.id, NewMessage(role="assistant", content=None, tool_calls=CALLS[:1]), turn_id=turn.id
+    )
+    await store.append_message(
+        session.id, NewMessage(role="tool", content="ok", tool_call_id="call_a", tool_name="terminal"), turn_id=turn.id
+    )
+    record = await store.finish_turn(
+        turn.id, session.id, "completed", input_tokens=0, output_tokens=0,
+        answer=NewMessage(role="assistant", content="done"), mark="fp",
+    )  # fmt: skip
+    assert record is not None
+    stored = await store.get_session(session.id)
+    assert (stored.message_count, stored.tool_call_count) == (4, 1)
+    assert [m.content for m in await store.get_messages(session.id)][-1] == "done"
+    mark = await store.find_conversation(["fp"])
+    assert mark is not None and mark.message_id == record.id and mark.latest
+    assert await store.session_usage([session.id]) == []  # no tokens: no usage row
+
+
+async def test_finish_turn_marks_the_newest_message_without_an_answer(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "half an answ")
+    assert await store.finish_turn(
+        turn.id, session.id, "interrupted", input_tokens=1, output_tokens=1, mark="fp-stop"
+    ) is None  # fmt: skip
+    kept = (await store.get_messages(session.id))[-1]
+    assert (kept.content, kept.finish_reason) == ("half an answ", "interrupted")
+    mark = await store.find_conversation(["fp-stop"])
+    assert mark is not None and mark.message_id == kept.id and mark.latest  # at the kept draft
+
+
+async def test_a_failed_finish_writes_no_answer_and_no_mark(storage: Storage) -> None:
+    store = storage.sessions
+    mine = await store.create_session(source="api_server")
+    other = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(mine.id, user("hello"))
+    answer = NewMessage(role="assistant", content="lost")
+    with pytest.raises(StoreError):
+        await store.finish_turn(turn.id, other.id, "completed", input_tokens=1, output_tokens=0, answer=answer, mark="")
+    assert [m.content for m in await store.get_messages(mine.id)] == ["hello"]
+    assert [m.content for m in await store.get_messages(other.id)] == []
+    assert await store.find_conversation([""]) is None
+    assert (await store.get_session(other.id)).message_count == 0
+    with pytest.raises(ValueError, match="assistant"):
+        await store.finish_turn(turn.id, mine.id, "completed", input_tokens=0, output_tokens=0, answer=user("no"))
+
+
+async def test_finish_turn_appends_the_answer_of_a_turn_already_ended(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "kept")
+    await store.end_turn(turn.id, "interrupted")
+    record = await store.finish_turn(
+        turn.id, session.id, "completed", input_tokens=0, output_tokens=0,
+        answer=NewMessage(role="assistant", content="late"),
+    )  # fmt: skip
+    assert record is not None
+    assert [m.content for m in await store.get_messages(session.id)] == ["hello", "kept", "late"]
+    stored = await store.get_session(session.id)
+    assert (stored.message_count, stored.end_reason) == (3, "completed")
+    ended = await store.get_turn(turn.id)
+    assert ended is not None and ended.end_reason == "interrupted"  # its first end stays
+
+
 async def test_the_answer_replaces_the_draft_in_place(storage: Storage) -> None:
     store = storage.sessions
     session = await store.create_session(source="api_server")

@@ -39,6 +39,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from json.encoder import encode_basestring_ascii
 from typing import Any, assert_never
 
@@ -379,18 +380,23 @@ async def _answer(
         tool_results=None
         if chat.tool_results is None
         else continuation_results(chat.tool_results, history, own_tools, param="messages"),
+        conversation_mark=None if placement is None else partial(_resent, placement, chat.input),
     )
     headers = session_headers(session_id, preamble.session_key)
     if placement is not None:
         headers[PLACEMENT_HEADER] = placement.how
 
     async def settle(result: TurnResult | None) -> None:
-        if placement is not None and result is not None:
-            await placement.settle(chat.input, answer_text(result))
+        if placement is not None and result is not None and result.conversation_mark is None:
+            await placement.settle(chat.input, answer_text(result))  # the turn's end did not mark
 
     if chat.stream:
         return await _stream(request, chat, turn_request, headers, settle, record=preamble.idempotency_key is not None)
     return await _finisher(chat, headers, settle)(await run_to_end(request, turn_request, watch=watch))
+
+
+def _resent(placement: Placement, input: Any, result: TurnResult) -> str | None:
+    return placement.resent(input, answer_text(result))
 
 
 def _finisher(

@@ -17,8 +17,9 @@ A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` with
    has it and no other request is placing it (chat only: the first conversation with a
    given opening), else a fresh id at once.
 
-After the turn, `Placement.settle` marks the session with the fingerprint of the
-conversation as the client will resend it (history + input + the answer's text).
+The session is marked with the fingerprint of the conversation as the client will resend
+it (history + input + the answer's text, `Placement.resent`): by the turn's end write
+(`TurnRequest.conversation_mark`), or after a turn that ended otherwise by `Placement.settle`.
 
 Fingerprints (`fingerprints`): a sha256 chain over the user/assistant texts, normalised
 so a client's rendering does not matter: Open WebUI's `<details>` blocks are dropped,
@@ -173,17 +174,23 @@ class Placement:
     _lock: asyncio.Lock | None = field(default=None, repr=False)
     _claim: SessionClaim | None = field(default=None, repr=False)
 
-    async def settle(self, input: Any, answer: str | None) -> None:
-        """Mark the session with the conversation the client will resend next time (an
-        empty input or answer, as after a turn that ended in the client's tool calls, is
-        simply left out)."""
+    def resent(self, input: Any, answer: str | None) -> str | None:
+        """The fingerprint of the conversation the client will resend next time (an empty
+        input or answer, as after a turn that ended in the client's tool calls, is simply
+        left out); None when it has no text at all."""
         chain = fingerprints(
             [*self.history, {"role": "user", "content": input}, {"role": "assistant", "content": answer}]
         )
-        if not chain:
+        return chain[0] if chain else None
+
+    async def settle(self, input: Any, answer: str | None) -> None:
+        """Mark the session with `resent(input, answer)` (for a turn whose end did not:
+        `TurnRequest.conversation_mark` marks in the turn's end write)."""
+        mark = self.resent(input, answer)
+        if mark is None:
             return
         try:
-            await self.store.mark_conversation(self.session_id, chain[0])
+            await self.store.mark_conversation(self.session_id, mark)
         except HermesError as exc:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
 
