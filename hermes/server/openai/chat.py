@@ -17,7 +17,9 @@ Without ``X-Hermes-Session-Id`` the conversation picks the session
 (`hermes.server.openai.conversation`: the client's chat id, else the session whose last
 turn the resent history matches, a fork on an edit or a regeneration, the derived
 ``api-…`` id for the first conversation with an opening); with it, history comes from
-the session store instead of the body.
+the session store instead of the body. A derived id is the turn's to decide (the turn's
+opening write takes it, or a fresh id where a session has it): the response names the
+session the turn used, so a stream sends its head once the turn has started.
 Every turn is persisted (source ``api_server``), except utility requests
 (`hermes.runs.utility`: one model call, no tools, no session). ``response_format`` is
 the turn's output format (`hermes.server.openai.output_formats`; malformed → 400), sent
