@@ -183,12 +183,12 @@ async def test_a_chat_completion_opens_no_transaction(
     logged = statements.take()
     assert _begins(logged) == [], logged
     writes = [s for s in logged if not s.split(":", 1)[-1].lstrip().upper().startswith("SELECT")]
-    # A new conversation's derived session is not claimed (no receipt taken or released):
-    # the opening write creates it, or a fresh one where a session has the derived id. The
-    # turn's own writes are the opening (session, turn, input), its answer, its end and
-    # the conversation mark.
+    # A new conversation's derived session is neither claimed (no receipt taken or
+    # released) nor looked up: the opening write creates it, or a fresh one where a session
+    # has the derived id. What is left is the turn's own writes: the opening (session,
+    # turn, input), its answer, its end and the conversation mark.
     assert [s for s in logged if "hermes.receipts" in s] == []
-    assert len(writes) <= 4, writes
+    assert len(writes) <= 4 and len(logged) == len(writes), logged
 
 
 async def test_a_busy_loop_never_leaves_a_transaction_open(
