@@ -191,9 +191,10 @@ class Agent:
         if turn.persist:
             turn.checkpoints = TurnCheckpoints(self.store, session_id)
         elif new is not None and self.store is not None:
-            await self.store.create_session(source=new.source, model=new.model, title=new.title,
-                                            system_prompt=new.system_prompt, session_id=new.id)  # fmt: skip
-            new = None
+            created = await self.store.create_session(source=new.source, model=new.model, title=new.title,
+                                                      system_prompt=new.system_prompt, session_id=new.id,
+                                                      fresh_if_taken=not new.given)  # fmt: skip
+            turn.session_id, new = created.id, None
         unrecorded = await turn.record_inputs(inputs, create=new)
         session_id = turn.session_id
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
@@ -391,13 +392,14 @@ class Agent:
             session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or []), None
-        session = await store.find_session(request.session_id) if request.session_id else None
+        fresh = request.fresh_if_taken  # a new session either way: nothing to read
+        session = await store.find_session(request.session_id) if request.session_id and not fresh else None
         new: NewSession | None = None
         if session is None:
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             new = NewSession(
                 id=request.session_id or new_session_id(),
-                given=bool(request.session_id),
+                given=bool(request.session_id) and not fresh,
                 source=request.source,
                 model=model,
                 title=request.title or title_from(request.input),
@@ -408,7 +410,7 @@ class Agent:
             if request.history:  # a conversation that began elsewhere: keep what came before
                 created = await store.create_session(
                     source=new.source, model=model, title=new.title, system_prompt=prompt,
-                    session_id=request.session_id,
+                    session_id=request.session_id, fresh_if_taken=fresh,
                 )  # fmt: skip
                 session_id, new = created.id, None
                 async with store.transaction():

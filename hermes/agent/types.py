@@ -70,6 +70,10 @@ class TurnRequest:
     input: UserContent
     session_id: str | None = None
     """Existing session to continue; None creates a new one."""
+    fresh_if_taken: bool = False
+    """With `session_id`: the turn creates a new session with that id, or with a fresh id
+    when a session has it already (never continuing that one), decided by the write that
+    creates it; `TurnStarted.session_id` and `TurnResult.session_id` name the one used."""
     history: list[ChatMessage] | None = None
     """Explicit prior transcript (without system prompt); overrides the store's history."""
     system_prompt: str | None = None

@@ -85,7 +85,11 @@ class AsyncSessionStore(Protocol):
         system_prompt: str | None = None,
         session_id: str | None = None,
         parent_session_id: str | None = None,
-    ) -> SessionRecord: ...
+        fresh_if_taken: bool = False,
+    ) -> SessionRecord:
+        """A new session; `session_id` existing is a StoreError, unless `fresh_if_taken`
+        (then the session gets a fresh id, in the same write)."""
+        ...
 
     async def get_session(self, session_id: str) -> SessionRecord: ...
 

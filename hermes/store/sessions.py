@@ -21,7 +21,9 @@ Invariants (both backends):
   one `Clock` per store that never repeats or goes back; equal times (other writers)
   fall back to insertion order.
 - Session ids default to `hermes.ids.new_session_id()`; a generated id that collides is
-  replaced (up to 8 tries), a given one that exists is a StoreError.
+  replaced (up to 8 tries), and so is a preferred one (`fresh_if_taken`, a `NewSession`
+  not `given`: of two writers creating one id at once exactly one gets it, the other a
+  fresh id); a given one that exists is a StoreError.
 - A turn is open from `begin_turn` (or `start_turn`) to `end_turn` (or `finish_turn`).
   Its draft is an assistant row with `draft` set, counted like any row, that
   `save_draft` overwrites and `append_message(..., turn_id=)` / `finish_turn`'s answer /
@@ -214,9 +216,11 @@ class Sessions:
         system_prompt: str | None = None,
         session_id: str | None = None,
         parent_session_id: str | None = None,
+        fresh_if_taken: bool = False,
     ) -> SessionRecord:
+        given = bool(session_id) and not fresh_if_taken
         if parent_session_id is None:  # one statement (per id tried): no transaction to hold
-            new = NewSession(session_id or new_session_id(), bool(session_id), source, model, title, system_prompt)
+            new = NewSession(session_id or new_session_id(), given, source, model, title, system_prompt)
             return await self._create(new)
         async with self.db.transaction():
             if parent_session_id is not None:
@@ -231,7 +235,7 @@ class Sessions:
                 parent_session_id=parent_session_id,
                 system_prompt=system_prompt,
             )
-            return await self._insert_new(record, id_given=bool(session_id))
+            return await self._insert_new(record, id_given=given)
 
     async def _create(self, session: NewSession) -> SessionRecord:
         record = fresh_session(
@@ -544,6 +548,9 @@ class Sessions:
                            "model": session.model, "prompt": session.system_prompt, "created": created,
                            "now": self.clock()}  # fmt: skip
                 row = await self.db.fetch_one(fused.create_with_turn, params)
+                if row is None and not session.given:  # another writer took a candidate meanwhile
+                    params["ids"] = [new_session_id(created) for _ in range(8)]
+                    row = await self.db.fetch_one(fused.create_with_turn, params)
                 if row is None:
                     if session.given:
                         raise StoreError(f"a session with id {session.id!r} already exists")

@@ -16,7 +16,7 @@ import pytest
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.api import Storage
 from hermes.store.owner import ProcessOwner
-from hermes.store.records import NewCompaction, NewMessage, TurnRecord
+from hermes.store.records import NewCompaction, NewMessage, NewSession, TurnRecord
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 CALLS = [
@@ -60,6 +60,51 @@ async def test_open_turn_writes_the_turn_and_its_first_message_together(storage:
     assert (await store.get_session(session.id)).message_count == 2
     with pytest.raises(SessionNotFound):
         await store.open_turn("nope", user("x"))
+
+
+async def test_a_preferred_id_a_session_has_is_replaced_by_a_fresh_one_in_the_same_write(storage: Storage) -> None:
+    store = storage.sessions
+    preferred = NewSession(id="api-preferred", given=False, source="api_server")
+    first, _ = await store.start_turn(preferred, [user("one")])
+    second, _ = await store.start_turn(preferred, [user("two")])
+    assert first.session_id == "api-preferred" and second.session_id != "api-preferred"
+    created = await store.create_session(source="api_server", session_id="api-preferred", fresh_if_taken=True)
+    assert created.id not in ("api-preferred", second.session_id)
+    for session_id, text in ((first.session_id, "one"), (second.session_id, "two")):
+        assert [m.content for m in await store.get_messages(session_id)] == [text]
+    with pytest.raises(StoreError, match="already exists"):  # a given id is never replaced
+        await store.start_turn(NewSession(id="api-preferred", given=True, source="api_server"), [user("x")])
+    assert await store.count_sessions() == 3
+
+
+async def test_postgres_a_preferred_id_taken_while_the_write_waits_gets_a_fresh_one(
+    pg_storage: Storage, pg_url: str
+) -> None:
+    import psycopg
+
+    # Another instance's write creates the id and commits only once ours waits on it.
+    async with (
+        await psycopg.AsyncConnection.connect(pg_url) as other,
+        await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as watcher,
+    ):
+        await other.execute(
+            "INSERT INTO hermes.sessions (id, source, started_at, updated_at) VALUES ('api-race', 'api_server', 0, 0)"
+        )
+        ours = asyncio.ensure_future(
+            pg_storage.sessions.start_turn(NewSession(id="api-race", given=False, source="api_server"), [user("hi")])
+        )
+        waiting = None
+        while not waiting:  # each look is a round trip: our statement gets sent meanwhile
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            waiting = (await cursor.fetchone() or (0,))[0]
+            assert not ours.done(), ours
+        await other.commit()
+        turn, _ = await ours
+    assert turn.session_id != "api-race"
+    assert [m.content for m in await pg_storage.sessions.get_messages(turn.session_id)] == ["hi"]
+    assert (await pg_storage.sessions.get_session("api-race")).message_count == 0
 
 
 async def test_finish_turn_ends_turn_adds_usage_and_ends_the_session_at_once(storage: Storage) -> None:

@@ -224,10 +224,13 @@ class SSEStream:
     def disconnected(self) -> bool:
         return self._watch.gone
 
-    async def prepare(self) -> SSEStream:
-        """Send the head and start the keepalive/disconnect task. Idempotent."""
+    async def prepare(self, headers: Mapping[str, str] | None = None) -> SSEStream:
+        """Send the head (with `headers` added, when given) and start the keepalive/disconnect
+        task. Idempotent."""
         if self.response.prepared:
             return self
+        if headers:
+            self.response.headers.update(headers)
         try:
             await self.response.prepare(self.request)
         except (ConnectionError, RuntimeError) as exc:
