@@ -25,6 +25,11 @@ the final output, ``item_id`` its id, ``content_index`` always 0):
 
 A failed turn's error is in ``response.failed`` only, never also as output text.
 
+The deltas carry the text in order, not one event per upstream chunk: deltas that
+queued up while the client was behind (`TurnHandle.batches()`) go out as one
+``output_text.delta`` (or ``reasoning_summary_text.delta``) event (`hermes.runs.wire.coalesce`);
+sequence numbers count the events written, so they still rise by one.
+
 Named ``hermes.status`` frames (no sequence number) go only to clients that accept
 named events (see `tool_progress_enabled`). A client disconnect — or the server
 cancelling the handler — interrupts the turn and stores an ``incomplete`` snapshot
@@ -62,7 +67,7 @@ from hermes.agent.events import (
 )
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.runs.wire import SegmentJoiner, answer_text, status_payload
+from hermes.runs.wire import SegmentJoiner, answer_text, coalesce, status_payload
 from hermes.server.http.request import ToolItemForm, tool_progress_enabled
 from hermes.server.http.sse import ClientDisconnected, SSEStream
 from hermes.server.http.state import STORAGE
@@ -323,8 +328,9 @@ async def stream_response(
             await events.emit("response.in_progress", response=created)
             crash: TurnCrashed | None = None
             try:
-                async for event in turn.events():
-                    await events.on_event(event)
+                async for batch in turn.batches():  # what piled up behind a slow client: merged
+                    for event in coalesce(batch):
+                        await events.on_event(event)
             except TurnCrashed as exc:
                 log.error("turn crashed: %s", exc)
                 crash = exc
