@@ -54,7 +54,13 @@ def test_importing_every_store_module_loads_no_agent_module() -> None:
 BACKENDS = ("hermes.store.sqlite", "hermes.store.postgres")
 
 
-@pytest.mark.parametrize("name", ["records.py", "api.py", "sql.py", "sessions.py", "session_rules.py", "transcript.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "records.py", "api.py", "sql.py", "sessions.py", "session_rows.py", "turn_rules.py", "session_rules.py",
+        "transcript.py",
+    ],  # fmt: skip
+)
 def test_the_interface_and_the_rules_import_no_backend(name: str) -> None:
     # The rules are written once: over the Executor and Dialect protocols, never a backend.
     assert offending([PACKAGE / "store" / name], BACKENDS) == {}
