@@ -48,7 +48,7 @@ Stopping a turn:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,20 +213,12 @@ class Agent:
         try:
             if unrecorded is not None:
                 raise unrecorded
-            async with aclosing(self._loop(turn, context, tool_ctx, request)) as steps:
-                turn.started = True
-                await handle.emit(TurnStarted(session_id=session_id, model=model))
-                if handle.stop_requested:
-                    raise _Interrupted
-                async for event in steps:
-                    if isinstance(event, TurnCompleted):
-                        result = event.result
-                        break
-                    await handle.emit(event)
-                    if handle.stop_requested:
-                        raise _Interrupted
+            turn.started = True
+            await handle.emit(TurnStarted(session_id=session_id, model=model))
+            if handle.stop_requested:
+                raise _Interrupted
+            result = await self._loop(turn, context, tool_ctx, request, handle)
             # The steps are closed here: running tools have stopped.
-            assert result is not None, "the turn loop ends with TurnCompleted"
             await turn.end_session(result.status, best_effort=False)
         except (asyncio.CancelledError, _Interrupted) as exc:
             ours = handle.unlisten() or isinstance(exc, _Interrupted)
@@ -249,9 +241,15 @@ class Agent:
         await handle.emit(TurnCompleted(result))
 
     async def _loop(
-        self, turn: TurnState, context: list[ChatMessage], tool_ctx: ToolContext, request: TurnRequest
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Model steps and tool steps until an answer; ends with TurnCompleted."""
+        self, turn: TurnState, context: list[ChatMessage], tool_ctx: ToolContext, request: TurnRequest,
+        handle: TurnHandle,
+    ) -> TurnResult:  # fmt: skip
+        """Model steps and tool steps until an answer: the turn's result.
+
+        Each event goes straight to `handle.emit` (no generator layer between the model
+        call and the handle); a stop seen after an emit raises `_Interrupted`, which
+        closes the step it came from (its tools stop) on the way out.
+        """
         max_iterations = request.max_iterations or self.options.max_iterations
         policy = self._call_policy()
         client = request.client_tools or ClientTools()
@@ -263,22 +261,24 @@ class Agent:
         while True:
             summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None
             if summary_call and turn.wrap_up is None and context[-1].get("content") != SUMMARY_NUDGE:
-                yield Status(
-                    "max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary"
-                )
+                limit = f"reached the limit of {max_iterations} model calls; asking for a summary"
+                await _emit(handle, Status("max_iterations", limit))
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             outcome = CallOutcome()
-            async for compacted in budget.fit(context, request_tools):
-                yield compacted
+            async with aclosing(budget.fit(context, request_tools)) as fitted:
+                async for compacted in fitted:
+                    await _emit(handle, compacted)
             call_request = model_request(
                 turn, call, context, request_tools,
                 tool_choice=client.choice_for(first_call), parallel_tool_calls=client.parallel,
             )  # fmt: skip
             async with aclosing(self._caller.call(call_request, policy, outcome)) as events:
-                async for event in events:  # the model call's events, one layer from the turn
+                async for event in events:  # the model call's events, one layer from the handle
                     model_streamed(turn, event)
-                    yield event
+                    await handle.emit(event)
+                    if handle.stop_requested:
+                        raise _Interrupted
             model_done(turn, call, context, request_tools, outcome)
             self._reported_prompts[turn.session_id] = budget.reported
 
@@ -289,12 +289,13 @@ class Agent:
                     budget.overflow_retried = True
                     turn.api_calls -= 1
                     # The endpoint's window is smaller than assumed: keep only the latest step.
-                    async for compacted in budget.compact(context, request_tools, "overflow", recent_tokens=0):
-                        yield compacted
+                    compaction = budget.compact(context, request_tools, "overflow", recent_tokens=0)
+                    async with aclosing(compaction) as compacting:
+                        async for compacted in compacting:
+                            await _emit(handle, compacted)
                     turn.usage = turn.usage + budget.take_usage()
                     continue
-                yield TurnCompleted(turn.result("failed", error=str(error), error_code=error.code))
-                return
+                return turn.result("failed", error=str(error), error_code=error.code)
             first_call = False
 
             calls = [] if summary_call else outcome.tool_calls
@@ -303,7 +304,8 @@ class Agent:
             if repeated is not None:
                 # A model that repeats itself is done or stuck: the call is not run (nor
                 # kept), and the next call is a tool-less summary that ends the turn.
-                yield Status("repeated_tool_call", f"{repeated} called {REPEAT_LIMIT} times with the same arguments")
+                same = f"{repeated} called {REPEAT_LIMIT} times with the same arguments"
+                await _emit(handle, Status("repeated_tool_call", same))
                 turn.wrap_up = "repeated"
                 nudge = REPEAT_NUDGE.format(name=repeated, times=REPEAT_LIMIT)
                 context = [*context, {"role": "user", "content": nudge}]
@@ -311,21 +313,18 @@ class Agent:
             if calls and not truncated:
                 theirs = client_calls(client, calls)
                 mine = [slot for slot in calls if slot not in theirs]
-                async for event in tool_step(turn, run, outcome, context, runnable=mine):
-                    yield event
+                async with aclosing(tool_step(turn, run, outcome, context, runnable=mine)) as step:
+                    async for event in step:
+                        await _emit(handle, event)
                 if theirs:
                     # hermes' own calls of this response ran; the client runs the rest.
                     waiting = tuple(ClientToolCall(slot.id, slot.name, slot.arguments or "{}") for slot in theirs)
                     turn.open_calls = []
-                    yield ClientToolCalls(waiting)
-                    yield TurnCompleted(turn.result("completed", client_calls=waiting))
-                    return
-                if summary_call:
-                    return
+                    await _emit(handle, ClientToolCalls(waiting))
+                    return turn.result("completed", client_calls=waiting)
                 continue
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
-            yield TurnCompleted(await answer(turn, context, outcome, ending, max_iterations))
-            return
+            return await answer(turn, context, outcome, ending, max_iterations)
 
     # ---- context (see hermes/agent/context.py) ---------------------------------------
 
@@ -419,6 +418,13 @@ class Agent:
         if request.history is not None:
             history = list(request.history)
         return session_id, prompt, history, new
+
+
+async def _emit(handle: TurnHandle, event: AgentEvent) -> None:
+    """Hand `event` to the handle; `_Interrupted` when the turn was stopped meanwhile."""
+    await handle.emit(event)
+    if handle.stop_requested:
+        raise _Interrupted
 
 
 def title_from(content: Any) -> str | None:
