@@ -48,7 +48,7 @@ Stopping a turn:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,7 +198,7 @@ class Agent:
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
         tool_ctx = ToolContext(
             session_id=session_id,
-            cwd=Path(request.cwd or Path.cwd()),
+            cwd=Path(request.cwd) if request.cwd else Path.cwd(),
             approve=request.approve,
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
@@ -255,7 +255,7 @@ class Agent:
         client = request.client_tools or ClientTools()
         tools = [*self.tools.schemas(), *client.schemas] or None
         first_call = True
-        budget = self._budget(turn.session_id, turn.model, turn.persist)
+        budget = self._budget(turn.session_id, turn.model, turn.persist, policy)
         call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
         while True:
@@ -266,9 +266,8 @@ class Agent:
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             outcome = CallOutcome()
-            async with aclosing(budget.fit(context, request_tools)) as fitted:
-                async for compacted in fitted:
-                    await _emit(handle, compacted)
+            if budget.over_limit(context, request_tools):
+                await _emit_all(handle, budget.compact(context, request_tools, "threshold"))
             call_request = model_request(
                 turn, call, context, request_tools,
                 tool_choice=client.choice_for(first_call), parallel_tool_calls=client.parallel,
@@ -289,10 +288,7 @@ class Agent:
                     budget.overflow_retried = True
                     turn.api_calls -= 1
                     # The endpoint's window is smaller than assumed: keep only the latest step.
-                    compaction = budget.compact(context, request_tools, "overflow", recent_tokens=0)
-                    async with aclosing(compaction) as compacting:
-                        async for compacted in compacting:
-                            await _emit(handle, compacted)
+                    await _emit_all(handle, budget.compact(context, request_tools, "overflow", recent_tokens=0))
                     turn.usage = turn.usage + budget.take_usage()
                     continue
                 return turn.result("failed", error=str(error), error_code=error.code)
@@ -313,9 +309,7 @@ class Agent:
             if calls and not truncated:
                 theirs = client_calls(client, calls)
                 mine = [slot for slot in calls if slot not in theirs]
-                async with aclosing(tool_step(turn, run, outcome, context, runnable=mine)) as step:
-                    async for event in step:
-                        await _emit(handle, event)
+                await _emit_all(handle, tool_step(turn, run, outcome, context, runnable=mine))
                 if theirs:
                     # hermes' own calls of this response ran; the client runs the rest.
                     waiting = tuple(ClientToolCall(slot.id, slot.name, slot.arguments or "{}") for slot in theirs)
@@ -351,10 +345,10 @@ class Agent:
             reported=self._reported_prompts.pop(session_id, (0, 0)),
         )
 
-    def _budget(self, session_id: str, model: str, persist: bool) -> ContextBudget:
+    def _budget(self, session_id: str, model: str, persist: bool, policy: CallPolicy) -> ContextBudget:
         return ContextBudget(
             ContextPolicy(self.context_window(model), self.options.compact_at),
-            self._caller.summarizer(model, self._call_policy()),
+            self._caller.summarizer(model, policy),
             session_id=session_id,
             store=self.store if persist else None,
             reported=self._reported_prompts.pop(session_id, (0, 0)),
@@ -425,6 +419,13 @@ async def _emit(handle: TurnHandle, event: AgentEvent) -> None:
     await handle.emit(event)
     if handle.stop_requested:
         raise _Interrupted
+
+
+async def _emit_all(handle: TurnHandle, step: AsyncGenerator[AgentEvent, None]) -> None:
+    """`_emit` each event of `step`; the step is closed on the way out (its tools stop)."""
+    async with aclosing(step) as events:
+        async for event in events:
+            await _emit(handle, event)
 
 
 def title_from(content: Any) -> str | None:
