@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Coroutine
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -71,6 +72,11 @@ class _End:
 
 
 _END = _End()
+
+
+def _resolve(future: asyncio.Future[None], _task: object) -> None:
+    if not future.done():
+        future.set_result(None)
 
 Producer = Callable[["TurnHandle"], Coroutine[Any, Any, None]]
 
@@ -164,8 +170,13 @@ class TurnHandle:
         queue = self._queue
         while not queue.empty():
             queue.get_nowait()
-        if not self.task.done():
-            await asyncio.wait((self.task,))
+        task = self.task
+        if not task.done():
+            # What asyncio.wait((task,)) does for one task, without its sets and counters:
+            # a future the task's end resolves; cancelling the waiter leaves the task alone.
+            ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            task.add_done_callback(partial(_resolve, ended))
+            await ended
         if self._failure is not None:
             raise self._failure from self._failure.cause
         return self.result
