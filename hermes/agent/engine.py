@@ -219,6 +219,7 @@ class Agent:
                 raise _Interrupted
             result = await self._loop(turn, context, tool_ctx, request, handle)
             # The steps are closed here: running tools have stopped.
+            assert result is not None, "the turn loop ends with TurnCompleted"
             await turn.end_session(result.status, best_effort=False)
         except (asyncio.CancelledError, _Interrupted) as exc:
             ours = handle.unlisten() or isinstance(exc, _Interrupted)
