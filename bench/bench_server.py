@@ -2,7 +2,7 @@
 
     python bench/bench_server.py [--requests 300] [--streams 200] [--chunks 500]
                                  [--idle 1000] [--idle-seconds 60] [--json] [--latency-only]
-                                 [--profile [N]] [--profile-out FILE]
+                                 [--profile [N]] [--profile-out FILE] [--api chat|responses]
 
 Processes: a scripted OpenAI-compatible upstream, a real `hermes serve` pointed at it,
 and this client. The upstream picks its reply from the last user message ("small",
@@ -26,7 +26,8 @@ and this client. The upstream picks its reply from the last user message ("small
    CPU time over the burst, less the streams' turns (streams x CPU per plain turn),
    divided by the content chunks the upstream sent; target <= 20 µs. hermes may merge
    deltas that wait for a slow client into one frame: the client counts content
-   characters, not frames.
+   characters, not frames. `--api responses` streams POST /v1/responses (store off)
+   instead of chat completions, in this phase and in the profiled burst.
 3. Memory: RSS of the hermes process after phases 1-2; target < 200 MB.
 4. Idle streams: `--idle` SSE connections whose turns wait on a silent upstream, held
    `--idle-seconds`; target: none dropped, each receives keepalives; RSS growth reported.
@@ -125,6 +126,13 @@ def pct(values: list[float], q: float) -> float:
 
 def chat_body(content: str, stream: bool) -> dict[str, Any]:
     return {"model": "hermes-agent", "messages": [{"role": "user", "content": content}], "stream": stream}
+
+
+def stream_request(api: str, content: str) -> tuple[str, dict[str, Any]]:
+    """(path, body) of a streamed turn on `api` (chat | responses)."""
+    if api == "responses":
+        return "/v1/responses", {"model": "hermes-agent", "input": content, "stream": True, "store": False}
+    return "/v1/chat/completions", chat_body(content, True)
 
 
 # ---- phases --------------------------------------------------------------------------------
@@ -288,6 +296,35 @@ async def read_stream(resp: aiohttp.ClientResponse, started: float) -> tuple[flo
     return first_frame, first_content, chars, done and finish == "stop"
 
 
+async def read_responses_stream(
+    resp: aiohttp.ClientResponse, started: float
+) -> tuple[float | None, float | None, int, bool]:
+    """`read_stream` for a Responses stream: text from `response.output_text.delta` events,
+    done at `response.completed`."""
+    first_frame = first_content = None
+    chars = 0
+    async for raw in resp.content:
+        line = raw.strip()
+        if not line.startswith(b"data: "):
+            continue
+        if first_frame is None:
+            first_frame = (time.perf_counter() - started) * 1000
+        event = json.loads(line[6:])
+        if event["type"] == "response.output_text.delta":
+            chars += len(event["delta"])
+            if first_content is None:
+                first_content = (time.perf_counter() - started) * 1000
+        elif event["type"] == "response.completed":
+            return first_frame, first_content, chars, True
+    return first_frame, first_content, chars, False
+
+
+async def read_api_stream(
+    api: str, resp: aiohttp.ClientResponse, started: float
+) -> tuple[float | None, float | None, int, bool]:
+    return await (read_responses_stream if api == "responses" else read_stream)(resp, started)
+
+
 async def phase_streams(
     session: aiohttp.ClientSession,
     hermes: str,
@@ -297,6 +334,7 @@ async def phase_streams(
     *,
     pid: int,
     turn_cpu_ms: float,
+    api: str = "chat",
 ) -> dict[str, Any]:
     """The burst; `turn_cpu_ms` (CPU per plain turn) is taken off the burst's CPU once
     per stream, to leave what the chunks cost."""
@@ -304,11 +342,11 @@ async def phase_streams(
 
     async def one(i: int) -> tuple[float | None, float | None, int, bool]:
         started = time.perf_counter()
-        body = chat_body(f"big:{chunks}:{delay}:{i}", True)
-        async with session.post(f"{hermes}/v1/chat/completions", json=body, headers=auth) as resp:
+        path, body = stream_request(api, f"big:{chunks}:{delay}:{i}")
+        async with session.post(f"{hermes}{path}", json=body, headers=auth) as resp:
             if resp.status != 200:
                 return None, None, 0, False
-            return await read_stream(resp, started)
+            return await read_api_stream(api, resp, started)
 
     cpu_before = cpu_ms(pid)
     started = time.perf_counter()
@@ -323,6 +361,7 @@ async def phase_streams(
     ttfc = statistics.median(firsts) if firsts else float("inf")
     chunk_us = (cpu - streams * turn_cpu_ms) * 1000 / (streams * chunks)
     return {
+        "api": api,
         "streams": streams,
         "chunks_per_stream": chunks,
         "upstream_chunk_delay_s": delay,
@@ -416,9 +455,9 @@ async def profile_phases(
             await resp.read()
 
     async def streamed(i: int) -> None:
-        body = chat_body(f"big:{args.chunks}:{args.chunk_delay}:{i}", True)
-        async with session.post(f"{hermes}/v1/chat/completions", json=body, headers=auth) as resp:
-            await read_stream(resp, time.perf_counter())
+        path, body = stream_request(args.api, f"big:{args.chunks}:{args.chunk_delay}:{i}")
+        async with session.post(f"{hermes}{path}", json=body, headers=auth) as resp:
+            await read_api_stream(args.api, resp, time.perf_counter())
 
     with capture.phase("turn"):
         for i in range(turns):
@@ -495,7 +534,7 @@ async def main(args: argparse.Namespace) -> int:
                 if not args.latency_only:
                     report["streams"] = await phase_streams(
                         session, hermes, args.streams, args.chunks, args.chunk_delay,
-                        pid=hermes_proc.pid, turn_cpu_ms=turn_cpu,
+                        pid=hermes_proc.pid, turn_cpu_ms=turn_cpu, api=args.api,
                     )  # fmt: skip
                 if args.profile:
                     profiles = await profile_phases(session, hermes, args, ProfileCapture(hermes_proc.pid, profile_dir))
@@ -556,7 +595,7 @@ def print_report(r: dict[str, Any]) -> None:
         print(f"server RSS: {r['memory']['rss_mb_after_load']:.1f} MB")
         return
     print(
-        f"[{mark(st['ok'])}] {st['streams']} concurrent streams x {st['chunks_per_stream']} chunks: "
+        f"[{mark(st['ok'])}] {st['streams']} concurrent {st['api']} streams x {st['chunks_per_stream']} chunks: "
         f"{st['succeeded']}/{st['streams']} succeeded, first content chunk p50 {st['first_content_ms']['p50']:.1f} ms "
         f"(p95 {st['first_content_ms']['p95']}, first frame p50 {st['first_frame_ms']['p50']}), "
         f"{st['aggregate_chunks_per_s']:.0f} chunks/s aggregate, wall {st['wall_s']:.1f} s"
@@ -605,6 +644,10 @@ if __name__ == "__main__":
         help="profile the server (cProfile) over extra plain turns and one burst; print the top N functions",
     )  # fmt: skip
     parser.add_argument("--profile-out", help="write the profile tables to this file")
+    parser.add_argument(
+        "--api", choices=("chat", "responses"), default="chat",
+        help="the API of the streaming burst: chat completions or the Responses API",
+    )  # fmt: skip
     ns = parser.parse_args()
     if ns.upstream:
         asyncio.run(run_upstream())

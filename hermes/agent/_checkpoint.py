@@ -4,7 +4,7 @@
     await checkpoints.start(inputs, create)               # the turn's input (and new session)
     await checkpoints.record(NewMessage(...))             # every later message of the turn
     checkpoints.streamed(text_parts)                      # after every TextDelta (never waits)
-    await checkpoints.end("completed")
+    await checkpoints.finish("completed", usage, answer=NewMessage(...), mark=fingerprint)
 
 Invariants:
 
@@ -80,7 +80,7 @@ class TurnCheckpoints:
             if create is not None:
                 session = await self._store.create_session(
                     source=create.source, model=create.model, title=create.title,
-                    system_prompt=create.system_prompt, session_id=create.id if create.given else None,
+                    system_prompt=create.system_prompt, session_id=create.id, fresh_if_taken=not create.given,
                 )  # fmt: skip
                 self._session_id = session.id
                 self._session_exists = True
@@ -134,25 +134,35 @@ class TurnCheckpoints:
         await self.drain()
         await self._store.end_turn(self.turn_id, reason)
 
-    async def finish(self, reason: str, usage: Usage, model: str | None = None) -> None:
-        """Save the newest text, then end the turn, add `usage` and end the session: one write.
+    async def finish(
+        self, reason: str, usage: Usage, model: str | None = None, *,
+        answer: NewMessage | None = None, mark: str | None = None,
+    ) -> None:  # fmt: skip
+        """End the turn: its `answer` (which replaces the draft) or else the newest text,
+        the turn's end, `usage`, the session's end and the conversation `mark`: one write.
 
-        A turn that never opened (its first message was not stored) still gets the usage
-        and the session's end, unless its session was to be created with it."""
+        A turn that never opened (its first message was not stored) opens with its answer,
+        else still gets the usage and the session's end, unless its session was to be
+        created with it."""
         self._cancel_timer()
         store = self._store
         if store is None:
             return
-        if self._parts is not None:
+        if answer is not None:
+            self._segment_closed()  # the answer supersedes the streamed text
+        elif self._parts is not None:
             self._save()
         await self.drain()
         if not self._session_exists:
             return  # its creation failed with the turn's opening: nothing was written
+        if self.turn_id is None and answer is not None:
+            await self.record(answer)  # opens the turn with it
+            answer = None
         if self.turn_id is not None:
             await store.finish_turn(
                 self.turn_id, self._session_id, reason,
                 input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                cached_input_tokens=usage.cached_input_tokens, model=model,
+                cached_input_tokens=usage.cached_input_tokens, model=model, answer=answer, mark=mark,
             )  # fmt: skip
             return
         async with store.transaction():
@@ -164,6 +174,8 @@ class TurnCheckpoints:
                 model=model,
             )
             await store.end_session(self._session_id, reason)
+            if mark is not None:
+                await store.mark_conversation(self._session_id, mark)
 
     # ---- internals ------------------------------------------------------------------
 

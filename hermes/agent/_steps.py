@@ -7,7 +7,7 @@
         model_streamed(turn, event); ...                                # each event of the call,
     model_done(turn, call, context, tools, outcome)                     # end
     async for event in tool_step(turn, run, outcome, context): ...     # its tool calls
-    result = await answer(turn, context, outcome, ending, max_iterations)  # or: the answer
+    result = answer(turn, context, outcome, ending, max_iterations)        # or: the answer
 
 The tool step is an async generator of engine events; the model step is three calls
 around the model call's own events (so each passes one generator layer fewer). Both
@@ -17,6 +17,7 @@ Invariants:
 - The model step compacts the request first when it would exceed the budget; the text it
   streams is checkpointed as it arrives; the call's usage (and the summaries') is added to
   the turn once the call ended.
+- The answer is not written by its step: the turn's end writes it with the end itself.
 - The tool step records the assistant message with its calls before any tool starts, and
   opens the calls only once they are stored: closing a stopped turn answers exactly these.
   Results are recorded in call order, each as soon as all before it are in.
@@ -41,6 +42,7 @@ from hermes.agent.provider import ModelRequest
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.types import ChatMessage, TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
+from hermes.store.records import NewMessage
 
 SUMMARY_NUDGE = (
     "You have used the maximum number of tool steps for this request. Do not call any more tools. "
@@ -158,13 +160,16 @@ async def tool_step(
                 await turn.record_tool_result(context, results[order.pop(0)])
 
 
-async def answer(
+def answer(
     turn: TurnState, context: list[ChatMessage], outcome: CallOutcome, ending: Ending, max_iterations: int
 ) -> TurnResult:
-    """Record the model's text answer; the turn's result (partial when it was cut off)."""
+    """The model's text answer, for the turn's end to write; the turn's result (partial
+    when it was cut off), which holds the answer."""
     assistant = assistant_message(outcome, with_calls=False)
     context.append(assistant)
-    await turn.record(assistant, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+    stored = NewMessage.from_openai(assistant, reasoning=outcome.reasoning or None, finish_reason=outcome.finish_reason)
+    turn.answer = (assistant, stored)
+    turn.text_parts = []
     turn.final_text = outcome.text
     if outcome.stalled:
         # Cut-off tool calls: the warning is already in the text and a StreamStalled event.

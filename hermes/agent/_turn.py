@@ -5,11 +5,14 @@ then the result's transcript), keeps the transcript valid after a stop, and ends
 session once.
 
 Invariants:
-- A message is in `messages` only once the store accepted it (when the turn persists).
+- A message is in `messages` only once the store accepted it (when the turn persists);
+  the text answer waits in `answer` until the turn's end writes it (one write with the
+  end, the usage and the conversation mark), and results built meanwhile include it.
 - `open_calls` are the tool calls whose results are not recorded yet; closing a stopped
   turn answers exactly these (their result if it is in, else INTERRUPTED_TOOL_RESULT).
-- The session end is attempted once (`finished`); cleanup writes are best effort unless
-  told otherwise: a store failure is logged and never replaces a stop's cause.
+- The session end is attempted once (`finished`), or again by the cleanup after a failed
+  end that was not best effort (that write is all or nothing: it wrote nothing); cleanup
+  writes are best effort: a store failure is logged and never replaces a stop's cause.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class TurnState:
     text_parts: list[str] = field(default_factory=list)
     """Visible text of the current assistant segment, for partial results."""
     final_text: str = ""
+    answer: tuple[ChatMessage, NewMessage] | None = None
+    """The text answer, as sent and as stored, until the turn's end has written it."""
     reasoning: list[str] = field(default_factory=list)
     open_calls: list[tuple[str, str]] = field(default_factory=list)
     """(call_id, name) of tool calls whose results are not in `messages` yet."""
@@ -127,6 +132,9 @@ class TurnState:
                         "content": content,
                     }
                     await self.record(placeholder)
+            elif self.answer is not None:  # delivered, but its turn did not end well
+                (message, stored), self.answer = self.answer, None
+                await self.record(message, reasoning=stored.reasoning, finish_reason=why)
             elif self.text_parts:
                 partial = "".join(self.text_parts)
                 self.final_text = partial
@@ -156,23 +164,30 @@ class TurnState:
         self.running_tools.clear()
         return owed
 
-    async def end_session(self, status: TurnStatus, *, best_effort: bool = True) -> bool:
-        """Add the turn's usage and end the session, attempted once; False when that failed.
+    async def end_session(self, status: TurnStatus, *, best_effort: bool = True, mark: str | None = None) -> bool:
+        """Write the pending answer, add the turn's usage, end the session and mark the
+        conversation with `mark`: one write, attempted once; False when that failed.
 
         Best effort (the failure is logged) unless told otherwise.
         """
         if self.finished:
             return False
         self.finished = True
-        if not self.persist:
-            return True
-        try:
-            await self.checkpoints.finish(status, self.usage, self.model)  # turn end, usage, session end: one write
-        except Exception:  # best effort unless told otherwise (re-raised then)
-            if not best_effort:
-                raise
-            log.exception("could not end session %s", self.session_id)
-            return False
+        answer, self.answer = self.answer, None
+        if self.persist:
+            try:
+                await self.checkpoints.finish(
+                    status, self.usage, self.model, answer=None if answer is None else answer[1], mark=mark
+                )
+            except Exception:  # best effort unless told otherwise (re-raised then)
+                if not best_effort:
+                    # Nothing was written: the failure's cleanup keeps the answer and ends the turn.
+                    self.finished, self.answer = False, answer
+                    raise
+                log.exception("could not end session %s", self.session_id)
+                return False
+        if answer is not None:
+            self.messages.append(answer[0])
         return True
 
     async def fail(self, exc: Exception) -> TurnResult:
@@ -199,7 +214,7 @@ class TurnState:
             session_id=self.session_id,
             status=status,
             final_text=self.final_text,
-            messages=list(self.messages),
+            messages=[*self.messages, self.answer[0]] if self.answer is not None else list(self.messages),
             usage=self.usage,
             api_calls=self.api_calls,
             context_tokens=self.context_tokens,

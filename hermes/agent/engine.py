@@ -18,7 +18,8 @@ The loop of one turn:
     3. if it asked for tools, the tool step: persist the assistant message, emit
        SegmentEnd, run the tools (read-only ones concurrently), persist each result, and
        go to 2 — at most `max_iterations` model calls, then one tool-less summary call
-    4. otherwise persist the answer and emit TurnCompleted
+    4. otherwise end the turn: the answer, the turn's end, its usage and the conversation
+       mark (request.conversation_mark, a front end's) are one write; emit TurnCompleted
     (3'. a call of a client tool (request.client_tools) ends the turn after hermes' own
        calls of the same response ran: ClientToolCalls, then TurnCompleted with
        result.client_calls; see hermes/agent/client_tools.py)
@@ -50,7 +51,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -190,9 +191,10 @@ class Agent:
         if turn.persist:
             turn.checkpoints = TurnCheckpoints(self.store, session_id)
         elif new is not None and self.store is not None:
-            await self.store.create_session(source=new.source, model=new.model, title=new.title,
-                                            system_prompt=new.system_prompt, session_id=new.id)  # fmt: skip
-            new = None
+            created = await self.store.create_session(source=new.source, model=new.model, title=new.title,
+                                                      system_prompt=new.system_prompt, session_id=new.id,
+                                                      fresh_if_taken=not new.given)  # fmt: skip
+            turn.session_id, new = created.id, None
         unrecorded = await turn.record_inputs(inputs, create=new)
         session_id = turn.session_id
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
@@ -220,7 +222,11 @@ class Agent:
             result = await self._loop(turn, context, tool_ctx, request, handle)
             # The steps are closed here: running tools have stopped.
             assert result is not None, "the turn loop ends with TurnCompleted"
-            await turn.end_session(result.status, best_effort=False)
+            marker = request.conversation_mark if turn.persist else None
+            mark = marker(result) if marker is not None else None
+            await turn.end_session(result.status, best_effort=False, mark=mark)
+            if mark is not None:
+                result = replace(result, conversation_mark=mark)
         except (asyncio.CancelledError, _Interrupted) as exc:
             ours = handle.unlisten() or isinstance(exc, _Interrupted)
             await turn.close_open("interrupted")
@@ -319,7 +325,7 @@ class Agent:
                     return turn.result("completed", client_calls=waiting)
                 continue
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
-            return await answer(turn, context, outcome, ending, max_iterations)
+            return answer(turn, context, outcome, ending, max_iterations)
 
     # ---- context (see hermes/agent/context.py) ---------------------------------------
 
@@ -380,13 +386,14 @@ class Agent:
             session_id = request.session_id or new_session_id()
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             return session_id, prompt, list(request.history or []), None
-        session = await store.find_session(request.session_id) if request.session_id else None
+        fresh = request.fresh_if_taken  # a new session either way: nothing to read
+        session = await store.find_session(request.session_id) if request.session_id and not fresh else None
         new: NewSession | None = None
         if session is None:
             prompt = explicit_prompt or self.new_session_prompt(request.cwd)
             new = NewSession(
                 id=request.session_id or new_session_id(),
-                given=bool(request.session_id),
+                given=bool(request.session_id) and not fresh,
                 source=request.source,
                 model=model,
                 title=request.title or title_from(request.input),
@@ -397,7 +404,7 @@ class Agent:
             if request.history:  # a conversation that began elsewhere: keep what came before
                 created = await store.create_session(
                     source=new.source, model=model, title=new.title, system_prompt=prompt,
-                    session_id=request.session_id,
+                    session_id=request.session_id, fresh_if_taken=fresh,
                 )  # fmt: skip
                 session_id, new = created.id, None
                 async with store.transaction():

@@ -70,6 +70,10 @@ class TurnRequest:
     input: UserContent
     session_id: str | None = None
     """Existing session to continue; None creates a new one."""
+    fresh_if_taken: bool = False
+    """With `session_id`: the turn creates a new session with that id, or with a fresh id
+    when a session has it already (never continuing that one), decided by the write that
+    creates it; `TurnStarted.session_id` and `TurnResult.session_id` name the one used."""
     history: list[ChatMessage] | None = None
     """Explicit prior transcript (without system prompt); overrides the store's history."""
     system_prompt: str | None = None
@@ -96,6 +100,10 @@ class TurnRequest:
     tool_results: tuple[ClientToolResult, ...] | None = None
     """A continuation: the results of the previous turn's client calls are this turn's
     input (recorded as tool messages) instead of a user message; `input` is not used."""
+    conversation_mark: Callable[[TurnResult], str | None] | None = None
+    """The front end's fingerprint of the conversation a client will resend after this
+    turn, given its result: the session is marked with it in the turn's end write (see
+    `AsyncSessionStore.finish_turn`); None from the callable marks nothing."""
 
 
 @dataclass(slots=True)
@@ -132,6 +140,9 @@ class TurnResult:
     client_calls: tuple[ClientToolCall, ...] = ()
     """The turn ended (status completed) waiting for the client to run these calls of its
     own tools; the next turn continues with their results (`TurnRequest.tool_results`)."""
+    conversation_mark: str | None = None
+    """The fingerprint the turn's end marked the session with (`TurnRequest.conversation_mark`);
+    None when it marked none (not asked, or the turn ended another way: a stop, a failure)."""
 
     @property
     def completed(self) -> bool:

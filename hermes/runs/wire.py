@@ -131,19 +131,27 @@ def coalesce(events: list[AgentEvent]) -> list[AgentEvent]:
     Text merges with text and reasoning with reasoning; nothing else is merged and the
     order is kept, so the text a client assembles is the same. A translator that got
     several events at once (`TurnHandle.batches()`: its client fell behind) writes one
-    frame for what piled up instead of one per upstream chunk.
+    frame for what piled up instead of one per upstream chunk. A run's texts are joined
+    once, at its end.
     """
     if len(events) < 2:
         return events
     merged: list[AgentEvent] = []
+    run: list[str] = []  # the texts of the delta run that ends `merged`
+    kind: type[TextDelta | ReasoningDelta] | None = None
     for event in events:
-        last = merged[-1] if merged else None
-        if isinstance(event, TextDelta) and isinstance(last, TextDelta):
-            merged[-1] = TextDelta(last.text + event.text)
-        elif isinstance(event, ReasoningDelta) and isinstance(last, ReasoningDelta):
-            merged[-1] = ReasoningDelta(last.text + event.text)
+        if isinstance(event, TextDelta | ReasoningDelta) and type(event) is kind:
+            run.append(event.text)
+            continue
+        if kind is not None and len(run) > 1:
+            merged[-1] = kind("".join(run))
+        if isinstance(event, TextDelta | ReasoningDelta):
+            kind, run = type(event), [event.text]
         else:
-            merged.append(event)
+            kind, run = None, []
+        merged.append(event)
+    if kind is not None and len(run) > 1:
+        merged[-1] = kind("".join(run))
     return merged
 
 

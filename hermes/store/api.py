@@ -85,7 +85,11 @@ class AsyncSessionStore(Protocol):
         system_prompt: str | None = None,
         session_id: str | None = None,
         parent_session_id: str | None = None,
-    ) -> SessionRecord: ...
+        fresh_if_taken: bool = False,
+    ) -> SessionRecord:
+        """A new session; `session_id` existing is a StoreError, unless `fresh_if_taken`
+        (then the session gets a fresh id, in the same write)."""
+        ...
 
     async def get_session(self, session_id: str) -> SessionRecord: ...
 
@@ -169,8 +173,14 @@ class AsyncSessionStore(Protocol):
         output_tokens: int,
         cached_input_tokens: int = 0,
         model: str | None = None,
-    ) -> None:
-        """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write.
+        answer: NewMessage | None = None,
+        mark: str | None = None,
+    ) -> MessageRecord | None:
+        """The turn's end as one write, all or nothing: its `answer` (an assistant message,
+        stored as `append_message(..., turn_id=)` stores it: it replaces an open draft),
+        `end_turn`, `add_usage`, `end_session` (first reason wins) and, given `mark`,
+        `mark_conversation(session_id, mark)` after the answer. The answer's record (None
+        without one).
 
         StoreError when the turn does not belong to the session; SessionNotFound when the
         session is gone."""

@@ -166,7 +166,8 @@ class NewSession:
     """A session to create together with its first turn (`AsyncSessionStore.start_turn`).
 
     `id` is the caller's (`given`: a session with that id existing is a StoreError) or
-    one it generated (replaced by a fresh one when taken; the turn names the one used)."""
+    one it prefers, generated or derived (replaced by a fresh one when a session has it,
+    in the same write; the turn names the one used)."""
 
     id: str
     given: bool

@@ -21,18 +21,21 @@ Invariants (both backends):
   one `Clock` per store that never repeats or goes back; equal times (other writers)
   fall back to insertion order.
 - Session ids default to `hermes.ids.new_session_id()`; a generated id that collides is
-  replaced (up to 8 tries), a given one that exists is a StoreError.
-- A turn is open from `begin_turn` to `end_turn`. Its draft is an assistant row with
-  `draft` set, counted like any row, that `save_draft` overwrites and
-  `append_message(..., turn_id=)` / `end_turn` / repair turn into a real message in
-  place. `history()`, `fork_session` and search leave drafts out.
+  replaced (up to 8 tries), and so is a preferred one (`fresh_if_taken`, a `NewSession`
+  not `given`: of two writers creating one id at once exactly one gets it, the other a
+  fresh id); a given one that exists is a StoreError.
+- A turn is open from `begin_turn` (or `start_turn`) to `end_turn` (or `finish_turn`).
+  Its draft is an assistant row with `draft` set, counted like any row, that
+  `save_draft` overwrites and `append_message(..., turn_id=)` / `finish_turn`'s answer /
+  `end_turn` / repair turn into a real message in place. `history()`, `fork_session`
+  and search leave drafts out.
 - `repair_abandoned_turns` ends only turns whose owner is gone (`Dialect.abandoned`
   decides, plus the store's `is_gone` test), each in its own transaction that re-checks
-  the turn is still open and abandoned, so two repairers never both act.
+  the turn is still open and abandoned, so two repairers never both act (what a repair
+  writes: `turn_repair`).
 - Undo hides turns and their messages behind a marker; see `turn_undo`.
-- A fork copies the non-draft messages up to the fork point in id order (copies keep
-  their timestamps), ends the parent "branched", and copies the compaction markers
-  whose first kept message it copied (or the next copied one), pointing at the copies.
+- A fork ends the parent "branched" and copies its transcript and markers into the
+  child in the same transaction; see `forks` (and `compactions` for the markers).
 - Every token added to a session's counters is also in a `usage` row written in the same
   transaction (`usage_rows`), so cost can be priced per model and day.
 """
@@ -46,9 +49,9 @@ from dataclasses import replace
 from typing import Any, assert_never
 
 from hermes.errors import MessageNotFound, SessionNotFound, StoreError
-from hermes.ids import new_session_id, short_session_id
+from hermes.ids import new_session_id
 from hermes.messages import ChatMessage
-from hermes.store import conversation_marks, turn_undo, usage_rows
+from hermes.store import compactions, conversation_marks, forks, turn_repair, turn_undo, usage_rows
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import (
     INTERRUPTED,
@@ -67,7 +70,6 @@ from hermes.store.records import (
     UsageTotal,
 )
 from hermes.store.session_rules import (
-    NUMBERED_TITLE,
     SESSION_COLUMNS,
     SESSION_FIELDS,
     Clock,
@@ -75,41 +77,18 @@ from hermes.store.session_rules import (
     fresh_session,
 )
 from hermes.store.sql import TURN_COLUMNS, Dialect, Executor, Row, encode_json
-from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT, call_ids_and_names, valid_transcript
+from hermes.store.transcript import valid_transcript
 
 __all__ = ["Sessions"]
 
 NO_MESSAGE_ABOVE = 2**63 - 1
 """The largest message id: "up to the end" for ranges of message ids."""
 
-_COMPACTION_COLUMNS = (
-    "id, session_id, summary, first_kept_message_id, summarized_messages, before_tokens, after_tokens, created_at"
-)
 _SESSION_PLACEHOLDERS = ", ".join("?" for _ in SESSION_FIELDS)
-# A fork copies the markers whose first kept message it copies (or, when that one was
-# not copied, the next copied one), pointing them at the copy. Copies get ids in the
-# order of the originals, so the n-th copied message is the copy of the n-th original.
-_COPY_COMPACTIONS = (
-    "WITH copies AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages WHERE session_id = ?), "
-    "originals AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages "
-    "WHERE session_id = ? AND id <= ? AND NOT draft AND undone IS NULL) "
-    "INSERT INTO hermes.compactions (session_id, summary, first_kept_message_id, summarized_messages, "
-    "before_tokens, after_tokens, created_at) "
-    "SELECT ?, c.summary, copies.id, c.summarized_messages, c.before_tokens, c.after_tokens, c.created_at "
-    "FROM hermes.compactions AS c "
-    "JOIN originals ON originals.id = (SELECT min(o.id) FROM originals AS o WHERE o.id >= c.first_kept_message_id) "
-    "JOIN copies ON copies.n = originals.n WHERE c.session_id = ? AND c.first_kept_message_id <= ? ORDER BY c.id"
-)
 
 
 def _session(row: Row) -> SessionRecord:
     return SessionRecord(*row)
-
-
-def _compaction(row: Row) -> CompactionRecord:
-    (cid, session_id, summary, first_kept, summarized, before, after, created_at) = row
-    return CompactionRecord(int(cid), session_id, summary, int(first_kept), int(summarized),
-                            int(before), int(after), created_at)  # fmt: skip
 
 
 def _turn(row: Row) -> TurnRecord:
@@ -237,9 +216,11 @@ class Sessions:
         system_prompt: str | None = None,
         session_id: str | None = None,
         parent_session_id: str | None = None,
+        fresh_if_taken: bool = False,
     ) -> SessionRecord:
+        given = bool(session_id) and not fresh_if_taken
         if parent_session_id is None:  # one statement (per id tried): no transaction to hold
-            new = NewSession(session_id or new_session_id(), bool(session_id), source, model, title, system_prompt)
+            new = NewSession(session_id or new_session_id(), given, source, model, title, system_prompt)
             return await self._create(new)
         async with self.db.transaction():
             if parent_session_id is not None:
@@ -254,7 +235,7 @@ class Sessions:
                 parent_session_id=parent_session_id,
                 system_prompt=system_prompt,
             )
-            return await self._insert_new(record, id_given=bool(session_id))
+            return await self._insert_new(record, id_given=given)
 
     async def _create(self, session: NewSession) -> SessionRecord:
         record = fresh_session(
@@ -567,6 +548,9 @@ class Sessions:
                            "model": session.model, "prompt": session.system_prompt, "created": created,
                            "now": self.clock()}  # fmt: skip
                 row = await self.db.fetch_one(fused.create_with_turn, params)
+                if row is None and not session.given:  # another writer took a candidate meanwhile
+                    params["ids"] = [new_session_id(created) for _ in range(8)]
+                    row = await self.db.fetch_one(fused.create_with_turn, params)
                 if row is None:
                     if session.given:
                         raise StoreError(f"a session with id {session.id!r} already exists")
@@ -667,35 +651,91 @@ class Sessions:
         output_tokens: int,
         cached_input_tokens: int = 0,
         model: str | None = None,
-    ) -> None:
-        """`end_turn`, `add_usage` and `end_session` (first reason wins) as one write."""
+        answer: NewMessage | None = None,
+        mark: str | None = None,
+    ) -> MessageRecord | None:
+        """See `AsyncSessionStore.finish_turn`: the answer, the turn's end, usage, the
+        session's end and the conversation mark as one write; the answer's record."""
+        if answer is not None and answer.role != "assistant":
+            raise ValueError("a turn's answer is an assistant message")
         fused = self.dialect.fused
         if fused is not None:
-            now = self.clock()
-            params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
-                      "input": input_tokens, "output": output_tokens, "cached": cached_input_tokens,
-                      "model": model, "day": usage_rows.utc_day(now)}  # fmt: skip
-            row = await self.db.fetch_one(fused.finish_turn, params)
-            assert row is not None
-            if int(row[1]) == 0:
-                raise SessionNotFound(session_id)
-            if int(row[0]) == 0:
-                raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
-            return
+            return await self._finish_fused(
+                fused.finish_turn, turn_id, session_id, reason, answer, mark,
+                tokens=(input_tokens, output_tokens, cached_input_tokens), model=model,
+            )  # fmt: skip
         async with self.db.transaction():
-            turn = await self._fetch_turn(turn_id)
+            turn = await self._fetch_turn(turn_id, lock=True)
             if turn is None or turn.session_id != session_id:
                 await self._require(session_id)  # SessionNotFound first, as on PostgreSQL
                 raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
-            await self._close_turn(turn, reason)
-            await self.add_usage(
-                session_id,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cached_input_tokens=cached_input_tokens,
-                model=model,
+            draft = turn.draft_message_id if turn.ended_at is None else None
+            now = self.clock()
+            record, added, calls = None, 0, 0
+            if answer is not None:  # as `append_message(..., turn_id=)`: in place of the draft, else appended
+                record = await self._write_answer(session_id, answer, draft, now)
+                added, calls, draft = int(draft is None), len(answer.tool_calls or ()), None
+            if turn.ended_at is None:
+                await self._close_turn(replace(turn, draft_message_id=draft), reason)
+            # The session's counters, usage and end: one UPDATE of its row.
+            await self.db.execute(
+                "UPDATE hermes.sessions SET message_count = message_count + ?, tool_call_count = tool_call_count + ?, "
+                "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+                "ended_at = CASE WHEN end_reason IS NULL THEN ? ELSE ended_at END, "
+                "updated_at = CASE WHEN end_reason IS NULL OR ? THEN ? ELSE updated_at END, "
+                "end_reason = coalesce(end_reason, ?) WHERE id = ?",
+                (added, calls, input_tokens, output_tokens, now, answer is not None, now, reason, session_id),
             )
-            await self.end_session(session_id, reason)
+            tokens = (input_tokens, cached_input_tokens, output_tokens)
+            await usage_rows.insert_usage(self.db, session_id, model=model, now=now, tokens=tokens)
+            if mark is not None:
+                await self.mark_conversation(session_id, mark)
+            return record
+
+    async def _write_answer(self, session_id: str, answer: NewMessage, draft: int | None, now: float) -> MessageRecord:
+        """A turn's answer in place of its open `draft`, else appended (uncounted: the caller counts it)."""
+        stored = self.dialect.encode_content(answer.role, answer.content)
+        calls = None if answer.tool_calls is None else encode_json(answer.tool_calls)
+        if draft is not None:
+            await self.db.execute(
+                f"UPDATE hermes.messages SET {self._assign(self.dialect.content_columns)}, tool_calls = ?, "
+                "reasoning = ?, finish_reason = ?, token_count = ?, timestamp = ?, draft = false WHERE id = ?",
+                (*stored, calls, answer.reasoning, answer.finish_reason, answer.token_count, now, draft),
+            )
+            return self._stored(draft, session_id, answer, stored, calls, now, call=False)
+        values = (answer.role, *stored, calls, answer.tool_call_id, answer.tool_name, answer.reasoning,
+                  answer.finish_reason, now, answer.token_count)  # fmt: skip
+        message_id = await self.db.insert(
+            f"INSERT INTO hermes.messages (session_id, {self._message_data}) "
+            f"VALUES ({', '.join('?' for _ in range(len(values) + 1))})",
+            (session_id, *values),
+        )
+        assert message_id is not None
+        return self._stored(message_id, session_id, answer, stored, calls, now)
+
+    async def _finish_fused(
+        self, sql: str, turn_id: int, session_id: str, reason: str, answer: NewMessage | None, mark: str | None,
+        *, tokens: tuple[int, int, int], model: str | None,
+    ) -> MessageRecord | None:  # fmt: skip
+        """`finish_turn` as the dialect's one statement (its parameters documented there)."""
+        now = self.clock()
+        message = answer or NewMessage(role="assistant", content=None)
+        stored = self.dialect.encode_content(message.role, message.content)
+        calls_json = None if message.tool_calls is None else encode_json(message.tool_calls)
+        params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
+                  "input": tokens[0], "output": tokens[1], "cached": tokens[2],
+                  "model": model, "day": usage_rows.utc_day(now), "answer": answer is not None, "mark": mark,
+                  "calls": len(message.tool_calls or ()),
+                  **self._input_columns([message], [stored], [calls_json], scalar=True)}  # fmt: skip
+        row = await self.db.fetch_one(sql, params)
+        assert row is not None
+        if int(row[1]) == 0:
+            raise SessionNotFound(session_id)
+        if int(row[0]) == 0:
+            raise StoreError(f"{self.db.where}: turn {turn_id} is not a turn of session {session_id}")
+        if answer is None:
+            return None
+        return self._stored(int(row[2]), session_id, answer, stored, calls_json, now, call=not row[3])
 
     async def get_turn(self, turn_id: int) -> TurnRecord | None:
         return await self._fetch_turn(turn_id)
@@ -766,73 +806,25 @@ class Sessions:
 
     async def _repair_turn(self, turn: TurnRecord) -> RepairedTurn:
         """Inside a transaction holding the turn: see `AsyncSessionStore.repair_abandoned_turns`."""
-        rows = await self.db.fetch_all(
-            "SELECT role, tool_calls, tool_call_id FROM hermes.messages WHERE session_id = ? AND id > ? ORDER BY id",
-            (turn.session_id, turn.after_message_id),
-        )
-        unanswered: list[tuple[str, str]] = []
-        for role, tool_calls, tool_call_id in rows:
-            if role == "assistant" and tool_calls is not None:
-                unanswered.extend(call_ids_and_names(json.loads(tool_calls)))
-            elif role == "tool":
-                unanswered = [pair for pair in unanswered if pair[0] != tool_call_id]
-        kept_text = turn.draft_message_id is not None
+        unanswered = await turn_repair.open_calls(self.db, turn)
         await self._close_turn(turn, INTERRUPTED)
-        now = self.clock()
-        stored = self.dialect.encode_content("tool", SERVER_STOPPED_TOOL_RESULT)
-        for call_id, name in unanswered:
-            await self.db.execute(
-                f"INSERT INTO hermes.messages (session_id, role, {self.dialect.content_columns}, tool_call_id, "
-                f"tool_name, timestamp) VALUES (?, 'tool', {', '.join('?' for _ in stored)}, ?, ?, ?)",
-                (turn.session_id, *stored, call_id, name or None, now),
-            )
-        await self.db.execute(
-            "UPDATE hermes.sessions SET message_count = message_count + ?, updated_at = ?, "
-            "ended_at = coalesce(ended_at, ?), end_reason = coalesce(end_reason, ?) WHERE id = ?",
-            (len(unanswered), now, now, INTERRUPTED, turn.session_id),
-        )
+        await turn_repair.answer_open_calls(self.db, self.dialect, turn, unanswered, self.clock())
         return RepairedTurn(
-            turn_id=turn.id, session_id=turn.session_id, kept_text=kept_text, placeholders=len(unanswered)
-        )
+            turn_id=turn.id, session_id=turn.session_id, kept_text=turn.draft_message_id is not None,
+            placeholders=len(unanswered),
+        )  # fmt: skip
 
     # -- compaction markers ----------------------------------------------------------
 
     async def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
-        """Record a marker; SessionNotFound for an unknown session."""
-        now = self.clock()
-        marker_id = await self.db.insert(
-            "INSERT INTO hermes.compactions (session_id, summary, first_kept_message_id, summarized_messages, "
-            "before_tokens, after_tokens, created_at) SELECT s.id, ?, ?, ?, ?, ?, ? "
-            "FROM hermes.sessions AS s WHERE s.id = ?",
-            (marker.summary, marker.first_kept_message_id, marker.summarized_messages, marker.before_tokens,
-             marker.after_tokens, now, session_id),
-        )  # fmt: skip
-        if marker_id is None:
-            raise SessionNotFound(session_id)
-        return CompactionRecord(marker_id, session_id, marker.summary, marker.first_kept_message_id,
-                                marker.summarized_messages, marker.before_tokens, marker.after_tokens, now)  # fmt: skip
+        """Record a marker; SessionNotFound for an unknown session (rules in `compactions`)."""
+        return await compactions.add_compaction(self.db, session_id, marker, self.clock())
 
     async def compactions(self, session_id: str) -> list[CompactionRecord]:
         """The session's markers, oldest first (empty for an unknown session)."""
-        rows = await self.db.fetch_all(
-            f"SELECT {_COMPACTION_COLUMNS} FROM hermes.compactions WHERE session_id = ? ORDER BY id", (session_id,)
-        )
-        return [_compaction(row) for row in rows]
+        return await compactions.compactions(self.db, session_id)
 
-    # -- forks -----------------------------------------------------------------------
-
-    async def _next_lineage_title(self, base: str) -> str:
-        """`"<base> #N"` with N one more than the highest number in use (at least 2)."""
-        statements = self.dialect.lineage_titles(base)
-        for sql, params in statements[:-1]:
-            await self.db.fetch_one(sql, params)
-        sql, params = statements[-1]
-        highest = 1
-        for (title,) in await self.db.fetch_all(sql, params):
-            match = NUMBERED_TITLE.match(title)
-            if match and match["base"] == base:
-                highest = max(highest, int(match["n"]))
-        return f"{base} #{highest + 1}"
+    # -- forks (rules in `forks`) ------------------------------------------------------
 
     async def fork_session(
         self,
@@ -861,11 +853,7 @@ class Sessions:
                 if found is None:
                     raise MessageNotFound(at_message_id, session_id)
                 upto = at_message_id
-            child_title = clean_title(title)
-            if child_title is None:
-                base = parent.title or f"Session {short_session_id(parent.id)}"
-                match = NUMBERED_TITLE.match(base)
-                child_title = await self._next_lineage_title(match["base"] if match else base)
+            child_title = clean_title(title) or await forks.lineage_title(self.db, self.dialect, parent)
             parent_now = self.clock()
             await self.db.execute(
                 "UPDATE hermes.sessions SET end_reason = 'branched', ended_at = ?, updated_at = ? WHERE id = ?",
@@ -884,23 +872,9 @@ class Sessions:
                 ),
                 id_given=False,
             )
-            copied = await self.db.execute(
-                f"INSERT INTO hermes.messages (session_id, {self._message_data}) "
-                f"SELECT ?, {self._message_data} FROM hermes.messages "
-                "WHERE session_id = ? AND id <= ? AND NOT draft AND undone IS NULL ORDER BY id",
-                (child.id, session_id, upto),
+            await forks.copy_transcript(
+                self.db, self.dialect, self._message_data, child_id=child.id, parent_id=session_id, upto=upto
             )
-            row = await self.db.fetch_one(
-                f"SELECT coalesce(sum({self.dialect.tool_call_count}), 0) FROM hermes.messages "
-                "WHERE session_id = ? AND id <= ? AND tool_calls IS NOT NULL AND NOT draft AND undone IS NULL",
-                (session_id, upto),
-            )
-            tool_calls = int(row[0]) if row else 0
-            await self.db.execute(
-                "UPDATE hermes.sessions SET message_count = ?, tool_call_count = ? WHERE id = ?",
-                (copied, tool_calls, child.id),
-            )
-            await self.db.execute(_COPY_COMPACTIONS, (child.id, session_id, upto, child.id, session_id, upto))
             return await self._require(child.id)
 
     async def mark_conversation(self, session_id: str, fingerprint: str) -> ConversationMark:

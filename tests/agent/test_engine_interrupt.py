@@ -312,16 +312,17 @@ async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstre
     upstream.enqueue(text_reply("the answer"))
     sessions = SqliteSessions(store)
     agent = make_agent(store=sessions)
-    real_append = sessions.append_message
+    real_finish = sessions.finish_turn
     calls = {"n": 0}
 
-    async def append_failing_once(session_id, message, **kwargs):
+    async def finish_failing_once(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 2:  # the assistant's answer
+        if calls["n"] == 1:  # the turn's end, with the assistant's answer
+            assert kwargs["answer"] is not None
             raise StoreError("database is locked")
-        return await real_append(session_id, message, **kwargs)
+        return await real_finish(*args, **kwargs)
 
-    monkeypatch.setattr(sessions, "append_message", append_failing_once)
+    monkeypatch.setattr(sessions, "finish_turn", finish_failing_once)
     events, result = await run(agent, TurnRequest(input="hi"))
     assert events[0].type == "turn.started"
     assert (result.status, result.error_code, result.error) == ("failed", StoreError.code, "database is locked")
@@ -388,6 +389,7 @@ async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, 
 
     monkeypatch.setattr(sessions, "append_message", append_then_break)
     monkeypatch.setattr(sessions, "end_session", broken)
+    monkeypatch.setattr(sessions, "finish_turn", broken)  # the turn's end (with its answer)
     _, result = await run(agent, TurnRequest(input="hi"))
     assert (result.status, result.error_code) == ("failed", StoreError.code)
     assert "the session could not be ended" in result.error

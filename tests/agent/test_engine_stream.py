@@ -178,16 +178,50 @@ async def test_max_iterations_then_one_toolless_summary_call(upstream, make_agen
     assert any(e.type == "status" and e.kind == "max_iterations" for e in events)
 
 
-async def test_a_plain_turn_writes_the_store_in_three_commits(upstream, make_agent, store):
-    # Opening (session, turn row, user message), the answer, closing (turn end, usage, session end).
+async def test_a_plain_turn_writes_the_store_in_two_commits(upstream, make_agent, store):
+    # Opening (session, turn row, user message); ending (the answer, turn end, usage, session end).
     commits = []
     store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     upstream.enqueue(text_reply("Hello there."))
     _, result = await run(make_agent(), "hi")
     assert result.status == "completed"
-    assert len(commits) == 3
+    assert len(commits) == 2
     session = store.get_session(result.session_id)
     assert (session.message_count, session.end_reason, session.input_tokens) == (2, "completed", 10)
+
+
+async def test_the_conversation_mark_is_written_with_the_turns_end(upstream, make_agent, store):
+    from hermes.agent.types import TurnRequest
+    from hermes.store.sqlite.sessions import SqliteSessions
+
+    commits = []
+    store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    upstream.enqueue(text_reply("Hello there."), Reply(status=400, error={"error": {"message": "bad request"}}))
+    asked = []
+
+    def mark(result):
+        asked.append((result.status, result.final_text, [m["role"] for m in result.messages]))
+        return "fp:" + result.final_text
+
+    _, result = await run(make_agent(), TurnRequest(input="hi", conversation_mark=mark))
+    assert asked == [("completed", "Hello there.", ["user", "assistant"])]
+    assert result.conversation_mark == "fp:Hello there." and len(commits) == 2
+    found = await SqliteSessions(store).find_conversation(["fp:Hello there."])
+    answer = store.get_messages(result.session_id)[-1]
+    assert found is not None and (found.session_id, found.message_id, found.latest) == (
+        result.session_id, answer.id, True,
+    )  # fmt: skip
+    # A turn that fails still marks where the conversation stands (its input).
+    _, failed = await run(
+        make_agent(), TurnRequest(input="again", session_id=result.session_id, conversation_mark=lambda r: "fp:failed")
+    )
+    assert (failed.status, failed.conversation_mark) == ("failed", "fp:failed")
+    again = await SqliteSessions(store).find_conversation(["fp:failed"])
+    assert again is not None and again.message_id == store.get_messages(result.session_id)[-1].id
+    # Without a persisted turn nothing is marked.
+    upstream.enqueue(text_reply("Off the record."))
+    _, unsaved = await run(make_agent(), TurnRequest(input="hi", persist=False, conversation_mark=mark))
+    assert unsaved.conversation_mark is None and len(asked) == 1
 
 
 async def test_the_same_tool_call_three_times_ends_the_turn_with_a_summary(upstream, make_agent, fast_options):

@@ -38,3 +38,9 @@ def test_text_and_reasoning_never_merge_with_each_other() -> None:
 def test_one_event_is_left_as_it_is() -> None:
     only = [TextDelta("a")]
     assert coalesce(only) is only
+
+
+def test_a_batch_of_one_kind_becomes_one_delta() -> None:
+    words = [f"w{i} " for i in range(16)]
+    assert coalesce([TextDelta(word) for word in words]) == [TextDelta("".join(words))]
+    assert coalesce([ReasoningDelta(word) for word in words]) == [ReasoningDelta("".join(words))]

@@ -4,6 +4,7 @@ loopback, the scripted upstream as the model (`hermes.server.openai.conversation
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -11,7 +12,8 @@ import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes.ids import derived_session_id, keyed_session_id
-from hermes.server.openai.conversation import unseen_after
+from hermes.server.openai.conversation import ConversationLocks, place_conversation, unseen_after
+from hermes.store.sqlite.storage import open_sqlite_storage
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 CHAT = "/v1/chat/completions"
@@ -286,3 +288,21 @@ def test_what_follows_a_matched_prefix_starts_at_the_next_message_of_the_convers
     assert unseen_after(history, 2) == history[7:]  # one answer in two messages; an empty one is no message
     assert unseen_after(history, 3) == history[8:]
     assert unseen_after(history, 4) == []
+
+
+async def test_a_derived_placement_that_landed_in_a_fresh_session_lets_go_of_the_derived_id(tmp_path: Path) -> None:
+    storage = open_sqlite_storage(tmp_path / "home")
+    locks = ConversationLocks()
+    derived = derived_session_id(None, "hi there")
+    try:
+        async with place_conversation(
+            storage.sessions, locks, history=[], key=None, opening=(None, "hi there")
+        ) as placement:
+            assert (placement.session_id, placement.how, placement.fresh_if_taken) == (derived, "derived", True)
+            assert placement.landed(derived) is placement and locks.lock(derived).locked()
+            moved = placement.landed("fresh-one")  # the turn found the derived id taken
+            assert (moved.session_id, moved.how, moved.fresh_if_taken) == ("fresh-one", "new", False)
+            assert not locks.lock(derived).locked()  # a continuation of that session need not wait
+        assert not locks.lock(derived).locked()  # leaving the block releases nothing twice
+    finally:
+        await storage.aclose()

@@ -143,6 +143,26 @@ async def test_one_opening_on_two_instances_at_once_never_shares_a_session(
     assert await a[1].sessions.count_sessions() == 2
 
 
+async def test_an_opening_another_instance_used_gets_a_fresh_session_named_in_the_head_and_marked(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(text_reply("First."), text_reply("Second."), text_reply("Third."))
+    first = await ask(a, [user("used pg opening")])
+    assert first.headers["X-Hermes-Session-Id"] == derived_session_id(None, "used pg opening")
+    body = {"messages": [user("used pg opening")], "stream": True}
+    streamed = await b[0].post("/v1/chat/completions", json=body)
+    assert streamed.status == 200 and "[DONE]" in await streamed.text()
+    fresh = streamed.headers["X-Hermes-Session-Id"]  # the session the turn created, sent after it started
+    assert fresh != first.headers["X-Hermes-Session-Id"] and streamed.headers["X-Hermes-Session-Placement"] == "new"
+    assert await roles(b, fresh) == ["user", "assistant"]
+    continued = await ask(a, [user("used pg opening"), assistant("Second."), user("more")])  # marked there
+    assert (continued.headers["X-Hermes-Session-Id"], continued.headers["X-Hermes-Session-Placement"]) == (
+        fresh,
+        "continued",
+    )
+
+
 async def test_a_fork_on_another_instance_keeps_the_branch_it_never_saw(
     nodes: MakeNodes, upstream: ScriptedUpstream
 ) -> None:

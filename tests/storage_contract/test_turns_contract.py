@@ -16,7 +16,7 @@ import pytest
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.api import Storage
 from hermes.store.owner import ProcessOwner
-from hermes.store.records import NewCompaction, NewMessage, TurnRecord
+from hermes.store.records import NewCompaction, NewMessage, NewSession, TurnRecord
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 CALLS = [
@@ -62,6 +62,51 @@ async def test_open_turn_writes_the_turn_and_its_first_message_together(storage:
         await store.open_turn("nope", user("x"))
 
 
+async def test_a_preferred_id_a_session_has_is_replaced_by_a_fresh_one_in_the_same_write(storage: Storage) -> None:
+    store = storage.sessions
+    preferred = NewSession(id="api-preferred", given=False, source="api_server")
+    first, _ = await store.start_turn(preferred, [user("one")])
+    second, _ = await store.start_turn(preferred, [user("two")])
+    assert first.session_id == "api-preferred" and second.session_id != "api-preferred"
+    created = await store.create_session(source="api_server", session_id="api-preferred", fresh_if_taken=True)
+    assert created.id not in ("api-preferred", second.session_id)
+    for session_id, text in ((first.session_id, "one"), (second.session_id, "two")):
+        assert [m.content for m in await store.get_messages(session_id)] == [text]
+    with pytest.raises(StoreError, match="already exists"):  # a given id is never replaced
+        await store.start_turn(NewSession(id="api-preferred", given=True, source="api_server"), [user("x")])
+    assert await store.count_sessions() == 3
+
+
+async def test_postgres_a_preferred_id_taken_while_the_write_waits_gets_a_fresh_one(
+    pg_storage: Storage, pg_url: str
+) -> None:
+    import psycopg
+
+    # Another instance's write creates the id and commits only once ours waits on it.
+    async with (
+        await psycopg.AsyncConnection.connect(pg_url) as other,
+        await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as watcher,
+    ):
+        await other.execute(
+            "INSERT INTO hermes.sessions (id, source, started_at, updated_at) VALUES ('api-race', 'api_server', 0, 0)"
+        )
+        ours = asyncio.ensure_future(
+            pg_storage.sessions.start_turn(NewSession(id="api-race", given=False, source="api_server"), [user("hi")])
+        )
+        waiting = None
+        while not waiting:  # each look is a round trip: our statement gets sent meanwhile
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            waiting = (await cursor.fetchone() or (0,))[0]
+            assert not ours.done(), ours
+        await other.commit()
+        turn, _ = await ours
+    assert turn.session_id != "api-race"
+    assert [m.content for m in await pg_storage.sessions.get_messages(turn.session_id)] == ["hi"]
+    assert (await pg_storage.sessions.get_session("api-race")).message_count == 0
+
+
 async def test_finish_turn_ends_turn_adds_usage_and_ends_the_session_at_once(storage: Storage) -> None:
     store = storage.sessions
     session = await store.create_session(source="api_server")
@@ -93,6 +138,101 @@ async def test_finish_turn_of_another_session_changes_nothing(storage: Storage) 
     assert (await store.get_turn(turn.id)).ended_at is None  # type: ignore[union-attr]
     record = await store.get_session(other.id)
     assert (record.input_tokens, record.end_reason) == (0, None)
+
+
+async def test_finish_turn_writes_the_answer_in_place_of_the_draft_and_marks_it(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "hal")
+    answer = NewMessage(role="assistant", content="hallo!", reasoning="thought", finish_reason="stop")
+    record = await store.finish_turn(
+        turn.id, session.id, "completed", input_tokens=4, output_tokens=2, answer=answer, mark="fp-answer"
+    )
+    assert record is not None and (record.role, record.content, record.finish_reason) == ("assistant", "hallo!", "stop")
+    messages = await store.get_messages(session.id)
+    assert [(m.role, m.content) for m in messages] == [("user", "hello"), ("assistant", "hallo!")]
+    assert messages[-1] == record  # the draft's row became the answer: one row, counted once
+    ended = await store.get_turn(turn.id)
+    assert ended is not None and (ended.end_reason, ended.draft_message_id) == ("completed", None)
+    stored = await store.get_session(session.id)
+    assert (stored.message_count, stored.input_tokens, stored.output_tokens, stored.end_reason) == (
+        2, 4, 2, "completed",
+    )  # fmt: skip
+    mark = await store.find_conversation(["fp-answer"])
+    assert mark is not None and (mark.session_id, mark.message_id, mark.latest) == (session.id, record.id, True)
+    assert [m.content for m in await store.turn_messages(turn.id)] == ["hello", "hallo!"]
+
+
+async def test_finish_turn_appends_an_answer_when_no_draft_is_open(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.append_message(
+        session.id, NewMessage(role="assistant", content=None, tool_calls=CALLS[:1]), turn_id=turn.id
+    )
+    await store.append_message(
+        session.id, NewMessage(role="tool", content="ok", tool_call_id="call_a", tool_name="terminal"), turn_id=turn.id
+    )
+    record = await store.finish_turn(
+        turn.id, session.id, "completed", input_tokens=0, output_tokens=0,
+        answer=NewMessage(role="assistant", content="done"), mark="fp",
+    )  # fmt: skip
+    assert record is not None
+    stored = await store.get_session(session.id)
+    assert (stored.message_count, stored.tool_call_count) == (4, 1)
+    assert [m.content for m in await store.get_messages(session.id)][-1] == "done"
+    mark = await store.find_conversation(["fp"])
+    assert mark is not None and mark.message_id == record.id and mark.latest
+    assert await store.session_usage([session.id]) == []  # no tokens: no usage row
+
+
+async def test_finish_turn_marks_the_newest_message_without_an_answer(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "half an answ")
+    assert await store.finish_turn(
+        turn.id, session.id, "interrupted", input_tokens=1, output_tokens=1, mark="fp-stop"
+    ) is None  # fmt: skip
+    kept = (await store.get_messages(session.id))[-1]
+    assert (kept.content, kept.finish_reason) == ("half an answ", "interrupted")
+    mark = await store.find_conversation(["fp-stop"])
+    assert mark is not None and mark.message_id == kept.id and mark.latest  # at the kept draft
+
+
+async def test_a_failed_finish_writes_no_answer_and_no_mark(storage: Storage) -> None:
+    store = storage.sessions
+    mine = await store.create_session(source="api_server")
+    other = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(mine.id, user("hello"))
+    answer = NewMessage(role="assistant", content="lost")
+    with pytest.raises(StoreError):
+        await store.finish_turn(turn.id, other.id, "completed", input_tokens=1, output_tokens=0, answer=answer, mark="")
+    assert [m.content for m in await store.get_messages(mine.id)] == ["hello"]
+    assert [m.content for m in await store.get_messages(other.id)] == []
+    assert await store.find_conversation([""]) is None
+    assert (await store.get_session(other.id)).message_count == 0
+    with pytest.raises(ValueError, match="assistant"):
+        await store.finish_turn(turn.id, mine.id, "completed", input_tokens=0, output_tokens=0, answer=user("no"))
+
+
+async def test_finish_turn_appends_the_answer_of_a_turn_already_ended(storage: Storage) -> None:
+    store = storage.sessions
+    session = await store.create_session(source="api_server")
+    turn, _ = await store.open_turn(session.id, user("hello"))
+    await store.save_draft(turn.id, "kept")
+    await store.end_turn(turn.id, "interrupted")
+    record = await store.finish_turn(
+        turn.id, session.id, "completed", input_tokens=0, output_tokens=0,
+        answer=NewMessage(role="assistant", content="late"),
+    )  # fmt: skip
+    assert record is not None
+    assert [m.content for m in await store.get_messages(session.id)] == ["hello", "kept", "late"]
+    stored = await store.get_session(session.id)
+    assert (stored.message_count, stored.end_reason) == (3, "completed")
+    ended = await store.get_turn(turn.id)
+    assert ended is not None and ended.end_reason == "interrupted"  # its first end stays
 
 
 async def test_the_answer_replaces_the_draft_in_place(storage: Storage) -> None:

@@ -31,6 +31,9 @@ Contract (stable; other handler modules rely on it):
 - Frames never interleave (the keepalive with a frame, say): aiohttp hands each write to
   the transport whole, in one synchronous call, before it waits for the client to drain
   (SSE responses are never compressed).
+- `FrameTemplate` writes the same bytes as `encode_frame` for a payload whose few varying
+  fields (a delta's text, its sequence number) are filled in per frame; only those are
+  encoded each time.
 - With ``record=True`` every frame written by ``send``/``send_data``/``send_raw`` is also
   kept in ``recorded`` (comments and keepalives are not), so the stream can be replayed.
 
@@ -46,6 +49,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
+from json.encoder import encode_basestring, encode_basestring_ascii
 from types import TracebackType
 from typing import Any, Self
 
@@ -105,6 +109,37 @@ def encode_frame(
         parts.append(f"data: {line}\n")
     parts.append("\n")
     return "".join(parts).encode("utf-8")
+
+
+HOLE = "\x00hermes-hole\x00"
+"""A field value `FrameTemplate` fills in per frame."""
+
+
+class FrameTemplate:
+    """`encode_frame(payload, event=…)` with the `HOLE` values filled in per frame.
+
+        delta = FrameTemplate({"type": "t", "delta": HOLE, "sequence_number": HOLE}, event="t")
+        delta.frame("Hel", 7) == encode_frame({"type": "t", "delta": "Hel", "sequence_number": 7}, event="t")
+
+    The holes are filled in the payload's key order; a str is JSON-encoded as
+    `encode_frame` does it (with the same `ensure_ascii`), an int written as a number.
+    """
+
+    __slots__ = ("_encode", "_parts")
+
+    def __init__(self, payload: dict[str, Any], *, event: str | None = None, ensure_ascii: bool = True) -> None:
+        marker = encode_basestring_ascii(HOLE).encode()
+        self._parts = encode_frame(payload, event=event, ensure_ascii=ensure_ascii).split(marker)
+        self._encode = encode_basestring_ascii if ensure_ascii else encode_basestring
+
+    def frame(self, *values: str | int) -> bytes:
+        """The frame with `values` in the holes (ValueError unless one per hole)."""
+        parts = self._parts
+        out = [parts[0]]
+        for value, part in zip(values, parts[1:], strict=True):
+            out.append(self._encode(value).encode() if isinstance(value, str) else b"%d" % value)
+            out.append(part)
+        return b"".join(out)
 
 
 class _Watch:
@@ -224,10 +259,13 @@ class SSEStream:
     def disconnected(self) -> bool:
         return self._watch.gone
 
-    async def prepare(self) -> SSEStream:
-        """Send the head and start the keepalive/disconnect task. Idempotent."""
+    async def prepare(self, headers: Mapping[str, str] | None = None) -> SSEStream:
+        """Send the head (with `headers` added, when given) and start the keepalive/disconnect
+        task. Idempotent."""
         if self.response.prepared:
             return self
+        if headers:
+            self.response.headers.update(headers)
         try:
             await self.response.prepare(self.request)
         except (ConnectionError, RuntimeError) as exc:

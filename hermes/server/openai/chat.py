@@ -17,7 +17,9 @@ Without ``X-Hermes-Session-Id`` the conversation picks the session
 (`hermes.server.openai.conversation`: the client's chat id, else the session whose last
 turn the resent history matches, a fork on an edit or a regeneration, the derived
 ``api-…`` id for the first conversation with an opening); with it, history comes from
-the session store instead of the body.
+the session store instead of the body. A derived id is the turn's to decide (the turn's
+opening write takes it, or a fresh id where a session has it): the response names the
+session the turn used, so a stream sends its head once the turn has started.
 Every turn is persisted (source ``api_server``), except utility requests
 (`hermes.runs.utility`: one model call, no tools, no session). ``response_format`` is
 the turn's output format (`hermes.server.openai.output_formats`; malformed → 400), sent
@@ -37,8 +39,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from json.encoder import encode_basestring_ascii
 from typing import Any, assert_never
 
@@ -331,7 +334,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     ):
         return await complete(
             request, preamble, utility_turn(chat.input, chat.history, chat.system, chat.output_format),
-            _finisher(chat, {}, _no_settle), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            _finisher(chat, None), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
 
@@ -379,29 +382,64 @@ async def _answer(
         tool_results=None
         if chat.tool_results is None
         else continuation_results(chat.tool_results, history, own_tools, param="messages"),
+        fresh_if_taken=placement is not None and placement.fresh_if_taken,
+        conversation_mark=None if placement is None else partial(_resent, placement, chat.input),
     )
-    headers = session_headers(session_id, preamble.session_key)
-    if placement is not None:
-        headers[PLACEMENT_HEADER] = placement.how
-
-    async def settle(result: TurnResult | None) -> None:
-        if placement is not None and result is not None:
-            await placement.settle(chat.input, answer_text(result))
-
+    where = _TurnSession(session_id, placement, preamble.session_key)
     if chat.stream:
-        return await _stream(request, chat, turn_request, headers, settle, record=preamble.idempotency_key is not None)
-    return await _finisher(chat, headers, settle)(await run_to_end(request, turn_request, watch=watch))
+        return await _stream(request, chat, turn_request, where, record=preamble.idempotency_key is not None)
+    return await _finisher(chat, where)(await run_to_end(request, turn_request, watch=watch))
 
 
-def _finisher(
-    chat: ChatRequest, headers: dict[str, str], settle: Callable[[TurnResult | None], Awaitable[None]]
-) -> Callable[[TurnResult | None], Awaitable[Answer]]:
-    """How a finished non-streamed turn is answered (the chat.completion or a 502)."""
+def _resent(placement: Placement, input: Any, result: TurnResult) -> str | None:
+    return placement.resent(input, answer_text(result))
+
+
+class _TurnSession:
+    """The session a chat turn answers in, as its response names it: the placement's, or,
+    for a derived id that a session already had, the fresh one the turn created
+    (`Placement.landed`, from TurnStarted or the result); the placement is marked there."""
+
+    def __init__(self, session_id: str, placement: Placement | None, session_key: str | None) -> None:
+        self.session_id = session_id
+        self.placement = placement
+        self.session_key = session_key
+
+    @property
+    def decided_by_turn(self) -> bool:
+        """The turn decides the session (a derived placement): its headers wait for it."""
+        return self.placement is not None and self.placement.fresh_if_taken
+
+    def land(self, session_id: str) -> dict[str, str]:
+        """The headers, once the turn names the session it used."""
+        if self.placement is not None:
+            self.placement = self.placement.landed(session_id)
+            self.session_id = self.placement.session_id
+        return self.headers()
+
+    def headers(self) -> dict[str, str]:
+        headers = session_headers(self.session_id, self.session_key)
+        if self.placement is not None:
+            headers[PLACEMENT_HEADER] = self.placement.how
+        return headers
+
+    async def settle(self, input: Any, result: TurnResult | None) -> None:
+        """Mark the placement once the answer is known, unless the turn's end marked it."""
+        if self.placement is not None and result is not None:
+            self.land(result.session_id)
+            if result.conversation_mark is None:
+                await self.placement.settle(input, answer_text(result))
+
+
+def _finisher(chat: ChatRequest, where: _TurnSession | None) -> Callable[[TurnResult | None], Awaitable[Answer]]:
+    """How a finished non-streamed turn is answered (the chat.completion or a 502); `where`
+    (None: a utility request, no session) is settled and named in the headers."""
 
     async def finish(result: TurnResult | None) -> Answer:
-        await settle(result)
+        if where is not None:
+            await where.settle(chat.input, result)
         outcome = Outcome.of(result)
-        out_headers = {**headers, **outcome.headers()}
+        out_headers = {**({} if where is None else where.headers()), **outcome.headers()}
         if result is None or outcome.hard_failure:
             error = AgentIncomplete(
                 outcome.error or "Agent run did not produce a response.", extra={"hermes": outcome.hermes}
@@ -410,10 +448,6 @@ def _finisher(
         return Answer(200, completion_body(completion_id(), int(time.time()), chat.model, result, outcome), out_headers)
 
     return finish
-
-
-async def _no_settle(result: TurnResult | None) -> None:
-    return None
 
 
 def _fingerprint(preamble: Preamble, header_session: str | None) -> str:
@@ -435,8 +469,14 @@ class ChatChunks:
     also a card in the content (`hermes.server.openai.openwebui`).
     """
 
-    def __init__(self, stream: SSEStream, model: str, *, named_events: bool, tool_cards: bool = False) -> None:
+    def __init__(
+        self, stream: SSEStream, model: str, *, named_events: bool, tool_cards: bool = False,
+        session_head: Callable[[str], Mapping[str, str]] | None = None,
+    ) -> None:  # fmt: skip
         self.stream = stream
+        self.session_head = session_head
+        """For a stream not yet prepared (its session decided by the turn): the headers
+        of the session TurnStarted names; the head and the role chunk go out then."""
         self.cid, self.created, self.model = completion_id(), int(time.time()), model
         self.named_events = named_events
         self.tool_cards = tool_cards
@@ -461,7 +501,9 @@ class ChatChunks:
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
-    async def start(self) -> None:
+    async def start(self, headers: Mapping[str, str] | None = None) -> None:
+        """The head (with `headers`), unless sent, then the role chunk."""
+        await self.stream.prepare(headers)
         await self.stream.send(self.chunk({"role": "assistant"}))
 
     async def on_event(self, event: AgentEvent) -> None:
@@ -490,7 +532,10 @@ class ChatChunks:
                     await self.stream.send(self.chunk({"content": tail}))
             case ClientToolCalls():
                 await self.client_calls(event)
-            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
+            case TurnStarted():
+                if self.session_head is not None and not self.stream.prepared:
+                    await self.start(self.session_head(event.session_id))
+            case ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)
@@ -505,6 +550,8 @@ class ChatChunks:
 
     async def finish(self, result: TurnResult | None, crash: TurnCrashed | None) -> None:
         """The closing chunk (finish_reason, usage, the hermes block), then [DONE]."""
+        if not self.stream.prepared:  # the turn crashed before it started
+            await self.start()
         if result is not None and not self.sent_text and answer_text(result) and crash is None:
             await self.stream.send(self.chunk({"content": answer_text(result)}))
         outcome = Outcome.of(result, crash=crash)
@@ -519,20 +566,27 @@ class ChatChunks:
 
 
 async def _stream(
-    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, headers: dict[str, str],
-    settle: Callable[[TurnResult | None], Awaitable[None]], *, record: bool,
+    request: web.Request, chat: ChatRequest, turn_request: TurnRequest, where: _TurnSession, *, record: bool
 ) -> Answer:
+    """The streamed answer; a session the turn decides (`_TurnSession.decided_by_turn`) is
+    named in the head, sent when the turn has started (TurnStarted), else at once."""
     named_events = tool_progress_enabled(request)
-    async with streamed_turn(request, turn_request, headers, record=record) as (stream, turn):
-        chunks = ChatChunks(stream, chat.model, named_events=named_events, tool_cards=is_open_webui(request.headers))
+    later = where.decided_by_turn
+    opened = streamed_turn(request, turn_request, where.headers(), record=record, prepare=not later)
+    async with opened as (stream, turn):
+        chunks = ChatChunks(
+            stream, chat.model, named_events=named_events, tool_cards=is_open_webui(request.headers),
+            session_head=where.land if later else None,
+        )  # fmt: skip
         try:
-            await chunks.start()
+            if not later:
+                await chunks.start()
             crash = await _translate(turn, chunks)
-            await settle(turn.result)
+            await where.settle(chat.input, turn.result)
             await chunks.finish(turn.result, crash)
         except ClientDisconnected:
             pass  # the stream's on_disconnect has stopped the turn
-    return streamed_answer(stream, headers)
+    return streamed_answer(stream, where.headers())
 
 
 async def _translate(turn: TurnHandle, chunks: ChatChunks) -> TurnCrashed | None:

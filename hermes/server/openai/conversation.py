@@ -13,12 +13,16 @@ A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` with
    (`AsyncSessionStore.fork_session`), which also holds, imported (`IMPORTED`), the
    history after the matched point (`unseen_after`), so the fork's transcript is the
    whole branch; the model still gets each message once (the request's history).
-4. new: the derived id (`api-…` of system prompt + first user message) while no session
-   has it and no other request is placing it (chat only: the first conversation with a
-   given opening), else a fresh id at once.
+4. derived (chat only): the derived id (`api-…` of system prompt + first user message),
+   unless another request here is placing it (then new at once). The turn creates the
+   session "with that id, or a fresh one if a session has it" (`TurnRequest.fresh_if_taken`)
+   in its opening write, so the first conversation with a given opening gets the derived
+   id; a later one lands in a fresh session, and `Placement.landed` makes it new.
+5. new: a fresh id.
 
-After the turn, `Placement.settle` marks the session with the fingerprint of the
-conversation as the client will resend it (history + input + the answer's text).
+The session is marked with the fingerprint of the conversation as the client will resend
+it (history + input + the answer's text, `Placement.resent`): by the turn's end write
+(`TurnRequest.conversation_mark`), or after a turn that ended otherwise by `Placement.settle`.
 
 Fingerprints (`fingerprints`): a sha256 chain over the user/assistant texts, normalised
 so a client's rendering does not matter: Open WebUI's `<details>` blocks are dropped,
@@ -31,9 +35,10 @@ held until the request's block ends); a keyed session is also claimed across ins
 (`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) until
 the block ends, so two instances given one chat id at once run its turns one after the
 other in one session (past `BUSY_WAIT`, the later one gets a new session, as in-process);
-a derived id is claimed the same way, without waiting, so of two instances given one
-opening at once exactly one creates the derived session and the other starts a fresh
-one (two conversations never share a session, and no transcript interleaves);
+a derived id is never claimed: the session-creating write decides, atomically, so of two
+instances given one opening at once exactly one creates the derived session and the other
+a fresh one (two conversations never share a session, and no transcript interleaves); a
+derived placement that landed elsewhere lets go of the derived id's lock at once;
 a request whose history names a session busy here
 waits for it at most `BUSY_WAIT` seconds, then looks again (a continuation of what that
 turn answered continues it; the same history again is now an earlier point: it forks), so
@@ -87,6 +92,19 @@ BUSY_WAIT = 30.0
 """Seconds a request waits for another turn of the session it would continue."""
 
 How = Literal["keyed", "continued", "forked", "derived", "new"]
+
+
+@dataclass(slots=True)
+class _Hold:
+    """A placement's hold on its session's lock; `release()` is idempotent."""
+
+    lock: asyncio.Lock | None
+
+    def release(self) -> None:
+        lock, self.lock = self.lock, None
+        if lock is not None:
+            lock.release()
+
 
 _DETAILS = re.compile(r"<details\b[^>]*>.*?</details>", re.DOTALL | re.IGNORECASE)
 
@@ -170,20 +188,40 @@ class Placement:
     forked_from: str | None = None
     start: int = 0
     """How many messages the session held when placed (this turn's come after)."""
-    _lock: asyncio.Lock | None = field(default=None, repr=False)
+    _hold: _Hold = field(default_factory=lambda: _Hold(None), repr=False)
     _claim: SessionClaim | None = field(default=None, repr=False)
 
-    async def settle(self, input: Any, answer: str | None) -> None:
-        """Mark the session with the conversation the client will resend next time (an
-        empty input or answer, as after a turn that ended in the client's tool calls, is
-        simply left out)."""
+    @property
+    def fresh_if_taken(self) -> bool:
+        """The turn creates the session, with a fresh id if a session has this one (derived)."""
+        return self.how == "derived"
+
+    def landed(self, session_id: str) -> Placement:
+        """The placement of the session the turn really used: this one, or, for a derived
+        id a session already had, the fresh one, placed new (the derived id's lock is
+        released now, so a request continuing that other session need not wait)."""
+        if session_id == self.session_id:
+            return self
+        self._hold.release()
+        return replace(self, session_id=session_id, how="new", _hold=_Hold(None))
+
+    def resent(self, input: Any, answer: str | None) -> str | None:
+        """The fingerprint of the conversation the client will resend next time (an empty
+        input or answer, as after a turn that ended in the client's tool calls, is simply
+        left out); None when it has no text at all."""
         chain = fingerprints(
             [*self.history, {"role": "user", "content": input}, {"role": "assistant", "content": answer}]
         )
-        if not chain:
+        return chain[0] if chain else None
+
+    async def settle(self, input: Any, answer: str | None) -> None:
+        """Mark the session with `resent(input, answer)` (for a turn whose end did not:
+        `TurnRequest.conversation_mark` marks in the turn's end write)."""
+        mark = self.resent(input, answer)
+        if mark is None:
             return
         try:
-            await self.store.mark_conversation(self.session_id, chain[0])
+            await self.store.mark_conversation(self.session_id, mark)
         except HermesError as exc:
             log.warning("conversation mark failed for session %s: %s", self.session_id, exc)
 
@@ -236,8 +274,7 @@ async def place_conversation(
             if placement._claim is not None:
                 await placement._claim.release()
         finally:
-            if placement._lock is not None:
-                placement._lock.release()
+            placement._hold.release()
 
 
 async def _place(
@@ -259,7 +296,7 @@ async def _place(
                     lock.release()
                 raise
             start = record.message_count if record is not None else 0
-        return Placement(session_id, how, store, history, forked_from=parent, start=start, _lock=lock)
+        return Placement(session_id, how, store, history, forked_from=parent, start=start, _hold=_Hold(lock))
 
     if key is not None:
         session_id = keyed_session_id(key)
@@ -311,20 +348,7 @@ async def _place(
             lock = locks.lock(derived)
             if not lock.locked():
                 await lock.acquire()  # free: taken at once, before any other request looks
-                held: SessionClaim | None = None
-                try:  # across instances too: held elsewhere, it is taken there
-                    held = None if receipts is None else await acquire_claim(receipts, derived, wait=0)
-                    taken = (receipts is not None and held is None) or await store.find_session(derived) is not None
-                    if not taken:
-                        return replace(await placed(derived, "derived", lock), _claim=held)
-                except BaseException:
-                    lock.release()  # (`placed` never raises for "derived")
-                    if held is not None:
-                        await held.release()
-                    raise
-                if held is not None:
-                    await held.release()
-                lock.release()
+                return await placed(derived, "derived", lock)  # (never raises for "derived")
     except HermesError as exc:
         log.warning("conversation lookup failed, starting a new session: %s", exc)
     session_id = new_session_id()

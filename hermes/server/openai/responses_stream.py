@@ -25,6 +25,13 @@ the final output, ``item_id`` its id, ``content_index`` always 0):
 
 A failed turn's error is in ``response.failed`` only, never also as output text.
 
+The deltas carry the text in order, not one event per upstream chunk: deltas that
+queued up while the client was behind (`TurnHandle.batches()`) go out as one
+``output_text.delta`` (or ``reasoning_summary_text.delta``) event (`hermes.runs.wire.coalesce`);
+sequence numbers count the events written, so they still rise by one. A delta event is
+written from a `FrameTemplate` of its item (the same bytes as `emit` would write; only the
+delta and the sequence number are encoded per event).
+
 Named ``hermes.status`` frames (no sequence number) go only to clients that accept
 named events (see `tool_progress_enabled`). A client disconnect — or the server
 cancelling the handler — interrupts the turn and stores an ``incomplete`` snapshot
@@ -62,9 +69,9 @@ from hermes.agent.events import (
 )
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.runs.wire import SegmentJoiner, answer_text, status_payload
+from hermes.runs.wire import SegmentJoiner, answer_text, coalesce, status_payload
 from hermes.server.http.request import ToolItemForm, tool_progress_enabled
-from hermes.server.http.sse import ClientDisconnected, SSEStream
+from hermes.server.http.sse import HOLE, ClientDisconnected, FrameTemplate, SSEStream
 from hermes.server.http.state import STORAGE
 from hermes.server.openai.client_tools import function_call_item
 from hermes.server.openai.response_objects import (
@@ -97,8 +104,10 @@ class ResponseEvents:
         self.streamed_text = False
         self._message: dict[str, Any] | None = None
         self._message_text: list[str] = []
+        self._text_delta: FrameTemplate | None = None
         self._reasoning: dict[str, Any] | None = None
         self._reasoning_text: list[str] = []
+        self._reasoning_delta: FrameTemplate | None = None
         self._calls: dict[str, dict[str, Any]] = {}
 
     async def on_event(self, event: AgentEvent) -> None:
@@ -136,6 +145,15 @@ class ResponseEvents:
         self.seq += 1
         await self.stream.send(data, event=type_)
 
+    def delta_template(self, type_: str, **payload: Any) -> FrameTemplate:
+        """The frames of `emit(type_, **payload, delta=…)`, for `emit_delta`."""
+        data = {"type": type_, **payload, "sequence_number": HOLE}
+        return FrameTemplate(data, event=type_, ensure_ascii=self.stream.ensure_ascii)
+
+    async def emit_delta(self, template: FrameTemplate, delta: str) -> None:
+        seq, self.seq = self.seq, self.seq + 1
+        await self.stream.send_raw(template.frame(delta, seq))
+
     # text ------------------------------------------------------------------------------
 
     async def text(self, delta: str) -> None:
@@ -159,16 +177,18 @@ class ResponseEvents:
                 content_index=0,
                 part=_text_part(""),
             )
+            self._text_delta = self.delta_template(
+                "response.output_text.delta",
+                item_id=self._message["id"],
+                output_index=index,
+                content_index=0,
+                delta=HOLE,
+                logprobs=[],
+            )
+        assert self._text_delta is not None
         self._message_text.append(delta)
         self.streamed_text = True
-        await self.emit(
-            "response.output_text.delta",
-            item_id=self._message["id"],
-            output_index=self.items.index(self._message),
-            content_index=0,
-            delta=delta,
-            logprobs=[],
-        )
+        await self.emit_delta(self._text_delta, delta)
 
     def partial_text(self) -> str:
         return "".join(self._message_text) if self._message is not None else ""
@@ -203,14 +223,16 @@ class ResponseEvents:
                 summary_index=0,
                 part={"type": "summary_text", "text": ""},
             )
+            self._reasoning_delta = self.delta_template(
+                "response.reasoning_summary_text.delta",
+                item_id=self._reasoning["id"],
+                output_index=index,
+                summary_index=0,
+                delta=HOLE,
+            )
+        assert self._reasoning_delta is not None
         self._reasoning_text.append(delta)
-        await self.emit(
-            "response.reasoning_summary_text.delta",
-            item_id=self._reasoning["id"],
-            output_index=self.items.index(self._reasoning),
-            summary_index=0,
-            delta=delta,
-        )
+        await self.emit_delta(self._reasoning_delta, delta)
 
     async def close_reasoning(self) -> None:
         if self._reasoning is None:
@@ -323,8 +345,9 @@ async def stream_response(
             await events.emit("response.in_progress", response=created)
             crash: TurnCrashed | None = None
             try:
-                async for event in turn.events():
-                    await events.on_event(event)
+                async for batch in turn.batches():  # what piled up behind a slow client: merged
+                    for event in coalesce(batch):
+                        await events.on_event(event)
             except TurnCrashed as exc:
                 log.error("turn crashed: %s", exc)
                 crash = exc

@@ -177,15 +177,18 @@ def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def streamed_turn(
-    request: web.Request, turn_request: TurnRequest, headers: dict[str, str], *, record: bool = False
+    request: web.Request, turn_request: TurnRequest, headers: dict[str, str], *, record: bool = False,
+    prepare: bool = True,
 ) -> AsyncIterator[tuple[SSEStream, TurnHandle]]:
-    """An admitted turn and its prepared SSE stream (recording its frames with `record`);
+    """An admitted turn and its SSE stream (recording its frames with `record`), prepared
+    unless `prepare` is false (the caller sends the head, once the turn decided a header);
     the client leaving stops the turn."""
     app = request.app
     with app[LIMITER].admit():
         app[METRICS].turn_started()
         stream = SSEStream(request, headers=headers, record=record)
-        await stream.prepare()
+        if prepare:
+            await stream.prepare()
         turn = app[AGENT].start(turn_request)
         app[TURN_LOG].watch(turn)
         stream.on_disconnect(turn.stop)

@@ -125,24 +125,49 @@ _CREATE_WITH_TURN = (
     f"owner_started, owner_instance) SELECT s.id, 0, %(now)s, {_OWNER_VALUES} FROM s RETURNING {_TURN_COLUMNS}), "
     + _INPUTS
 )
-# End the turn (keeping its draft), add the usage, end the session (first reason wins);
-# nothing when the turn is not one of the session's. Counts back: (the turn in this
-# session, the session). (turn, sid, now, reason, input, output)
+# The turn's end in one statement: its answer (when %(answer)s) replaces the turn's open
+# draft in place or is appended; else an open draft is kept as a message. The turn ends,
+# the usage is added, the session ends (first reason wins) and, given %(mark)s, the
+# session is marked at the answer (else at the kept draft, else at its newest message).
+# Each row is written once (PostgreSQL applies one change per row and statement): the
+# session's counters and end are one UPDATE. Nothing when the turn is not one of the
+# session's (locked first: the lock order of every turn write).
+# Back: (the turn in this session, the session, the answer's id, whether it replaced the draft).
 _FINISH_TURN = (
-    "WITH old AS (SELECT id, draft_message_id FROM hermes.turns WHERE id = %(turn)s AND session_id = %(sid)s), "
+    "WITH old AS (SELECT id, draft_message_id AS draft, ended_at FROM hermes.turns "
+    "WHERE id = %(turn)s AND session_id = %(sid)s FOR UPDATE), "
+    "d AS (SELECT draft FROM old WHERE ended_at IS NULL AND draft IS NOT NULL), "
+    "r AS (UPDATE hermes.messages SET content_json = %(content)s::text, search_text = %(search)s::text, "
+    "tool_calls = %(tool_calls)s::text, reasoning = %(reasoning)s::text, finish_reason = %(finish)s::text, "
+    "token_count = %(tokens)s::integer, timestamp = %(now)s::double precision, draft = false "
+    "WHERE %(answer)s AND id = (SELECT draft FROM d) RETURNING id), "
+    f"i AS (INSERT INTO hermes.messages (session_id, {_MESSAGE_DATA}) SELECT %(sid)s, %(role)s::text, "
+    "%(content)s::text, %(search)s::text, %(tool_calls)s::text, %(call_id)s::text, %(tool_name)s::text, "
+    "%(reasoning)s::text, %(finish)s::text, %(now)s::double precision, %(tokens)s::integer FROM old "
+    "WHERE %(answer)s AND NOT EXISTS (SELECT 1 FROM d) RETURNING id), "
+    "a AS (SELECT id FROM r UNION ALL SELECT id FROM i), "
     "t AS (UPDATE hermes.turns AS u SET ended_at = %(now)s, end_reason = %(reason)s, draft_message_id = NULL "
-    "FROM old WHERE u.id = old.id AND u.ended_at IS NULL RETURNING old.draft_message_id AS draft), "
+    "FROM old WHERE u.id = old.id AND old.ended_at IS NULL RETURNING old.draft), "
     "m AS (UPDATE hermes.messages SET draft = false, finish_reason = coalesce(finish_reason, %(reason)s) "
-    "WHERE id = (SELECT draft FROM t)), "
-    "s AS (UPDATE hermes.sessions SET input_tokens = input_tokens + %(input)s, "
-    "output_tokens = output_tokens + %(output)s, "
+    "WHERE NOT %(answer)s AND id = (SELECT draft FROM t)), "
+    "s AS (UPDATE hermes.sessions SET message_count = message_count + (SELECT count(*) FROM i), "
+    "tool_call_count = tool_call_count + (SELECT count(*) FROM a) * %(calls)s, "
+    "input_tokens = input_tokens + %(input)s, output_tokens = output_tokens + %(output)s, "
     "ended_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE ended_at END, "
-    "updated_at = CASE WHEN end_reason IS NULL THEN %(now)s ELSE updated_at END, "
-    "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) RETURNING id), "
+    "updated_at = CASE WHEN end_reason IS NULL OR %(answer)s THEN %(now)s ELSE updated_at END, "
+    "end_reason = coalesce(end_reason, %(reason)s) WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) "
+    "RETURNING id, model), "
     "u AS (INSERT INTO hermes.usage (session_id, model, day, input_tokens, cached_input_tokens, output_tokens) "
-    "SELECT id, coalesce(%(model)s, model), %(day)s, %(input)s, %(cached)s, %(output)s FROM hermes.sessions "
-    "WHERE id = %(sid)s AND EXISTS (SELECT 1 FROM old) AND %(input)s + %(output)s + %(cached)s > 0) "
-    "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s)"
+    "SELECT id, coalesce(%(model)s, model), %(day)s, %(input)s, %(cached)s, %(output)s FROM s "
+    "WHERE %(input)s + %(output)s + %(cached)s > 0), "
+    "k AS (INSERT INTO hermes.conversation_marks (session_id, fingerprint, message_id, marked_at) "
+    "SELECT s.id, %(mark)s::text, coalesce((SELECT id FROM a), (SELECT draft FROM t), "
+    "(SELECT max(n.id) FROM hermes.messages AS n WHERE n.session_id = %(sid)s AND NOT n.draft)), %(now)s FROM s "
+    "WHERE %(mark)s::text IS NOT NULL "
+    "ON CONFLICT (session_id, fingerprint) DO UPDATE SET message_id = excluded.message_id, "
+    "marked_at = excluded.marked_at, claimed = false) "
+    "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s), "
+    "(SELECT id FROM a), EXISTS (SELECT 1 FROM r)"
 )
 # A checkpoint of an open turn's streaming text, locking the turn first: its draft row is
 # overwritten (its own flag re-checked under its lock, so a draft that end_turn has
