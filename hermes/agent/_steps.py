@@ -1,7 +1,7 @@
 """The steps of a turn's loop: a model step, a tool step, and the answer that ends it.
 
     outcome = CallOutcome()
-    async for compacted in call.budget.fit(context, tools): ...         # a model step: fit,
+    if call.budget.over_limit(context, tools): ...compact...            # a model step: fit,
     request = model_request(turn, call, context, tools)                 # begin,
     async for event in call.caller.call(request, call.policy, outcome):
         model_streamed(turn, event); ...                                # each event of the call,
@@ -89,7 +89,7 @@ def model_request(
     tool_choice: str | dict[str, Any] | None = None,
     parallel_tool_calls: bool | None = None,
 ) -> ModelRequest:
-    """Begin a model step (the request already fits: `call.budget.fit` came first): its request."""
+    """Begin a model step (the request already fits: `call.budget.over_limit` came first): its request."""
     turn.api_calls += 1
     turn.text_parts = []
     return ModelRequest(

@@ -1,8 +1,9 @@
 """Keeping every model request inside the model's context window.
 
     budget = ContextBudget(policy, summarizer, session_id=..., store=store)
-    async for event in budget.fit(context, tools):      # before each model call
-        yield event                                       # ContextCompacted when it compacted
+    if budget.over_limit(context, tools):               # before each model call
+        async for event in budget.compact(context, tools, "threshold"):
+            ...                                           # ContextCompacted when it compacted
     budget.observe(outcome.usage, context)                # after the call
 
 The window and the threshold:
@@ -34,6 +35,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -105,6 +107,7 @@ _OVERFLOW = re.compile(
 # ---- window and estimate -------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=64)
 def known_context_window(model: str) -> int:
     """The window of a known model (by name prefix, provider prefix ignored), else 128k."""
     name = model.lower().rsplit("/", 1)[-1]
@@ -440,13 +443,9 @@ class ContextBudget:
         self._reported_len = len(context)
         self.last_prompt_tokens = usage.input_tokens or estimate_tokens(context, tools)
 
-    async def fit(
-        self, context: list[ChatMessage], tools: list[dict[str, Any]] | None
-    ) -> AsyncGenerator[ContextCompacted, None]:
-        """Compact `context` in place when its estimate exceeds the limit."""
-        if self.estimate(context, tools) > self.policy.limit:
-            async for event in self.compact(context, tools, "threshold"):
-                yield event
+    def over_limit(self, context: list[ChatMessage], tools: list[dict[str, Any]] | None) -> bool:
+        """True when `context` is estimated above the limit: compact it ("threshold") first."""
+        return self.estimate(context, tools) > self.policy.limit
 
     async def compact(
         self,

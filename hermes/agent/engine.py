@@ -200,7 +200,7 @@ class Agent:
         context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
         tool_ctx = ToolContext(
             session_id=session_id,
-            cwd=Path(request.cwd or Path.cwd()),
+            cwd=Path(request.cwd) if request.cwd else Path.cwd(),
             approve=request.approve,
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
@@ -215,18 +215,11 @@ class Agent:
         try:
             if unrecorded is not None:
                 raise unrecorded
-            async with aclosing(self._loop(turn, context, tool_ctx, request)) as steps:
-                turn.started = True
-                await handle.emit(TurnStarted(session_id=session_id, model=model))
-                if handle.stop_requested:
-                    raise _Interrupted
-                async for event in steps:
-                    if isinstance(event, TurnCompleted):
-                        result = event.result
-                        break
-                    await handle.emit(event)
-                    if handle.stop_requested:
-                        raise _Interrupted
+            turn.started = True
+            await handle.emit(TurnStarted(session_id=session_id, model=model))
+            if handle.stop_requested:
+                raise _Interrupted
+            result = await self._loop(turn, context, tool_ctx, request, handle)
             # The steps are closed here: running tools have stopped.
             assert result is not None, "the turn loop ends with TurnCompleted"
             marker = request.conversation_mark if turn.persist else None
@@ -255,36 +248,43 @@ class Agent:
         await handle.emit(TurnCompleted(result))
 
     async def _loop(
-        self, turn: TurnState, context: list[ChatMessage], tool_ctx: ToolContext, request: TurnRequest
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Model steps and tool steps until an answer; ends with TurnCompleted."""
+        self, turn: TurnState, context: list[ChatMessage], tool_ctx: ToolContext, request: TurnRequest,
+        handle: TurnHandle,
+    ) -> TurnResult:  # fmt: skip
+        """Model steps and tool steps until an answer: the turn's result.
+
+        Each event goes straight to `handle.emit` (no generator layer between the model
+        call and the handle); a stop seen after an emit raises `_Interrupted`, which
+        closes the step it came from (its tools stop) on the way out.
+        """
         max_iterations = request.max_iterations or self.options.max_iterations
         policy = self._call_policy()
         client = request.client_tools or ClientTools()
         tools = [*self.tools.schemas(), *client.schemas] or None
         first_call = True
-        budget = self._budget(turn.session_id, turn.model, turn.persist)
+        budget = self._budget(turn.session_id, turn.model, turn.persist, policy)
         call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
         while True:
             summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None
             if summary_call and turn.wrap_up is None and context[-1].get("content") != SUMMARY_NUDGE:
-                yield Status(
-                    "max_iterations", f"reached the limit of {max_iterations} model calls; asking for a summary"
-                )
+                limit = f"reached the limit of {max_iterations} model calls; asking for a summary"
+                await _emit(handle, Status("max_iterations", limit))
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools
             outcome = CallOutcome()
-            async for compacted in budget.fit(context, request_tools):
-                yield compacted
+            if budget.over_limit(context, request_tools):
+                await _emit_all(handle, budget.compact(context, request_tools, "threshold"))
             call_request = model_request(
                 turn, call, context, request_tools,
                 tool_choice=client.choice_for(first_call), parallel_tool_calls=client.parallel,
             )  # fmt: skip
             async with aclosing(self._caller.call(call_request, policy, outcome)) as events:
-                async for event in events:  # the model call's events, one layer from the turn
+                async for event in events:  # the model call's events, one layer from the handle
                     model_streamed(turn, event)
-                    yield event
+                    await handle.emit(event)
+                    if handle.stop_requested:
+                        raise _Interrupted
             model_done(turn, call, context, request_tools, outcome)
             self._reported_prompts[turn.session_id] = budget.reported
 
@@ -295,12 +295,10 @@ class Agent:
                     budget.overflow_retried = True
                     turn.api_calls -= 1
                     # The endpoint's window is smaller than assumed: keep only the latest step.
-                    async for compacted in budget.compact(context, request_tools, "overflow", recent_tokens=0):
-                        yield compacted
+                    await _emit_all(handle, budget.compact(context, request_tools, "overflow", recent_tokens=0))
                     turn.usage = turn.usage + budget.take_usage()
                     continue
-                yield TurnCompleted(turn.result("failed", error=str(error), error_code=error.code))
-                return
+                return turn.result("failed", error=str(error), error_code=error.code)
             first_call = False
 
             calls = [] if summary_call else outcome.tool_calls
@@ -309,7 +307,8 @@ class Agent:
             if repeated is not None:
                 # A model that repeats itself is done or stuck: the call is not run (nor
                 # kept), and the next call is a tool-less summary that ends the turn.
-                yield Status("repeated_tool_call", f"{repeated} called {REPEAT_LIMIT} times with the same arguments")
+                same = f"{repeated} called {REPEAT_LIMIT} times with the same arguments"
+                await _emit(handle, Status("repeated_tool_call", same))
                 turn.wrap_up = "repeated"
                 nudge = REPEAT_NUDGE.format(name=repeated, times=REPEAT_LIMIT)
                 context = [*context, {"role": "user", "content": nudge}]
@@ -317,21 +316,16 @@ class Agent:
             if calls and not truncated:
                 theirs = client_calls(client, calls)
                 mine = [slot for slot in calls if slot not in theirs]
-                async for event in tool_step(turn, run, outcome, context, runnable=mine):
-                    yield event
+                await _emit_all(handle, tool_step(turn, run, outcome, context, runnable=mine))
                 if theirs:
                     # hermes' own calls of this response ran; the client runs the rest.
                     waiting = tuple(ClientToolCall(slot.id, slot.name, slot.arguments or "{}") for slot in theirs)
                     turn.open_calls = []
-                    yield ClientToolCalls(waiting)
-                    yield TurnCompleted(turn.result("completed", client_calls=waiting))
-                    return
-                if summary_call:
-                    return
+                    await _emit(handle, ClientToolCalls(waiting))
+                    return turn.result("completed", client_calls=waiting)
                 continue
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
-            yield TurnCompleted(answer(turn, context, outcome, ending, max_iterations))
-            return
+            return answer(turn, context, outcome, ending, max_iterations)
 
     # ---- context (see hermes/agent/context.py) ---------------------------------------
 
@@ -358,10 +352,10 @@ class Agent:
             reported=self._reported_prompts.pop(session_id, (0, 0)),
         )
 
-    def _budget(self, session_id: str, model: str, persist: bool) -> ContextBudget:
+    def _budget(self, session_id: str, model: str, persist: bool, policy: CallPolicy) -> ContextBudget:
         return ContextBudget(
             ContextPolicy(self.context_window(model), self.options.compact_at),
-            self._caller.summarizer(model, self._call_policy()),
+            self._caller.summarizer(model, policy),
             session_id=session_id,
             store=self.store if persist else None,
             reported=self._reported_prompts.pop(session_id, (0, 0)),
@@ -426,6 +420,20 @@ class Agent:
         if request.history is not None:
             history = list(request.history)
         return session_id, prompt, history, new
+
+
+async def _emit(handle: TurnHandle, event: AgentEvent) -> None:
+    """Hand `event` to the handle; `_Interrupted` when the turn was stopped meanwhile."""
+    await handle.emit(event)
+    if handle.stop_requested:
+        raise _Interrupted
+
+
+async def _emit_all(handle: TurnHandle, step: AsyncGenerator[AgentEvent, None]) -> None:
+    """`_emit` each event of `step`; the step is closed on the way out (its tools stop)."""
+    async with aclosing(step) as events:
+        async for event in events:
+            await _emit(handle, event)
 
 
 def title_from(content: Any) -> str | None:

@@ -9,6 +9,7 @@ cache holds even if AGENTS.md changes meanwhile.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 
@@ -29,8 +30,13 @@ WORKING_DIRECTORY = "Working directory: "
 def default_system_prompt(cwd: str | None = None, *, now: _dt.datetime | None = None) -> str:
     """The built-in prompt plus the facts a model needs: where, what OS, what date."""
     where = cwd or os.getcwd()
-    today = (now or _dt.datetime.now()).strftime("%Y-%m-%d")
-    return f"{BASE_PROMPT}\n\n{WORKING_DIRECTORY}{where}\nOS: {platform.system()}\nDate: {today}"
+    today = (now or _dt.datetime.now()).date().isoformat()  # YYYY-MM-DD
+    return f"{BASE_PROMPT}\n\n{WORKING_DIRECTORY}{where}\nOS: {_os_name()}\nDate: {today}"
+
+
+@functools.cache
+def _os_name() -> str:
+    return platform.system()
 
 
 def working_directory_of(system_prompt: str) -> str | None:

@@ -13,8 +13,8 @@ emitted event, also after the consumer left; it must not block or raise.
 
 Invariants:
 - The turn runs in a task of its own, created here; nothing ever cancels the consumer.
-  Events reach the consumer through a bounded queue (QUEUE_SIZE): when the consumer is
-  behind, the producer waits at `emit()` (backpressure). Every emitted event is delivered,
+  Events reach the consumer through a bounded queue (QUEUE_SIZE; `_channel.Channel`):
+  when the consumer is behind, the producer waits at `emit()` (backpressure). Every emitted event is delivered,
   in order, unless the consumer left (`aclose()`) or wants only the result (`wait()`);
   `events()` ends after the last one.
   `batches()` delivers the same events in the same order, several at once when they were
@@ -42,9 +42,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Coroutine
+from functools import partial
 from types import TracebackType
 from typing import Any
 
+from hermes.agent._channel import Channel
 from hermes.agent.events import AgentEvent, TurnCompleted
 from hermes.agent.types import TurnResult
 from hermes.error_codes import INTERRUPTED
@@ -72,6 +74,12 @@ class _End:
 
 _END = _End()
 
+
+def _resolve(future: asyncio.Future[None], _task: object) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 Producer = Callable[["TurnHandle"], Coroutine[Any, Any, None]]
 
 
@@ -79,7 +87,7 @@ class TurnHandle:
     """One turn running in its own task (see the module docstring)."""
 
     def __init__(self, produce: Producer, *, name: str = "hermes-turn") -> None:
-        self._queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue(maxsize=QUEUE_SIZE)
+        self._queue: Channel[AgentEvent | _End] = Channel(QUEUE_SIZE)
         self.result: TurnResult | None = None
         """Set when the producer emits its TurnCompleted."""
         self.stop_code: str | None = None
@@ -115,7 +123,7 @@ class TurnHandle:
         """The turn's events, ending after the last one; TurnCrashed if the producer raised."""
         queue = self._queue
         while True:
-            item = queue.get_nowait() if queue.qsize() else await queue.get()
+            item = queue.get_nowait() if len(queue) else await queue.get()
             if isinstance(item, _End):
                 break
             yield item
@@ -138,7 +146,7 @@ class TurnHandle:
                     done = True
                     break
                 batch.append(item)
-                if queue.empty():
+                if not len(queue):
                     break
                 item = queue.get_nowait()
             if batch:
@@ -161,11 +169,14 @@ class TurnHandle:
         one) and the producer never waits at `emit()`. TurnCrashed if the producer raised.
         """
         self._detached = True
-        queue = self._queue
-        while not queue.empty():
-            queue.get_nowait()
-        if not self.task.done():
-            await asyncio.wait((self.task,))
+        self._queue.clear()
+        task = self.task
+        if not task.done():
+            # What asyncio.wait((task,)) does for one task, without its sets and counters:
+            # a future the task's end resolves; cancelling the waiter leaves the task alone.
+            ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            task.add_done_callback(partial(_resolve, ended))
+            await ended
         if self._failure is not None:
             raise self._failure from self._failure.cause
         return self.result
@@ -179,8 +190,7 @@ class TurnHandle:
         """Leave: stop the turn, wait up to `grace` seconds for it, then cancel it (see above)."""
         self._detached = True
         self.stop()
-        while not self._queue.empty():
-            self._queue.get_nowait()
+        self._queue.clear()
         try:
             if not self.task.done():
                 await asyncio.wait({self.task}, timeout=grace)

@@ -1,7 +1,7 @@
 """Typed HTTP errors and the OpenAI error envelope.
 
 Handlers raise `ApiError` subclasses with structured fields; the error middleware
-(`hermes.server.http.middleware.error_middleware`) turns every one of them — and every
+(`hermes.server.http.middleware.request_middleware`) turns every one of them — and every
 `HermesError`, aiohttp `HTTPException` and unexpected exception — into one body shape:
 
     {"error": {"message": str, "type": str, "param": str | None, "code": str | None, ...extra}}

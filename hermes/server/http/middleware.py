@@ -1,16 +1,18 @@
-"""Middlewares and response hooks, outermost first:
+"""One middleware (`request_middleware`) and a response hook. The middleware runs these
+steps in this order, each a plain function (one coroutine layer per request, not six):
 
-0. `metrics_middleware` — counts requests for /health/detailed.
-1. `error_middleware` — every failure becomes the OpenAI error envelope
-   (`ApiError`, `HermesError`, aiohttp `HTTPException`, anything else → 500).
-2. `cors_middleware` — requests carrying a non-allowed ``Origin`` get 403; ``OPTIONS``
+0. metrics — counts requests for /health/detailed (every request, failed ones too).
+1. errors — every failure of the steps below and of the handler becomes the OpenAI error
+   envelope (`ApiError`, `HermesError`, aiohttp `HTTPException`, anything else → 500).
+2. CORS (`check_cors`) — requests carrying a non-allowed ``Origin`` get 403; ``OPTIONS``
    preflights are answered here (200 for allowed origins, 403 otherwise).
-3. `auth_middleware` — bearer key, constant-time comparison on bytes; only the paths of
+3. auth (`check_auth`) — bearer key, constant-time comparison on bytes; only the paths of
    `public` routes (the route table's `open_paths`: liveness) and preflights are open.
    With no key configured every route is open (`hermes serve` refuses that off loopback).
-4. `body_limit_middleware` — declared bodies over 10 MB → 413, bad Content-Length → 400
-   (chunked bodies are capped by the app's ``client_max_size`` and mapped to the same 413).
-5. `json_guard_middleware` — JSON bodies with a lone UTF-16 surrogate or an integer
+4. body limit (`check_body_limit`) — declared bodies over 10 MB → 413, bad Content-Length
+   → 400 (chunked bodies are capped by the app's ``client_max_size`` and mapped to the
+   same 413).
+5. JSON guard (`guard_json_body`) — JSON bodies with a lone UTF-16 surrogate or an integer
    beyond Python's digit limit → 400 (they parse, but nothing downstream could carry them).
 
 Requests aiohttp's own parser rejects never reach these: `hermes.server.http.protocol`
@@ -98,16 +100,16 @@ def cors_headers(origins: tuple[str, ...], origin: str) -> dict[str, str] | None
     return headers
 
 
-@web.middleware
-async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    origins = request.app[SETTINGS].server_cors_origins
-    origin = request.headers.get("Origin", "")
+def check_cors(request: web.Request, origins: tuple[str, ...]) -> web.StreamResponse | None:
+    """403 for a non-allowed Origin; the answer to a preflight; None: go on."""
+    headers = request.headers
+    origin = headers.get("Origin", "")
     if origin and not origin_allowed(origins, origin):
         raise PermissionDenied("Origin not allowed", code="origin_not_allowed")
-    if request.method == "OPTIONS" and request.headers.get("Access-Control-Request-Method"):
+    if request.method == "OPTIONS" and headers.get("Access-Control-Request-Method"):
         # A preflight: answered here for every path; CORS headers come from on_response_prepare.
         return web.Response(status=200)
-    return await handler(request)
+    return None
 
 
 # ---- auth -------------------------------------------------------------------------------
@@ -126,24 +128,22 @@ def check_bearer(expected: str | None, authorization: str | None) -> bool:
     return hmac.compare_digest(given, expected.encode("utf-8", "surrogatepass"))
 
 
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    key = request.app[SETTINGS].server_key
+def check_auth(request: web.Request, key: str | None, open_paths: frozenset[str]) -> None:
+    """401 unless the bearer key matches, the path is open, or no key is configured."""
     if (
         key is not None
-        and request.path not in request.app[ROUTE_TABLE].open_paths
+        and request.path not in open_paths
         and not check_bearer(key, request.headers.get("Authorization"))
     ):
         log.warning("auth failed: %s %s from %s", request.method, request.path[:200], request.remote)
         raise AuthenticationError()
-    return await handler(request)
 
 
 # ---- body limit ---------------------------------------------------------------------------
 
 
-@web.middleware
-async def body_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def check_body_limit(request: web.Request) -> None:
+    """413 for a declared body over MAX_REQUEST_BYTES, 400 for a bad Content-Length."""
     raw = request.headers.get("Content-Length")
     if raw is not None:
         try:
@@ -154,7 +154,6 @@ async def body_limit_middleware(request: web.Request, handler: Handler) -> web.S
             raise RequestValidationError("Invalid Content-Length header.", code="invalid_content_length") from None
         if length > MAX_REQUEST_BYTES:
             raise PayloadTooLarge()
-    return await handler(request)
 
 
 # ---- JSON bodies that parse but cannot be used ---------------------------------------------
@@ -192,51 +191,50 @@ def _may_hold_surrogates(raw: bytes) -> bool:
     return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw
 
 
-@web.middleware
-async def json_guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def guard_json_body(request: web.Request) -> None:
     """400 for JSON bodies Python parses but hermes cannot carry: lone surrogates, huge integers.
 
     Bodies that are not valid JSON pass through: each handler reports those itself
     ("Invalid JSON in request body"). The body stays cached on the request for the handler,
     and so does the parsed value (`PARSED_BODY`, taken by `read_json_object`): parsed once.
+    Only for a request that may carry a body (BODY_METHODS, `can_read_body`).
     """
-    if request.method in BODY_METHODS and request.can_read_body:
-        raw = await request.read()
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            data = None  # the handler's own JSON error
-        except ValueError:  # int() beyond sys.get_int_max_str_digits
-            raise RequestValidationError(
-                "Invalid JSON in request body: a number has too many digits", code="invalid_json"
-            ) from None
-        if data is not None and _may_hold_surrogates(raw) and has_lone_surrogate(data):
-            raise RequestValidationError(
-                "Invalid JSON in request body: a string holds a lone UTF-16 surrogate", code="invalid_json"
-            )
-        request[PARSED_BODY] = data
-    return await handler(request)
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        data = None  # the handler's own JSON error
+    except ValueError:  # int() beyond sys.get_int_max_str_digits
+        raise RequestValidationError(
+            "Invalid JSON in request body: a number has too many digits", code="invalid_json"
+        ) from None
+    if data is not None and _may_hold_surrogates(raw) and has_lone_surrogate(data):
+        raise RequestValidationError(
+            "Invalid JSON in request body: a string holds a lone UTF-16 surrogate", code="invalid_json"
+        )
+    request[PARSED_BODY] = data
 
 
-# ---- counters ------------------------------------------------------------------------------
+# ---- the middleware ------------------------------------------------------------------------
 
 
 @web.middleware
-async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Counts every request that reaches the app (for /health/detailed)."""
-    metrics = request.app.get(METRICS)
+async def request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The steps of the module docstring, in order, around `handler`."""
+    app = request.app
+    metrics = app.get(METRICS)
     if metrics is not None:
         metrics.requests += 1
         metrics.last_request_at = time.time()
-    return await handler(request)
-
-
-# ---- errors -------------------------------------------------------------------------------
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
+        settings = app[SETTINGS]
+        preflight = check_cors(request, settings.server_cors_origins)
+        if preflight is not None:
+            return preflight
+        check_auth(request, settings.server_key, app[ROUTE_TABLE].open_paths)
+        check_body_limit(request)
+        if request.method in BODY_METHODS and request.can_read_body:
+            await guard_json_body(request)
         return await handler(request)
     except ApiError as exc:
         return exc.to_response()
@@ -260,7 +258,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
     for name, value in SECURITY_HEADERS.items():
         response.headers.setdefault(name, value)
-    settings = request.config_dict.get(SETTINGS)
+    settings = request.app.get(SETTINGS)  # no sub-apps: the app holds every key
     if settings is None:
         return
     headers = cors_headers(settings.server_cors_origins, request.headers.get("Origin", ""))
@@ -269,11 +267,4 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
             response.headers.setdefault(name, value)
 
 
-MIDDLEWARES = [
-    metrics_middleware,
-    error_middleware,
-    cors_middleware,
-    auth_middleware,
-    body_limit_middleware,
-    json_guard_middleware,
-]
+MIDDLEWARES = [request_middleware]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from json.encoder import encode_basestring_ascii
 from typing import Any, assert_never
@@ -373,11 +373,9 @@ async def _answer(
 ) -> Answer:
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
     chose, `hermes.server.openai.conversation`) is marked once the answer is known."""
-    turn_request = replace(
-        api_turn(
-            request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system,
-            output_format=chat.output_format,
-        ),
+    turn_request = api_turn(
+        request, input=chat.input, session_id=session_id, history=history, client_prompt=chat.system,
+        output_format=chat.output_format,
         client_tools=client_tools,
         tool_results=None
         if chat.tool_results is None

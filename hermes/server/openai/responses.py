@@ -137,15 +137,13 @@ async def _respond(
         turn_request = utility_turn(req.input, chain.history, system_text(req, chain), req.output_format)
         headers: dict[str, str] = {}
     else:
-        turn_request = replace(
-            api_turn(
-                request,
-                input=req.input,
-                session_id=chain.session_id,
-                history=chain.history,
-                client_prompt=system_text(req, chain),
-                output_format=req.output_format,
-            ),
+        turn_request = api_turn(
+            request,
+            input=req.input,
+            session_id=chain.session_id,
+            history=chain.history,
+            client_prompt=system_text(req, chain),
+            output_format=req.output_format,
             client_tools=client_tools,
             tool_results=None
             if req.tool_results is None

@@ -38,6 +38,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.client_tools import ClientToolResult, ClientTools
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
@@ -139,8 +140,13 @@ def api_turn(
     history: list[Any],
     client_prompt: str | None,
     output_format: OutputFormat | None = None,
+    client_tools: ClientTools | None = None,
+    tool_results: tuple[ClientToolResult, ...] | None = None,
+    fresh_if_taken: bool = False,
+    conversation_mark: Callable[[TurnResult], str | None] | None = None,
 ) -> TurnRequest:
-    """The TurnRequest of an OpenAI-shaped endpoint: persisted as `api_server`, nobody to ask."""
+    """The TurnRequest of an OpenAI-shaped endpoint: persisted as `api_server`, nobody to ask
+    (built whole: `dataclasses.replace` afterwards costs a field walk per request)."""
     app = request.app
     return TurnRequest(
         input=input,
@@ -151,6 +157,10 @@ def api_turn(
         approve=None,
         yolo=app[SETTINGS].yolo,
         output_format=output_format,
+        client_tools=client_tools,
+        tool_results=tool_results,
+        fresh_if_taken=fresh_if_taken,
+        conversation_mark=conversation_mark,
     )
 
 
