@@ -42,6 +42,7 @@ __all__ = [
     "new_response_id",
     "new_run_id",
     "new_session_id",
+    "new_session_ids",
     "short_session_id",
 ]
 
@@ -63,6 +64,13 @@ def new_session_id(now: float | None = None) -> str:
     """
     moment = datetime.fromtimestamp(time.time() if now is None else now, UTC)
     return f"{moment:%Y%m%d_%H%M%S}_{_hex(6)}"
+
+
+def new_session_ids(count: int, now: float | None = None) -> list[str]:
+    """`count` fresh session ids of one creation second (candidates for one insert)."""
+    moment = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    prefix = f"{moment:%Y%m%d_%H%M%S}_"
+    return [prefix + _hex(6) for _ in range(count)]
 
 
 def short_session_id(session_id: str) -> str:

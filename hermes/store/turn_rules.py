@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, assert_never
 
 from hermes.errors import SessionNotFound, StoreError
-from hermes.ids import new_session_id
+from hermes.ids import new_session_ids
 from hermes.store import conversation_marks, turn_repair, usage_rows
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import INTERRUPTED, MessageRecord, NewMessage, NewSession, RepairedTurn, TurnRecord
@@ -110,13 +110,13 @@ class TurnRules(SessionRows):
                     raise SessionNotFound(session)
             case NewSession():
                 created = self.clock()
-                ids = [session.id] if session.given else [session.id, *(new_session_id(created) for _ in range(7))]
+                ids = [session.id] if session.given else [session.id, *new_session_ids(7, created)]
                 params |= {"ids": ids, "source": session.source, "title": clean_title(session.title),
                            "model": session.model, "prompt": session.system_prompt, "created": created,
                            "now": self.clock()}  # fmt: skip
                 row = await self.db.fetch_one(fused.create_with_turn, params)
                 if row is None and not session.given:  # another writer took a candidate meanwhile
-                    params["ids"] = [new_session_id(created) for _ in range(8)]
+                    params["ids"] = new_session_ids(8, created)
                     row = await self.db.fetch_one(fused.create_with_turn, params)
                 if row is None:
                     if session.given:

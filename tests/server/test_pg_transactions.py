@@ -202,6 +202,30 @@ async def test_a_chat_completion_opens_no_transaction(
     assert len(writes) == 2 and len(logged) == len(writes), logged
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_resent_conversation_is_marked_by_the_turns_end_write(
+    client: TestClient, upstream: ScriptedUpstream, statements: StatementLog, stream: bool
+) -> None:
+    # Chat completions and Responses alike: the conversation mark rides on the turn's end
+    # statement (which also ends the turn), never a write of its own after the answer.
+    upstream.enqueue(text_reply("Hi there."), text_reply("Still here."), text_reply("Yes."), text_reply("Sure."))
+    for url, first in (("/v1/chat/completions", "messages"), ("/v1/responses", "input")):
+        opening = [{"role": "user", "content": f"hello over {url}"}]
+        resp = await client.post(url, json={"model": "scripted-model", first: opening, "stream": stream})
+        assert resp.status == 200, await resp.text()
+        session = resp.headers["X-Hermes-Session-Id"]
+        await resp.read()
+        statements.mark()
+        resent = [*opening, {"role": "assistant", "content": "Hi there." if "chat" in url else "Yes."},
+                  {"role": "user", "content": "still there?"}]  # fmt: skip
+        resp = await client.post(url, json={"model": "scripted-model", first: resent, "stream": stream})
+        assert resp.status == 200, await resp.text()
+        assert resp.headers["X-Hermes-Session-Id"] == session  # the resent conversation continued it
+        await resp.read()
+        marks = [w for w in statements.take() if "conversation_marks" in w and "INSERT" in w.upper()]
+        assert len(marks) == 1 and "UPDATE hermes.turns" in marks[0], marks
+
+
 async def test_a_busy_loop_never_leaves_a_transaction_open(
     client: TestClient, upstream: ScriptedUpstream, pg_server: PostgresServer, pg_url: str
 ) -> None:

@@ -26,6 +26,13 @@ def test_new_session_ids_differ_within_one_second() -> None:
     assert len(made) > 190  # 24 random bits each
 
 
+def test_candidate_ids_share_one_second_and_differ() -> None:
+    batch = ids.new_session_ids(8, 1_700_000_000.5)
+    assert len(set(batch)) == 8
+    assert all(ids.SESSION_ID.match(one) and one.startswith("20231114_221320_") for one in batch)
+    assert ids.new_session_ids(0) == []
+
+
 def test_short_session_id() -> None:
     assert ids.short_session_id("20240101_120000_a1b2c3") == "a1b2c3"
     assert ids.short_session_id("my-own-session-id") == "my-own-s"

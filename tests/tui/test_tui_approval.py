@@ -46,15 +46,23 @@ async def test_approval_modal_decides(make_tui, upstream, key, state):
             assert "denied" in card.error
 
 
-async def test_unanswered_approval_is_denied(make_tui, upstream):
+async def test_unanswered_approval_is_denied(make_tui, upstream, monkeypatch):
     risky_turn(upstream)
-    # The modal denies by itself after 1 s: long enough that a slow first paint on a loaded
-    # machine cannot expire it before it is shown (the countdown starts when it is built).
+    # The modal denies by itself after 1 s. On a loaded machine it can come and go between
+    # two polls, so its showing is recorded when it mounts rather than polled for.
+    shown: list[str] = []
+    mount = ApprovalScreen.on_mount
+
+    def record_mount(screen: ApprovalScreen) -> None:
+        shown.append(screen.request.command)
+        mount(screen)
+
+    monkeypatch.setattr(ApprovalScreen, "on_mount", record_mount)
     app = make_tui(approval_timeout=1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "clean up")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
+        await until(pilot, lambda: bool(shown) and not isinstance(app.screen, ApprovalScreen))
+        assert shown == ["rm -rf build/"]
         await app.workers.wait_for_complete()
         await until_settled(pilot)
         assert not isinstance(app.screen, ApprovalScreen)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -20,7 +21,7 @@ from hermes.agent.client_tools import ClientTools, first_results
 from hermes.agent.types import TurnResult
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
-from hermes.runs.wire import Outcome
+from hermes.runs.wire import Outcome, answer_text
 from hermes.server.http.errors import AgentIncomplete, NotFound, json_response
 from hermes.server.http.request import tool_item_form
 from hermes.server.http.route import (
@@ -38,6 +39,7 @@ from hermes.server.openai.client_tools import continuation_results, responses_cl
 from hermes.server.openai.conversation import (
     CONVERSATIONS,
     PLACEMENT_HEADER,
+    Placement,
     chat_key,
     cross_instance_receipts,
     place_conversation,
@@ -109,11 +111,10 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             key=chat_key(request.headers, preamble.body), opening=None, receipts=cross_instance_receipts(app[STORAGE]),
         ) as placement:
             placed = replace(chain, session_id=placement.session_id)
-            answer = await _respond(
-                request, preamble, req, placed, utility, placement.how, client_tools, own_tools, watch
-            )
-            await placement.settle_from_store(req.input)
-            return answer
+            return await _respond(
+                request, preamble, req, placed, utility, placement.how, client_tools, own_tools, watch,
+                placement=placement,
+            )  # fmt: skip
 
     return await answered(
         request, preamble, run, scope="responses",
@@ -129,8 +130,10 @@ def _follows_conversation(req: ResponsesRequest, chain: Chain) -> bool:
 
 async def _respond(
     request: web.Request, preamble: Preamble, req: ResponsesRequest, chain: Chain, utility: bool, how: str | None,
-    client_tools: ClientTools | None, own_tools: list[str], watch: bool,
+    client_tools: ClientTools | None, own_tools: list[str], watch: bool, *, placement: Placement | None = None,
 ) -> Answer:
+    """Run the turn and answer it; `placement` (the session the resent input chose) is
+    marked by the turn's end write, else once the turn has ended (`_settle`)."""
     app = request.app
     store = app[STORAGE].responses
     if utility:  # one plain model call: no session, not stored
@@ -148,18 +151,23 @@ async def _respond(
             tool_results=None
             if req.tool_results is None
             else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
+            conversation_mark=None if placement is None else partial(_resent, placement, req.input),
         )
         headers = session_headers(chain.session_id, preamble.session_key)
         if how is not None:
             headers[PLACEMENT_HEADER] = how
     form = tool_item_form(request)
+    settle = None if placement is None else partial(_settle, placement, req.input)
     if req.stream:
         return await stream_response(
-            request, req, chain, turn_request, headers, form, record=preamble.idempotency_key is not None
-        )
+            request, req, chain, turn_request, headers, form, record=preamble.idempotency_key is not None,
+            settle=settle,
+        )  # fmt: skip
     rid, created_at = response_id(), int(time.time())
 
     async def finish(result: TurnResult | None) -> Answer:
+        if settle is not None:
+            await settle(result)
         outcome = Outcome.of(result)
         status = response_status(result)
         error = error_object(result) if status == "failed" else None
@@ -181,6 +189,18 @@ async def _respond(
 
     engine = utility_engine(request) if utility else None
     return await finish(await run_to_end(request, turn_request, watch=watch, engine=engine))
+
+
+def _resent(placement: Placement, input: Any, result: TurnResult) -> str | None:
+    return placement.resent(input, answer_text(result))
+
+
+async def _settle(placement: Placement, input: Any, result: TurnResult | None) -> None:
+    """Mark the placement after a turn whose end did not (a failed end write, a stop, a crash)."""
+    if result is None:
+        await placement.settle_from_store(input)  # the turn crashed: what it stored is the answer
+    elif result.conversation_mark is None:
+        await placement.settle(input, answer_text(result))
 
 
 async def get_response(request: web.Request) -> web.Response:

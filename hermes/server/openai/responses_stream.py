@@ -44,6 +44,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -329,8 +330,11 @@ async def stream_response(
     form: ToolItemForm = "function_call",
     *,
     record: bool = False,
+    settle: Callable[[TurnResult | None], Awaitable[None]] | None = None,
 ) -> Answer:
-    """The streamed turn; its answer records the frames with `record` (`hermes.server.openai.turns`)."""
+    """The streamed turn; its answer records the frames with `record` (`hermes.server.openai.turns`);
+    `settle` gets the turn's result once it has ended (before the stream's last event, or
+    after a vanished client's snapshot)."""
     store = request.app[STORAGE].responses
     named_events = tool_progress_enabled(request)
     rid, created_at = response_id(), int(time.time())
@@ -375,6 +379,8 @@ async def stream_response(
                 terminal_stored = True
             if isinstance(exc, asyncio.CancelledError):
                 raise
+    if settle is not None:
+        await settle(turn.result)  # the turn has wound down: its result is final
     return streamed_answer(stream, headers)
 
 
