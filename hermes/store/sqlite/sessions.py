@@ -14,6 +14,9 @@ Invariants:
 - `SqliteSessionStore` runs the same rules to their end in the calling thread
   (`run_now`): the executor never suspends. Its `SqliteSessions` face and it share the
   connection, the lock and the clock.
+- `checkpoint_in_background()` (the async storage of a long-lived process) moves WAL
+  checkpoints from the committing connection to a thread (`checkpointer`); `close()`
+  stops it first.
 - Turns belong to processes: `repair_abandoned_turns` ends only turns whose owner
   process is gone (`owner.owner_gone`).
 """
@@ -43,6 +46,7 @@ from hermes.store.records import (
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
+from hermes.store.sqlite.checkpointer import WalCheckpointer
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
@@ -84,6 +88,16 @@ class SqliteSessionStore:
         self.dialect = SqliteDialect(opened.path)
         self.clock = Clock()
         self.rules = Sessions(self.executor, self.dialect, is_gone=owner_gone, clock=self.clock)
+        self._checkpointer: WalCheckpointer | None = None
+
+    def checkpoint_in_background(self, *, interval: float = 1.0) -> None:
+        """Checkpoint the WAL in a thread of its own from now on, not inside commits
+        (`checkpointer`: for a long-lived process; a no-op for `:memory:`)."""
+        if self._path is None or self._checkpointer is not None:
+            return
+        self._checkpointer = WalCheckpointer(self._path, self.executor.connection(), interval=interval)
+        with self.executor.lock:
+            self._checkpointer.start()
 
     @property
     def path(self) -> Path | None:
@@ -101,7 +115,12 @@ class SqliteSessionStore:
             yield
 
     def close(self) -> None:
-        """Close the connection; later calls raise StoreError. Closing twice is fine."""
+        """Close the connection (the background checkpoints stopped first); later calls
+        raise StoreError. Closing twice is fine."""
+        if self._checkpointer is not None:
+            with self.executor.lock:
+                self._checkpointer.stop()
+            self._checkpointer = None
         self.executor.close()
 
     def __enter__(self) -> Self:

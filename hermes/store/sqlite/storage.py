@@ -3,7 +3,9 @@
 Sessions are the shared rules (`sessions.SqliteSessions`); responses, receipts, runs and
 leases are adapters over the synchronous stores. Every call is a plain sqlite3 call in
 the event loop's thread: the queries take well under a millisecond, so a thread hop would
-cost more than it saves, and the files (0600, WAL) and speed stay what they were.
+cost more than it saves, and the files (0600, WAL) and speed stay what they were. The one
+exception is state.db's WAL checkpoints: a thread of their own (`checkpointer`), so no
+turn's commit waits for a checkpoint's page writes.
 Files in `$HERMES_HOME`: state.db (sessions), response_store.db
 (responses), runs.db (runs, receipts, instance leases). Run events live in the process
 (`event_stream.MemoryRunEventStore`).
@@ -254,6 +256,7 @@ def open_sqlite_storage(
     """
     folder = Path(home).expanduser()
     sessions = SqliteSessionStore(folder / STATE_DB)
+    sessions.checkpoint_in_background()  # a turn's commits never pay for a checkpoint
     try:
         responses = ResponseStore(folder / RESPONSE_DB, max_size=response_store_size)
         try:
