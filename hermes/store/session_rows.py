@@ -184,17 +184,40 @@ class SessionRows:
             if draft is None:
                 return await self._insert_message(session_id, message, stored, tool_calls)
             now = self.clock()
-            await self.db.execute(
-                f"UPDATE hermes.messages SET {self._assign(self.dialect.content_columns)}, tool_calls = ?, "
-                "reasoning = ?, finish_reason = ?, token_count = ?, timestamp = ?, draft = false WHERE id = ?",
-                (*stored, tool_calls, message.reasoning, message.finish_reason, message.token_count, now, draft),
-            )
+            record = await self._replace_draft(draft, session_id, message, stored, tool_calls, now)
             await self.db.execute(
                 "UPDATE hermes.sessions SET tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?",
                 (len(message.tool_calls or ()), now, session_id),
             )
             await self.db.execute("UPDATE hermes.turns SET draft_message_id = NULL WHERE id = ?", (turn_id,))
-            return self._stored(draft, session_id, message, stored, tool_calls, now, call=False)
+            return record
+
+    async def _replace_draft(
+        self, draft: int, session_id: str, message: NewMessage, stored: tuple[Any, ...], tool_calls: str | None,
+        now: float,
+    ) -> MessageRecord:  # fmt: skip
+        """Turn the draft row into `message`, in place (already counted; the caller updates
+        the turn and the session)."""
+        await self.db.execute(
+            f"UPDATE hermes.messages SET {self._assign(self.dialect.content_columns)}, tool_calls = ?, "
+            "reasoning = ?, finish_reason = ?, token_count = ?, timestamp = ?, draft = false WHERE id = ?",
+            (*stored, tool_calls, message.reasoning, message.finish_reason, message.token_count, now, draft),
+        )
+        return self._stored(draft, session_id, message, stored, tool_calls, now, call=False)
+
+    async def _insert_row(
+        self, session_id: str, message: NewMessage, stored: tuple[Any, ...], tool_calls: str | None, now: float
+    ) -> MessageRecord:
+        """Insert the message row alone (uncounted: the caller counts it on its session)."""
+        values = (message.role, *stored, tool_calls, message.tool_call_id, message.tool_name, message.reasoning,
+                  message.finish_reason, now, message.token_count)  # fmt: skip
+        message_id = await self.db.insert(
+            f"INSERT INTO hermes.messages (session_id, {self._message_data}) "
+            f"VALUES ({', '.join('?' for _ in range(len(values) + 1))})",
+            (session_id, *values),
+        )
+        assert message_id is not None
+        return self._stored(message_id, session_id, message, stored, tool_calls, now)
 
     @staticmethod
     def _assign(columns: str) -> str:
@@ -206,10 +229,10 @@ class SessionRows:
         """Insert and count one message (SessionNotFound when the session does not exist)."""
         calls = len(message.tool_calls or ())
         now = self.clock()
-        values = (message.role, *stored, tool_calls, message.tool_call_id, message.tool_name, message.reasoning,
-                  message.finish_reason, now, message.token_count)  # fmt: skip
         fused = self.dialect.fused
         if fused is not None:
+            values = (message.role, *stored, tool_calls, message.tool_call_id, message.tool_name,
+                      message.reasoning, message.finish_reason, now, message.token_count)  # fmt: skip
             row = await self.db.fetch_one(fused.append, (calls, now, session_id, *values))
             if row is None:
                 raise SessionNotFound(session_id)
@@ -222,13 +245,7 @@ class SessionRows:
             )
             if changed == 0:
                 raise SessionNotFound(session_id)
-            placeholders = ", ".join("?" for _ in range(len(values) + 1))
-            message_id = await self.db.insert(
-                f"INSERT INTO hermes.messages (session_id, {self._message_data}) VALUES ({placeholders})",
-                (session_id, *values),
-            )
-        assert message_id is not None
-        return self._stored(message_id, session_id, message, stored, tool_calls, now)
+            return await self._insert_row(session_id, message, stored, tool_calls, now)
 
     async def _fetch_turn(self, turn_id: int, *, lock: bool = False) -> TurnRecord | None:
         row = await self.db.fetch_one(

@@ -74,17 +74,7 @@ __all__ = ["Sessions"]
 
 
 class Sessions(TurnRules):
-    """`AsyncSessionStore` over an executor and a dialect.
-
-    Args:
-        db: the backend's executor.
-        dialect: the backend's dialect.
-        instance_id: the owner instance recorded on the turns this store begins, where
-            the dialect has the column (PostgreSQL); None where a process owns its turns.
-        is_gone: which abandoned-looking turns to repair (SQLite: the owner process is
-            gone); the dialect's SQL alone decides when None.
-        clock: the store's clock (shared with any other face of the same store).
-    """
+    """`AsyncSessionStore` over an executor and a dialect (arguments: `SessionRows`)."""
 
     # -- sessions --------------------------------------------------------------------
 

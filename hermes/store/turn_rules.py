@@ -246,21 +246,8 @@ class TurnRules(SessionRows):
         stored = self.dialect.encode_content(answer.role, answer.content)
         calls = None if answer.tool_calls is None else encode_json(answer.tool_calls)
         if draft is not None:
-            await self.db.execute(
-                f"UPDATE hermes.messages SET {self._assign(self.dialect.content_columns)}, tool_calls = ?, "
-                "reasoning = ?, finish_reason = ?, token_count = ?, timestamp = ?, draft = false WHERE id = ?",
-                (*stored, calls, answer.reasoning, answer.finish_reason, answer.token_count, now, draft),
-            )
-            return self._stored(draft, session_id, answer, stored, calls, now, call=False)
-        values = (answer.role, *stored, calls, answer.tool_call_id, answer.tool_name, answer.reasoning,
-                  answer.finish_reason, now, answer.token_count)  # fmt: skip
-        message_id = await self.db.insert(
-            f"INSERT INTO hermes.messages (session_id, {self._message_data}) "
-            f"VALUES ({', '.join('?' for _ in range(len(values) + 1))})",
-            (session_id, *values),
-        )
-        assert message_id is not None
-        return self._stored(message_id, session_id, answer, stored, calls, now)
+            return await self._replace_draft(draft, session_id, answer, stored, calls, now)
+        return await self._insert_row(session_id, answer, stored, calls, now)
 
     async def _finish_fused(
         self, sql: str, turn_id: int, session_id: str, reason: str, answer: NewMessage | None, mark: str | None,
