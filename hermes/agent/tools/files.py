@@ -12,7 +12,8 @@ Invariants:
   and written through the host (its unsaved buffers), after the same checks;
 - patch changes a file only when old_string stands for exactly one place (or replace_all is
   set): as written, else as fitted by edit_match (N| prefixes, indentation, a near match);
-  a failed match shows the file's nearest lines; an edit that changes nothing writes nothing.
+  a failed match shows the file's nearest lines; an edit that changes nothing writes nothing;
+  a patch that would undo the turn's own earlier edit is refused once (edit_history).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
+from hermes.agent.tools.edit_history import undoing_refusal
 from hermes.agent.tools.edit_match import as_addition, fit_edit, nearest_run
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
@@ -270,6 +272,9 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     )
     if refusal is not None:
         return refusal
+    undoing = undoing_refusal(ctx, path, old, new)
+    if undoing is not None:
+        return undoing
     text = await _read_text(ctx, path)
 
     count, how = text.count(old), "exact"
