@@ -1,5 +1,6 @@
 """What each fast command imports: `hermes --help` and `hermes sessions list` (on the
-SQLite files) load no event loop, no network stack, no server, TUI or model client.
+SQLite files) load no event loop, no network stack, no server, TUI or model client, and
+no logging (a server's background checkpoints are not a command's).
 
 A behaviour test, not a timing test: the command runs in a fresh interpreter, which
 then prints the modules it holds (`sys.modules`).
@@ -26,7 +27,8 @@ _RUN = (
     "print(json.dumps(sorted(sys.modules)))\n"
 )
 HEAVY = ("asyncio", "ssl", "aiohttp", "openai", "textual", "rich", "psycopg", "psycopg_pool", "hermes.server",
-         "hermes.agent", "hermes.tui", "hermes.runs", "hermes.runtime")  # fmt: skip
+         "hermes.agent", "hermes.tui", "hermes.runs", "hermes.runtime", "logging",
+         "hermes.store.sqlite.checkpointer")  # fmt: skip
 
 
 def _modules(home: Path, *argv: str) -> set[str]:

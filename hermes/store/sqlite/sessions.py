@@ -28,7 +28,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from hermes.messages import ChatMessage
 from hermes.store.owner import ProcessOwner, owner_gone
@@ -46,11 +46,13 @@ from hermes.store.records import (
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
-from hermes.store.sqlite.checkpointer import WalCheckpointer
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
 from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+
+if TYPE_CHECKING:
+    from hermes.store.sqlite.checkpointer import WalCheckpointer
 
 __all__ = ["STATE_DB", "SqliteSessionStore", "SqliteSessions"]
 
@@ -89,12 +91,15 @@ class SqliteSessionStore:
         self.clock = Clock()
         self.rules = Sessions(self.executor, self.dialect, is_gone=owner_gone, clock=self.clock)
         self._checkpointer: WalCheckpointer | None = None
+        """Background WAL checkpoints, once `checkpoint_in_background` started them."""
 
     def checkpoint_in_background(self, *, interval: float = 1.0) -> None:
         """Checkpoint the WAL in a thread of its own from now on, not inside commits
         (`checkpointer`: for a long-lived process; a no-op for `:memory:`)."""
         if self._path is None or self._checkpointer is not None:
             return
+        from hermes.store.sqlite.checkpointer import WalCheckpointer  # a server's, never a CLI command's
+
         self._checkpointer = WalCheckpointer(self._path, self.executor.connection(), interval=interval)
         with self.executor.lock:
             self._checkpointer.start()
