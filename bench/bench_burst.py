@@ -30,17 +30,25 @@ import asyncio
 import contextlib
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from bench_scale import CONFIGS, Config, Running, durability, durability_label, launch, measure_latency, postgres
-from bench_server import KEY, chat_body, pct, raise_fd_limit, read_stream, start
+from bench_scale import (
+    CONFIGS,
+    Config,
+    Running,
+    durability,
+    durability_label,
+    launch,
+    measure_burst,
+    measure_latency,
+    postgres,
+)  # fmt: skip
+from bench_server import KEY, raise_fd_limit, start
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_TTFC_OVER_SQLITE = 1.2
@@ -49,39 +57,8 @@ PG_ADDED_OVER_SQLITE_MS = 2.0
 BURST_CONFIGS = {c.name: c for c in CONFIGS if c.name in ("sqlite", "pg")}
 
 
-async def burst(
-    session: aiohttp.ClientSession, urls: list[str], streams: int, chunks: int, delay: float, *, auth: bool
-) -> dict[str, Any]:
-    """TTFC p50/p99 (ms) of `streams` concurrent streams; a stream counts once it ends with [DONE]."""
-    headers = {"Authorization": f"Bearer {KEY}"} if auth else {}
-
-    async def one(i: int) -> tuple[float | None, float | None, int, bool]:
-        started = time.perf_counter()
-        async with session.post(
-            urls[i % len(urls)], json=chat_body(f"big:{chunks}:{delay}:{i}", True), headers=headers
-        ) as resp:
-            if resp.status != 200:
-                return None, None, 0, False
-            return await read_stream(resp, started)
-
-    started = time.perf_counter()
-    results = await asyncio.gather(*(one(i) for i in range(streams)), return_exceptions=True)
-    wall = time.perf_counter() - started
-    good = [r for r in results if not isinstance(r, BaseException) and r[3]]
-    firsts = [r[1] for r in good if r[1] is not None]
-    return {
-        "streams": streams,
-        "chunks": chunks,
-        "succeeded": len(good),
-        "errors": [repr(r)[:200] for r in results if isinstance(r, BaseException)][:3],
-        "ttfc_p50_ms": statistics.median(firsts) if firsts else float("inf"),
-        "ttfc_p99_ms": pct(firsts, 0.99) if firsts else float("inf"),
-        "frames_per_s": sum(r[2] for r in good) / wall,
-    }
-
-
 @contextlib.asynccontextmanager
-async def _upstream(tmp: str) -> AsyncIterator[tuple[str, dict[str, str]]]:
+async def scripted_upstream(tmp: str) -> AsyncIterator[tuple[str, dict[str, str]]]:
     """The scripted upstream's URL and the environment `hermes serve` runs with."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_", "OPENAI_"))}
     bench_server = str(Path(__file__).with_name("bench_server.py"))
@@ -112,16 +89,16 @@ async def _measure(
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
             latency = await measure_latency(session, upstream, running, args.requests) if args.requests else None
-            direct = await burst(
+            direct = await measure_burst(
                 session, [f"{upstream}/chat/completions"], args.streams, args.chunks, args.chunk_delay, auth=False
             )
-            hermes = await burst(
+            hermes = await measure_burst(
                 session, [f"{u}/v1/chat/completions" for u in running.urls], args.streams, args.chunks,
                 args.chunk_delay, auth=True,
             )  # fmt: skip
     finally:
         running.stop()
-    return {"config": config.name, "latency": latency, "direct_burst": direct, "burst": hermes}
+    return {"config": config.name, "chunks": args.chunks, "latency": latency, "direct_burst": direct, "burst": hermes}
 
 
 async def _run(names: list[str], args: argparse.Namespace) -> dict[str, Any]:
@@ -132,7 +109,7 @@ async def _run(names: list[str], args: argparse.Namespace) -> dict[str, Any]:
         db_url = stack.enter_context(postgres(args.database_url, durable=not args.pg_no_fsync)) if needs_pg else ""
         if needs_pg:
             report["postgres"] = await durability(db_url)
-        async with _upstream(tmp) as (upstream, env):
+        async with scripted_upstream(tmp) as (upstream, env):
             for name in names:
                 report["configs"][name] = await _measure(BURST_CONFIGS[name], upstream, env, Path(tmp), db_url, args)
                 print(f"bench_burst: {name} done", file=sys.stderr, flush=True)
@@ -180,14 +157,14 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"postgres: {durability_label(report['postgres'])}; sqlite: WAL, synchronous=NORMAL")
     print(
         f"{'config':<8}{'added ms':>10}{'ok/streams':>12}{'chunks':>8}{'TTFC p50':>10}{'p99':>9}"
-        f"{'direct p50':>12}{'p99':>9}{'frames/s':>10}"
+        f"{'direct p50':>12}{'p99':>9}{'chunks/s':>10}"
     )
     for name, c in report["configs"].items():
         lat, b, d = c["latency"], c["burst"], c["direct_burst"]
         added = f"{lat['added_ms']:10.2f}" if lat else f"{'-':>10}"
         print(
-            f"{name:<8}{added}{b['succeeded']:>6}/{b['streams']:<5}{b['chunks']:>8}{b['ttfc_p50_ms']:>10.1f}"
-            f"{b['ttfc_p99_ms']:>9.1f}{d['ttfc_p50_ms']:>12.1f}{d['ttfc_p99_ms']:>9.1f}{b['frames_per_s']:>10.0f}"
+            f"{name:<8}{added}{b['succeeded']:>6}/{b['streams']:<5}{c['chunks']:>8}{b['ttfc_p50_ms']:>10.1f}"
+            f"{b['ttfc_p99_ms']:>9.1f}{d['ttfc_p50_ms']:>12.1f}{d['ttfc_p99_ms']:>9.1f}{b['chunks_per_s']:>10.0f}"
         )
         for error in b["errors"]:
             print(f"    error: {error}")

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from bench_burst import scripted_upstream
 from bench_scale import CONFIGS, Running, durability, durability_label, launch, measure_burst, measure_latency, postgres
-from bench_server import KEY, chat_body, raise_fd_limit, start
+from bench_server import KEY, chat_body, raise_fd_limit
 
 TARGET_CPU_MS_PER_TURN = 1.0
 TARGET_CPU_US_PER_CHUNK = 20.0
@@ -126,20 +127,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         with postgres(args.database_url, durable=not args.pg_no_fsync) as db_url:
             if any(config.database for config in configs):
                 report["postgres"] = await durability(db_url)
-            clean = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_", "OPENAI_"))}
-            bench_server = str(Path(__file__).with_name("bench_server.py"))
-            up_proc, port = start([sys.executable, bench_server, "--upstream"], clean, tmp, r"^(\d+)$", "stdout")
-            upstream = f"http://127.0.0.1:{port}/v1"
-            env = {
-                **clean,
-                "HERMES_BASE_URL": upstream,
-                "HERMES_MODEL": "scripted-model",
-                "HERMES_API_KEY": "sk-upstream",
-                "API_SERVER_KEY": KEY,
-                "API_SERVER_MAX_CONCURRENT_RUNS": "0",
-                "HERMES_SANDBOX": "off",
-            }
-            try:
+            async with scripted_upstream(tmp) as (upstream, env):
                 timeout = aiohttp.ClientTimeout(total=600)
                 async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
                     for config in configs:
@@ -149,9 +137,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         finally:
                             running.stop()
                         print(f"summary: {config.name} done", file=sys.stderr, flush=True)
-            finally:
-                up_proc.terminate()
-                up_proc.wait(10)
     return report
 
 
