@@ -381,16 +381,12 @@ async def _answer(
         if chat.tool_results is None
         else continuation_results(chat.tool_results, history, own_tools, param="messages"),
         fresh_if_taken=placement is not None and placement.fresh_if_taken,
-        conversation_mark=None if placement is None else partial(_resent, placement, chat.input),
+        conversation_mark=None if placement is None else partial(placement.mark_of, chat.input),
     )
     where = _TurnSession(session_id, placement, preamble.session_key)
     if chat.stream:
         return await _stream(request, chat, turn_request, where, record=preamble.idempotency_key is not None)
     return await _finisher(chat, where)(await run_to_end(request, turn_request, watch=watch))
-
-
-def _resent(placement: Placement, input: Any, result: TurnResult) -> str | None:
-    return placement.resent(input, answer_text(result))
 
 
 class _TurnSession:
@@ -425,8 +421,7 @@ class _TurnSession:
         """Mark the placement once the answer is known, unless the turn's end marked it."""
         if self.placement is not None and result is not None:
             self.land(result.session_id)
-            if result.conversation_mark is None:
-                await self.placement.settle(input, answer_text(result))
+            await self.placement.settle_after(input, result)
 
 
 def _finisher(chat: ChatRequest, where: _TurnSession | None) -> Callable[[TurnResult | None], Awaitable[Answer]]:

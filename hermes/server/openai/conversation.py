@@ -22,7 +22,8 @@ A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` with
 
 The session is marked with the fingerprint of the conversation as the client will resend
 it (history + input + the answer's text, `Placement.resent`): by the turn's end write
-(`TurnRequest.conversation_mark`), or after a turn that ended otherwise by `Placement.settle`.
+(`TurnRequest.conversation_mark` = `Placement.mark_of`), or after a turn that ended
+otherwise by `Placement.settle_after`.
 
 Fingerprints (`fingerprints`): a sha256 chain over the user/assistant texts, normalised
 so a client's rendering does not matter: Open WebUI's `<details>` blocks are dropped,
@@ -58,7 +59,7 @@ import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
@@ -66,9 +67,13 @@ from hermes.errors import HermesError
 from hermes.ids import derived_session_id, keyed_session_id, new_session_id
 from hermes.runs.session_claims import SessionClaim
 from hermes.runs.session_claims import acquire as acquire_claim
+from hermes.runs.wire import answer_text
 from hermes.store.api import AsyncSessionStore, ReceiptStore, Storage
 from hermes.store.conversation_marks import MAX_FINGERPRINTS
 from hermes.store.records import IMPORTED, ConversationMark, NewMessage
+
+if TYPE_CHECKING:
+    from hermes.agent.types import TurnResult
 
 __all__ = [
     "BUSY_WAIT",
@@ -214,8 +219,18 @@ class Placement:
         )
         return chain[0] if chain else None
 
+    def mark_of(self, input: Any, result: TurnResult) -> str | None:
+        """`resent` for a turn's result: what `TurnRequest.conversation_mark` gives the
+        engine, which writes it with the turn's end."""
+        return self.resent(input, answer_text(result))
+
+    async def settle_after(self, input: Any, result: TurnResult) -> None:
+        """Mark the session after a turn whose end did not (a stop, a failed end write)."""
+        if result.conversation_mark is None:
+            await self.settle(input, answer_text(result))
+
     async def settle(self, input: Any, answer: str | None) -> None:
-        """Mark the session with `resent(input, answer)` (for a turn whose end did not:
+        """Mark the session with `resent(input, answer)` now (for a turn whose end did not:
         `TurnRequest.conversation_mark` marks in the turn's end write)."""
         mark = self.resent(input, answer)
         if mark is None:

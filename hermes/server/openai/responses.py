@@ -21,7 +21,7 @@ from hermes.agent.client_tools import ClientTools, first_results
 from hermes.agent.types import TurnResult
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
-from hermes.runs.wire import Outcome, answer_text
+from hermes.runs.wire import Outcome
 from hermes.server.http.errors import AgentIncomplete, NotFound, json_response
 from hermes.server.http.request import tool_item_form
 from hermes.server.http.route import (
@@ -151,7 +151,7 @@ async def _respond(
             tool_results=None
             if req.tool_results is None
             else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
-            conversation_mark=None if placement is None else partial(_resent, placement, req.input),
+            conversation_mark=None if placement is None else partial(placement.mark_of, req.input),
         )
         headers = session_headers(chain.session_id, preamble.session_key)
         if how is not None:
@@ -191,16 +191,12 @@ async def _respond(
     return await finish(await run_to_end(request, turn_request, watch=watch, engine=engine))
 
 
-def _resent(placement: Placement, input: Any, result: TurnResult) -> str | None:
-    return placement.resent(input, answer_text(result))
-
-
 async def _settle(placement: Placement, input: Any, result: TurnResult | None) -> None:
     """Mark the placement after a turn whose end did not (a failed end write, a stop, a crash)."""
     if result is None:
         await placement.settle_from_store(input)  # the turn crashed: what it stored is the answer
-    elif result.conversation_mark is None:
-        await placement.settle(input, answer_text(result))
+    else:
+        await placement.settle_after(input, result)
 
 
 async def get_response(request: web.Request) -> web.Response:
