@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -25,7 +26,7 @@ import pytest
 from sandbox_helpers import bwrap_works, pids_with
 
 from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.tools.launch import SUPERVISOR, ToolLauncher
 from hermes.agent.tools.limits import LimitsState, resolve_limits
 from hermes.agent.tools.terminal import run_command
 from hermes.limits_config import ToolLimits
@@ -169,12 +170,30 @@ def nobody_python() -> str:
     pytest.skip("no Python interpreter that nobody can run")
 
 
-def as_nobody(command: str, cwd: Path, processes: int, python: str) -> list[str]:
+def as_nobody(command: str, cwd: Path, processes: int, python: str, supervisor: str) -> list[str]:
     """The supervisor's program line for `command`, run as nobody with the RLIMIT_NPROC limits
-    (`python` both runs the supervisor and replaces {python} in `command`)."""
+    (`python` both runs the supervisor and replaces {python} in `command`; `supervisor` is a
+    copy of the supervisor script that nobody can read)."""
     tools = ToolLauncher(limits=LimitsState(ToolLimits(processes=processes), "rlimit"))
     argv = tools.argv(["bash", "-c", command.replace(PYTHON, shlex.quote(python))], cwd)
-    return [*BECOME_NOBODY, python, *argv[1:]]
+    readable = [supervisor if word == str(SUPERVISOR) else word for word in argv[1:]]
+    assert readable != argv[1:], "the supervisor is no longer on the program line"
+    return [*BECOME_NOBODY, python, *readable]
+
+
+@pytest.fixture(scope="module")
+def nobody_supervisor() -> Iterator[str]:
+    """A copy of the supervisor that nobody can read: the checkout may sit in a folder private
+    to its owner (0700, a home directory), which nobody cannot enter."""
+    folder = Path(tempfile.mkdtemp(prefix="hermes-nobody-"))
+    try:
+        folder.chmod(0o755)
+        copy = folder / "_supervisor.py"
+        shutil.copyfile(SUPERVISOR, copy)
+        copy.chmod(0o644)
+        yield str(copy)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -193,8 +212,10 @@ def run_as_nobody(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str
 
 
 @needs_setpriv
-def test_as_an_unprivileged_user_rlimit_nproc_bounds_the_call(nobody_dir: Path, nobody_python: str) -> None:
-    done = run_as_nobody(as_nobody(COUNT_FORKS, nobody_dir, 16, nobody_python), nobody_dir)
+def test_as_an_unprivileged_user_rlimit_nproc_bounds_the_call(
+    nobody_dir: Path, nobody_python: str, nobody_supervisor: str
+) -> None:
+    done = run_as_nobody(as_nobody(COUNT_FORKS, nobody_dir, 16, nobody_python, nobody_supervisor), nobody_dir)
 
     assert done.returncode == 0, done.stderr
     forked = int(done.stdout.split("forked ", 1)[1].split()[0])
@@ -203,14 +224,14 @@ def test_as_an_unprivileged_user_rlimit_nproc_bounds_the_call(nobody_dir: Path, 
 
 @needs_setpriv
 def test_as_an_unprivileged_user_a_fork_bomb_stops_at_the_limit(
-    marker: str, nobody_dir: Path, nobody_python: str
+    marker: str, nobody_dir: Path, nobody_python: str, nobody_supervisor: str
 ) -> None:
     # The bomb never ends by itself: `timeout` ends the call's inner shell after 3 s, the
     # supervisor every process left when the outer shell exits.
     command = f'timeout -s KILL 3 bash -c "(exec -a {marker} {PYTHON_BOMB}); sleep 100"; echo ended'
     began = time.monotonic()
     with PeakCounter(marker) as counter:
-        done = run_as_nobody(as_nobody(command, nobody_dir, PROCESSES, nobody_python), nobody_dir)
+        done = run_as_nobody(as_nobody(command, nobody_dir, PROCESSES, nobody_python, nobody_supervisor), nobody_dir)
 
     assert done.stdout == "ended\n", done.stderr[-2000:]
     assert time.monotonic() - began < 30
