@@ -30,7 +30,7 @@ from hermes.errors import CheckpointError
 
 __all__ = [
     "DEFAULT_MAX_FILES", "DEFAULT_TIMEOUT", "SnapshotLimits", "SnapshotRefused", "SnapshotTooLarge",
-    "exclude_pattern", "hidden_within", "read_text_bounded", "refusal", "under_any",
+    "exclude_pattern", "hidden_within", "read_bytes_bounded", "read_text_bounded", "refusal", "under_any",
 ]  # fmt: skip
 
 DEFAULT_MAX_FILES = 20_000
@@ -107,17 +107,22 @@ def exclude_pattern(name: str) -> str | None:
 
 
 def read_text_bounded(path: Path, limit: int = 1 << 20) -> str:
-    """The first `limit` bytes of a regular file as text; "" for anything else (a FIFO, a
-    device, a missing file) so a hostile path can neither block nor flood the read."""
+    """`read_bytes_bounded` as text (undecodable bytes replaced)."""
+    return read_bytes_bounded(path, limit).decode("utf-8", errors="replace")
+
+
+def read_bytes_bounded(path: Path, limit: int = 1 << 20) -> bytes:
+    """The first `limit` bytes of a regular file; b"" for anything else (a FIFO, a device,
+    a missing file), so a hostile path can neither block nor flood the read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
-        return ""
+        return b""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
-        return os.read(fd, limit).decode("utf-8", errors="replace")
+            return b""
+        return os.read(fd, limit)
     except OSError:
-        return ""
+        return b""
     finally:
         os.close(fd)

@@ -62,6 +62,7 @@ from hermes.checkpoints.scope import (
     SnapshotTooLarge,
     exclude_pattern,
     hidden_within,
+    read_bytes_bounded,
     read_text_bounded,
     refusal,
     under_any,
@@ -195,6 +196,7 @@ class ShadowRepo:
 
     async def _snapshot(self, ref: str | None, hidden: tuple[Path, ...], deadline: float | None) -> Snapshot:
         await self.ensure()
+        self._keep_hidden()
         own = hidden_within(self.worktree, hidden, self._home)
         await self._write_excludes(own, deadline)
         skipped = await self._oversized(own, deadline)
@@ -218,15 +220,20 @@ class ShadowRepo:
         return Snapshot(commit, tuple(skipped))
 
     def _hidden_paths(self) -> tuple[Path, ...]:
-        """The hidden paths given, kept for later snapshots; else those kept last time."""
-        kept = self.git_dir / _HIDDEN_FILE
+        """The hidden paths given; else those the last snapshot given them kept."""
         if self._hidden is not None:
-            text = "".join(f"{name}\0" for name in hidden_within(self.worktree, self._hidden))
-            if self.git_dir.is_dir() and read_text_bounded(kept) != text:
-                kept.write_text(text, encoding="utf-8", errors="surrogateescape")
             return self._hidden
-        names = read_text_bounded(kept).split("\0")
-        return tuple(self.worktree / name for name in names if name)
+        kept = read_bytes_bounded(self.git_dir / _HIDDEN_FILE).decode("utf-8", "surrogateescape")
+        return tuple(self.worktree / name for name in kept.split("\0") if name)
+
+    def _keep_hidden(self) -> None:
+        """Keep the hidden paths given (those inside the worktree) for later snapshots."""
+        if self._hidden is None:
+            return
+        text = _nul_list(hidden_within(self.worktree, self._hidden))
+        kept = self.git_dir / _HIDDEN_FILE
+        if read_bytes_bounded(kept) != text:
+            kept.write_bytes(text)
 
     async def _write_excludes(self, own: Sequence[str], deadline: float | None) -> None:
         """Rewrite the shadow's info/exclude (the user's excludes and the printable hidden paths)."""

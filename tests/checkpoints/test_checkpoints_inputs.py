@@ -170,6 +170,13 @@ async def test_copies_an_older_snapshot_took_of_a_credential_store_are_dropped(h
     names = shadow_git(repo, "ls-tree", "-r", "--name-only", (await repo.snapshot()).commit).decode().split()
     assert names == ["notes.txt"]
 
+    # A snapshot taken without the hidden paths (undo's) leaves out the ones the last was given.
+    (user_home / ".ssh" / "id_ed25519").write_text("SECRET-NEW-KEY\n")
+    undo_side = ShadowRepo.for_worktree(home, user_home)
+    names = shadow_git(undo_side, "ls-tree", "-r", "--name-only", (await undo_side.snapshot()).commit).decode().split()
+    assert names == ["notes.txt"]
+    assert b"SECRET-NEW-KEY" not in every_object(undo_side)
+
 
 async def test_a_working_directory_inside_a_credential_store_gets_no_snapshots(upstream, make_agent, tmp_path,
                                                                                monkeypatch):  # fmt: skip
