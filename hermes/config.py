@@ -85,6 +85,12 @@ OPTIONS: dict[str, Option] = {
     "checkpoint_max_file_kb": Option(
         ("HERMES_CHECKPOINT_MAX_FILE_KB",), "files larger than this (KB) are left out of checkpoints (0: no cap)"
     ),
+    "checkpoint_max_files": Option(
+        ("HERMES_CHECKPOINT_MAX_FILES",), "a folder with more files than this gets no checkpoints (0: no cap)"
+    ),
+    "checkpoint_timeout": Option(
+        ("HERMES_CHECKPOINT_TIMEOUT",), "seconds a checkpoint may take before it is left out (0: no cap)"
+    ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
@@ -157,6 +163,10 @@ class Settings:
     checkpoints: bool = True
     """Snapshot the working tree around turns that change files (hermes/checkpoints)."""
     checkpoint_max_file_kb: int = 1024
+    checkpoint_max_files: int = 20_000
+    """A snapshot that lists more files is left out (the turn goes on, with a notice)."""
+    checkpoint_timeout: float = 10.0
+    """A snapshot that takes longer is stopped and left out (the turn goes on, with a notice)."""
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     instance_lease_ttl: float = 30.0
@@ -271,6 +281,8 @@ _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
 _POSITIVE_FLOATS = frozenset({"instance_lease_ttl"})
 """Float settings that must be above zero."""
+_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout"})
+"""Number settings that must not be below zero (0: no cap)."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -311,6 +323,8 @@ def coerce(name: str, value: Any) -> Any:
             number_int = int(value)
             if name in _POSITIVE and number_int <= 0:
                 raise ConfigError(f"invalid value for {name}: {value!r} (must be a positive number)")
+            if name in _NON_NEGATIVE and number_int < 0:
+                raise ConfigError(f"invalid value for {name}: {value!r} (0 or more; 0: no cap)")
             return number_int
         if kind == "float":
             if isinstance(value, bool):
@@ -322,6 +336,8 @@ def coerce(name: str, value: Any) -> Any:
                 raise ConfigError(f"invalid value for {name}: {value!r} (a share between 0 and 1, e.g. 0.8)")
             if name in _POSITIVE_FLOATS and number <= 0:
                 raise ConfigError(f"invalid value for {name}: {value!r} (must be a positive number)")
+            if name in _NON_NEGATIVE and number < 0:
+                raise ConfigError(f"invalid value for {name}: {value!r} (0 or more; 0: no cap)")
             return number
         if kind == "Path":
             return Path(value).expanduser()

@@ -209,7 +209,10 @@ class Agent:
             host=request.host,
             transcript=context,
         )
-        turn.files = TurnFiles(self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd)
+        turn.files = TurnFiles(
+            self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd,
+            hidden=tool_ctx.policy.hidden,
+        )  # fmt: skip
         result: TurnResult | None = None
         handle.listen()
         try:

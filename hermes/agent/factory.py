@@ -163,7 +163,10 @@ def build_agent(
         options=options,
         system_prompt=settings.system_prompt,
         instructions=load_project_instructions(settings) if instructions is None else instructions,
-        checkpoints=CheckpointConfig(settings.home, settings.checkpoint_max_file_kb, settings.checkpoints),
+        checkpoints=CheckpointConfig(
+            settings.home, settings.checkpoint_max_file_kb, settings.checkpoints,
+            max_files=settings.checkpoint_max_files, timeout=settings.checkpoint_timeout,
+        ),  # fmt: skip
     )
 
 

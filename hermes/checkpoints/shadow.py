@@ -1,29 +1,42 @@
 """A shadow git repository per working tree: snapshots, diffs and restores of its files.
 
-    repo = ShadowRepo.for_worktree(home, Path.cwd(), max_file_kb=1024)
+    repo = ShadowRepo.for_worktree(home, Path.cwd(), max_file_kb=1024, hidden=policy.hidden)
     snap = await repo.snapshot(ref="refs/hermes/SESSION/12-before")
     patch = await repo.diff(before, after)          # a patch `git apply` accepts
 
 Invariants:
 
 - The repository lives in `$HERMES_HOME/checkpoints/<sha256 of the worktree's realpath>`;
-  every command runs `git --git-dir=<shadow> --work-tree=<worktree>` with the `GIT_*`
-  variables of the environment removed, so the user's own `.git`, index and stash are
-  never read or written, and a folder that is not a git repository works the same.
+  every command runs `git --git-dir=<shadow> --work-tree=<worktree>` isolated from the
+  user's git setup (hermes/checkpoints/isolated_git.py: no global or system config, no
+  inherited `GIT_*` variable, no fsmonitor, hook, filter, textconv, pager or editor), so
+  the user's own `.git`, its config, index and stash are never read or written, and a
+  folder that is not a git repository works the same.
 - What git ignores is ignored: the worktree's `.gitignore` files (nested ones included),
-  the user's `core.excludesFile`, and the `info/exclude` of the repository the worktree
-  belongs to (copied into the shadow's own `info/exclude` at each snapshot).
-- A file over `max_file_kb` is left out of the snapshot (excluded and dropped from the
+  the user's global excludes file (`core.excludesFile` of ~/.gitconfig or
+  $XDG_CONFIG_HOME/git/config, read as data; else $XDG_CONFIG_HOME/git/ignore), and the
+  `info/exclude` of the repository the worktree belongs to (copied into the shadow's own
+  `info/exclude` at each snapshot).
+- What a snapshot may hold is hermes/checkpoints/scope.py's: no snapshot of `/`, of a
+  folder holding `$HOME` or of one inside a hidden path (`SnapshotRefused`); the hidden
+  paths and `$HERMES_HOME` inside the worktree are left out (their content is never
+  hashed); the caps of `SnapshotLimits` (`SnapshotTooLarge`). The hidden paths a
+  snapshot was given are kept in the shadow repository (`hermes-hidden`), so a snapshot
+  taken without them (undo's) leaves out the same.
+- A file over `max_file_kb` is left out of the snapshot (never hashed, dropped from the
   shadow index) and named in `Snapshot.skipped`; a snapshot never holds a stale copy.
+- Paths are read from git NUL-separated (`-z`) and given back to it NUL-separated
+  (`--pathspec-from-file --pathspec-file-nul`), taken literally; no file name ever goes
+  into an exclude line unless it holds no control character.
+- Snapshots are byte-exact: the shadow's `info/attributes` turns off every conversion
+  (end of line, `ident`, encodings, filters) whatever the worktree's `.gitattributes` say.
 - Snapshots of one shadow repository never overlap within a process (one lock each);
   another process snapshotting the same tree at the same moment makes one of them fail
   with a CheckpointError (git's index lock), never a wrong commit.
-- Snapshots are commits with no parent, kept alive by a ref under `refs/hermes/<session>/`;
+- Snapshots are commits with no parent, kept alive by a ref under `refs/hermes/<session>/`
+  (hermes/checkpoints/refs.py encodes any session id into a valid ref name);
   `prune_session` deletes a session's refs and the objects nothing else reaches.
-- `$HERMES_HOME` (or, when it is the worktree itself, its `checkpoints/` folder) is never
-  part of a snapshot.
-- Git runs in hermes' own process (never inside the tool sandbox), with pathspecs taken
-  literally (`GIT_LITERAL_PATHSPECS`).
+- Git runs in hermes' own process (never inside the tool sandbox).
 - `restore` writes the files of one commit (content and executable bit, symlinks as
   symlinks) and deletes the ones it lacks; it touches only the paths it is given.
 """
@@ -31,29 +44,41 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+import stat
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes.checkpoints.isolated_git import ATTRIBUTES, GitTimeout, TooManyRecords, run_git
+from hermes.checkpoints.refs import legacy_ref_prefix, session_ref_prefix
+from hermes.checkpoints.scope import (
+    SnapshotLimits,
+    SnapshotRefused,
+    SnapshotTooLarge,
+    exclude_pattern,
+    hidden_within,
+    read_bytes_bounded,
+    read_text_bounded,
+    refusal,
+    under_any,
+)
 from hermes.errors import CheckpointError
 
-__all__ = ["FileChange", "ShadowRepo", "Snapshot", "git_available", "prune_session", "shadow_root"]
+__all__ = [
+    "FileChange", "ShadowRepo", "Snapshot", "SnapshotLimits", "git_available", "prune_session", "shadow_root",
+]  # fmt: skip
 
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "hermes",
-    "GIT_AUTHOR_EMAIL": "hermes@localhost",
-    "GIT_COMMITTER_NAME": "hermes",
-    "GIT_COMMITTER_EMAIL": "hermes@localhost",
-    "GIT_LITERAL_PATHSPECS": "1",
-    "GIT_TERMINAL_PROMPT": "0",
-}
+_HIDDEN_FILE = "hermes-hidden"
+"""In the shadow git dir: the worktree-relative hidden paths, NUL-separated (see above)."""
 
 
 def git_available() -> bool:
-    """Whether a `git` executable is on PATH."""
+    """Whether a `git` executable is on PATH (found, not run)."""
     return shutil.which("git") is not None
 
 
@@ -84,125 +109,179 @@ class Entry:
     blob: str
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(_IDENTITY)
-    return env
-
-
-def _escape_pattern(path: str) -> str:
-    """`path` as a gitignore pattern matching exactly that file from the worktree's root."""
-    escaped = "".join("\\" + c if c in "\\*?[!# " else c for c in path)
-    return "/" + escaped
-
-
 class ShadowRepo:
     """The shadow repository of one working tree (see the module docstring)."""
 
-    def __init__(self, git_dir: Path, worktree: Path, *, max_file_kb: int = 1024, home: Path | None = None) -> None:
+    def __init__(
+        self, git_dir: Path, worktree: Path, *, max_file_kb: int = 1024, home: Path | None = None,
+        hidden: Sequence[Path] | None = None, limits: SnapshotLimits | None = None,
+    ) -> None:  # fmt: skip
         self.git_dir = git_dir
         self.worktree = worktree
         self.max_file_kb = max_file_kb
         self._home = home
+        self._hidden = None if hidden is None else tuple(hidden)
+        """The hidden paths; None: those the last snapshot given them kept (`_HIDDEN_FILE`)."""
+        self.limits = limits
+        """The caps of each snapshot; None: no cap (undo's snapshot of a tree already taken)."""
 
     @classmethod
-    def for_worktree(cls, home: Path, worktree: Path, *, max_file_kb: int = 1024) -> ShadowRepo:
+    def for_worktree(
+        cls, home: Path, worktree: Path, *, max_file_kb: int = 1024,
+        hidden: Sequence[Path] | None = None, limits: SnapshotLimits | None = None,
+    ) -> ShadowRepo:  # fmt: skip
         real = Path(os.path.realpath(worktree))
         digest = hashlib.sha256(str(real).encode()).hexdigest()[:24]
-        return cls(shadow_root(home) / digest, real, max_file_kb=max_file_kb, home=home)
+        return cls(shadow_root(home) / digest, real, max_file_kb=max_file_kb, home=home, hidden=hidden, limits=limits)
 
     # ---- plumbing --------------------------------------------------------------------
 
-    async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
-        proc = await asyncio.create_subprocess_exec(
-            "git", f"--git-dir={self.git_dir}", f"--work-tree={self.worktree}", *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=self.worktree, env=_env(),
+    async def git(
+        self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,), deadline: float | None = None,
+        max_records: int | None = None, literal_pathspecs: bool = True,
+    ) -> bytes:  # fmt: skip
+        result = await run_git(
+            (f"--git-dir={self.git_dir}", f"--work-tree={self.worktree}", *args), cwd=self.worktree, stdin=stdin,
+            deadline=deadline, max_records=max_records, literal_pathspecs=literal_pathspecs,
         )  # fmt: skip
-        out, err = await proc.communicate(stdin)
-        if proc.returncode not in tuple(ok):
-            message = err.decode(errors="replace").strip().splitlines()
-            raise CheckpointError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
-        return out
+        if result.returncode not in tuple(ok):
+            message = result.stderr.decode(errors="replace").strip().splitlines()
+            raise CheckpointError(f"git {args[0]} failed: {message[-1] if message else result.returncode}")
+        return result.stdout
 
     async def ensure(self) -> None:
         """Create the shadow repository if it does not exist yet."""
-        if (self.git_dir / "HEAD").exists():
-            return
-        self.git_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        proc = await asyncio.create_subprocess_exec(
-            "git", "init", "-q", "--bare", str(self.git_dir),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=_env(),
-        )  # fmt: skip
-        _, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise CheckpointError(f"git init failed: {err.decode(errors='replace').strip()}")
-        for key, value in (
-            ("core.bare", "false"),
-            ("core.autocrlf", "false"),
-            ("gc.auto", "0"),
-            ("core.quotepath", "false"),
-        ):
-            await self.git("config", key, value)
+        if not (self.git_dir / "HEAD").exists():
+            self.git_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            result = await run_git(("init", "-q", "--bare", "--template=", str(self.git_dir)))
+            if result.returncode != 0:
+                raise CheckpointError(f"git init failed: {result.stderr.decode(errors='replace').strip()}")
+            for key, value in (
+                ("core.bare", "false"),
+                ("core.autocrlf", "false"),
+                ("gc.auto", "0"),
+                ("core.quotepath", "false"),
+            ):
+                await self.git("config", key, value)
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        attributes = info / "attributes"
+        if read_text_bounded(attributes) != ATTRIBUTES:
+            attributes.write_text(ATTRIBUTES, encoding="utf-8")
 
     # ---- snapshots -------------------------------------------------------------------
 
     async def snapshot(self, ref: str | None = None) -> Snapshot:
-        """Commit the worktree's current files; keep the commit under `ref` when given."""
-        async with _lock_for(self.git_dir):
-            return await self._snapshot(ref)
+        """Commit the worktree's current files; keep the commit under `ref` when given.
 
-    async def _snapshot(self, ref: str | None) -> Snapshot:
+        Raises `SnapshotRefused` for a working directory that gets none, `SnapshotTooLarge`
+        past a cap of `limits` (nothing is committed then)."""
+        hidden = self._hidden_paths()
+        why = refusal(self.worktree, hidden, self._home)
+        if why is not None:
+            raise SnapshotRefused(why)
+        limits = self.limits
+        timeout = limits.timeout if limits is not None and limits.timeout > 0 else None
+        started = time.time()
+        deadline = asyncio.get_running_loop().time() + timeout if timeout is not None else None
+        async with _lock_for(self.git_dir):
+            try:
+                return await self._snapshot(ref, hidden, deadline)
+            except GitTimeout:
+                self._drop_stale_index_lock(started)
+                raise SnapshotTooLarge(f"it took longer than {timeout:g} s") from None
+            except TooManyRecords:
+                assert limits is not None
+                raise SnapshotTooLarge(f"the folder holds more than {limits.max_files:,} files") from None
+
+    async def _snapshot(self, ref: str | None, hidden: tuple[Path, ...], deadline: float | None) -> Snapshot:
         await self.ensure()
-        skipped = await self._write_excludes()
-        await self.git("add", "-A", "--ignore-errors", "--", ".", ok=(0, 1))
-        if skipped:
-            await self.git("rm", "--cached", "-q", "--ignore-unmatch", "--", *skipped)
-        tree = (await self.git("write-tree")).decode().strip()
-        commit = (await self.git("commit-tree", "--no-gpg-sign", tree, "-m", ref or "hermes snapshot")).decode().strip()
+        self._keep_hidden()
+        own = hidden_within(self.worktree, hidden, self._home)
+        await self._write_excludes(own, deadline)
+        skipped = await self._oversized(own, deadline)
+        left_out = [*own, *skipped]
+        if left_out:  # copies an older snapshot holds
+            await self.git(
+                "rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+                stdin=_nul_list(left_out), deadline=deadline,
+            )  # fmt: skip
+        pathspecs = [":(literal).", *(f":(exclude,literal){name}" for name in left_out)]
+        await self.git(
+            "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
+            stdin=_nul_list(pathspecs), ok=(0, 1), deadline=deadline, literal_pathspecs=False,
+        )  # fmt: skip
+        tree = (await self.git("write-tree", deadline=deadline)).decode().strip()
+        message = "hermes snapshot" if ref is None else ref
+        made = await self.git("commit-tree", "--no-gpg-sign", tree, "-m", message, deadline=deadline)
+        commit = made.decode().strip()
         if ref is not None:
-            await self.git("update-ref", ref, commit)
+            await self.git("update-ref", ref, commit, deadline=deadline)
         return Snapshot(commit, tuple(skipped))
 
-    async def _write_excludes(self) -> list[str]:
-        """Rewrite the shadow's info/exclude; the files over the cap (now excluded)."""
-        lines: list[str] = []
+    def _hidden_paths(self) -> tuple[Path, ...]:
+        """The hidden paths given; else those the last snapshot given them kept."""
+        if self._hidden is not None:
+            return self._hidden
+        kept = read_bytes_bounded(self.git_dir / _HIDDEN_FILE).decode("utf-8", "surrogateescape")
+        return tuple(self.worktree / name for name in kept.split("\0") if name)
+
+    def _keep_hidden(self) -> None:
+        """Keep the hidden paths given (those inside the worktree) for later snapshots."""
+        if self._hidden is None:
+            return
+        text = _nul_list(hidden_within(self.worktree, self._hidden))
+        kept = self.git_dir / _HIDDEN_FILE
+        if read_bytes_bounded(kept) != text:
+            kept.write_bytes(text)
+
+    async def _write_excludes(self, own: Sequence[str], deadline: float | None) -> None:
+        """Rewrite the shadow's info/exclude (the user's excludes and the printable hidden paths)."""
+        parts: list[str] = [await _user_excludes(deadline)]
         user_git = _enclosing_git_dir(self.worktree)
-        if user_git is not None and (user_git / "info" / "exclude").is_file():
-            lines.append((user_git / "info" / "exclude").read_text(encoding="utf-8", errors="replace"))
-        if self._home is not None:  # hermes' own files are never part of a snapshot
-            home = Path(os.path.realpath(self._home))
-            for own in (home, shadow_root(home)):
-                if own.is_relative_to(self.worktree) and own != self.worktree:
-                    lines.append(_escape_pattern(str(own.relative_to(self.worktree))) + "/")
+        if user_git is not None:
+            parts.append(read_text_bounded(user_git / "info" / "exclude"))
+        # Printable hidden paths are also ignored, so listings never descend into them.
+        parts += [pattern for pattern in map(exclude_pattern, own) if pattern is not None]
         exclude = self.git_dir / "info" / "exclude"
-        exclude.parent.mkdir(exist_ok=True)
-        exclude.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        exclude.write_text("\n".join(parts) + "\n", encoding="utf-8", errors="surrogateescape")
+
+    async def _oversized(self, own: Sequence[str], deadline: float | None) -> list[str]:
+        """The files over the size cap (checked against the file-count cap on the way)."""
+        max_files = self.limits.max_files if self.limits is not None and self.limits.max_files > 0 else None
+        listed = await self.git(
+            "ls-files", "-z", "--cached", "--others", "--exclude-standard", deadline=deadline, max_records=max_files
+        )  # fmt: skip
         limit = self.max_file_kb * 1024
+        if limit <= 0:
+            return []
         skipped: list[str] = []
-        if limit > 0:
-            listed = await self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-            for name in sorted(set(filter(None, listed.decode(errors="surrogateescape").split("\0")))):
-                try:
-                    stat = os.lstat(self.worktree / name)
-                except OSError:
-                    continue
-                if stat.st_size > limit and not os.path.islink(self.worktree / name):
-                    skipped.append(name)
-        if skipped:
-            lines.extend(_escape_pattern(name) for name in skipped)
-            exclude.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        for name in sorted(set(filter(None, listed.decode(errors="surrogateescape").split("\0")))):
+            if under_any(name, own):
+                continue
+            try:
+                info = os.lstat(self.worktree / name)
+            except OSError:
+                continue
+            if info.st_size > limit and stat.S_ISREG(info.st_mode):
+                skipped.append(name)
         return skipped
+
+    def _drop_stale_index_lock(self, started: float) -> None:
+        """After a killed snapshot: git's index lock, when the killed command made it."""
+        lock = self.git_dir / "index.lock"
+        with contextlib.suppress(OSError):
+            if lock.stat().st_mtime >= started - 1:
+                lock.unlink()
 
     # ---- reading ---------------------------------------------------------------------
 
     async def changed(self, a: str, b: str) -> list[str]:
-        out = await self.git("diff", "--name-only", "-z", "--no-renames", a, b)
+        out = await self.git("diff", "--name-only", "-z", "--no-renames", "--no-textconv", "--no-ext-diff", a, b)
         return [p for p in out.decode(errors="surrogateescape").split("\0") if p]
 
     async def numstat(self, a: str, b: str) -> list[FileChange]:
-        out = await self.git("diff", "--numstat", "-z", "--no-renames", a, b)
+        out = await self.git("diff", "--numstat", "-z", "--no-renames", "--no-textconv", "--no-ext-diff", a, b)
         changes: list[FileChange] = []
         for record in out.decode(errors="surrogateescape").split("\0"):
             if not record:
@@ -215,7 +294,8 @@ class ShadowRepo:
     async def diff(self, a: str, b: str, *, color: bool = False) -> str:
         """The change from `a` to `b` as a patch (`git apply` accepts it at the worktree's root)."""
         out = await self.git(
-            "diff", "--binary", "--no-renames", "--no-ext-diff", "--color=always" if color else "--no-color", a, b
+            "diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv",
+            "--color=always" if color else "--no-color", a, b,
         )
         return out.decode(errors="replace")
 
@@ -304,9 +384,35 @@ async def prune_session(home: Path, session_id: str) -> int:
     root = shadow_root(home)
     if not root.is_dir() or not git_available():
         return 0
+    prefixes = [session_ref_prefix(session_id)]
+    legacy = legacy_ref_prefix(session_id)
+    if legacy is not None:  # refs written before session ids were encoded
+        prefixes.append(legacy)
     removed = 0
     for git_dir in sorted(root.iterdir()):
         if (git_dir / "HEAD").exists():
             repo = ShadowRepo(git_dir, git_dir)
-            removed += await repo.drop_refs(f"refs/hermes/{session_id}/")
+            for prefix in prefixes:
+                removed += await repo.drop_refs(prefix)
     return removed
+
+
+def _nul_list(items: Iterable[str]) -> bytes:
+    return "".join(f"{item}\0" for item in items).encode("utf-8", "surrogateescape")
+
+
+async def _user_excludes(deadline: float | None) -> str:
+    """The text of the user's global excludes file, when ~/.gitconfig or
+    $XDG_CONFIG_HOME/git/config names one (`core.excludesFile`, read as data: no other
+    key of those files is used); git reads the default $XDG_CONFIG_HOME/git/ignore itself."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    named: str | None = None
+    for config in (Path(xdg) / "git" / "config", Path.home() / ".gitconfig"):  # the later one wins, as in git
+        if not config.is_file():
+            continue
+        result = await run_git(("config", "--file", str(config), "--get", "--path", "core.excludesFile"),
+                               deadline=deadline)  # fmt: skip
+        value = result.stdout.decode(errors="surrogateescape").strip()
+        if result.returncode == 0 and value:
+            named = value
+    return read_text_bounded(Path(named)) if named is not None else ""

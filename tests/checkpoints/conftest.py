@@ -49,14 +49,15 @@ def store(tmp_path: Path) -> Any:
 async def make_agent(upstream: ScriptedUpstream, store: Any, home: Path) -> AsyncIterator[Callable[..., Agent]]:
     agents: list[Agent] = []
 
-    def make(*, launcher: ToolLauncher | None = None, max_file_kb: int = 1024) -> Agent:
+    def make(*, launcher: ToolLauncher | None = None, max_file_kb: int = 1024,
+             checkpoints: CheckpointConfig | None = None) -> Agent:  # fmt: skip
         agent = Agent(
             OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
             store=store,
             model="scripted-model",
             tools=default_registry(launcher),
             options=OPTIONS,
-            checkpoints=CheckpointConfig(home, max_file_kb),
+            checkpoints=checkpoints or CheckpointConfig(home, max_file_kb),
         )
         agents.append(agent)
         return agent
