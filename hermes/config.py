@@ -85,6 +85,9 @@ OPTIONS: dict[str, Option] = {
     "checkpoint_max_file_kb": Option(
         ("HERMES_CHECKPOINT_MAX_FILE_KB",), "files larger than this (KB) are left out of checkpoints (0: no cap)"
     ),
+    "max_diff_bytes": Option(
+        ("HERMES_MAX_DIFF_BYTES",), "bytes of a turn's diff shown (sessions diff, /diff, the API); the rest is cut"
+    ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
@@ -107,6 +110,13 @@ OPTIONS: dict[str, Option] = {
     "server_header_timeout": Option(("API_SERVER_HEADER_TIMEOUT",), "seconds a client has to send a request's headers"),
     "server_body_timeout": Option(("API_SERVER_BODY_TIMEOUT",), "seconds a request body may stall between reads"),
     "server_max_connections": Option(("API_SERVER_MAX_CONNECTIONS",), "open client connections; more are refused"),
+    "server_max_connections_per_client": Option(
+        ("API_SERVER_MAX_CONNECTIONS_PER_CLIENT",),
+        "open connections from one client address (IPv6: one /64); more are refused (0: no cap)",
+    ),
+    "server_first_byte_timeout": Option(
+        ("API_SERVER_FIRST_BYTE_TIMEOUT",), "seconds a new connection may stay silent before it is closed"
+    ),
 }
 
 
@@ -157,6 +167,8 @@ class Settings:
     checkpoints: bool = True
     """Snapshot the working tree around turns that change files (hermes/checkpoints)."""
     checkpoint_max_file_kb: int = 1024
+    max_diff_bytes: int = 5 * 1024 * 1024
+    """The most bytes of one turn's patch read from git and shown (the rest is cut, and said)."""
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     instance_lease_ttl: float = 30.0
@@ -177,6 +189,10 @@ class Settings:
     server_header_timeout: float = 30.0
     server_body_timeout: float = 30.0
     server_max_connections: int = 4096
+    server_max_connections_per_client: int = 256
+    """Open connections from one client address (an IPv6 client: its /64); 0: no cap."""
+    server_first_byte_timeout: float = 10.0
+    """Seconds a new connection may send nothing before it is closed (0: only header_timeout)."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """The `[mcp_servers.NAME]` tables of config.toml (no environment form)."""
     tool_limits: ToolLimits = field(default_factory=ToolLimits)
@@ -265,7 +281,7 @@ class Settings:
 _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
-_POSITIVE = frozenset({"context_window"})
+_POSITIVE = frozenset({"context_window", "max_diff_bytes"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""

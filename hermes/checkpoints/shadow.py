@@ -24,6 +24,8 @@ Invariants:
   part of a snapshot.
 - Git runs in hermes' own process (never inside the tool sandbox), with pathspecs taken
   literally (`GIT_LITERAL_PATHSPECS`).
+- `diff_capped` and `numstat_capped` read git's output as it comes and stop (killing git)
+  at the cap, so a huge turn never sits in memory whole; the result says it was cut.
 - `restore` writes the files of one commit (content and executable bit, symlinks as
   symlinks) and deletes the ones it lacks; it touches only the paths it is given.
 """
@@ -40,7 +42,10 @@ from pathlib import Path
 
 from hermes.errors import CheckpointError
 
-__all__ = ["FileChange", "ShadowRepo", "Snapshot", "git_available", "prune_session", "shadow_root"]
+__all__ = [
+    "CappedOutput", "CappedText", "FileChange", "ShadowRepo", "Snapshot", "git_available", "prune_session",
+    "read_capped", "shadow_root",
+]  # fmt: skip
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "hermes",
@@ -113,18 +118,44 @@ class ShadowRepo:
 
     # ---- plumbing --------------------------------------------------------------------
 
-    async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
-        proc = await asyncio.create_subprocess_exec(
+    async def _spawn(self, *args: str, stdin: bool = False) -> asyncio.subprocess.Process:
+        """Start one git command on this shadow repository (every command starts here)."""
+        return await asyncio.create_subprocess_exec(
             "git", f"--git-dir={self.git_dir}", f"--work-tree={self.worktree}", *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=self.worktree, env=_env(),
         )  # fmt: skip
+
+    async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
+        proc = await self._spawn(*args, stdin=stdin is not None)
         out, err = await proc.communicate(stdin)
         if proc.returncode not in tuple(ok):
-            message = err.decode(errors="replace").strip().splitlines()
-            raise CheckpointError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
+            raise _failed(args[0], err, proc.returncode)
         return out
+
+    async def git_capped(self, *args: str, limit: int) -> CappedOutput:
+        """Run git and keep at most `limit` bytes of its output: past that, git is killed.
+
+        Never holds more than `limit` bytes of output (plus one pipe read) in memory.
+        """
+        proc = await self._spawn(*args)
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = asyncio.ensure_future(_tail(proc.stderr))
+        try:
+            data, cut = await read_capped(proc.stdout, limit)
+            if cut:
+                proc.kill()
+            err = await errors
+            code = await proc.wait()
+        finally:
+            errors.cancel()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        if not cut and code != 0:
+            raise _failed(args[0], err, code)
+        return CappedOutput(data, cut)
 
     async def ensure(self) -> None:
         """Create the shadow repository if it does not exist yet."""
@@ -202,22 +233,25 @@ class ShadowRepo:
         return [p for p in out.decode(errors="surrogateescape").split("\0") if p]
 
     async def numstat(self, a: str, b: str) -> list[FileChange]:
-        out = await self.git("diff", "--numstat", "-z", "--no-renames", a, b)
-        changes: list[FileChange] = []
-        for record in out.decode(errors="surrogateescape").split("\0"):
-            if not record:
-                continue
-            added, removed, path = record.split("\t", 2)
-            binary = added == "-"
-            changes.append(FileChange(path, 0 if binary else int(added), 0 if binary else int(removed), binary))
-        return changes
+        return _numstat(await self.git("diff", "--numstat", "-z", "--no-renames", a, b))
 
     async def diff(self, a: str, b: str, *, color: bool = False) -> str:
         """The change from `a` to `b` as a patch (`git apply` accepts it at the worktree's root)."""
-        out = await self.git(
-            "diff", "--binary", "--no-renames", "--no-ext-diff", "--color=always" if color else "--no-color", a, b
-        )
+        out = await self.git(*_diff_args(a, b, color=color))
         return out.decode(errors="replace")
+
+    async def diff_capped(self, a: str, b: str, limit: int, *, color: bool = False) -> CappedText:
+        """`diff`, cut after `limit` bytes of git's output (git is stopped there, see `git_capped`)."""
+        out = await self.git_capped(*_diff_args(a, b, color=color), limit=limit)
+        return CappedText(out.data.decode(errors="replace"), out.truncated)
+
+    async def numstat_capped(self, a: str, b: str, limit: int) -> tuple[list[FileChange], bool]:
+        """`numstat` from at most `limit` bytes of git's output; True when files were left out."""
+        out = await self.git_capped("diff", "--numstat", "-z", "--no-renames", a, b, limit=limit)
+        data = out.data
+        if out.truncated:
+            data = data[: data.rfind(b"\0") + 1]  # a cut record is dropped whole
+        return _numstat(data), out.truncated
 
     async def entries(self, commit: str) -> dict[str, Entry]:
         out = await self.git("ls-tree", "-r", "-z", "--full-tree", commit)
@@ -263,6 +297,65 @@ class ShadowRepo:
         await self.git("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in refs).encode())
         await self.git("prune", "--expire=now")
         return len(refs)
+
+
+@dataclass(frozen=True, slots=True)
+class CappedOutput:
+    data: bytes
+    truncated: bool
+    """git wrote more than the cap: `data` is its first `limit` bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class CappedText:
+    text: str
+    truncated: bool
+
+
+async def read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes of `stream`; True when more followed (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.read(_READ_SIZE):
+        room = limit - size
+        if len(chunk) > room:
+            chunks.append(chunk[:room])
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+_READ_SIZE = 64 * 1024
+_ERROR_TAIL = 4096
+"""Bytes of git's stderr kept for an error message (the rest is read and dropped)."""
+
+
+async def _tail(stream: asyncio.StreamReader) -> bytes:
+    kept = b""
+    while chunk := await stream.read(_READ_SIZE):
+        kept = (kept + chunk)[-_ERROR_TAIL:]
+    return kept
+
+
+def _failed(command: str, err: bytes, code: int | None) -> CheckpointError:
+    message = err.decode(errors="replace").strip().splitlines()
+    return CheckpointError(f"git {command} failed: {message[-1] if message else code}")
+
+
+def _diff_args(a: str, b: str, *, color: bool) -> tuple[str, ...]:
+    return ("diff", "--binary", "--no-renames", "--no-ext-diff", "--color=always" if color else "--no-color", a, b)
+
+
+def _numstat(out: bytes) -> list[FileChange]:
+    changes: list[FileChange] = []
+    for record in out.decode(errors="surrogateescape").split("\0"):
+        if not record:
+            continue
+        added, removed, path = record.split("\t", 2)
+        binary = added == "-"
+        changes.append(FileChange(path, 0 if binary else int(added), 0 if binary else int(removed), binary))
+    return changes
 
 
 _LOCKS: dict[tuple[int, Path], asyncio.Lock] = {}
