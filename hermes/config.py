@@ -91,6 +91,9 @@ OPTIONS: dict[str, Option] = {
     "checkpoint_timeout": Option(
         ("HERMES_CHECKPOINT_TIMEOUT",), "seconds a checkpoint may take before it is left out (0: no cap)"
     ),
+    "max_diff_bytes": Option(
+        ("HERMES_MAX_DIFF_BYTES",), "bytes of a turn's diff shown (sessions diff, /diff, the API); the rest is cut"
+    ),
     "database_url": Option(
         ("HERMES_DATABASE_URL",), "postgresql:// URL shared by every instance (empty: SQLite files in home)"
     ),
@@ -113,6 +116,13 @@ OPTIONS: dict[str, Option] = {
     "server_header_timeout": Option(("API_SERVER_HEADER_TIMEOUT",), "seconds a client has to send a request's headers"),
     "server_body_timeout": Option(("API_SERVER_BODY_TIMEOUT",), "seconds a request body may stall between reads"),
     "server_max_connections": Option(("API_SERVER_MAX_CONNECTIONS",), "open client connections; more are refused"),
+    "server_max_connections_per_client": Option(
+        ("API_SERVER_MAX_CONNECTIONS_PER_CLIENT",),
+        "open connections from one client address (IPv6: one /64); more are refused (0: no cap)",
+    ),
+    "server_first_byte_timeout": Option(
+        ("API_SERVER_FIRST_BYTE_TIMEOUT",), "seconds a new connection may stay silent before it is closed"
+    ),
 }
 
 
@@ -167,6 +177,8 @@ class Settings:
     """A snapshot that lists more files is left out (the turn goes on, with a notice)."""
     checkpoint_timeout: float = 10.0
     """A snapshot that takes longer is stopped and left out (the turn goes on, with a notice)."""
+    max_diff_bytes: int = 5 * 1024 * 1024
+    """The most bytes of one turn's patch read from git and shown (the rest is cut, and said)."""
     database_url: str | None = None
     """PostgreSQL URL of the shared database; None keeps the SQLite files in `home`."""
     instance_lease_ttl: float = 30.0
@@ -187,6 +199,10 @@ class Settings:
     server_header_timeout: float = 30.0
     server_body_timeout: float = 30.0
     server_max_connections: int = 4096
+    server_max_connections_per_client: int = 256
+    """Open connections from one client address (an IPv6 client: its /64); 0: no cap."""
+    server_first_byte_timeout: float = 10.0
+    """Seconds a new connection may send nothing before it is closed (0: only header_timeout)."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """The `[mcp_servers.NAME]` tables of config.toml (no environment form)."""
     tool_limits: ToolLimits = field(default_factory=ToolLimits)
@@ -275,7 +291,7 @@ class Settings:
 _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
-_POSITIVE = frozenset({"context_window"})
+_POSITIVE = frozenset({"context_window", "max_diff_bytes"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""

@@ -10,7 +10,9 @@ either without asking which one they have. Invariants (both implementations):
   session's files are the server's, restored by the server;
 - a file changed outside hermes since the checkpoint raises `FilesChangedOutside` with its
   paths and changes nothing; `force=True` overwrites it;
-- nothing to undo or redo, or a turn the session does not have, raises `NothingToUndo`.
+- nothing to undo or redo, or a turn the session does not have, raises `NothingToUndo`;
+- a diff is cut at the diff cap (`max_diff_bytes` here, the server's setting remotely) and
+  says so (`TurnChange.truncated`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,12 @@ class SessionFiles(Protocol):
 class LocalSessionFiles:
     """`SessionFiles` of a local store, whose shadow repositories live under `home`."""
 
-    def __init__(self, store: AsyncSessionStore, home: Path) -> None:
+    def __init__(
+        self, store: AsyncSessionStore, home: Path, *, max_diff_bytes: int = rules.DEFAULT_MAX_DIFF_BYTES
+    ) -> None:
         self.store = store
         self.home = home
+        self.max_diff_bytes = max_diff_bytes
 
     async def undo(self, session_id: str, *, turns: int = 1, force: bool = False) -> UndoOutcome:
         return await rules.undo(self.store, self.home, session_id, turns=turns, force=force)
@@ -49,4 +54,4 @@ class LocalSessionFiles:
         return await rules.redo(self.store, self.home, session_id, force=force)
 
     async def turn_changes(self, session_id: str, turn: int | None = None) -> TurnChange:
-        return await rules.turn_changes(self.store, self.home, session_id, turn)
+        return await rules.turn_changes(self.store, self.home, session_id, turn, max_bytes=self.max_diff_bytes)

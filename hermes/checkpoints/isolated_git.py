@@ -36,7 +36,7 @@ from pathlib import Path
 from hermes.errors import CheckpointError
 
 __all__ = [
-    "ATTRIBUTES", "GitResult", "GitTimeout", "ISOLATION_CONFIG", "TooManyRecords", "git_env", "run_git",
+    "ATTRIBUTES", "GitResult", "GitTimeout", "ISOLATION_CONFIG", "TooManyRecords", "git_command", "git_env", "run_git",
 ]  # fmt: skip
 
 ISOLATION_CONFIG: tuple[str, ...] = (

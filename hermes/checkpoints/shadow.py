@@ -37,6 +37,8 @@ Invariants:
   (hermes/checkpoints/refs.py encodes any session id into a valid ref name);
   `prune_session` deletes a session's refs and the objects nothing else reaches.
 - Git runs in hermes' own process (never inside the tool sandbox).
+- `diff_capped` and `numstat_capped` read git's output as it comes and stop (killing git)
+  at the cap, so a huge turn never sits in memory whole; the result says it was cut.
 - `restore` writes the files of one commit (content and executable bit, symlinks as
   symlinks) and deletes the ones it lacks; it touches only the paths it is given.
 """
@@ -54,7 +56,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.checkpoints.isolated_git import ATTRIBUTES, GitTimeout, TooManyRecords, run_git
+from hermes.checkpoints.isolated_git import ATTRIBUTES, GitTimeout, TooManyRecords, git_command, git_env, run_git
 from hermes.checkpoints.refs import legacy_ref_prefix, session_ref_prefix
 from hermes.checkpoints.scope import (
     SnapshotLimits,
@@ -70,7 +72,8 @@ from hermes.checkpoints.scope import (
 from hermes.errors import CheckpointError
 
 __all__ = [
-    "FileChange", "ShadowRepo", "Snapshot", "SnapshotLimits", "git_available", "prune_session", "shadow_root",
+    "CappedOutput", "CappedText", "FileChange", "ShadowRepo", "Snapshot", "SnapshotLimits", "git_available",
+    "prune_session", "read_capped", "shadow_root",
 ]  # fmt: skip
 
 _HIDDEN_FILE = "hermes-hidden"
@@ -148,6 +151,37 @@ class ShadowRepo:
             message = result.stderr.decode(errors="replace").strip().splitlines()
             raise CheckpointError(f"git {args[0]} failed: {message[-1] if message else result.returncode}")
         return result.stdout
+
+    async def _spawn(self, *args: str) -> asyncio.subprocess.Process:
+        """Start one isolated git command whose output is read as it comes (`git_capped`)."""
+        return await asyncio.create_subprocess_exec(
+            *git_command((f"--git-dir={self.git_dir}", f"--work-tree={self.worktree}", *args)),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=self.worktree, env=git_env(),
+        )  # fmt: skip
+
+    async def git_capped(self, *args: str, limit: int) -> CappedOutput:
+        """Run git and keep at most `limit` bytes of its output: past that, git is killed.
+
+        Never holds more than `limit` bytes of output (plus one pipe read) in memory.
+        """
+        proc = await self._spawn(*args)
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = asyncio.ensure_future(_tail(proc.stderr))
+        try:
+            data, cut = await read_capped(proc.stdout, limit)
+            if cut:
+                proc.kill()
+            err = await errors
+            code = await proc.wait()
+        finally:
+            errors.cancel()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        if not cut and code != 0:
+            raise _failed(args[0], err, code)
+        return CappedOutput(data, cut)
 
     async def ensure(self) -> None:
         """Create the shadow repository if it does not exist yet."""
@@ -281,23 +315,25 @@ class ShadowRepo:
         return [p for p in out.decode(errors="surrogateescape").split("\0") if p]
 
     async def numstat(self, a: str, b: str) -> list[FileChange]:
-        out = await self.git("diff", "--numstat", "-z", "--no-renames", "--no-textconv", "--no-ext-diff", a, b)
-        changes: list[FileChange] = []
-        for record in out.decode(errors="surrogateescape").split("\0"):
-            if not record:
-                continue
-            added, removed, path = record.split("\t", 2)
-            binary = added == "-"
-            changes.append(FileChange(path, 0 if binary else int(added), 0 if binary else int(removed), binary))
-        return changes
+        return _numstat(await self.git(*_NUMSTAT, a, b))
 
     async def diff(self, a: str, b: str, *, color: bool = False) -> str:
         """The change from `a` to `b` as a patch (`git apply` accepts it at the worktree's root)."""
-        out = await self.git(
-            "diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv",
-            "--color=always" if color else "--no-color", a, b,
-        )
+        out = await self.git(*_diff_args(a, b, color=color))
         return out.decode(errors="replace")
+
+    async def diff_capped(self, a: str, b: str, limit: int, *, color: bool = False) -> CappedText:
+        """`diff`, cut after `limit` bytes of git's output (git is stopped there, see `git_capped`)."""
+        out = await self.git_capped(*_diff_args(a, b, color=color), limit=limit)
+        return CappedText(out.data.decode(errors="replace"), out.truncated)
+
+    async def numstat_capped(self, a: str, b: str, limit: int) -> tuple[list[FileChange], bool]:
+        """`numstat` from at most `limit` bytes of git's output; True when files were left out."""
+        out = await self.git_capped(*_NUMSTAT, a, b, limit=limit)
+        data = out.data
+        if out.truncated:
+            data = data[: data.rfind(b"\0") + 1]  # a cut record is dropped whole
+        return _numstat(data), out.truncated
 
     async def entries(self, commit: str) -> dict[str, Entry]:
         out = await self.git("ls-tree", "-r", "-z", "--full-tree", commit)
@@ -343,6 +379,71 @@ class ShadowRepo:
         await self.git("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in refs).encode())
         await self.git("prune", "--expire=now")
         return len(refs)
+
+
+@dataclass(frozen=True, slots=True)
+class CappedOutput:
+    data: bytes
+    truncated: bool
+    """git wrote more than the cap: `data` is its first `limit` bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class CappedText:
+    text: str
+    truncated: bool
+
+
+async def read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes of `stream`; True when more followed (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.read(_READ_SIZE):
+        room = limit - size
+        if len(chunk) > room:
+            chunks.append(chunk[:room])
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+_READ_SIZE = 64 * 1024
+_ERROR_TAIL = 4096
+"""Bytes of git's stderr kept for an error message (the rest is read and dropped)."""
+
+
+async def _tail(stream: asyncio.StreamReader) -> bytes:
+    kept = b""
+    while chunk := await stream.read(_READ_SIZE):
+        kept = (kept + chunk)[-_ERROR_TAIL:]
+    return kept
+
+
+def _failed(command: str, err: bytes, code: int | None) -> CheckpointError:
+    message = err.decode(errors="replace").strip().splitlines()
+    return CheckpointError(f"git {command} failed: {message[-1] if message else code}")
+
+
+def _diff_args(a: str, b: str, *, color: bool) -> tuple[str, ...]:
+    return (
+        "diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv",
+        "--color=always" if color else "--no-color", a, b,
+    )  # fmt: skip
+
+
+_NUMSTAT = ("diff", "--numstat", "-z", "--no-renames", "--no-textconv", "--no-ext-diff")
+
+
+def _numstat(out: bytes) -> list[FileChange]:
+    changes: list[FileChange] = []
+    for record in out.decode(errors="surrogateescape").split("\0"):
+        if not record:
+            continue
+        added, removed, path = record.split("\t", 2)
+        binary = added == "-"
+        changes.append(FileChange(path, 0 if binary else int(added), 0 if binary else int(removed), binary))
+    return changes
 
 
 _LOCKS: dict[tuple[int, Path], asyncio.Lock] = {}

@@ -18,10 +18,16 @@ Invariants:
 - A session with an open turn (a run in progress) refuses both: `TurnInProgress`.
 - Turns that took no snapshot are hidden and shown all the same (they changed no files).
 - Turn numbers (`turn=N`) count the session's visible turns from 1; None is the newest.
+- With `roots` (the server's working directory and writable roots), a session that
+  recorded a worktree outside every root raises `OutsideRoots` before anything is read,
+  written or hidden; a session that never recorded one has no files to reach.
+- A diff holds at most `max_bytes` of git's output (git is stopped there): `truncated`
+  says it was cut.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +38,18 @@ from hermes.store.api import AsyncSessionStore
 from hermes.store.records import TurnCheckpoint
 
 __all__ = [
-    "TurnChange", "UndoOutcome", "delete_session", "prune_session", "redo", "turn_changes", "turn_diff", "undo",
+    "DEFAULT_MAX_DIFF_BYTES", "OutsideRoots", "TurnChange", "UndoOutcome", "check_roots", "delete_session",
+    "prune_session", "redo", "turn_changes", "turn_diff", "undo",
 ]  # fmt: skip
+
+DEFAULT_MAX_DIFF_BYTES = 5 * 1024 * 1024
+"""`Settings.max_diff_bytes`' default."""
+
+
+class OutsideRoots(CheckpointError):
+    """The session's files lie outside the folders the caller may reach (its worktree is another's)."""
+
+    code = "session_not_found"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +70,18 @@ class TurnChange:
     turn_id: int
     files: tuple[FileChange, ...]
     patch: str
+    truncated: bool = False
+    """The patch (or the file list) was cut at the diff cap."""
 
 
 async def undo(
-    store: AsyncSessionStore, home: Path, session_id: str, *, turns: int = 1, force: bool = False
+    store: AsyncSessionStore, home: Path, session_id: str, *, turns: int = 1, force: bool = False,
+    roots: Sequence[Path] | None = None,
 ) -> UndoOutcome:
     """Undo the newest `turns` visible turns (see the module docstring)."""
     if turns < 1:
         raise UsageError("the number of turns to undo must be 1 or more")
-    rows = await _settled(store, session_id)
+    rows = _within(await _settled(store, session_id), roots)
     visible = [t for t in rows if t.undone is None]
     if not visible:
         raise NothingToUndo("nothing to undo: the session has no turns left")
@@ -72,9 +91,10 @@ async def undo(
     return UndoOutcome(tuple(hidden), files)
 
 
-async def redo(store: AsyncSessionStore, home: Path, session_id: str, *, force: bool = False) -> UndoOutcome:
+async def redo(store: AsyncSessionStore, home: Path, session_id: str, *, force: bool = False,
+               roots: Sequence[Path] | None = None) -> UndoOutcome:  # fmt: skip
     """Bring back the turns of the newest undo, files included (see the module docstring)."""
-    rows = await _settled(store, session_id)
+    rows = _within(await _settled(store, session_id), roots)
     markers = [t.undone for t in rows if t.undone is not None]
     if not markers:
         raise NothingToUndo("nothing to redo")
@@ -87,9 +107,10 @@ async def redo(store: AsyncSessionStore, home: Path, session_id: str, *, force: 
 
 
 async def turn_changes(store: AsyncSessionStore, home: Path, session_id: str, turn: int | None = None,
-                       *, color: bool = False) -> TurnChange:  # fmt: skip
-    """The change of visible turn number `turn` (None: the newest)."""
-    visible = [t for t in await store.turn_checkpoints(session_id) if t.undone is None]
+                       *, color: bool = False, max_bytes: int = DEFAULT_MAX_DIFF_BYTES,
+                       roots: Sequence[Path] | None = None) -> TurnChange:  # fmt: skip
+    """The change of visible turn number `turn` (None: the newest), its patch cut at `max_bytes`."""
+    visible = [t for t in _within(await store.turn_checkpoints(session_id), roots) if t.undone is None]
     if not visible:
         raise NothingToUndo("the session has no turns")
     if turn is None:
@@ -101,14 +122,15 @@ async def turn_changes(store: AsyncSessionStore, home: Path, session_id: str, tu
     if row.worktree is None or row.before is None or row.after is None:
         return TurnChange(turn, row.turn_id, (), "")
     repo = _repo(home, row.worktree)
-    changes = await repo.numstat(row.before, row.after)
-    patch = await repo.diff(row.before, row.after, color=color)
-    return TurnChange(turn, row.turn_id, tuple(changes), patch)
+    changes, files_cut = await repo.numstat_capped(row.before, row.after, max_bytes)
+    patch = await repo.diff_capped(row.before, row.after, max_bytes, color=color)
+    return TurnChange(turn, row.turn_id, tuple(changes), patch.text, files_cut or patch.truncated)
 
 
-async def turn_diff(store: AsyncSessionStore, home: Path, session_id: str, turn: int | None = None) -> str:
+async def turn_diff(store: AsyncSessionStore, home: Path, session_id: str, turn: int | None = None,
+                    *, max_bytes: int = DEFAULT_MAX_DIFF_BYTES) -> str:  # fmt: skip
     """The patch of visible turn number `turn` (None: the newest); empty when it changed no file."""
-    return (await turn_changes(store, home, session_id, turn)).patch
+    return (await turn_changes(store, home, session_id, turn, max_bytes=max_bytes)).patch
 
 
 async def delete_session(store: AsyncSessionStore, home: Path, session_id: str) -> None:
@@ -124,6 +146,25 @@ async def _settled(store: AsyncSessionStore, session_id: str) -> list[TurnCheckp
     rows = await store.turn_checkpoints(session_id)
     if any(not t.ended for t in rows):
         raise TurnInProgress(session_id)
+    return rows
+
+
+async def check_roots(store: AsyncSessionStore, session_id: str, roots: Sequence[Path]) -> None:
+    """`OutsideRoots` when the session recorded a worktree outside every one of `roots`."""
+    _within(await store.turn_checkpoints(session_id), roots)
+
+
+def _within(rows: list[TurnCheckpoint], roots: Sequence[Path] | None) -> list[TurnCheckpoint]:
+    """`rows`, unless one recorded a worktree outside every root (then `OutsideRoots`)."""
+    if roots is None:
+        return rows
+    real = [os.path.realpath(root) for root in roots]
+    for row in rows:
+        if row.worktree is None:
+            continue
+        tree = os.path.realpath(row.worktree)
+        if not any(tree == root or tree.startswith(root.rstrip("/") + "/") for root in real):
+            raise OutsideRoots("Session not found")
     return rows
 
 

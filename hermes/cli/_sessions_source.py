@@ -57,7 +57,8 @@ def opened_sessions(settings: Settings, *, server: str | None, key: str | None) 
 
         with opened_storage(settings) as opened:
             store = opened.storage.sessions
-            yield OpenedSessions(store, opened.loop, opened.storage, LocalSessionFiles(store, settings.home))
+            files = LocalSessionFiles(store, settings.home, max_diff_bytes=settings.max_diff_bytes)
+            yield OpenedSessions(store, opened.loop, opened.storage, files)
         return
     from hermes.remote.client import RemoteClient
     from hermes.remote.sessions import RemoteSessions

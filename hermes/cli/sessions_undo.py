@@ -4,7 +4,9 @@
                                                      and those turns hidden (kept for redo)
     hermes sessions redo ID [--force]                the newest undo, undone
     hermes sessions diff ID [--turn N]               turn N's change (default: the last) as a
-                                                     patch `git apply` accepts, on stdout
+                                                     patch `git apply` accepts, on stdout; one
+                                                     cut at `max_diff_bytes` (the server's, when
+                                                     remote) ends with TRUNCATED_LINE
 
 Exit codes: 0 done; 1 refused or failed, one line on stderr: a file changed outside
 hermes since the checkpoint (named; nothing was changed; `--force` overwrites it), a turn
@@ -24,6 +26,8 @@ import typer
 
 from hermes.cli._common import load_settings, print_json
 from hermes.cli._sessions_source import KEY_OPTION, SERVER_OPTION, opened_sessions
+
+TRUNCATED_LINE = "# hermes: diff truncated at the size cap (max_diff_bytes); the patch above is incomplete"
 
 
 def undo(
@@ -64,8 +68,10 @@ def diff(
     """Print what a turn changed in the files, as a patch `git apply` accepts."""
     with opened_sessions(load_settings(), server=server, key=key) as opened:
         record = opened.run(opened.sessions.get_session(session_id))
-        patch = opened.run(opened.files.turn_changes(record.id, turn)).patch
-    sys.stdout.write(patch)
+        change = opened.run(opened.files.turn_changes(record.id, turn))
+    sys.stdout.write(change.patch)
+    if change.truncated:  # the last line, so a reader of the patch sees it is incomplete
+        sys.stdout.write(("" if change.patch.endswith("\n") or not change.patch else "\n") + TRUNCATED_LINE + "\n")
 
 
 def _report(verb: str, session_id: str, turns: tuple[int, ...], files: tuple[str, ...], json_out: bool) -> None:

@@ -183,7 +183,8 @@ class RemoteSessions:
         files = tuple(
             FileChange(str(f["path"]), int(f["added"]), int(f["removed"]), bool(f.get("binary"))) for f in data["files"]
         )
-        return TurnChange(int(data["turn"]), int(data["turn_id"]), files, str(data["patch"]))
+        truncated = data.get("truncated") is True
+        return TurnChange(int(data["turn"]), int(data["turn_id"]), files, str(data["patch"]), truncated)
 
 
 def undo_outcome(data: dict[str, Any]) -> UndoOutcome:

@@ -94,3 +94,5 @@ async def diff(chat: ChatScreen, arg: str) -> None:
         chat.say(f"turn {change.number} changed no files", "info")
         return
     chat.transcript.add(DiffView(change.number, change.files, change.patch))
+    if change.truncated:
+        chat.say(f"turn {change.number}'s diff was cut at the size cap (max_diff_bytes)", "warning")

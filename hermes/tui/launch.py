@@ -97,7 +97,7 @@ async def _run_app(settings: Settings, *, continue_last: bool, resume: str | Non
                 open_runtime(settings, prepare=prepare, choice=choice, progress=progress, defer_mcp=True)
             )
         sessions = runtime.storage.sessions
-        files = LocalSessionFiles(sessions, settings.home)
+        files = LocalSessionFiles(sessions, settings.home, max_diff_bytes=settings.max_diff_bytes)
         app = make_app(runtime.agent, sessions, settings, session_id=session_id, files=files)
         app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
         app.mcp = runtime.mcp

@@ -58,31 +58,43 @@ async def test_liveness_needs_no_key_and_tells_nothing_but_status(auth_server: S
     assert data == {"status": "ok", "platform": "hermes-agent", "version": __version__}
 
 
-async def test_health_detailed_needs_the_key_when_one_is_configured(auth_server: Server) -> None:
-    for headers in ({}, {"Authorization": "Bearer wrong-key"}):
+async def test_health_detailed_without_the_key_tells_the_reference_fields_only(auth_server: Server) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong-key"}, {"Authorization": "Basic dXNlcjpwYXNz"}):
         resp = await auth_server.client.get("/health/detailed", headers=headers)
-        assert resp.status == 401
-        assert await resp.json() == {
-            "error": {"message": "Invalid API key", "type": "invalid_request_error", "param": None,
-                      "code": "invalid_api_key"}
+        assert resp.status == 200
+        data = await resp.json()
+        assert set(data) == {
+            "status", "platform", "gateway_state", "platforms", "active_agents", "exit_reason", "updated_at", "pid",
         }  # fmt: skip
+        assert (data["status"], data["platform"], data["gateway_state"]) == ("ok", "hermes-agent", "running")
+        assert data["platforms"] == {} and data["active_agents"] == 0 and data["exit_reason"] is None
+        assert data["pid"] == os.getpid() and isinstance(data["updated_at"], str)
     resp = await auth_server.client.get("/health/detailed", headers=auth_server.auth)
     assert resp.status == 200
-    assert (await resp.json())["pid"] == os.getpid()
+    data = await resp.json()
+    assert data["pid"] == os.getpid()
+    assert {"version", "instance_id", "storage", "checks", "api_server"} <= set(data)
+    assert data["api_server"]["last_upstream_error"] is None
 
 
 async def test_health_detailed_is_open_like_the_whole_api_without_a_key(server: Server) -> None:
-    # No key configured: every route is open (serve refuses that off loopback), this one too.
+    # No key configured: every route is open (serve refuses that off loopback), and
+    # /health/detailed tells everything, as every other route does.
     assert (await server.client.get("/v1/models")).status == 200
     resp = await server.client.get("/health/detailed")
     assert resp.status == 200
-    assert (await resp.json())["status"] == "ok"
+    data = await resp.json()
+    assert data["status"] == "ok"
+    assert {"instance_id", "storage", "checks", "api_server"} <= set(data)
 
 
 async def test_only_liveness_is_documented_and_served_without_a_key(server: Server) -> None:
     doc = await (await server.client.get("/openapi.json")).json()
     open_paths = {path for path, item in doc["paths"].items() for op in item.values() if op.get("security") == []}
-    assert open_paths == {"/health", "/v1/health"} == TABLE.open_paths
+    assert open_paths == {"/health", "/v1/health"}
+    # /health/detailed: the key is optional (it shows more).
+    assert doc["paths"]["/health/detailed"]["get"]["security"] == [{}, {"bearer": []}]
+    assert TABLE.open_paths == open_paths | {"/health/detailed"}
 
 
 async def test_health_detailed_exposes_no_secrets_or_paths(make_server: MakeServer) -> None:
@@ -174,7 +186,6 @@ async def test_capabilities_reflect_config(make_server: MakeServer) -> None:
         ("GET", "/v1/responses/resp_any"),
         ("DELETE", "/v1/responses/resp_any"),
         ("GET", "/openapi.json"),
-        ("GET", "/health/detailed"),
     ],
 )
 @pytest.mark.parametrize(

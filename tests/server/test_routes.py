@@ -107,8 +107,10 @@ def test_every_path_string_is_written_once() -> None:
     assert {path: places for path, places in found.items() if len(places) != 1} == {}
 
 
-def test_only_liveness_is_open() -> None:
-    assert TABLE.open_paths == {"/health", "/v1/health"}
+def test_only_liveness_and_detailed_health_are_open() -> None:
+    # /health/detailed answers without the key too, with the reference's fields only.
+    assert TABLE.open_paths == {"/health", "/v1/health", "/health/detailed"}
+    assert {route.path for route in TABLE.routes if route.public} == {"/health", "/v1/health"}
 
 
 def test_a_path_parameter_must_be_declared() -> None:

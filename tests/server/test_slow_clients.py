@@ -17,7 +17,7 @@ import pytest
 from _raw_http import exchange, hermes_app, read_response, serving, wait_closed_by_server
 
 from hermes.server.http.log_limit import RateLimitFilter
-from hermes.server.http.protocol import ConnectionLimits, HermesServer
+from hermes.server.http.protocol import ConnectionLimits, HermesServer, client_key
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -152,3 +152,86 @@ def test_rate_limited_handler_writes_at_most_burst_lines(burst: int, tmp_path: P
         logger.removeHandler(handler)
         handler.close()
     assert path.read_text().count("Too many open files") == burst
+
+
+# ---- one client cannot hold every connection -----------------------------------------------
+
+
+async def _silent_sockets(port: int, count: int) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """`count` connections from 127.0.0.1 that send nothing (half-open, as an attacker holds them)."""
+    return [await asyncio.open_connection("127.0.0.1", port) for _ in range(count)]
+
+
+async def _answer_or_nothing(reader: asyncio.StreamReader, wait: float) -> bytes | None:
+    """What the server sent before closing within `wait` seconds; None while it keeps the socket."""
+    try:
+        return await wait_closed_by_server(reader, wait)
+    except TimeoutError:
+        return None
+
+
+async def test_one_client_cannot_hold_every_connection(tmp_path: Path, upstream: ScriptedUpstream) -> None:
+    # The whole server takes 300 connections, the attacker opens 300: without the per-client
+    # cap it would hold every one and the next client would get the 503.
+    cap = 256
+    limits = ConnectionLimits(header_timeout=60, body_timeout=60, max_connections=300, max_per_client=cap,
+                              first_byte_timeout=60)  # fmt: skip
+    async with listener(tmp_path, upstream, limits) as (port, server):
+        held = await _silent_sockets(port, 300)
+        try:
+            answers = await asyncio.gather(*(_answer_or_nothing(reader, 2.0) for reader, _ in held))
+            refused = [answer for answer in answers if answer is not None]
+            assert len(refused) == 300 - cap  # the extra ones were closed at once, with a 429
+            assert all(answer.startswith(b"HTTP/1.1 429 ") for answer in refused)
+            assert json.loads(refused[0].split(b"\r\n\r\n", 1)[1])["error"]["code"] == "too_many_client_connections"
+            assert server.per_client["127.0.0.1"] == cap
+
+            # Another client is served at once, while the first one holds all it may.
+            started = asyncio.get_running_loop().time()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.2", 0))
+            writer.write(HEALTH)
+            await writer.drain()
+            status, _, _ = await asyncio.wait_for(read_response(reader), 2.0)
+            assert status == 200
+            assert asyncio.get_running_loop().time() - started < 2.0
+            writer.close()
+        finally:
+            for _, writer in held:
+                writer.close()
+        deadline = asyncio.get_running_loop().time() + 20
+        while server.per_client:
+            assert asyncio.get_running_loop().time() < deadline, "closed connections were not released"
+            await asyncio.sleep(0.01)
+        status, _, _ = await exchange(port, HEALTH)  # the first client is welcome again
+        assert status == 200
+
+
+async def test_a_silent_connection_is_closed_after_the_first_byte_timeout(
+    tmp_path: Path, upstream: ScriptedUpstream
+) -> None:
+    limits = ConnectionLimits(header_timeout=60, body_timeout=60, first_byte_timeout=0.5)
+    async with listener(tmp_path, upstream, limits) as (port, server):
+        silent_reader, silent_writer = await asyncio.open_connection("127.0.0.1", port)
+        talking_reader, talking_writer = await asyncio.open_connection("127.0.0.1", port)
+        talking_writer.write(b"GET /health HTTP/1.1\r\n")  # started in time: header_timeout governs it
+        await talking_writer.drain()
+        started = asyncio.get_running_loop().time()
+        assert await wait_closed_by_server(silent_reader, 10) == b""
+        assert asyncio.get_running_loop().time() - started < 5
+        await asyncio.sleep(0.5)
+        talking_writer.write(b"Host: x\r\nConnection: close\r\n\r\n")
+        await talking_writer.drain()
+        status, _, _ = await read_response(talking_reader)
+        assert status == 200
+        for writer in (silent_writer, talking_writer):
+            writer.close()
+
+
+def test_clients_are_counted_by_address() -> None:
+    assert client_key(("192.0.2.7", 5000)) == "192.0.2.7"
+    assert client_key(("::ffff:192.0.2.7", 5000, 0, 0)) == "192.0.2.7"
+    # One IPv6 client owns a /64: its addresses count together.
+    assert client_key(("2001:db8::1", 1, 0, 0)) == client_key(("2001:db8::ffff:2", 1, 0, 0)) == "2001:db8::/64"
+    assert client_key(("2001:db8:0:1::1", 1, 0, 0)) != client_key(("2001:db8::1", 1, 0, 0))
+    assert client_key(("fe80::1%eth0", 1, 0, 2)) == "fe80::/64"
+    assert client_key("") is None and client_key(("not-an-ip", 1)) is None

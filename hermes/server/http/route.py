@@ -191,6 +191,9 @@ class Route:
     body_required: bool = True
     public: bool = False
     """Served without the API key (documented as ``security: []``)."""
+    key_optional: bool = False
+    """Served with or without the API key; the handler shows a holder of the key more
+    (documented as ``security: [{}, {"bearer": []}]``)."""
     endpoint: str | None = None
     """The route's name in `/v1/capabilities` ``endpoints`` (None: not listed there)."""
 
@@ -212,6 +215,8 @@ class Route:
             operation["summary"] = self.summary
         if self.public:
             operation["security"] = []
+        elif self.key_optional:
+            operation["security"] = [{}, {"bearer": []}]
         if self.parameters:
             operation["parameters"] = [param.document() for param in self.parameters]
         if self.body is not None:
@@ -229,12 +234,14 @@ class RouteTable:
 
     routes: tuple[Route, ...]
     open_paths: frozenset[str] = field(init=False)
-    """Paths of the `public` routes (the auth middleware lets them through without a key)."""
+    """Paths of the `public` and `key_optional` routes (the auth middleware lets them through
+    without a key)."""
 
     def __post_init__(self) -> None:
         _unique("route", [f"{route.method} {route.path}" for route in self.routes])
         _unique("operationId", [route.operation_id for route in self.routes])
-        object.__setattr__(self, "open_paths", frozenset(route.path for route in self.routes if route.public))
+        open_paths = frozenset(route.path for route in self.routes if route.public or route.key_optional)
+        object.__setattr__(self, "open_paths", open_paths)
         self.schemas()  # a component name bound to two schemas fails here, at import
 
     def route_defs(self) -> list[web.RouteDef]:

@@ -178,13 +178,28 @@ class Text(String):
 
 @dataclass(frozen=True, kw_only=True)
 class Boolean(Field):
-    """A boolean; bool-ish strings and numbers are accepted and documented (`coerce_bool`)."""
+    """A boolean; bool-ish strings and numbers are accepted and documented (`coerce_bool`),
+    unless `strict`: then only JSON `true` and `false`."""
+
+    strict: bool = False
 
     def schema(self) -> JSON:
+        if self.strict:
+            return {"type": "boolean"}
         return {"anyOf": [{"type": "boolean"}, {"type": "string"}, {"type": "number"}]}
 
     def fits(self, value: Any) -> bool:
+        if self.strict:
+            return isinstance(value, bool)
         return isinstance(value, (bool, str, int, float))
+
+    def value(self, body: Mapping[str, Any], name: str, default: bool) -> bool:
+        """The checked value of the strict field `name` in `body` (`default` when absent)."""
+        if not self.strict:
+            raise TypeError(f"{name}: value() reads strict booleans only (coerce_bool reads the others)")
+        raw = body.get(name)
+        self.check(raw, name)
+        return default if raw is None else bool(raw)
 
     def default_error(self) -> tuple[str, str]:
         return "invalid_type", "'{name}' must be a boolean"
@@ -209,17 +224,20 @@ MAX_INTEGER = 2**63 - 1
 @dataclass(frozen=True, kw_only=True)
 class Integer(Field):
     minimum: int | None = None
+    maximum: int = MAX_INTEGER
+    strict: bool = False
+    """Only a JSON integer literal (`1`), never a number written as a float (`1.0`, `1e9`)."""
 
     def schema(self) -> JSON:
-        schema: JSON = {"type": "integer", "maximum": MAX_INTEGER}
+        schema: JSON = {"type": "integer", "maximum": self.maximum}
         if self.minimum is not None:
             schema["minimum"] = self.minimum
         return schema
 
     def fits(self, value: Any) -> bool:
-        """An int, or a float with no fractional part (JSON Schema counts 2.0 as an integer)."""
+        """An int, or (unless `strict`) a float with no fractional part (JSON Schema counts 2.0 as an integer)."""
         if isinstance(value, float):
-            return value.is_integer()
+            return not self.strict and value.is_integer()
         return isinstance(value, int) and not isinstance(value, bool)
 
     def value(self, body: Mapping[str, Any], name: str) -> int | None:
@@ -229,7 +247,7 @@ class Integer(Field):
         return None if raw is None else int(raw)
 
     def in_range(self, value: Any) -> bool:
-        return (self.minimum is None or int(value) >= self.minimum) and int(value) <= MAX_INTEGER
+        return (self.minimum is None or int(value) >= self.minimum) and int(value) <= min(self.maximum, MAX_INTEGER)
 
 
 @dataclass(frozen=True, kw_only=True)

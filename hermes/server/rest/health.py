@@ -1,14 +1,17 @@
-"""Liveness and readiness: /health, /v1/health (public), /health/detailed (behind the key).
+"""Liveness and readiness: /health, /v1/health (public), /health/detailed (more with the key).
 
 `/health` and `/v1/health` answer as long as the process serves HTTP, to anyone (their
 `Route`s are `public`), and say only the status, the platform and the version.
-`/health/detailed` needs the server's bearer key like every other route when one is
-configured (with none, the whole API is open, this route too). It is the
-readiness check: one cheap indexed read on each store (503 ``unavailable`` when one
-fails, or while the server shuts down), which worker answered (`pid`, `instance_id`),
-the storage backend (`sqlite` or `postgres`, never its location), the counters
-(requests, turns, active turns and streams) and the last upstream error (code, URL-free
-message, time). Even to a holder of the key it never shows keys, URLs or file paths.
+`/health/detailed` is the readiness check: one cheap indexed read on each store (503
+``unavailable`` when one fails, or while the server shuts down). It answers everyone
+(`key_optional`), as the reference's does, with the reference's fields only (`PUBLIC_FIELDS`:
+status, platform, gateway state, platforms, active agents, exit reason, update time, pid).
+A request carrying the server's bearer key (or any request, when no key is configured:
+then the whole API is open, as for every other route) also gets the rest: version,
+`instance_id`, the storage backend (`sqlite` or `postgres`, never its location), the
+store checks, the counters (requests, turns, active turns and streams) and the last
+upstream error (code, URL-free message, time). A wrong key is not an error here: it gets
+the public fields. Even to a holder of the key it never shows keys, URLs or file paths.
 """
 
 from __future__ import annotations
@@ -25,11 +28,18 @@ from aiohttp import web
 from hermes import __version__
 from hermes.server.http.errors import json_response
 from hermes.server.http.lifecycle import LIVE_WORK
-from hermes.server.http.route import UNAUTHORIZED, Reply, Route
+from hermes.server.http.middleware import check_bearer
+from hermes.server.http.route import Reply, Route
 from hermes.server.http.schema import JSON
 from hermes.server.http.state import LIMITER, METRICS, PLATFORM, RUNS, SETTINGS, STORAGE
 
 log = logging.getLogger(__name__)
+
+PUBLIC_FIELDS = (
+    "status", "platform", "gateway_state", "platforms", "active_agents", "exit_reason", "updated_at", "pid",
+)  # fmt: skip
+"""What /health/detailed tells a client without the key (the reference's fields)."""
+
 
 async def health(request: web.Request) -> web.Response:
     return json_response({"status": "ok", "platform": PLATFORM, "version": __version__})
@@ -103,6 +113,8 @@ async def health_detailed(request: web.Request) -> web.Response:
             else {"code": upstream.code, "message": upstream.message, "at": _rfc3339(upstream.at)},
         },
     }
+    if not check_bearer(settings.server_key, request.headers.get("Authorization")):
+        body = {name: body[name] for name in PUBLIC_FIELDS}
     return json_response(body, status=200 if ready else 503)
 
 
@@ -114,11 +126,18 @@ _HEALTH: JSON = {
 
 _DETAILED: JSON = {
     "type": "object",
-    "required": ["status", "platform", "checks", "api_server"],
+    "description": "Without the key: the fields status, platform, gateway_state, platforms, active_agents, "
+    "exit_reason, updated_at and pid only",
+    "required": ["status", "platform", "gateway_state", "platforms", "active_agents", "pid"],
     "properties": {
         "status": {"type": "string", "enum": ["ok", "unavailable"]},
         "platform": {"type": "string"},
         "version": {"type": "string"},
+        "gateway_state": {"type": "string", "enum": ["running", "stopping"]},
+        "platforms": {"type": "object"},
+        "active_agents": {"type": "integer"},
+        "exit_reason": {"type": ["string", "null"]},
+        "updated_at": {"type": "string"},
         "checks": {"type": "object", "additionalProperties": {"type": "string", "enum": ["ok", "error"]}},
         "pid": {"type": "integer", "description": "The answering worker's process id"},
         "instance_id": {"type": "string", "description": "The answering instance (its lease and runs)"},
@@ -156,7 +175,8 @@ ROUTES = (
         health_detailed,
         operation_id="healthDetailed",
         endpoint="health_detailed",
-        summary="Readiness and counters (needs the key when one is configured; no secrets, no paths)",
-        responses={200: Reply("Ready", _DETAILED), 401: UNAUTHORIZED, 503: Reply("Not ready", _DETAILED)},
+        summary="Readiness; with the key (or none configured) also counters (no secrets, no paths)",
+        key_optional=True,
+        responses={200: Reply("Ready", _DETAILED), 503: Reply("Not ready", _DETAILED)},
     ),
 )
