@@ -9,7 +9,9 @@
 Replies: 200 `{"object": "hermes.session.undo"|"hermes.session.redo", "session_id",
 "turns": [ids], "files": [paths]}`; 409 while a run is active in the session
 (`run_already_active`), when a file changed since the checkpoint (`files_changed`, with
-`paths`: nothing was changed), or when there is nothing to undo or redo
+`paths`: nothing was changed), when a path would be written outside the worktree, through a
+symlinked folder, or is protected (`restore_refused`, with `paths`; `force` does not
+override it; nothing was changed), or when there is nothing to undo or redo
 (`nothing_to_undo`; also the diff of a turn the session does not have). The rules are
 hermes/checkpoints/undo.py; this module only adapts them.
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.restore_guard import restore_guard
 from hermes.checkpoints import undo as checkpoints
 from hermes.server.http.errors import Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.http.request import coerce_bool, read_json_object, validate_session_id
@@ -84,6 +87,7 @@ async def undo_turns(request: web.Request) -> web.Response:
     outcome = await checkpoints.undo(
         _store(request), request.config_dict[SETTINGS].home, record.id,
         turns=turns.value(body, "turns") or 1, force=coerce_bool(body.get("force"), False),
+        guard=restore_guard(request.config_dict[SETTINGS]),
     )  # fmt: skip
     return json_response({"object": "hermes.session.undo", "session_id": record.id,
                           "turns": list(outcome.turns), "files": list(outcome.files)})  # fmt: skip
@@ -93,7 +97,8 @@ async def redo_turns(request: web.Request) -> web.Response:
     record = await _settled(request)
     body = await _body(request, REDO_BODY)
     outcome = await checkpoints.redo(
-        _store(request), request.config_dict[SETTINGS].home, record.id, force=coerce_bool(body.get("force"), False)
+        _store(request), request.config_dict[SETTINGS].home, record.id, force=coerce_bool(body.get("force"), False),
+        guard=restore_guard(request.config_dict[SETTINGS]),
     )
     return json_response({"object": "hermes.session.redo", "session_id": record.id,
                           "turns": list(outcome.turns), "files": list(outcome.files)})  # fmt: skip
