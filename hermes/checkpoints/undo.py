@@ -49,8 +49,8 @@ RestoreGuard = Callable[[Path, Path], "str | None"]
 else None: the confinement's answer (hermes/agent/restore_guard.py), handed down by the front end."""
 
 __all__ = [
-    "RestoreGuard", "TurnChange", "UndoOutcome", "delete_session", "prune_session", "redo", "turn_changes",
-    "turn_diff", "undo",
+    "RestoreGuard", "TurnChange", "UndoOutcome", "delete_session", "path_refuser", "prune_session", "redo",
+    "turn_changes", "turn_diff", "undo",
 ]  # fmt: skip
 
 
@@ -154,7 +154,7 @@ def _repo(home: Path, worktree: str) -> ShadowRepo:
     return ShadowRepo.for_worktree(home, Path(worktree))
 
 
-def _refuser(home: Path, worktree: Path, guard: RestoreGuard | None) -> Callable[[str], str | None]:
+def path_refuser(home: Path, worktree: Path, guard: RestoreGuard | None) -> Callable[[str], str | None]:
     """Why a restore in `worktree` must not write a relative path, else None (see the module docstring)."""
     own = Path(os.path.realpath(home))
 
@@ -181,6 +181,8 @@ async def _move(
     conflicts: list[str] = []
     for worktree, rows in by_tree.items():
         repo = _repo(home, worktree)
+        if str(repo.worktree) != worktree:  # recorded as a real path: a symlink now stands on the way
+            raise RestoreRefused([(worktree, f"the worktree now leads to {repo.worktree} through a symlink")])
         first: dict[str, TurnCheckpoint] = {}
         last: dict[str, TurnCheckpoint] = {}
         for row in rows:
@@ -210,7 +212,7 @@ async def _move(
         raise FilesChangedOutside(conflicts)
     written: list[str] = []
     for repo, targets in plans:
-        await repo.restore(targets, refuse=_refuser(home, repo.worktree, guard))
+        await repo.restore(targets, refuse=path_refuser(home, repo.worktree, guard))
         written.extend(targets)
     return tuple(written)
 
@@ -221,7 +223,7 @@ def _refusals(
     """(path, why) for each target the restore would refuse: checked for every worktree before
     any is written, so a refused path in one worktree changes nothing in another."""
     try:
-        repo.check_targets(targets, refuse=_refuser(home, repo.worktree, guard))
+        repo.check_targets(targets, refuse=path_refuser(home, repo.worktree, guard))
     except RestoreRefused as exc:
         return exc.refusals
     return []
