@@ -144,8 +144,16 @@ _NOT_WRITTEN = "was not made (the file is unchanged)"
 
 
 def _verdict(ctx: ToolContext, path: Path) -> Verdict:
-    verdict = ctx.policy.write_check(path, ctx.cwd)
-    return check_write_path(path) if verdict.level == "allow" else verdict
+    try:
+        verdict = ctx.policy.write_check(path, ctx.cwd)
+        return check_write_path(path) if verdict.level == "allow" else verdict
+    except OSError as exc:  # a symlink on the way changed while it was read
+        raise _changing(path, exc) from None
+
+
+def _changing(path: Path, exc: OSError) -> ToolError:
+    return ToolError(f"could not write {path}: it changed while it was checked ({exc.strerror or exc}); "
+                     "nothing was written")  # fmt: skip
 
 
 async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path, target: Path) -> str | None:
@@ -175,8 +183,11 @@ _STRICTNESS = {"allow": 0, "approve": 1, "block": 2}
 
 def _target(ctx: ToolContext, path: Path, verb: str) -> tuple[Path, str | None]:
     """`path`'s real path (the one file a write may change) and, when that is hidden, the refusal."""
-    target = Path(os.path.realpath(path))
-    return target, hidden_refusal(ctx, path, verb=verb) or hidden_refusal(ctx, target, verb=verb)
+    try:
+        target = Path(os.path.realpath(path))
+        return target, hidden_refusal(ctx, path, verb=verb) or hidden_refusal(ctx, target, verb=verb)
+    except OSError as exc:  # a symlink on the way changed while it was read
+        raise _changing(path, exc) from None
 
 
 def _encode(text: str, name: str) -> bytes:
