@@ -17,9 +17,9 @@ Invariants:
 - The files are restored first, then the turns are hidden (or shown) in the store.
 - Every path written or deleted lies beneath its worktree, reached with no symlink followed
   (ShadowRepo.restore); a path that is not, git's own files (a `.git` component), hermes's
-  home and whatever the front end's `guard` names (the confinement's protected and hidden
-  paths) are refused with `RestoreRefused` before anything is changed. `force` overrides
-  neither.
+  home (unless the worktree lies inside it) and whatever the front end's `guard` names (the
+  confinement's protected and hidden paths) are refused with `RestoreRefused` before
+  anything is changed. `force` overrides neither.
 - A session with an open turn (a run in progress) refuses both: `TurnInProgress`.
 - Turns that took no snapshot are hidden and shown all the same (they changed no files).
 - Turn numbers (`turn=N`) count the session's visible turns from 1; None is the newest.
@@ -162,7 +162,8 @@ def path_refuser(home: Path, worktree: Path, guard: RestoreGuard | None) -> Call
         if ".git" in path.split("/"):
             return "git's own files (.git) are never restored"
         absolute = worktree / path
-        if absolute == own or own in absolute.parents:
+        inside_own = worktree == own or own in worktree.parents  # the person chose to work there
+        if not inside_own and (absolute == own or own in absolute.parents):
             return f"hermes's own files ({own}) are never restored"
         return guard(absolute, worktree) if guard is not None else None
 
