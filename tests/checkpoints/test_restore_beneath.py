@@ -193,3 +193,24 @@ async def test_hermes_own_files_are_never_restored(beneath_mode, home, work):
     with pytest.raises(RestoreRefused, match="hermes's own files"):
         await inside_home.restore({f"{home.name}/config.toml": entry}, refuse=refuse)
     assert not (home / "config.toml").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own files as another user")
+async def test_a_worktree_of_another_user_cannot_turn_roots_redo_into_a_write_elsewhere(
+    beneath_mode, upstream, make_agent, store, home, work, tmp_path
+):
+    """The worktree belongs to another local user (nobody), who swaps `d/` for a symlink to a
+    folder only root may write; root's redo refuses, whoever owns the link."""
+    session = await run_turn(upstream, make_agent(), work, call("write_file", {"path": "d/x", "content": "new\n"}))
+    await undo_mod.undo(store, home, session)
+    root_only = tmp_path / "root-only"
+    root_only.mkdir(mode=0o700)
+    for path in (work, *work.rglob("*")):
+        os.lchown(path, 65534, 65534)
+    os.symlink(root_only, work / "d")
+    os.lchown(work / "d", 65534, 65534)
+    with (work / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write("d\n")
+    with pytest.raises(RestoreRefused, match=r"d/x \(its folder d is a symlink\)"):
+        await undo_mod.redo(store, home, session, force=True)
+    assert os.listdir(root_only) == []

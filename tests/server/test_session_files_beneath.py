@@ -13,6 +13,9 @@ import pytest
 
 from hermes import beneath
 from hermes.agent.tools.registry import default_registry
+from hermes.errors import RestoreRefused
+from hermes.remote.client import RemoteClient
+from hermes.remote.sessions import RemoteSessions
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 
@@ -77,6 +80,12 @@ async def test_undo_and_redo_through_a_symlinked_folder_are_refused(
     _swap(work, outside)
     await _refused(srv, "undo", {})
     await _refused(srv, "undo", {"force": True})  # would have deleted outside/x
+    url = str(srv.client.make_url("/")).rstrip("/")
+    key = srv.settings.server_key
+    async with RemoteClient(url, key) as client:  # what `--server` front ends get: the same refusal
+        with pytest.raises(RestoreRefused) as remote:
+            await RemoteSessions(client).undo("s-evil", force=True)
+    assert remote.value.paths == ["d/x"] and "its folder d is a symlink" in str(remote.value)
     assert sorted(os.listdir(outside)) == ["x"] and (outside / "x").read_text() == "victim\n"
 
     _unswap(work)
