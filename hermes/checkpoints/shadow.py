@@ -37,6 +37,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,6 +254,10 @@ class ShadowRepo:
         """
         with self._opened() as tree:
             self._check(tree, targets, refuse)
+            in_the_way = [p for p, e in targets.items() if e is not None and _is_folder(tree.lstat(p))]
+            if in_the_way:
+                raise CheckpointError(f"could not restore {', '.join(sorted(in_the_way))}: a folder stands there; "
+                                      "nothing was changed")  # fmt: skip
             blobs = {
                 path: await self.git("cat-file", "blob", entry.blob)
                 for path, entry in targets.items()
@@ -316,6 +321,10 @@ def _lock_for(git_dir: Path) -> asyncio.Lock:
     if lock is None:
         lock = _LOCKS[key] = asyncio.Lock()
     return lock
+
+
+def _is_folder(found: os.stat_result | None) -> bool:
+    return found is not None and stat.S_ISDIR(found.st_mode)
 
 
 def _enclosing_git_dir(path: Path) -> Path | None:

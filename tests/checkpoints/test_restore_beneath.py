@@ -20,7 +20,7 @@ from hermes.agent.types import TurnRequest
 from hermes.checkpoints import undo as undo_mod
 from hermes.checkpoints.shadow import Entry, ShadowRepo
 from hermes.config import Settings
-from hermes.errors import RestoreRefused
+from hermes.errors import CheckpointError, RestoreRefused
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import call, text_reply, tool_reply
 
@@ -214,3 +214,12 @@ async def test_a_worktree_of_another_user_cannot_turn_roots_redo_into_a_write_el
     with pytest.raises(RestoreRefused, match=r"d/x \(its folder d is a symlink\)"):
         await undo_mod.redo(store, home, session, force=True)
     assert os.listdir(root_only) == []
+
+
+async def test_a_folder_where_a_file_goes_changes_nothing(beneath_mode, home, work):
+    repo = ShadowRepo.for_worktree(home, work)
+    entry = await _blob_entry(repo)
+    (work / "sub").mkdir()
+    with pytest.raises(CheckpointError, match="could not restore sub: a folder stands there; nothing was changed"):
+        await repo.restore({"b.txt": entry, "sub": entry})
+    assert not (work / "b.txt").exists()
