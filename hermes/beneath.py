@@ -36,6 +36,7 @@ import functools
 import os
 import secrets
 import stat
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +101,8 @@ def openat2_available() -> bool:
     """Whether this kernel answers openat2 (probed once: ENOSYS, or EPERM from a seccomp filter, is no)."""
     global _probed
     with _probe_lock:
+        if _probed is None and not sys.platform.startswith("linux"):
+            _probed = False  # 437 is openat2 on Linux only
         if _probed is None:
             try:
                 root = os.open("/", _DIR_FLAGS)
