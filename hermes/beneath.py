@@ -7,8 +7,10 @@
         tree.remove("d/x"); tree.prune_empty("d")
     write_resolved(Path("/real/dir/file"), data) # one approved real path, opened the same way
 
-Undo and redo (hermes/checkpoints/shadow.py) and the file tools' atomic write
-(hermes/agent/tools/fsutil.py) write only through here.
+Undo and redo (hermes/checkpoints/shadow.py), write_file and patch
+(hermes/agent/tools/files.py, also fsutil.atomic_write) and the ACP host's disk fallback
+write only through here. It sits beside hermes/errors.py, below the engine and the
+checkpoints, so both can use it.
 
 Invariants:
 - Every folder on a path is opened from its parent's descriptor and never followed when it
