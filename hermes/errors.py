@@ -14,6 +14,8 @@
     ├── SessionNotFound / MessageNotFound                        (exit 1)
     ├── CheckpointError       a file checkpoint could not be taken or restored
     │   ├── FilesChangedOutside   undo/redo would overwrite files edited since  (HTTP 409)
+    │   ├── RestoreRefused        undo/redo would write outside or through a symlink, or a
+    │   │                         protected path; nothing was changed           (HTTP 409)
     │   ├── NothingToUndo         no turn to undo or redo                       (HTTP 409)
     │   └── TurnInProgress        the session has a turn running                (HTTP 409)
     └── StoreError            the database is unusable           (exit 1)
@@ -138,6 +140,21 @@ class FilesChangedOutside(CheckpointError):
     def __init__(self, paths: list[str]) -> None:
         super().__init__("changed since the checkpoint, not overwritten: " + ", ".join(paths))
         self.paths = paths
+
+
+class RestoreRefused(CheckpointError):
+    """Undo or redo would write a path it may not: outside the worktree, through a symlinked
+    folder, or a protected path. `force` never overrides it; nothing at all was changed."""
+
+    code = "restore_refused"
+
+    def __init__(self, refusals: list[tuple[str, str]], message: str | None = None) -> None:
+        """`refusals`: (path relative to the worktree, why) for each refused path; `message`
+        replaces the one made of them (a server's, relayed)."""
+        listed = "; ".join(f"{path} ({why})" for path, why in refusals)
+        super().__init__(message or f"refused, nothing was changed: {listed}")
+        self.refusals = refusals
+        self.paths = [path for path, _ in refusals]
 
 
 class NothingToUndo(CheckpointError):

@@ -53,10 +53,13 @@ class ClientFiles:
         return response.content
 
     async def write_text(self, path: Path, text: str) -> None:
-        if not self.can_write:
-            from hermes.agent.tools.fsutil import atomic_write
+        if not self.can_write:  # `path` is the real path the file tool checked: written as is
+            from hermes.beneath import PathRefused, write_resolved
 
-            await asyncio.to_thread(atomic_write, path, text.encode("utf-8", errors="surrogateescape"))
+            try:
+                await asyncio.to_thread(write_resolved, path, text.encode("utf-8", errors="surrogateescape"))
+            except PathRefused as exc:
+                raise ToolError(f"the write to {path} was refused: {exc.reason}; nothing was written") from None
             return
         try:
             await self.conn.write_text_file(session_id=self.session_id, path=str(path), content=text)

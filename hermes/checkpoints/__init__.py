@@ -11,5 +11,6 @@
   through `hermes.remote.sessions.RemoteSessions`), and its local implementation.
 
 This package sits between the store and the engine: it imports `hermes.store`,
-`hermes.errors` and nothing above them.
+`hermes.errors`, `hermes.beneath` (writes beneath an opened folder) and nothing above them;
+the confinement's answer on what may be restored comes from the front end (`RestoreGuard`).
 """

@@ -40,7 +40,10 @@ Invariants:
 - `diff_capped` and `numstat_capped` read git's output as it comes and stop (killing git)
   at the cap, so a huge turn never sits in memory whole; the result says it was cut.
 - `restore` writes the files of one commit (content and executable bit, symlinks as
-  symlinks) and deletes the ones it lacks; it touches only the paths it is given.
+  symlinks) and deletes the ones it lacks; it touches only the paths it is given, each
+  opened beneath a descriptor of the worktree with no symlink followed (hermes/beneath.py).
+  A path that would leave the worktree or pass a symlinked folder is refused before any
+  path is written.
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes.beneath import Folder, PathRefused
 from hermes.checkpoints.isolated_git import ATTRIBUTES, GitTimeout, TooManyRecords, git_command, git_env, run_git
 from hermes.checkpoints.refs import legacy_ref_prefix, session_ref_prefix
 from hermes.checkpoints.scope import (
@@ -69,7 +73,7 @@ from hermes.checkpoints.scope import (
     refusal,
     under_any,
 )
-from hermes.errors import CheckpointError
+from hermes.errors import CheckpointError, RestoreRefused
 
 __all__ = [
     "CappedOutput", "CappedText", "FileChange", "ShadowRepo", "Snapshot", "SnapshotLimits", "git_available",
@@ -348,26 +352,66 @@ class ShadowRepo:
 
     # ---- writing ---------------------------------------------------------------------
 
-    async def restore(self, targets: Mapping[str, Entry | None]) -> None:
-        """Make each path what `targets` says: that blob, or absent (None)."""
-        for path, entry in sorted(targets.items()):
-            file = self.worktree / path
-            if entry is None:
-                if file.is_symlink() or file.is_file():
-                    file.unlink()
-                    _remove_empty_parents(file.parent, self.worktree)
+    def check_targets(self, targets: Iterable[str], *, refuse: Callable[[str], str | None] | None = None) -> None:
+        """RestoreRefused naming every path `restore` would refuse now (see there); else nothing."""
+        with self._opened() as tree:
+            self._check(tree, targets, refuse)
+
+    async def restore(
+        self, targets: Mapping[str, Entry | None], *, refuse: Callable[[str], str | None] | None = None
+    ) -> None:
+        """Make each path what `targets` says: that blob, or absent (None).
+
+        Every path is checked first: one that is not a plain relative path, whose folder is a
+        symlink or no folder, or that `refuse` names a reason for, is a RestoreRefused (all of
+        them named) and nothing is written. Then each is written or deleted beneath a
+        descriptor of the worktree (hermes/beneath.py), no symlink followed on the way.
+        """
+        with self._opened() as tree:
+            self._check(tree, targets, refuse)
+            in_the_way = [p for p, e in targets.items() if e is not None and _is_folder(tree.lstat(p))]
+            if in_the_way:
+                raise CheckpointError(f"could not restore {', '.join(sorted(in_the_way))}: a folder stands there; "
+                                      "nothing was changed")  # fmt: skip
+            blobs = {
+                path: await self.git("cat-file", "blob", entry.blob)
+                for path, entry in targets.items()
+                if entry is not None and entry.mode != "160000"  # a nested repository: not ours to restore
+            }
+            try:
+                for path, entry in sorted(targets.items()):
+                    if entry is None:
+                        if tree.remove(path):
+                            tree.prune_empty(path.rpartition("/")[0])
+                    elif entry.mode == "120000":
+                        tree.symlink(path, blobs[path].decode(errors="surrogateescape"))
+                    elif path in blobs:
+                        tree.write(path, blobs[path], mode=0o755 if entry.mode == "100755" else 0o644)
+            except PathRefused as exc:  # a symlink swapped in since the check above
+                raise RestoreRefused([(exc.path, exc.reason)]) from None
+            except OSError as exc:
+                raise CheckpointError(f"could not restore {exc.filename or '?'}: {exc.strerror or exc}") from None
+
+    def _opened(self) -> Folder:
+        try:
+            return Folder.open(self.worktree)
+        except PathRefused as exc:
+            raise RestoreRefused([(str(self.worktree), f"the worktree {exc.reason}")]) from None
+
+    @staticmethod
+    def _check(tree: Folder, targets: Iterable[str], refuse: Callable[[str], str | None] | None) -> None:
+        refusals: list[tuple[str, str]] = []
+        for path in sorted(targets):
+            try:
+                tree.check(path)
+            except PathRefused as exc:
+                refusals.append((path, exc.reason))
                 continue
-            if entry.mode == "160000":
-                continue  # a nested repository: not ours to restore
-            data = await self.git("cat-file", "blob", entry.blob)
-            file.parent.mkdir(parents=True, exist_ok=True)
-            if file.is_symlink() or (file.exists() and not file.is_dir()):
-                file.unlink()
-            if entry.mode == "120000":
-                os.symlink(data.decode(errors="surrogateescape"), file)
-                continue
-            file.write_bytes(data)
-            file.chmod(0o755 if entry.mode == "100755" else 0o644)
+            reason = refuse(path) if refuse is not None else None
+            if reason is not None:
+                refusals.append((path, reason))
+        if refusals:
+            raise RestoreRefused(refusals)
 
     async def drop_refs(self, prefix: str) -> int:
         """Delete the refs under `prefix` and the objects only they reached; how many refs."""
@@ -459,6 +503,10 @@ def _lock_for(git_dir: Path) -> asyncio.Lock:
     return lock
 
 
+def _is_folder(found: os.stat_result | None) -> bool:
+    return found is not None and stat.S_ISDIR(found.st_mode)
+
+
 def _enclosing_git_dir(path: Path) -> Path | None:
     for folder in (path, *path.parents):
         candidate = folder / ".git"
@@ -469,15 +517,6 @@ def _enclosing_git_dir(path: Path) -> Path | None:
             if text.startswith("gitdir:"):
                 return (folder / text.removeprefix("gitdir:").strip()).resolve()
     return None
-
-
-def _remove_empty_parents(folder: Path, stop: Path) -> None:
-    while folder != stop and folder.is_relative_to(stop):
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
 
 
 async def prune_session(home: Path, session_id: str) -> int:

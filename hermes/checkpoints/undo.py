@@ -15,6 +15,11 @@ Invariants:
   hermes since) is never overwritten unless `force`: `FilesChangedOutside` names them
   and nothing at all is changed (neither files nor the store).
 - The files are restored first, then the turns are hidden (or shown) in the store.
+- Every path written or deleted lies beneath its worktree, reached with no symlink followed
+  (ShadowRepo.restore); a path that is not, git's own files (a `.git` component), hermes's
+  home (unless the worktree lies inside it) and whatever the front end's `guard` names (the
+  confinement's protected and hidden paths) are refused with `RestoreRefused` before
+  anything is changed. `force` overrides neither.
 - A session with an open turn (a run in progress) refuses both: `TurnInProgress`.
 - Turns that took no snapshot are hidden and shown all the same (they changed no files).
 - Turn numbers (`turn=N`) count the session's visible turns from 1; None is the newest.
@@ -28,18 +33,29 @@ Invariants:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes.checkpoints.shadow import Entry, FileChange, ShadowRepo, git_available, prune_session
-from hermes.errors import CheckpointError, FilesChangedOutside, NothingToUndo, TurnInProgress, UsageError
+from hermes.errors import (
+    CheckpointError,
+    FilesChangedOutside,
+    NothingToUndo,
+    RestoreRefused,
+    TurnInProgress,
+    UsageError,
+)  # fmt: skip
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import TurnCheckpoint
 
+RestoreGuard = Callable[[Path, Path], "str | None"]
+"""Why a restore must not write an absolute path in a worktree, (path, worktree) -> reason,
+else None: the confinement's answer (hermes/agent/restore_guard.py), handed down by the front end."""
+
 __all__ = [
-    "DEFAULT_MAX_DIFF_BYTES", "OutsideRoots", "TurnChange", "UndoOutcome", "check_roots", "delete_session",
-    "prune_session", "redo", "turn_changes", "turn_diff", "undo",
+    "DEFAULT_MAX_DIFF_BYTES", "OutsideRoots", "RestoreGuard", "TurnChange", "UndoOutcome", "check_roots",
+    "delete_session", "path_refuser", "prune_session", "redo", "turn_changes", "turn_diff", "undo",
 ]  # fmt: skip
 
 DEFAULT_MAX_DIFF_BYTES = 5 * 1024 * 1024
@@ -76,7 +92,7 @@ class TurnChange:
 
 async def undo(
     store: AsyncSessionStore, home: Path, session_id: str, *, turns: int = 1, force: bool = False,
-    roots: Sequence[Path] | None = None,
+    roots: Sequence[Path] | None = None, guard: RestoreGuard | None = None,
 ) -> UndoOutcome:
     """Undo the newest `turns` visible turns (see the module docstring)."""
     if turns < 1:
@@ -86,13 +102,15 @@ async def undo(
     if not visible:
         raise NothingToUndo("nothing to undo: the session has no turns left")
     group = visible[-turns:]
-    files = await _move(home, group, forward=False, force=force)
+    files = await _move(home, group, forward=False, force=force, guard=guard)
     hidden = await store.undo_turns(session_id, len(group))
     return UndoOutcome(tuple(hidden), files)
 
 
-async def redo(store: AsyncSessionStore, home: Path, session_id: str, *, force: bool = False,
-               roots: Sequence[Path] | None = None) -> UndoOutcome:  # fmt: skip
+async def redo(
+    store: AsyncSessionStore, home: Path, session_id: str, *, force: bool = False,
+    roots: Sequence[Path] | None = None, guard: RestoreGuard | None = None,
+) -> UndoOutcome:  # fmt: skip
     """Bring back the turns of the newest undo, files included (see the module docstring)."""
     rows = _within(await _settled(store, session_id), roots)
     markers = [t.undone for t in rows if t.undone is not None]
@@ -101,7 +119,7 @@ async def redo(store: AsyncSessionStore, home: Path, session_id: str, *, force: 
     group = [t for t in rows if t.undone == max(markers)]
     if any(t.undone is None and t.turn_id > group[-1].turn_id for t in rows):
         raise NothingToUndo("nothing to redo: the conversation went on after the undo")
-    files = await _move(home, group, forward=True, force=force)
+    files = await _move(home, group, forward=True, force=force, guard=guard)
     shown = await store.redo_turns(session_id)
     return UndoOutcome(tuple(shown), files)
 
@@ -174,7 +192,25 @@ def _repo(home: Path, worktree: str) -> ShadowRepo:
     return ShadowRepo.for_worktree(home, Path(worktree))
 
 
-async def _move(home: Path, group: Sequence[TurnCheckpoint], *, forward: bool, force: bool) -> tuple[str, ...]:
+def path_refuser(home: Path, worktree: Path, guard: RestoreGuard | None) -> Callable[[str], str | None]:
+    """Why a restore in `worktree` must not write a relative path, else None (see the module docstring)."""
+    own = Path(os.path.realpath(home))
+
+    def refuse(path: str) -> str | None:
+        if ".git" in path.split("/"):
+            return "git's own files (.git) are never restored"
+        absolute = worktree / path
+        inside_own = worktree == own or own in worktree.parents  # the person chose to work there
+        if not inside_own and (absolute == own or own in absolute.parents):
+            return f"hermes's own files ({own}) are never restored"
+        return guard(absolute, worktree) if guard is not None else None
+
+    return refuse
+
+
+async def _move(
+    home: Path, group: Sequence[TurnCheckpoint], *, forward: bool, force: bool, guard: RestoreGuard | None
+) -> tuple[str, ...]:
     """Restore the files of `group` to before it (undo) or after it (redo)."""
     by_tree: dict[str, list[TurnCheckpoint]] = {}
     for row in group:
@@ -184,6 +220,8 @@ async def _move(home: Path, group: Sequence[TurnCheckpoint], *, forward: bool, f
     conflicts: list[str] = []
     for worktree, rows in by_tree.items():
         repo = _repo(home, worktree)
+        if str(repo.worktree) != worktree:  # recorded as a real path: a symlink now stands on the way
+            raise RestoreRefused([(worktree, f"the worktree now leads to {repo.worktree} through a symlink")])
         first: dict[str, TurnCheckpoint] = {}
         last: dict[str, TurnCheckpoint] = {}
         for row in rows:
@@ -206,13 +244,28 @@ async def _move(home: Path, group: Sequence[TurnCheckpoint], *, forward: bool, f
                 conflicts.append(path)
             targets[path] = target
         plans.append((repo, targets))
+    refusals = [refusal for repo, targets in plans for refusal in _refusals(repo, targets, home, guard)]
+    if refusals:
+        raise RestoreRefused(refusals)
     if conflicts and not force:
         raise FilesChangedOutside(conflicts)
     written: list[str] = []
     for repo, targets in plans:
-        await repo.restore(targets)
+        await repo.restore(targets, refuse=path_refuser(home, repo.worktree, guard))
         written.extend(targets)
     return tuple(written)
+
+
+def _refusals(
+    repo: ShadowRepo, targets: dict[str, Entry | None], home: Path, guard: RestoreGuard | None
+) -> list[tuple[str, str]]:
+    """(path, why) for each target the restore would refuse: checked for every worktree before
+    any is written, so a refused path in one worktree changes nothing in another."""
+    try:
+        repo.check_targets(targets, refuse=path_refuser(home, repo.worktree, guard))
+    except RestoreRefused as exc:
+        return exc.refusals
+    return []
 
 
 async def _entry(repo: ShadowRepo, cache: dict[str, dict[str, Entry]], commit: str, path: str) -> Entry | None:

@@ -14,8 +14,9 @@ on one `CommandLoop` for the command; the server's HTTP client is closed on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -57,7 +58,9 @@ def opened_sessions(settings: Settings, *, server: str | None, key: str | None) 
 
         with opened_storage(settings) as opened:
             store = opened.storage.sessions
-            files = LocalSessionFiles(store, settings.home, max_diff_bytes=settings.max_diff_bytes)
+            files = LocalSessionFiles(
+                store, settings.home, max_diff_bytes=settings.max_diff_bytes, guard=_restore_guard(settings)
+            )
             yield OpenedSessions(store, opened.loop, opened.storage, files)
         return
     from hermes.remote.client import RemoteClient
@@ -73,3 +76,19 @@ def opened_sessions(settings: Settings, *, server: str | None, key: str | None) 
             loop.run(client.aclose())
     finally:
         loop.close()
+
+
+def _restore_guard(settings: Settings) -> Callable[[Path, Path], str | None]:
+    """The confinement's restore guard (hermes/agent/restore_guard.py), loaded on first use:
+    only undo and redo need it, and the engine is heavy to import for the other commands."""
+
+    loaded: list[Callable[[Path, Path], str | None]] = []
+
+    def guard(path: Path, worktree: Path) -> str | None:
+        if not loaded:
+            from hermes.agent.restore_guard import restore_guard
+
+            loaded.append(restore_guard(settings))
+        return loaded[0](path, worktree)
+
+    return guard

@@ -9,8 +9,10 @@
                                                      remote) ends with TRUNCATED_LINE
 
 Exit codes: 0 done; 1 refused or failed, one line on stderr: a file changed outside
-hermes since the checkpoint (named; nothing was changed; `--force` overwrites it), a turn
-running in the session, nothing to undo or redo, an unknown session; 2 bad input.
+hermes since the checkpoint (named; nothing was changed; `--force` overwrites it), a path
+outside the worktree, behind a symlinked folder or protected (named; nothing was changed;
+`--force` does not override it), a turn running in the session, nothing to undo or redo,
+an unknown session; 2 bad input.
 `--json` prints `{"object": "undo"|"redo", "session_id", "turns": [ids], "files": [paths]}`.
 With `--server URL` (else `server_url`) the session, its checkpoints and its files are a
 `hermes serve`'s: the server restores its own files (`POST /api/sessions/{id}/undo|redo`,

@@ -31,6 +31,7 @@ from hermes.errors import (
     NothingToUndo,
     RemoteAuthError,
     RemoteError,
+    RestoreRefused,
     ServerUnreachable,
     SessionNotFound,
     UsageError,
@@ -162,6 +163,8 @@ class RemoteClient:
                 paths = error.get("paths")
         if response.status == 409 and code == "files_changed" and isinstance(paths, list):
             return FilesChangedOutside([str(p) for p in paths])
+        if response.status == 409 and code == "restore_refused" and isinstance(paths, list):
+            return RestoreRefused([(str(p), "refused by the server") for p in paths], message)
         if response.status == 409 and code == "nothing_to_undo":
             return NothingToUndo(message)
         if response.status == 401:

@@ -76,6 +76,7 @@ async def _run_app(settings: Settings, *, continue_last: bool, resume: str | Non
     MCP servers itself once its screen is up (`defer_mcp`); the runtime closes them.
     """
     from hermes.agent.factory import choose_provider
+    from hermes.agent.restore_guard import restore_guard
     from hermes.agent.sandbox import sandbox_notice
     from hermes.checkpoints.files import LocalSessionFiles
     from hermes.cli._progress import rich_progress
@@ -97,7 +98,9 @@ async def _run_app(settings: Settings, *, continue_last: bool, resume: str | Non
                 open_runtime(settings, prepare=prepare, choice=choice, progress=progress, defer_mcp=True)
             )
         sessions = runtime.storage.sessions
-        files = LocalSessionFiles(sessions, settings.home, max_diff_bytes=settings.max_diff_bytes)
+        files = LocalSessionFiles(
+            sessions, settings.home, max_diff_bytes=settings.max_diff_bytes, guard=restore_guard(settings)
+        )
         app = make_app(runtime.agent, sessions, settings, session_id=session_id, files=files)
         app.startup_notice = "\n".join(n for n in (choice.notice, sandbox_notice(settings)) if n) or None
         app.mcp = runtime.mcp

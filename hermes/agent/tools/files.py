@@ -6,8 +6,12 @@ Invariants:
   hidden paths are never read; a write outside the writable roots needs approval, one to
   hermes's own files never happens; inside the roots approval.check_write_path still asks
   for shell startup files, ~/.ssh and /etc;
-- writes are atomic (temp file + os.replace); a refused write changes nothing and returns
-  a result text, not an error;
+- a write goes to the path's real path as resolved once before the checks, and both forms
+  are checked; its folders are then opened from `/` with no symlink followed
+  (hermes/beneath.py), so a folder swapped for a symlink after the check refuses the write
+  (a ToolError) instead of writing elsewhere;
+- writes are atomic (temp file + rename in the opened folder); a refused write changes
+  nothing and returns a result text, not an error;
 - with a host's file access (ctx.host.files, e.g. an editor over ACP) the text is read from
   and written through the host (its unsaved buffers), after the same checks;
 - patch changes a file only when old_string stands for exactly one place (or replace_all is
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +34,10 @@ from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.edit_history import undoing_refusal
 from hermes.agent.tools.edit_match import as_addition, fit_edit, nearest_run
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
-from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
+from hermes.agent.tools.fsutil import existing_text_file, resolve
 from hermes.agent.tools.secret_reads import hidden_refusal, read_refusal
+from hermes.agent.verdict import Verdict
+from hermes.beneath import PathRefused, write_resolved
 from hermes.errors import ToolError
 
 __all__ = ["LIST_FILES_TOOL", "PATCH_TOOL", "READ_FILE_TOOL", "SEARCH_FILES_TOOL", "WRITE_FILE_TOOL"]
@@ -136,11 +143,27 @@ READ_FILE_TOOL = Tool(
 _NOT_WRITTEN = "was not made (the file is unchanged)"
 
 
-async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | None:
-    """None when the write may go ahead; otherwise the result text explaining the refusal."""
-    verdict = ctx.policy.write_check(path, ctx.cwd)
-    if verdict.level == "allow":
-        verdict = check_write_path(path)
+def _verdict(ctx: ToolContext, path: Path) -> Verdict:
+    try:
+        verdict = ctx.policy.write_check(path, ctx.cwd)
+        return check_write_path(path) if verdict.level == "allow" else verdict
+    except OSError as exc:  # a symlink on the way changed while it was read
+        raise _changing(path, exc) from None
+
+
+def _changing(path: Path, exc: OSError) -> ToolError:
+    return ToolError(f"could not write {path}: it changed while it was checked ({exc.strerror or exc}); "
+                     "nothing was written")  # fmt: skip
+
+
+async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path, target: Path) -> str | None:
+    """None when the write may go ahead; otherwise the result text explaining the refusal.
+
+    `target` is `path`'s real path, resolved once before the checks: the write goes to that
+    file only (`_write`), so both are checked and the stricter answer wins.
+    """
+    verdicts = [_verdict(ctx, path), _verdict(ctx, target)]
+    verdict = max(verdicts, key=lambda v: _STRICTNESS[v.level])
     if verdict.level == "block":
         return blocked_message(f"the write to {path}", verdict, outcome=_NOT_WRITTEN)
     if verdict.level == "approve" and not await ctx.request_approval(
@@ -153,6 +176,18 @@ async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | 
             message += f" Files can be written in the working directory {ctx.cwd} or in {ctx.policy.tmp_dir}."
         return message
     return None
+
+
+_STRICTNESS = {"allow": 0, "approve": 1, "block": 2}
+
+
+def _target(ctx: ToolContext, path: Path, verb: str) -> tuple[Path, str | None]:
+    """`path`'s real path (the one file a write may change) and, when that is hidden, the refusal."""
+    try:
+        target = Path(os.path.realpath(path))
+        return target, hidden_refusal(ctx, path, verb=verb) or hidden_refusal(ctx, target, verb=verb)
+    except OSError as exc:  # a symlink on the way changed while it was read
+        raise _changing(path, exc) from None
 
 
 def _encode(text: str, name: str) -> bytes:
@@ -170,13 +205,24 @@ async def _read_text(ctx: ToolContext, path: Path) -> str:
     return (await asyncio.to_thread(path.read_bytes)).decode("utf-8", errors="surrogateescape")
 
 
-async def _write(path: Path, data: bytes, ctx: ToolContext | None = None) -> None:
+async def _write(path: Path, target: Path, data: bytes, ctx: ToolContext | None = None) -> None:
+    """Write `data` to `target`, the real path of `path` that the checks approved.
+
+    On disk the folders of `target` are opened from `/` with no symlink followed
+    (hermes/beneath.py): a symlink swapped in since the check is a refusal, never a write
+    elsewhere. A host (an editor) is given `target` too.
+    """
     files = ctx.host.files if ctx is not None and ctx.host is not None else None
     if files is not None:
-        await files.write_text(path, data.decode("utf-8", errors="surrogateescape"))
+        await files.write_text(target, data.decode("utf-8", errors="surrogateescape"))
         return
     try:
-        await asyncio.to_thread(atomic_write, path, data)
+        await asyncio.to_thread(write_resolved, target, data)
+    except PathRefused as exc:
+        raise ToolError(
+            f"could not write {path}: {exc.reason} (a symlink is never followed once the write was checked); "
+            "nothing was written"
+        ) from None
     except OSError as exc:
         raise ToolError(f"could not write {path}: {exc.strerror or exc}") from None
 
@@ -195,13 +241,14 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     if path.is_dir():
         raise ToolError(f"{path} is a directory; give a file path")
     data = _encode(content, "content")
-    refusal = hidden_refusal(ctx, path, verb="writing") or await _write_refusal(ctx, "write_file", path)
+    target, refusal = _target(ctx, path, "writing")
+    refusal = refusal or await _write_refusal(ctx, "write_file", path, target)
     if refusal is not None:
         return refusal
     existed = path.exists()
     if existed and path.is_file() and _encode(await _read_text(ctx, path), "content") == data:
         return f"No change: {path} already has exactly this content; nothing was written."
-    await _write(path, data, ctx)
+    await _write(path, target, data, ctx)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
 
@@ -267,9 +314,8 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("old_string must not be empty; to create or overwrite a whole file use write_file")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    refusal = hidden_refusal(ctx, path, verb="editing") or await read_refusal(
-        ctx, "patch", existing_text_file(path, ctx.cwd)
-    )
+    target, refusal = _target(ctx, path, "editing")
+    refusal = refusal or await read_refusal(ctx, "patch", existing_text_file(path, ctx.cwd))
     if refusal is not None:
         return refusal
     undoing = undoing_refusal(ctx, path, old, new)
@@ -288,7 +334,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
             addition = as_addition(view.split("\n"), old, new)
             if addition is None:
                 raise _no_match(path, view, old)
-            return await _append(ctx, path, text, addition)
+            return await _append(ctx, path, target, text, addition)
         old, new, how = fit.old, fit.new, fit.how
         if crlf:
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
@@ -299,20 +345,20 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
             "or set replace_all=true to replace every occurrence"
         )
     _encode(new, "new_string")  # fail on unwritable text before asking for approval
-    refusal = await _write_refusal(ctx, "patch", path)
+    refusal = await _write_refusal(ctx, "patch", path, target)
     if refusal is not None:
         return refusal
     after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     if after == text:
         return f"No change: {path} already reads that way (new_string equals what it replaces); nothing was written."
-    await _write(path, after.encode("utf-8", errors="surrogateescape"), ctx)
+    await _write(path, target, after.encode("utf-8", errors="surrogateescape"), ctx)
     diff = await asyncio.to_thread(_diff, path, text, after)
     noun = "occurrence" if count == 1 else "occurrences"
     matched = _MATCHED.get(how, "")
     return f"Patched {path}: replaced {count} {noun}{matched}.\n{diff}"
 
 
-async def _append(ctx: ToolContext, path: Path, text: str, addition: str) -> str:
+async def _append(ctx: ToolContext, path: Path, target: Path, text: str, addition: str) -> str:
     """Add `addition` at the end of the file (after one blank line), as patch's reading of an
     old_string that names new code (see edit_match.as_addition)."""
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -320,10 +366,10 @@ async def _append(ctx: ToolContext, path: Path, text: str, addition: str) -> str
     separator = newline if body.strip() and not body.endswith(newline * 2) else ""
     after = body + separator + addition.replace("\n", newline).rstrip("\r\n") + newline
     _encode(addition, "new_string")
-    refusal = await _write_refusal(ctx, "patch", path)
+    refusal = await _write_refusal(ctx, "patch", path, target)
     if refusal is not None:
         return refusal
-    await _write(path, after.encode("utf-8", errors="surrogateescape"), ctx)
+    await _write(path, target, after.encode("utf-8", errors="surrogateescape"), ctx)
     diff = await asyncio.to_thread(_diff, path, text, after)
     return (
         f"Patched {path}: old_string is not in the file and new_string begins with it, so new_string "

@@ -6,12 +6,11 @@ import contextlib
 import difflib
 import os
 import re
-import secrets
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hermes.agent.tools.base import ToolContext
+from hermes.beneath import write_resolved
 from hermes.errors import ToolError
 
 SNIFF_BYTES = 8192
@@ -138,33 +137,14 @@ def existing_text_file(path: Path, root: Path | None = None) -> Path:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically (temp file in the same folder + os.replace).
+    """Replace `path` with `data` atomically (temp file in the same folder + rename).
 
-    A symlink is followed, so the link stays a link; an existing file keeps its permissions,
-    a new one gets 0666 minus the umask (applied by the kernel, no process-wide umask games).
+    A symlink at `path` is followed (resolved once, here), so the link stays a link; the
+    folders of the file it leads to are then opened from `/` with no symlink followed
+    (hermes/beneath.py `write_resolved`): PathRefused when one was swapped for a symlink
+    since. An existing file keeps its permissions, a new one gets 0666 minus the umask.
     """
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-    while True:
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_resolved(Path(os.path.realpath(path)), data)
 
 
 def glob_matcher(pattern: str) -> Callable[[str], bool]:

@@ -26,6 +26,7 @@ from hermes.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderRateLimited,
+    RestoreRefused,
     RunAlreadyActive,
     ServiceClosing,
     SessionNotFound,
@@ -208,7 +209,7 @@ def from_hermes_error(exc: HermesError) -> ApiError:
         return NotFound(exc.message, code=exc.code)
     if isinstance(exc, RunAlreadyActive):
         return Conflict(exc.message, code=exc.code, extra={"run_id": exc.run_id} if exc.run_id is not None else None)
-    if isinstance(exc, FilesChangedOutside):
+    if isinstance(exc, (FilesChangedOutside, RestoreRefused)):
         return Conflict(exc.message, code=exc.code, extra={"paths": exc.paths})
     if isinstance(exc, (NothingToUndo, TurnInProgress)):
         return Conflict(exc.message, code=exc.code)

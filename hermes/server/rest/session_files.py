@@ -14,7 +14,9 @@ an unknown id) for a session whose turns recorded a worktree outside the server'
 working directory and its `writable_roots`: the server reaches no other folder's files,
 and a client cannot tell such a session from a missing one. 409 while a run is active in the session
 (`run_already_active`), when a file changed since the checkpoint (`files_changed`, with
-`paths`: nothing was changed), or when there is nothing to undo or redo
+`paths`: nothing was changed), when a path would be written outside the worktree, through a
+symlinked folder, or is protected (`restore_refused`, with `paths`; `force` does not
+override it; nothing was changed), or when there is nothing to undo or redo
 (`nothing_to_undo`; also the diff of a turn the session does not have). The rules are
 hermes/checkpoints/undo.py; this module only adapts them.
 
@@ -31,6 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.agent.restore_guard import restore_guard
 from hermes.checkpoints import undo as checkpoints
 from hermes.server.http.errors import Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.http.request import read_json_object, validate_session_id
@@ -117,6 +120,7 @@ async def undo_turns(request: web.Request) -> web.Response:
         outcome = await checkpoints.undo(
             _store(request), request.config_dict[SETTINGS].home, record.id,
             turns=turns.value(body, "turns") or 1, force=_FORCE.value(body, "force", False), roots=_roots(request),
+            guard=restore_guard(request.config_dict[SETTINGS]),
         )  # fmt: skip
     except checkpoints.OutsideRoots:  # a turn of another folder came in since `_existing`
         raise _not_found(record.id) from None
@@ -131,6 +135,7 @@ async def redo_turns(request: web.Request) -> web.Response:
         outcome = await checkpoints.redo(
             _store(request), request.config_dict[SETTINGS].home, record.id,
             force=_FORCE.value(body, "force", False), roots=_roots(request),
+            guard=restore_guard(request.config_dict[SETTINGS]),
         )  # fmt: skip
     except checkpoints.OutsideRoots:
         raise _not_found(record.id) from None
