@@ -4,8 +4,9 @@ Invariants:
 - every path argument is resolved against ctx.cwd with ~ expanded (fsutil.resolve);
 - paths are checked against the turn's confinement policy (hermes/agent/confinement.py):
   hidden paths are never read; a write outside the writable roots needs approval, one to
-  hermes's own files never happens; inside the roots approval.check_write_path still asks
-  for shell startup files, ~/.ssh and /etc;
+  hermes's own files never happens; anywhere approval.check_write_path still asks for
+  ~/.ssh, /etc and the files that run code later (.git/config, .git/hooks, .envrc, shell
+  startup files, ~/.config: runs_later.py); "allow for this session" covers the one path;
 - writes are atomic (temp file + os.replace); a refused write changes nothing and returns
   a result text, not an error;
 - with a host's file access (ctx.host.files, e.g. an editor over ACP) the text is read from
@@ -23,6 +24,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.grants import path_grant
 from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
@@ -31,6 +33,7 @@ from hermes.agent.tools.edit_match import as_addition, fit_edit, nearest_run
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import atomic_write, existing_text_file, resolve
 from hermes.agent.tools.secret_reads import hidden_refusal, read_refusal
+from hermes.agent.verdict import Verdict
 from hermes.errors import ToolError
 
 __all__ = ["LIST_FILES_TOOL", "PATCH_TOOL", "READ_FILE_TOOL", "SEARCH_FILES_TOOL", "WRITE_FILE_TOOL"]
@@ -138,21 +141,33 @@ _NOT_WRITTEN = "was not made (the file is unchanged)"
 
 async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | None:
     """None when the write may go ahead; otherwise the result text explaining the refusal."""
-    verdict = ctx.policy.write_check(path, ctx.cwd)
-    if verdict.level == "allow":
-        verdict = check_write_path(path)
+    verdict = _write_verdict(ctx, path)
     if verdict.level == "block":
         return blocked_message(f"the write to {path}", verdict, outcome=_NOT_WRITTEN)
     if verdict.level == "approve" and not await ctx.request_approval(
-        tool_name, str(path), verdict.reason, verdict.rule
+        tool_name, str(path), verdict.reason, verdict.rule, path_grant("write", path)
     ):
         message = denied_message(
             f"the write to {path}", verdict, approver_available=ctx.approve is not None, outcome=_NOT_WRITTEN
         )
-        if verdict.rule == "outside_write":
+        if "outside_write" in verdict.rule.split("+"):
             message += f" Files can be written in the working directory {ctx.cwd} or in {ctx.policy.tmp_dir}."
         return message
     return None
+
+
+def _write_verdict(ctx: ToolContext, path: Path) -> Verdict:
+    """The confinement's answer merged with the sensitive-path one, so a write outside the roots
+    to ~/.bashrc carries both rules (and never a grant of an outside write alone)."""
+    confined = ctx.policy.write_check(path, ctx.cwd)
+    if confined.level == "block":
+        return confined
+    sensitive = check_write_path(path)
+    if confined.level == "allow":
+        return sensitive
+    if sensitive.level == "allow":
+        return confined
+    return Verdict("approve", f"{confined.reason}; {sensitive.reason}", f"{confined.rule}+{sensitive.rule}")
 
 
 def _encode(text: str, name: str) -> bytes:
