@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -43,6 +44,10 @@ HOME_RUNS_LATER: dict[str, tuple[str, str]] = {
 }
 """Home-relative paths (files or folders, with everything below) besides RC_FILES."""
 
+ONLY_WHEN_PRESENT = frozenset({".local/share/direnv"})
+"""Kept read-only by the sandbox only when they exist: freezing ~/.local/share for a missing
+one would stop every program that keeps data there (without direnv, nothing reads it)."""
+
 GIT_INTERNALS = ("config", "config.worktree", "hooks", "info")
 """The entries of a git folder that make git run commands (config, hooks) or change what it
 tracks (info/exclude, info/attributes)."""
@@ -59,6 +64,8 @@ RUNS_LATER_RULES = frozenset(  # fmt: skip
 
 SCAN_LIMIT = 5000
 """Folders the sandbox looks through per command to find repositories and .envrc files."""
+SCAN_SECONDS = 0.25
+"""Longest time that walk may take per command (it stops there, keeping what it found)."""
 SCAN_SKIP = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache"})
 """Folders of installed dependencies and caches the scan does not enter (no repository of the user's lives there)."""
 
@@ -118,8 +125,9 @@ def runs_later_write(path: str, home: str | None = None) -> tuple[str, str] | No
 #   `direnv allow`, and its allow list is protected;
 # - a writable root that lies inside a protected folder is bound writable again at the end
 #   (the user chose to work there);
-# - repositories are found by a breadth-first walk of the writable roots (SCAN_LIMIT folders,
-#   symlinks not followed, dependency folders skipped); a repository the walk does not reach,
+# - repositories are found by a breadth-first walk of the writable roots (SCAN_LIMIT folders
+#   or SCAN_SECONDS, symlinks not followed, dependency folders skipped), so those near the
+#   top of the working directory come first; a repository the walk does not reach,
 #   or one the command creates (`git init`, `git clone`), is not covered.
 
 
@@ -147,12 +155,12 @@ def _gitdirs_below(folder: Path, depth: int = 0) -> Iterable[Path]:
             yield from _gitdirs_below(path, depth + 1)
 
 
-def _scan(root: Path, budget: list[int]) -> tuple[list[Path], list[Path]]:
+def _scan(root: Path, budget: list[int], deadline: float) -> tuple[list[Path], list[Path]]:
     """(git folders, other protected entries: .git files and .envrc files) below `root`."""
     gitdirs: list[Path] = []
     others: list[Path] = []
     queue = deque([root])
-    while queue and budget[0] > 0:
+    while queue and budget[0] > 0 and time.monotonic() < deadline:
         folder = queue.popleft()
         budget[0] -= 1
         try:
@@ -200,8 +208,9 @@ def sandbox_mounts(roots: Sequence[Path], home: Path, *, scan_roots: Sequence[Pa
     May create empty hooks/ and info/ folders in git folders (see the comment above)."""
     read_only: dict[Path, None] = {}
     budget = [SCAN_LIMIT]
+    deadline = time.monotonic() + SCAN_SECONDS
     for root in scan_roots if scan_roots is not None else roots:
-        gitdirs, others = _scan(root, budget)
+        gitdirs, others = _scan(root, budget, deadline)
         read_only.update(dict.fromkeys(others))
         for gitdir in gitdirs:
             for path, is_folder in _gitdir_entries(gitdir):
@@ -220,11 +229,15 @@ def sandbox_mounts(roots: Sequence[Path], home: Path, *, scan_roots: Sequence[Pa
             if os.path.lexists(path):
                 read_only[path] = None
                 continue
+            if name in ONLY_WHEN_PRESENT:
+                continue
             parent = path.parent
             while not parent.is_dir() and _within(parent, real_home):
                 parent = parent.parent
             if _within(parent, real_home) and parent not in roots and not parent.is_symlink():
                 frozen[parent] = None
+    # A folder inside one that is read-only as a whole (~/.config) needs no freezing.
+    frozen = {f: None for f in frozen if not any(_within(f, path) for path in read_only)}
     args: list[str] = []
     for folder in sorted(frozen, key=lambda p: len(p.parts)):  # outer folders first: inner ones re-freeze
         args += _freeze(folder, set(read_only) | set(frozen))

@@ -29,7 +29,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (folder / "sub" / "repo" / ".git" / "hooks").rmdir()
     (folder / ".envrc").write_text("export A=1\n")
     (folder / ".bashrc").write_text("# rc\n")
-    (folder / ".config" / "fish").mkdir(parents=True)
+    (folder / ".config" / "git").mkdir(parents=True)  # no fish/: config.fish's folder is missing
     (folder / ".local" / "share").mkdir(parents=True)
     (folder / "notes.txt").write_text("notes\n")
     monkeypatch.setenv("HOME", str(folder))
@@ -65,7 +65,8 @@ ATTACKS = [
     "mv .git/config .git/config.old",
     "rm -rf .git/hooks",
     "mkdir -p ~/.local/bin && echo id > ~/.local/bin/ls",
-    "echo 'id' > ~/.config/fish/config.fish",
+    "mkdir -p ~/.config/fish && echo 'id' > ~/.config/fish/config.fish",
+    "echo '[core] fsmonitor = id' > ~/.config/git/config",
     "mkdir -p ~/.config/autostart",
 ]
 
@@ -83,6 +84,7 @@ async def test_a_write_to_a_file_that_runs_later_fails_inside_the_sandbox(home: 
 async def test_ordinary_files_in_the_working_directory_stay_writable_and_git_works(home: Path) -> None:
     out = await run_command(
         "echo more >> notes.txt && echo new > new.txt && mkdir -p src && echo x > src/a.py"
+        " && echo kept > ~/.local/share/state.txt"
         " && git add notes.txt new.txt src && git -c user.name=t -c user.email=t@x commit -qm work"
         " && git log --oneline | wc -l",
         home,
@@ -92,6 +94,7 @@ async def test_ordinary_files_in_the_working_directory_stay_writable_and_git_wor
     assert out.startswith("exit code: 0"), out
     assert (home / "notes.txt").read_text() == "notes\nmore\n" and (home / "new.txt").exists()
     assert (home / "src" / "a.py").exists() and "--- stdout ---\n1" in out
+    assert (home / ".local" / "share" / "state.txt").read_text() == "kept\n"  # below a frozen folder
 
 
 async def test_the_sandbox_leaves_only_the_git_skeleton_behind(home: Path) -> None:

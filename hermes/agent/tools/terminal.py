@@ -294,7 +294,8 @@ def make_terminal_tool(launcher: ToolLauncher) -> Tool:
         network = "available" if launcher.sandbox.network else "off"
         description += (
             " Commands run in a sandbox: only the working directory and $TMPDIR are writable (the rest of "
-            "the file system is read-only), credential folders and hermes's own files are hidden, /tmp is "
+            "the file system is read-only, and so are .git/config, .git/hooks, .git/info, .envrc and shell "
+            "start-up files in it), credential folders and hermes's own files are hidden, /tmp is "
             f"private to each command, and the network is {network}."
         )
     return dataclasses.replace(TERMINAL_TOOL, handler=handler, description=description)
