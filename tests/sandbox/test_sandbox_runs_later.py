@@ -16,6 +16,7 @@ from hermes.agent.tools.terminal import run_command
 
 pytestmark = needs_bwrap
 
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """$HOME, which is also the working directory: a repository with a nested one whose hooks

@@ -77,9 +77,7 @@ async def test_a_grant_for_a_command_does_not_cover_it_in_another_folder(tmp_pat
     assert len(approver.requests) == 2
 
 
-async def test_a_grant_for_one_outside_file_covers_neither_another_file_nor_bashrc(
-    tmp_path: Path, home: Path
-) -> None:
+async def test_a_grant_for_one_outside_file_covers_neither_another_file_nor_bashrc(tmp_path: Path, home: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     outside = tmp_path / "outside"
