@@ -8,7 +8,7 @@ what it holds (an `fsmonitor` command in .git/config, a hook, an .envrc, a line 
 
 Invariants:
 - repository internals are recognised at any depth, in any repository: below a `.git`
-  component, `config`/`config.worktree` (last component), anything under `hooks/` or
+  component (or a bare repository's `NAME.git`), `config`/`config.worktree` (last component), anything under `hooks/` or
   `info/` (also in submodules' git folders, .git/modules/...), and a `.git` file itself
   (a `gitdir:` pointer names the repository git opens); `.envrc` anywhere;
 - under the home folder: the shell start-up files (RC_FILES), ~/.gitconfig, ~/.config,
@@ -78,9 +78,10 @@ def git_internal(path: str) -> bool:
     """True when the absolute, normalised `path` is a repository's config, hook or info file,
     or a `.git` entry itself."""
     parts = path.split("/")
-    if ".git" not in parts:
+    git = next((i for i, part in enumerate(parts) if part == ".git" or part.endswith(".git")), None)
+    if git is None:
         return False
-    rest = parts[parts.index(".git") + 1 :]
+    rest = parts[git + 1 :]
     return not rest or rest[-1] in ("config", "config.worktree") or "hooks" in rest or "info" in rest
 
 

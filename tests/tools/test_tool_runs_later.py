@@ -133,6 +133,7 @@ def test_the_path_rule() -> None:
         "/w/.git/modules/lib/config", "/w/.git/modules/lib/hooks/post-merge", "/w/x/.envrc",
         "/home/u/.zshenv", "/home/u/.config/fish/config.fish", "/home/u/.local/bin/git", "/home/u/.gitconfig",
         "/home/u/.local/share/direnv/allow/abc",
+        "/srv/project.git/hooks/post-receive", "/srv/project.git/config",
     ]:  # fmt: skip
         assert runs_later_write(path, home) is not None, path
     for path in ["/w/.git/objects/ab/cdef", "/w/.git/index", "/w/src/config", "/w/.github/hooks.yml", "/home/u/notes"]:
