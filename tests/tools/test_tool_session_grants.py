@@ -147,3 +147,16 @@ async def test_the_server_offers_the_session_choice_only_with_a_grant() -> None:
     assert with_grant.to_json()["choices"] == ["once", "session", "deny"]
     assert with_grant.to_json()["grant"] == "this exact command: rm -r a"
     assert without.to_json()["choices"] == ["once", "deny"] and without.to_json()["grant"] is None
+
+
+async def test_an_mcp_grant_covers_that_tool_only(tmp_path: Path) -> None:
+    from hermes.agent.grants import tool_grant
+
+    approver = GrantThenDeny()
+    ctx = _ctx(tmp_path, approver)
+    ask = ctx.request_approval
+    assert await ask("srv__read", 'read({"a": 1})', "MCP", "mcp:srv", tool_grant("srv__read", "srv"))
+    assert approver.requests[0].grant == "every call of the tool srv__read of the MCP server srv"
+    assert await ask("srv__read", 'read({"a": 2})', "MCP", "mcp:srv", tool_grant("srv__read", "srv"))
+    assert not await ask("srv__write", 'write({"a": 1})', "MCP", "mcp:srv", tool_grant("srv__write", "srv"))
+    assert len(approver.requests) == 2
