@@ -7,8 +7,9 @@ Invariants:
   `fs.readTextFile` / `fs.writeTextFile`; `terminal/*` only when it advertised `terminal`.
   A part the client does not offer stays None, so hermes' own tool (with the sandbox) runs.
 - A delegated command is `bash -c COMMAND` in the tool's working directory, run the way the
-  editor runs its terminals: hermes' classification and approval apply first, its sandbox
-  and environment allowlist do not. Its terminal is always released, also when the call
+  editor runs its terminals: hermes' classification (that of `sandbox = off`, since no
+  sandbox applies there) and approval come first; its sandbox and environment allowlist
+  do not apply. Its terminal is always released, also when the call
   times out (killed first) or the turn is stopped (killed first).
 - `sandbox = "on"` keeps commands here, in the sandbox, whatever the client offers (the
   caller passes `terminals=False`): asked-for confinement is never given away.

@@ -3,8 +3,9 @@
 Invariants:
 - Every approval the tools ask for (a command the policy says needs one, a write outside
   the working directory, an MCP server set to ask) becomes one permission request on the
-  tool call's id, with three options: allow once (ApprovalDecision.ONCE), allow always
-  (SESSION: the same rule is not asked again in this session) and reject (DENY).
+  tool call's id, with the options allow once (ApprovalDecision.ONCE), allow always
+  (SESSION: what the request's grant names, e.g. this exact command, is not asked again in
+  this session; offered only with a grant, and its text says what it covers) and reject (DENY).
 - A cancelled request (the client cancelled the turn) and any failure to ask are DENY.
 """
 
@@ -39,16 +40,27 @@ def approver(conn: Client, session_id: str) -> ApprovalCallback:
     """The approval callback of a turn of `session_id`: it asks the client."""
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        covers = (
+            f"Allow for this session covers {request.grant}."
+            if request.grant
+            else "This is asked every time (no session grant)."
+        )
         call = ToolCallUpdate(
             tool_call_id=request.call_id,
             title=request.command,
             kind=tool_kind(request.tool_name),
             status="pending",
-            content=[tool_content(text_block(f"hermes asks before this: {request.reason}"))],
-            raw_input={"tool": request.tool_name, "command": request.command, "reason": request.reason},
+            content=[tool_content(text_block(f"hermes asks before this: {request.reason}. {covers}"))],
+            raw_input={
+                "tool": request.tool_name,
+                "command": request.command,
+                "reason": request.reason,
+                "grant": request.grant,
+            },
         )
+        options = [o for o in OPTIONS if o.option_id != ALLOW_ALWAYS or request.grant]
         try:
-            response = await conn.request_permission(session_id=session_id, tool_call=call, options=list(OPTIONS))
+            response = await conn.request_permission(session_id=session_id, tool_call=call, options=options)
         except Exception:  # noqa: BLE001 - a client that cannot answer has not approved
             log.exception("session/request_permission failed")
             return ApprovalDecision.DENY

@@ -104,7 +104,11 @@ async def run_batch(
     def on_approval(request: ApprovalRequest) -> None:
         side_events.put_nowait(
             ApprovalRequested(
-                call_id=request.call_id, tool_name=request.tool_name, command=request.command, reason=request.reason
+                call_id=request.call_id,
+                tool_name=request.tool_name,
+                command=request.command,
+                reason=request.reason,
+                grant=request.grant,
             )
         )
 

@@ -21,6 +21,9 @@ Invariants:
 - protected: hermes's own installation (its package, the Python environment's
   site-packages and scripts, the user site) and `$HERMES_HOME` are never written by a
   tool, not even with approval or --yolo, wherever they are.
+- files that run code later (.git/config, .git/hooks, .envrc, shell start-up files,
+  ~/.config …) need approval from every tool even inside the writable roots, and the
+  sandbox keeps them read-only there: hermes/agent/runs_later.py;
 - paths are checked as written (normalised, `~` expanded) and as resolved (symlinks
   followed); the stricter answer wins.
 """

@@ -100,6 +100,8 @@ class ApprovalRequested:
     tool_name: str
     command: str
     reason: str
+    grant: str | None = None
+    """What "allow for this session" would allow (ApprovalRequest.grant); None: not offered."""
     type: Literal["approval.requested"] = "approval.requested"
 
 

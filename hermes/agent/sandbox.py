@@ -8,7 +8,9 @@ Inside the sandbox (when `state.active`):
 - the whole file system is mounted read-only; the writable roots of the confinement policy
   (hermes/agent/confinement.py: the session's working directory, `writable_roots`, the
   private tmp that is every command's `TMPDIR`) read-write, except hermes's own files
-  inside them; a command may start elsewhere (`cwd`), which stays read-only;
+  and the files that run code later (.git/config, .git/hooks, .envrc, shell start-up
+  files, ~/.config …: hermes/agent/runs_later.py) inside them; a command may start
+  elsewhere (`cwd`), which stays read-only;
 - `/tmp` is a private tmpfs, `/dev` and `/proc` are fresh (a new PID namespace);
 - the policy's hidden paths ($HERMES_HOME, credential stores, password databases) are
   covered: folders by an empty read-only tmpfs, files by /dev/null, so they can be neither
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from hermes.agent.confinement import Confinement, private_tmp
+from hermes.agent.runs_later import sandbox_mounts
 from hermes.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -157,9 +160,13 @@ def bwrap_arguments(
     for path in dict.fromkeys(Path(os.path.realpath(p)) for p in expose):
         if path.exists() and tmp in path.parents:
             args += ["--ro-bind", str(path), str(path)]
-    roots = [work, *(Path(os.path.realpath(p)) for p in extra_writable if os.path.isdir(p))]
-    for root in dict.fromkeys(roots):
+    roots = list(dict.fromkeys([work, *(Path(os.path.realpath(p)) for p in extra_writable if os.path.isdir(p))]))
+    for root in roots:
         args += ["--bind", str(root), str(root)]
+    # Files that run code later (.git/config, hooks, .envrc, shell start-up files) stay
+    # read-only inside the writable roots; how, and what is not covered: runs_later.py.
+    tmp_root = Path(os.path.realpath(private_tmp()))
+    args += sandbox_mounts(roots, Path.home(), scan_roots=[r for r in roots if r != tmp_root])
     for path in dict.fromkeys(Path(os.path.realpath(p)) for p in protected):
         if path.exists() and any(root == path or root in path.parents for root in roots):
             args += ["--ro-bind", str(path), str(path)]

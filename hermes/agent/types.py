@@ -37,7 +37,8 @@ class ApprovalDecision(StrEnum):
     ONCE = "once"
     """Run this command this one time."""
     SESSION = "session"
-    """Run it, and approve the same kind of command for the rest of the session."""
+    """Run it, and allow what ApprovalRequest.grant names for the rest of the session (ONCE when
+    the request offers no grant; see hermes/agent/grants.py)."""
     DENY = "deny"
 
 
@@ -52,7 +53,10 @@ class ApprovalRequest:
     reason: str
     """Why approval is needed, e.g. "recursive delete"."""
     rule: str
-    """Stable key of the rule that matched; SESSION approvals are remembered by it."""
+    """Stable key of the rule that matched (shown; grants never cover a whole rule)."""
+    grant: str | None = None
+    """What a SESSION answer allows for the rest of the session (e.g. "this exact command: …");
+    None: no grant is offered (the action always asks) and SESSION counts as ONCE."""
 
 
 ApprovalCallback: TypeAlias = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]

@@ -27,10 +27,12 @@ def tty_approver(timeout: float = APPROVAL_TIMEOUT) -> ApprovalCallback | None:
         return None
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        session = f"  [s]ession allows {request.grant}\n" if request.grant else "  (asked every time)\n"
+        choices = "[o]nce / [s]ession / [d]eny" if request.grant else "[o]nce / [d]eny"
         prompt = (
             f"\n⚠ {request.tool_name} wants to run a risky command ({request.reason}):\n"
-            f"    {request.command}\n"
-            f"  [o]nce / [s]ession / [d]eny (deny in {timeout:g} s): "
+            f"    {request.command}\n{session}"
+            f"  {choices} (deny in {timeout:g} s): "
         )
         os.write(fd, prompt.encode())
         loop = asyncio.get_running_loop()

@@ -106,6 +106,7 @@ class FrameReader:
                     tool_name=_text(data, "tool_name"),
                     command=_text(data, "command"),
                     reason=_text(data, "reason"),
+                    grant=data["grant"] if isinstance(data.get("grant"), str) else None,
                 )
             case "status":
                 return _status(data)

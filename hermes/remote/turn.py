@@ -241,6 +241,7 @@ class RemoteTurn:
                     command=event.command,
                     reason=event.reason,
                     rule="",
+                    grant=event.grant,
                 )
             )
         if self.run_id is None:

@@ -82,7 +82,7 @@ async def drive_run(
             if isinstance(event, TurnStarted) and run.session_id is None:
                 run.session_id = event.session_id
             elif isinstance(event, ApprovalRequested):
-                run.open_approval(event.call_id, event.tool_name, event.command, event.reason)
+                run.open_approval(event.call_id, event.tool_name, event.command, event.reason, event.grant)
             translator.on_event(run, event)
     except asyncio.CancelledError:
         # Cancelled before the engine could settle the turn itself: settle it here.

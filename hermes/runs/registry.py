@@ -71,14 +71,19 @@ class PendingApproval:
     command: str
     reason: str
     future: asyncio.Future[ApprovalDecision]
+    grant: str | None = None
+    """What the "session" choice allows for the rest of the session; None: that choice is not
+    offered (the action always asks) and "session" counts as "once" (hermes/agent/grants.py)."""
 
     def to_json(self) -> dict[str, Any]:
+        choices = [c for c in APPROVAL_CHOICES if c != "session" or self.grant is not None]
         return {
             "request_id": self.request_id,
             "tool_name": self.tool_name,
             "command": self.command,
             "reason": self.reason,
-            "choices": list(APPROVAL_CHOICES),
+            "grant": self.grant,
+            "choices": choices,
         }
 
 
@@ -184,12 +189,14 @@ class Run:
                 return pending
         return None
 
-    def open_approval(self, request_id: str, tool_name: str, command: str, reason: str) -> PendingApproval:
+    def open_approval(
+        self, request_id: str, tool_name: str, command: str, reason: str, grant: str | None = None
+    ) -> PendingApproval:
         """The pending approval for `request_id`, created (status waiting_for_approval) if new."""
         pending = self.approvals.get(request_id)
         if pending is None or pending.future.done():
             future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-            pending = PendingApproval(request_id, tool_name, command, reason, future)
+            pending = PendingApproval(request_id, tool_name, command, reason, future, grant)
             self.approvals[request_id] = pending
             if self.status == "running":
                 self.set_status("waiting_for_approval")
@@ -236,7 +243,7 @@ class Run:
 
     async def wait_approval(self, request: ApprovalRequest, timeout: float) -> ApprovalDecision:
         """Park until the client answers, or deny after `timeout` seconds."""
-        pending = self.open_approval(request.call_id, request.tool_name, request.command, request.reason)
+        pending = self.open_approval(request.call_id, request.tool_name, request.command, request.reason, request.grant)
         try:
             return await asyncio.wait_for(asyncio.shield(pending.future), timeout)
         except TimeoutError:

@@ -281,7 +281,7 @@ class TurnController:
         if decision == ApprovalDecision.DENY:
             self.chat.say(f"✗ denied: {request.command}", "warning")
         elif decision == ApprovalDecision.SESSION:
-            self.chat.say(f"✓ allowed for this session: {request.reason}", "info")
+            self.chat.say(f"✓ allowed for this session: {request.grant or request.command}", "info")
         return decision
 
     # -- /compact -------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from acp.schema import (
     PermissionOption,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
     TerminalOutputResponse,
     ToolCallUpdate,
     WaitForTerminalExitResponse,
@@ -50,6 +51,8 @@ class EditorClient:
     """Open buffers by absolute path: fs/read_text_file serves these, fs/write_text_file fills them."""
     updates: list[tuple[str, Any]] = field(default_factory=list)
     permissions: list[ToolCallUpdate] = field(default_factory=list)
+    offered: list[list[str]] = field(default_factory=list)
+    """The option ids of each permission request, in order."""
     reads: list[str] = field(default_factory=list)
     first_update: asyncio.Event = field(default_factory=asyncio.Event)
     tool_started: asyncio.Event = field(default_factory=asyncio.Event)
@@ -66,7 +69,9 @@ class EditorClient:
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **kwargs: Any
     ) -> RequestPermissionResponse:
         self.permissions.append(tool_call)
-        assert {option.option_id for option in options} == {"allow_once", "allow_always", "reject_once"}
+        ids = [option.option_id for option in options]
+        self.offered.append(ids)
+        assert set(ids) in ({"allow_once", "allow_always", "reject_once"}, {"allow_once", "reject_once"})
         if self.answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.answer))
@@ -116,8 +121,37 @@ class EditorClient:
         return None
 
 
-def capabilities(*, fs: bool = False) -> ClientCapabilities:
-    return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=False)
+@dataclass
+class TerminalEditorClient(EditorClient):
+    """An editor that offers terminals (`terminal/*`): it records each command and answers
+    every one with exit code 0 and the output `ran: COMMAND`, without running anything."""
+
+    commands: list[list[str]] = field(default_factory=list)
+
+    async def create_terminal(self, command: str, session_id: str, **kwargs: Any) -> CreateTerminalResponse:
+        self.commands.append([command, *(kwargs.get("args") or [])])
+        return CreateTerminalResponse(terminal_id=f"t{len(self.commands)}")
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        shown = self.commands[int(terminal_id[1:]) - 1][-1]
+        return TerminalOutputResponse(
+            output=f"ran: {shown}\n", truncated=False, exit_status=TerminalExitStatus(exit_code=0)
+        )
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        return WaitForTerminalExitResponse(exit_code=0)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        return None
+
+
+def capabilities(*, fs: bool = False, terminal: bool = False) -> ClientCapabilities:
+    return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
 
 
 @dataclass
@@ -137,14 +171,14 @@ class Transcript:
                 out.write(json.dumps({"dir": direction, **message}, ensure_ascii=False) + "\n")
 
 
-def hermes_env(home: Path, upstream: ScriptedUpstream) -> dict[str, str]:
+def hermes_env(home: Path, upstream: ScriptedUpstream, sandbox: str = "off") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
     env.update(
         HERMES_HOME=str(home),
         HERMES_BASE_URL=upstream.base_url,
         HERMES_MODEL="scripted-model",
         HERMES_STREAM_STALE_TIMEOUT="5",
-        HERMES_SANDBOX="off",
+        HERMES_SANDBOX=sandbox,
     )
     return env
 
@@ -156,6 +190,7 @@ async def hermes_acp(
     upstream: ScriptedUpstream,
     transcript: Transcript | None = None,
     cwd: Path | None = None,
+    sandbox: str = "off",
 ) -> AsyncIterator[ClientSideConnection]:
     """`hermes acp` spawned with the SDK; the connection to it, closed (and hermes gone) after."""
     observers = [transcript.observe] if transcript is not None else None
@@ -165,7 +200,7 @@ async def hermes_acp(
         "-m",
         "hermes",
         "acp",
-        env=hermes_env(home, upstream),
+        env=hermes_env(home, upstream, sandbox),
         cwd=cwd,
         observers=observers,
     ) as (conn, process):

@@ -45,23 +45,30 @@ async def test_once_runs_the_command_and_asks_again_next_time(tmp_path: Path) ->
     assert ctx.session_approvals == set()
 
 
-async def test_session_answer_is_remembered_for_the_same_rule_only(tmp_path: Path) -> None:
+async def test_session_answer_covers_the_exact_command_only(tmp_path: Path) -> None:
     approver = Approver(ApprovalDecision.SESSION)
     ctx = _ctx(tmp_path, approver)
-    first, second = _victim(tmp_path, "a"), _victim(tmp_path, "b")
+    first = _victim(tmp_path, "a")
 
     await terminal({"command": "rm -rf a"}, ctx)
     assert not first.exists()
-    assert ctx.session_approvals == {"recursive_delete"}
+    [request] = approver.requests
+    assert request.grant == f"this exact command in {tmp_path}: rm -rf a"
 
     approver.decision = ApprovalDecision.DENY  # would refuse if it were asked again
-    result = await terminal({"command": "rm -rf b"}, ctx)
-    assert not second.exists(), result
-    assert len(approver.requests) == 1
+    _victim(tmp_path, "a")
+    result = await terminal({"command": "rm -rf a"}, ctx)
+    assert not (tmp_path / "a").exists(), result
+    assert len(approver.requests) == 1  # the same command in the same folder: granted
+
+    second = _victim(tmp_path, "b")
+    other = await terminal({"command": "rm -rf b"}, ctx)
+    assert len(approver.requests) == 2  # same rule, another command: asked again
+    assert other.startswith("DENIED") and second.exists()
 
     (tmp_path / "x.tmp").write_text("")
     other = await terminal({"command": "find . -name '*.tmp' -delete"}, ctx)
-    assert len(approver.requests) == 2  # a different rule asks again
+    assert len(approver.requests) == 3
     assert approver.requests[-1].rule == "find_delete"
     assert other.startswith("DENIED")
     assert (tmp_path / "x.tmp").exists()

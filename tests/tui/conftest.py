@@ -47,7 +47,8 @@ def test_tools(gates: Gates | None = None) -> ToolRegistry:
     async def shell(args: dict[str, Any], ctx: ToolContext) -> str:
         command = str(args.get("command", ""))
         if args.get("risky"):
-            if not await ctx.request_approval("shell", command, "deletes files", "recursive_delete"):
+            rule = str(args.get("rule", "recursive_delete"))
+            if not await ctx.request_approval("shell", command, "deletes files", rule):
                 raise ToolError("the user denied this command")
         if args.get("gate"):
             await gates[str(args["gate"])].wait()

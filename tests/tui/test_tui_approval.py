@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Static
 
 from hermes.testing.upstream import call, text_reply, tool_reply
 from hermes.tui.screens.approval import ApprovalScreen
@@ -44,6 +45,44 @@ async def test_approval_modal_decides(make_tui, upstream, key, state):
             assert "ran: rm -rf build/" in card.result
         else:
             assert "denied" in card.error
+
+
+async def test_the_modal_says_what_a_session_grant_covers(make_tui, upstream):
+    risky_turn(upstream)
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "clean up")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.is_mounted)
+        modal = app.screen
+        assert modal.request.grant == "this exact call: rm -rf build/"
+        assert "covers this exact call: rm -rf build/" in str(modal.query_one("#grant", Static).render())
+        assert modal.query("#session")
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await until_settled(pilot)
+
+
+async def test_an_always_ask_request_offers_no_session_grant(make_tui, upstream):
+    upstream.enqueue(
+        tool_reply([call("shell", {"command": "echo x >> .git/config", "risky": True, "rule": "git_internals_write"})]),
+        text_reply("Done."),
+    )
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await type_and_send(pilot, "configure")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.is_mounted)
+        modal = app.screen
+        assert modal.request.grant is None
+        assert not modal.query("#session")
+        assert "Asked every time" in str(modal.query_one("#grant", Static).render())
+        await pilot.press("a")  # not offered: the modal stays
+        await pilot.pause()
+        assert app.screen is modal
+        await pilot.press("y")
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalScreen))
+        await app.workers.wait_for_complete()
+        await until_settled(pilot)
+        assert "ran: echo x >> .git/config" in app.chat.transcript.query_one(ToolCard).result
 
 
 async def test_unanswered_approval_is_denied(make_tui, upstream, monkeypatch):

@@ -2,7 +2,8 @@
 
 A call runs like any built-in tool (the engine's registry, ToolStarted/ToolCompleted, the
 output cap). With `approval = "ask"` each call goes through `ToolContext.request_approval`
-(rule `mcp:<server>`, so "allow for this session" covers that server's tools); the
+(rule `mcp:<server>`; "allow for this session" covers the one tool asked about, with any
+arguments, and the request says so: grants.tool_grant); the
 default runs without asking, like the read-only built-ins. Errors reach the model as
 error results: `ToolError` for a result flagged `is_error`, a timeout, or a lost server.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.grants import tool_grant
 from hermes.agent.tools.base import Tool, ToolContext, ToolHandler
 from hermes.errors import ToolError
 
@@ -55,7 +57,7 @@ def _handler(connection: McpConnection, remote_name: str, name: str) -> ToolHand
             shown = f"{remote_name}({json.dumps(args, ensure_ascii=False)[:300]})"
             reason = f"tool of MCP server {config.name} (approval = \"ask\")"
             rule = f"mcp:{config.name}"
-            if not await ctx.request_approval(name, shown, reason, rule):
+            if not await ctx.request_approval(name, shown, reason, rule, tool_grant(name, config.name)):
                 who = "the user denied it" if ctx.approve is not None else "no one can approve it in this session"
                 return (
                     f"DENIED: {name} was not run. It needs approval ({reason}) [rule: {rule}] and {who}. "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent.confinement import Confinement
+from hermes.agent.grants import Grant, session_grant
 from hermes.agent.tool_host import ToolHost
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage
 
@@ -28,7 +29,7 @@ class ToolContext:
     approve: ApprovalCallback | None = None
     yolo: bool = False
     session_approvals: set[str] = field(default_factory=set)
-    """Rule keys approved "for this session"; owned by the Agent, per session id."""
+    """Keys of the grants given "for this session" (hermes/agent/grants.py); owned by the Agent, per session id."""
     on_approval_request: Callable[[ApprovalRequest], None] | None = None
     """Engine hook to surface an ApprovalRequested event before the callback is asked."""
     source: str = "cli"
@@ -46,9 +47,14 @@ class ToolContext:
             self.confinement = Confinement.default()
         return self.confinement
 
-    async def request_approval(self, tool_name: str, command: str, reason: str, rule: str) -> bool:
-        """Ask the front end. No callback means deny; a SESSION answer is remembered."""
-        if self.yolo or rule in self.session_approvals:
+    async def request_approval(
+        self, tool_name: str, command: str, reason: str, rule: str, grant: Grant | None = None
+    ) -> bool:
+        """Ask the front end. No callback means deny. A SESSION answer gives the grant of
+        grants.session_grant (`grant`, default: `command` exactly as shown; none for the
+        rules that always ask), and a later request with the same grant is not asked."""
+        scope = session_grant(tool_name, command, rule, grant)
+        if self.yolo or (scope is not None and scope.key in self.session_approvals):
             return True
         request = ApprovalRequest(
             session_id=self.session_id,
@@ -57,6 +63,7 @@ class ToolContext:
             command=command,
             reason=reason,
             rule=rule,
+            grant=scope.covers if scope is not None else None,
         )
         if self.on_approval_request is not None:
             self.on_approval_request(request)
@@ -64,7 +71,8 @@ class ToolContext:
             return False
         decision = await self.approve(request)
         if decision == ApprovalDecision.SESSION:
-            self.session_approvals.add(rule)
+            if scope is not None:
+                self.session_approvals.add(scope.key)
             return True
         return decision == ApprovalDecision.ONCE
 

@@ -123,12 +123,44 @@ def _git(args: list[str], words: list[Word], scan: Scan) -> None:
         scan.approve("git_reset_hard", "git reset --hard (discards uncommitted changes)")
     elif sub == "clean" and ("--force" in rest or _has_short_flag(rest, "f")):
         scan.approve("git_clean", "git clean -f (deletes untracked files)")
+    elif sub == "config" and _git_config_writes(rest):
+        scan.approve("git_config_write", "git config that changes a configuration (it can name commands git runs)")
     elif sub == "push" and (
         any(a.startswith("--force") or a == "--mirror" for a in rest)
         or _has_short_flag(rest, "f")
         or any(a.startswith("+") for a in positionals(rest))
     ):
         scan.approve("git_force_push", "git force push (rewrites the remote branch's history)")
+
+
+_GIT_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--get-color", "--get-colorbool"}
+)
+_GIT_CONFIG_WRITES = frozenset(
+    {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"}
+)
+_GIT_CONFIG_VALUES = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"})
+
+
+def _git_config_writes(rest: list[str]) -> bool:
+    """True unless `git config …` only reads (`--get`, `--list`, `get`, one name)."""
+    if any(a in _GIT_CONFIG_WRITES for a in rest):
+        return True
+    if any(a in _GIT_CONFIG_READS for a in rest):
+        return False
+    operands: list[str] = []
+    skip = False
+    for a in rest:
+        if skip:
+            skip = False
+        elif a in _GIT_CONFIG_VALUES:
+            skip = True
+        elif not a.startswith("-"):
+            operands.append(a)
+    if operands[:1] in (["get"], ["list"]):
+        return False
+    setting = ("set", "unset", "rename-section", "remove-section", "edit")
+    return bool(operands) and (operands[0] in setting or len(operands) >= 2)
 
 
 def _dd(args: list[str], words: list[Word], scan: Scan) -> None:

@@ -4,8 +4,9 @@ Invariants:
 - every path argument is resolved against ctx.cwd with ~ expanded (fsutil.resolve);
 - paths are checked against the turn's confinement policy (hermes/agent/confinement.py):
   hidden paths are never read; a write outside the writable roots needs approval, one to
-  hermes's own files never happens; inside the roots approval.check_write_path still asks
-  for shell startup files, ~/.ssh and /etc;
+  hermes's own files never happens; anywhere approval.check_write_path still asks for
+  ~/.ssh, /etc and the files that run code later (.git/config, .git/hooks, .envrc, shell
+  startup files, ~/.config: runs_later.py); "allow for this session" covers the one path;
 - a write goes to the path's real path as resolved once before the checks, and both forms
   are checked; its folders are then opened from `/` with no symlink followed
   (hermes/beneath.py), so a folder swapped for a symlink after the check refuses the write
@@ -28,6 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.grants import path_grant
 from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
@@ -145,8 +147,7 @@ _NOT_WRITTEN = "was not made (the file is unchanged)"
 
 def _verdict(ctx: ToolContext, path: Path) -> Verdict:
     try:
-        verdict = ctx.policy.write_check(path, ctx.cwd)
-        return check_write_path(path) if verdict.level == "allow" else verdict
+        return _write_verdict(ctx, path)
     except OSError as exc:  # a symlink on the way changed while it was read
         raise _changing(path, exc) from None
 
@@ -167,12 +168,12 @@ async def _write_refusal(ctx: ToolContext, tool_name: str, path: Path, target: P
     if verdict.level == "block":
         return blocked_message(f"the write to {path}", verdict, outcome=_NOT_WRITTEN)
     if verdict.level == "approve" and not await ctx.request_approval(
-        tool_name, str(path), verdict.reason, verdict.rule
+        tool_name, str(path), verdict.reason, verdict.rule, path_grant("write", path)
     ):
         message = denied_message(
             f"the write to {path}", verdict, approver_available=ctx.approve is not None, outcome=_NOT_WRITTEN
         )
-        if verdict.rule == "outside_write":
+        if "outside_write" in verdict.rule.split("+"):
             message += f" Files can be written in the working directory {ctx.cwd} or in {ctx.policy.tmp_dir}."
         return message
     return None
@@ -188,6 +189,20 @@ def _target(ctx: ToolContext, path: Path, verb: str) -> tuple[Path, str | None]:
         return target, hidden_refusal(ctx, path, verb=verb) or hidden_refusal(ctx, target, verb=verb)
     except OSError as exc:  # a symlink on the way changed while it was read
         raise _changing(path, exc) from None
+
+
+def _write_verdict(ctx: ToolContext, path: Path) -> Verdict:
+    """The confinement's answer merged with the sensitive-path one, so a write outside the roots
+    to ~/.bashrc carries both rules (and never a grant of an outside write alone)."""
+    confined = ctx.policy.write_check(path, ctx.cwd)
+    if confined.level == "block":
+        return confined
+    sensitive = check_write_path(path)
+    if confined.level == "allow":
+        return sensitive
+    if sensitive.level == "allow":
+        return confined
+    return Verdict("approve", f"{confined.reason}; {sensitive.reason}", f"{confined.rule}+{sensitive.rule}")
 
 
 def _encode(text: str, name: str) -> bytes:

@@ -2,8 +2,9 @@
 
 - critical targets: deleting them recursively is hard-blocked (/, system folders, homes);
 - disk devices: writing to them is hard-blocked (/dev/sda, /dev/nvme0n1, …);
-- sensitive files: writing to them needs approval (~/.ssh, shell rc files, /etc, anything
-  in $HERMES_HOME);
+- sensitive files: writing to them needs approval (~/.ssh, /etc, anything in $HERMES_HOME,
+  and the files that run code later: shell rc files, ~/.gitconfig, ~/.config, ~/.local/bin,
+  .git/config, .git/hooks, .git/info and .envrc at any depth; hermes/agent/runs_later.py);
 - secret files: reading them through the file tools of a server needs approval
   (private keys by name or content, /etc/sudoers); the confinement policy hides the
   password databases, credential stores and $HERMES_HOME from every tool.
@@ -19,18 +20,13 @@ import os
 import posixpath
 import re
 
+from hermes.agent.runs_later import runs_later_write
+
 CRITICAL_DIRS = frozenset(
     {
         "/", "/etc", "/usr", "/var", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot",
         "/dev", "/proc", "/sys", "/opt", "/root", "/home", "/srv",
         "/Users", "/System", "/Library", "/Applications", "/private",
-    }
-)  # fmt: skip
-RC_FILES = frozenset(
-    {
-        ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-        ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc",
-        ".config/fish/config.fish",
     }
 )  # fmt: skip
 _HOME_MARKER = "/\0home"  # stands for ~, ~user, $HOME, ${HOME} in normalised targets
@@ -109,8 +105,9 @@ def sensitive_path(path: str) -> tuple[str, str] | None:
     for h in dict.fromkeys((home, os.path.realpath(home))):
         if _under(path, posixpath.join(h, ".ssh")):
             return "ssh_write", "SSH keys or configuration in ~/.ssh"
-        if path.startswith(h + "/") and path[len(h) + 1 :] in RC_FILES:
-            return "shell_rc_write", f"the shell startup file ~/{path[len(h) + 1 :]}"
+    runs_later = runs_later_write(path, home)
+    if runs_later is not None:
+        return runs_later
     for h in hermes_homes():
         if path == posixpath.join(h, "config.toml"):
             return "hermes_config_write", "hermes's own configuration file"

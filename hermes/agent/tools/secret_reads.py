@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hermes.agent.grants import path_grant
 from hermes.agent.tools.approval import blocked_message, denied_message
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.protected_paths import PRIVATE_KEY_MARKER, secret_read
@@ -44,7 +45,7 @@ async def read_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | No
     if found is None:
         return None
     rule, what = found
-    if await ctx.request_approval(tool_name, str(path), f"read {what}", rule):
+    if await ctx.request_approval(tool_name, str(path), f"read {what}", rule, path_grant("read", path)):
         return None
     verdict = Verdict("approve", f"read {what}", rule)
     return denied_message(f"reading {path}", verdict, approver_available=ctx.approve is not None, outcome=_NOT_READ)

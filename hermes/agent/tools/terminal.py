@@ -10,7 +10,9 @@ Invariants:
   group leader) exits only after every process the command started is dead, also those
   that left the group (setsid, nohup, double forks, daemons): nothing outlives the call;
 - with a host's command runner (ctx.host.commands, e.g. an editor's terminal over ACP) the
-  approved command runs there instead, after the same classification and approval;
+  approved command runs there instead, after the same approval and the classification of
+  `sandbox = off` (no hermes sandbox applies there);
+- "allow for this session" covers the exact command in the same folder (grants.py);
 - on timeout the group gets SIGTERM, then after a short grace the supervisor gets
   END_CALL (it SIGKILLs everything the command started); on cancellation (interrupt) it
   gets END_CALL at once and CancelledError is re-raised. Only if the supervisor does not
@@ -32,6 +34,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.grants import command_grant
 from hermes.agent.tools.approval import blocked_message, classify_command, denied_message
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
@@ -258,16 +261,18 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
     cwd = _workdir(ctx, optional_str(args, "workdir"))
 
     policy = launcher.confinement if launcher is not None else None
-    verdict = classify_command(
-        command, cwd=cwd, sandboxed=launcher is not None and launcher.sandbox.active, policy=policy or ctx.policy
-    )
+    commands = ctx.host.commands if ctx.host is not None else None
+    # A host's terminal (an editor's, over ACP) runs the command outside hermes' sandbox:
+    # it is classified as with `sandbox = off` whatever the setting.
+    sandboxed = launcher is not None and launcher.sandbox.active and commands is None
+    verdict = classify_command(command, cwd=cwd, sandboxed=sandboxed, policy=policy or ctx.policy)
     if verdict.level == "block":
         return blocked_message("this command", verdict)
     if verdict.level == "approve":
-        approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule)
+        grant = command_grant("terminal", command, cwd)
+        approved = await ctx.request_approval("terminal", command, verdict.reason, verdict.rule, grant)
         if not approved:
             return denied_message("this command", verdict, approver_available=ctx.approve is not None)
-    commands = ctx.host.commands if ctx.host is not None else None
     if commands is not None:
         return await commands.run(command, cwd, timeout)  # the host's terminal (an editor's, over ACP)
     # The sandbox's writable root is the session's folder, never a `workdir` the model picks.
@@ -289,7 +294,8 @@ def make_terminal_tool(launcher: ToolLauncher) -> Tool:
         network = "available" if launcher.sandbox.network else "off"
         description += (
             " Commands run in a sandbox: only the working directory and $TMPDIR are writable (the rest of "
-            "the file system is read-only), credential folders and hermes's own files are hidden, /tmp is "
+            "the file system is read-only, and so are .git/config, .git/hooks, .git/info, .envrc and shell "
+            "start-up files in it), credential folders and hermes's own files are hidden, /tmp is "
             f"private to each command, and the network is {network}."
         )
     return dataclasses.replace(TERMINAL_TOOL, handler=handler, description=description)

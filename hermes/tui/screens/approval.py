@@ -1,4 +1,9 @@
-"""Approve a risky command: run once, allow for this session, or deny. Denies on timeout."""
+"""Approve a risky command: run once, allow for this session, or deny. Denies on timeout.
+
+"Allow for this session" is offered only when the request carries a grant, and the modal
+says what it covers (the exact command or path: hermes/agent/grants.py); otherwise the
+action always asks and the session key does nothing.
+"""
 
 from __future__ import annotations
 
@@ -59,10 +64,14 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
             yield Label(f"⚠ {self.request.tool_name} wants to run a risky command", classes="approval-title")
             yield Static(Text(self.request.command), classes="approval-command", markup=False)
             yield Static(Text(f"Why: {self.request.reason}"), markup=False)
+            grant = self.request.grant
+            covers = f"Allow for session covers {grant}" if grant else "Asked every time: no session grant for this."
+            yield Static(Text(covers), id="grant", markup=False)
             yield Static("", id="countdown", classes="approval-countdown")
             with Horizontal():
                 yield Button("Run once [y]", id="once", variant="warning")
-                yield Button("Allow for session [a]", id="session")
+                if grant:
+                    yield Button("Allow for session [a]", id="session")
                 yield Button("Deny [n]", id="deny", variant="error")
 
     def on_mount(self) -> None:
@@ -78,6 +87,8 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         self.query_one("#countdown", Static).update(f"Denied automatically in {left:.0f}s")
 
     def action_decide(self, decision: str) -> None:
+        if decision == "session" and not self.request.grant:
+            return  # not offered: the action always asks
         self.dismiss(ApprovalDecision(decision))
 
     @on(Button.Pressed)
