@@ -113,6 +113,51 @@ def in_pty(
     return code, screen, err
 
 
+def approval_on_a_terminal(args: list[str], *, home: Path, cwd: Path, upstream, answer: bytes) -> tuple[int, bytes]:
+    """Run with a pty as the controlling terminal (what the approval prompt opens as
+    /dev/tty) and stdin, stdout and stderr; type `answer` once the prompt is up."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+
+    def take_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [*_command(), *args], stdin=slave, stdout=slave, stderr=slave,
+        env=_env(home, upstream), cwd=cwd, preexec_fn=take_terminal,
+    )  # fmt: skip
+    os.close(slave)
+    screen = b""
+    answered = False
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    screen += os.read(master, 65536)
+                except OSError:
+                    break
+            if not answered and b"[d]eny" in screen:
+                os.write(master, answer)
+                answered = True
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            screen += data
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return code, screen
+
+
 def assert_no_raw(output: bytes) -> None:
     for raw in RAW:
         assert raw not in output, (raw, output)
@@ -217,3 +262,15 @@ def test_show_json_keeps_the_text_and_escapes_c1(upstream, hermes_home, work):
     assert b"\x1b" not in proc.stdout and "\x9b".encode() not in proc.stdout and b"\x07" not in proc.stdout
     answers = [m["content"] for m in json.loads(proc.stdout)["messages"] if m["role"] == "assistant"]
     assert ANSWER in answers  # the same value
+
+
+def test_the_approval_prompt_shows_the_models_command_with_stand_ins(upstream, hermes_home, work):
+    command = f"rm -r junk-{OSC52}{CLEAR}"
+    upstream.enqueue(tool_reply([call("terminal", {"command": command})]), text_reply("Denied, fine."))
+    code, screen = approval_on_a_terminal(
+        ["chat", "-q", "clean up"], home=hermes_home, cwd=work, upstream=upstream, answer=b"d\n"
+    )
+    assert code == 0, screen
+    assert b"[d]eny" in screen  # the prompt was shown and answered
+    assert_no_raw(screen)
+    assert b"rm -r junk-^[]52;c;SGVybWVz^G^[[2J" in screen
