@@ -472,7 +472,7 @@ def delete(
             from hermes.checkpoints.undo import delete_session
 
             opened.run(delete_session(opened.storage.sessions, settings.home, record.id))
-    typer.echo(f"Deleted {record.id}")
+    typer.echo(for_terminal(f"Deleted {record.id}"))  # ids come from the server too
 
 
 @app.command("fork")
@@ -500,7 +500,8 @@ def fork(
         print_json(_session_json(child, 0.0))  # a fork starts with no usage
         return
     typer.echo(for_terminal(f"Forked {session_id} → {child.id}  {child.title or ''}".rstrip()))
-    typer.echo(f"{_plural(child.message_count, 'message')} copied; continue it with: hermes chat --resume {child.id}")
+    copied = _plural(child.message_count, "message")
+    typer.echo(for_terminal(f"{copied} copied; continue it with: hermes chat --resume {child.id}"))
 
 
 # ---- export -----------------------------------------------------------------------------
@@ -563,7 +564,7 @@ def export(
         _write_private(output, text)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"Wrote {_plural(len(messages), 'message')} of {record.id} to {output}", err=True)
+    typer.echo(for_terminal(f"Wrote {_plural(len(messages), 'message')} of {record.id} to {output}"), err=True)
 
 
 # ---- stats ------------------------------------------------------------------------------
