@@ -11,6 +11,7 @@ import os
 import sys
 
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
+from hermes.terminal_text import for_terminal
 
 APPROVAL_TIMEOUT = 120.0
 _ANSWERS = {
@@ -27,11 +28,12 @@ def tty_approver(timeout: float = APPROVAL_TIMEOUT) -> ApprovalCallback | None:
         return None
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
-        session = f"  [s]ession allows {request.grant}\n" if request.grant else "  (asked every time)\n"
+        # The command is the model's: shown with its control characters made visible.
+        grant = f"  [s]ession allows {for_terminal(request.grant)}\n" if request.grant else "  (asked every time)\n"
         choices = "[o]nce / [s]ession / [d]eny" if request.grant else "[o]nce / [d]eny"
         prompt = (
-            f"\n⚠ {request.tool_name} wants to run a risky command ({request.reason}):\n"
-            f"    {request.command}\n{session}"
+            f"\n⚠ {for_terminal(request.tool_name)} wants to run a risky command ({for_terminal(request.reason)}):\n"
+            f"    {for_terminal(request.command)}\n{grant}"
             f"  {choices} (deny in {timeout:g} s): "
         )
         os.write(fd, prompt.encode())

@@ -17,5 +17,13 @@ def load_settings(**flags: Any) -> Settings:
     return Settings.load(flags)
 
 
+def json_line(value: Any) -> str:
+    """`value` as one line of JSON (UTF-8 as it is; DEL and C1 controls escaped, so a
+    terminal showing it cannot take them for control sequences)."""
+    from hermes.terminal_text import json_for_terminal
+
+    return json_for_terminal(json.dumps(value, ensure_ascii=False, default=str)) + "\n"
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_line(value))

@@ -12,11 +12,12 @@ import contextlib
 from collections.abc import Iterator
 
 from hermes.agent.progress import ProgressCallback, ProgressUpdate
+from hermes.terminal_text import for_terminal
 
 
 def describe(event: ProgressUpdate) -> str:
     """The label of an update: "Preparing local model: verifying"."""
-    return f"{event.task}: {event.step}" if event.step else event.task
+    return for_terminal(f"{event.task}: {event.step}" if event.step else event.task)
 
 
 @contextlib.contextmanager

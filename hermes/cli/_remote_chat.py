@@ -10,7 +10,6 @@ wrong key is one line on stderr and exit 1, before anything is streamed.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from typing import Any
 
@@ -77,8 +76,9 @@ async def one_shot_remote(
                 renderer.close()
     assert result is not None
     if as_json:
+        from hermes.cli._common import json_line
         from hermes.cli._usage import result_line
 
         line = result_line(result, settings.prices)
-        sys.stdout.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_line(line))
     return int(_report(result, as_json))

@@ -3,11 +3,15 @@
 stdout carries only the answer: Markdown rendered live by rich on a terminal, the raw
 text when piped. Tool activity, retries and warnings go to stderr, one line each.
 `--json` prints one JSON object per event instead.
+
+What reaches a terminal goes through `hermes.terminal_text.for_terminal` first (rich
+passes ESC and the C1 controls through): the activity lines always (before their
+colour is added), the answer when stdout is a terminal. A piped answer is the model's
+text byte for byte.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any, TextIO, assert_never
@@ -32,6 +36,8 @@ from hermes.agent.events import (
     TurnStarted,
     event_to_dict,
 )
+from hermes.cli._common import json_line
+from hermes.terminal_text import for_terminal
 
 
 class JsonRenderer:
@@ -39,7 +45,7 @@ class JsonRenderer:
         self.out = out
 
     def handle(self, event: AgentEvent) -> None:
-        self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False, default=str) + "\n")
+        self.out.write(json_line(event_to_dict(event)))
         self.out.flush()
 
     def close(self) -> None:
@@ -54,6 +60,7 @@ class _Activity:
         self.color = err.isatty()
 
     def line(self, text: str, style: str = "") -> None:
+        text = for_terminal(text)
         if self.color and style:
             codes = {"dim": "2", "green": "32", "red": "31", "yellow": "33"}
             text = f"\x1b[{codes[style]}m{text}\x1b[0m"
@@ -163,7 +170,7 @@ class MarkdownRenderer(_AnswerRenderer):
         self._last_refresh = 0.0
 
     def _text(self, text: str) -> None:
-        self._buffer += text
+        self._buffer += for_terminal(text)
         self._refresh()
 
     def _refresh(self, force: bool = False) -> None:

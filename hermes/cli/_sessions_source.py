@@ -1,12 +1,13 @@
 """Where `hermes sessions …` reads and writes: the local storage, or a remote `hermes serve`.
 
-    with opened_sessions(settings, server=URL_or_None, key=KEY_or_None) as opened:
+    with opened_sessions(settings, server=URL_or_None, key=KEY_or_None, key_file=PATH_or_None) as opened:
         record = opened.run(opened.sessions.get_session(session_id))
 
 `server` (the `--server` flag, else `server_url`) picks the server's sessions REST API
-(`hermes.remote.sessions.RemoteSessions`, with `key`, else `server_key`, as the bearer
-key); otherwise the configured storage is opened and repaired (`opened_storage`). Both run
-on one `CommandLoop` for the command; the server's HTTP client is closed on it.
+(`hermes.remote.sessions.RemoteSessions`, with the bearer key `--key`, `--key-file`,
+HERMES_SERVER_KEY or `server_key` resolved by `hermes.cli._server_key`); otherwise the
+configured storage is opened and repaired (`opened_storage`). Both run on one
+`CommandLoop` for the command; the server's HTTP client is closed on it.
 `opened.files` undoes, redoes and diffs turns where their files are: on the server
 (`RemoteSessions`), or here (`LocalSessionFiles` under `settings.home`).
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from hermes.cli._server_key import KEY_FILE_OPTION, KEY_OPTION, server_key
 from hermes.cli._storage import CommandLoop, opened_storage
 
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ T = TypeVar("T")
 SERVER_OPTION: Any = typer.Option(
     None, "--server", metavar="URL", help="Use this hermes serve's sessions (default: server_url)."
 )
-KEY_OPTION: Any = typer.Option(None, "--key", help="Bearer key of --server (default: server_key).")
+__all__ = ["KEY_FILE_OPTION", "KEY_OPTION", "SERVER_OPTION", "OpenedSessions", "opened_sessions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,9 @@ class OpenedSessions:
 
 
 @contextlib.contextmanager
-def opened_sessions(settings: Settings, *, server: str | None, key: str | None) -> Iterator[OpenedSessions]:
+def opened_sessions(
+    settings: Settings, *, server: str | None, key: str | None, key_file: Path | None = None
+) -> Iterator[OpenedSessions]:
     server = server or settings.server_url
     if not server:
         from hermes.checkpoints.files import LocalSessionFiles
@@ -66,9 +70,10 @@ def opened_sessions(settings: Settings, *, server: str | None, key: str | None) 
     from hermes.remote.client import RemoteClient
     from hermes.remote.sessions import RemoteSessions
 
+    bearer = server_key(settings.server_key, key=key, key_file=key_file)
     loop = CommandLoop()
     try:
-        client = RemoteClient(server, key or settings.server_key)
+        client = RemoteClient(server, bearer)
         try:
             sessions = RemoteSessions(client)
             yield OpenedSessions(sessions, loop, None, sessions)

@@ -27,6 +27,7 @@ from typing import TextIO
 from hermes.agent.events import AgentEvent
 from hermes.agent.progress import ProgressUpdate
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest
+from hermes.terminal_text import for_terminal
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PLAIN_INTERVAL = 10.0
@@ -161,7 +162,7 @@ class StatusLine:
         phase_s, total_s = now - self._since, now - self._started
         timing = f"{phase_s:.0f} s" if abs(total_s - phase_s) < 1 else f"{phase_s:.0f} s, {total_s:.0f} s in all"
         rate = f" · {self.rate:.1f} tokens/s" if self.rate is not None else ""
-        return f"{self.phase} ({timing}){rate}"
+        return for_terminal(f"{self.phase} ({timing}){rate}")  # the phase can name a tool the model made up
 
     def _run(self) -> None:
         while not self._stop.wait(REDRAW):

@@ -4,8 +4,13 @@
     hermes chat -q "question"         one turn; answer on stdout, activity on stderr
     git diff | hermes chat -q "review this"   piped stdin is added as context
     hermes chat -q "…" --json         one JSON object per event, then the result
-    hermes chat --server URL [--key K] the same, driving a remote `hermes serve`
-                                      (also `server_url` / HERMES_SERVER_URL)
+    hermes chat --server URL [--key-file PATH]  the same, driving a remote `hermes serve`
+                                      (also `server_url` / HERMES_SERVER_URL; the key:
+                                      --key > --key-file > HERMES_SERVER_KEY > server_key)
+
+On a terminal, control characters in what the model, a tool or the server sends are
+shown as visible stand-ins (hermes.terminal_text); a piped stdout gets the answer
+byte-exact.
 
 Exit codes of a one-shot turn: 0 completed, 1 failed or partial, 2 usage or
 configuration error, 130 interrupted.
@@ -13,13 +18,15 @@ configuration error, 130 interrupted.
 
 from __future__ import annotations
 
-import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from hermes.cli._server_key import KEY_FILE_OPTION, KEY_OPTION
 from hermes.errors import UsageError
+from hermes.terminal_text import for_terminal
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -50,18 +57,20 @@ def chat(
     server: str | None = typer.Option(
         None, "--server", metavar="URL", help="Drive this hermes serve (sessions, turns, tools run there)."
     ),
-    key: str | None = typer.Option(None, "--key", help="Bearer key of --server (default: server_key)."),
+    key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
+    from hermes.cli._server_key import server_key
 
     if continue_last and resume:
         raise UsageError("use either --continue or --resume, not both")
     settings = load_settings(model=model, yolo=yolo or None)
     server = server or settings.server_url
-    key = key or settings.server_key
     if server and yolo:
         raise UsageError("--yolo does not reach a server: its own approval policy applies (hermes serve --yolo)")
+    key = server_key(settings.server_key, key=key, key_file=key_file) if server else None
     piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
     if query is None and piped is None:
         if as_json:
@@ -143,7 +152,7 @@ async def _one_shot(
         session_id = await _pick_session(storage, continue_last=continue_last, resume=resume)
         for notice in (choice.notice, sandbox_notice(settings)):
             if notice and not as_json:
-                sys.stderr.write(f"hermes: {notice}\n")
+                sys.stderr.write(f"hermes: {for_terminal(notice)}\n")
         # The status line covers preparing the model too (--quiet: nothing at all).
         if not quiet:
             status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
@@ -197,7 +206,7 @@ async def _run_turn(
 
     if agent.instructions is not None and agent.instructions.notice and not as_json:
         with quiet_output():
-            sys.stderr.write(f"hermes: {agent.instructions.notice}\n")
+            sys.stderr.write(f"hermes: {for_terminal(agent.instructions.notice)}\n")
     renderer = make_renderer(as_json)
     approve = None if settings.yolo else tty_approver()
     request = TurnRequest(
@@ -249,15 +258,16 @@ async def _run_turn(
                 status.close()
     assert result is not None
     if as_json:
+        from hermes.cli._common import json_line
         from hermes.cli._usage import result_line
 
         line = result_line(result, settings.prices)
-        sys.stdout.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_line(line))
     return _report(result, as_json)
 
 
 def _report_mcp(status: McpServerStatus) -> None:
-    sys.stderr.write(f"hermes: {status.line()}\n")
+    sys.stderr.write(f"hermes: {for_terminal(status.line())}\n")
 
 
 def _report(result: Any, as_json: bool) -> int:
@@ -269,5 +279,5 @@ def _report(result: Any, as_json: bool) -> int:
         return 130
     if not as_json:
         label = "incomplete answer" if result.status == "partial" else "failed"
-        sys.stderr.write(f"hermes: {label}: {result.error}\n")
+        sys.stderr.write(f"hermes: {label}: {for_terminal(str(result.error))}\n")
     return 1

@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - older typer
 from hermes import __version__
 from hermes.errors import HermesError
 from hermes.redact import redact_text
+from hermes.terminal_text import for_terminal
 
 
 class HermesGroup(TyperGroup):
@@ -55,7 +56,8 @@ class HermesGroup(TyperGroup):
                 raise
             _usage_error(exc)
         except HermesError as exc:
-            typer.echo(f"hermes: {redact_text(str(exc))}", err=True)
+            # An error can quote a server, an upstream or a file name: controls made visible.
+            typer.echo(f"hermes: {for_terminal(redact_text(str(exc)))}", err=True)
             raise typer.Exit(exc.exit_code) from None
 
 

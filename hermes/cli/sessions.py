@@ -68,6 +68,10 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
 state.db itself), atomically through a temporary file in the same folder, replacing
 any existing file; stdout stays empty and one confirmation line goes to stderr.
 
+The plain-text views show model, tool and repository text (titles, messages, snippets)
+with their control characters replaced by visible stand-ins (`hermes.terminal_text`), so
+a transcript cannot drive the terminal; `--json` and `export` keep the text exact.
+
 Nothing heavy is imported at module import: the storage is opened inside each command.
 """
 
@@ -85,11 +89,12 @@ import typer
 from typer.core import TyperGroup
 
 from hermes.cli import sessions_undo
-from hermes.cli._common import load_settings, print_json
-from hermes.cli._sessions_source import KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
+from hermes.cli._common import json_line, load_settings, print_json
+from hermes.cli._sessions_source import KEY_FILE_OPTION, KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
 from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
 from hermes.pricing import format_cost
+from hermes.terminal_text import for_terminal, json_for_terminal
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
@@ -137,11 +142,15 @@ ARGUMENTS_CHARS = 120
 
 @contextlib.contextmanager
 def _opened(
-    settings: Settings | None = None, *, server: str | None = None, key: str | None = None
+    settings: Settings | None = None,
+    *,
+    server: str | None = None,
+    key: str | None = None,
+    key_file: Path | None = None,
 ) -> Iterator[OpenedSessions]:
     """The configured storage, repaired (so what is read shows crashed turns as interrupted),
     or with `server` (else `server_url`) that hermes serve's sessions."""
-    with opened_sessions(settings or load_settings(), server=server, key=key) as opened:
+    with opened_sessions(settings or load_settings(), server=server, key=key, key_file=key_file) as opened:
         yield opened
 
 
@@ -215,6 +224,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
     from hermes.store.storage import open_session_store_at_once
@@ -232,7 +242,7 @@ def list_(
                 limit, offset, as_json,
             )  # fmt: skip
         return
-    with _opened(settings, server=server, key=key) as opened:
+    with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
         _print_list(
             opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source)),
@@ -258,7 +268,7 @@ def _print_list(
         typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
         return
     for line in _table(_session_rows(records), {3}, _terminal_width()):
-        typer.echo(line)
+        typer.echo(for_terminal(line))
     if has_more:
         shown_to = offset + len(records)
         typer.echo(f"… {count() - shown_to} more (next page: --offset {shown_to})")
@@ -335,6 +345,7 @@ def show(
     as_json: bool = typer.Option(False, "--json", help='Print the session object with "messages".'),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Show a session and its transcript.
 
@@ -345,7 +356,7 @@ def show(
     the model still saw in full.
     """
     settings = load_settings()
-    with _opened(settings, server=server, key=key) as opened:
+    with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         messages = opened.run(sessions.get_messages(session_id))
@@ -358,14 +369,14 @@ def show(
         print_json(data)
         return
     for line in _header(record, cost) + _transcript(messages, markers):
-        typer.echo(line)
+        typer.echo(for_terminal(line))
 
 
 # ---- search -----------------------------------------------------------------------------
 
 
 def _highlight(snippet: str, color: bool) -> str:
-    snippet = one_line(snippet)
+    snippet = for_terminal(one_line(snippet))
     if not color:
         return snippet
     return snippet.replace(">>>", "\x1b[1m").replace("<<<", "\x1b[0m")
@@ -379,10 +390,11 @@ def search(
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [hits], "has_more": bool}.'),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Search message text, best match first."""
     settings = load_settings()
-    with _opened(settings, server=server, key=key) as opened:
+    with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         hits = opened.run(opened.sessions.search(query, limit=limit + 1, source=source))
         has_more = len(hits) > limit
         hits = hits[:limit]
@@ -399,7 +411,7 @@ def search(
     color = sys.stdout.isatty()
     for hit in hits:
         title = hit.session.title or ""
-        typer.echo(f"{hit.session.id}  #{hit.message_id} {hit.role}  {title}".rstrip())
+        typer.echo(for_terminal(f"{hit.session.id}  #{hit.message_id} {hit.role}  {title}".rstrip()))
         typer.echo(f"  {_highlight(hit.snippet, color)}")
     if has_more:
         typer.echo(f"… more matches (raise --limit above {limit})")
@@ -414,13 +426,14 @@ def rename(
     title: str = typer.Argument(..., help="The new title."),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Set a session's title."""
     if not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened(server=server, key=key) as opened:
+    with _opened(server=server, key=key, key_file=key_file) as opened:
         record = opened.run(opened.sessions.rename_session(session_id, title))
-    typer.echo(f"Renamed {record.id}: {record.title}")
+    typer.echo(for_terminal(f"Renamed {record.id}: {record.title}"))
 
 
 @app.command("delete")
@@ -429,6 +442,7 @@ def delete(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Delete a session and its messages.
 
@@ -436,7 +450,7 @@ def delete(
     is not a terminal, --yes is required.
     """
     settings = load_settings()
-    with _opened(settings, server=server, key=key) as opened:
+    with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
         record = opened.run(sessions.get_session(session_id))
         if not yes:
@@ -445,7 +459,9 @@ def delete(
                     f"refusing to delete {record.id} without confirmation: stdin is not a terminal; pass --yes"
                 )
             described = f'"{record.title}", ' if record.title else ""
-            question = f"Delete session {record.id} ({described}{_plural(record.message_count, 'message')})?"
+            question = for_terminal(
+                f"Delete session {record.id} ({described}{_plural(record.message_count, 'message')})?"
+            )
             if not typer.confirm(question, default=False):
                 typer.echo("Not deleted.", err=True)
                 raise typer.Exit(1)
@@ -456,7 +472,7 @@ def delete(
             from hermes.checkpoints.undo import delete_session
 
             opened.run(delete_session(opened.storage.sessions, settings.home, record.id))
-    typer.echo(f"Deleted {record.id}")
+    typer.echo(for_terminal(f"Deleted {record.id}"))  # ids come from the server too
 
 
 @app.command("fork")
@@ -469,6 +485,7 @@ def fork(
     as_json: bool = typer.Option(False, "--json", help="Print the new session object."),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Copy a session into a new one.
 
@@ -477,13 +494,14 @@ def fork(
     """
     if title is not None and not title.strip():
         raise UsageError("the title must not be empty")
-    with _opened(server=server, key=key) as opened:
+    with _opened(server=server, key=key, key_file=key_file) as opened:
         child = opened.run(opened.sessions.fork_session(session_id, at_message_id=at, title=title))
     if as_json:
         print_json(_session_json(child, 0.0))  # a fork starts with no usage
         return
-    typer.echo(f"Forked {session_id} → {child.id}  {child.title or ''}".rstrip())
-    typer.echo(f"{_plural(child.message_count, 'message')} copied; continue it with: hermes chat --resume {child.id}")
+    typer.echo(for_terminal(f"Forked {session_id} → {child.id}  {child.title or ''}".rstrip()))
+    copied = _plural(child.message_count, "message")
+    typer.echo(for_terminal(f"{copied} copied; continue it with: hermes chat --resume {child.id}"))
 
 
 # ---- export -----------------------------------------------------------------------------
@@ -491,10 +509,10 @@ def fork(
 
 def _render_export(fmt: str, record: SessionRecord, cost: float | None, messages: list[MessageRecord]) -> str:
     if fmt == "json":
-        return json.dumps(_session_json(record, cost, messages), ensure_ascii=False, indent=2) + "\n"
+        return json_for_terminal(json.dumps(_session_json(record, cost, messages), ensure_ascii=False, indent=2)) + "\n"
     if fmt == "jsonl":
         rows = [_session_json(record, cost)] + [message.to_json() for message in messages]
-        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        return "".join(json_line(row) for row in rows)
     return session_markdown(record, messages)
 
 
@@ -523,6 +541,7 @@ def export(
     ),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """Export a session as json, jsonl or markdown.
 
@@ -533,19 +552,19 @@ def export(
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
     settings = load_settings()
-    with _opened(settings, server=server, key=key) as opened:
+    with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         record = opened.run(opened.sessions.get_session(session_id))
         messages = opened.run(opened.sessions.get_messages(session_id))
         cost = session_costs(opened, settings.prices, [record.id])[record.id]
     text = _render_export(fmt, record, cost, messages)
     if output is None or str(output) == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(for_terminal(text) if fmt == "markdown" and sys.stdout.isatty() else text)
         return
     try:
         _write_private(output, text)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"Wrote {_plural(len(messages), 'message')} of {record.id} to {output}", err=True)
+    typer.echo(for_terminal(f"Wrote {_plural(len(messages), 'message')} of {record.id} to {output}"), err=True)
 
 
 # ---- stats ------------------------------------------------------------------------------

@@ -169,7 +169,8 @@ class RemoteClient:
             return NothingToUndo(message)
         if response.status == 401:
             return RemoteAuthError(
-                f"the hermes server at {self.base_url} refused the key (401): pass --key or set server_key",
+                f"the hermes server at {self.base_url} refused the key (401):"
+                " pass --key-file PATH or set HERMES_SERVER_KEY",
                 status=401,
                 remote_code=code,
             )

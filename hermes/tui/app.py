@@ -8,14 +8,17 @@ Everything a session shows, and every turn, lives in that screen and its `TurnCo
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
+from textual.filter import LineFilter
 
 from hermes.config import Settings
 from hermes.tui.backend import ChatAgent, ChatSessions
 from hermes.tui.screens.chat import ChatScreen
+from hermes.tui.terminal_filter import ControlsFilter
 from hermes.tui.widgets.activity import SILENCE_AFTER
 
 if TYPE_CHECKING:
@@ -50,6 +53,12 @@ class HermesApp(App[int]):
         self.mcp: McpManager | None = None
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self._last_ctrl_c = 0.0
+        self._controls_filter = ControlsFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then one that keeps every control character of the shown
+        text (model, tool, file) from the terminal (hermes/tui/terminal_filter.py)."""
+        return [*super().get_line_filters(), self._controls_filter]
 
     @property
     def session_id(self) -> str | None:

@@ -92,6 +92,7 @@ async def test_hermes_secrets_never_pass_even_when_a_glob_names_them(
     leaky_env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("API_SERVER_KEY", "server-key-0001")
+    monkeypatch.setenv("HERMES_SERVER_KEY", "client-server-key-0006")
     monkeypatch.setenv("HERMES_API_KEY", "hermes-key-0002")
     monkeypatch.setenv("OPENAI_API_KEY", "openai-key-0003")
     monkeypatch.setenv("RENAMED_PROVIDER_KEY", "sk-configured-1234")  # the configured key, another name
@@ -103,7 +104,8 @@ async def test_hermes_secrets_never_pass_even_when_a_glob_names_them(
 
     out = await run_env(tmp_path, settings)
 
-    for leaked in ("server-key-0001", "hermes-key-0002", "openai-key-0003", "sk-configured-1234", "db-pass-4417"):
+    leaks = ("server-key-0001", "client-server-key-0006", "hermes-key-0002", "openai-key-0003")
+    for leaked in (*leaks, "sk-configured-1234", "db-pass-4417"):
         assert leaked not in out, leaked
     # "*" is the user's explicit choice for everything else.
     assert "FOO_BAR=random-value-3344" in out and "GITHUB_PAT=ghp-personal-token-5566" in out

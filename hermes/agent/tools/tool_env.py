@@ -70,9 +70,12 @@ PROXY_NAMES: tuple[str, ...] = (
 A proxy URL is an address unless it carries user:password, so only credential-free values
 pass on their own."""
 
-NEVER_PASS = frozenset({"API_SERVER_KEY", "HERMES_API_KEY", "OPENAI_API_KEY", "HERMES_DATABASE_URL"})
-"""hermes's own secrets: the endpoint key, the server key, the database URL (a password for
-the whole store). No passthrough glob lets these through."""
+NEVER_PASS = frozenset(
+    {"API_SERVER_KEY", "HERMES_SERVER_KEY", "HERMES_API_KEY", "OPENAI_API_KEY", "HERMES_DATABASE_URL"}
+)
+"""hermes's own secrets: the endpoint key, the server key (HERMES_SERVER_KEY: the key a
+client sends to a server, hermes/cli/_server_key.py), the database URL (a password for the
+whole store). No passthrough glob lets these through."""
 
 TOOL_ENV_EXTRA: dict[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat"}
 """Set for every tool command: nothing may wait for a pager."""
