@@ -350,7 +350,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         async with place_conversation(
             request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
             key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
-            receipts=cross_instance_receipts(request.app[STORAGE]),
+            receipts=cross_instance_receipts(request.app[STORAGE]), continuing=chat.tool_results is not None,
         ) as placement:
             history = chat.history
             if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
