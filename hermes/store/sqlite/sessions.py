@@ -48,9 +48,9 @@ from hermes.store.records import (
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
+from hermes.store.sqlite import fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
-from hermes.store.sqlite import fts_batches
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
 from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
 
