@@ -39,10 +39,13 @@ whitespace runs become one space, consecutive messages of one role are one messa
 empty messages and every other role are left out.
 
 Invariants: one placement at a time per session in this process (a per-session lock,
-held until the request's block ends); a keyed session is also claimed across instances
-(`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) until
-the block ends, so two instances given one chat id at once run its turns one after the
-other in one session (past `BUSY_WAIT`, the later one gets a new session, as in-process);
+held until the request's block ends); a keyed chat is locked and claimed across instances
+(`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) under
+its `owui-…` id, wherever its key points, until the block ends, so two instances given
+one chat id at once place and run its turns one after the other (the later one continues
+what the first answered, or forks where its history differs; past `BUSY_WAIT`, it gets a
+new session, as in-process); a chat key moves only to a fork of its session or to a
+session its turn has just written, never to a session another chat holds;
 a derived id is never claimed: the session-creating write decides, atomically, so of two
 instances given one opening at once exactly one creates the derived session and the other
 a fresh one (two conversations never share a session, and no transcript interleaves); a
