@@ -1,7 +1,8 @@
 """A burst of streamed chat completions on one `hermes serve` process: SQLite vs PostgreSQL.
 
     python bench/bench_burst.py [--streams 200] [--chunks 500] [--chunk-delay 0.001]
-                                [--requests 100] [--database-url URL] [--pg-no-fsync] [--json]
+                                [--requests 100] [--database-url URL] [--pg-no-fsync]
+                                [--default-cap] [--json]
 
 For each configuration (`sqlite`: the SQLite files; `pg`: PostgreSQL, a throwaway server
 with PostgreSQL's durable defaults unless `--database-url` names one), one `hermes serve`
@@ -12,6 +13,10 @@ process of this checkout runs against the scripted upstream of `bench_server.py`
 2. `--streams` concurrent streamed chat completions of `--chunks` chunks each: time to
    the first content chunk (TTFC) p50 and p99, and the same burst sent straight to the
    upstream right before it.
+
+`--default-cap` keeps the server's default `max_concurrent_runs` (otherwise the bench
+lifts the cap): the burst then also shows how many streams the default refuses (429),
+target none for 100 streams.
 
 Targets (exit status 1 when one is missed):
 - PostgreSQL's TTFC p50 <= 1.2x SQLite's;
@@ -110,6 +115,8 @@ async def _run(names: list[str], args: argparse.Namespace) -> dict[str, Any]:
         if needs_pg:
             report["postgres"] = await durability(db_url)
         async with scripted_upstream(tmp) as (upstream, env):
+            if getattr(args, "default_cap", False):
+                env.pop("API_SERVER_MAX_CONCURRENT_RUNS", None)
             for name in names:
                 report["configs"][name] = await _measure(BURST_CONFIGS[name], upstream, env, Path(tmp), db_url, args)
                 print(f"bench_burst: {name} done", file=sys.stderr, flush=True)
@@ -136,6 +143,8 @@ def run_burst(config: Config | str, streams: int, chunks: int, **options: Any) -
 
 def targets(configs: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    refused = sum(c["burst"].get("refused", 0) for c in configs.values())
+    out["refused_429"] = {"value": refused, "target": 0, "ok": refused == 0}
     pg, sqlite = configs.get("pg"), configs.get("sqlite")
     if pg is not None:
         p50, p99 = pg["burst"]["ttfc_p50_ms"], pg["burst"]["ttfc_p99_ms"]
@@ -166,6 +175,8 @@ def print_report(report: dict[str, Any]) -> None:
             f"{name:<8}{added}{b['succeeded']:>6}/{b['streams']:<5}{c['chunks']:>8}{b['ttfc_p50_ms']:>10.1f}"
             f"{b['ttfc_p99_ms']:>9.1f}{d['ttfc_p50_ms']:>12.1f}{d['ttfc_p99_ms']:>9.1f}{b['chunks_per_s']:>10.0f}"
         )
+        if b.get("refused"):
+            print(f"    refused (429): {b['refused']}")
         for error in b["errors"]:
             print(f"    error: {error}")
     for name, t in report["targets"].items():
@@ -181,6 +192,7 @@ def main() -> int:
     parser.add_argument("--database-url", help="an existing PostgreSQL database (default: a throwaway server)")
     parser.add_argument("--pg-no-fsync", action="store_true", help="the throwaway server without durable commits")
     parser.add_argument("--only", nargs="*", choices=sorted(BURST_CONFIGS), default=["sqlite", "pg"])
+    parser.add_argument("--default-cap", action="store_true", help="keep the default max_concurrent_runs")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON line at the end")
     args = parser.parse_args()
     report = asyncio.run(_run(args.only, args))

@@ -212,10 +212,13 @@ async def measure_burst(
 ) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {KEY}"} if auth else {}
 
+    statuses: list[int] = []
+
     async def one(i: int) -> tuple[float | None, float | None, int, bool]:
         started = time.perf_counter()
         body = chat_body(f"big:{chunks}:{delay}:{i}", True)
         async with session.post(urls[i % len(urls)], json=body, headers=headers) as resp:
+            statuses.append(resp.status)
             if resp.status != 200:
                 return None, None, 0, False
             return await read_stream(resp, started)
@@ -229,6 +232,7 @@ async def measure_burst(
     return {
         "streams": streams,
         "succeeded": len(good),
+        "refused": statuses.count(429),
         "errors": [repr(r)[:200] for r in results if isinstance(r, BaseException)][:3],
         "ttfc_p50_ms": statistics.median(firsts) if firsts else float("inf"),
         "ttfc_p99_ms": pct(firsts, 0.99) if firsts else float("inf"),

@@ -194,7 +194,9 @@ class Settings:
     server_model_name: str = "hermes-agent"
     server_tool_progress_events: str = "auto"
     server_keepalive_seconds: float = 10.0
-    server_max_concurrent_runs: int = 64
+    server_max_concurrent_runs: int = 256
+    """Turns one server process runs at once; one more is refused with 429 and Retry-After
+    (sized so a burst of 100 streams on one process is served). 0: no cap."""
     server_response_store_size: int = 1000
     server_header_timeout: float = 30.0
     server_body_timeout: float = 30.0

@@ -160,13 +160,14 @@ class Agent:
 
     # ---- the turn --------------------------------------------------------------------
 
-    def start(self, request: TurnRequest) -> TurnHandle:
-        """Start one turn in a task of its own; see the module docstring."""
+    def start(self, request: TurnRequest, *, inline: bool = False) -> TurnHandle:
+        """Start one turn in a task of its own (`inline`: in the caller's, when it awaits
+        the handle's `wait()`); see the module docstring."""
 
         async def produce(handle: TurnHandle) -> None:
             await self._drive(request, handle)
 
-        return TurnHandle(produce)
+        return TurnHandle(produce, inline=inline)
 
     async def run_turn(self, request: TurnRequest) -> AsyncIterator[AgentEvent]:
         """`start(request)`'s events, for scripts and tests; leaving early closes the turn.

@@ -27,7 +27,10 @@ Invariants:
   stop wins; later ones are ignored. A stop from inside the turn's task (e.g. a tool's
   callback) is recorded only, since a cancel of the running task would land after it.
 - `wait()` is the consumer that wants only the result: from then on events skip the
-  queue (observers still see them) and it awaits the task itself.
+  queue (observers still see them) and it awaits the task itself. An `inline` turn has
+  no task of its own: `wait()` runs the producer in the task that created the handle
+  (which a stop then cancels and the producer's `unlisten()` takes back, as above);
+  `aclose()` after it has nothing to wait for.
 - `aclose(grace)` is how a consumer leaves: events are dropped from then on, the turn is
   stopped, the producer gets `grace` seconds to settle (interrupted tool results written,
   session ended), then its task is cancelled — the producer's cleanup still runs, without
@@ -86,7 +89,7 @@ Producer = Callable[["TurnHandle"], Coroutine[Any, Any, None]]
 class TurnHandle:
     """One turn running in its own task (see the module docstring)."""
 
-    def __init__(self, produce: Producer, *, name: str = "hermes-turn") -> None:
+    def __init__(self, produce: Producer, *, name: str = "hermes-turn", inline: bool = False) -> None:
         self._queue: Channel[AgentEvent | _End] = Channel(QUEUE_SIZE)
         self.result: TurnResult | None = None
         """Set when the producer emits its TurnCompleted."""
@@ -98,7 +101,21 @@ class TurnHandle:
         self._listening = False
         self._cancel_sent = False
         self._observers: list[Callable[[AgentEvent], None]] = []
-        self.task: asyncio.Task[None] = asyncio.create_task(self._run(produce), name=name)
+        self._finished = False
+        self.inline = inline
+        """The producer runs inside `wait()`, in the task that created the handle (no
+        task of its own, no queue: for a consumer that wants only the result)."""
+        self._inline: Producer | None = None
+        """An inline turn's producer, until `wait()` runs it."""
+        self.task: asyncio.Task[Any]
+        """The task the producer runs in: its own, or for an inline turn the creator's."""
+        if inline:
+            current = asyncio.current_task()
+            if current is None:
+                raise RuntimeError("an inline turn is created inside the task that waits for it")
+            self.task, self._inline = current, produce
+        else:
+            self.task = asyncio.create_task(self._run(produce), name=name)
 
     async def _run(self, produce: Producer) -> None:
         try:
@@ -109,6 +126,7 @@ class TurnHandle:
             self._failure = TurnCrashed(exc)
         finally:
             self._listening = False
+            self._finished = True
             with contextlib.suppress(asyncio.CancelledError):
                 # After aclose() the queue was drained: there is room, this never waits.
                 await self._queue.put(_END)
@@ -117,7 +135,7 @@ class TurnHandle:
 
     @property
     def done(self) -> bool:
-        return self.task.done()
+        return self._finished if self.inline else self.task.done()
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """The turn's events, ending after the last one; TurnCrashed if the producer raised."""
@@ -170,8 +188,11 @@ class TurnHandle:
         """
         self._detached = True
         self._queue.clear()
+        if self._inline is not None:
+            produce, self._inline = self._inline, None
+            await self._run(produce)
         task = self.task
-        if not task.done():
+        if not self.inline and not task.done():
             # What asyncio.wait((task,)) does for one task, without its sets and counters:
             # a future the task's end resolves; cancelling the waiter leaves the task alone.
             ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -183,7 +204,7 @@ class TurnHandle:
 
     async def settled(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for the turn's task to finish, without stopping it."""
-        if not self.task.done():
+        if not self.inline and not self.task.done():
             await asyncio.wait({self.task}, timeout=timeout)
 
     async def aclose(self, grace: float = CLOSE_GRACE) -> None:
@@ -191,6 +212,9 @@ class TurnHandle:
         self._detached = True
         self.stop()
         self._queue.clear()
+        if self.inline:  # ran to its end inside `wait()`, or never ran: nothing to wait for
+            self._inline = None
+            return
         try:
             if not self.task.done():
                 await asyncio.wait({self.task}, timeout=grace)

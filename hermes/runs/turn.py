@@ -22,4 +22,7 @@ from hermes.agent.types import TurnRequest
 
 
 class TurnEngine(Protocol):
-    def start(self, request: TurnRequest) -> TurnHandle: ...
+    def start(self, request: TurnRequest, *, inline: bool = False) -> TurnHandle:
+        """The turn behind a handle: in a task of its own, or with `inline` run by the
+        handle's `wait()` in the task that called this."""
+        ...

@@ -58,13 +58,13 @@ class UtilityEngine:
         self._provider = provider
         self._model = model
 
-    def start(self, request: TurnRequest) -> TurnHandle:
+    def start(self, request: TurnRequest, *, inline: bool = False) -> TurnHandle:
         """The utility call as a turn behind a `TurnHandle` (stop() cancels the call)."""
 
         async def produce(handle: TurnHandle) -> None:
             await self._answer(request, handle)
 
-        return TurnHandle(produce, name="hermes-utility")
+        return TurnHandle(produce, name="hermes-utility", inline=inline)
 
     async def _answer(self, request: TurnRequest, handle: TurnHandle) -> None:
         model = request.model or self._model

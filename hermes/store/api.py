@@ -271,6 +271,7 @@ class AsyncSessionStore(Protocol):
         at_message_id: int | None = None,
         title: str | None = None,
         source: str | None = None,
+        with_marks: bool = False,
     ) -> SessionRecord: ...
 
     async def mark_conversation(self, session_id: str, fingerprint: str) -> ConversationMark:
@@ -282,10 +283,23 @@ class AsyncSessionStore(Protocol):
         """
         ...
 
-    async def find_conversation(self, fingerprints: Sequence[str]) -> ConversationMark | None:
+    async def find_conversation(
+        self, fingerprints: Sequence[str], *, session_id: str | None = None
+    ) -> ConversationMark | None:
         """The best mark among `fingerprints`, which come longest conversation first: the
         earliest-listed fingerprint that has a mark; of its marks, an `open` one (its session
-        still ends there, unclaimed) before the others, then the newest."""
+        still ends there, unclaimed) before the others, then the newest. With `session_id`:
+        that session's marks only."""
+        ...
+
+    async def point_chat_key(self, key: str, session_id: str) -> None:
+        """Make the client's chat key `key` name `session_id` from now on (the session has
+        messages, else MessageNotFound); deleting the session lets the key fall back to the
+        session it named before."""
+        ...
+
+    async def find_chat_key(self, key: str) -> str | None:
+        """The session the chat key was last pointed at (None: never, or deleted since)."""
         ...
 
     async def claim_conversation(self, session_id: str, fingerprint: str) -> bool:

@@ -10,6 +10,13 @@ reopens it; a mark is `latest` while its message is still the session's newest n
 message; `claim_conversation` succeeds once per marking, for one caller on any instance
 (a conditional UPDATE: the row lock serialises racing claims); marks go with their
 session (ON DELETE CASCADE).
+
+Chat keys: a client that names its chat (`KEY_PREFIX` + the key as the fingerprint) points
+the key at a session by marking it so; the key's session is the one marked with it most
+recently (`find_chat_key`), so a fork that takes over a chat is simply marked last. A key
+mark is never a conversation: `find_conversation` is only ever given hex fingerprints.
+A fork may take its parent's marks along (`copy_marks`), re-pointed at the copies and
+claimed (they name earlier points of the conversation, never one to continue).
 """
 
 from __future__ import annotations
@@ -20,8 +27,18 @@ from hermes.errors import MessageNotFound
 from hermes.store.records import ConversationMark
 from hermes.store.sql import Executor, Row
 
-__all__ = ["MAX_FINGERPRINTS", "claim_conversation", "find_conversation", "mark_conversation"]
+__all__ = [
+    "KEY_PREFIX",
+    "MAX_FINGERPRINTS",
+    "claim_conversation",
+    "copy_marks",
+    "find_chat_key",
+    "find_conversation",
+    "mark_conversation",
+]
 
+KEY_PREFIX = "key:"
+"""The fingerprint prefix of a chat key's mark (see the module docstring)."""
 MAX_FINGERPRINTS = 128
 """How many fingerprints one lookup considers (the first ones: the longest conversations)."""
 
@@ -59,14 +76,17 @@ async def mark_conversation(
     return _mark(rows[0])
 
 
-async def find_conversation(db: Executor, fingerprints: Sequence[str]) -> ConversationMark | None:
+async def find_conversation(
+    db: Executor, fingerprints: Sequence[str], session_id: str | None = None
+) -> ConversationMark | None:
     wanted = list(dict.fromkeys(fingerprints))[:MAX_FINGERPRINTS]
     if not wanted:
         return None
     places = ", ".join("?" for _ in wanted)
-    rows = await db.fetch_all(
-        f"SELECT {_COLUMNS} FROM hermes.conversation_marks AS c WHERE c.fingerprint IN ({places})", tuple(wanted)
-    )
+    where, params = f"c.fingerprint IN ({places})", tuple(wanted)
+    if session_id is not None:
+        where, params = f"c.session_id = ? AND {where}", (session_id, *params)
+    rows = await db.fetch_all(f"SELECT {_COLUMNS} FROM hermes.conversation_marks AS c WHERE {where}", params)
     if not rows:
         return None
     rank = {fingerprint: index for index, fingerprint in enumerate(wanted)}
@@ -82,3 +102,30 @@ async def claim_conversation(db: Executor, session_id: str, fingerprint: str) ->
         (session_id, fingerprint, session_id),
     )
     return changed == 1
+
+
+async def find_chat_key(db: Executor, key: str) -> str | None:
+    """The session the chat key points to: the one marked with it last (None: never pointed)."""
+    row = await db.fetch_one(
+        "SELECT session_id FROM hermes.conversation_marks WHERE fingerprint = ? ORDER BY marked_at DESC LIMIT 1",
+        (KEY_PREFIX + key,),
+    )
+    return None if row is None else str(row[0])
+
+
+# Copies get ids in the order of the originals (`forks.copy_transcript`), so the n-th
+# copied message is the copy of the n-th original. (child, parent, upto, child, parent, key%)
+_COPY_MARKS = (
+    "WITH copies AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages WHERE session_id = ?), "
+    "originals AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM hermes.messages "
+    "WHERE session_id = ? AND id <= ? AND NOT draft AND undone IS NULL) "
+    "INSERT INTO hermes.conversation_marks (session_id, fingerprint, message_id, marked_at, claimed) "
+    "SELECT ?, c.fingerprint, copies.id, c.marked_at, true FROM hermes.conversation_marks AS c "
+    "JOIN originals ON originals.id = c.message_id JOIN copies ON copies.n = originals.n "
+    "WHERE c.session_id = ? AND c.fingerprint NOT LIKE ?"
+)
+
+
+async def copy_marks(db: Executor, *, child_id: str, parent_id: str, upto: int) -> None:
+    """The parent's conversation marks up to `upto`, on the child's copies (claimed; key marks stay)."""
+    await db.execute(_COPY_MARKS, (child_id, parent_id, upto, child_id, parent_id, KEY_PREFIX + "%"))

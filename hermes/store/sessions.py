@@ -267,6 +267,7 @@ class Sessions(TurnRules):
         at_message_id: int | None = None,
         title: str | None = None,
         source: str | None = None,
+        with_marks: bool = False,
     ) -> SessionRecord:
         """Copy the messages (all, or up to and including at_message_id) into a new session.
 
@@ -275,7 +276,9 @@ class Sessions(TurnRules):
         without its " #N" suffix ("Session <short id>" for an untitled parent). The
         parent is ended with reason "branched". Copied messages keep their timestamps;
         the child's token counters start at zero. Compaction markers whose first kept
-        message lies in the copied range come along, pointing at the copies. One transaction.
+        message lies in the copied range come along, pointing at the copies; with
+        `with_marks`, so do the conversation marks (`conversation_marks.copy_marks`). One
+        transaction.
         """
         async with self.db.transaction():
             parent = await self._require(session_id, lock=True)
@@ -309,14 +312,27 @@ class Sessions(TurnRules):
             await forks.copy_transcript(
                 self.db, self.dialect, self._message_data, child_id=child.id, parent_id=session_id, upto=upto
             )
+            if with_marks:
+                await conversation_marks.copy_marks(self.db, child_id=child.id, parent_id=session_id, upto=upto)
             return await self._require(child.id)
 
     async def mark_conversation(self, session_id: str, fingerprint: str) -> ConversationMark:
         """See `AsyncSessionStore.mark_conversation` (rules in `conversation_marks`)."""
         return await conversation_marks.mark_conversation(self.db, session_id, fingerprint, self.clock)
 
-    async def find_conversation(self, fingerprints: Sequence[str]) -> ConversationMark | None:
-        return await conversation_marks.find_conversation(self.db, fingerprints)
+    async def find_conversation(
+        self, fingerprints: Sequence[str], *, session_id: str | None = None
+    ) -> ConversationMark | None:
+        return await conversation_marks.find_conversation(self.db, fingerprints, session_id)
+
+    async def point_chat_key(self, key: str, session_id: str) -> None:
+        """See `AsyncSessionStore.point_chat_key` (rules in `conversation_marks`)."""
+        await conversation_marks.mark_conversation(
+            self.db, session_id, conversation_marks.KEY_PREFIX + key, self.clock
+        )
+
+    async def find_chat_key(self, key: str) -> str | None:
+        return await conversation_marks.find_chat_key(self.db, key)
 
     async def claim_conversation(self, session_id: str, fingerprint: str) -> bool:
         return await conversation_marks.claim_conversation(self.db, session_id, fingerprint)

@@ -200,3 +200,49 @@ async def test_a_stop_while_waiting_ends_the_wait_with_the_interrupted_result() 
     result = await asyncio.wait_for(waiting, 10)
     assert waiter.cancelled and result is not None and result.error == "interrupted by the user"
     await turn.aclose()
+
+
+async def test_an_inline_turn_runs_in_the_waiting_task_and_a_stop_from_elsewhere_is_taken_back() -> None:
+    waiter = Waiter()
+    ran_in: list[tuple[asyncio.Task | None, TurnHandle]] = []
+
+    async def produce(handle: TurnHandle) -> None:
+        ran_in.append((asyncio.current_task(), handle))
+        await waiter(handle)
+
+    async def consumer() -> TurnResult | None:
+        handle = TurnHandle(produce, inline=True)
+        try:
+            return await handle.wait()
+        finally:
+            await handle.aclose()  # after the end: returns at once, never waits on its own task
+
+    before = len(asyncio.all_tasks())
+    task = asyncio.create_task(consumer())
+    await waiter.waiting.wait()
+    (ran, handle), = ran_in
+    assert ran is task and len(asyncio.all_tasks()) == before + 1  # no task of its own
+    handle.stop(SERVER_SHUTDOWN, "shutting down")  # from another task: a disconnect, the shutdown
+    result = await asyncio.wait_for(task, 5)
+    assert waiter.cancelled and result is not None and result.status == "interrupted"
+    assert result.error == "shutting down" and handle.done
+    assert task.cancelling() == 0 and not task.cancelled()  # the stop's cancel was taken back
+
+
+async def test_an_inline_turn_that_raises_is_a_turn_crashed_from_wait() -> None:
+    async def produce(handle: TurnHandle) -> None:
+        raise RuntimeError("store broke")
+
+    handle = TurnHandle(produce, inline=True)
+    with pytest.raises(TurnCrashed):
+        await handle.wait()
+    assert handle.done
+    await handle.aclose()
+
+
+def test_an_inline_turn_needs_a_task() -> None:
+    async def produce(handle: TurnHandle) -> None:
+        return None
+
+    with pytest.raises(RuntimeError):
+        TurnHandle(produce, inline=True)

@@ -23,7 +23,7 @@ class GatedEngine:
         self.gate = asyncio.Event()
         self.requests: list[TurnRequest] = []
 
-    def start(self, request: TurnRequest) -> TurnHandle:
+    def start(self, request: TurnRequest, *, inline: bool = False) -> TurnHandle:
         self.requests.append(request)
 
         async def produce(handle: TurnHandle) -> None:
@@ -31,7 +31,7 @@ class GatedEngine:
             await self.gate.wait()
             await handle.emit(TurnCompleted(TurnResult(request.session_id or "", "completed", "done")))
 
-        return TurnHandle(produce)
+        return TurnHandle(produce, inline=inline)
 
 
 class Translator:

@@ -388,6 +388,34 @@ async def test_concurrency_cap_answers_429(make_server: MakeServer) -> None:
     first.close()
 
 
+async def test_default_settings_serve_a_burst_of_100_streams(server: Server) -> None:
+    """The default cap (`server_max_concurrent_runs`) takes 100 streams at once on one
+    process: every one is answered, none refused (the 429 above is for what passes it)."""
+    streams = 100
+    assert server.settings.server_max_concurrent_runs >= streams
+    server.upstream.enqueue(*(text_reply(f"answer {i} and more words", chunk_delay=0.15) for i in range(streams)))
+    peak = 0
+
+    async def watch() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, server.app[LIMITER].active)
+            await asyncio.sleep(0.01)
+
+    async def one(i: int) -> int:
+        resp = await server.client.post(URL, json={"messages": [user(f"q{i}")], "stream": True})
+        await resp.read()
+        return resp.status
+
+    watcher = asyncio.create_task(watch())
+    try:
+        statuses = await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(streams))), 90)
+    finally:
+        watcher.cancel()
+    assert statuses == [200] * streams
+    assert peak > 64  # they really ran at once: past the old default cap
+
+
 # ---- session headers -------------------------------------------------------------------------
 
 
@@ -623,3 +651,15 @@ async def test_api_sessions_visible_to_hermes_sessions_list(server: Server, monk
     assert result.exit_code == 0, result.output
     ids = {s["id"] for s in json.loads(result.output)["data"]}
     assert {r1.headers["X-Hermes-Session-Id"], r2.headers["X-Hermes-Session-Id"]} <= ids
+
+
+async def test_a_search_right_after_a_turn_finds_its_messages(server: Server) -> None:
+    """The search index is filled in batches after the commit; a search indexes what waits
+    first, so the turn's messages are found at once."""
+    server.upstream.enqueue(text_reply("The capybara is the largest rodent."))
+    resp = await server.client.post(URL, json={"messages": [user("tell me about the capybara")]})
+    assert resp.status == 200
+    found = await server.client.get("/api/search", params={"q": "capybara"})
+    hits = (await found.json())["data"]
+    assert sorted(hit["role"] for hit in hits) == ["assistant", "user"]
+    assert {hit["session"]["id"] for hit in hits} == {resp.headers["X-Hermes-Session-Id"]}

@@ -144,13 +144,28 @@ async def test_responses_echo_the_request_tools_choice_and_parallel(
     stream = await client.responses.create(
         model="hermes-agent", input="weather?", tools=[WEATHER], tool_choice="required", stream=True
     )
-    ends = [
-        e.response for e in [event async for event in stream] if e.type in ("response.created", "response.completed")
-    ]
+    ends = {
+        e.type: e.response
+        for e in [event async for event in stream]
+        if e.type in ("response.created", "response.completed")
+    }
     assert len(ends) == 2
-    for response in ends:
-        assert [tool.name for tool in response.tools if tool.type == "function"] == ["get_weather"]
+    # The schemas go out once, in the end event; the start names the choice but no schemas.
+    assert [tool.name for tool in ends["response.completed"].tools if tool.type == "function"] == ["get_weather"]
+    assert ends["response.created"].tools == []
+    for response in ends.values():
         assert response.tool_choice == "required" and response.parallel_tool_calls is True
 
     plain = await client.responses.create(model="hermes-agent", input="hi")
     assert plain.tools == [] and plain.tool_choice == "auto" and plain.parallel_tool_calls is True
+
+
+async def test_responses_stream_helper_with_tools(client: openai.AsyncOpenAI, sdk_server: Server) -> None:
+    """The SDK's `responses.stream()` helper (its snapshot state) over a stream that carries
+    the tool schemas in its end event only."""
+    sdk_server.upstream.enqueue(text_reply("sunny in Oslo"))
+    async with client.responses.stream(model="hermes-agent", input="weather?", tools=[WEATHER]) as stream:
+        deltas = [event.delta async for event in stream if event.type == "response.output_text.delta"]
+        final = await stream.get_final_response()
+    assert "".join(deltas) == "sunny in Oslo" == final.output_text
+    assert [tool.name for tool in final.tools if tool.type == "function"] == ["get_weather"]

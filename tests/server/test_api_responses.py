@@ -493,3 +493,26 @@ async def test_invalid_json_is_400(server: Server) -> None:
     resp = await server.client.post(URL, data="not json", headers={"Content-Type": "application/json"})
     assert resp.status == 400
     assert (await resp.json())["error"]["message"] == "Invalid JSON in request body"
+
+
+async def test_stream_carries_the_tool_schemas_once(server: Server) -> None:
+    """36 client tools of a few hundred bytes each: one copy in the raw stream (the end
+    event), none in response.created / response.in_progress; the stored response has them."""
+    tools = [
+        {"type": "function", "name": f"client_tool_{n}", "description": "d" * 200,
+         "parameters": {"type": "object", "properties": {"x": {"type": "string", "description": f"marker-{n}"}}}}
+        for n in range(36)
+    ]  # fmt: skip
+    server.upstream.enqueue(text_reply("One line."))
+    resp = await post(server, {"model": "hermes-agent", "input": "hi", "tools": tools, "stream": True})
+    raw = await resp.text()
+    assert raw.count('"client_tool_7"') == 1 and raw.count("marker-35") == 1
+    events = events_of(raw)
+    start = {e["type"]: e["response"] for e in events if e["type"] in ("response.created", "response.in_progress")}
+    assert [r["tools"] for r in start.values()] == [[], []]
+    end = events[-1]
+    assert end["type"] == "response.completed" and [t["name"] for t in end["response"]["tools"]] == [
+        t["name"] for t in tools
+    ]
+    stored = await server.client.get(f"{URL}/{end['response']['id']}", headers=server.auth)
+    assert len((await stored.json())["tools"]) == 36

@@ -96,11 +96,16 @@ async def test_concurrent_continuations_never_interleave(server: Server) -> None
 async def test_concurrent_requests_of_one_keyed_chat_take_turns(server: Server) -> None:
     server.upstream.enqueue(text_reply("slow answer one two three", chunk_delay=0.02), text_reply("Second."))
     headers = {"X-OpenWebUI-Chat-Id": "chat-42"}
-    await asyncio.gather(
+    first, second = await asyncio.gather(
         chat(server, [user("q1")], stream=True, headers=headers), chat(server, [user("q2")], headers=headers)
     )
-    roles = [role for role, _ in transcript(server, keyed_session_id("chat-42"))]
-    assert roles == ["user", "assistant", "user", "assistant"]
+    # The second waited for the first; then, its first message being another, it started
+    # the chat's new branch: each transcript holds one whole turn.
+    assert first.headers["X-Hermes-Session-Id"] == keyed_session_id("chat-42")
+    assert transcript(server, keyed_session_id("chat-42")) == [
+        ("user", "q1"), ("assistant", "slow answer one two three")
+    ]  # fmt: skip
+    assert transcript(server, second.headers["X-Hermes-Session-Id"]) == [("user", "q2"), ("assistant", "Second.")]
 
 
 @pytest.mark.parametrize("how", ["header", "metadata"])
@@ -114,10 +119,10 @@ async def test_the_clients_chat_id_keys_the_session(server: Server, how: str) ->
 
     one = await chat(server, [user("same opening")], **keyed("chat-a"))
     other = await chat(server, [user("same opening")], **keyed("chat-b"))
-    again = await chat(server, [user("whatever history"), assistant("not stored"), user("next")], **keyed("chat-a"))
+    again = await chat(server, [user("same opening"), assistant("R0."), user("next")], **keyed("chat-a"))
     assert one.headers["X-Hermes-Session-Id"] == again.headers["X-Hermes-Session-Id"] == keyed_session_id("chat-a")
     assert other.headers["X-Hermes-Session-Id"] == keyed_session_id("chat-b")
-    assert one.headers[PLACEMENT] == "keyed"
+    assert one.headers[PLACEMENT] == again.headers[PLACEMENT] == "keyed"
     assert [role for role, _ in transcript(server, keyed_session_id("chat-a"))] == ["user", "assistant"] * 2
 
 

@@ -116,17 +116,17 @@ async def test_one_chat_id_on_two_instances_at_once_is_one_session_with_its_turn
 
     racing = await asyncio.gather(ask_keyed(a, "from a"), ask_keyed(b, "from b"))
     sid = keyed_session_id("owui-chat-42")
-    assert [r.headers["X-Hermes-Session-Id"] for r, _ in racing] == [sid, sid]
-    assert [r.headers["X-Hermes-Session-Placement"] for r, _ in racing] == ["keyed", "keyed"]
-    stored = [(m.role, m.content) for m in await a[1].sessions.get_messages(sid)]
-    asked = {"slow one two three four": None, "quick.": None}
-    for (_, answer), text in zip(racing, ("from a", "from b"), strict=True):
-        asked[answer] = text
-    assert stored == [  # serialised: the first claimant's whole turn, then the other's
-        ("user", asked["slow one two three four"]), ("assistant", "slow one two three four"),
-        ("user", asked["quick."]), ("assistant", "quick."),
-    ]  # fmt: skip
-    assert await a[1].sessions.count_sessions() == 1
+    # Serialised: the first claimant's whole turn in the chat's session; the other, whose
+    # first message differs, then starts the chat's new branch in a session of its own.
+    first, second = sorted(racing, key=lambda r: r[0].headers["X-Hermes-Session-Id"] != sid)
+    assert first[0].headers["X-Hermes-Session-Id"] == sid
+    assert [r.headers["X-Hermes-Session-Placement"] for r in (first[0], second[0])] == ["keyed", "forked"]
+    branch = second[0].headers["X-Hermes-Session-Id"]
+    for (_, answer), session in ((first, sid), (second, branch)):
+        stored = [(m.role, m.content) for m in await a[1].sessions.get_messages(session)]
+        assert [role for role, _ in stored] == ["user", "assistant"] and stored[1][1] == answer
+    assert await a[1].sessions.count_sessions() == 2
+    assert await b[1].sessions.find_chat_key(sid) == branch  # the key follows, on every instance
 
 
 async def test_one_opening_on_two_instances_at_once_never_shares_a_session(
@@ -179,3 +179,30 @@ async def test_a_fork_on_another_instance_keeps_the_branch_it_never_saw(
         ("user", "pg fork", False), ("assistant", "A1.", False), ("user", "u2", True),
         ("assistant", "A2 edited.", True), ("user", "u3", False), ("assistant", "A3.", False),
     ]  # fmt: skip
+
+
+async def test_a_keyed_chat_edited_on_one_instance_forks_and_the_other_follows_the_key(
+    nodes: MakeNodes, upstream: ScriptedUpstream
+) -> None:
+    a, b = await nodes()
+    upstream.enqueue(*(text_reply(t) for t in ("A1.", "A2.", "E2.", "A3.", "F2.")))
+    headers = {"X-OpenWebUI-Chat-Id": "pg-edit"}
+    sid = keyed_session_id("pg-edit")
+
+    async def send(node: Node, messages: list[dict[str, str]]) -> tuple[str, str]:
+        resp = await node[0].post("/v1/chat/completions", json={"messages": messages}, headers=headers)
+        assert resp.status == 200, await resp.text()
+        await resp.read()
+        return resp.headers["X-Hermes-Session-Id"], resp.headers["X-Hermes-Session-Placement"]
+
+    assert await send(a, [user("u1")]) == (sid, "keyed")
+    assert await send(b, [user("u1"), assistant("A1."), user("u2")]) == (sid, "keyed")
+    fork, how = await send(a, [user("u1"), assistant("A1."), user("u2 edited")])
+    assert fork != sid and how == "forked"
+    assert await send(b, [user("u1"), assistant("A1."), user("u2 edited"), assistant("E2."), user("u3")]) == (
+        fork, "keyed"
+    )  # fmt: skip
+    fork2, how = await send(b, [user("u1"), assistant("A1."), user("u2 again")])  # the fork's copied marks
+    assert fork2 not in (sid, fork) and how == "forked"
+    assert (await roles(a, sid), await roles(a, fork)) == (["user", "assistant"] * 2, ["user", "assistant"] * 3)
+    assert [m.content for m in await a[1].sessions.get_messages(fork2)] == ["u1", "A1.", "u2 again", "F2."]

@@ -41,8 +41,7 @@ def test_migrate_memory_creates_the_schema() -> None:
         "sessions_title",
         "messages_session",
     } <= found["index"]
-    assert {
-        "messages_fts_after_insert",
+    assert {  # no insert trigger: new messages are indexed in batches (m010, `fts_batches`)
         "messages_fts_before_delete",
         "messages_fts_before_update",
         "messages_fts_after_update",

@@ -24,6 +24,7 @@ def test_listing_uses_the_activity_index(store: SqliteSessionStore) -> None:
 
 
 def fts_rows(store: SqliteSessionStore, word: str) -> int:
+    store.index_pending()  # new messages reach the index in batches (`fts_batches`)
     return int(
         store.executor.connection()
         .execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (word,))

@@ -5,7 +5,8 @@ hermes' own system prompt; ``user``/``assistant`` messages are kept (content
 normalised; an assistant message keeps its ``tool_calls``), a ``tool`` message is kept
 when it answers a call of the assistant message before it, every other role is dropped.
 The last kept message is the turn's input (it must be a user message, else 400
-``invalid_request_error``) and the rest is history — unless the messages end with tool
+``invalid_request_error``) and the rest is history (an assistant message without the tool
+cards hermes drew for Open WebUI, `hermes.server.openai.openwebui.strip_tool_cards`) — unless the messages end with tool
 results: then those results continue the conversation after the client ran its tools.
 
 The client's function ``tools`` (with ``tool_choice``, ``parallel_tool_calls``) are
@@ -112,7 +113,7 @@ from hermes.server.openai.conversation import (
     cross_instance_receipts,
     place_conversation,
 )
-from hermes.server.openai.openwebui import is_open_webui, tool_card
+from hermes.server.openai.openwebui import is_open_webui, strip_tool_cards, tool_card, tool_status
 from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output_format
 from hermes.server.openai.turns import (
     Answer,
@@ -250,6 +251,8 @@ def parse_chat_body(body: dict[str, Any], advertised_model: str) -> ChatRequest:
         if role not in KEPT_ROLES:
             continue
         content = normalize_content(message.get("content"), f"{param}.content")
+        if role == "assistant":
+            content = strip_tool_cards(content)  # hermes' own cards: the store has the real calls
         calls = message_tool_calls(message.get("tool_calls"), f"{param}.tool_calls") if role == "assistant" else []
         open_calls = {call["id"] for call in calls}
         if role == "assistant" and calls:
@@ -347,7 +350,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         async with place_conversation(
             request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
             key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
-            receipts=cross_instance_receipts(request.app[STORAGE]),
+            receipts=cross_instance_receipts(request.app[STORAGE]), continuing=chat.tool_results is not None,
         ) as placement:
             history = chat.history
             if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
@@ -458,8 +461,9 @@ class ChatChunks:
     """Engine events → `chat.completion.chunk` frames, plus named `hermes.*` frames.
 
     Named frames (`hermes.tool.progress`, `hermes.status`) go only to clients that accept
-    them (`tool_progress_enabled`); with `tool_cards` (Open WebUI) each finished tool is
-    also a card in the content (`hermes.server.openai.openwebui`).
+    them (`tool_progress_enabled`); with `tool_cards` (Open WebUI) a running tool is the
+    client's status line and each finished tool a card in the content
+    (`hermes.server.openai.openwebui`).
     """
 
     def __init__(
@@ -512,10 +516,8 @@ class ChatChunks:
                 payload = self.progress.on_event(event)
                 if payload is not None and self.named_events:
                     await self.stream.send(payload, event="hermes.tool.progress")
-                if payload is not None and self.tool_cards and isinstance(event, ToolCompleted):
-                    card = tool_card(call_id=event.call_id, name=event.name, arguments=event.arguments,
-                                     result=event.result, is_error=event.is_error)
-                    await self.stream.send(self.chunk({"content": card}))
+                if payload is not None and self.tool_cards:
+                    await self.tool_card_frames(event, payload)
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
@@ -532,6 +534,20 @@ class ChatChunks:
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)
+
+    async def tool_card_frames(self, event: ToolStarted | ToolCompleted, payload: Mapping[str, Any]) -> None:
+        """Open WebUI: a running tool is its status line; a finished one, that status done
+        and the tool's card in the content (`hermes.server.openai.openwebui`)."""
+        if isinstance(event, ToolStarted):
+            status = tool_status(f"{payload['emoji']} {payload['label']}", done=False)
+        else:
+            verb = "failed" if event.is_error else "done"
+            status = tool_status(f"{TOOL_EMOJI.get(event.name, '🔧')} {event.name}: {verb}", done=True)
+        await self.stream.send({**self.chunk({}), "choices": [], "event": status})
+        if isinstance(event, ToolCompleted):
+            card = tool_card(call_id=event.call_id, name=event.name, arguments=event.arguments,
+                             result=event.result, is_error=event.is_error)  # fmt: skip
+            await self.stream.send(self.chunk({"content": card}))
 
     async def client_calls(self, event: ClientToolCalls) -> None:
         """The client's calls as `delta.tool_calls`: per call, its head, then its arguments."""

@@ -3,9 +3,16 @@
 A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` without
 `previous_response_id`) resends its conversation. It is placed, in this order:
 
-1. keyed: `X-OpenWebUI-Chat-Id` or `metadata.chat_id` names the client's chat; the
-   session is `owui-<16 hex>` of that id (`hermes.ids.keyed_session_id`), whatever the
-   history says.
+1. keyed: `X-OpenWebUI-Chat-Id` or `metadata.chat_id` names the client's chat. The chat's
+   session is the one its key was last pointed at (`AsyncSessionStore.find_chat_key`),
+   at first `owui-<16 hex>` of that id (`hermes.ids.keyed_session_id`). The resent
+   history is matched against that session's own marks (as in 2 and 3, `_keyed`): the
+   session's newest turn (or a session with nothing yet, or a continuation after the
+   client's tool calls): keyed, that session; an earlier point (the client edited a
+   message or regenerated an answer): a fork at that point, which takes the parent's
+   marks along and the key with it ("forked"); no point at all (the first message was
+   edited): a new session the key is pointed at once the turn has written it ("forked").
+   The abandoned branch stays in the old session only.
 2. continued: the resent history (everything before the new input) has the fingerprint
    that a session's newest message was marked with: that session.
 3. forked: the history matches an earlier point of a session (an edit or a regeneration),
@@ -32,10 +39,13 @@ whitespace runs become one space, consecutive messages of one role are one messa
 empty messages and every other role are left out.
 
 Invariants: one placement at a time per session in this process (a per-session lock,
-held until the request's block ends); a keyed session is also claimed across instances
-(`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) until
-the block ends, so two instances given one chat id at once run its turns one after the
-other in one session (past `BUSY_WAIT`, the later one gets a new session, as in-process);
+held until the request's block ends); a keyed chat is locked and claimed across instances
+(`hermes.runs.session_claims`, when `place_conversation` gets the receipts store) under
+its `owui-…` id, wherever its key points, until the block ends, so two instances given
+one chat id at once place and run its turns one after the other (the later one continues
+what the first answered, or forks where its history differs; past `BUSY_WAIT`, it gets a
+new session, as in-process); a chat key moves only to a fork of its session or to a
+session its turn has just written, never to a session another chat holds;
 a derived id is never claimed: the session-creating write decides, atomically, so of two
 instances given one opening at once exactly one creates the derived session and the other
 a fresh one (two conversations never share a session, and no transcript interleaves); a
@@ -195,6 +205,8 @@ class Placement:
     """How many messages the session held when placed (this turn's come after)."""
     _hold: _Hold = field(default_factory=lambda: _Hold(None), repr=False)
     _claim: SessionClaim | None = field(default=None, repr=False)
+    _rekey: str | None = field(default=None, repr=False)
+    """A chat key to point at this (new) session once its turn has written it."""
 
     @property
     def fresh_if_taken(self) -> bool:
@@ -277,19 +289,30 @@ async def place_conversation(
     opening: tuple[str | None, str] | None,
     wait: float = BUSY_WAIT,
     receipts: ReceiptStore | None = None,
+    continuing: bool = False,
 ) -> AsyncIterator[Placement]:
     """The placement of one request (see the module docstring); its session stays locked
     in this process (and a keyed one claimed across instances, given `receipts`) until the
-    block ends."""
-    placement = await _place(store, locks, list(map(dict, history)), key, opening, wait, receipts)
+    block ends. `continuing`: the request continues its session's last turn (the results
+    of the client's tool calls), which a keyed chat never forks."""
+    placement = await _place(store, locks, list(map(dict, history)), key, opening, wait, receipts, continuing)
     try:
         yield placement
     finally:
         try:
+            if placement._rekey is not None:
+                await _point_key(store, placement._rekey, placement.session_id)
             if placement._claim is not None:
                 await placement._claim.release()
         finally:
             placement._hold.release()
+
+
+async def _point_key(store: AsyncSessionStore, key: str, session_id: str) -> None:
+    try:
+        await store.point_chat_key(key, session_id)
+    except HermesError as exc:  # no turn wrote the session: the key keeps its old one
+        log.warning("chat key not moved to session %s: %s", session_id, exc)
 
 
 async def _place(
@@ -300,6 +323,7 @@ async def _place(
     opening: tuple[str | None, str] | None,
     wait: float,
     receipts: ReceiptStore | None,
+    continuing: bool,
 ) -> Placement:
     async def placed(session_id: str, how: How, lock: asyncio.Lock | None, parent: str | None = None) -> Placement:
         start = 0
@@ -314,7 +338,7 @@ async def _place(
         return Placement(session_id, how, store, history, forked_from=parent, start=start, _hold=_Hold(lock))
 
     if key is not None:
-        session_id = keyed_session_id(key)
+        session_id = keyed_session_id(key)  # the chat's lock and claim, wherever its key points
         lock = locks.lock(session_id)
         if await _acquire(lock, wait):
             try:  # then across instances: its turns one after the other
@@ -324,8 +348,10 @@ async def _place(
                 raise
             if receipts is None or claim is not None:
                 try:
-                    return replace(await placed(session_id, "keyed", lock), _claim=claim)
-                except BaseException:  # `placed` has released the lock
+                    keyed = await _keyed(store, session_id, history, continuing)
+                    return replace(keyed, _hold=_Hold(lock), _claim=claim)
+                except BaseException:
+                    lock.release()
                     if claim is not None:
                         await claim.release()
                     raise
@@ -370,16 +396,49 @@ async def _place(
     return await placed(session_id, "new", None)
 
 
+async def _keyed(
+    store: AsyncSessionStore, key: str, history: list[dict[str, Any]], continuing: bool
+) -> Placement:
+    """A keyed chat's placement (module docstring, 1), without its hold (the caller holds
+    the chat's lock). A store failure keeps the chat in the session it names."""
+    session_id = key
+    try:
+        session_id = await store.find_chat_key(key) or key
+        record = await store.find_session(session_id)
+        start = 0 if record is None else record.message_count
+        if start == 0 or continuing:
+            return Placement(session_id, "keyed", store, history, start=start)
+        chain = fingerprints(history)
+        mark = await store.find_conversation(chain, session_id=session_id) if chain else None
+        if mark is not None and mark.fingerprint == chain[0] and mark.latest:
+            return Placement(session_id, "keyed", store, history, start=start)
+        if mark is None:  # the first message differs: a new session, the key follows it
+            return Placement(new_session_id(), "forked", store, history, forked_from=session_id, _rekey=key)
+        child_id, child_start = await _fork(store, mark, history, chain, key=key)
+        return Placement(child_id, "forked", store, history, forked_from=session_id, start=child_start)
+    except HermesError as exc:
+        log.warning("keyed chat lookup failed, staying in session %s: %s", session_id, exc)
+        return Placement(session_id, "keyed", store, history)
+
+
 async def _fork(
-    store: AsyncSessionStore, mark: ConversationMark, history: list[dict[str, Any]], chain: list[str]
+    store: AsyncSessionStore,
+    mark: ConversationMark,
+    history: list[dict[str, Any]],
+    chain: list[str],
+    *,
+    key: str | None = None,
 ) -> tuple[str, int]:
     """(id, message count) of a fork of `mark`'s session at its message that also holds,
-    imported, the history after the matched point (what hermes never saw); one transaction."""
+    imported, the history after the matched point (what hermes never saw); one transaction.
+    With a chat `key`, the fork takes the parent's marks along and the key with it."""
     unseen = unseen_after(history, len(normalised(history)) - chain.index(mark.fingerprint))
     async with store.transaction():
-        child = await store.fork_session(mark.session_id, at_message_id=mark.message_id)
+        child = await store.fork_session(mark.session_id, at_message_id=mark.message_id, with_marks=key is not None)
         for message in unseen:
             await store.append_message(child.id, NewMessage.from_openai(message, finish_reason=IMPORTED))
+        if key is not None:
+            await store.point_chat_key(key, child.id)
     return child.id, child.message_count + len(unseen)
 
 

@@ -109,6 +109,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         async with place_conversation(
             app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
             key=chat_key(request.headers, preamble.body), opening=None, receipts=cross_instance_receipts(app[STORAGE]),
+            continuing=req.tool_results is not None,
         ) as placement:
             placed = replace(chain, session_id=placement.session_id)
             return await _respond(

@@ -4,7 +4,9 @@ Event sequence (each frame ``event: <type>`` + ``data: {"type": <type>, ...,
 "sequence_number": n}``, n = 0, 1, 2… per stream; ``output_index`` is the item's place in
 the final output, ``item_id`` its id, ``content_index`` always 0):
 
-    response.created, response.in_progress        (status in_progress; stored at once when store is on)
+    response.created, response.in_progress        (status in_progress; stored at once when store is on;
+                                                   `tools` empty: the client's tool schemas, which
+                                                   can be tens of KB, go out once, in the end event)
     per block, in the order the agent produced them:
       reasoning: output_item.added → reasoning_summary_part.added → reasoning_summary_text.delta…
                  → reasoning_summary_text.done → reasoning_summary_part.done → output_item.done
@@ -345,8 +347,9 @@ async def stream_response(
         try:
             created = envelope(rid, created_at, req, chain, status="in_progress", output=[])
             await store_record(store, req, chain, rid, created, [user_message])
-            await events.emit("response.created", response=created)
-            await events.emit("response.in_progress", response=created)
+            announced = {**created, "tools": []}  # the tool schemas go out once: in the end event
+            await events.emit("response.created", response=announced)
+            await events.emit("response.in_progress", response=announced)
             crash: TurnCrashed | None = None
             try:
                 async for batch in turn.batches():  # what piled up behind a slow client: merged

@@ -218,7 +218,8 @@ async def run_to_end(
     app = request.app
     with app[LIMITER].admit():
         app[METRICS].turn_started()
-        turn = (engine or app[AGENT]).start(turn_request)
+        # Only the result is wanted: the turn runs inside `wait()`, in this request's task.
+        turn = (engine or app[AGENT]).start(turn_request, inline=True)
         app[TURN_LOG].watch(turn)
         with app[LIVE_WORK].track_turn(turn):  # until the engine has wound down
             try:

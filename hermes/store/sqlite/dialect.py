@@ -20,6 +20,7 @@ from typing import Any
 from hermes.store.records import SearchHit, SessionRecord
 from hermes.store.session_rules import SESSION_COLUMNS_S, SNIPPET_TOKENS
 from hermes.store.sql import TURN_COLUMNS, Executor, FusedWrites, Params, Row, encode_json
+from hermes.store.sqlite import fts_batches
 
 __all__ = ["RANK_WINDOW", "SqliteDialect", "fts_query"]
 
@@ -100,6 +101,7 @@ class SqliteDialect:
         match = fts_query(query)
         if not match or limit <= 0:
             return []
+        await fts_batches.flush(db)  # what waits for the index first: a search sees every commit
         join = "JOIN messages AS m ON m.id = messages_fts.rowid JOIN sessions AS s ON s.id = m.session_id "
         where, params = ("AND s.source = ?", [source]) if source is not None else ("", [])
         # Walking the index newest first is cheap (no ranking): find the window's floor.

@@ -18,6 +18,8 @@ Schema summary (after all migrations):
     usage               one row per usage write: session, model, UTC day, input (cached
                         part too) and output tokens (m008); sums equal the session counters
     (m009: turns carry their file checkpoints and, with messages, the undo marker `undone`)
+    fts_indexed         one row: `upto`, the newest message id the search index has seen;
+                        newer messages are indexed in batches (`fts_batches`, m010)
 """
 
 from __future__ import annotations
@@ -316,5 +318,46 @@ def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
             "ALTER TABLE turns ADD COLUMN checkpoint_after TEXT",
             "ALTER TABLE turns ADD COLUMN undone INTEGER",
             "ALTER TABLE messages ADD COLUMN undone INTEGER",
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m010_fts_batches(db: sqlite3.Connection) -> None:
+    # New messages are indexed in batches (`hermes.store.sqlite.fts_batches`), not by a
+    # trigger inside every commit: `fts_indexed.upto` is the newest message id the index
+    # has seen, and the rows above it wait for the next batch. The update and delete
+    # triggers touch the index only for rows at or below it (a row above was never indexed).
+    upto = "(SELECT upto FROM fts_indexed)"
+    execute_all(
+        db,
+        (
+            "CREATE TABLE fts_indexed (id INTEGER PRIMARY KEY CHECK (id = 1), upto INTEGER NOT NULL)",
+            "INSERT INTO fts_indexed (id, upto) SELECT 1, coalesce(max(id), 0) FROM messages",
+            "DROP TRIGGER messages_fts_after_insert",
+            "DROP TRIGGER messages_fts_before_delete",
+            "DROP TRIGGER messages_fts_before_update",
+            "DROP TRIGGER messages_fts_after_update",
+            f"""
+            CREATE TRIGGER messages_fts_before_delete BEFORE DELETE ON messages
+            WHEN old.id <= {upto} BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, body)
+                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
+            END
+            """,
+            f"""
+            CREATE TRIGGER messages_fts_before_update
+            BEFORE UPDATE OF {_FTS_UPDATE_COLUMNS} ON messages WHEN old.id <= {upto} BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, body)
+                SELECT 'delete', id, body FROM messages_fts_source WHERE id = old.id;
+            END
+            """,
+            f"""
+            CREATE TRIGGER messages_fts_after_update
+            AFTER UPDATE OF {_FTS_UPDATE_COLUMNS} ON messages WHEN new.id <= {upto} BEGIN
+                INSERT INTO messages_fts(rowid, body)
+                SELECT id, body FROM messages_fts_source WHERE id = new.id;
+            END
+            """,
         ),
     )

@@ -16,7 +16,8 @@ Invariants:
   connection, the lock and the clock.
 - `checkpoint_in_background()` (the async storage of a long-lived process) moves WAL
   checkpoints from the committing connection to a thread (`checkpointer`); `close()`
-  stops it first.
+  stops it first. `index_in_background()` likewise indexes new messages for search in
+  batches (`fts_batches`); without it, a search indexes what waits first.
 - Turns belong to processes: `repair_abandoned_turns` ends only turns whose owner
   process is gone (`owner.owner_gone`).
 """
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
+from hermes.errors import StoreError
 from hermes.messages import ChatMessage
 from hermes.store.owner import ProcessOwner, owner_gone
 from hermes.store.records import (
@@ -46,6 +48,7 @@ from hermes.store.records import (
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
+from hermes.store.sqlite import fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
@@ -53,6 +56,7 @@ from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
 
 if TYPE_CHECKING:
     from hermes.store.sqlite.checkpointer import WalCheckpointer
+    from hermes.store.sqlite.fts_indexer import FtsIndexer
 
 __all__ = ["STATE_DB", "SqliteSessionStore", "SqliteSessions"]
 
@@ -92,6 +96,8 @@ class SqliteSessionStore:
         self.rules = Sessions(self.executor, self.dialect, is_gone=owner_gone, clock=self.clock)
         self._checkpointer: WalCheckpointer | None = None
         """Background WAL checkpoints, once `checkpoint_in_background` started them."""
+        self._indexer: FtsIndexer | None = None
+        """Background search indexing, once `index_in_background` started it."""
 
     def checkpoint_in_background(self, *, interval: float = 1.0) -> None:
         """Checkpoint the WAL in a thread of its own from now on, not inside commits
@@ -103,6 +109,20 @@ class SqliteSessionStore:
         self._checkpointer = WalCheckpointer(self._path, self.executor.connection(), interval=interval)
         with self.executor.lock:
             self._checkpointer.start()
+
+    def index_in_background(self, *, interval: float = 1.0) -> None:
+        """Index new messages for search in batches in a thread of its own (`fts_batches`:
+        for a long-lived process; a no-op for `:memory:`, where a search indexes first)."""
+        if self._path is None or self._indexer is not None:
+            return
+        from hermes.store.sqlite.fts_indexer import FtsIndexer  # a server's, never a CLI command's
+
+        self._indexer = FtsIndexer(self._path, interval=interval)
+        self._indexer.start()
+
+    def index_pending(self) -> None:
+        """Index the messages that wait for the search index now (`fts_batches`)."""
+        run_now(fts_batches.flush(self.executor))
 
     @property
     def path(self) -> Path | None:
@@ -122,6 +142,9 @@ class SqliteSessionStore:
     def close(self) -> None:
         """Close the connection (the background checkpoints stopped first); later calls
         raise StoreError. Closing twice is fine."""
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer = None
         if self._checkpointer is not None:
             with self.executor.lock:
                 self._checkpointer.stop()
@@ -265,6 +288,8 @@ class SqliteSessionStore:
         Checks SQLite's own structures, the search index against the messages, and the
         session counters against the messages.
         """
+        with contextlib.suppress(StoreError):  # a damaged file: the checks below say how
+            self.index_pending()  # the index is checked against every message
         with self.executor.lock:
             db = self.executor.connection()
             try:
@@ -294,6 +319,7 @@ class SqliteSessionStore:
 
     def optimize(self) -> None:
         """Merge the search index's segments and refresh the query planner's statistics."""
+        self.index_pending()
         with self.executor.write() as db:
             db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
         with self.executor.read() as db:

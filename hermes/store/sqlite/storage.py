@@ -257,6 +257,7 @@ def open_sqlite_storage(
     folder = Path(home).expanduser()
     sessions = SqliteSessionStore(folder / STATE_DB)
     sessions.checkpoint_in_background()  # a turn's commits never pay for a checkpoint
+    sessions.index_in_background()  # nor for the search index (`fts_batches`)
     try:
         responses = ResponseStore(folder / RESPONSE_DB, max_size=response_store_size)
         try:
