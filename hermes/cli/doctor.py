@@ -11,8 +11,9 @@ selects: on SQLite `state.db` (mode 0600) and `database` (the session store open
 its integrity check passes); on PostgreSQL one `database` check (the server answers,
 and the schema version: current, or migrations pending for `hermes db upgrade`, with
 the URL's password masked); then `sandbox` (whether tool commands run in
-bubblewrap, and why: a warning when `auto` fell back to off, where `hermes serve` refuses
-to start, a failure when `on` cannot work), `tool env` (the names, never the values, of
+bubblewrap, and why, and which PATH folders under /tmp it keeps visible: a warning when
+`auto` fell back to off, where `hermes serve` refuses to start, a failure when `on` cannot
+work), `tool env` (the names, never the values, of
 the variables a tool process gets, the `tool_env_passthrough` globs, and the variables a
 glob or the proxy rule would admit but a rule keeps out: hermes's own secrets, values
 equal to a hermes key, proxies with credentials), `limits` (the `[tool_limits]` of each
@@ -272,7 +273,24 @@ def _check_sandbox(settings: Settings) -> Check:
             f"{state.detail}: hermes chat runs tools unsandboxed, hermes serve refuses to start "
             '(sandbox = "off" opts out)',
         )
-    return Check("sandbox", "ok", state.detail)
+    if not state.active:
+        return Check("sandbox", "ok", state.detail)
+    return Check("sandbox", "ok", f"{state.detail}; {_exposed_tool_folders(settings)}")
+
+
+def _exposed_tool_folders(settings: Settings) -> str:
+    """Which of the tool environment's PATH folders (and venv) the sandbox's private /tmp would
+    cover, and so binds read-only into it (hermes/agent/tools/launch.py)."""
+    import os
+
+    from hermes.agent.tools.launch import tool_folders
+    from hermes.agent.tools.tool_env import ToolEnvPolicy
+
+    env = ToolEnvPolicy.from_settings(settings).environment(os.environ)
+    under_tmp = [str(p) for p in tool_folders(env) if Path(os.path.realpath(p)).is_relative_to("/tmp")]
+    if not under_tmp:
+        return "every PATH folder is visible as it is"
+    return "PATH folders under /tmp kept visible (read-only): " + ", ".join(under_tmp)
 
 
 def _check_tool_env(settings: Settings) -> Check:

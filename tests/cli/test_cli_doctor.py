@@ -319,6 +319,23 @@ def test_sandbox_on_reports_bubblewrap(invoke, monkeypatch, store, upstream):
     assert "sandbox = on, network off; working directory writable)" in sandbox_line(result)
 
 
+def test_sandbox_names_the_path_folders_it_keeps_visible_under_tmp(invoke, monkeypatch, store, upstream, tmp_path):
+    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+
+    if resolve_sandbox(SandboxConfig(mode="auto")).active is False:
+        pytest.skip("bubblewrap does not work on this machine")
+    monkeypatch.setenv("HERMES_SANDBOX", "on")
+    tools = tmp_path / "tools-bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
+
+    line = sandbox_line(invoke("doctor"))
+
+    assert line.endswith(f"PATH folders under /tmp kept visible (read-only): {tools}")
+    monkeypatch.setenv("PATH", f"/usr/bin{os.pathsep}/bin")
+    assert sandbox_line(invoke("doctor")).endswith("every PATH folder is visible as it is")
+
+
 def test_credentials_in_base_url_are_masked(invoke, monkeypatch, closed_port):
     monkeypatch.setenv("HERMES_BASE_URL", f"http://bob:hunter2@127.0.0.1:{closed_port}/v1?api_key=sk-secret&x=1")
     monkeypatch.setenv("HERMES_MODEL", "m")

@@ -21,6 +21,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,9 +79,17 @@ class ToolLauncher:
     ) -> list[str]:
         """The program line to start (as a new session) in `cwd`; `writable` and `expose` as in
         SandboxState.wrap; `limited=False` leaves out the per-call limits."""
+        if self.sandbox.active:
+            expose = (*expose, *self.tool_folders())
         inner = self.sandbox.wrap(command, cwd, writable=writable, expose=expose)
         options = self.limits.supervisor_args() if limited else []
         return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), *options, "--", *inner]
+
+    def tool_folders(self) -> tuple[Path, ...]:
+        """Where a tool's programs come from: every folder on the tool environment's PATH and its
+        virtual environment (VIRTUAL_ENV). The sandbox keeps them visible, read-only, where its
+        private /tmp would cover them (a venv or a PATH folder under /tmp)."""
+        return tool_folders(self.env_policy.environment(os.environ))
 
     def env(self) -> dict[str, str]:
         """The environment of a tool process started now (read from os.environ at each call).
@@ -88,3 +97,11 @@ class ToolLauncher:
         TMPDIR is the private tmp, a writable root of the confinement policy (the same path
         inside the sandbox)."""
         return {**self.env_policy.environment(os.environ), "TMPDIR": str(private_tmp())}
+
+
+def tool_folders(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The PATH folders and VIRTUAL_ENV of a tool environment `env`, absolute ones only."""
+    named = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    if env.get("VIRTUAL_ENV"):
+        named.append(env["VIRTUAL_ENV"])
+    return tuple(dict.fromkeys(Path(p) for p in named if os.path.isabs(p)))

@@ -39,6 +39,7 @@ from hermes.agent.tools.approval import blocked_message, classify_command, denie
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.launch import ToolLauncher, end_call
+from hermes.agent.tools.missing_command import missing_command_hint
 from hermes.errors import ToolError
 
 DEFAULT_TIMEOUT = 180.0
@@ -169,6 +170,7 @@ async def run_command(
     In the sandbox only `writable` (default: `cwd`) may be changed.
     """
     launcher = launcher or ToolLauncher()
+    env = launcher.env()
     loop = asyncio.get_running_loop()
     child_fds: list[int] = []
     transports: list[asyncio.BaseTransport] = []
@@ -182,7 +184,7 @@ async def run_command(
                 stdout=child_fds[0],
                 stderr=child_fds[1],
                 cwd=cwd,
-                env=launcher.env(),
+                env=env,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -212,10 +214,13 @@ async def run_command(
             os.close(fd)
         for transport in transports:
             transport.close()
-    return _format(proc.returncode, out, err, timeout if timed_out else None, bool(still_open))
+    hint = missing_command_hint(err.text(), proc.returncode, cwd, env.get("PATH"))
+    return _format(proc.returncode, out, err, timeout if timed_out else None, bool(still_open), hint)
 
 
-def _format(returncode: int | None, out: _Capture, err: _Capture, timed_out: float | None, held_open: bool) -> str:
+def _format(
+    returncode: int | None, out: _Capture, err: _Capture, timed_out: float | None, held_open: bool, hint: str | None
+) -> str:
     lines: list[str] = []
     if timed_out is not None:
         lines.append(f"Command timed out after {timed_out:g} s; it and its child processes were killed.")
@@ -234,6 +239,8 @@ def _format(returncode: int | None, out: _Capture, err: _Capture, timed_out: flo
         lines += ["--- stderr ---", stderr.rstrip("\n")]
     if not stdout and not stderr:
         lines.append("(no output)")
+    if hint is not None:
+        lines.append(hint)
     if held_open:
         lines.append(
             "[Note: processes started by the command still held its output open after it ended; "
