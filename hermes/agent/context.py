@@ -48,7 +48,7 @@ from hermes.agent.events import ContextCompacted
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import CompactionRecord, MessageRecord, NewCompaction
+from hermes.store.records import CompactionRecord, HistoryMark, MessageRecord, NewCompaction
 from hermes.store.transcript import valid_transcript
 
 log = logging.getLogger(__name__)
@@ -207,26 +207,23 @@ def is_summary_message(message: ChatMessage) -> bool:
 
 
 class StoredHistory(Protocol):
-    """What `resume_history` reads: a session store, local or a remote server's."""
+    """What a resumed history is read from (`AsyncSessionStore`'s bounded reads)."""
 
-    async def compactions(self, session_id: str) -> list[CompactionRecord]: ...
+    async def history_mark(self, session_id: str) -> HistoryMark: ...
 
-    async def get_messages(
-        self, session_id: str, *, limit: int | None = None, offset: int = 0
-    ) -> list[MessageRecord]: ...
+    async def history_since(self, session_id: str, first_message_id: int) -> list[MessageRecord]: ...
 
-    async def history(self, session_id: str) -> list[ChatMessage]: ...
+    async def latest_compaction(self, session_id: str) -> CompactionRecord | None: ...
 
 
 async def resume_history(store: StoredHistory, session_id: str) -> list[ChatMessage]:
-    """What a resumed session sends: the latest summary + the messages after its marker."""
-    markers = await store.compactions(session_id)
-    if markers:
-        marker = markers[-1]
-        messages = await store.get_messages(session_id)
-        kept = [m.to_openai() for m in messages if m.id >= marker.first_kept_message_id]
-        return [summary_message(marker.summary), *valid_transcript(kept)]
-    return await store.history(session_id)
+    """What a resumed session sends: the latest summary + the messages from its first kept
+    message on (read from there, never from the start), else the whole transcript.
+    A long-lived process keeps these per session: `hermes.agent.history.SessionHistories`."""
+    marker = await store.latest_compaction(session_id)
+    rows = await store.history_since(session_id, marker.first_kept_message_id if marker is not None else 0)
+    kept = valid_transcript([row.to_openai() for row in rows])
+    return kept if marker is None else [summary_message(marker.summary), *kept]
 
 
 # ---- the summariser ------------------------------------------------------------------
