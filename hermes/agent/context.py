@@ -158,6 +158,32 @@ def estimate_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | N
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
+_MESSAGE_CHARS: dict[int, tuple[ChatMessage, int]] = {}
+"""id(message) -> (the message, `message_chars`): a stored session's history comes as the
+same dicts turn after turn (`hermes.agent.history`), and a message in a request is never
+changed in place (`shrink_to_fit` changes copies, measured with `estimate_tokens`)."""
+_MESSAGE_CHARS_KEPT = 32_768
+
+
+def _kept_message_chars(message: ChatMessage) -> int:
+    hit = _MESSAGE_CHARS.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    if len(_MESSAGE_CHARS) >= _MESSAGE_CHARS_KEPT:
+        _MESSAGE_CHARS.clear()
+    chars = message_chars(message)
+    _MESSAGE_CHARS[id(message)] = (message, chars)  # the message is held: its id stays its own
+    return chars
+
+
+def request_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | None = None) -> int:
+    """`estimate_tokens` of a request, each message measured once while it is kept."""
+    chars = sum(map(_kept_message_chars, messages))
+    if tools:
+        chars += tools_chars(tools)
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
 _TOOL_CHARS: dict[int, tuple[dict[str, Any], int]] = {}
 """id(tool schema) -> (the schema, the length of its JSON): the same schemas come with
 every request (`ToolRegistry.schemas()`), and a schema is never changed in place."""
@@ -429,7 +455,7 @@ class ContextBudget:
         return usage
 
     def estimate(self, context: list[ChatMessage], tools: list[dict[str, Any]] | None) -> int:
-        estimate = estimate_tokens(context, tools)
+        estimate = request_tokens(context, tools)
         if self._reported and self._reported_len <= len(context):
             estimate = max(estimate, self._reported + estimate_tokens(context[self._reported_len :]))
         return estimate
@@ -438,7 +464,7 @@ class ContextBudget:
         """Remember what the provider reported for the request `context` just had."""
         self._reported = usage.input_tokens
         self._reported_len = len(context)
-        self.last_prompt_tokens = usage.input_tokens or estimate_tokens(context, tools)
+        self.last_prompt_tokens = usage.input_tokens or request_tokens(context, tools)
 
     def over_limit(self, context: list[ChatMessage], tools: list[dict[str, Any]] | None) -> bool:
         """True when `context` is estimated above the limit: compact it ("threshold") first."""

@@ -56,6 +56,8 @@ class _Entry:
     """`valid_transcript` of the stored messages from the compaction point on."""
     closed: bool
     """The stored messages end with no tool call open (`history_is_closed`)."""
+    head: tuple[ChatMessage, ...] = ()
+    """The summary message (one dict, handed out every time), or nothing."""
 
 
 class SessionHistories:
@@ -71,9 +73,7 @@ class SessionHistories:
     async def load(self, session_id: str) -> list[ChatMessage]:
         """The session's model-ready history (a new list; see the module docstring)."""
         entry = await self._entry(session_id)
-        if entry.summary is None:
-            return list(entry.messages)
-        return [summary_message(entry.summary), *entry.messages]
+        return [*entry.head, *entry.messages]
 
     def forget(self, session_id: str) -> None:
         """Drop the session's entry (its next load reads it again)."""
@@ -94,7 +94,8 @@ class SessionHistories:
             old = entry.mark
             if old.count + len(rows) == mark.count and old.id_sum + sum(r.id for r in rows) == mark.id_sum:
                 added = [row.to_openai() for row in rows]
-                entry = _Entry(mark, entry.summary, entry.messages + valid_transcript(added), history_is_closed(added))
+                entry = _Entry(mark, entry.summary, entry.messages + valid_transcript(added), history_is_closed(added),
+                               entry.head)  # fmt: skip
                 self.reads["append"] += 1
                 return self._keep(session_id, entry)
         entry = await self._read(session_id)
@@ -128,7 +129,8 @@ class SessionHistories:
             id_sum=sum(row.id for row in rows),
         )
         summary = None if compaction is None else compaction.summary
-        return _Entry(mark, summary, valid_transcript(stored), history_is_closed(stored))
+        head = () if summary is None else (summary_message(summary),)
+        return _Entry(mark, summary, valid_transcript(stored), history_is_closed(stored), head)
 
     def _keep(self, session_id: str, entry: _Entry) -> _Entry:
         self._entries[session_id] = entry

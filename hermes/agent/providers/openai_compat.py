@@ -72,6 +72,8 @@ _JSON_BODY = {"Content-Type": "application/json"}
 _STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
 """What a request sent over a connection the server had already closed fails with."""
 _ENCODED_TOOLS = 256
+_ENCODED_MESSAGES = 32_768
+"""Messages whose JSON the provider keeps (all dropped at once when full)."""
 """Tool schemas whose JSON the provider keeps (the cache starts over when full)."""
 _STALE_RESENDS = 8
 """Idle pooled connections one request tries before giving up on the pool's idle ones
@@ -296,6 +298,8 @@ class OpenAICompatProvider(Provider):
         """Cleared for good once the endpoint rejects stream_options."""
         self._encoded_tools: dict[int, tuple[Any, bytes]] = {}
         """id(tool schema) -> (the schema, its JSON); see `_encode`."""
+        self._encoded_messages: dict[int, tuple[Any, bytes]] = {}
+        """id(message) -> (the message, its JSON); see `_encode`."""
 
     def describe(self) -> str:
         return f"openai-compatible endpoint {redact_url(self.base_url)}"
@@ -340,12 +344,28 @@ class OpenAICompatProvider(Provider):
     def _encode(self, body: dict[str, Any]) -> bytes:
         """The body as compact ASCII JSON; each tool schema's JSON is kept (by identity)
         and reused, since the same schemas go with every request of a turn and of the
-        next ones (`ToolRegistry.schemas()` hands out the same dicts)."""
+        next ones (`ToolRegistry.schemas()` hands out the same dicts); so is each
+        message's: a session's history comes as the same dicts turn after turn
+        (`hermes.agent.history`), and a message is never changed once in a request."""
         tools = body.get("tools")
-        if not tools:
-            return _compact(body)
-        rest = {key: value for key, value in body.items() if key != "tools"}
-        return b"".join((_compact(rest)[:-1], b',"tools":[', b",".join(map(self._tool_json, tools)), b"]}"))
+        messages = body.get("messages")
+        rest = {key: value for key, value in body.items() if key != "tools" and key != "messages"}
+        fields = [_compact(rest)[1:-1]] if rest else []
+        if messages is not None:
+            fields.append(b'"messages":[' + b",".join(map(self._message_json, messages)) + b"]")
+        if tools:
+            fields.append(b'"tools":[' + b",".join(map(self._tool_json, tools)) + b"]")
+        return b"{" + b",".join(fields) + b"}"
+
+    def _message_json(self, message: Any) -> bytes:
+        hit = self._encoded_messages.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        data = _compact(message)
+        if len(self._encoded_messages) >= _ENCODED_MESSAGES:
+            self._encoded_messages.clear()
+        self._encoded_messages[id(message)] = (message, data)  # held: its id stays its own
+        return data
 
     def _tool_json(self, tool: Any) -> bytes:
         hit = self._encoded_tools.get(id(tool))
