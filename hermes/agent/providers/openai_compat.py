@@ -298,8 +298,9 @@ class OpenAICompatProvider(Provider):
         """Cleared for good once the endpoint rejects stream_options."""
         self._encoded_tools: dict[int, tuple[Any, bytes]] = {}
         """id(tool schema) -> (the schema, its JSON); see `_encode`."""
-        self._encoded_messages: dict[int, tuple[Any, bytes]] = {}
-        """id(message) -> (the message, its JSON); see `_encode`."""
+        self._encoded_messages: dict[int, bytes] = {}
+        """id(message) -> its JSON, for the messages `_messages_held` holds; see `_encode`."""
+        self._messages_held: dict[int, Any] = {}
 
     def describe(self) -> str:
         return f"openai-compatible endpoint {redact_url(self.base_url)}"
@@ -352,20 +353,25 @@ class OpenAICompatProvider(Provider):
         rest = {key: value for key, value in body.items() if key != "tools" and key != "messages"}
         fields = [_compact(rest)[1:-1]] if rest else []
         if messages is not None:
-            fields.append(b'"messages":[' + b",".join(map(self._message_json, messages)) + b"]")
+            fields.append(b'"messages":' + self._messages_json(messages))
         if tools:
             fields.append(b'"tools":[' + b",".join(map(self._tool_json, tools)) + b"]")
         return b"{" + b",".join(fields) + b"}"
 
-    def _message_json(self, message: Any) -> bytes:
-        hit = self._encoded_messages.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        data = _compact(message)
-        if len(self._encoded_messages) >= _ENCODED_MESSAGES:
-            self._encoded_messages.clear()
-        self._encoded_messages[id(message)] = (message, data)  # held: its id stays its own
-        return data
+    def _messages_json(self, messages: list[Any]) -> bytes:
+        """The messages' JSON array, each message encoded once while it is kept (the
+        lookups run in C; `_messages_held` keeps each id its own while it is here)."""
+        parts = list(map(self._encoded_messages.get, map(id, messages)))
+        if None in parts:
+            if len(self._encoded_messages) + len(messages) > _ENCODED_MESSAGES:
+                self._encoded_messages.clear()
+                self._messages_held.clear()
+            for index, part in enumerate(parts):
+                if part is None:
+                    message = messages[index]
+                    parts[index] = self._encoded_messages[id(message)] = _compact(message)
+                    self._messages_held[id(message)] = message
+        return b"[" + b",".join(parts) + b"]"  # type: ignore[arg-type]  # every None was filled
 
     def _tool_json(self, tool: Any) -> bytes:
         hit = self._encoded_tools.get(id(tool))
