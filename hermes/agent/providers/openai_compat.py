@@ -299,7 +299,7 @@ class OpenAICompatProvider(Provider):
         self._encoded_tools: dict[int, tuple[Any, bytes]] = {}
         """id(tool schema) -> (the schema, its JSON); see `_encode`."""
         self._encoded_messages: dict[int, bytes] = {}
-        """id(message) -> its JSON, for the messages `_messages_held` holds; see `_encode`."""
+        """id(message) -> its JSON and a comma, for the messages `_messages_held` holds; see `_encode`."""
         self._messages_held: dict[int, Any] = {}
 
     def describe(self) -> str:
@@ -343,35 +343,45 @@ class OpenAICompatProvider(Provider):
         return body
 
     def _encode(self, body: dict[str, Any]) -> bytes:
-        """The body as compact ASCII JSON; each tool schema's JSON is kept (by identity)
-        and reused, since the same schemas go with every request of a turn and of the
-        next ones (`ToolRegistry.schemas()` hands out the same dicts); so is each
-        message's: a session's history comes as the same dicts turn after turn
-        (`hermes.agent.history`), and a message is never changed once in a request."""
+        """The body as compact ASCII JSON, joined once from parts kept by identity: each
+        tool schema's JSON (the same schemas go with every request of a turn and of the
+        next ones: `ToolRegistry.schemas()` hands out the same dicts), and each message's
+        (a session's history comes as the same dicts turn after turn, `hermes.agent.history`,
+        and a message is never changed once in a request)."""
         tools = body.get("tools")
         messages = body.get("messages")
         rest = {key: value for key, value in body.items() if key != "tools" and key != "messages"}
-        fields = [_compact(rest)[1:-1]] if rest else []
+        parts = [_compact(rest)[:-1]] if rest else [b"{"]
         if messages is not None:
-            fields.append(b'"messages":' + self._messages_json(messages))
+            parts.append(b',"messages":[' if rest else b'"messages":[')
+            self._add_messages(parts, messages)
+            parts.append(b"]")
         if tools:
-            fields.append(b'"tools":[' + b",".join(map(self._tool_json, tools)) + b"]")
-        return b"{" + b",".join(fields) + b"}"
+            parts.append(b',"tools":[' if rest or messages is not None else b'"tools":[')
+            parts.append(b",".join(map(self._tool_json, tools)))
+            parts.append(b"]")
+        parts.append(b"}")
+        return b"".join(parts)
 
-    def _messages_json(self, messages: list[Any]) -> bytes:
-        """The messages' JSON array, each message encoded once while it is kept (the
-        lookups run in C; `_messages_held` keeps each id its own while it is here)."""
-        parts = list(map(self._encoded_messages.get, map(id, messages)))
-        if None in parts:
+    def _add_messages(self, parts: list[bytes], messages: list[Any]) -> None:
+        """Append each message's JSON, comma-separated, to `parts`: looked up in C by id
+        (`_messages_held` keeps each id its own while it is kept), encoded when new."""
+        if not messages:
+            return
+        found = list(map(self._encoded_messages.get, map(id, messages)))
+        if None in found:
             if len(self._encoded_messages) + len(messages) > _ENCODED_MESSAGES:
                 self._encoded_messages.clear()
                 self._messages_held.clear()
-            for index, part in enumerate(parts):
-                if part is None:
+            for index, data in enumerate(found):
+                if data is None:
                     message = messages[index]
-                    parts[index] = self._encoded_messages[id(message)] = _compact(message)
+                    found[index] = self._encoded_messages[id(message)] = _compact(message) + b","
                     self._messages_held[id(message)] = message
-        return b"[" + b",".join(parts) + b"]"  # type: ignore[arg-type]  # every None was filled
+        last = found.pop()
+        parts += found  # type: ignore[arg-type]  # every None was filled
+        assert last is not None
+        parts.append(last[:-1])  # its comma
 
     def _tool_json(self, tool: Any) -> bytes:
         hit = self._encoded_tools.get(id(tool))

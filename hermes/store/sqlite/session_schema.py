@@ -318,3 +318,13 @@ def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
             "ALTER TABLE messages ADD COLUMN undone INTEGER",
         ),
     )
+
+
+@SESSION_MIGRATIONS.migration
+def m010_visible_messages_index(db: sqlite3.Connection) -> None:
+    # The messages a history holds (finished, not undone), by session and id: the history
+    # mark (`Sessions.history_mark`, read every turn) counts them from the index alone.
+    execute_all(
+        db,
+        ("CREATE INDEX messages_visible ON messages(session_id, id) WHERE NOT draft AND undone IS NULL",),
+    )
