@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from hermes.agent.events import ContextCompacted
+from hermes.agent.prefix_memo import PrefixMemo
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
 from hermes.store.api import AsyncSessionStore
@@ -158,29 +159,26 @@ def estimate_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | N
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-_MESSAGE_CHARS: dict[int, int] = {}
-"""id(message) -> `message_chars(message)`, for the messages `_MEASURED` holds (so each id
-stays its own while it is here): a stored session's history comes as the same dicts turn
-after turn (`hermes.agent.history`), and a message in a request is never changed in place
-(`shrink_to_fit` changes copies, and measures them with `estimate_tokens`)."""
-_MEASURED: dict[int, ChatMessage] = {}
-_MESSAGE_CHARS_KEPT = 32_768
+_HISTORY_CHARS: PrefixMemo[list[int]] = PrefixMemo(entries=256)
+"""The running total of characters of a request's messages after the system prompt, by
+their leading messages (`prefix_memo`): a stored session's history comes as the same
+dicts turn after turn (`hermes.agent.history`), and the context of a turn grows at its end."""
 
 
 def request_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | None = None) -> int:
-    """`estimate_tokens` of a request, each message measured once while it is kept (the
-    lookups run in C: a long history costs a few dozen nanoseconds a message)."""
-    sizes = list(map(_MESSAGE_CHARS.get, map(id, messages)))
-    if None in sizes:
-        if len(_MESSAGE_CHARS) + len(messages) > _MESSAGE_CHARS_KEPT:
-            _MESSAGE_CHARS.clear()
-            _MEASURED.clear()
-        for index, size in enumerate(sizes):
-            if size is None:
-                message = messages[index]
-                sizes[index] = _MESSAGE_CHARS[id(message)] = message_chars(message)
-                _MEASURED[id(message)] = message
-    chars = sum(sizes)  # type: ignore[arg-type]  # every None was filled
+    """`estimate_tokens(messages, tools)`, measuring only the messages that do not follow
+    the system prompt as they did in an earlier request (`_HISTORY_CHARS`)."""
+    rest = messages[1:]
+    found = _HISTORY_CHARS.find(rest)
+    shared, totals = found if found is not None else (0, [])
+    if shared < len(rest):
+        totals = totals[:shared]
+        running = totals[-1] if totals else 0
+        for size in map(message_chars, rest[shared:]):
+            running += size
+            totals.append(running)
+        _HISTORY_CHARS.keep(rest, totals)
+    chars = (totals[len(rest) - 1] if rest else 0) + sum(map(message_chars, messages[:1]))
     if tools:
         chars += tools_chars(tools)
     return math.ceil(chars / CHARS_PER_TOKEN)

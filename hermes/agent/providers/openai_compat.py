@@ -38,6 +38,7 @@ from yarl import URL
 
 from hermes import __version__
 from hermes.agent.output_format import response_format_body
+from hermes.agent.prefix_memo import PrefixMemo
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -72,8 +73,6 @@ _JSON_BODY = {"Content-Type": "application/json"}
 _STALE_CONNECTION_ERRORS = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
 """What a request sent over a connection the server had already closed fails with."""
 _ENCODED_TOOLS = 256
-_ENCODED_MESSAGES = 32_768
-"""Messages whose JSON the provider keeps (all dropped at once when full)."""
 """Tool schemas whose JSON the provider keeps (the cache starts over when full)."""
 _STALE_RESENDS = 8
 """Idle pooled connections one request tries before giving up on the pool's idle ones
@@ -298,9 +297,9 @@ class OpenAICompatProvider(Provider):
         """Cleared for good once the endpoint rejects stream_options."""
         self._encoded_tools: dict[int, tuple[Any, bytes]] = {}
         """id(tool schema) -> (the schema, its JSON); see `_encode`."""
-        self._encoded_messages: dict[int, bytes] = {}
-        """id(message) -> its JSON and a comma, for the messages `_messages_held` holds; see `_encode`."""
-        self._messages_held: dict[int, Any] = {}
+        self._encoded_history: PrefixMemo[tuple[bytes, list[int]]] = PrefixMemo()
+        """(the JSON of a request's messages after the system prompt, comma-separated; where
+        each message's JSON ends in it), by their leading messages (`hermes.agent.prefix_memo`)."""
 
     def describe(self) -> str:
         return f"openai-compatible endpoint {redact_url(self.base_url)}"
@@ -345,9 +344,9 @@ class OpenAICompatProvider(Provider):
     def _encode(self, body: dict[str, Any]) -> bytes:
         """The body as compact ASCII JSON, joined once from parts kept by identity: each
         tool schema's JSON (the same schemas go with every request of a turn and of the
-        next ones: `ToolRegistry.schemas()` hands out the same dicts), and each message's
-        (a session's history comes as the same dicts turn after turn, `hermes.agent.history`,
-        and a message is never changed once in a request)."""
+        next ones: `ToolRegistry.schemas()` hands out the same dicts), and the messages'
+        after the system prompt (a session's history comes as the same dicts turn after
+        turn, `hermes.agent.history`, and a turn's context grows at its end)."""
         tools = body.get("tools")
         messages = body.get("messages")
         rest = {key: value for key, value in body.items() if key != "tools" and key != "messages"}
@@ -364,24 +363,28 @@ class OpenAICompatProvider(Provider):
         return b"".join(parts)
 
     def _add_messages(self, parts: list[bytes], messages: list[Any]) -> None:
-        """Append each message's JSON, comma-separated, to `parts`: looked up in C by id
-        (`_messages_held` keeps each id its own while it is kept), encoded when new."""
+        """Append the messages' JSON, comma-separated, to `parts`: the messages after the
+        system prompt that an earlier request had too (the same dicts: `_encoded_history`)
+        come from there, and only what follows them is encoded."""
         if not messages:
             return
-        found = list(map(self._encoded_messages.get, map(id, messages)))
-        if None in found:
-            if len(self._encoded_messages) + len(messages) > _ENCODED_MESSAGES:
-                self._encoded_messages.clear()
-                self._messages_held.clear()
-            for index, data in enumerate(found):
-                if data is None:
-                    message = messages[index]
-                    found[index] = self._encoded_messages[id(message)] = _compact(message) + b","
-                    self._messages_held[id(message)] = message
-        last = found.pop()
-        parts += found  # type: ignore[arg-type]  # every None was filled
-        assert last is not None
-        parts.append(last[:-1])  # its comma
+        rest = messages[1:]
+        found = self._encoded_history.find(rest)
+        shared, (encoded, ends) = found if found is not None else (0, (b"", []))
+        if shared < len(rest):
+            ends = ends[:shared]
+            kept = encoded[: ends[-1]] if ends else b""
+            new = list(map(_compact, rest[shared:]))
+            encoded = b",".join((kept, *new)) if kept else b",".join(new)
+            at = len(kept)
+            for data in new:
+                at += len(data) + (1 if at else 0)
+                ends.append(at)
+            self._encoded_history.keep(rest, (encoded, ends), weight=len(encoded))
+        parts.append(_compact(messages[0]))
+        if rest:
+            end = ends[len(rest) - 1]
+            parts += (b",", encoded if end == len(encoded) else encoded[:end])
 
     def _tool_json(self, tool: Any) -> bytes:
         hit = self._encoded_tools.get(id(tool))
