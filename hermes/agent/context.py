@@ -233,7 +233,31 @@ def is_summary_message(message: ChatMessage) -> bool:
 
 
 class StoredHistory(Protocol):
-    """What a resumed history is read from (`AsyncSessionStore`'s bounded reads)."""
+    """What `resume_history` reads: a session store, local or a remote server's."""
+
+    async def compactions(self, session_id: str) -> list[CompactionRecord]: ...
+
+    async def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]: ...
+
+    async def history(self, session_id: str) -> list[ChatMessage]: ...
+
+
+async def resume_history(store: StoredHistory, session_id: str) -> list[ChatMessage]:
+    """What a resumed session sends: the latest summary + the messages after its marker."""
+    markers = await store.compactions(session_id)
+    if markers:
+        marker = markers[-1]
+        messages = await store.get_messages(session_id)
+        kept = [m.to_openai() for m in messages if m.id >= marker.first_kept_message_id]
+        return [summary_message(marker.summary), *valid_transcript(kept)]
+    return await store.history(session_id)
+
+
+class CompactedHistory(Protocol):
+    """What the compacted form of a session's history is read from, from the compaction
+    point on (`AsyncSessionStore`'s bounded reads)."""
 
     async def history_mark(self, session_id: str) -> HistoryMark: ...
 
@@ -242,10 +266,10 @@ class StoredHistory(Protocol):
     async def latest_compaction(self, session_id: str) -> CompactionRecord | None: ...
 
 
-async def resume_history(store: StoredHistory, session_id: str) -> list[ChatMessage]:
-    """What a resumed session sends: the latest summary + the messages from its first kept
-    message on (read from there, never from the start), else the whole transcript.
-    A long-lived process keeps these per session: `hermes.agent.history.SessionHistories`."""
+async def read_compacted_history(store: CompactedHistory, session_id: str) -> list[ChatMessage]:
+    """`resume_history`, reading the store from the latest compaction's first kept message
+    on (never from the start; drafts left out). A long-lived process keeps these per
+    session: `hermes.agent.history.SessionHistories`."""
     marker = await store.latest_compaction(session_id)
     rows = await store.history_since(session_id, marker.first_kept_message_id if marker is not None else 0)
     kept = valid_transcript([row.to_openai() for row in rows])
@@ -548,7 +572,7 @@ async def compact_session(
     session's usage. Returns the event, or None when there is nothing older to summarise.
     Raises ProviderError when the summary call fails.
     """
-    history = await resume_history(store, session_id)
+    history = await read_compacted_history(store, session_id)
     context: list[ChatMessage] = [{"role": "system", "content": prompt}, *history]
     budget = ContextBudget(policy, summarize, session_id=session_id, store=store, reported=reported)
     compacted: ContextCompacted | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from hermes.agent.context import StoredHistory, summary_message
+from hermes.agent.context import CompactedHistory, summary_message
 from hermes.messages import ChatMessage
 from hermes.store.records import HistoryMark
 from hermes.store.transcript import valid_transcript
@@ -63,7 +63,7 @@ class _Entry:
 class SessionHistories:
     """See the module docstring."""
 
-    def __init__(self, store: StoredHistory, *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
+    def __init__(self, store: CompactedHistory, *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
         self._store = store
         self._max = max(1, max_sessions)
         self._entries: OrderedDict[str, _Entry] = OrderedDict()

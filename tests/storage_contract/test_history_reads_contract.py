@@ -7,7 +7,7 @@ an append, an undo, a redo, a compaction or a fork is seen by the next load.
 
 from __future__ import annotations
 
-from hermes.agent.context import SUMMARY_HEADER, resume_history
+from hermes.agent.context import SUMMARY_HEADER, read_compacted_history, resume_history
 from hermes.agent.history import SessionHistories
 from hermes.store.api import AsyncSessionStore, Storage
 from hermes.store.records import NewCompaction, NewMessage
@@ -71,8 +71,9 @@ async def test_resume_reads_from_the_compaction_point(storage: Storage) -> None:
         await _turn(store, session.id, text)
     rows = await store.get_messages(session.id)
     await store.add_compaction(session.id, NewCompaction(summary="first two", first_kept_message_id=rows[4].id))
-    history = await resume_history(store, session.id)
+    history = await read_compacted_history(store, session.id)
     assert _texts(history) == [SUMMARY_HEADER + "first two", "three", "re three"]
+    assert await resume_history(store, session.id) == history  # the TUI's read, the whole transcript
     assert await SessionHistories(store).load(session.id) == history
 
 
