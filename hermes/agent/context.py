@@ -159,7 +159,7 @@ def estimate_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | N
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-_HISTORY_CHARS: PrefixMemo[list[int]] = PrefixMemo(entries=256)
+_HISTORY_CHARS: PrefixMemo[list[int]] = PrefixMemo(entries=256, max_weight=64 * 1024 * 1024)
 """The running total of characters of a request's messages after the system prompt, by
 their leading messages (`prefix_memo`): a stored session's history comes as the same
 dicts turn after turn (`hermes.agent.history`), and the context of a turn grows at its end."""
@@ -177,7 +177,7 @@ def request_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | No
         for size in map(message_chars, rest[shared:]):
             running += size
             totals.append(running)
-        _HISTORY_CHARS.keep(rest, totals)
+        _HISTORY_CHARS.keep(rest, totals, weight=totals[-1])
     chars = (totals[len(rest) - 1] if rest else 0) + sum(map(message_chars, messages[:1]))
     if tools:
         chars += tools_chars(tools)

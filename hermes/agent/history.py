@@ -19,7 +19,8 @@ Invariants:
   from the compaction point. The store is never read further back than that point.
 - The messages handed out are shared with the cache: callers build new lists and new
   message dicts (the engine does) and never change a message in place.
-- At most `max_sessions` sessions are kept (least recently loaded dropped first).
+- At most `max_sessions` sessions and `max_chars` characters of messages (`message_chars`)
+  are kept, least recently loaded dropped first.
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from hermes.agent.context import CompactedHistory, summary_message
+from hermes.agent.context import CompactedHistory, message_chars, summary_message
 from hermes.messages import ChatMessage
 from hermes.store.records import HistoryMark
 from hermes.store.transcript import valid_transcript
 
-__all__ = ["DEFAULT_MAX_SESSIONS", "SessionHistories", "history_is_closed"]
+__all__ = ["DEFAULT_MAX_CHARS", "DEFAULT_MAX_SESSIONS", "SessionHistories", "history_is_closed"]
 
 DEFAULT_MAX_SESSIONS = 256
+DEFAULT_MAX_CHARS = 64 * 1024 * 1024
 
 
 def history_is_closed(messages: list[ChatMessage]) -> bool:
@@ -58,14 +60,20 @@ class _Entry:
     """The stored messages end with no tool call open (`history_is_closed`)."""
     head: tuple[ChatMessage, ...] = ()
     """The summary message (one dict, handed out every time), or nothing."""
+    chars: int = 0
+    """`message_chars` of the messages and the summary: what the entry weighs."""
 
 
 class SessionHistories:
     """See the module docstring."""
 
-    def __init__(self, store: CompactedHistory, *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
+    def __init__(
+        self, store: CompactedHistory, *, max_sessions: int = DEFAULT_MAX_SESSIONS, max_chars: int = DEFAULT_MAX_CHARS
+    ) -> None:
         self._store = store
         self._max = max(1, max_sessions)
+        self._max_chars = max_chars
+        self._chars = 0
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self.reads = {"hit": 0, "append": 0, "full": 0}
         """How each load was answered (for tests and the bench)."""
@@ -77,7 +85,9 @@ class SessionHistories:
 
     def forget(self, session_id: str) -> None:
         """Drop the session's entry (its next load reads it again)."""
-        self._entries.pop(session_id, None)
+        old = self._entries.pop(session_id, None)
+        if old is not None:
+            self._chars -= old.chars
 
     async def _entry(self, session_id: str) -> _Entry:
         store = self._store
@@ -94,8 +104,9 @@ class SessionHistories:
             old = entry.mark
             if old.count + len(rows) == mark.count and old.id_sum + sum(r.id for r in rows) == mark.id_sum:
                 added = [row.to_openai() for row in rows]
-                entry = _Entry(mark, entry.summary, entry.messages + valid_transcript(added), history_is_closed(added),
-                               entry.head)  # fmt: skip
+                more = valid_transcript(added)
+                entry = _Entry(mark, entry.summary, entry.messages + more, history_is_closed(added), entry.head,
+                               entry.chars + sum(map(message_chars, more)))  # fmt: skip
                 self.reads["append"] += 1
                 return self._keep(session_id, entry)
         entry = await self._read(session_id)
@@ -130,11 +141,19 @@ class SessionHistories:
         )
         summary = None if compaction is None else compaction.summary
         head = () if summary is None else (summary_message(summary),)
-        return _Entry(mark, summary, valid_transcript(stored), history_is_closed(stored), head)
+        messages = valid_transcript(stored)
+        chars = sum(map(message_chars, [*head, *messages]))
+        return _Entry(mark, summary, messages, history_is_closed(stored), head, chars)
 
     def _keep(self, session_id: str, entry: _Entry) -> _Entry:
+        old = self._entries.pop(session_id, None)
+        if old is not None:
+            self._chars -= old.chars
+        if entry.chars > self._max_chars:
+            return entry  # too big to keep: read again next time
         self._entries[session_id] = entry
-        self._entries.move_to_end(session_id)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        self._chars += entry.chars
+        while len(self._entries) > self._max or self._chars > self._max_chars:
+            _, dropped = self._entries.popitem(last=False)
+            self._chars -= dropped.chars
         return entry

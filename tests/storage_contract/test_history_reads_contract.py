@@ -147,3 +147,20 @@ async def test_a_cut_off_tool_call_is_answered_and_later_rows_are_read_again(sto
     second = await histories.load(session.id)
     assert [m.get("content") for m in second[2:]] == ["done"]  # the real result, not the placeholder
     assert second == await store.history(session.id)
+
+
+async def test_the_cache_keeps_within_its_bounds(storage: Storage) -> None:
+    store = storage.sessions
+    sessions = [await store.create_session(source="cli") for _ in range(3)]
+    for session in sessions:
+        await _turn(store, session.id, "x" * 100)
+    few = SessionHistories(store, max_sessions=2)
+    for session in [*sessions, sessions[0]]:
+        await few.load(session.id)
+    assert few.reads == {"full": 4, "hit": 0, "append": 0}  # the first session had been dropped
+    await few.load(sessions[2].id)
+    assert few.reads["hit"] == 1
+    small = SessionHistories(store, max_chars=50)  # one message is heavier: nothing is kept
+    for _ in range(2):
+        assert _texts(await small.load(sessions[1].id)) == ["x" * 100, "re " + "x" * 100]
+    assert small.reads == {"full": 2, "hit": 0, "append": 0}
