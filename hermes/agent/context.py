@@ -45,10 +45,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from hermes.agent.events import ContextCompacted
+from hermes.agent.prefix_memo import PrefixMemo
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ContextLengthExceeded, ProviderError
 from hermes.store.api import AsyncSessionStore
-from hermes.store.records import CompactionRecord, MessageRecord, NewCompaction
+from hermes.store.records import CompactionRecord, HistoryMark, MessageRecord, NewCompaction
 from hermes.store.transcript import valid_transcript
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,31 @@ def estimate_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | N
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
+_HISTORY_CHARS: PrefixMemo[list[int]] = PrefixMemo(entries=256, max_weight=64 * 1024 * 1024)
+"""The running total of characters of a request's messages after the system prompt, by
+their leading messages (`prefix_memo`): a stored session's history comes as the same
+dicts turn after turn (`hermes.agent.history`), and the context of a turn grows at its end."""
+
+
+def request_tokens(messages: list[ChatMessage], tools: list[dict[str, Any]] | None = None) -> int:
+    """`estimate_tokens(messages, tools)`, measuring only the messages that do not follow
+    the system prompt as they did in an earlier request (`_HISTORY_CHARS`)."""
+    rest = messages[1:]
+    found = _HISTORY_CHARS.find(rest)
+    shared, totals = found if found is not None else (0, [])
+    if shared < len(rest):
+        totals = totals[:shared]
+        running = totals[-1] if totals else 0
+        for size in map(message_chars, rest[shared:]):
+            running += size
+            totals.append(running)
+        _HISTORY_CHARS.keep(rest, totals, weight=totals[-1])
+    chars = (totals[len(rest) - 1] if rest else 0) + sum(map(message_chars, messages[:1]))
+    if tools:
+        chars += tools_chars(tools)
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
 _TOOL_CHARS: dict[int, tuple[dict[str, Any], int]] = {}
 """id(tool schema) -> (the schema, the length of its JSON): the same schemas come with
 every request (`ToolRegistry.schemas()`), and a schema is never changed in place."""
@@ -227,6 +253,27 @@ async def resume_history(store: StoredHistory, session_id: str) -> list[ChatMess
         kept = [m.to_openai() for m in messages if m.id >= marker.first_kept_message_id]
         return [summary_message(marker.summary), *valid_transcript(kept)]
     return await store.history(session_id)
+
+
+class CompactedHistory(Protocol):
+    """What the compacted form of a session's history is read from, from the compaction
+    point on (`AsyncSessionStore`'s bounded reads)."""
+
+    async def history_mark(self, session_id: str) -> HistoryMark: ...
+
+    async def history_since(self, session_id: str, first_message_id: int) -> list[MessageRecord]: ...
+
+    async def latest_compaction(self, session_id: str) -> CompactionRecord | None: ...
+
+
+async def read_compacted_history(store: CompactedHistory, session_id: str) -> list[ChatMessage]:
+    """`resume_history`, reading the store from the latest compaction's first kept message
+    on (never from the start; drafts left out). A long-lived process keeps these per
+    session: `hermes.agent.history.SessionHistories`."""
+    marker = await store.latest_compaction(session_id)
+    rows = await store.history_since(session_id, marker.first_kept_message_id if marker is not None else 0)
+    kept = valid_transcript([row.to_openai() for row in rows])
+    return kept if marker is None else [summary_message(marker.summary), *kept]
 
 
 # ---- the summariser ------------------------------------------------------------------
@@ -432,7 +479,7 @@ class ContextBudget:
         return usage
 
     def estimate(self, context: list[ChatMessage], tools: list[dict[str, Any]] | None) -> int:
-        estimate = estimate_tokens(context, tools)
+        estimate = request_tokens(context, tools)
         if self._reported and self._reported_len <= len(context):
             estimate = max(estimate, self._reported + estimate_tokens(context[self._reported_len :]))
         return estimate
@@ -441,7 +488,7 @@ class ContextBudget:
         """Remember what the provider reported for the request `context` just had."""
         self._reported = usage.input_tokens
         self._reported_len = len(context)
-        self.last_prompt_tokens = usage.input_tokens or estimate_tokens(context, tools)
+        self.last_prompt_tokens = usage.input_tokens or request_tokens(context, tools)
 
     def over_limit(self, context: list[ChatMessage], tools: list[dict[str, Any]] | None) -> bool:
         """True when `context` is estimated above the limit: compact it ("threshold") first."""
@@ -525,7 +572,7 @@ async def compact_session(
     session's usage. Returns the event, or None when there is nothing older to summarise.
     Raises ProviderError when the summary call fails.
     """
-    history = await resume_history(store, session_id)
+    history = await read_compacted_history(store, session_id)
     context: list[ChatMessage] = [{"role": "system", "content": prompt}, *history]
     budget = ContextBudget(policy, summarize, session_id=session_id, store=store, reported=reported)
     compacted: ContextCompacted | None = None

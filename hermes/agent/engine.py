@@ -80,9 +80,9 @@ from hermes.agent.context import (
     compact_session,
     context_window_for,
     is_context_overflow,
-    resume_history,
 )
 from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
+from hermes.agent.history import SessionHistories
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import Provider
@@ -151,6 +151,8 @@ class Agent:
         self.checkpoints = checkpoints
         """File snapshots around turns that change files (None: none; hermes/checkpoints)."""
         self._caller = ModelCaller(provider)
+        self.histories = SessionHistories(store) if store is not None else None
+        """The model-ready history of each stored session, kept between turns (hermes/agent/history.py)."""
         self._session_approvals: dict[str, set[str]] = {}
         self._reported_prompts: dict[str, tuple[int, int]] = {}
         """Per session: (prompt_tokens, message count) of its last request (see ContextBudget)."""
@@ -331,6 +333,13 @@ class Agent:
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
             return answer(turn, context, outcome, ending, max_iterations)
 
+    async def session_history(self, session_id: str) -> list[ChatMessage]:
+        """What a turn in the stored session `session_id` sends before its input: the
+        compacted form (`chat -r`'s), from the per-process cache (`SessionHistories`)."""
+        if self.histories is None:
+            raise UsageError("the session history needs a session store")
+        return await self.histories.load(session_id)
+
     # ---- context (see hermes/agent/context.py) ---------------------------------------
 
     def context_window(self, model: str | None = None) -> int:
@@ -419,8 +428,10 @@ class Agent:
             prompt = explicit_prompt or session.system_prompt or self.new_session_prompt(request.cwd)
             if explicit_prompt and explicit_prompt != session.system_prompt:
                 await store.update_session(session.id, system_prompt=explicit_prompt)
-            history = await resume_history(store, session.id)
             session_id = session.id
+            # The stored history is read only when the request brings none; it is the
+            # compacted form (summary + what came after), as `chat -r` resumes.
+            history = [] if request.history is not None else await self.session_history(session.id)
         if request.history is not None:
             history = list(request.history)
         return session_id, prompt, history, new

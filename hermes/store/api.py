@@ -30,6 +30,7 @@ from hermes.store.records import (
     ControlMessage,
     ControlReply,
     ConversationMark,
+    HistoryMark,
     InstanceLease,
     MessageRecord,
     NewCompaction,
@@ -241,6 +242,10 @@ class AsyncSessionStore(Protocol):
         """The session's markers, oldest first (empty for an unknown session)."""
         ...
 
+    async def latest_compaction(self, session_id: str) -> CompactionRecord | None:
+        """The session's newest marker (None: never compacted, or an unknown session)."""
+        ...
+
     def transaction(self) -> AbstractAsyncContextManager[None]:
         """The writes of this store inside the block form one transaction, committed at exit.
 
@@ -262,6 +267,16 @@ class AsyncSessionStore(Protocol):
         Drafts are left out, and it is valid for strict endpoints (see
         `transcript.valid_transcript`) even where the stored rows are not.
         """
+        ...
+
+    async def history_mark(self, session_id: str) -> HistoryMark:
+        """The numbers that identify the session's model-ready history (`HistoryMark`):
+        one cheap statement, bounded by the latest compaction; count 0 for an unknown session."""
+        ...
+
+    async def history_since(self, session_id: str, first_message_id: int) -> list[MessageRecord]:
+        """The visible, finished (no draft) messages with id >= `first_message_id`, oldest
+        first, as stored (not yet made valid by `transcript.valid_transcript`)."""
         ...
 
     async def fork_session(

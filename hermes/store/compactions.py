@@ -14,7 +14,7 @@ from hermes.errors import SessionNotFound
 from hermes.store.records import CompactionRecord, NewCompaction
 from hermes.store.sql import Executor, Row
 
-__all__ = ["add_compaction", "compactions"]
+__all__ = ["add_compaction", "compactions", "latest_compaction"]
 
 _COLUMNS = (
     "id, session_id, summary, first_kept_message_id, summarized_messages, before_tokens, after_tokens, created_at"
@@ -46,3 +46,10 @@ async def compactions(db: Executor, session_id: str) -> list[CompactionRecord]:
         f"SELECT {_COLUMNS} FROM hermes.compactions WHERE session_id = ? ORDER BY id", (session_id,)
     )
     return [_compaction(row) for row in rows]
+
+
+async def latest_compaction(db: Executor, session_id: str) -> CompactionRecord | None:
+    row = await db.fetch_one(
+        f"SELECT {_COLUMNS} FROM hermes.compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+    )
+    return None if row is None else _compaction(row)

@@ -21,6 +21,7 @@ __all__ = [
     "TERMINAL_STATES",
     "CompactionRecord",
     "ConversationMark",
+    "HistoryMark",
     "ControlMessage",
     "ControlReply",
     "InstanceLease",
@@ -300,6 +301,26 @@ class CompactionRecord:
         data = asdict(self)
         data["object"] = "compaction"
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryMark:
+    """What a session's model-ready history is made of, in a few numbers (`history_mark`).
+
+    The history is the latest compaction's summary (when there is one) plus the visible
+    (not undone), finished (not draft) messages from its first kept message on. Two marks
+    are equal when those are the same: a stored message's content never changes once it
+    is no draft, so an append, an undo or redo, or a new compaction changes the mark.
+    """
+
+    compaction_id: int | None
+    first_message_id: int
+    """The first message id the history may hold: the compaction's first kept one, else 0."""
+    count: int
+    last_message_id: int
+    """0 when there is no message."""
+    id_sum: int
+    """The sum of the messages' ids: with `count`, it tells an undo-and-append apart from an append."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ from hermes.store import compactions, conversation_marks, forks, turn_undo, usag
 from hermes.store.records import (
     CompactionRecord,
     ConversationMark,
+    HistoryMark,
     MessageRecord,
     NewCompaction,
     NewSession,
@@ -71,6 +72,15 @@ from hermes.store.transcript import valid_transcript
 from hermes.store.turn_rules import TurnRules
 
 __all__ = ["Sessions"]
+
+_HISTORY_MARK = (
+    "WITH c AS (SELECT id, first_kept_message_id AS first FROM hermes.compactions WHERE session_id = ? "
+    "ORDER BY id DESC LIMIT 1) "
+    "SELECT (SELECT id FROM c), coalesce((SELECT first FROM c), 0), count(*), coalesce(max(m.id), 0), "
+    "coalesce(sum(m.id), 0) FROM hermes.messages AS m WHERE m.session_id = ? "
+    "AND m.id >= coalesce((SELECT first FROM c), 0) AND NOT m.draft AND m.undone IS NULL"
+)
+"""`history_mark`: (latest compaction id, its first kept message id or 0, count, max id, sum of ids)."""
 
 
 class Sessions(TurnRules):
@@ -230,6 +240,25 @@ class Sessions(TurnRules):
         )
         return valid_transcript([self._message(row).to_openai() for row in rows])
 
+    async def history_mark(self, session_id: str) -> HistoryMark:
+        """The numbers that identify the session's model-ready history (see `HistoryMark`);
+        one statement, bounded by the latest compaction (an unknown session: count 0)."""
+        row = await self.db.fetch_one(_HISTORY_MARK, (session_id, session_id))
+        assert row is not None  # an aggregate always gives one row
+        compaction, first, count, last, id_sum = row
+        return HistoryMark(None if compaction is None else int(compaction), int(first), int(count), int(last),
+                           int(id_sum))  # fmt: skip
+
+    async def history_since(self, session_id: str, first_message_id: int) -> list[MessageRecord]:
+        """The visible, finished messages with id >= `first_message_id`, oldest first (what
+        `history()` holds from there on, before `valid_transcript`)."""
+        rows = await self.db.fetch_all(
+            f"SELECT {self._message_columns} FROM hermes.messages WHERE session_id = ? AND id >= ? AND NOT draft "
+            "AND undone IS NULL ORDER BY id",
+            (session_id, first_message_id),
+        )
+        return [self._message(row) for row in rows]
+
     # -- file checkpoints and undo (rules in `turn_undo`) -----------------------------
 
     async def set_turn_checkpoint(self, turn_id: int, *, worktree: str, before: str, after: str) -> None:
@@ -257,6 +286,10 @@ class Sessions(TurnRules):
     async def compactions(self, session_id: str) -> list[CompactionRecord]:
         """The session's markers, oldest first (empty for an unknown session)."""
         return await compactions.compactions(self.db, session_id)
+
+    async def latest_compaction(self, session_id: str) -> CompactionRecord | None:
+        """The session's newest marker (None: never compacted, or an unknown session)."""
+        return await compactions.latest_compaction(self.db, session_id)
 
     # -- forks (rules in `forks`) ------------------------------------------------------
 

@@ -63,3 +63,72 @@ def test_the_server_storage_checkpoints_in_the_background(tmp_path: Path) -> Non
     assert sync.executor.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     asyncio.run(storage.aclose())
     assert sync._checkpointer is None  # stopped with the storage
+
+
+def _wal_bytes(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def _hold_old_snapshot(path: Path):  # type: ignore[no-untyped-def]
+    """A reader in an open read transaction: the WAL cannot be reused from its start."""
+    import sqlite3
+
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM messages").fetchall()
+    return reader
+
+
+def test_every_connection_limits_the_journal(tmp_path: Path) -> None:
+    from hermes.store.sqlite.file import JOURNAL_SIZE_LIMIT
+
+    store = SqliteSessionStore(tmp_path / "state.db")
+    try:
+        limit = store.executor.connection().execute("PRAGMA journal_size_limit").fetchone()[0]
+        assert limit == JOURNAL_SIZE_LIMIT == 64 * 1024 * 1024
+    finally:
+        store.close()
+
+
+def test_a_wal_past_the_size_is_truncated_once_readers_let_go(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SqliteSessionStore(path)
+    store.checkpoint_in_background(interval=0.05, truncate_at=256 * 1024)
+    try:
+        _fill(store, 1)
+        reader = _hold_old_snapshot(path)
+        try:
+            _fill(store, 600)  # ~1.2 MB of frames the reader's snapshot keeps in the WAL
+            assert _wal_bytes(path) > 1_000_000
+        finally:
+            reader.close()
+        checkpointer = store._checkpointer
+        assert checkpointer is not None
+        assert _until(lambda: _wal_bytes(path) == 0, timeout=30), _wal_bytes(path)
+        assert _until(lambda: checkpointer.truncations >= 1)
+        # Writes go on after the cut, and the data is all there.
+        _fill(store, 3)
+        assert store.stats().messages == 604
+    finally:
+        store.close()
+
+
+def test_below_the_size_the_wal_is_not_truncated(tmp_path: Path) -> None:
+    # The control: the same writes with a threshold above them leave the WAL file its size.
+    path = tmp_path / "state.db"
+    store = SqliteSessionStore(path)
+    store.checkpoint_in_background(interval=0.05, truncate_at=64 * 1024 * 1024)
+    try:
+        _fill(store, 1)
+        reader = _hold_old_snapshot(path)
+        try:
+            _fill(store, 600)
+        finally:
+            reader.close()
+        checkpoints = store._checkpointer.checkpoints if store._checkpointer else 0
+        assert _until(lambda: store._checkpointer is not None and store._checkpointer.checkpoints >= checkpoints + 5)
+        assert _wal_bytes(path) > 1_000_000
+        assert store._checkpointer is not None and store._checkpointer.truncations == 0
+    finally:
+        store.close()

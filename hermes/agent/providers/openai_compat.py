@@ -38,6 +38,7 @@ from yarl import URL
 
 from hermes import __version__
 from hermes.agent.output_format import response_format_body
+from hermes.agent.prefix_memo import PrefixMemo
 from hermes.agent.provider import (
     FinishChunk,
     ModelRequest,
@@ -296,6 +297,9 @@ class OpenAICompatProvider(Provider):
         """Cleared for good once the endpoint rejects stream_options."""
         self._encoded_tools: dict[int, tuple[Any, bytes]] = {}
         """id(tool schema) -> (the schema, its JSON); see `_encode`."""
+        self._encoded_history: PrefixMemo[tuple[bytes, list[int]]] = PrefixMemo()
+        """(the JSON of a request's messages after the system prompt, comma-separated; where
+        each message's JSON ends in it), by their leading messages (`hermes.agent.prefix_memo`)."""
 
     def describe(self) -> str:
         return f"openai-compatible endpoint {redact_url(self.base_url)}"
@@ -338,14 +342,49 @@ class OpenAICompatProvider(Provider):
         return body
 
     def _encode(self, body: dict[str, Any]) -> bytes:
-        """The body as compact ASCII JSON; each tool schema's JSON is kept (by identity)
-        and reused, since the same schemas go with every request of a turn and of the
-        next ones (`ToolRegistry.schemas()` hands out the same dicts)."""
+        """The body as compact ASCII JSON, joined once from parts kept by identity: each
+        tool schema's JSON (the same schemas go with every request of a turn and of the
+        next ones: `ToolRegistry.schemas()` hands out the same dicts), and the messages'
+        after the system prompt (a session's history comes as the same dicts turn after
+        turn, `hermes.agent.history`, and a turn's context grows at its end)."""
         tools = body.get("tools")
-        if not tools:
-            return _compact(body)
-        rest = {key: value for key, value in body.items() if key != "tools"}
-        return b"".join((_compact(rest)[:-1], b',"tools":[', b",".join(map(self._tool_json, tools)), b"]}"))
+        messages = body.get("messages")
+        rest = {key: value for key, value in body.items() if key != "tools" and key != "messages"}
+        parts = [_compact(rest)[:-1]] if rest else [b"{"]
+        if messages is not None:
+            parts.append(b',"messages":[' if rest else b'"messages":[')
+            self._add_messages(parts, messages)
+            parts.append(b"]")
+        if tools:
+            parts.append(b',"tools":[' if rest or messages is not None else b'"tools":[')
+            parts.append(b",".join(map(self._tool_json, tools)))
+            parts.append(b"]")
+        parts.append(b"}")
+        return b"".join(parts)
+
+    def _add_messages(self, parts: list[bytes], messages: list[Any]) -> None:
+        """Append the messages' JSON, comma-separated, to `parts`: the messages after the
+        system prompt that an earlier request had too (the same dicts: `_encoded_history`)
+        come from there, and only what follows them is encoded."""
+        if not messages:
+            return
+        rest = messages[1:]
+        found = self._encoded_history.find(rest)
+        shared, (encoded, ends) = found if found is not None else (0, (b"", []))
+        if shared < len(rest):
+            ends = ends[:shared]
+            kept = encoded[: ends[-1]] if ends else b""
+            new = list(map(_compact, rest[shared:]))
+            encoded = b",".join((kept, *new)) if kept else b",".join(new)
+            at = len(kept)
+            for data in new:
+                at += len(data) + (1 if at else 0)
+                ends.append(at)
+            self._encoded_history.keep(rest, (encoded, ends), weight=len(encoded))
+        parts.append(_compact(messages[0]))
+        if rest:
+            end = ends[len(rest) - 1]
+            parts += (b",", encoded if end == len(encoded) else encoded[:end])
 
     def _tool_json(self, tool: Any) -> bytes:
         hit = self._encoded_tools.get(id(tool))

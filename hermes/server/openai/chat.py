@@ -69,8 +69,7 @@ from hermes.agent.events import (
 )
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
-from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
-from hermes.errors import StoreError
+from hermes.agent.types import TurnRequest, TurnResult
 from hermes.ids import derived_session_id, new_completion_id
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import flatten_text, is_utility_request
@@ -120,16 +119,17 @@ from hermes.server.openai.turns import (
     Preamble,
     answered,
     api_turn,
+    compacted,
     complete,
     read_preamble,
     run_to_end,
     session_headers,
+    stored_history,
     streamed_answer,
     streamed_turn,
     utility_engine,
     utility_turn,
 )
-from hermes.store.api import AsyncSessionStore
 
 log = logging.getLogger(__name__)
 
@@ -294,16 +294,6 @@ def _tool_result(message: dict[str, Any], param: str, open_calls: set[str]) -> d
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-async def _load_history(store: AsyncSessionStore, session_id: str) -> list[ChatMessage]:
-    try:
-        if await store.find_session(session_id) is None:
-            return []
-        return list(await store.history(session_id))
-    except StoreError as exc:
-        log.warning("session history unavailable for %s: %s", session_id, exc)
-        return []
-
-
 def completion_body(
     cid: str, created: int, model: str, result: TurnResult, outcome: Outcome
 ) -> dict[str, Any]:
@@ -343,7 +333,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
     async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay places nothing
         if header_session is not None:
-            history = await _load_history(request.app[STORAGE].sessions, header_session)
+            # The engine reads the stored history (once, compacted, cached); a continuation
+            # needs it here first, to know the calls its results answer.
+            history = None if chat.tool_results is None else await stored_history(request, header_session)
             return await _answer(
                 request, preamble, chat, header_session, history, None, client_tools, own_tools, watch=watch
             )
@@ -354,8 +346,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         ) as placement:
             history = chat.history
             if chat.tool_results is not None:  # hermes' own calls of that response are in the store only
-                stored = await _load_history(request.app[STORAGE].sessions, placement.session_id)
+                stored = await stored_history(request, placement.session_id)
                 history = continued_history(history, stored, chat.tool_results)
+            elif placement.how not in ("new", "derived"):
+                stored = await stored_history(request, placement.session_id)
+                if compacted(stored):  # go on from the summary, as `chat -r` does, not summarise again
+                    history = stored
             return await _answer(
                 request, preamble, chat, placement.session_id, history, placement, client_tools, own_tools,
                 watch=watch,
@@ -371,7 +367,7 @@ def _opening_text(first_user: Any) -> str:
 
 
 async def _answer(
-    request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any],
+    request: web.Request, preamble: Preamble, chat: ChatRequest, session_id: str, history: list[Any] | None,
     placement: Placement | None, client_tools: ClientTools | None, own_tools: list[str], *, watch: bool,
 ) -> Answer:
     """Run the turn in `session_id` and answer it; `placement` (a session the conversation
@@ -382,7 +378,7 @@ async def _answer(
         client_tools=client_tools,
         tool_results=None
         if chat.tool_results is None
-        else continuation_results(chat.tool_results, history, own_tools, param="messages"),
+        else continuation_results(chat.tool_results, history or [], own_tools, param="messages"),
         fresh_if_taken=placement is not None and placement.fresh_if_taken,
         conversation_mark=None if placement is None else partial(placement.mark_of, chat.input),
     )

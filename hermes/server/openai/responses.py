@@ -35,7 +35,7 @@ from hermes.server.http.route import (
     Route,
 )
 from hermes.server.http.state import AGENT, SETTINGS, STORAGE
-from hermes.server.openai.client_tools import continuation_results, responses_client_tools
+from hermes.server.openai.client_tools import continuation_results, continued_history, responses_client_tools
 from hermes.server.openai.conversation import (
     CONVERSATIONS,
     PLACEMENT_HEADER,
@@ -65,9 +65,11 @@ from hermes.server.openai.turns import (
     Preamble,
     answered,
     api_turn,
+    compacted,
     read_preamble,
     run_to_end,
     session_headers,
+    stored_history,
     utility_engine,
     utility_turn,
 )
@@ -129,6 +131,22 @@ def _follows_conversation(req: ResponsesRequest, chain: Chain) -> bool:
     return chain.previous_response_id is None and req.conversation is None and req.conversation_history is None
 
 
+async def _turn_history(request: web.Request, req: ResponsesRequest, chain: Chain, how: str | None) -> list[Any]:
+    """The history the turn sends: the chain's, unless it continues a stored session that
+    was compacted; then the summary and what came after it, as `chat -r` resumes (the
+    chain's whole transcript would be summarised again on every turn). Only where the
+    store holds the whole chain: no explicit `conversation_history`, no extra input items."""
+    continues = (chain.previous_response_id is not None and not req.input_history) or how in (
+        "keyed", "continued", "forked"
+    )
+    if req.conversation_history is not None or not continues:
+        return chain.history
+    stored = await stored_history(request, chain.session_id)
+    if not compacted(stored):
+        return chain.history
+    return stored if req.tool_results is None else continued_history(chain.history, stored, req.tool_results)
+
+
 async def _respond(
     request: web.Request, preamble: Preamble, req: ResponsesRequest, chain: Chain, utility: bool, how: str | None,
     client_tools: ClientTools | None, own_tools: list[str], watch: bool, *, placement: Placement | None = None,
@@ -145,7 +163,7 @@ async def _respond(
             request,
             input=req.input,
             session_id=chain.session_id,
-            history=chain.history,
+            history=await _turn_history(request, req, chain, how),
             client_prompt=system_text(req, chain),
             output_format=req.output_format,
             client_tools=client_tools,

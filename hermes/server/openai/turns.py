@@ -32,6 +32,7 @@ Every turn counts against the app's `TurnLimiter` (429 beyond it).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +40,11 @@ from typing import Any
 from aiohttp import web
 
 from hermes.agent.client_tools import ClientToolResult, ClientTools
+from hermes.agent.context import is_summary_message
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnHandle
-from hermes.agent.types import TurnRequest, TurnResult
+from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
+from hermes.errors import StoreError
 from hermes.runs.idempotency import AnswerPending, Transient
 from hermes.runs.turn import TurnEngine
 from hermes.runs.utility import UtilityEngine
@@ -50,6 +53,8 @@ from hermes.server.http.lifecycle import LIVE_WORK
 from hermes.server.http.request import read_json_object, session_key_header, validate_key
 from hermes.server.http.sse import ClientDisconnected, DisconnectWatcher, SSEStream
 from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE, TURN_LOG
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +142,7 @@ def api_turn(
     *,
     input: Any,
     session_id: str,
-    history: list[Any],
+    history: list[Any] | None,
     client_prompt: str | None,
     output_format: OutputFormat | None = None,
     client_tools: ClientTools | None = None,
@@ -162,6 +167,25 @@ def api_turn(
         fresh_if_taken=fresh_if_taken,
         conversation_mark=conversation_mark,
     )
+
+
+async def stored_history(request: web.Request, session_id: str) -> list[ChatMessage]:
+    """The stored session's model-ready history, as `hermes chat -r` resumes it (the latest
+    summary + the messages after it; the agent's per-process cache, `SessionHistories`);
+    [] when the session is not stored, or the store fails (logged)."""
+    try:
+        if await request.app[STORAGE].sessions.find_session(session_id) is None:
+            return []
+        return await request.app[AGENT].session_history(session_id)
+    except StoreError as exc:
+        log.warning("session history unavailable for %s: %s", session_id, exc)
+        return []
+
+
+def compacted(stored: list[ChatMessage]) -> bool:
+    """Whether a `stored_history` starts from a compaction's summary: a turn then goes on
+    from it, not from the whole history a client resends (which would be summarised again)."""
+    return bool(stored) and is_summary_message(stored[0])
 
 
 def utility_engine(request: web.Request) -> UtilityEngine:

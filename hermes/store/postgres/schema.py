@@ -387,3 +387,12 @@ async def m011_turn_checkpoints(conn: AsyncConnection[Any]) -> None:
             "ALTER TABLE hermes.messages ADD COLUMN undone bigint",
         ),
     )
+
+
+@PG_MIGRATIONS.migration
+async def m012_visible_messages_index(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m010: the messages a history holds, for the history mark read every turn.
+    await _execute_all(
+        conn,
+        ("CREATE INDEX messages_visible ON hermes.messages (session_id, id) WHERE NOT draft AND undone IS NULL",),
+    )

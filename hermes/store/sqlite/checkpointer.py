@@ -8,9 +8,19 @@ connection stops checkpointing (`wal_autocheckpoint = 0`) and the thread runs a 
 checkpoint every `interval` seconds, which also writes each page changed in that time
 once, however often it changed.
 
+A WAL file keeps its size when it is reused from the start, and is not reused at all
+while a reader holds an old snapshot; so, after a PASSIVE checkpoint, when the `-wal` file
+is past `truncate_at` bytes the thread runs a TRUNCATE checkpoint, which copies what is
+left, waits (at most the busy timeout) for readers of old snapshots, and cuts the file to
+zero bytes. Every connection also has `journal_size_limit` (`file.JOURNAL_SIZE_LIMIT`):
+a WAL reused from the start is cut back to that size.
+
 Invariants:
 - A PASSIVE checkpoint never waits for a writer or a reader and never blocks one; it
   copies the frames no reader still needs (the rest go in a later one).
+- A TRUNCATE checkpoint runs only when the WAL is past `truncate_at`; while it runs it
+  holds the write lock (writers wait through their busy timeout); one that could not
+  finish (busy) is tried again at the next interval.
 - The thread never raises: a failed checkpoint is logged (once) and tried again.
 - `stop()` is bounded: it wakes the thread, joins it for at most `STOP_TIMEOUT` seconds
   and gives the writer's connection back its own checkpoints.
@@ -23,12 +33,16 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from hermes.store.sqlite.file import JOURNAL_SIZE_LIMIT
+
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_AUTOCHECKPOINT", "STOP_TIMEOUT", "WalCheckpointer"]
+__all__ = ["DEFAULT_AUTOCHECKPOINT", "DEFAULT_TRUNCATE_AT", "STOP_TIMEOUT", "WalCheckpointer"]
 
 DEFAULT_AUTOCHECKPOINT = 1000
 """SQLite's own `wal_autocheckpoint` (pages), restored on the writer at `stop()`."""
+DEFAULT_TRUNCATE_AT = 64 * 1024 * 1024
+"""Bytes of `-wal` file past which the thread runs a TRUNCATE checkpoint."""
 STOP_TIMEOUT = 5.0
 """Seconds `stop()` waits for a checkpoint in progress."""
 _BUSY_TIMEOUT_MS = 1000
@@ -37,14 +51,20 @@ _BUSY_TIMEOUT_MS = 1000
 class WalCheckpointer:
     """Checkpoints `path`'s WAL every `interval` seconds in a thread (see the module docstring)."""
 
-    def __init__(self, path: Path, writer: sqlite3.Connection, *, interval: float = 1.0) -> None:
+    def __init__(
+        self, path: Path, writer: sqlite3.Connection, *, interval: float = 1.0, truncate_at: int = DEFAULT_TRUNCATE_AT
+    ) -> None:
         self._path = path
+        self._wal = path.with_name(path.name + "-wal")
+        self._truncate_at = truncate_at
         self._writer = writer
         self._interval = interval
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.checkpoints = 0
         """PASSIVE checkpoints run so far (for tests and diagnostics)."""
+        self.truncations = 0
+        """TRUNCATE checkpoints that left the WAL at zero bytes."""
 
     def start(self) -> None:
         if self._thread is not None:
@@ -73,13 +93,23 @@ class WalCheckpointer:
             return
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             while not self._stopping.wait(self._interval):
                 try:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.checkpoints += 1
+                    if self._wal_bytes() > self._truncate_at:
+                        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                        self.truncations += 1 if self._wal_bytes() == 0 else 0
                 except sqlite3.Error as exc:  # tried again next interval
                     if not warned:
                         warned = True
                         log.warning("background checkpoint of %s failed: %s", self._path, exc)
         finally:
             db.close()
+
+    def _wal_bytes(self) -> int:
+        try:
+            return self._wal.stat().st_size
+        except OSError:  # no WAL file (yet): nothing to cut
+            return 0

@@ -32,6 +32,7 @@ from hermes.store.migrations import Migrations, migrate
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "JOURNAL_SIZE_LIMIT",
     "DIR_MODE",
     "FILE_MODE",
     "MEMORY",
@@ -45,6 +46,8 @@ MEMORY = ":memory:"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 BUSY_TIMEOUT_MS = 5_000
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+"""`PRAGMA journal_size_limit` of every connection: a WAL reused from its start is cut back to this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,7 @@ def open_sqlite_file(
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA journal_mode = WAL")
+        db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
         db.execute("PRAGMA synchronous = NORMAL")
         applied = migrate(db, migrations)
     except sqlite3.Error as exc:

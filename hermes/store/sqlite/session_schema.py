@@ -20,6 +20,7 @@ Schema summary (after all migrations):
     (m009: turns carry their file checkpoints and, with messages, the undo marker `undone`)
     fts_indexed         one row: `upto`, the newest message id the search index has seen;
                         newer messages are indexed in batches (`fts_batches`, m010)
+    (m011: `messages_visible`, a partial index of the messages a history holds)
 """
 
 from __future__ import annotations
@@ -360,4 +361,14 @@ def m010_fts_batches(db: sqlite3.Connection) -> None:
             END
             """,
         ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m011_visible_messages_index(db: sqlite3.Connection) -> None:
+    # The messages a history holds (finished, not undone), by session and id: the history
+    # mark (`Sessions.history_mark`, read every turn) counts them from the index alone.
+    execute_all(
+        db,
+        ("CREATE INDEX messages_visible ON messages(session_id, id) WHERE NOT draft AND undone IS NULL",),
     )

@@ -99,14 +99,21 @@ class SqliteSessionStore:
         self._indexer: FtsIndexer | None = None
         """Background search indexing, once `index_in_background` started it."""
 
-    def checkpoint_in_background(self, *, interval: float = 1.0) -> None:
+    def checkpoint_in_background(self, *, interval: float = 1.0, truncate_at: int | None = None) -> None:
         """Checkpoint the WAL in a thread of its own from now on, not inside commits
-        (`checkpointer`: for a long-lived process; a no-op for `:memory:`)."""
+        (`checkpointer`: for a long-lived process; a no-op for `:memory:`); the WAL is cut
+        to zero bytes once past `truncate_at` bytes (default 64 MiB)."""
         if self._path is None or self._checkpointer is not None:
             return
-        from hermes.store.sqlite.checkpointer import WalCheckpointer  # a server's, never a CLI command's
+        from hermes.store.sqlite.checkpointer import (  # a server's, never a CLI command's
+            DEFAULT_TRUNCATE_AT,
+            WalCheckpointer,
+        )
 
-        self._checkpointer = WalCheckpointer(self._path, self.executor.connection(), interval=interval)
+        self._checkpointer = WalCheckpointer(
+            self._path, self.executor.connection(), interval=interval,
+            truncate_at=DEFAULT_TRUNCATE_AT if truncate_at is None else truncate_at,
+        )  # fmt: skip
         with self.executor.lock:
             self._checkpointer.start()
 
