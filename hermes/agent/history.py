@@ -19,24 +19,32 @@ Invariants:
   from the compaction point. The store is never read further back than that point.
 - The messages handed out are shared with the cache: callers build new lists and new
   message dicts (the engine does) and never change a message in place.
+- A read of at least `LARGE_READ` messages (by the mark's count: the first load of a long
+  session in a process, or one after an undo or a compaction) is asked of the store as
+  `large` (SQLite reads it in a worker thread) and made model-ready in a worker thread
+  too, so the event loop serves other requests meanwhile; smaller reads stay inline (a
+  thread hop would cost more than they do).
 - At most `max_sessions` sessions and `max_chars` characters of messages (`message_chars`)
   are kept, least recently loaded dropped first.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from hermes.agent.context import CompactedHistory, message_chars, summary_message
 from hermes.messages import ChatMessage
-from hermes.store.records import HistoryMark
+from hermes.store.records import CompactionRecord, HistoryMark, MessageRecord
 from hermes.store.transcript import valid_transcript
 
-__all__ = ["DEFAULT_MAX_CHARS", "DEFAULT_MAX_SESSIONS", "SessionHistories", "history_is_closed"]
+__all__ = ["DEFAULT_MAX_CHARS", "DEFAULT_MAX_SESSIONS", "LARGE_READ", "SessionHistories", "history_is_closed"]
 
 DEFAULT_MAX_SESSIONS = 256
 DEFAULT_MAX_CHARS = 64 * 1024 * 1024
+LARGE_READ = 256
+"""Messages from which a read (and making it model-ready) leaves the event loop."""
 
 
 def history_is_closed(messages: list[ChatMessage]) -> bool:
@@ -99,7 +107,8 @@ class SessionHistories:
             return entry
         grown = self._appended(entry, mark) if entry is not None else False
         if entry is not None and grown:
-            rows = [row for row in await store.history_since(session_id, entry.mark.last_message_id + 1)
+            large = mark.count - entry.mark.count >= LARGE_READ
+            rows = [row for row in await store.history_since(session_id, entry.mark.last_message_id + 1, large=large)
                     if row.id <= mark.last_message_id]  # fmt: skip
             old = entry.mark
             if old.count + len(rows) == mark.count and old.id_sum + sum(r.id for r in rows) == mark.id_sum:
@@ -109,7 +118,7 @@ class SessionHistories:
                                entry.chars + sum(map(message_chars, more)))  # fmt: skip
                 self.reads["append"] += 1
                 return self._keep(session_id, entry)
-        entry = await self._read(session_id)
+        entry = await self._read(session_id, large=mark.count >= LARGE_READ)
         self.reads["full"] += 1
         return self._keep(session_id, entry)
 
@@ -124,26 +133,16 @@ class SessionHistories:
             and mark.count > old.count
         )
 
-    async def _read(self, session_id: str) -> _Entry:
+    async def _read(self, session_id: str, *, large: bool) -> _Entry:
         """The history from the latest compaction on; the mark is made from what was read
         (the compaction first, then its messages), so a write in between shows as a
-        different mark at the next load."""
+        different mark at the next load. `large`: read and build it off the event loop."""
         compaction = await self._store.latest_compaction(session_id)
         first = compaction.first_kept_message_id if compaction is not None else 0
-        rows = await self._store.history_since(session_id, first)
-        stored = [row.to_openai() for row in rows]
-        mark = HistoryMark(
-            compaction_id=None if compaction is None else compaction.id,
-            first_message_id=first,
-            count=len(rows),
-            last_message_id=rows[-1].id if rows else 0,
-            id_sum=sum(row.id for row in rows),
-        )
-        summary = None if compaction is None else compaction.summary
-        head = () if summary is None else (summary_message(summary),)
-        messages = valid_transcript(stored)
-        chars = sum(map(message_chars, [*head, *messages]))
-        return _Entry(mark, summary, messages, history_is_closed(stored), head, chars)
+        rows = await self._store.history_since(session_id, first, large=large)
+        if large:
+            return await asyncio.to_thread(_build, compaction, first, rows)
+        return _build(compaction, first, rows)
 
     def _keep(self, session_id: str, entry: _Entry) -> _Entry:
         old = self._entries.pop(session_id, None)
@@ -157,3 +156,21 @@ class SessionHistories:
             _, dropped = self._entries.popitem(last=False)
             self._chars -= dropped.chars
         return entry
+
+
+def _build(compaction: CompactionRecord | None, first: int, rows: list[MessageRecord]) -> _Entry:
+    """The entry for `rows`, read from `first` (the `compaction`'s first kept message, or
+    0): pure, so it may run in a worker thread."""
+    stored = [row.to_openai() for row in rows]
+    mark = HistoryMark(
+        compaction_id=None if compaction is None else compaction.id,
+        first_message_id=first,
+        count=len(rows),
+        last_message_id=rows[-1].id if rows else 0,
+        id_sum=sum(row.id for row in rows),
+    )
+    summary = None if compaction is None else compaction.summary
+    head = () if summary is None else (summary_message(summary),)
+    messages = valid_transcript(stored)
+    chars = sum(map(message_chars, [*head, *messages]))
+    return _Entry(mark, summary, messages, history_is_closed(stored), head, chars)

@@ -274,9 +274,15 @@ class AsyncSessionStore(Protocol):
         one cheap statement, bounded by the latest compaction; count 0 for an unknown session."""
         ...
 
-    async def history_since(self, session_id: str, first_message_id: int) -> list[MessageRecord]:
+    async def history_since(
+        self, session_id: str, first_message_id: int, *, large: bool = False
+    ) -> list[MessageRecord]:
         """The visible, finished (no draft) messages with id >= `first_message_id`, oldest
-        first, as stored (not yet made valid by `transcript.valid_transcript`)."""
+        first, as stored (not yet made valid by `transcript.valid_transcript`).
+
+        `large`: the caller expects many rows; the backend then keeps the read from
+        holding the event loop (SQLite: a worker thread with a connection of its own;
+        PostgreSQL's reads always suspend). The rows are the same either way."""
         ...
 
     async def fork_session(

@@ -249,9 +249,12 @@ class Sessions(TurnRules):
         return HistoryMark(None if compaction is None else int(compaction), int(first), int(count), int(last),
                            int(id_sum))  # fmt: skip
 
-    async def history_since(self, session_id: str, first_message_id: int) -> list[MessageRecord]:
+    async def history_since(
+        self, session_id: str, first_message_id: int, *, large: bool = False
+    ) -> list[MessageRecord]:
         """The visible, finished messages with id >= `first_message_id`, oldest first (what
-        `history()` holds from there on, before `valid_transcript`)."""
+        `history()` holds from there on, before `valid_transcript`). `large` is a hint a
+        backend may use to read off the event loop (`SqliteSessions`); the rows are the same."""
         rows = await self.db.fetch_all(
             f"SELECT {self._message_columns} FROM hermes.messages WHERE session_id = ? AND id >= ? AND NOT draft "
             "AND undone IS NULL ORDER BY id",

@@ -14,6 +14,9 @@ Invariants:
 - `SqliteSessionStore` runs the same rules to their end in the calling thread
   (`run_now`): the executor never suspends. Its `SqliteSessions` face and it share the
   connection, the lock and the clock.
+- A `large` `history_since` through `SqliteSessions` (the first read of a long
+  session's history in a process) runs in a worker thread on a read-only connection of
+  its own (`history_reader`), never on the shared one, whose lock it would hold.
 - `checkpoint_in_background()` (the async storage of a long-lived process) moves WAL
   checkpoints from the committing connection to a thread (`checkpointer`); `close()`
   stops it first. `index_in_background()` likewise indexes new messages for search in
@@ -24,6 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -52,6 +56,7 @@ from hermes.store.sqlite import fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
+from hermes.store.sqlite.history_reader import HistoryReader
 from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
 
 if TYPE_CHECKING:
@@ -71,6 +76,17 @@ class SqliteSessions(Sessions):
         super().__init__(store.executor, store.dialect, is_gone=owner_gone, clock=store.clock)
         self.sync = store
         """The synchronous face of the same store."""
+
+    async def history_since(
+        self, session_id: str, first_message_id: int, *, large: bool = False
+    ) -> list[MessageRecord]:
+        """`Sessions.history_since`; a `large` read of a database file runs in a worker
+        thread on a connection of its own (`history_reader`), so the event loop goes on
+        serving other requests meanwhile (`:memory:` has no second connection: read here)."""
+        reader = self.sync.history_reader if large else None
+        if reader is None:
+            return await super().history_since(session_id, first_message_id)
+        return await asyncio.to_thread(reader.history_since, session_id, first_message_id)
 
 
 class SqliteSessionStore:
@@ -98,6 +114,12 @@ class SqliteSessionStore:
         """Background WAL checkpoints, once `checkpoint_in_background` started them."""
         self._indexer: FtsIndexer | None = None
         """Background search indexing, once `index_in_background` started it."""
+        self.history_reader = (
+            None if self._path is None
+            else HistoryReader(self._path, self.dialect, self.clock, f"session database {opened.label} (reader)")
+        )  # fmt: skip
+        """Large history reads off the caller's thread (None for `:memory:`); its
+        connection opens at its first read."""
 
     def checkpoint_in_background(self, *, interval: float = 1.0, truncate_at: int | None = None) -> None:
         """Checkpoint the WAL in a thread of its own from now on, not inside commits
@@ -149,6 +171,8 @@ class SqliteSessionStore:
     def close(self) -> None:
         """Close the connection (the background checkpoints stopped first); later calls
         raise StoreError. Closing twice is fine."""
+        if self.history_reader is not None:
+            self.history_reader.close()
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer = None
