@@ -2,9 +2,10 @@
 
     python bench/bench_long_session.py [--rounds 12] [--block 10] [--sizes 10 500 2000]
                                        [--compaction-turns 40] [--sessions 20000] [--clients 8]
-                                       [--only turns compaction wal] [--json]
+                                       [--listing-size 2000] [--listing-turns 100] [--listing-cold 10]
+                                       [--only turns compaction wal listing] [--json]
 
-Three phases, each against a real `hermes serve` (SQLite, `state.db`) and a scripted
+Four phases, each against a real `hermes serve` (SQLite, `state.db`) and a scripted
 upstream on loopback (`bench_server.py`'s); the server and its sandbox are those of
 `bench_server.py`. Run it on another checkout (a base commit) by putting that checkout
 first on PYTHONPATH: the server is started with `python -m hermes` from there.
@@ -26,6 +27,12 @@ first on PYTHONPATH: the server is started with `python -m hermes` from there.
 3. wal: `--sessions` chat completions without a session header (each a new session),
    `--clients` at a time; the -wal file's size sampled every 0.25 s (its maximum) and at
    the end, beside the database's.
+
+4. listing: `GET /api/sessions` (of `--listing-short` short sessions and the long ones)
+   one after another, its latency (p50/p99/max): alone, while another client makes
+   `--listing-turns` turns in a `--listing-size`-message session whose history it read
+   before (warm), and while it makes the first turn in each of `--listing-cold` more
+   sessions of that size (cold: each history read from the store).
 
 Prints a report, or one JSON line with `--json`.
 """
@@ -333,6 +340,113 @@ async def phase_wal(args: argparse.Namespace) -> dict[str, Any]:
             "db_mb": db / mb, "bound_mb": 64 + 16, "ok": peak <= (64 + 16) * mb}  # fmt: skip
 
 
+# ---- 4. listing sessions while another client talks to a long session ------------------------
+
+
+def seed_listing(home: Path, size: int, cold: int, short: int) -> tuple[str, list[str]]:
+    """`short` sessions of two messages (something to list), one long session of `size`
+    messages for the warm talker and `cold` more of that size, one per cold turn."""
+    from hermes.store import open_session_store
+    from hermes.store.records import NewMessage
+
+    store = open_session_store(home / "state.db")
+    try:
+        with store.transaction():
+            for k in range(short):
+                sid = store.create_session(source="api_server", title=f"short {k}").id
+                for i in range(2):
+                    store.append_message(sid, NewMessage(role=_message(i)["role"], content=_message(i)["content"]))
+            long_ids = []
+            for k in range(1 + cold):
+                sid = store.create_session(source="api_server", session_id=f"long-{k}",
+                                           system_prompt="You are a test agent.").id  # fmt: skip
+                for i in range(size):
+                    store.append_message(sid, NewMessage(role=_message(i)["role"], content=_message(i)["content"]))
+                long_ids.append(sid)
+    finally:
+        store.close()
+    return long_ids[0], long_ids[1:]
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"n": len(ordered), "p50": statistics.median(ordered),
+            "p99": ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))], "max": ordered[-1]}  # fmt: skip
+
+
+async def phase_listing(args: argparse.Namespace) -> dict[str, Any]:
+    """`GET /api/sessions` latency alone, while another client makes turns in one long
+    session (warm: its history read before), and while it makes the first turn of each
+    of `--listing-cold` long sessions (cold: each read from the store)."""
+    with tempfile.TemporaryDirectory(prefix="hermes-listing-") as home:
+        env = _env(home, "")
+        up_proc, port = start([sys.executable, str(Path(__file__).with_name("bench_server.py")), "--upstream"],
+                              env, home, r"^(\d+)$", "stdout")  # fmt: skip
+        upstream = f"http://127.0.0.1:{port}/v1"
+        warm_id, cold_ids = seed_listing(Path(home), args.listing_size, args.listing_cold, args.listing_short)
+        proc, hermes = _serve(home, _env(home, upstream))
+        out: dict[str, Any] = {"size": args.listing_size}
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+
+                async def listing() -> float:
+                    started = time.perf_counter()
+                    async with session.get(f"{hermes}/api/sessions", headers=AUTH) as resp:
+                        await resp.read()
+                        assert resp.status == 200, resp.status
+                    return (time.perf_counter() - started) * 1000
+
+                async def turn(session_id: str, i: int) -> float:
+                    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": f"small {i}"}]}
+                    started = time.perf_counter()
+                    async with session.post(f"{hermes}/v1/chat/completions", json=body,
+                                            headers={**AUTH, "X-Hermes-Session-Id": session_id}) as resp:  # fmt: skip
+                        await resp.read()
+                        assert resp.status == 200, resp.status
+                    return (time.perf_counter() - started) * 1000
+
+                async def while_talking(talk: Any) -> tuple[list[float], list[float]]:
+                    lists: list[float] = []
+                    turns: list[float] = []
+                    done = asyncio.Event()
+
+                    async def talker() -> None:
+                        try:
+                            await talk(turns)
+                        finally:
+                            done.set()
+
+                    task = asyncio.create_task(talker())
+                    while not done.is_set():
+                        lists.append(await listing())
+                    await task
+                    return lists, turns
+
+                for _ in range(20):  # warm up the server and the client's connections
+                    await listing()
+                for i in range(3):  # the warm session's history is read (and cached, where it is)
+                    await turn(warm_id, -1 - i)
+                out["alone"] = _stats([await listing() for _ in range(args.listing_requests)])
+
+                async def warm_talk(turns: list[float]) -> None:
+                    for i in range(args.listing_turns):
+                        turns.append(await turn(warm_id, i))
+
+                lists, turns = await while_talking(warm_talk)
+                out["warm"] = {**_stats(lists), "turns": len(turns), "turn_p50": statistics.median(turns)}
+
+                async def cold_talk(turns: list[float]) -> None:
+                    for i, sid in enumerate(cold_ids):
+                        turns.append(await turn(sid, i))
+
+                lists, turns = await while_talking(cold_talk)
+                out["cold"] = {**_stats(lists), "turns": len(turns), "turn_p50": statistics.median(turns)}
+        finally:
+            _stop(proc)
+            _stop(up_proc)
+    return out
+
+
 # ---- orchestration ----------------------------------------------------------------------------
 
 
@@ -351,6 +465,13 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"  {path:>9}: mean {row['mean_calls_per_turn']:.2f} over {row['turns']} turns, "
                   f"summary requests {row['summary_requests']}, markers {row['markers']}, "
                   f"last 10 {row['last_10_calls']}")  # fmt: skip
+    if "listing" in report:
+        li = report["listing"]
+        print(f"GET /api/sessions (ms) while another client talks to a {li['size']}-message session:")
+        for mode in ("alone", "warm", "cold"):
+            row = li[mode]
+            extra = f"  ({row['turns']} turns, turn p50 {row['turn_p50']:.1f} ms)" if "turns" in row else ""
+            print(f"  {mode:>6}: p50 {row['p50']:.2f}  p99 {row['p99']:.2f}  max {row['max']:.2f}  n {row['n']}{extra}")
     if "wal" in report:
         w = report["wal"]
         print(f"WAL after {w['sessions']} sessions ({w['seconds']:.0f} s): peak {w['wal_peak_mb']:.1f} MB, "
@@ -366,6 +487,8 @@ async def main(args: argparse.Namespace) -> int:
         report["compaction"] = await phase_compaction(args)
     if "wal" in args.only:
         report["wal"] = await phase_wal(args)
+    if "listing" in args.only:
+        report["listing"] = await phase_listing(args)
     if args.json:
         print(json.dumps({"bench": "long_session", **report}))
     else:
@@ -381,8 +504,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compaction-turns", type=int, default=40)
     parser.add_argument("--sessions", type=int, default=20_000)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--only", nargs="+", default=["turns", "compaction", "wal"],
-                        choices=["turns", "compaction", "wal"])  # fmt: skip
+    parser.add_argument("--listing-size", type=int, default=2000)
+    parser.add_argument("--listing-requests", type=int, default=300)
+    parser.add_argument("--listing-turns", type=int, default=100)
+    parser.add_argument("--listing-cold", type=int, default=10)
+    parser.add_argument("--listing-short", type=int, default=50)
+    parser.add_argument("--only", nargs="+", default=["turns", "compaction", "wal", "listing"],
+                        choices=["turns", "compaction", "wal", "listing"])  # fmt: skip
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
