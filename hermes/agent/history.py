@@ -112,10 +112,7 @@ class SessionHistories:
                     if row.id <= mark.last_message_id]  # fmt: skip
             old = entry.mark
             if old.count + len(rows) == mark.count and old.id_sum + sum(r.id for r in rows) == mark.id_sum:
-                added = [row.to_openai() for row in rows]
-                more = valid_transcript(added)
-                entry = _Entry(mark, entry.summary, entry.messages + more, history_is_closed(added), entry.head,
-                               entry.chars + sum(map(message_chars, more)))  # fmt: skip
+                entry = await asyncio.to_thread(_extend, entry, mark, rows) if large else _extend(entry, mark, rows)
                 self.reads["append"] += 1
                 return self._keep(session_id, entry)
         entry = await self._read(session_id, large=mark.count >= LARGE_READ)
@@ -174,3 +171,12 @@ def _build(compaction: CompactionRecord | None, first: int, rows: list[MessageRe
     messages = valid_transcript(stored)
     chars = sum(map(message_chars, [*head, *messages]))
     return _Entry(mark, summary, messages, history_is_closed(stored), head, chars)
+
+
+def _extend(entry: _Entry, mark: HistoryMark, rows: list[MessageRecord]) -> _Entry:
+    """`entry` with `rows` (the messages appended since, making `mark`) added: pure, so it
+    may run in a worker thread."""
+    added = [row.to_openai() for row in rows]
+    more = valid_transcript(added)
+    return _Entry(mark, entry.summary, entry.messages + more, history_is_closed(added), entry.head,
+                  entry.chars + sum(map(message_chars, more)))  # fmt: skip

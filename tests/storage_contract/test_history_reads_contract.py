@@ -8,7 +8,7 @@ an append, an undo, a redo, a compaction or a fork is seen by the next load.
 from __future__ import annotations
 
 from hermes.agent.context import SUMMARY_HEADER, read_compacted_history, resume_history
-from hermes.agent.history import SessionHistories
+from hermes.agent.history import LARGE_READ, SessionHistories
 from hermes.store.api import AsyncSessionStore, Storage
 from hermes.store.records import NewCompaction, NewMessage
 
@@ -164,3 +164,21 @@ async def test_the_cache_keeps_within_its_bounds(storage: Storage) -> None:
     for _ in range(2):
         assert _texts(await small.load(sessions[1].id)) == ["x" * 100, "re " + "x" * 100]
     assert small.reads == {"full": 2, "hit": 0, "append": 0}
+
+
+async def test_large_reads_and_appends_equal_the_inline_ones(storage: Storage) -> None:
+    """From `LARGE_READ` messages on, a read (and an append of that many) leaves the event
+    loop (SQLite: a worker thread on its own connection); what it gives is the same."""
+    store = storage.sessions
+    session = await store.create_session(source="cli")
+    for i in range(LARGE_READ // 2 + 1):
+        await _turn(store, session.id, f"m{i}")
+    histories = SessionHistories(store)
+    first = await histories.load(session.id)
+    assert first == await read_compacted_history(store, session.id) and len(first) >= LARGE_READ
+    assert await store.history_since(session.id, 0, large=True) == await store.history_since(session.id, 0)
+    for i in range(LARGE_READ // 2 + 1):  # another writer appends LARGE_READ messages or more
+        await _turn(store, session.id, f"n{i}")
+    grown = await histories.load(session.id)
+    assert grown == await read_compacted_history(store, session.id) and grown[: len(first)] == first
+    assert histories.reads == {"full": 1, "hit": 0, "append": 1}
