@@ -1,5 +1,6 @@
 """An endpoint's answer under an `Idempotency-Key`: the one HTTP binding of
-`hermes.runs.idempotency`, used by chat completions, Responses and `POST /v1/runs`.
+`hermes.runs.idempotency`, used by chat completions, Responses and `POST /v1/runs`
+(docs/api-decisions.md, "Idempotency").
 
     preamble = await read_preamble(request)      # session key, JSON body, Idempotency-Key
     ... the endpoint parses preamble.body ...
