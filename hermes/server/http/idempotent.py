@@ -59,7 +59,7 @@ class Preamble:
     session_key: str | None
     """The session key header, validated (`request_session.session_key`)."""
     idempotency_key: str | None
-    """`Idempotency-Key`, validated; checked even where it is then ignored (streams)."""
+    """`Idempotency-Key`, validated."""
 
 
 @dataclass(frozen=True, slots=True)
