@@ -12,7 +12,8 @@ computed once per (scope, key, fingerprint) across every instance sharing the st
   this instance it awaits the one shared task, elsewhere it polls the receipt (doubling
   from `poll` to 1 s) and gives up with `AnswerPending` after `wait` seconds;
 - same key, different fingerprint → computed afresh; the new answer replaces the stored
-  one unless another claim is computing.
+  one unless another claim is computing; or, for a caller that asks `refuse_reuse`
+  (runs: a run must never start twice for one key), `KeyReused`.
 
 Invariants:
 - The computation runs in its own task behind `asyncio.shield`, so a waiter that is
@@ -45,6 +46,7 @@ __all__ = [
     "ANSWER_RETENTION_SECONDS",
     "AnswerPending",
     "IdempotencyPolicy",
+    "KeyReused",
     "IdempotentAnswers",
     "Transient",
     "fingerprint",
@@ -82,6 +84,10 @@ def fingerprint(body: Mapping[str, Any], fields: Iterable[str], **extra: Any) ->
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+class KeyReused(Exception):
+    """The key was already used with another fingerprint, and the caller refuses reuse."""
+
+
 class AnswerPending(Exception):
     """Another instance still computes the answer for this key after the wait ran out."""
 
@@ -111,10 +117,12 @@ class IdempotentAnswers:
         self._computing: dict[tuple[str, str, str], asyncio.Task[Answer]] = {}
 
     async def once(
-        self, receipts: ReceiptStore, scope: str, key: str, fp: str, compute: Compute, *, ttl: float | None = None
-    ) -> Answer:
+        self, receipts: ReceiptStore, scope: str, key: str, fp: str, compute: Compute, *, ttl: float | None = None,
+        refuse_reuse: bool = False,
+    ) -> Answer:  # fmt: skip
         """The answer of (scope, key, fp): stored, awaited, or computed here by `compute()`
-        and kept `ttl` seconds (default: the policy's)."""
+        and kept `ttl` seconds (default: the policy's); `KeyReused` when `refuse_reuse` and
+        the key stands for another fingerprint."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.policy.wait
         delay = self.policy.poll
@@ -129,6 +137,8 @@ class IdempotentAnswers:
                 return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, ttl, claimed=True))
             if found.fingerprint == fp and found.answer is not None:
                 return found.answer
+            if found.fingerprint != fp and refuse_reuse:
+                raise KeyReused(scope)
             if found.fingerprint != fp or not found.pending:  # another request used the key
                 return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, ttl, claimed=False))
             remaining = deadline - loop.time()

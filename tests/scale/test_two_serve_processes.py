@@ -178,17 +178,14 @@ async def test_an_idempotency_key_used_on_a_gives_the_same_run_on_b(serve: Serve
     assert replay["run_id"] == run_id and replay["replayed"] is True
     assert headers["Idempotency-Replayed"] == "true"
 
+    status, conflict, _ = await b.call("POST", "/v1/runs", json={"input": "something else"}, headers=key)
+    assert status == 409, conflict
+    assert conflict["error"]["code"] == "idempotency_key_conflict"
+
     assert _names(await b.events(run_id))[-1] == "run.completed"
     status, again, _ = await a.call("POST", "/v1/runs", json={"input": "go"}, headers=key)
     assert (status, again["run_id"], again["status"]) == (202, run_id, "completed")
     assert len(upstream.requests) == 1  # one run, one model call
-
-    # Another payload under the key is another request, as on chat completions (issue 30).
-    upstream.enqueue(text_reply("other"))
-    status, other, _ = await b.call("POST", "/v1/runs", json={"input": "something else"}, headers=key)
-    assert status == 202, other
-    assert other["replayed"] is False and other["run_id"] != run_id
-    assert _names(await a.events(other["run_id"]))[-1] == "run.completed"
 
 
 def _transcript_problems(messages: list[dict[str, Any]]) -> list[str]:

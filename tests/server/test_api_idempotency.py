@@ -171,8 +171,8 @@ async def _answered(server: Server, url: str, resp: Any) -> str:
 async def test_one_idempotency_rule_for_chat_responses_and_runs(server: Server, url: str) -> None:
     """The same key and payload: one piece of work, shared by concurrent requests and
     replayed later; the same key with another payload: new work, which the key then
-    replays; the first payload again is new work once more (issue 30: runs answered 409
-    `idempotency_key_conflict` to another payload before)."""
+    replays, and the first payload again is new work once more, except for runs, which
+    refuse another payload under a used key (409 `idempotency_key_conflict`)."""
     server.upstream.enqueue(slow("a"), text_reply("b"), text_reply("a again"))
     headers = {"Idempotency-Key": "one-rule"}
 
@@ -191,6 +191,11 @@ async def test_one_idempotency_rule_for_chat_responses_and_runs(server: Server, 
         assert (await later.json())["status"] == "completed"
 
     other = await post("b")
+    if url == RUNS:
+        assert other.status == 409
+        assert (await other.json())["error"]["code"] == "idempotency_key_conflict"
+        assert len(server.upstream.requests) == 1
+        return
     b_id = await _answered(server, url, other)
     assert b_id != a_id and len(server.upstream.requests) == 2
     assert await _answered(server, url, await post("b")) == b_id

@@ -245,16 +245,11 @@ async def test_an_idempotency_receipt_claimed_on_a_is_honoured_on_b(instance, up
     assert replay.headers["Idempotency-Replayed"] == "true"
     body = await replay.json()
     assert body["run_id"] == first["run_id"] and body["replayed"] is True
+    conflict = await b.post("/v1/runs", json={"input": "something else"}, headers=headers)
+    assert conflict.status == 409
+    assert (await conflict.json())["error"]["code"] == "idempotency_key_conflict"
     await read_frames(await b.get(f"/v1/runs/{first['run_id']}/events"))
     assert len(upstream.requests) == 1  # one run, one model call
-    # Another payload under the key is another request, as on chat completions (issue 30).
-    upstream.enqueue(text_reply("other"))
-    other = await b.post("/v1/runs", json={"input": "something else"}, headers=headers)
-    assert other.status == 202
-    other_run = await other.json()
-    assert other_run["replayed"] is False and other_run["run_id"] != first["run_id"]
-    await read_frames(await a.get(f"/v1/runs/{other_run['run_id']}/events"))
-    assert len(upstream.requests) == 2
 
 
 async def test_responses_chain_across_instances_and_a_delete_is_seen_everywhere(instance, upstream) -> None:

@@ -225,7 +225,7 @@ async def test_approval_request_validation(serve, upstream):
     await client.post(f"/v1/runs/{run_id}/stop")
 
 
-async def test_idempotency_key_replays_and_another_payload_runs_afresh(serve, upstream, tmp_path):
+async def test_idempotency_key_replays_and_conflicts(serve, upstream, tmp_path):
     upstream.enqueue(text_reply("only once"))
     client = await serve()
     headers = {"Idempotency-Key": "retry-123"}
@@ -241,24 +241,15 @@ async def test_idempotency_key_replays_and_another_payload_runs_afresh(serve, up
     assert body["status"] == "completed"
     assert len(upstream.requests) == 1
 
-    # The same key with another payload is another request, as on chat completions: a new
-    # run, which the key then replays (it was 409 idempotency_key_conflict before issue 30).
-    upstream.enqueue(text_reply("the other one"))
-    other = await client.post("/v1/runs", json={"input": "something else"}, headers=headers)
-    assert other.status == 202
-    assert "Idempotency-Replayed" not in other.headers
-    other_body = await other.json()
-    assert other_body["replayed"] is False and other_body["run_id"] != first["run_id"]
-    await read_frames(await client.get(f"/v1/runs/{other_body['run_id']}/events"))
-    again = await client.post("/v1/runs", json={"input": "something else"}, headers=headers)
-    assert (await again.json())["run_id"] == other_body["run_id"]
-    assert len(upstream.requests) == 2
+    conflict = await client.post("/v1/runs", json={"input": "something else"}, headers=headers)
+    assert conflict.status == 409
+    assert (await conflict.json())["error"]["code"] == "idempotency_key_conflict"
 
     for bad in ("", "x" * 256, "has space", "ünïcode"):
         resp = await client.post("/v1/runs", json={"input": "a"}, headers={"Idempotency-Key": bad})
         assert resp.status == 400, bad
         assert (await resp.json())["error"]["code"] == "invalid_idempotency_key"
-    assert len(upstream.requests) == 2
+    assert len(upstream.requests) == 1
 
 
 async def test_receipts_are_durable_across_app_restarts(serve, upstream):

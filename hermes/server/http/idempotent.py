@@ -20,7 +20,8 @@ request with the same key and fingerprint:
 - the fingerprint is `hermes.runs.idempotency.fingerprint` over the endpoint's own
   fields plus the session headers the request sent;
 - the same key with another fingerprint is computed afresh and its answer replaces the
-  stored one;
+  stored one, except where the endpoint refuses reuse (`refuse_reuse`, runs: a run never
+  starts twice for one key): 409 ``idempotency_key_conflict``;
 - a retry still waiting for another instance's answer past the wait bound gets 409
   ``idempotency_key_in_progress``;
 - the receipt is looked at before `run` is called, so a replay does no work (places no
@@ -40,7 +41,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.runs.idempotency import AnswerPending, Transient, receipt_scope
+from hermes.runs.idempotency import AnswerPending, KeyReused, Transient, receipt_scope
 from hermes.server.http.errors import Conflict, json_response
 from hermes.server.http.lifecycle import LIVE_WORK
 from hermes.server.http.request import read_json_object, validate_key
@@ -127,6 +128,7 @@ async def answered(
     fingerprint: Callable[[], str],
     ttl: float | None = None,
     replayed: Callable[[Answer], Awaitable[Answer]] | None = None,
+    refuse_reuse: bool = False,
 ) -> web.StreamResponse:
     """The answer of `run`, idempotently (see the module docstring).
 
@@ -149,8 +151,15 @@ async def answered(
 
     try:
         stored = await app[IDEMPOTENCY].once(
-            app[STORAGE].receipts, receipt_scope(endpoint), key, fingerprint(), compute, ttl=ttl
+            app[STORAGE].receipts, receipt_scope(endpoint), key, fingerprint(), compute, ttl=ttl,
+            refuse_reuse=refuse_reuse,
         )
+    except KeyReused as exc:
+        raise Conflict(
+            "Idempotency-Key was already used with a different request payload",
+            code="idempotency_key_conflict",
+            param="Idempotency-Key",
+        ) from exc
     except AnswerPending as exc:
         raise Conflict(
             "A request with this Idempotency-Key is still being answered; retry later",

@@ -338,7 +338,7 @@ async def create_run(request: web.Request) -> web.StreamResponse:
     return await answered(
         request, preamble, run, endpoint="runs",
         fingerprint=lambda: fingerprint(body, RUN_CREATE_FIELDS, session_key=preamble.session_key),
-        ttl=request.config_dict[STORAGE].receipts.retention, replayed=replayed,
+        ttl=request.config_dict[STORAGE].receipts.retention, replayed=replayed, refuse_reuse=True,
     )  # fmt: skip
 
 
