@@ -1,16 +1,19 @@
-"""`Idempotency-Key` answers of the non-streaming OpenAI endpoints, kept as storage receipts.
+"""`Idempotency-Key` answers, kept as storage receipts: one mechanism for chat
+completions, Responses and runs (its HTTP side is `hermes.server.http.idempotent`).
 
-A request is identified by its scope and key *and* a fingerprint of the fields that
-define it. The answer (a JSON object) is computed once per (scope, key, fingerprint)
-across every instance sharing the storage (`Storage.receipts`, whose `claim_receipt` is
-atomic across processes):
+A request is identified by its scope (`receipt_scope`: one per endpoint) and key *and* a
+fingerprint (`fingerprint`) of the fields that define it. The answer (a JSON object) is
+computed once per (scope, key, fingerprint) across every instance sharing the storage
+(`Storage.receipts`, whose `claim_receipt` is atomic across processes):
 
-- same key, same fingerprint, answered within `ttl` → the stored answer is returned;
+- same key, same fingerprint, answered within `ttl` (the policy's, or the caller's) →
+  the stored answer is returned;
 - same key, same fingerprint, still computing → the caller waits for that answer: on
   this instance it awaits the one shared task, elsewhere it polls the receipt (doubling
   from `poll` to 1 s) and gives up with `AnswerPending` after `wait` seconds;
 - same key, different fingerprint → computed afresh; the new answer replaces the stored
-  one unless another claim is computing.
+  one unless another claim is computing; or, for a caller that asks `refuse_reuse`
+  (runs: a run must never start twice for one key), `KeyReused`.
 
 Invariants:
 - The computation runs in its own task behind `asyncio.shield`, so a waiter that is
@@ -43,9 +46,11 @@ __all__ = [
     "ANSWER_RETENTION_SECONDS",
     "AnswerPending",
     "IdempotencyPolicy",
+    "KeyReused",
     "IdempotentAnswers",
     "Transient",
     "fingerprint",
+    "receipt_scope",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,11 +72,20 @@ class Transient:
 Compute = Callable[[], Awaitable[Answer | Transient]]
 
 
+def receipt_scope(endpoint: str) -> str:
+    """The receipts scope of an endpoint's keys: a key is one request per endpoint."""
+    return f"idempotency.{endpoint}"
+
+
 def fingerprint(body: Mapping[str, Any], fields: Iterable[str], **extra: Any) -> str:
     """sha256 over the named body fields (absent = null) plus `extra` (e.g. headers)."""
     material = {"body": {name: body.get(name) for name in fields}, "extra": extra}
     blob = json.dumps(material, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class KeyReused(Exception):
+    """The key was already used with another fingerprint, and the caller refuses reuse."""
 
 
 class AnswerPending(Exception):
@@ -102,8 +116,13 @@ class IdempotentAnswers:
         self._clock = clock
         self._computing: dict[tuple[str, str, str], asyncio.Task[Answer]] = {}
 
-    async def once(self, receipts: ReceiptStore, scope: str, key: str, fp: str, compute: Compute) -> Answer:
-        """The answer of (scope, key, fp): stored, awaited, or computed here by `compute()`."""
+    async def once(
+        self, receipts: ReceiptStore, scope: str, key: str, fp: str, compute: Compute, *, ttl: float | None = None,
+        refuse_reuse: bool = False,
+    ) -> Answer:  # fmt: skip
+        """The answer of (scope, key, fp): stored, awaited, or computed here by `compute()`
+        and kept `ttl` seconds (default: the policy's); `KeyReused` when `refuse_reuse` and
+        the key stands for another fingerprint."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.policy.wait
         delay = self.policy.poll
@@ -115,11 +134,13 @@ class IdempotentAnswers:
             now = self._clock()
             found = await receipts.claim_receipt(scope, key, fp, token, now=now, expires_at=now + self.policy.hold)
             if found is None:
-                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=True))
+                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, ttl, claimed=True))
             if found.fingerprint == fp and found.answer is not None:
                 return found.answer
+            if found.fingerprint != fp and refuse_reuse:
+                raise KeyReused(scope)
             if found.fingerprint != fp or not found.pending:  # another request used the key
-                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, claimed=False))
+                return await asyncio.shield(self._start(receipts, scope, key, fp, token, compute, ttl, claimed=False))
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise AnswerPending(scope, self.policy.wait)
@@ -127,11 +148,12 @@ class IdempotentAnswers:
             delay = min(delay * 2, 1.0)
 
     def _start(
-        self, receipts: ReceiptStore, scope: str, key: str, fp: str, token: str, compute: Compute, *, claimed: bool
-    ) -> asyncio.Task[Answer]:
+        self, receipts: ReceiptStore, scope: str, key: str, fp: str, token: str, compute: Compute,
+        ttl: float | None, *, claimed: bool,
+    ) -> asyncio.Task[Answer]:  # fmt: skip
         slot = (scope, key, fp)
         task = asyncio.get_running_loop().create_task(
-            self._compute(receipts, scope, key, fp, token, compute, claimed=claimed)
+            self._compute(receipts, scope, key, fp, token, compute, ttl, claimed=claimed)
         )
         self._computing[slot] = task  # concurrent identical requests here await this task
 
@@ -145,8 +167,9 @@ class IdempotentAnswers:
         return task
 
     async def _compute(
-        self, receipts: ReceiptStore, scope: str, key: str, fp: str, token: str, compute: Compute, *, claimed: bool
-    ) -> Answer:
+        self, receipts: ReceiptStore, scope: str, key: str, fp: str, token: str, compute: Compute,
+        ttl: float | None, *, claimed: bool,
+    ) -> Answer:  # fmt: skip
         holder = asyncio.get_running_loop().create_task(self._hold(receipts, scope, key, token)) if claimed else None
         try:
             computed = await compute()
@@ -166,7 +189,7 @@ class IdempotentAnswers:
         answer = computed
         try:
             stored = await receipts.store_answer(
-                scope, key, fp, token, answer, expires_at=self._clock() + self.policy.ttl
+                scope, key, fp, token, answer, expires_at=self._clock() + (self.policy.ttl if ttl is None else ttl)
             )
         except StoreError as exc:
             logger.warning("idempotency: storing the answer for a %s key failed: %s", scope, exc)

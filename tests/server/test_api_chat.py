@@ -11,7 +11,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from hermes.agent.events import ToolCompleted, ToolStarted
 from hermes.server.http.errors import PermissionDenied, RequestValidationError
-from hermes.server.http.request import session_key_header
+from hermes.server.http.request_session import session_key
 from hermes.server.http.state import LIMITER
 from hermes.server.openai.chat import ToolProgress, derive_session_id
 from hermes.testing.upstream import (
@@ -499,17 +499,17 @@ async def test_session_key_control_characters(auth_server: Server) -> None:
     # aiohttp's client refuses to send CR/LF, so the parser is driven with a raw request.
     request = make_mocked_request("POST", URL, headers={"X-Hermes-Session-Key": "bad\rvalue"}, app=auth_server.app)
     with pytest.raises(RequestValidationError) as info:
-        session_key_header(request)
+        session_key(request)
     assert info.value.status == 400
     assert info.value.message == "Invalid session key"
     request = make_mocked_request("POST", URL, headers={"X-Hermes-Session-Key": "  "}, app=auth_server.app)
-    assert session_key_header(request) is None
+    assert session_key(request) is None
 
 
 async def test_session_key_parser_without_server_key(server: Server) -> None:
     request = make_mocked_request("POST", URL, headers={"X-Hermes-Session-Key": "k"}, app=server.app)
     with pytest.raises(PermissionDenied):
-        session_key_header(request)
+        session_key(request)
 
 
 # ---- multimodal ----------------------------------------------------------------------------

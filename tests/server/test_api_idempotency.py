@@ -146,3 +146,58 @@ async def test_a_streamed_retry_while_the_first_still_streams_waits_for_its_answ
     assert retried == answered  # the same stream, the same session
     assert len(server.upstream.requests) == 1
     assert server.sessions.count_sessions() == 1
+
+
+RUNS = "/v1/runs"
+
+
+def _request(url: str, text: str) -> dict[str, Any]:
+    if url == CHAT:
+        return {"messages": [{"role": "user", "content": text}]}
+    return {"input": text}
+
+
+async def _answered(server: Server, url: str, resp: Any) -> str:
+    """The id of what answered (a completion, a response, a run), once its work is done."""
+    assert resp.status == (202 if url == RUNS else 200), await resp.text()
+    data = await resp.json()
+    if url != RUNS:
+        return str(data["id"])
+    await (await server.client.get(f"{RUNS}/{data['run_id']}/events")).text()
+    return str(data["run_id"])
+
+
+@pytest.mark.parametrize("url", [CHAT, RESPONSES, RUNS])
+async def test_one_idempotency_rule_for_chat_responses_and_runs(server: Server, url: str) -> None:
+    """The same key and payload: one piece of work, shared by concurrent requests and
+    replayed later; the same key with another payload: new work, which the key then
+    replays, and the first payload again is new work once more, except for runs, which
+    refuse another payload under a used key (409 `idempotency_key_conflict`)."""
+    server.upstream.enqueue(slow("a"), text_reply("b"), text_reply("a again"))
+    headers = {"Idempotency-Key": "one-rule"}
+
+    async def post(text: str) -> Any:
+        return await server.client.post(url, json=_request(url, text), headers=headers)
+
+    first, second = await asyncio.gather(post("a"), post("a"))
+    ids = {await _answered(server, url, first), await _answered(server, url, second)}
+    assert len(ids) == 1 and len(server.upstream.requests) == 1
+    (a_id,) = ids
+    later = await post("a")
+    assert await _answered(server, url, later) == a_id
+    assert len(server.upstream.requests) == 1
+    if url == RUNS:  # a run's replay says so, and shows the run as it is now
+        assert later.headers["Idempotency-Replayed"] == "true"
+        assert (await later.json())["status"] == "completed"
+
+    other = await post("b")
+    if url == RUNS:
+        assert other.status == 409
+        assert (await other.json())["error"]["code"] == "idempotency_key_conflict"
+        assert len(server.upstream.requests) == 1
+        return
+    b_id = await _answered(server, url, other)
+    assert b_id != a_id and len(server.upstream.requests) == 2
+    assert await _answered(server, url, await post("b")) == b_id
+    assert await _answered(server, url, await post("a")) not in (a_id, b_id)
+    assert len(server.upstream.requests) == 3

@@ -1,4 +1,4 @@
-"""Issue 9 (api-decisions.md, "Real clients") in the seeds' contract: the full Responses event
+"""Issue 9 (docs/api-decisions.md, "Real clients") in the seeds' contract: the full Responses event
 sequence, server-run tools per client kind, Responses input items one-to-one onto the
 transcript, trailing user messages, and text segments separated by a blank line that ends the earlier one."""
 

@@ -155,6 +155,27 @@ async def test_a_retry_still_waiting_past_the_bound_is_a_409_then_replays(
     assert len(upstream.requests) == 1
 
 
+async def test_one_key_sent_to_two_instances_at_once_starts_one_run(node: MakeNode, upstream) -> None:
+    """Runs claim the key before they start (issue 30: the same idempotency as chat), so of
+    two instances given one key at once exactly one starts a run and the other replays it."""
+    (a, _), (b, _) = await node("a"), await node("b")
+    upstream.enqueue(slow("one run", 0.3))
+    body = {"input": "go", "session_id": "raced-run"}
+    answers = await asyncio.gather(*(_answer(client, "/v1/runs", body, "run-race-1") for client in (a, b, a, b)))
+    assert {status for status, _, _ in answers} == {202}
+    assert len({data["run_id"] for _, data, _ in answers}) == 1
+    assert sorted(data["replayed"] for _, data, _ in answers) == [False, True, True, True]
+    assert {session for _, _, session in answers} == {"raced-run"}
+    run_id = answers[0][1]["run_id"]
+
+    async def settled() -> bool:
+        status = await (await b.get(f"/v1/runs/{run_id}")).json()
+        return bool(status["status"] == "completed")
+
+    await wait_for(settled)
+    assert len(upstream.requests) == 1
+
+
 # ---- one unsettled run per session ---------------------------------------------------------
 
 

@@ -45,6 +45,7 @@ from hermes.server.http.errors import (
     from_http_exception,
 )
 from hermes.server.http.request import PARSED_BODY
+from hermes.server.http.request_session import EXPOSED_HEADERS
 from hermes.server.http.state import METRICS, ROUTE_TABLE, SETTINGS
 
 log = logging.getLogger(__name__)
@@ -64,11 +65,10 @@ SECURITY_HEADERS: dict[str, str] = {
 }
 
 CORS_ALLOW_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
-CORS_ALLOW_HEADERS = (
-    "Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Hermes-Session-Id, "
-    "X-Hermes-Session-Key, X-Hermes-Tool-Progress"
+CORS_ALLOW_HEADERS = ", ".join(
+    ("Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", *EXPOSED_HEADERS, "X-Hermes-Tool-Progress")
 )
-CORS_EXPOSE_HEADERS = "X-Hermes-Session-Id, X-Hermes-Session-Key"
+CORS_EXPOSE_HEADERS = ", ".join(EXPOSED_HEADERS)
 CORS_MAX_AGE = "600"
 
 

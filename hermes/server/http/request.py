@@ -1,7 +1,8 @@
-"""Request parsing shared by the handlers: JSON bodies, bool-ish fields, the
-`X-Hermes-Session-*` headers, and OpenAI message content normalisation.
+"""Request parsing shared by the handlers: JSON bodies, bool-ish fields, session ids,
+and OpenAI message content normalisation (the session headers are read by
+`hermes.server.http.request_session`).
 
-Every failure raises a typed `RequestValidationError`/`PermissionDenied` with a
+Every failure raises a typed `RequestValidationError` with a
 ``param`` naming the offending field; nothing reaches the agent or a store from a
 rejected request.
 """
@@ -14,11 +15,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from hermes.server.http.errors import (
-    PayloadTooLarge,
-    PermissionDenied,
-    RequestValidationError,
-)
+from hermes.server.http.errors import PayloadTooLarge, RequestValidationError
 from hermes.server.http.schema import CONTENT_PARTS_DOC
 from hermes.server.http.state import SETTINGS
 
@@ -94,29 +91,9 @@ def has_server_key(request: web.Request) -> bool:
     return request.config_dict[SETTINGS].server_key is not None
 
 
-def _has_control(value: str) -> bool:
+def has_control(value: str) -> bool:
+    """A CR, LF or NUL: never allowed in a header value hermes echoes or stores."""
     return any(ch in value for ch in ("\r", "\n", "\x00"))
-
-
-def session_key_header(request: web.Request) -> str | None:
-    """`X-Hermes-Session-Key`: stripped; empty = absent; needs an API key; ≤256 chars."""
-    raw = request.headers.get("X-Hermes-Session-Key")
-    if raw is None:
-        return None
-    value = raw.strip()
-    if not value:
-        return None
-    if not has_server_key(request):
-        raise PermissionDenied(
-            "X-Hermes-Session-Key requires API key authentication. "
-            "Configure API_SERVER_KEY to enable this feature.",
-            code="session_key_requires_auth",
-        )
-    if _has_control(value):
-        raise RequestValidationError("Invalid session key", code="invalid_session_key")
-    if len(value) > MAX_HEADER_VALUE:
-        raise RequestValidationError("Session key too long", code="invalid_session_key")
-    return value
 
 
 _SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")
@@ -124,26 +101,13 @@ SESSION_ID_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 """What `validate_session_id` accepts, as one JSON Schema pattern (for the document)."""
 
 
-def validate_session_id(value: str, *, param: str = "X-Hermes-Session-Id") -> str:
+def validate_session_id(value: str, *, param: str) -> str:
+    """A path-safe session id (`SESSION_ID_PATTERN`, ≤256 chars), else 400 `invalid_session_id`."""
     if len(value) > MAX_HEADER_VALUE:
         raise RequestValidationError("Session ID too long", code="invalid_session_id", param=param)
-    if _has_control(value) or not _SAFE_SESSION_ID.match(value) or ".." in value:
+    if has_control(value) or not _SAFE_SESSION_ID.match(value) or ".." in value:
         raise RequestValidationError("Invalid session ID", code="invalid_session_id", param=param)
     return value
-
-
-def session_id_header(request: web.Request) -> str | None:
-    """`X-Hermes-Session-Id`: continue a stored session; needs an API key."""
-    raw = request.headers.get("X-Hermes-Session-Id")
-    if raw is None or not raw.strip():
-        return None
-    if not has_server_key(request):
-        raise PermissionDenied(
-            "Session continuation requires API key authentication. "
-            "Configure API_SERVER_KEY to enable this feature.",
-            code="session_id_requires_auth",
-        )
-    return validate_session_id(raw.strip())
 
 
 _SDK_AGENT = re.compile(r"(?:^|[\s(;])(?:ai-sdk[/-]|litellm/|codex_[a-z_]+/)", re.IGNORECASE)
@@ -156,7 +120,7 @@ terminal`, the originator being `codex_exec` for `codex exec`, `codex_cli_rs` fo
 
 
 def is_sdk_client(request: web.Request) -> bool:
-    """An "SDK client" (api-decisions.md, Real clients): `X-Stainless-Lang` (the official
+    """An "SDK client" (docs/api-decisions.md, "Real clients"): `X-Stainless-Lang` (the official
     OpenAI SDKs and everything built on them) or an SDK's own User-Agent token
     (`_SDK_AGENT`: the Vercel AI SDK, LiteLLM, Codex CLI)."""
     if "X-Stainless-Lang" in request.headers:
@@ -171,7 +135,8 @@ def _opted_in(request: web.Request) -> bool | None:
 
 
 def tool_progress_enabled(request: web.Request) -> bool:
-    """Whether named `hermes.*` SSE frames go to this client (see api-decisions.md).
+    """Whether named `hermes.*` SSE frames go to this client (docs/api-decisions.md,
+    "Named SSE frames").
 
     ``auto``: yes, except to SDK clients (`is_sdk_client`), unless the request opts in
     with ``X-Hermes-Tool-Progress: true``.

@@ -3,7 +3,7 @@
 Every SSE endpoint (chat completions, responses, run events, session chat streams)
 writes through `SSEStream`; nothing else builds ``text/event-stream`` responses.
 
-    stream = SSEStream(request, headers={"X-Hermes-Session-Id": sid})
+    stream = SSEStream(request, headers=session_headers(sid, key))
     await stream.prepare()                  # head sent: SSE + CORS + security headers
     stream.on_disconnect(turn.cancel)       # optional: react to the client leaving
     await stream.send({"x": 1})             # data: {"x": 1}\n\n

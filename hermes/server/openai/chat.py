@@ -14,8 +14,9 @@ offered beside hermes' own (`hermes.server.openai.client_tools`); when the model
 one, the answer is an assistant message with ``tool_calls`` and finish_reason
 ``tool_calls`` (in the stream: ``delta.tool_calls`` chunks, one head and one arguments
 chunk per call).
-Without ``X-Hermes-Session-Id`` the conversation picks the session
-(`hermes.server.openai.conversation`: the client's chat id, else the session whose last
+The session is the one the request names (`hermes.server.http.request_session`: the
+session header, else the client's chat id, placed keyed); without one the conversation
+picks it (`hermes.server.openai.conversation`: the session whose last
 turn the resent history matches, a fork on an edit or a regeneration, the derived
 ``api-…`` id for the first conversation with an opening); with it, history comes from
 the session store instead of the body. A derived id is the turn's to decide (the turn's
@@ -75,14 +76,15 @@ from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import flatten_text, is_utility_request
 from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, coalesce, status_payload, usage_json
 from hermes.server.http.errors import AgentIncomplete, RequestValidationError
+from hermes.server.http.idempotent import Answer, Preamble, answered, read_preamble
 from hermes.server.http.request import (
     CONTENT_DOC,
     coerce_bool,
     has_visible_payload,
     normalize_content,
-    session_id_header,
     tool_progress_enabled,
 )
+from hermes.server.http.request_session import requested_session, session_headers
 from hermes.server.http.route import IDEMPOTENCY_KEY, TURN_ERRORS, Reply, Route
 from hermes.server.http.schema import (
     VISIBLE_CONTENT_DOC,
@@ -106,24 +108,17 @@ from hermes.server.openai.client_tools import (
 )
 from hermes.server.openai.conversation import (
     CONVERSATIONS,
-    PLACEMENT_HEADER,
     Placement,
-    chat_key,
     cross_instance_receipts,
     place_conversation,
 )
 from hermes.server.openai.openwebui import is_open_webui, strip_tool_cards, tool_card, tool_status
 from hermes.server.openai.output_formats import RESPONSE_FORMAT_DOC, chat_output_format
 from hermes.server.openai.turns import (
-    Answer,
-    Preamble,
-    answered,
     api_turn,
     compacted,
     complete,
-    read_preamble,
     run_to_end,
-    session_headers,
     stored_history,
     streamed_answer,
     streamed_turn,
@@ -321,13 +316,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_body(preamble.body, request.app[SETTINGS].server_model_name)
     own_tools = request.app[AGENT].tools.names()
     client_tools = chat_client_tools(preamble.body, own_tools)
-    header_session = session_id_header(request)
+    asked = requested_session(request, preamble.body, "header", "chat_id")
+    header_session = asked.session_id
     if chat.tool_results is None and is_utility_request(
         stream=chat.stream, new_input=chat.input, metadata=preamble.body.get("metadata")
     ):
         return await complete(
             request, preamble, utility_turn(chat.input, chat.history, chat.system, chat.output_format),
-            _finisher(chat, None), scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
+            _finisher(chat, None), endpoint="chat", fingerprint=lambda: _fingerprint(preamble, header_session),
             engine=utility_engine(request),
         )
 
@@ -341,7 +337,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             )
         async with place_conversation(
             request.app[STORAGE].sessions, request.app[CONVERSATIONS], history=chat.history,
-            key=chat_key(request.headers, preamble.body), opening=(chat.system, _opening_text(chat.first_user)),
+            key=asked.chat_key, opening=(chat.system, _opening_text(chat.first_user)),
             receipts=cross_instance_receipts(request.app[STORAGE]), continuing=chat.tool_results is not None,
         ) as placement:
             history = chat.history
@@ -358,7 +354,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             )
 
     return await answered(
-        request, preamble, run, scope="chat", fingerprint=lambda: _fingerprint(preamble, header_session)
+        request, preamble, run, endpoint="chat", fingerprint=lambda: _fingerprint(preamble, header_session)
     )
 
 
@@ -411,10 +407,8 @@ class _TurnSession:
         return self.headers()
 
     def headers(self) -> dict[str, str]:
-        headers = session_headers(self.session_id, self.session_key)
-        if self.placement is not None:
-            headers[PLACEMENT_HEADER] = self.placement.how
-        return headers
+        how = None if self.placement is None else self.placement.how
+        return session_headers(self.session_id, self.session_key, placement=how)
 
     async def settle(self, input: Any, result: TurnResult | None) -> None:
         """Mark the placement once the answer is known, unless the turn's end marked it."""

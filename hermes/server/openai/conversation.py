@@ -1,9 +1,11 @@
-"""Which session an OpenAI-shaped request continues when it names none.
+"""Which session an OpenAI-shaped request continues when it names no stored session.
 
-A request without `X-Hermes-Session-Id` (chat `messages`, Responses `input` without
+A request that names no stored session outright (`hermes.server.http.request_session`:
+chat `messages` without the session header, Responses `input` without
 `previous_response_id`) resends its conversation. It is placed, in this order:
 
-1. keyed: `X-OpenWebUI-Chat-Id` or `metadata.chat_id` names the client's chat. The chat's
+1. keyed: the request names the client's chat (`RequestedSession.chat_key`: Open WebUI's
+   chat id header or `metadata.chat_id`, read by `requested_session`). The chat's
    session is the one its key was last pointed at (`AsyncSessionStore.find_chat_key`),
    at first `owui-<16 hex>` of that id (`hermes.ids.keyed_session_id`). The resent
    history is matched against that session's own marks (as in 2 and 3, `_keyed`): the
@@ -87,12 +89,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUSY_WAIT",
-    "CHAT_ID_HEADER",
     "CONVERSATIONS",
-    "PLACEMENT_HEADER",
     "ConversationLocks",
     "Placement",
-    "chat_key",
     "fingerprints",
     "place_conversation",
     "unseen_after",
@@ -100,13 +99,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CHAT_ID_HEADER = "X-OpenWebUI-Chat-Id"
-PLACEMENT_HEADER = "X-Hermes-Session-Placement"
-"""The response header that says how a request was placed (`How`)."""
 BUSY_WAIT = 30.0
 """Seconds a request waits for another turn of the session it would continue."""
 
 How = Literal["keyed", "continued", "forked", "derived", "new"]
+"""How a request was placed; the response says it in `request_session.PLACEMENT_HEADER`."""
 
 
 @dataclass(slots=True)
@@ -163,16 +160,6 @@ def fingerprints(messages: Iterable[Mapping[str, Any]]) -> list[str]:
         digest = hashlib.sha256(f"{digest}\x1f{role}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
         chain.append(digest)
     return chain[::-1][:MAX_FINGERPRINTS]
-
-
-def chat_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
-    """The client's own chat id: `X-OpenWebUI-Chat-Id`, else `metadata.chat_id`."""
-    raw = headers.get(CHAT_ID_HEADER)
-    if raw is None or not raw.strip():
-        metadata = body.get("metadata")
-        value = metadata.get("chat_id") if isinstance(metadata, dict) else None
-        raw = value if isinstance(value, str) else None
-    return raw.strip() if raw is not None and raw.strip() else None
 
 
 class ConversationLocks:

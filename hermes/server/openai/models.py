@@ -13,6 +13,7 @@ from aiohttp import web
 
 from hermes.runs.idempotency import ANSWER_RETENTION_SECONDS
 from hermes.server.http.errors import json_response
+from hermes.server.http.request_session import SESSION_ID_HEADER, SESSION_KEY_HEADER
 from hermes.server.http.route import UNAUTHORIZED, Reply, Route
 from hermes.server.http.schema import JSON
 from hermes.server.http.state import AGENT, PLATFORM, ROUTE_TABLE, SETTINGS
@@ -66,8 +67,8 @@ async def capabilities(request: web.Request) -> web.Response:
         "session_chat": "session_chat" in endpoints,
         "session_chat_streaming": "session_chat_stream" in endpoints,
         "session_fork": "session_fork" in endpoints,
-        "session_continuity_header": "X-Hermes-Session-Id",
-        "session_key_header": "X-Hermes-Session-Key",
+        "session_continuity_header": SESSION_ID_HEADER,
+        "session_key_header": SESSION_KEY_HEADER,
         "cors": bool(settings.server_cors_origins),
         "max_concurrent_runs": settings.server_max_concurrent_runs,
         "keepalive_seconds": settings.server_keepalive_seconds,

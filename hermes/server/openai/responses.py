@@ -1,11 +1,12 @@
 """POST /v1/responses (JSON and SSE), GET and DELETE /v1/responses/{id}.
 
 The request, its chain and the response object are in `hermes.server.openai.response_objects`;
-the SSE form is `hermes.server.openai.responses_stream`; the pipeline (preamble,
-idempotency, the non-streamed completion) is `hermes.server.openai.turns`, shared with
-chat completions. A request without `previous_response_id`, `conversation` or
+the SSE form is `hermes.server.openai.responses_stream`; the pipeline (the non-streamed
+completion) is `hermes.server.openai.turns` and idempotency `hermes.server.http.idempotent`,
+shared with chat completions. A request without `previous_response_id`, `conversation` or
 `conversation_history` resends its conversation in `input`: its session is placed by
-`hermes.server.openai.conversation` (one session per conversation), as in chat.
+`hermes.server.openai.conversation` (one session per conversation, keyed by the client's
+chat id when it names one: `hermes.server.http.request_session`), as in chat.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import is_utility_request
 from hermes.runs.wire import Outcome
 from hermes.server.http.errors import AgentIncomplete, NotFound, json_response
+from hermes.server.http.idempotent import Answer, Preamble, answered, read_preamble
 from hermes.server.http.request import tool_item_form
+from hermes.server.http.request_session import requested_session, session_headers
 from hermes.server.http.route import (
     IDEMPOTENCY_KEY,
     NOT_FOUND,
@@ -38,9 +41,7 @@ from hermes.server.http.state import AGENT, SETTINGS, STORAGE
 from hermes.server.openai.client_tools import continuation_results, continued_history, responses_client_tools
 from hermes.server.openai.conversation import (
     CONVERSATIONS,
-    PLACEMENT_HEADER,
     Placement,
-    chat_key,
     cross_instance_receipts,
     place_conversation,
 )
@@ -61,14 +62,9 @@ from hermes.server.openai.response_objects import (
 )
 from hermes.server.openai.responses_stream import stream_response
 from hermes.server.openai.turns import (
-    Answer,
-    Preamble,
-    answered,
     api_turn,
     compacted,
-    read_preamble,
     run_to_end,
-    session_headers,
     stored_history,
     utility_engine,
     utility_turn,
@@ -105,12 +101,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         stream=req.stream, new_input=req.input, metadata=req.metadata
     )
 
+    asked = requested_session(request, preamble.body, "chat_id")
+
     async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay places nothing
         if utility or not _follows_conversation(req, chain):
             return await _respond(request, preamble, req, chain, utility, None, client_tools, own_tools, watch)
         async with place_conversation(
             app[STORAGE].sessions, app[CONVERSATIONS], history=chain.history,
-            key=chat_key(request.headers, preamble.body), opening=None, receipts=cross_instance_receipts(app[STORAGE]),
+            key=asked.chat_key, opening=None, receipts=cross_instance_receipts(app[STORAGE]),
             continuing=req.tool_results is not None,
         ) as placement:
             placed = replace(chain, session_id=placement.session_id)
@@ -120,7 +118,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             )  # fmt: skip
 
     return await answered(
-        request, preamble, run, scope="responses",
+        request, preamble, run, endpoint="responses",
         fingerprint=lambda: fingerprint(preamble.body, IDEMPOTENCY_FIELDS, session_key=preamble.session_key),
     )
 
@@ -172,9 +170,7 @@ async def _respond(
             else continuation_results(req.tool_results, chain.history, own_tools, param="input"),
             conversation_mark=None if placement is None else partial(placement.mark_of, req.input),
         )
-        headers = session_headers(chain.session_id, preamble.session_key)
-        if how is not None:
-            headers[PLACEMENT_HEADER] = how
+        headers = session_headers(chain.session_id, preamble.session_key, placement=how)
     form = tool_item_form(request)
     settle = None if placement is None else partial(_settle, placement, req.input)
     if req.stream:

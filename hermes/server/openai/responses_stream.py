@@ -73,6 +73,7 @@ from hermes.agent.events import (
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.runs.wire import SegmentJoiner, answer_text, coalesce, status_payload
+from hermes.server.http.idempotent import Answer
 from hermes.server.http.request import ToolItemForm, tool_progress_enabled
 from hermes.server.http.sse import HOLE, ClientDisconnected, FrameTemplate, SSEStream
 from hermes.server.http.state import STORAGE
@@ -88,7 +89,7 @@ from hermes.server.openai.response_objects import (
     store_record,
 )
 from hermes.server.openai.tool_items import call_item, finish_mcp_call, function_call_output_item
-from hermes.server.openai.turns import Answer, streamed_answer, streamed_turn
+from hermes.server.openai.turns import streamed_answer, streamed_turn
 from hermes.store.api import AsyncResponseStore
 
 log = logging.getLogger(__name__)

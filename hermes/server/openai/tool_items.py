@@ -1,7 +1,7 @@
 """Server-run tools as Responses output items, in the form the client accepts as already executed.
 
 A tool that hermes ran on the server must never reach a client as a call for it to make
-(api-decisions.md, "Real clients"; the measurements are in tests/clients/FINDINGS.md):
+(docs/api-decisions.md, "Real clients"; the measurements are in tests/clients/FINDINGS.md):
 
 - SDK clients (`X-Stainless-Lang` header, or `ai-sdk/`, `litellm/` in the User-Agent) get one
   ``mcp_call`` item per tool: ``server_label: "hermes"``, ``name``, ``arguments`` (JSON

@@ -1,4 +1,4 @@
-"""The request pipeline Chat Completions and Responses share.
+"""The turn pipeline Chat Completions and Responses share.
 
     preamble = await read_preamble(request)              # session key, JSON body, Idempotency-Key
     ... the endpoint parses preamble.body ...
@@ -11,20 +11,19 @@
             return streamed_answer(stream, headers)
         return await finish(await run_to_end(request, turn_request, watch=watch))
 
-    return await answered(request, preamble, run, scope=..., fingerprint=...)
+    return await answered(request, preamble, run, endpoint=..., fingerprint=...)
 
 (`complete` is that for a turn request already built: run it, answer `finish(result)`.)
 
 A utility request (`hermes.runs.utility`) is a non-streamed completion whose turn runs on
 `utility_engine` (one model call, no tools, no session) instead of the agent.
 
-`answered` runs `run` (for a non-streamed turn: to its end, stopped if the client leaves
-unless the answer is computed for an Idempotency-Key); one Idempotency-Key + fingerprint
-computes the answer once, on whichever instance, and replays it for 5 minutes
-(`hermes.runs.idempotency`: receipts in the storage). The receipt is looked at before
-`run` is called, so a replayed request places no session and forks nothing: everything
-a turn writes happens inside `run`. A stream is an answer too: its frames are recorded
-and a retry gets them again as one SSE response; a stream its client left, or that the
+`answered` (`hermes.server.http.idempotent`) runs `run` (for a non-streamed turn: to its
+end, stopped if the client leaves unless the answer is computed for an Idempotency-Key)
+and replays an Idempotency-Key's answer for 5 minutes. The receipt is looked at before
+`run` is called, so a replayed request places no session and forks nothing: everything a
+turn writes happens inside `run`. A stream is an answer too: its frames are recorded and
+a retry gets them again as one SSE response; a stream its client left, or that the
 shutdown cut short, is not stored (a retry runs afresh).
 Every turn counts against the app's `TurnLimiter` (429 beyond it).
 """
@@ -34,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -45,88 +43,20 @@ from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.errors import StoreError
-from hermes.runs.idempotency import AnswerPending, Transient
 from hermes.runs.turn import TurnEngine
 from hermes.runs.utility import UtilityEngine
-from hermes.server.http.errors import Conflict, json_response
+from hermes.server.http.idempotent import Answer, Preamble, answered
 from hermes.server.http.lifecycle import LIVE_WORK
-from hermes.server.http.request import read_json_object, session_key_header, validate_key
-from hermes.server.http.sse import ClientDisconnected, DisconnectWatcher, SSEStream
-from hermes.server.http.state import AGENT, IDEMPOTENCY, LIMITER, METRICS, SETTINGS, STORAGE, TURN_LOG
+from hermes.server.http.sse import DisconnectWatcher, SSEStream
+from hermes.server.http.state import AGENT, LIMITER, METRICS, SETTINGS, STORAGE, TURN_LOG
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Preamble:
-    """What every OpenAI-shaped request carries besides its own fields."""
-
-    body: dict[str, Any]
-    session_key: str | None
-    """`X-Hermes-Session-Key`, validated (needs an API key)."""
-    idempotency_key: str | None
-    """`Idempotency-Key`, validated; checked even where it is then ignored (streams)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A whole answer, JSON or a recorded stream: what an Idempotency-Key's receipt stores
-    and replays."""
-
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str]
-    stream: str | None = None
-    """The SSE frames of a streamed answer (then `body` is unused)."""
-    whole: bool = True
-    """False for a stream cut short (its client left): given, never stored."""
-    sent: web.StreamResponse | None = field(default=None, compare=False, repr=False)
-    """The stream already written to this request's client (not stored)."""
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"status": self.status, "body": self.body, "headers": self.headers}
-        if self.stream is not None:
-            data["stream"] = self.stream
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Answer:
-        stream = data.get("stream")
-        return cls(
-            int(data["status"]), dict(data["body"]), {str(k): str(v) for k, v in data["headers"].items()},
-            stream=stream if isinstance(stream, str) else None,
-        )
-
-    async def reply(self, request: web.Request) -> web.StreamResponse:
-        """The answer for `request`: the stream already sent, a replayed stream, or JSON."""
-        if self.sent is not None:
-            return self.sent
-        if self.stream is None:
-            return json_response(self.body, status=self.status, headers=self.headers)
-        replay = SSEStream(request, headers=self.headers, keepalive=None)
-        try:
-            with contextlib.suppress(ClientDisconnected):
-                await replay.send_raw(self.stream.encode("utf-8"))
-        finally:
-            await replay.close()
-        return replay.response
-
-
-Run = Callable[[bool], Awaitable[Answer]]
-"""Places and runs one turn and builds its answer; the flag says whether the client
-leaving stops the turn (true without an Idempotency-Key)."""
 
 
 def streamed_answer(stream: SSEStream, headers: dict[str, str]) -> Answer:
     """The answer a finished stream gave (its recorded frames, when it recorded them)."""
     frames = b"".join(stream.recorded).decode("utf-8") if stream.recorded is not None else None
     return Answer(200, {}, headers, stream=frames, whole=not stream.disconnected, sent=stream.response)
-
-
-async def read_preamble(request: web.Request) -> Preamble:
-    session_key = session_key_header(request)
-    body = await read_json_object(request)
-    return Preamble(body, session_key, validate_key(request.headers.get("Idempotency-Key")))
 
 
 def layered_system_prompt(agent: Any, client_prompt: str | None, cwd: str | None = None) -> str | None:
@@ -202,13 +132,6 @@ def utility_turn(
                        persist=False, output_format=output_format)
 
 
-def session_headers(session_id: str, session_key: str | None) -> dict[str, str]:
-    headers = {"X-Hermes-Session-Id": session_id}
-    if session_key is not None:
-        headers["X-Hermes-Session-Key"] = session_key
-    return headers
-
-
 @contextlib.asynccontextmanager
 async def streamed_turn(
     request: web.Request, turn_request: TurnRequest, headers: dict[str, str], *, record: bool = False,
@@ -262,7 +185,7 @@ async def complete(
     turn_request: TurnRequest,
     finish: Callable[[TurnResult | None], Awaitable[Answer]],
     *,
-    scope: str,
+    endpoint: str,
     fingerprint: Callable[[], str],
     engine: TurnEngine | None = None,
 ) -> web.StreamResponse:
@@ -271,41 +194,4 @@ async def complete(
     async def run(watch: bool) -> Answer:
         return await finish(await run_to_end(request, turn_request, watch=watch, engine=engine))
 
-    return await answered(request, preamble, run, scope=scope, fingerprint=fingerprint)
-
-
-async def answered(
-    request: web.Request, preamble: Preamble, run: Run, *, scope: str, fingerprint: Callable[[], str]
-) -> web.StreamResponse:
-    """The answer of `run`, idempotently (see the module docstring).
-
-    An answer computed for an Idempotency-Key is shared by every request with the same
-    key and `fingerprint()` on any instance, so a non-streamed turn runs to its end even
-    when its first client leaves. A retry still waiting for another instance's answer
-    after the wait bound gets 409 `idempotency_key_in_progress`.
-    """
-    key = preamble.idempotency_key
-    if key is None:
-        return await (await run(True)).reply(request)
-
-    app = request.app
-    mine: list[Answer] = []
-
-    async def compute() -> dict[str, Any] | Transient:
-        answer = await run(False)
-        mine.append(answer)
-        # A turn the shutdown or its client cut short is answered, not stored: a retry runs it.
-        return Transient(answer.to_json()) if app[LIVE_WORK].closing or not answer.whole else answer.to_json()
-
-    try:
-        stored = await app[IDEMPOTENCY].once(app[STORAGE].receipts, f"openai.{scope}", key, fingerprint(), compute)
-    except AnswerPending as exc:
-        raise Conflict(
-            "A request with this Idempotency-Key is still being answered; retry later",
-            code="idempotency_key_in_progress",
-            param="Idempotency-Key",
-            headers={"Retry-After": "1"},
-        ) from exc
-    if mine and mine[0].sent is not None:  # this request streamed it
-        return mine[0].sent
-    return await Answer.from_json(stored).reply(request)
+    return await answered(request, preamble, run, endpoint=endpoint, fingerprint=fingerprint)

@@ -18,8 +18,6 @@ owner over the storage's control channel (`CONTROL_TIMEOUT` for the owner's answ
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, assert_never
 
 from aiohttp import web
@@ -50,12 +48,12 @@ from hermes.agent.types import (
     UserContent,
 )
 from hermes.ids import RUN_ID, new_session_id
+from hermes.runs.idempotency import fingerprint
 from hermes.runs.registry import (
     APPROVAL_CHOICES,
     ApprovalNotActive,
     ApprovalNotPending,
     Run,
-    RunRegistry,
 )
 from hermes.runs.sweeper import sweep_once
 from hermes.runs.utility import flatten_text
@@ -67,6 +65,7 @@ from hermes.server.http.errors import (
     RequestValidationError,
     json_response,
 )
+from hermes.server.http.idempotent import Answer, answered, read_preamble
 from hermes.server.http.request import (
     CONTENT_DOC,
     MAX_HEADER_VALUE,
@@ -75,10 +74,8 @@ from hermes.server.http.request import (
     has_visible_payload,
     normalize_content,
     read_json_object,
-    session_key_header,
-    validate_key,
-    validate_session_id,
 )
+from hermes.server.http.request_session import requested_session, session_headers
 from hermes.server.http.route import (
     CLIENT_ERRORS,
     ERROR,
@@ -230,16 +227,6 @@ def parse_run_input(body: dict[str, Any]) -> tuple[UserContent, list[ChatMessage
 
 
 
-def _fingerprint(body: dict[str, Any], session_key: str | None) -> str:
-    blob = json.dumps({"body": body, "session_key": session_key or ""}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _receipt_scope(request: web.Request) -> str:
-    key = request.config_dict[SETTINGS].server_key or ""
-    return hashlib.sha256(b"runs\0" + key.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 _MODEL_ERROR = ("invalid_model", "'model' must be a non-empty model name")
 
 RUN_INPUT_ITEM_DOC = {
@@ -285,6 +272,8 @@ RUN_CREATE = Body(
 )
 """`input`, the history items and the session id's characters are checked by the parsers
 below (per-item params such as ``input[1].role``)."""
+RUN_CREATE_FIELDS = tuple(RUN_CREATE.properties)
+"""What an Idempotency-Key's fingerprint covers (with the session key): every field a run reads."""
 
 RUN_APPROVAL = Body(
     "RunApproval",
@@ -303,73 +292,54 @@ RUN_APPROVAL = Body(
 """`choice` (or its alias `decision`) is matched case-insensitively, with aliases, by `approve_run`."""
 
 
-async def create_run(request: web.Request) -> web.Response:
-    idem_key = validate_key(request.headers.get("Idempotency-Key"))
-    session_key = session_key_header(request)
-    body = await read_json_object(request)
+async def create_run(request: web.Request) -> web.StreamResponse:
+    preamble = await read_preamble(request)
+    body = preamble.body
     RUN_CREATE.validate(body)
     content, implied_history = parse_run_input(body)
     instructions: str | None = body.get("instructions")
     model: str | None = body.get("model")
     if model is not None and not model.strip():
         raise RequestValidationError(_MODEL_ERROR[1], code=_MODEL_ERROR[0], param="model")
-    raw_session: str | None = body.get("session_id")
-    session_id = validate_session_id(raw_session, param="session_id") if raw_session else None
+    asked = requested_session(request, body, "body")
     history = None
     if body.get("conversation_history") is not None:
         history = _history(body["conversation_history"], "conversation_history")
     elif implied_history:
         history = implied_history
-
-    headers = {"X-Hermes-Session-Key": session_key} if session_key else {}
-    registry = registry_of(request)
-    receipts = request.config_dict[STORAGE].receipts
-    scope = _receipt_scope(request)
-    fingerprint = _fingerprint(body, session_key)
-    if idem_key is not None:
-        receipt = await receipts.find_receipt(scope, idem_key)
-        if receipt is not None:
-            return await _replay(registry, receipt.run_id, receipt.fingerprint, fingerprint, headers)
-
-    session_id = session_id or new_session_id()
     turn = TurnRequest(
         input=content,
         history=history,
         system_prompt=flatten_text(normalize_content(instructions, "instructions")) if instructions else None,
         model=model,
     )
-    run = await start_run(request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id)
-    if idem_key is not None:
-        # Two instances racing for one key: the run that lost the claim is stopped at once
-        # (one request, one turn), and the client is pointed at the winner's.
-        winner = await receipts.claim_receipt(scope, idem_key, fingerprint, run.run_id)
-        if winner is not None:
-            await registry.stop(run)
-            return await _replay(registry, winner.run_id, winner.fingerprint, fingerprint, headers)
-    return json_response(
-        {"object": "hermes.run", "run_id": run.run_id, "status": "started", "session_id": session_id,
-         "replayed": False},
-        status=202,
-        headers={**headers, "Location": f"{api_paths.RUNS}/{run.run_id}"},
-    )
 
-
-async def _replay(
-    registry: RunRegistry, run_id: str, stored: str, given: str, headers: dict[str, str]
-) -> web.Response:
-    if stored != given:
-        raise Conflict(
-            "Idempotency-Key was already used with a different request payload",
-            code="idempotency_key_conflict",
-            param="Idempotency-Key",
+    async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay starts nothing
+        session_id = asked.session_id or new_session_id()
+        started = await start_run(
+            request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id
         )
-    status = await registry.status(run_id)
-    return json_response(
-        {"object": "hermes.run", "run_id": run_id, "status": status["status"] if status else "unknown",
-         "session_id": status.get("session_id") if status else None, "replayed": True},
-        status=202,
-        headers={**headers, "Idempotency-Replayed": "true", "Location": f"{api_paths.RUNS}/{run_id}"},
-    )
+        return Answer(
+            202,
+            {"object": "hermes.run", "run_id": started.run_id, "status": "started", "session_id": session_id,
+             "replayed": False},
+            {**session_headers(session_id, preamble.session_key), "Location": f"{api_paths.RUNS}/{started.run_id}"},
+        )
+
+    async def replayed(answer: Answer) -> Answer:
+        """A replay names the same run, with its status now."""
+        run_id = str(answer.body["run_id"])
+        status = await registry_of(request).status(run_id)
+        now = {"status": status["status"], "session_id": status.get("session_id")} if status else {"status": "unknown"}
+        return Answer(
+            202, {**answer.body, **now, "replayed": True}, {**answer.headers, "Idempotency-Replayed": "true"}
+        )
+
+    return await answered(
+        request, preamble, run, endpoint="runs",
+        fingerprint=lambda: fingerprint(body, RUN_CREATE_FIELDS, session_key=preamble.session_key),
+        ttl=request.config_dict[STORAGE].receipts.retention, replayed=replayed, refuse_reuse=True,
+    )  # fmt: skip
 
 
 # ---- status, events, stop, approval -------------------------------------------------------------
@@ -571,7 +541,7 @@ ROUTES = (
         body=RUN_CREATE,
         responses={
             202: Reply("Started (or replayed)", {"type": "object"}),
-            409: Reply("Idempotency-Key reused with another payload, or the session is busy", ERROR),
+            409: Reply("The session is busy, or this Idempotency-Key's first request is still being answered", ERROR),
             429: RATE_LIMITED,
             **CLIENT_ERRORS,
         },

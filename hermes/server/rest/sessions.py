@@ -59,9 +59,9 @@ from hermes.server.http.request import (
     has_visible_payload,
     normalize_content,
     read_json_object,
-    session_key_header,
     validate_session_id,
 )
+from hermes.server.http.request_session import session_headers, session_key
 from hermes.server.http.route import CLIENT_ERRORS, ERROR, RATE_LIMITED, Param, Reply, Route
 from hermes.server.http.schema import (
     CONTENT_PARTS_DOC,
@@ -507,10 +507,8 @@ def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | No
     return content, system, model
 
 
-def _chat_headers(record: SessionRecord, run: Run | None, session_key: str | None) -> dict[str, str]:
-    headers = {"X-Hermes-Session-Id": record.id}
-    if session_key:
-        headers["X-Hermes-Session-Key"] = session_key
+def _chat_headers(record: SessionRecord, run: Run | None, key: str | None) -> dict[str, str]:
+    headers = session_headers(record.id, key)
     if run is not None:
         headers["X-Hermes-Run-Id"] = run.run_id
     return headers
@@ -525,12 +523,12 @@ async def _start_chat(request: web.Request, record: SessionRecord, body: dict[st
 
 
 async def session_chat(request: web.Request) -> web.Response:
-    session_key = session_key_header(request)
+    key = session_key(request)
     record = await _existing(request)
     body = await read_json_object(request)
     run = await _start_chat(request, record, body)
     await registry_of(request).wait(run)
-    headers = _chat_headers(record, run, session_key)
+    headers = _chat_headers(record, run, key)
     result = run.result
     outcome = Outcome.of(result)
     usage = usage_json(result.usage) if result is not None else None
@@ -557,7 +555,7 @@ async def session_chat(request: web.Request) -> web.Response:
 
 
 async def session_chat_stream(request: web.Request) -> web.StreamResponse:
-    session_key = session_key_header(request)
+    key = session_key(request)
     record = await _existing(request)
     if request.headers.get("Last-Event-ID") is not None:
         # A reconnect: follow the session's latest run from where the client was.
@@ -567,7 +565,7 @@ async def session_chat_stream(request: web.Request) -> web.StreamResponse:
         after = 0
         body = await read_json_object(request)
         target = StreamTarget.of(await _start_chat(request, record, body))
-    return await stream_run(request, target, after=after, headers=_chat_headers(record, None, session_key))
+    return await stream_run(request, target, after=after, headers=_chat_headers(record, None, key))
 
 
 async def _resume_target(request: web.Request, record: SessionRecord) -> StreamTarget:
