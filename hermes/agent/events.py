@@ -282,9 +282,9 @@ def _event_of(kind: EventType, fields: dict[str, Any]) -> AgentEvent:
         case "model.progress":
             return ModelProgress(**fields)
         case "client_tool.calls":
-            return ClientToolCalls(_client_calls(fields["calls"]))
+            return ClientToolCalls(**{**fields, "calls": _client_calls(fields["calls"])})
         case "turn.completed":
-            return TurnCompleted(_turn_result(fields["result"]))
+            return TurnCompleted(**{**fields, "result": _turn_result(fields["result"])})
         case _:
             assert_never(kind)
 

@@ -101,6 +101,8 @@ def test_a_minimal_turn_result_reads_back_with_its_defaults() -> None:
         {"type": "text.delta", "text": "x", "extra": 1},  # a field unknown
         {"type": "turn.completed", "result": {"status": "completed"}},
         {"type": "stream.stalled", "message": "m", "tool_names": None},
+        {"type": "client_tool.calls", "calls": [], "extra": 1},
+        {"type": "turn.completed", "result": {"session_id": "s", "status": "completed", "final_text": ""}, "x": 1},
     ],
 )
 def test_what_is_not_an_event_is_a_value_error(data: dict[str, object]) -> None:
