@@ -20,7 +20,9 @@ from hermes.agent.events import (
     TurnStarted,
     event_from_dict,
 )
-from hermes.agent.types import TurnResult, Usage
+from hermes.agent.types import TurnRequest, TurnResult, Usage
+from hermes.remote.agent import RemoteAgent
+from hermes.remote.client import RemoteClient
 from hermes.runs.run_log import RunOpened, RunSettled, entry_data, event_data
 from hermes.server.http.state import STORAGE
 from hermes.server.rest.background_runs import kind_of_stream
@@ -170,6 +172,20 @@ def test_a_stopped_run_reads_as_interrupted_in_the_engines_form() -> None:
     assert isinstance(ended, TurnCompleted) and ended.result.status == "interrupted"
 
 
+def test_a_damaged_entry_is_skipped_and_the_rest_of_the_log_still_reads(caplog) -> None:
+    log = _log([
+        entry_data(RunOpened("run", "m", "hi")),
+        ("text.delta", {"txt": "wrong field"}),
+        ("no.such.event", {}),
+        event_data(TextDelta("ok")),
+        entry_data(RunSettled("cancelled", "s1")),
+    ])  # fmt: skip
+    names = _named(_read(log, "run"), "event", "run_id", "timestamp")
+    assert names == [("message.delta", {"delta": "ok"}), ("run.cancelled", {"status": "cancelled"})]
+    assert [f.id for f in _read(log, "engine")] == [4, 5]
+    assert "entry 2 is unreadable" in caplog.text
+
+
 LEGACY_SESSION_LOG = [
     ("run.started", {"user_message": {"role": "user", "content": "hi"}, "runtime": {"model": "m"}}),
     ("message.started", {"message": {"id": "msg_old", "role": "assistant"}}),
@@ -261,3 +277,32 @@ async def test_an_unknown_events_form_is_refused_before_a_turn_starts(serve, ups
     assert resp.status == 400
     assert (await resp.json())["error"]["code"] == "invalid_events_form"
     assert upstream.requests == []
+
+
+# ---- the remote client reads the engine's own events ---------------------------------------------
+
+
+async def test_the_remote_client_gets_reasoning_as_reasoning_and_the_engines_result(serve, upstream, sessions_db):
+    session_id = _seed(sessions_db)
+    upstream.enqueue(
+        tool_reply([call("echo", {"text": "q"}, id="call_1")], text="Looking:"),
+        text_reply("Found it.", reasoning="weighing options"),
+    )
+    client = await serve()
+    url = str(client.server.make_url("")).rstrip("/")
+    async with RemoteClient(url) as remote:
+        turn = RemoteAgent(remote).start(TurnRequest(input="find", session_id=session_id))
+        try:
+            events = [event async for event in turn.events()]
+        finally:
+            await turn.aclose()
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "weighing options"
+    assert not any(isinstance(e, ToolStarted) and e.name == "_thinking" for e in events)
+    tools = [(e.name, e.arguments) for e in events if isinstance(e, ToolStarted)]
+    assert tools == [("echo", {"text": "q"})]
+    completed = [e for e in events if isinstance(e, ToolCompleted)]
+    assert [c.result for c in completed] == ["echo:q"]
+    assert isinstance(events[-1], TurnCompleted) and [e for e in events if isinstance(e, TurnCompleted)] == events[-1:]
+    result = events[-1].result
+    assert (result.status, result.final_text, result.session_id) == ("completed", "Found it.", session_id)
+    assert result.usage.total_tokens > 0 and turn.run_id is not None
