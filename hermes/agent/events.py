@@ -21,10 +21,10 @@ Ordering invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, assert_never, cast, get_args
 
 from hermes.agent.client_tools import ClientToolCall
-from hermes.agent.types import TurnResult
+from hermes.agent.types import TurnResult, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,9 +207,95 @@ AgentEvent: TypeAlias = (
 )
 
 
+EventType = Literal[
+    "turn.started",
+    "text.delta",
+    "reasoning.delta",
+    "segment.end",
+    "tool.generating",
+    "tool.started",
+    "tool.completed",
+    "approval.requested",
+    "stream.stalled",
+    "retrying",
+    "status",
+    "context.compacted",
+    "model.progress",
+    "client_tool.calls",
+    "turn.completed",
+]
+"""The `type` of every event of `AgentEvent` (a test checks that the two lists agree)."""
+EVENT_TYPES: frozenset[str] = frozenset(get_args(EventType))
+
+
 def event_to_dict(event: AgentEvent) -> dict[str, Any]:
-    """A JSON-ready dict of an event (`type` first); used by `--json` output and logs."""
+    """The one JSON form of an event (`type` first): `--json` output and the run journal."""
     from dataclasses import asdict
 
     data = asdict(event)
     return {"type": data.pop("type"), **data}
+
+
+def event_from_dict(data: dict[str, Any]) -> AgentEvent:
+    """The event `event_to_dict` gave `data` for: `event_from_dict(event_to_dict(e)) == e`.
+
+    Raises:
+        ValueError: `data` is not the JSON form of an event (unknown type, missing or
+            unknown fields).
+    """
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
+        raise ValueError(f"not an engine event type: {str(kind)[:64]!r}")
+    fields = {name: value for name, value in data.items() if name != "type"}
+    try:
+        return _event_of(cast(EventType, kind), fields)
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"malformed {kind} event: {exc}") from None
+
+
+def _event_of(kind: EventType, fields: dict[str, Any]) -> AgentEvent:
+    match kind:
+        case "turn.started":
+            return TurnStarted(**fields)
+        case "text.delta":
+            return TextDelta(**fields)
+        case "reasoning.delta":
+            return ReasoningDelta(**fields)
+        case "segment.end":
+            return SegmentEnd(**fields)
+        case "tool.generating":
+            return ToolCallGenerating(**fields)
+        case "tool.started":
+            return ToolStarted(**fields)
+        case "tool.completed":
+            return ToolCompleted(**fields)
+        case "approval.requested":
+            return ApprovalRequested(**fields)
+        case "stream.stalled":
+            return StreamStalled(**{**fields, "tool_names": tuple(fields["tool_names"])})
+        case "retrying":
+            return Retrying(**fields)
+        case "status":
+            return Status(**fields)
+        case "context.compacted":
+            return ContextCompacted(**fields)
+        case "model.progress":
+            return ModelProgress(**fields)
+        case "client_tool.calls":
+            return ClientToolCalls(**{**fields, "calls": _client_calls(fields["calls"])})
+        case "turn.completed":
+            return TurnCompleted(**{**fields, "result": _turn_result(fields["result"])})
+        case _:
+            assert_never(kind)
+
+
+def _client_calls(items: list[dict[str, Any]]) -> tuple[ClientToolCall, ...]:
+    return tuple(ClientToolCall(**item) for item in items)
+
+
+def _turn_result(data: dict[str, Any]) -> TurnResult:
+    return TurnResult(**{
+        **data,
+        "usage": Usage(**data.get("usage", {})),
+        "client_calls": _client_calls(data.get("client_calls", [])),
+    })  # fmt: skip

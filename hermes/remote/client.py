@@ -24,7 +24,9 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
-from hermes import api_paths
+from hermes import api_paths, error_codes
+from hermes.agent.events import AgentEvent, TurnCompleted, TurnStarted, event_from_dict
+from hermes.agent.types import TurnResult, TurnStatus
 from hermes.errors import (
     FilesChangedOutside,
     HermesError,
@@ -54,6 +56,46 @@ class SseFrame:
     id: int | None
     event: str | None
     data: dict[str, Any]
+
+
+ENGINE_EVENTS = {"events": "engine"}
+"""The query that asks a run stream for the engine's own events (`event_to_dict` form)."""
+
+
+class TurnEvents:
+    """One remote turn's stream, read in the engine's own form (`?events=engine`).
+
+    Each frame is one event (`event_from_dict`); the stream of a run ends with exactly one
+    `TurnCompleted` (the server makes one for a run that ended without a result). A frame
+    that is not an event of this engine (a newer server's) is skipped.
+    """
+
+    def __init__(self, session_id: str, model: str) -> None:
+        self.session_id = session_id
+        self.model = model
+        self.run_id: str | None = None
+        """Set by the caller from the stream's `X-Hermes-Run-Id` (frames carry no run id)."""
+        self.result: TurnResult | None = None
+        self.finished = False
+        """The turn's `TurnCompleted` was read: the stream has nothing more."""
+
+    def read(self, frame: SseFrame) -> AgentEvent | None:
+        try:
+            event = event_from_dict(frame.data)
+        except ValueError:
+            return None
+        if isinstance(event, TurnStarted):
+            self.model = event.model or self.model
+        elif isinstance(event, TurnCompleted):
+            self.finished = True
+            self.result = event.result
+        return event
+
+    def failed(self, message: str, code: str = error_codes.AGENT_ERROR, status: TurnStatus = "failed") -> TurnResult:
+        """The result of a turn whose stream ended without its `TurnCompleted`."""
+        return TurnResult(
+            session_id=self.session_id, status=status, final_text="", model=self.model, error=message, error_code=code
+        )
 
 
 CONNECTION_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError, OSError)
@@ -125,6 +167,7 @@ class RemoteClient:
         *,
         body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
     ) -> AsyncIterator[tuple[Mapping[str, str], AsyncIterator[SseFrame]]]:
         """An SSE stream: (response headers, frames). Connection errors raise from either the
         opening (ServerUnreachable) or the iteration (the aiohttp error, for the caller to
@@ -134,7 +177,7 @@ class RemoteClient:
         )
         try:
             response = await self._http().request(
-                method, self.base_url + path, json=body, headers=dict(headers or {}), timeout=timeout
+                method, self.base_url + path, json=body, headers=dict(headers or {}), params=params, timeout=timeout
             )
         except CONNECTION_ERRORS as exc:
             raise self.unreachable(exc) from None

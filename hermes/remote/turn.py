@@ -2,8 +2,8 @@
 
 `RemoteTurn` has the consumer side of the engine's `TurnHandle` (`events()`, `stop()`,
 `aclose(grace)`, `result`), so a front end drives a remote turn as it drives a local one.
-Its task posts the turn to `POST /api/sessions/{id}/chat/stream` and reads the frames
-(`hermes.remote.frames.FrameReader`) into a queue.
+Its task posts the turn to `POST /api/sessions/{id}/chat/stream?events=engine` and reads
+the engine's own events from the frames (`hermes.remote.client.TurnEvents`) into a queue.
 
 Invariants:
 - every frame carries its run's event seq; the reader keeps the last one, and a stream that
@@ -40,8 +40,7 @@ from hermes.agent.engine import title_from
 from hermes.agent.events import AgentEvent, ApprovalRequested, Status, TurnCompleted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.errors import HermesError, RemoteError, ServerUnreachable
-from hermes.remote.client import CONNECTION_ERRORS, RemoteClient
-from hermes.remote.frames import FrameReader
+from hermes.remote.client import CONNECTION_ERRORS, ENGINE_EVENTS, RemoteClient, TurnEvents
 from hermes.remote.sessions import RemoteSessions, session_path
 
 RETRIES = 8
@@ -125,7 +124,7 @@ class RemoteTurn:
             title = self.request.title or title_from(self.request.input)  # as a local turn titles it
             record = await sessions.create_session(source=self.request.source, title=title, model=self.model)
             self.session_id = record.id
-        reader = FrameReader(self.session_id, self.model or "")
+        reader = TurnEvents(self.session_id, self.model or "")
         body: dict[str, Any] = {"message": self.request.input}
         if self.model:
             body["model"] = self.model
@@ -137,7 +136,7 @@ class RemoteTurn:
         attempt = 0
         while True:
             try:
-                async with self.client.stream(method, path, body=payload, headers=headers) as (
+                async with self.client.stream(method, path, body=payload, headers=headers, params=ENGINE_EVENTS) as (
                     response_headers,
                     frames,
                 ):

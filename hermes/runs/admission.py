@@ -24,7 +24,7 @@ from typing import Protocol
 
 from hermes.agent.types import TurnRequest
 from hermes.errors import RunAlreadyActive, ServiceClosing, SessionBusy, TooManyTurns
-from hermes.runs.driver import RunTranslator, drive_run
+from hermes.runs.driver import drive_run
 from hermes.runs.registry import Run, RunKind, RunRegistry
 from hermes.runs.turn import TurnEngine
 from hermes.runs.turn_log import TurnLog
@@ -94,7 +94,7 @@ class Admission:
         busy = registry.active_for_session(session_id) or elsewhere
         return busy.run_id if busy is not None else None
 
-    async def start(self, *, kind: RunKind, turn: TurnRequest, translator: RunTranslator, session_id: str) -> Run:
+    async def start(self, *, kind: RunKind, turn: TurnRequest, session_id: str) -> Run:
         """Admit and start one background turn of `session_id`.
 
         Raises:
@@ -124,7 +124,7 @@ class Admission:
         observer = self.observer
         observer.turn_started()
         watch = self.turn_log.watch if self.turn_log is not None else None
-        task = registry.start(run, drive_run(registry, run, self.engine, turn, translator, watch))
+        task = registry.start(run, drive_run(registry, run, self.engine, turn, watch))
         task.add_done_callback(lambda _: slot.close())
         task.add_done_callback(lambda _: observer.note_outcome(run.error_code, run.error, time.time()))
         return run

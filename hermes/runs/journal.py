@@ -1,6 +1,6 @@
 """`RunJournal`: one run's events and status rows, written to the storage in order.
 
-The engine's events arrive synchronously (a translator's `match`), the storage is async:
+The run's entries arrive synchronously (`Run.log`, `Run.emit`), the storage is async:
 the journal queues each write and one task per run drains the queue, so the store sees
 the run's events and status changes exactly in the order they happened (an event's seq
 is assigned by the store; with one writer per run it is the order of `event()` calls).

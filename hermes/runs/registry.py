@@ -6,7 +6,8 @@ its own task, so a client that disconnects from the event stream leaves the run 
 and only `RunRegistry.stop()` (POST /v1/runs/{id}/stop, received here or relayed from
 another instance over the storage's control channel) or server shutdown ends it early.
 
-Each run's events (numbered 1, 2, 3… by the store) and its status rows are written to
+Each run's log (numbered 1, 2, 3… by the store; what it holds: `hermes.runs.run_log`)
+and its status rows are written to
 the storage (`Storage.run_events`, `Storage.runs`) by the run's `RunJournal`, in the
 order they happened; subscribers on any instance read them with
 `Storage.run_events.subscribe(run_id, after)`, which is what makes `Last-Event-ID` /
@@ -34,21 +35,22 @@ import os
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from hermes.agent.events import AgentEvent, ModelProgress
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnResult
 from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
 from hermes.errors import SessionBusy, StoreError
 from hermes.ids import new_run_id
+from hermes.messages import UserContent
 from hermes.runs.journal import RunJournal
+from hermes.runs.run_log import ApprovalResponded, RunOpened, RunSettled, entry_data, event_data
+from hermes.runs.run_log import RunKind as RunKind
 from hermes.store.api import Storage
 from hermes.store.records import TERMINAL_STATES, ControlMessage, ControlReply, RunRecord
 
 logger = logging.getLogger(__name__)
-
-RunKind = Literal["run", "session_chat"]
-"""`run`: POST /v1/runs (unnamed frames). `session_chat`: /api/sessions/{id}/chat[/stream]."""
 
 EVENT_RETENTION_SECONDS = 300.0
 APPROVAL_TIMEOUT_SECONDS = 300.0
@@ -131,13 +133,22 @@ class Run:
     # ---- events -------------------------------------------------------------------
 
     def emit(self, name: str, data: dict[str, Any] | None = None, *, final: bool = False) -> None:
-        """Append an event to the run's stream; `final` closes the stream after it."""
+        """Append an entry to the run's log; `final` closes the log after it."""
         if self.closed:
             raise RuntimeError(f"run {self.run_id}: event stream already closed")
         self.last_event = name
         if final:
             self.closed = True
         self.journal.event(name, dict(data or {}), final=final)
+
+    def open(self, user_input: UserContent) -> None:
+        """The log's first entry: how the run was started (`run.opened`)."""
+        self.emit(*entry_data(RunOpened(self.kind, self.model, user_input)))
+
+    def log(self, event: AgentEvent) -> None:
+        """Journal one engine event in its own JSON form (`ModelProgress` is live only)."""
+        if not isinstance(event, ModelProgress):
+            self.emit(*event_data(event))
 
     # ---- status -------------------------------------------------------------------
 
@@ -235,10 +246,8 @@ class Run:
         if self.terminal or self.closed:
             raise ApprovalNotActive("Run has no active approval session")
         resolved = self.resolve_approval(ApprovalDecision(choice), request_id, resolve_all=resolve_all)
-        data: dict[str, Any] = {"choice": choice, "resolved": resolved}
-        if request_id is not None:
-            data["request_id"] = request_id
-        self.emit("approval.responded", data)
+        name, data = entry_data(ApprovalResponded(choice, resolved, request_id))
+        self.emit(name, data)
         return data
 
     async def wait_approval(self, request: ApprovalRequest, timeout: float) -> ApprovalDecision:
@@ -439,14 +448,14 @@ class RunRegistry:
             if task.cancelled():
                 status = "interrupted" if self._closing else "cancelled"
                 run.set_status(status, error_code=status)
-                emit_final(run, f"run.{status}", {"status": status})
+                end_stream(run, status)
             else:
                 exc = task.exception()
                 message = (str(exc) or type(exc).__name__) if exc is not None else "The turn ended without a result."
                 if exc is not None:
                     logger.error("run %s failed", run.run_id, exc_info=exc)
                 run.set_status("failed", error=message, error_code="internal_error")
-                emit_final(run, "error", {"message": message})
+                end_stream(run, "failed", error=message, error_code="internal_error", report_error=True)
         elif not task.cancelled():
             task.exception()  # retrieved, so asyncio does not log it again
         self.settled(run)
@@ -572,7 +581,7 @@ class RunRegistry:
                 run.set_status("interrupted", error="The server shut down before this run settled.",
                                error_code="interrupted")
             if not run.closed:
-                emit_final(run, "run.interrupted", {"status": "interrupted"})
+                end_stream(run, "interrupted")
             ids.append(run.run_id)
         for handle in self._evictions.values():
             handle.cancel()
@@ -587,13 +596,23 @@ class RunRegistry:
         return ids
 
 
-def emit_final(run: Run, name: str, data: dict[str, Any]) -> None:
-    """End a run's stream with a generic terminal event (session streams also get `done`)."""
-    if run.kind == "session_chat":
-        run.emit(name, data)
-        run.emit("done", {}, final=True)
-    else:
-        run.emit(name, data, final=True)
+def end_stream(
+    run: Run,
+    status: str,
+    *,
+    from_result: bool = False,
+    error: str | None = None,
+    error_code: str | None = None,
+    report_error: bool = False,
+) -> None:
+    """End a run's log with its `run.settled` entry (see `hermes.runs.run_log`).
+
+    `from_result`: the turn's `TurnCompleted` is journaled before it. `report_error`: the
+    streams report `error` and `error_code` with the end.
+    """
+    settled = RunSettled(status, run.session_id, from_result, error, error_code, report_error)
+    run.emit(*entry_data(settled), final=True)
+    run.last_event = f"run.{status}"  # what the status shows, as `mark_interrupted` writes it
 
 
 def _interrupt(run: Run, code: str, message: str) -> None:

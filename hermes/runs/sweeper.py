@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 
 from hermes.errors import StreamEnded
+from hermes.runs.run_log import RunSettled, entry_data
 from hermes.store.api import Storage
 from hermes.store.records import ORPHAN_MESSAGE
 
@@ -54,12 +55,8 @@ async def sweep_once(storage: Storage, *, ttl: float) -> SweepReport:
     orphans = await storage.leases.orphaned_runs()
     for run in orphans:
         with contextlib.suppress(StreamEnded):  # ended already: by its owner, or another sweeper
-            await storage.run_events.append(
-                run.run_id,
-                "run.interrupted",
-                {"status": "interrupted", "error": ORPHAN_MESSAGE, "error_code": "interrupted"},
-                final=True,
-            )
+            settled = RunSettled("interrupted", run.session_id, False, ORPHAN_MESSAGE, "interrupted", True)
+            await storage.run_events.append(run.run_id, *entry_data(settled), final=True)
     won = await storage.runs.mark_interrupted([run.run_id for run in orphans]) if orphans else []
     turns = len(await storage.sessions.repair_abandoned_turns())
     pruned = await storage.leases.prune_instances(expired_for=ttl)

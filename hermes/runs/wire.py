@@ -12,8 +12,8 @@ finished result, so a non-streamed answer equals the concatenation of the stream
 deltas of the same turn.
 
 The translators (chat chunks in `server/openai/chat.py`, Responses events in
-`server/openai/responses_stream.py`, run and session frames in `server/rest/runs.py` and
-`server/rest/sessions.py`) build their payloads from these, so a status line, a usage
+`server/openai/responses_stream.py`, run and session frames read from a run's log in
+`server/rest/run_frames.py`) build their payloads from these, so a status line, a usage
 block or an error outcome looks the same on every endpoint. It lives in the run service
 because the run driver (`hermes.runs.driver`) records a settled run's usage with it; it
 imports nothing from the HTTP layer.

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from hermes.agent.events import AgentEvent, TurnCompleted, TurnStarted
+from hermes.agent.events import TurnCompleted, TurnStarted
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.errors import RunAlreadyActive, ServiceClosing, TooManyTurns
@@ -32,24 +32,6 @@ class GatedEngine:
             await handle.emit(TurnCompleted(TurnResult(request.session_id or "", "completed", "done")))
 
         return TurnHandle(produce, inline=inline)
-
-
-class Translator:
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def on_start(self, run: Run) -> None:
-        self.seen.append("start")
-
-    def on_event(self, run: Run, event: AgentEvent) -> None:
-        self.seen.append(event.type)
-
-    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
-        self.seen.append(status)
-        run.emit("run.completed", {"output": result.final_text}, final=True)
-
-    def on_error(self, run: Run, message: str) -> None:
-        run.emit("run.failed", {"error": message}, final=True)
 
 
 class Counter:
@@ -79,7 +61,7 @@ def _admission(storage, engine, *, limit=0, yolo=False):
 
 async def _start(admission: Admission, session_id: str = "s1") -> Run:
     return await admission.start(
-        kind="run", turn=TurnRequest(input="hi"), translator=Translator(), session_id=session_id
+        kind="run", turn=TurnRequest(input="hi"), session_id=session_id
     )
 
 

@@ -79,7 +79,9 @@ async def test_stop_cancels_the_task_and_settles_cancelled(storage):
     await registry.wait(run)
     assert run.status == "cancelled"
     assert run.closed
-    assert await _collect(storage, run.run_id) == [(1, "run.cancelled")]
+    assert await _collect(storage, run.run_id) == [(1, "run.settled")]
+    (settled,) = await storage.run_events.read_after(run.run_id)
+    assert settled.final and settled.data["status"] == "cancelled"
     assert (await storage.runs.get(run.run_id)).status == "cancelled"
     assert registry.active_count == 0
 
@@ -182,7 +184,8 @@ async def test_shutdown_interrupts_live_runs_in_store(storage):
     assert run.status == "interrupted"
     assert (await storage.runs.get(run.run_id)).status == "interrupted"
     events = await storage.run_events.read_after(run.run_id)
-    assert events[-1].name == "run.interrupted" and events[-1].final
+    assert events[-1].name == "run.settled" and events[-1].final
+    assert events[-1].data["status"] == "interrupted"
     assert registry.closing
 
 

@@ -1,13 +1,13 @@
 """Background runs over HTTP: admission and the SSE follower.
 
 Shared by `POST /v1/runs` (hermes/server/rest/runs.py) and the session chat
-endpoints (hermes/server/rest/sessions.py). Each of those owns a `RunTranslator`
-(`hermes.runs.driver`), its wire format: a `match` over the engine's event union that
-appends frames to the run's log. This module hands a turn to the run service's admission
-(`start_run` → `hermes.runs.admission.Admission`), and follows its stored events over
-SSE (`stream_run`) on whichever instance the client asked: `Storage.run_events.subscribe` serves the
-history from the store and the live events as they are appended (LISTEN/NOTIFY on
-PostgreSQL).
+endpoints (hermes/server/rest/sessions.py). A run journals the engine's own events
+(`hermes.runs.run_log`); this module hands a turn to the run service's admission
+(`start_run` → `hermes.runs.admission.Admission`), and follows its log over SSE
+(`stream_run`) on whichever instance the client asked, translated into the stream's
+wire format as it is read (`hermes.server.rest.run_frames`):
+`Storage.run_events.subscribe` serves the history from the store and the live entries as
+they are appended (LISTEN/NOTIFY on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ from hermes.agent.types import (
 )
 from hermes.errors import StoreError
 from hermes.runs.admission import Admission
-from hermes.runs.driver import RunTranslator
 from hermes.runs.registry import Run, RunKind, RunRegistry
+from hermes.runs.run_log import RUN_OPENED, is_legacy_log
 from hermes.server.http.errors import RequestValidationError
-from hermes.server.http.sse import ClientDisconnected, SSEStream, encode_frame
+from hermes.server.http.route import Param
+from hermes.server.http.sse import ClientDisconnected, SSEStream
 from hermes.server.http.state import AGENT, LIMITER, METRICS, RUNS, SETTINGS, STORAGE, TURN_LOG
+from hermes.server.rest.run_frames import ENGINE_FORM, LogReader, form_of
 from hermes.store.records import StoredRunEvent
 
 logger = logging.getLogger(__name__)
@@ -84,12 +86,11 @@ async def start_run(
     *,
     kind: RunKind,
     turn: TurnRequest,
-    translator: RunTranslator,
     session_id: str,
 ) -> Run:
     """Admit and start one background turn (`hermes.runs.admission.Admission.start`); its
     refusals (`RunRefused`) become 503, 409 `run_already_active` or 429 in the middleware."""
-    return await admission_of(request).start(kind=kind, turn=turn, translator=translator, session_id=session_id)
+    return await admission_of(request).start(kind=kind, turn=turn, session_id=session_id)
 
 
 async def active_run_id(request: web.Request, session_id: str) -> str | None:
@@ -135,11 +136,33 @@ class StreamTarget:
 
 
 def kind_of_stream(first: StoredRunEvent | None) -> RunKind:
-    """A run's wire format, told by its first event: a session chat run always opens with
-    `run.started` carrying the `user_message` (`SessionChatTranslator.on_start`)."""
-    if first is not None and first.name == "run.started" and "user_message" in first.data:
+    """A run's kind, told by its log's first entry: `run.opened` names it; a log written
+    before (`hermes.runs.run_log`) is a session chat run's when it opens with `run.started`
+    carrying the `user_message`."""
+    if first is None:
+        return "run"
+    if first.name == RUN_OPENED:
+        return "session_chat" if first.data.get("kind") == "session_chat" else "run"
+    if is_legacy_log(first.name) and first.name == "run.started" and "user_message" in first.data:
         return "session_chat"
     return "run"
+
+
+EVENTS_FORM_PARAM = Param("events", "query", {"type": "string", "enum": [ENGINE_FORM]})
+"""`?events=engine`: the stream carries the engine's own events (`event_to_dict`), not the
+endpoint's vocabulary."""
+
+
+def requested_form(request: web.Request) -> str | None:
+    """`?events=engine`: the stream carries the engine's own events (the remote client)."""
+    value = request.query.get("events")
+    if value is None or value == "":
+        return None
+    if value != ENGINE_FORM:
+        raise RequestValidationError(
+            f"'events' must be {ENGINE_FORM!r} (or left out)", code="invalid_events_form", param="events"
+        )
+    return value
 
 
 async def remote_target(request: web.Request, run_id: str, session_id: str | None) -> StreamTarget:
@@ -154,38 +177,28 @@ async def remote_target(request: web.Request, run_id: str, session_id: str | Non
     return StreamTarget(run_id, kind_of_stream(first), session_id)
 
 
-def frame(target: StreamTarget, event: StoredRunEvent) -> bytes:
-    """One SSE frame in the run's format.
-
-    `run` (POST /v1/runs): unnamed, `{"event", "run_id", "timestamp", …}`, ASCII JSON.
-    `session_chat`: named `event: <name>`, payload stamped with session_id, run_id, seq, ts.
-    """
-    if target.kind == "run":
-        payload = {"event": event.name, "run_id": target.run_id, "timestamp": event.ts, **event.data}
-        return encode_frame(payload, id=event.seq)
-    payload = {**event.data, "session_id": target.session_id, "run_id": target.run_id, "seq": event.seq,
-               "ts": event.ts}
-    return encode_frame(payload, event=event.name, id=event.seq, ensure_ascii=False)
-
-
 async def stream_run(
     request: web.Request, target: StreamTarget, *, after: int = 0, headers: Mapping[str, str] | None = None
 ) -> web.StreamResponse:
-    """Follow a run's stored events over SSE from `after`. A disconnect ends this stream,
-    never the run."""
+    """Follow a run's log over SSE, in the stream's form (`?events=`, else the run's kind),
+    sending the frames after `after`. A disconnect ends this stream, never the run."""
     storage = request.config_dict[STORAGE]
+    form = form_of(target.kind, requested_form(request))
+    reader = LogReader(target.run_id, target.session_id, form, after=after)
     stream = SSEStream(
         request,
         headers={"X-Hermes-Run-Id": target.run_id, **(headers or {})},
-        ensure_ascii=target.kind == "run",
+        ensure_ascii=form == "run",
     )
     await stream.prepare()
 
     async def pump() -> None:
         try:
-            async with storage.run_events.subscribe(target.run_id, after) as subscription:
+            async with storage.run_events.subscribe(target.run_id, 0) as subscription:
                 async for event in subscription:
-                    await stream.send_raw(frame(target, event))
+                    frames = reader.read(event)
+                    if frames:
+                        await stream.send_raw(frames)
         except StoreError as exc:  # the head is sent: end the stream, the client resumes
             logger.warning("run %s: reading its events failed: %s", target.run_id, exc)
 
@@ -199,5 +212,5 @@ async def stream_run(
         for task in (pumping, gone):
             with contextlib.suppress(asyncio.CancelledError, ClientDisconnected):
                 await task
-    await stream.close(comment="stream closed" if target.kind == "run" and not stream.disconnected else None)
+    await stream.close(comment="stream closed" if form == "run" and not stream.disconnected else None)
     return stream.response

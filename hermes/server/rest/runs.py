@@ -4,8 +4,8 @@ A run is a turn owned by the `RunRegistry` (hermes/runs/registry.py), not by the
 request that started it: `POST /v1/runs` answers 202 at once, the turn goes on whether
 or not anyone watches, and only `POST /v1/runs/{id}/stop` (or server shutdown) ends it
 early. Admission, the driver and the SSE follower are `hermes.server.rest.background_runs`,
-shared with the session chat endpoints; this module owns the `/v1/runs` wire format
-(`RunEventsTranslator`).
+shared with the session chat endpoints; the `/v1/runs` wire format is translated from the
+run's log when a stream is read (`hermes.server.rest.run_frames.RunFrames`).
 
 Event streams (`GET /v1/runs/{id}/events`) give every frame an `id: <seq>`; a client
 resumes with `Last-Event-ID: <seq>` (or `?after=<seq>`) and receives what it missed,
@@ -18,33 +18,14 @@ owner over the storage's control channel (`CONTROL_TIMEOUT` for the owner's answ
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from typing import Any
 
 from aiohttp import web
 
 from hermes import api_paths
-from hermes.agent.events import (
-    AgentEvent,
-    ApprovalRequested,
-    ClientToolCalls,
-    ContextCompacted,
-    ModelProgress,
-    ReasoningDelta,
-    Retrying,
-    SegmentEnd,
-    Status,
-    StreamStalled,
-    TextDelta,
-    ToolCallGenerating,
-    ToolCompleted,
-    ToolStarted,
-    TurnCompleted,
-    TurnStarted,
-)
 from hermes.agent.types import (
     ChatMessage,
     TurnRequest,
-    TurnResult,
     UserContent,
 )
 from hermes.ids import RUN_ID, new_session_id
@@ -53,11 +34,9 @@ from hermes.runs.registry import (
     APPROVAL_CHOICES,
     ApprovalNotActive,
     ApprovalNotPending,
-    Run,
 )
 from hermes.runs.sweeper import sweep_once
 from hermes.runs.utility import flatten_text
-from hermes.runs.wire import status_payload, usage_json
 from hermes.server.http.errors import (
     ApiError,
     Conflict,
@@ -97,6 +76,7 @@ from hermes.server.http.schema import (
 )
 from hermes.server.http.state import SETTINGS, STORAGE
 from hermes.server.rest.background_runs import (
+    EVENTS_FORM_PARAM,
     MAX_MODEL_LENGTH,
     MAX_SEQ_DIGITS,
     StreamTarget,
@@ -104,6 +84,7 @@ from hermes.server.rest.background_runs import (
     parse_after,
     registry_of,
     remote_target,
+    requested_form,
     start_run,
     stream_run,
 )
@@ -113,57 +94,6 @@ from hermes.store.records import ControlMessage, ControlReply, RunRecord
 HISTORY_ROLES = frozenset({"user", "assistant", "system"})
 CONTROL_TIMEOUT = 5.0
 """Seconds a stop or approval relayed to the run's owner waits for its answer."""
-
-
-# ---- the /v1/runs event vocabulary ----------------------------------------------------------
-
-
-class RunEventsTranslator:
-    """Engine events → the `GET /v1/runs/{id}/events` vocabulary."""
-
-    def on_start(self, run: Run) -> None:
-        pass
-
-    def on_event(self, run: Run, event: AgentEvent) -> None:
-        match event:
-            case TurnStarted():
-                run.emit("run.started", {"session_id": event.session_id, "model": event.model})
-            case TextDelta():
-                run.emit("message.delta", {"delta": event.text})
-            case ReasoningDelta():
-                run.emit("reasoning.delta", {"delta": event.text})
-            case ToolStarted():
-                run.emit(
-                    "tool.started",
-                    {"tool": event.name, "call_id": event.call_id, "preview": event.preview,
-                     "arguments": event.arguments},
-                )
-            case ToolCompleted():
-                run.emit(
-                    "tool.completed",
-                    {"tool": event.name, "call_id": event.call_id, "duration": round(event.duration, 3),
-                     "is_error": event.is_error},
-                )
-            case ApprovalRequested():
-                pending = run.approvals.get(event.call_id)
-                run.emit("approval.request", pending.to_json() if pending else {"request_id": event.call_id})
-            case Status() | Retrying() | StreamStalled() | ContextCompacted():
-                run.emit("status", status_payload(event))
-            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | ClientToolCalls() | TurnCompleted():
-                pass  # runs pass no client tools
-            case _:
-                assert_never(event)
-
-    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
-        data: dict[str, Any] = {"status": status, "session_id": run.session_id, "output": result.final_text,
-                                "usage": usage_json(result.usage)}
-        if status != "completed":
-            data["error"] = run.error
-            data["error_code"] = run.error_code
-        run.emit(f"run.{status}", data, final=True)
-
-    def on_error(self, run: Run, message: str) -> None:
-        run.emit("run.failed", {"status": "failed", "error": message, "error_code": run.error_code}, final=True)
 
 
 # ---- POST /v1/runs ------------------------------------------------------------------------
@@ -316,9 +246,7 @@ async def create_run(request: web.Request) -> web.StreamResponse:
 
     async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay starts nothing
         session_id = asked.session_id or new_session_id()
-        started = await start_run(
-            request, kind="run", turn=turn, translator=RunEventsTranslator(), session_id=session_id
-        )
+        started = await start_run(request, kind="run", turn=turn, session_id=session_id)
         return Answer(
             202,
             {"object": "hermes.run", "run_id": started.run_id, "status": "started", "session_id": session_id,
@@ -367,6 +295,7 @@ async def get_run(request: web.Request) -> web.Response:
 async def run_events(request: web.Request) -> web.StreamResponse:
     run_id = _run_id(request)
     after = parse_after(request)
+    requested_form(request)
     registry = registry_of(request)
     run = registry.get(run_id)
     if run is not None:
@@ -563,7 +492,8 @@ ROUTES = (
         operation_id="getRunEvents",
         endpoint="run_events",
         summary="SSE events with `id:`; resume with Last-Event-ID or ?after=",
-        parameters=(_RUN_ID, Param("after", "query", _SEQ_SCHEMA), Param("Last-Event-ID", "header", _SEQ_SCHEMA)),
+        parameters=(_RUN_ID, Param("after", "query", _SEQ_SCHEMA), Param("Last-Event-ID", "header", _SEQ_SCHEMA),
+                    EVENTS_FORM_PARAM),
         responses={200: Reply("Event stream", sse=True), 410: Reply("Events expired", ERROR), **CLIENT_ERRORS},
     ),
     Route(

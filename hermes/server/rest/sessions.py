@@ -15,36 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any, assert_never
+from typing import Any
 
 from aiohttp import web
 
 from hermes import api_paths
-from hermes.agent.events import (
-    AgentEvent,
-    ApprovalRequested,
-    ClientToolCalls,
-    ContextCompacted,
-    ModelProgress,
-    ReasoningDelta,
-    Retrying,
-    SegmentEnd,
-    Status,
-    StreamStalled,
-    TextDelta,
-    ToolCallGenerating,
-    ToolCompleted,
-    ToolStarted,
-    TurnCompleted,
-    TurnStarted,
-)
-from hermes.agent.types import TurnRequest, TurnResult, UserContent
+from hermes.agent.types import TurnRequest, UserContent
 from hermes.checkpoints import undo as checkpoints
 from hermes.errors import MessageNotFound
-from hermes.ids import new_message_id, new_session_id
+from hermes.ids import new_session_id
 from hermes.runs.registry import Run
 from hermes.runs.utility import flatten_text
-from hermes.runs.wire import Outcome, status_payload, usage_json
+from hermes.runs.wire import Outcome, usage_json
 from hermes.server.http.errors import (
     AgentIncomplete,
     ApiError,
@@ -75,15 +57,18 @@ from hermes.server.http.schema import (
 )
 from hermes.server.http.state import SETTINGS, STORAGE
 from hermes.server.rest.background_runs import (
+    EVENTS_FORM_PARAM,
     MAX_MODEL_LENGTH,
     StreamTarget,
     active_run_id,
     check_user_content,
     parse_after,
     registry_of,
+    requested_form,
     start_run,
     stream_run,
 )
+from hermes.server.rest.run_frames import turn_messages
 from hermes.server.rest.session_shapes import (
     MESSAGE_PAGE,
     SESSION_ENVELOPE,
@@ -105,23 +90,6 @@ KNOWN_UNSUPPORTED = frozenset({"pinned", "archived", "hidden", "unread"})
 
 
 # ---- JSON shapes ----------------------------------------------------------------------
-
-
-def turn_messages(result: TurnResult) -> list[dict[str, Any]]:
-    """This turn's assistant and tool messages (the user message left out), client-safe."""
-    out = []
-    for message in result.messages:
-        role = message.get("role")
-        if role not in ("assistant", "tool"):
-            continue
-        item: dict[str, Any] = {"role": role, "content": message.get("content")}
-        if message.get("tool_calls"):
-            item["tool_calls"] = message["tool_calls"]
-        if role == "tool":
-            item["tool_call_id"] = message.get("tool_call_id")
-            item["tool_name"] = message.get("name")
-        out.append(item)
-    return out
 
 
 async def _costs(request: web.Request, session_ids: list[str]) -> dict[str, float | None]:
@@ -405,83 +373,6 @@ async def search_sessions(request: web.Request) -> web.Response:
 # ---- chat -------------------------------------------------------------------------------------
 
 
-class SessionChatTranslator:
-    """Engine events → the `/api/sessions/{id}/chat/stream` vocabulary (named frames)."""
-
-    def __init__(self, user_content: UserContent) -> None:
-        self.user_content = user_content
-        self.message_id = new_message_id()
-        self._segment: list[str] = []
-        self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
-
-    def on_start(self, run: Run) -> None:
-        run.emit(
-            "run.started",
-            {"user_message": {"role": "user", "content": self.user_content}, "runtime": {"model": run.model}},
-        )
-        run.emit("message.started", {"message": {"id": self.message_id, "role": "assistant"}})
-
-    def on_event(self, run: Run, event: AgentEvent) -> None:
-        mid = self.message_id
-        match event:
-            case TextDelta():
-                self._segment.append(event.text)
-                run.emit("assistant.delta", {"message_id": mid, "delta": event.text})
-            case SegmentEnd():
-                text = "".join(self._segment)
-                self._segment = []
-                if text.strip():
-                    run.emit("assistant.commentary", {"message_id": mid, "text": text, "already_streamed": True})
-            case ReasoningDelta():
-                run.emit("tool.progress", {"message_id": mid, "tool_name": "_thinking", "delta": event.text})
-            case ToolStarted():
-                self._tools[event.call_id] = (event.preview, event.arguments)
-                run.emit(
-                    "tool.started",
-                    {"message_id": mid, "tool_name": event.name, "call_id": event.call_id,
-                     "preview": event.preview, "args": event.arguments},
-                )
-            case ToolCompleted():
-                preview, args = self._tools.pop(event.call_id, ("", event.arguments))
-                run.emit(
-                    "tool.failed" if event.is_error else "tool.completed",
-                    {"message_id": mid, "tool_name": event.name, "call_id": event.call_id, "preview": preview,
-                     "args": args, "duration": round(event.duration, 3), "is_error": event.is_error,
-                     "result": event.result},
-                )
-            case ApprovalRequested():
-                pending = run.approvals.get(event.call_id)
-                data = pending.to_json() if pending else {"request_id": event.call_id}
-                run.emit("approval.request", {"message_id": mid, **data})
-            case Status() | Retrying() | StreamStalled() | ContextCompacted():
-                run.emit("status", status_payload(event))
-            case TurnStarted() | ToolCallGenerating() | ModelProgress() | ClientToolCalls() | TurnCompleted():
-                pass  # session chat passes no client tools
-            case _:
-                assert_never(event)
-
-    def on_result(self, run: Run, result: TurnResult, status: str) -> None:
-        outcome: dict[str, Any] = {"status": status, "completed": status == "completed"}
-        if status != "completed":
-            outcome["error"] = run.error
-            outcome["error_code"] = run.error_code
-        run.emit(
-            "assistant.completed",
-            {"message_id": self.message_id, "content": result.final_text, **outcome},
-        )
-        run.emit(
-            f"run.{status}",
-            {"message_id": self.message_id, **outcome, "messages": turn_messages(result),
-             "usage": usage_json(result.usage), "turn_status": result.status,
-             "context_tokens": result.context_tokens},
-        )
-        run.emit("done", {}, final=True)
-
-    def on_error(self, run: Run, message: str) -> None:
-        run.emit("error", {"message": message})
-        run.emit("done", {}, final=True)
-
-
 def _chat_input(body: dict[str, Any]) -> tuple[UserContent, str | None, str | None]:
     """(user content, system prompt, model) from a chat body."""
     name = "message" if "message" in body else "input"
@@ -518,7 +409,7 @@ async def _start_chat(request: web.Request, record: SessionRecord, body: dict[st
     content, system, model = _chat_input(body)
     turn = TurnRequest(input=content, system_prompt=system, model=model)
     return await start_run(
-        request, kind="session_chat", turn=turn, translator=SessionChatTranslator(content), session_id=record.id
+        request, kind="session_chat", turn=turn, session_id=record.id
     )
 
 
@@ -556,6 +447,7 @@ async def session_chat(request: web.Request) -> web.Response:
 
 async def session_chat_stream(request: web.Request) -> web.StreamResponse:
     key = session_key(request)
+    requested_form(request)  # a bad `?events=` is refused before a turn starts
     record = await _existing(request)
     if request.headers.get("Last-Event-ID") is not None:
         # A reconnect: follow the session's latest run from where the client was.
@@ -719,7 +611,7 @@ ROUTES = (
         operation_id="sessionChatStream",
         endpoint="session_chat_stream",
         summary="One streamed turn (SSE, named events with id:)",
-        parameters=(_SID,),
+        parameters=(_SID, EVENTS_FORM_PARAM),
         body=SESSION_CHAT,
         responses={200: Reply("Event stream", sse=True), 409: _BUSY, 429: RATE_LIMITED, **CLIENT_ERRORS},
     ),
