@@ -32,7 +32,8 @@ Schema summary (after all migrations), every object in schema `hermes`:
     conversation_marks  (session, fingerprint) -> the session's newest message when a
                     client's resent conversation was marked (as in state.db, see m009)
     usage           one row per usage write: session, model, UTC day, tokens (m010)
-                    (turns and messages carry file checkpoints and undo markers: m011)
+                    (turns and messages carry file checkpoints and undo markers: m011;
+                    runs and responses their writer, responses their status: m012)
 
 `messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
 """
@@ -385,5 +386,24 @@ async def m011_turn_checkpoints(conn: AsyncConnection[Any]) -> None:
             "ALTER TABLE hermes.turns ADD COLUMN checkpoint_after text",
             "ALTER TABLE hermes.turns ADD COLUMN undone bigint",
             "ALTER TABLE hermes.messages ADD COLUMN undone bigint",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m012_record_owners(conn: AsyncConnection[Any]) -> None:
+    # The columns state.db's runs and responses have, so their rules are written once
+    # (`hermes.store.rules`): a run's owner process identity, a stored response's envelope
+    # status and writer (what start-up repair reads on SQLite).
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.runs ADD COLUMN owner_host text",
+            "ALTER TABLE hermes.runs ADD COLUMN owner_started text",
+            "ALTER TABLE hermes.responses ADD COLUMN status text",
+            "ALTER TABLE hermes.responses ADD COLUMN owner_host text",
+            "ALTER TABLE hermes.responses ADD COLUMN owner_pid integer",
+            "ALTER TABLE hermes.responses ADD COLUMN owner_started text",
+            "CREATE INDEX responses_in_progress ON hermes.responses (response_id) WHERE status = 'in_progress'",
         ),
     )

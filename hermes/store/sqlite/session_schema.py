@@ -1,4 +1,4 @@
-"""The schema history of the session database (`state.db`).
+"""The schema history of `state.db`, the one SQLite file of a home.
 
 Migrations run through the shared mechanism in `hermes.store.migrations` (see its
 invariants); this module only lists them, in order.
@@ -20,6 +20,10 @@ Schema summary (after all migrations):
     (m009: turns carry their file checkpoints and, with messages, the undo marker `undone`)
     fts_indexed         one row: `upto`, the newest message id the search index has seen;
                         newer messages are indexed in batches (`fts_batches`, m010)
+    runs, receipts,     what runs.db and response_store.db held (m011, their rows folded
+    instances,          in by `folded_files`): run rows, Idempotency-Key receipts,
+    responses,          instance leases, stored Responses API records (LRU by
+    conversations       `accessed_at`) and conversation names
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from __future__ import annotations
 import sqlite3
 
 from hermes.store.migrations import Migrations, execute_all
+from hermes.store.records import ORPHAN_MESSAGE, TERMINAL_STATES
+from hermes.store.sqlite import folded_files
 
 __all__ = ["SESSION_MIGRATIONS"]
 
@@ -359,5 +365,106 @@ def m010_fts_batches(db: sqlite3.Connection) -> None:
                 SELECT id, body FROM messages_fts_source WHERE id = new.id;
             END
             """,
+        ),
+    )
+
+
+@SESSION_MIGRATIONS.migration
+def m011_runs_and_responses(db: sqlite3.Connection) -> None:
+    # One file: runs, receipts and instance leases (from runs.db), stored responses and
+    # conversation names (from response_store.db) live in state.db, with their final
+    # schema; the old files' rows are copied in (`folded_files`), then the one index
+    # that may refuse old rows is built once they are settled.
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE runs (
+                run_id TEXT PRIMARY KEY,
+                status TEXT NOT NULL,
+                session_id TEXT,
+                model TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                last_event TEXT,
+                output TEXT,
+                usage TEXT,
+                error TEXT,
+                error_code TEXT,
+                owner_pid INTEGER,
+                owner_host TEXT,
+                owner_started TEXT,
+                owner_instance TEXT
+            )
+            """,
+            "CREATE INDEX runs_status ON runs(status)",
+            "CREATE INDEX runs_updated_at ON runs(updated_at)",
+            "CREATE INDEX runs_owner_instance ON runs(owner_instance)",
+            "CREATE INDEX runs_session ON runs(session_id, created_at)",
+            """
+            CREATE TABLE receipts (
+                scope TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                run_id TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                answer TEXT,
+                expires_at REAL,
+                PRIMARY KEY (scope, key)
+            )
+            """,
+            "CREATE INDEX receipts_updated_at ON receipts(updated_at)",
+            "CREATE INDEX receipts_run ON receipts(run_id)",
+            """
+            CREATE TABLE instances (
+                instance_id TEXT PRIMARY KEY,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                started_at REAL NOT NULL,
+                heartbeat_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE responses (
+                response_id TEXT PRIMARY KEY,
+                data TEXT NOT NULL,
+                accessed_at INTEGER NOT NULL,
+                status TEXT,
+                owner_host TEXT,
+                owner_pid INTEGER,
+                owner_started TEXT
+            )
+            """,
+            "CREATE INDEX responses_accessed ON responses(accessed_at)",
+            "CREATE INDEX responses_in_progress ON responses(response_id) WHERE status = 'in_progress'",
+            """
+            CREATE TABLE conversations (
+                name TEXT PRIMARY KEY,
+                response_id TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX conversations_response ON conversations(response_id)",
+        ),
+    )
+    folded_files.copy_into(db)
+    terminal = ", ".join(f"'{state}'" for state in sorted(TERMINAL_STATES))
+    execute_all(
+        db,
+        (
+            # An old file may hold several unsettled runs of one session (a crashed
+            # process's): all but the newest are settled `interrupted`.
+            f"""
+            UPDATE runs SET status = 'interrupted', error_code = 'interrupted',
+                error = '{ORPHAN_MESSAGE}', last_event = 'run.interrupted'
+            WHERE session_id IS NOT NULL AND status NOT IN ({terminal}) AND EXISTS (
+                SELECT 1 FROM runs AS newer
+                WHERE newer.session_id = runs.session_id AND newer.status NOT IN ({terminal})
+                    AND (newer.created_at > runs.created_at
+                         OR (newer.created_at = runs.created_at AND newer.run_id > runs.run_id))
+            )
+            """,
+            f"CREATE UNIQUE INDEX runs_one_unsettled_per_session ON runs(session_id) WHERE status NOT IN ({terminal})",
         ),
     )

@@ -48,7 +48,7 @@ from hermes.store.records import (
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
-from hermes.store.sqlite import fts_batches
+from hermes.store.sqlite import folded_files, fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
@@ -88,6 +88,8 @@ class SqliteSessionStore:
     def __init__(self, path: str | os.PathLike[str] = MEMORY) -> None:
         opened = open_sqlite_file(path, SESSION_MIGRATIONS, what="session database", check_same_thread=False)
         self._path = opened.path
+        if opened.path is not None:
+            folded_files.set_aside(opened.path.parent)  # their rows are in state.db now (m011)
         self.applied_migrations: list[str] = opened.applied_migrations
         """Migrations this open applied (empty when the schema was already current)."""
         self.executor = SqliteExecutor(opened.connection, f"session database {opened.label}")
