@@ -17,9 +17,9 @@ from state_db import SyncCalls
 from hermes.store import SqliteSessionStore, open_session_store
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import NewMessage, RunRecord
-from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
+from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 TOOL_CALLS = [

@@ -4,7 +4,7 @@ Earlier versions kept `runs.db` (runs, receipts, instance leases) and `response_
 (stored responses, conversation names) beside `state.db`, each with its own schema
 history. state.db's migration `m011_runs_and_responses` copies their rows in, and the old
 files are then renamed aside (`<name>.folded`). The DDL below is what the earlier code
-left in those files, copied verbatim from files it wrote; it must never change.
+left in those files (`old_homes`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from old_homes import OLD_RESPONSES_SCHEMA, OLD_RUNS_SCHEMA, RESPONSE_STORE_DB_SCHEMA, RUNS_DB_SCHEMA
 
 from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, applied_migrations, migrate
 from hermes.store.owner import current_owner
-from hermes.store.records import NewMessage
+from hermes.store.records import NewMessage, RunRecord
 from hermes.store.sessions import Sessions
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
@@ -28,126 +29,6 @@ from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
 from hermes.store.sqlite.storage import open_sqlite_storage
 
 FOLD = "m011_runs_and_responses"
-
-# The schema the last version with three files left (its migrations all applied).
-RUNS_DB_SCHEMA = (
-    "CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)",
-    """
-    CREATE TABLE runs (
-                run_id TEXT PRIMARY KEY,
-                status TEXT NOT NULL,
-                session_id TEXT,
-                model TEXT,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL,
-                last_event TEXT,
-                output TEXT,
-                usage TEXT,
-                error TEXT,
-                error_code TEXT,
-                owner_pid INTEGER
-            , owner_host TEXT, owner_started TEXT, owner_instance TEXT)
-    """,
-    "CREATE INDEX runs_status ON runs(status)",
-    "CREATE INDEX runs_updated_at ON runs(updated_at)",
-    """
-    CREATE TABLE receipts (
-                scope TEXT NOT NULL,
-                key TEXT NOT NULL,
-                fingerprint TEXT NOT NULL,
-                run_id TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL, answer TEXT, expires_at REAL,
-                PRIMARY KEY (scope, key)
-            )
-    """,
-    "CREATE INDEX receipts_updated_at ON receipts(updated_at)",
-    "CREATE INDEX runs_owner_instance ON runs(owner_instance)",
-    """
-    CREATE TABLE instances (
-                instance_id TEXT PRIMARY KEY,
-                host TEXT NOT NULL,
-                pid INTEGER NOT NULL,
-                started_at REAL NOT NULL,
-                heartbeat_at REAL NOT NULL,
-                expires_at REAL NOT NULL
-            )
-    """,
-    "CREATE INDEX receipts_run ON receipts(run_id)",
-    "CREATE UNIQUE INDEX runs_one_unsettled_per_session ON runs(session_id) "
-    "WHERE status NOT IN ('cancelled', 'completed', 'failed', 'interrupted')",
-    "INSERT INTO _migrations VALUES ('m001_runs_and_receipts', 1), ('m002_owner_identity', 1), "
-    "('m003_run_owner_instances', 1), ('m004_receipt_answers', 1), ('m005_one_unsettled_run_per_session', 1)",
-)
-RESPONSE_STORE_DB_SCHEMA = (
-    "CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)",
-    """
-    CREATE TABLE responses (
-                response_id TEXT PRIMARY KEY,
-                data        TEXT NOT NULL,
-                accessed_at INTEGER NOT NULL
-            , status TEXT, owner_host TEXT, owner_pid INTEGER, owner_started TEXT)
-    """,
-    "CREATE INDEX responses_accessed ON responses(accessed_at)",
-    """
-    CREATE TABLE conversations (
-                name        TEXT PRIMARY KEY,
-                response_id TEXT NOT NULL
-            )
-    """,
-    "CREATE INDEX conversations_response ON conversations(response_id)",
-    "CREATE INDEX responses_in_progress ON responses(response_id) WHERE status = 'in_progress'",
-    "INSERT INTO _migrations VALUES ('m001_responses', 1), ('m002_status_and_owner', 1)",
-)
-
-# What the earliest versions ran on every open (`CREATE … IF NOT EXISTS`, no ledger).
-OLD_RESPONSES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    response_id TEXT PRIMARY KEY,
-    data        TEXT NOT NULL,
-    accessed_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS responses_accessed ON responses(accessed_at);
-CREATE TABLE IF NOT EXISTS conversations (
-    name        TEXT PRIMARY KEY,
-    response_id TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS conversations_response ON conversations(response_id);
-"""
-
-OLD_RUNS_SCHEMA = (
-    """
-    CREATE TABLE IF NOT EXISTS runs (
-        run_id TEXT PRIMARY KEY,
-        status TEXT NOT NULL,
-        session_id TEXT,
-        model TEXT,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        last_event TEXT,
-        output TEXT,
-        usage TEXT,
-        error TEXT,
-        error_code TEXT,
-        owner_pid INTEGER
-    )
-    """,
-    "CREATE INDEX IF NOT EXISTS runs_status ON runs(status)",
-    "CREATE INDEX IF NOT EXISTS runs_updated_at ON runs(updated_at)",
-    """
-    CREATE TABLE IF NOT EXISTS receipts (
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        PRIMARY KEY (scope, key)
-    )
-    """,
-    "CREATE INDEX IF NOT EXISTS receipts_updated_at ON receipts(updated_at)",
-)
-
 
 USAGE = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}
 DEAD_PID = 999_999_999
@@ -296,6 +177,8 @@ async def test_files_from_before_migrations_were_recorded_fold_too(home: Path) -
         run = await storage.runs.get("run_old")
         assert run is not None
         assert (run.status, run.output, run.usage, run.owner_instance) == ("completed", "Done.", USAGE, None)
+        await storage.runs.put(RunRecord("run_new", "running", 50.0, 50.0, owner_instance="i-1"))
+        assert (await storage.runs.get("run_new")).owner_instance == "i-1"  # type: ignore[union-attr]
         # Of the two unsettled runs of one session only the newest stays unsettled.
         assert (await storage.runs.get("run_live_1")).status == "interrupted"  # type: ignore[union-attr]
         assert (await storage.runs.get("run_live_2")).status == "running"  # type: ignore[union-attr]
