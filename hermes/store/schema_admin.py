@@ -19,13 +19,13 @@ from hermes.errors import StoreError
 from hermes.store.api import Backend
 from hermes.store.migrations import Migrations, MigrationStatus, migration_status
 from hermes.store.sqlite.file import describe_sqlite_error
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
 from hermes.store.storage import backend_for
 
 __all__ = ["SchemaReport", "schema_status", "schema_upgrade"]
 
-_SQLITE_FILES: tuple[tuple[str, Migrations], ...] = ((STATE_DB, SESSION_MIGRATIONS),)
+_SQLITE_FILES: tuple[tuple[str, Migrations], ...] = ((STATE_DB, STATE_MIGRATIONS),)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from hermes.config import Settings
 from hermes.errors import StoreError
 from hermes.store.records import RunRecord
 from hermes.store.schema_admin import schema_status, schema_upgrade
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 
 
 async def _applied(url: str) -> list[str]:
@@ -125,8 +125,8 @@ async def test_schema_status_and_upgrade_on_sqlite(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()  # status creates nothing
     upgraded = await schema_upgrade(settings)
     assert upgraded.current
-    assert upgraded.applied_now == {str(tmp_path / "home" / "state.db"): SESSION_MIGRATIONS.names}
-    assert "m011_runs_and_responses" in SESSION_MIGRATIONS.names  # runs and responses live in state.db
+    assert upgraded.applied_now == {str(tmp_path / "home" / "state.db"): STATE_MIGRATIONS.names}
+    assert "m011_runs_and_responses" in STATE_MIGRATIONS.names  # runs and responses live in state.db
     again = await schema_upgrade(settings)
     assert again.current and not any(again.applied_now.values())
     assert [status.database for status in again.databases] == [str(tmp_path / "home" / "state.db")]

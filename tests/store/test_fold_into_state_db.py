@@ -25,7 +25,7 @@ from hermes.store.records import NewMessage, RunRecord
 from hermes.store.sessions import Sessions
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 from hermes.store.sqlite.storage import open_sqlite_storage
 
 FOLD = "m011_runs_and_responses"
@@ -49,7 +49,7 @@ def _state_db_before_the_fold(path: Path) -> str:
     """state.db at the earlier version's schema (every migration before m011), with one
     session and one message written by the session rules; the session's id."""
     before = Migrations("state.db")
-    for step in SESSION_MIGRATIONS:
+    for step in STATE_MIGRATIONS:
         if step.__name__ < FOLD:
             before.migration(step)
     raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -23,7 +23,7 @@ from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
 from hermes.store.sqlite import file as sqlite_file
 from hermes.store.sqlite.executor import run_now
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
@@ -43,9 +43,9 @@ def _write_run(store: Any) -> None:
 
 STATE = "state.db"
 STORES = {
-    "sessions": (SqliteSessionStore, _write_session, SESSION_MIGRATIONS.names),
-    "responses": (SqliteSessionStore, _write_response, SESSION_MIGRATIONS.names),
-    "runs": (SqliteSessionStore, _write_run, SESSION_MIGRATIONS.names),
+    "sessions": (SqliteSessionStore, _write_session, STATE_MIGRATIONS.names),
+    "responses": (SqliteSessionStore, _write_response, STATE_MIGRATIONS.names),
+    "runs": (SqliteSessionStore, _write_run, STATE_MIGRATIONS.names),
 }
 
 
@@ -145,7 +145,7 @@ def test_pragmas_and_recorded_migrations(kind: str, opened: Callable[[Path], Any
     with closing(sqlite3.connect(path)) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert applied_migrations(raw) == STORES[kind][2]
-    opened_db = sqlite_file.open_sqlite_file(path, SESSION_MIGRATIONS, what="test database")
+    opened_db = sqlite_file.open_sqlite_file(path, STATE_MIGRATIONS, what="test database")
     try:
         db = opened_db.connection
         assert opened_db.applied_migrations == []

@@ -15,12 +15,12 @@ from hermes.store.migrations import applied_migrations
 def test_a_state_db_before_m006_drops_its_drafts_from_search(tmp_path: Path) -> None:
     """A draft indexed under m003's view stops being searchable; kept, it is found again."""
     from hermes.store.migrations import Migrations, migrate
-    from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+    from hermes.store.sqlite.schema import STATE_MIGRATIONS
     from hermes.store.sqlite.sessions import SqliteSessionStore
 
     path = tmp_path / "state.db"
     before_m006 = Migrations("state.db")
-    for step in SESSION_MIGRATIONS:
+    for step in STATE_MIGRATIONS:
         if step.__name__ < "m006":
             before_m006.migration(step)
     with closing(sqlite3.connect(path, isolation_level=None)) as raw:

@@ -3,7 +3,7 @@
 `open_sqlite_storage(home)` opens it as one `Storage`; `SqliteSessionStore` is state.db
 with a synchronous face of the session rules (tests, benchmarks, `hermes doctor`).
 What only SQLite has lives here: the file (`file`), the executor and dialect, the schema
-history (`session_schema`, with the fold of the older runs.db and response_store.db,
+history (`schema`, with the fold of the older runs.db and response_store.db,
 `folded_files`), FTS5 search batches, WAL checkpoints and process-owned crash repair.
 The rules of every record kind are `hermes.store.sessions` and `hermes.store.rules`.
 """

@@ -8,7 +8,7 @@
   (`BEGIN IMMEDIATE` holds the database); turns belong to processes, not instances.
 - Fork titles: every "<base> #…" title sorts in ["<base> #", "<base> $"), an index range scan.
 - Search is FTS5 (bm25) over the newest RANK_WINDOW matches, the query made safe by
-  `fts_query`; drafts are not in the index (see `session_schema`).
+  `fts_query`; drafts are not in the index (see `schema`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The SQLite backend of the async storage interface: `open_sqlite_storage(home)`.
 
-One file, `$HERMES_HOME/state.db` (`session_schema`): sessions are the session rules
+One file, `$HERMES_HOME/state.db` (`schema`): sessions are the session rules
 (`sessions.SqliteSessions`); responses, receipts, runs and leases are the rules of
 `hermes.store.rules`, all over state.db's one `SqliteExecutor` and `SqliteDialect`.
 Every call is a plain sqlite3 call in the event loop's thread: the queries take well

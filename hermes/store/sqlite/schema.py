@@ -34,13 +34,13 @@ from hermes.store.migrations import Migrations, execute_all
 from hermes.store.records import ORPHAN_MESSAGE, TERMINAL_STATES
 from hermes.store.sqlite import folded_files
 
-__all__ = ["SESSION_MIGRATIONS"]
+__all__ = ["STATE_MIGRATIONS"]
 
-SESSION_MIGRATIONS = Migrations("state.db")
+STATE_MIGRATIONS = Migrations("state.db")
 """Every state.db migration, in the order it must run."""
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m001_sessions(db: sqlite3.Connection) -> None:
     execute_all(
         db,
@@ -74,7 +74,7 @@ def m001_sessions(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m002_messages(db: sqlite3.Connection) -> None:
     execute_all(
         db,
@@ -115,7 +115,7 @@ _SEARCH_BODY = """
 """
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m003_messages_fts(db: sqlite3.Connection) -> None:
     # Every message has exactly one row in messages_fts (possibly without tokens). The
     # view is the single definition of the indexed text: the triggers read it both to
@@ -165,7 +165,7 @@ def m003_messages_fts(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
     # A turn row exists from a turn's first message to its end. While `ended_at` is NULL
     # the turn is open: its owner process is running it, or it died (start-up repair then
@@ -198,7 +198,7 @@ def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m005_compaction_markers(db: sqlite3.Connection) -> None:
     execute_all(
         db,
@@ -225,7 +225,7 @@ def m005_compaction_markers(db: sqlite3.Connection) -> None:
 _FTS_UPDATE_COLUMNS = "content, content_is_parts, parts_text, role, draft"
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
     # A draft (a streaming checkpoint, `draft = 1`) is left out of search as history()
     # leaves it out; it is indexed when it becomes a real message. Drafts already indexed
@@ -263,7 +263,7 @@ def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m007_conversation_marks(db: sqlite3.Connection) -> None:
     # Which session a client resending its conversation continues (`conversation_marks`).
     execute_all(
@@ -284,7 +284,7 @@ def m007_conversation_marks(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m008_usage_rows(db: sqlite3.Connection) -> None:
     # One row per usage write (a turn's end, a compaction), with the model that was used and
     # the UTC day, so cost can be priced per model and summed per day. Sessions written
@@ -312,7 +312,7 @@ def m008_usage_rows(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
     # A turn's file snapshots (shadow git commits, hermes/checkpoints) and undo: an undone
     # turn and its messages carry the undo's marker (`undone`); NULL is visible.
@@ -328,7 +328,7 @@ def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m010_fts_batches(db: sqlite3.Connection) -> None:
     # New messages are indexed in batches (`hermes.store.sqlite.fts_batches`), not by a
     # trigger inside every commit: `fts_indexed.upto` is the newest message id the index
@@ -369,7 +369,7 @@ def m010_fts_batches(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m011_runs_and_responses(db: sqlite3.Connection) -> None:
     # One file: runs, receipts and instance leases (from runs.db), stored responses and
     # conversation names (from response_store.db) live in state.db, with their final
