@@ -19,6 +19,7 @@ from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import NewMessage, RunRecord
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
+from hermes.store.sqlite.executor import run_now
 from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
@@ -158,7 +159,7 @@ def test_this_processs_own_open_turn_is_left_alone(store: SqliteSessionStore) ->
     session = store.create_session(source="cli")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
-    assert repair_after_crash(store).empty
+    assert run_now(repair_after_crash(store.rules)).empty
     assert store.get_turn(turn.id).ended_at is None  # type: ignore[union-attr]
 
 
@@ -332,7 +333,7 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
         store.append_message(session.id, NewMessage(role="user", content="write"), turn_id=turn.id)
         store.append_message(session.id, NewMessage(role="assistant", tool_calls=TOOL_CALLS[:1]), turn_id=turn.id)
 
-        report = repair_after_crash(store, rules)
+        report = run_now(repair_after_crash(store.rules, rules))
         assert [t.turn_id for t in report.turns] == [turn.id]
         assert report.responses == ["resp_x"]
         record = responses.get("resp_x")
@@ -346,7 +347,7 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
         assert transcript_problems(history) == []
         live = responses.get("resp_live")
         assert live is not None and live["response"]["status"] == "in_progress"  # this process wrote it
-        assert repair_after_crash(store, rules).empty
+        assert run_now(repair_after_crash(store.rules, rules)).empty
     finally:
         store.close()
 
@@ -371,7 +372,7 @@ def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_pa
                 run_id="run_live", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid
             )
         )
-        assert repair_after_crash(state, runs=rules).runs == 1
+        assert run_now(repair_after_crash(state.rules, runs=rules)).runs == 1
         assert store.get("run_mine").status == "interrupted"
         assert store.get("run_live").status == "running"
     finally:
@@ -381,7 +382,7 @@ def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_pa
 def test_repair_creates_no_runs_file(store: SqliteSessionStore, tmp_path: Path) -> None:
     runs = Runs(store.executor, store.dialect)
     responses = Responses(store.executor, store.dialect)
-    assert repair_after_crash(store, responses, runs).empty
+    assert run_now(repair_after_crash(store.rules, responses, runs)).empty
     assert not (tmp_path / "runs.db").exists()
 
 

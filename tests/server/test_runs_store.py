@@ -65,7 +65,7 @@ async def test_recover_orphans_marks_dead_owners_interrupted(storage: Storage) -
     await storage.runs.put(_record("run_dead", owner_pid=999_999_999))
     await storage.runs.put(_record("run_mine", owner_pid=os.getpid()))
     await storage.runs.put(_record("run_done", status="completed", owner_pid=999_999_999))
-    assert repair_runs(storage.runs) == 1  # type: ignore[arg-type]
+    assert await repair_runs(storage.runs) == 1  # type: ignore[arg-type]
     dead = await storage.runs.get("run_dead")
     assert dead is not None and dead.status == "interrupted" and dead.error
     assert (await storage.runs.get("run_mine")).status == "running"  # type: ignore[union-attr]

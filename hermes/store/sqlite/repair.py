@@ -1,6 +1,6 @@
 """Start-up repair: what a crashed hermes process left half-done becomes valid and continuable.
 
-    report = repair_after_crash(state, responses, runs)   # all three on state.db
+    report = await repair_after_crash(sessions, responses, runs)   # the rules over state.db
 
 Called at the start of `hermes serve`, `hermes chat` (TUI and -q) and the `hermes sessions`
 commands. What it repairs, touching only records whose owner process is gone (see
@@ -15,8 +15,9 @@ commands. What it repairs, touching only records whose owner process is gone (se
   `conversation_history`, so `previous_response_id` continues from a valid transcript;
 - runs still unsettled become `interrupted`.
 
-Cheap when there is nothing to repair: each kind answers one indexed query. The rules
-are async over `SqliteExecutor`, which never suspends: `run_now` runs them here.
+Cheap when there is nothing to repair: each kind answers one indexed query. Written over
+the rules (sessions, responses, runs); what is SQLite's is the owner model: records belong
+to processes, and a record is repaired once its process is gone.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import MessageRecord, RepairedTurn
 from hermes.store.rules.responses import PendingResponse, Responses
 from hermes.store.rules.runs import Runs, UnsettledRun
-from hermes.store.sqlite.executor import run_now
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sessions import Sessions
 from hermes.store.transcript import valid_transcript
 
 __all__ = ["RepairReport", "repair_after_crash", "repair_responses", "repair_runs"]
@@ -59,8 +59,8 @@ class RepairReport:
         return not (self.turns or self.responses or self.runs)
 
 
-def repair_after_crash(
-    sessions: SqliteSessionStore,
+async def repair_after_crash(
+    sessions: Sessions,
     responses: Responses | None = None,
     runs: Runs | None = None,
     *,
@@ -68,12 +68,12 @@ def repair_after_crash(
 ) -> RepairReport:
     """Repair what dead processes left (see the module docstring); returns what was done.
 
-    `responses` and `runs` are the rules over `sessions`' executor (state.db).
+    `sessions`, `responses` and `runs` are the rules over state.db.
     Raises StoreError when the database cannot be read or written.
     """
-    turns = sessions.repair_abandoned_turns(is_gone)
-    settled = repair_responses(responses, sessions, is_gone=is_gone) if responses is not None else []
-    interrupted = repair_runs(runs) if runs is not None else 0
+    turns = await sessions.repair_abandoned_turns(is_gone)
+    settled = await repair_responses(responses, sessions, is_gone=is_gone) if responses is not None else []
+    interrupted = await repair_runs(runs) if runs is not None else 0
     report = RepairReport(turns=turns, responses=settled, runs=interrupted)
     if not report.empty:
         log.info(
@@ -85,7 +85,7 @@ def repair_after_crash(
     return report
 
 
-def repair_runs(runs: Runs, *, alive: frozenset[int] | None = None) -> int:
+async def repair_runs(runs: Runs, *, alive: frozenset[int] | None = None) -> int:
     """Settle `interrupted` every unsettled run whose owner process no longer runs; how many.
 
     Args:
@@ -93,8 +93,8 @@ def repair_runs(runs: Runs, *, alive: frozenset[int] | None = None) -> int:
             sees a pid reused by another process); this process's own pid counts as
             alive unless its recorded start identity is another process's.
     """
-    orphans = [run.run_id for run in run_now(runs.unsettled()) if not _owner_alive(run, alive)]
-    return len(run_now(runs.mark_interrupted(orphans))) if orphans else 0
+    orphans = [run.run_id for run in await runs.unsettled() if not _owner_alive(run, alive)]
+    return len(await runs.mark_interrupted(orphans)) if orphans else 0
 
 
 def _owner_alive(run: UnsettledRun, alive: frozenset[int] | None) -> bool:
@@ -121,25 +121,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def repair_responses(
+async def repair_responses(
     responses: Responses,
-    sessions: SqliteSessionStore,
+    sessions: Sessions,
     *,
     is_gone: Callable[[ProcessOwner], bool] = owner_gone,
 ) -> list[str]:
     """Settle as `incomplete` every `in_progress` response whose writer is gone; their ids."""
     settled: list[str] = []
-    for pending in run_now(responses.in_progress()):
+    for pending in await responses.in_progress():
         if pending.owner is not None and not is_gone(pending.owner):
             continue
-        record = _settled_record(pending, sessions, is_gone)
-        if record is not None and run_now(responses.settle(pending.response_id, record)):
+        record = await _settled_record(pending, sessions, is_gone)
+        if record is not None and await responses.settle(pending.response_id, record):
             settled.append(pending.response_id)
     return settled
 
 
-def _turn_transcript(
-    record: dict[str, Any], sessions: SqliteSessionStore, is_gone: Callable[[ProcessOwner], bool]
+async def _turn_transcript(
+    record: dict[str, Any], sessions: Sessions, is_gone: Callable[[ProcessOwner], bool]
 ) -> list[MessageRecord] | None:
     """The stored messages of the response's turn; None while a live process still runs it."""
     session_id = record.get("session_id")
@@ -149,23 +149,23 @@ def _turn_transcript(
         return []
     # The record is stored before its turn starts, and created_at is whole seconds.
     with contextlib.suppress(StoreError):
-        turn = sessions.find_turn(session_id, started_at_or_after=float(created_at))
+        turn = await sessions.find_turn(session_id, started_at_or_after=float(created_at))
         if turn is None:
             return []
         if turn.ended_at is None and not is_gone(turn.owner):
             return None
-        return sessions.turn_messages(turn.id)
+        return await sessions.turn_messages(turn.id)
     return []
 
 
-def _settled_record(
-    pending: PendingResponse, sessions: SqliteSessionStore, is_gone: Callable[[ProcessOwner], bool]
+async def _settled_record(
+    pending: PendingResponse, sessions: Sessions, is_gone: Callable[[ProcessOwner], bool]
 ) -> dict[str, Any] | None:
     record = pending.record
     response = record.get("response")
     if not isinstance(response, dict):
         return None
-    messages = _turn_transcript(record, sessions, is_gone)
+    messages = await _turn_transcript(record, sessions, is_gone)
     if messages is None:
         return None
     transcript = [message.to_openai() for message in messages]

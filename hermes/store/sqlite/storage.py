@@ -54,6 +54,7 @@ def open_sqlite_storage(
     state.checkpoint_in_background()  # a turn's commits never pay for a checkpoint
     state.index_in_background()  # nor for the search index (`fts_batches`)
     db, dialect = state.executor, state.dialect
+    sessions = SqliteSessions(state)
     responses = Responses(db, dialect, max_size=response_store_size)
     runs = Runs(db, dialect, retention=retention)
     instance_id = new_instance_id()
@@ -61,7 +62,7 @@ def open_sqlite_storage(
         backend="sqlite",
         location=str(folder),
         instance_id=instance_id,
-        sessions=SqliteSessions(state),
+        sessions=sessions,
         responses=responses,
         receipts=Receipts(db, retention=retention),
         runs=runs,
@@ -69,7 +70,7 @@ def open_sqlite_storage(
         leases=Leases(db, dialect),
         closer=_SqliteCloser(state),
         control=MemoryControlChannel(instance_id),
-        repairer=_ProcessRepair(state, responses, runs),
+        repairer=_ProcessRepair(sessions, responses, runs),
         caps=caps_of("sqlite"),
     )
 
@@ -77,10 +78,10 @@ def open_sqlite_storage(
 class _ProcessRepair:
     """Start-up repair of what dead processes left in state.db (`repair`)."""
 
-    def __init__(self, state: SqliteSessionStore, responses: Responses, runs: Runs) -> None:
-        self._state = state
+    def __init__(self, sessions: SqliteSessions, responses: Responses, runs: Runs) -> None:
+        self._sessions = sessions
         self._responses = responses
         self._runs = runs
 
     async def repair_after_crash(self) -> None:
-        repair_after_crash(self._state, self._responses, self._runs)
+        await repair_after_crash(self._sessions, self._responses, self._runs)
