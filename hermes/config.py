@@ -269,10 +269,6 @@ class Settings:
     def state_db_path(self) -> Path:
         return self.home / "state.db"
 
-    @property
-    def response_db_path(self) -> Path:
-        return self.home / "response_store.db"
-
     def public_items(self) -> list[tuple[str, str]]:
         """(name, printable value) pairs with secrets masked; for `config show`."""
         out = []

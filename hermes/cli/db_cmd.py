@@ -4,7 +4,7 @@
     hermes db upgrade [--json]   apply pending migrations, then show the status
 
 The backend is `database_url` (HERMES_DATABASE_URL, config.toml): empty means the SQLite
-files in $HERMES_HOME (state.db, response_store.db, runs.db), a postgresql:// URL that
+file in $HERMES_HOME (state.db), a postgresql:// URL that
 database (shown with its password masked). `--json` prints
 
     {"object": "db.status", "backend": "sqlite"|"postgres", "location": str,

@@ -1,11 +1,11 @@
 """The async storage interface: one Protocol per record kind, and the `Storage` bundle.
 
 Two backends implement it, chosen by `database_url` (`hermes.store.open_storage`); the
-session rules are written once for both (`hermes.store.sessions`), and what a backend can
+rules of every record kind are written once for both (`hermes.store.sessions`,
+`hermes.store.rules`), and what a backend can
 do is asked through `Storage.caps`, never its name:
 
-- SQLite (`hermes.store.sqlite`): three files in `$HERMES_HOME` (state.db,
-  response_store.db, runs.db). Run events live in the process (SQLite serves one
+- SQLite (`hermes.store.sqlite`): one file, `$HERMES_HOME/state.db`. Run events live in the process (SQLite serves one
   process on one host), as the server always kept them.
 - PostgreSQL (`hermes.store.postgres`): every record kind in one database, shared by any
   number of instances; run events are rows announced with NOTIFY.

@@ -152,7 +152,7 @@ class MemoryRunEventStore:
 
     SQLite serves one process on one host, so a run's events live with the process that
     runs it, as the server always kept them (appending is a list append, no disk write
-    per streamed token). They do not survive a restart; the run's status does (runs.db).
+    per streamed token). They do not survive a restart; the run's status does (the runs table).
     """
 
     def __init__(self) -> None:

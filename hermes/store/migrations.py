@@ -2,10 +2,10 @@
 
 Each database declares its schema history as a `Migrations` list of functions, registered
 with `@<list>.migration` in the order they must run: on SQLite
-`session_schema.SESSION_MIGRATIONS` for state.db, `responses.RESPONSE_MIGRATIONS`,
-`sqlite.runs.RUN_MIGRATIONS`; on PostgreSQL `postgres.schema.PG_MIGRATIONS` (every record
-kind in one database). Applying brings a database up to date and records the name of each
-migration it applied in the database itself (`_migrations` on SQLite,
+`schema.STATE_MIGRATIONS` for state.db (the one file: the rows of the older
+runs.db and response_store.db are folded into it by its m012); on PostgreSQL
+`postgres.schema.PG_MIGRATIONS` (every record kind in one database). Applying brings a
+database up to date and records the name of each migration it applied in the database itself (`_migrations` on SQLite,
 `hermes._migrations` on PostgreSQL); `pending_names()` compares a list with that record.
 `migrate()` below applies SQLite lists; `postgres.migrate.migrate_postgres()` applies the
 PostgreSQL one with the same rules, under `pg_advisory_lock` instead of `BEGIN IMMEDIATE`.

@@ -1,7 +1,8 @@
 """Schema version of the configured backend: read it (`status`) or bring it up to date
 (`upgrade`). Used by `hermes db status|upgrade`.
 
-SQLite: the three files in `$HERMES_HOME`, each with its own history. `status` opens an
+SQLite: the one file, `$HERMES_HOME/state.db` (runs.db and response_store.db of older
+versions are folded into it by its migration `m012_runs_and_responses`). `status` opens an
 existing file read-only and never creates one (a missing file is reported as such, all
 pending). PostgreSQL: the one database, `status` only reads `hermes._migrations`.
 """
@@ -18,20 +19,13 @@ from hermes.errors import StoreError
 from hermes.store.api import Backend
 from hermes.store.migrations import Migrations, MigrationStatus, migration_status
 from hermes.store.sqlite.file import describe_sqlite_error
-from hermes.store.sqlite.responses import RESPONSE_MIGRATIONS, ResponseStore
-from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
-from hermes.store.sqlite.storage import RESPONSE_DB, RUNS_DB
 from hermes.store.storage import backend_for
 
 __all__ = ["SchemaReport", "schema_status", "schema_upgrade"]
 
-_SQLITE_FILES: tuple[tuple[str, Migrations], ...] = (
-    (STATE_DB, SESSION_MIGRATIONS),
-    (RESPONSE_DB, RESPONSE_MIGRATIONS),
-    (RUNS_DB, RUN_MIGRATIONS),
-)
+_SQLITE_FILES: tuple[tuple[str, Migrations], ...] = ((STATE_DB, STATE_MIGRATIONS),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +82,5 @@ async def schema_upgrade(settings: Settings) -> SchemaReport:
         sessions = SqliteSessionStore(settings.home / STATE_DB)
         applied[str(settings.home / STATE_DB)] = sessions.applied_migrations
         sessions.close()
-        responses = ResponseStore(settings.home / RESPONSE_DB)
-        applied[str(settings.home / RESPONSE_DB)] = responses.applied_migrations
-        responses.close()
-        runs = RunStore(settings.home / RUNS_DB)
-        applied[str(settings.home / RUNS_DB)] = runs.applied_migrations
-        runs.close()
     report = await schema_status(settings)
     return SchemaReport(report.backend, report.location, report.databases, applied)

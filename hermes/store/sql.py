@@ -1,4 +1,5 @@
-"""What a storage backend gives the rules of `hermes.store.sessions`: an `Executor` and a `Dialect`.
+"""What a storage backend gives the rules (`hermes.store.sessions`, `hermes.store.rules`): an
+`Executor` and a `Dialect`.
 
 The rules are written once, in neutral SQL: `?` placeholders (named parameters only in a
 dialect's own statements), tables named `hermes.<table>`, `true` /
@@ -14,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hermes.errors import StoreError
 from hermes.store.records import SearchHit
 
 __all__ = ["TURN_COLUMNS", "Dialect", "Executor", "FusedWrites", "Params", "Row", "encode_json"]
@@ -97,6 +99,24 @@ class Dialect(Protocol):
     turn_instance: str
     """The SQL of a turn's owner instance column (NULL when turns belong to processes)."""
     fused: FusedWrites | None
+    settled_runs_final: bool
+    """A settled run's row keeps its status whatever a later `put` says (where other
+    instances may settle a run its owner still writes)."""
+    db_now: str
+    """The SQL expression of the database's clock, in seconds since the epoch."""
+    response_recency: str
+    """The SQL expression of a stored response's next recency stamp (greater than every
+    stamp so far)."""
+    skip_locked: str
+    """The suffix of a subquery that picks rows to delete, skipping rows another
+    transaction holds ("" when the transaction holds the whole database)."""
+    find_output_item: str
+    """A statement selecting, as JSON text, the output item with id `?` of any stored
+    response (its `response.output`)."""
+
+    def unique_violation(self, error: StoreError, index: str) -> bool:
+        """Whether `error` is a write refused by the unique index `index`."""
+        ...
 
     def encode_content(self, role: str, content: object) -> tuple[Any, ...]:
         """The values of `content_columns` for a message's content (TypeError for a bad type)."""

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 from recovery_helpers import owner_of, spawn_sleeper, transcript_problems, wait_until
+from state_db import SyncCalls
 
 from hermes.store import SqliteSessionStore, open_session_store
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import NewMessage, RunRecord
+from hermes.store.rules.responses import Responses
+from hermes.store.rules.runs import Runs
+from hermes.store.sqlite.executor import run_now
 from hermes.store.sqlite.repair import repair_after_crash
-from hermes.store.sqlite.responses import ResponseStore
-from hermes.store.sqlite.runs import open_run_store
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
 
 TOOL_CALLS = [
@@ -157,7 +159,7 @@ def test_this_processs_own_open_turn_is_left_alone(store: SqliteSessionStore) ->
     session = store.create_session(source="cli")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
-    assert repair_after_crash(store).empty
+    assert run_now(repair_after_crash(store.rules)).empty
     assert store.get_turn(turn.id).ended_at is None  # type: ignore[union-attr]
 
 
@@ -319,10 +321,11 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
 ) -> None:
     session = store.create_session(source="api_server")
     created = int(time.time())
-    responses = ResponseStore(tmp_path / "response_store.db")
+    rules = Responses(store.executor, store.dialect)
+    responses = SyncCalls(rules)
     try:
         # Written by the dead process: its owner is recorded by put().
-        monkeypatch.setattr("hermes.store.sqlite.responses.current_owner", lambda: dead_owner)
+        monkeypatch.setattr("hermes.store.rules.responses.current_owner", lambda: dead_owner)
         responses.put("resp_x", _in_progress(session.id, created))
         monkeypatch.undo()
         responses.put("resp_live", {**_in_progress(session.id, created), "session_id": "other"})
@@ -330,7 +333,7 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
         store.append_message(session.id, NewMessage(role="user", content="write"), turn_id=turn.id)
         store.append_message(session.id, NewMessage(role="assistant", tool_calls=TOOL_CALLS[:1]), turn_id=turn.id)
 
-        report = repair_after_crash(store, responses)
+        report = run_now(repair_after_crash(store.rules, rules))
         assert [t.turn_id for t in report.turns] == [turn.id]
         assert report.responses == ["resp_x"]
         record = responses.get("resp_x")
@@ -344,13 +347,15 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
         assert transcript_problems(history) == []
         live = responses.get("resp_live")
         assert live is not None and live["response"]["status"] == "in_progress"  # this process wrote it
-        assert repair_after_crash(store, responses).empty
+        assert run_now(repair_after_crash(store.rules, rules)).empty
     finally:
-        responses.close()
+        store.close()
 
 
 def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_path: Path) -> None:
-    store = open_run_store(tmp_path / "runs.db")
+    state = SqliteSessionStore(tmp_path / "state.db")
+    rules = Runs(state.executor, state.dialect)
+    store = SyncCalls(rules)
     try:
         now = time.time()
         mine = RunRecord(
@@ -358,21 +363,26 @@ def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_pa
         )
         store.put(mine)
         # The same pid recorded by a process that started at another time: not us.
-        store.db.execute("UPDATE runs SET owner_started = owner_started || '0' WHERE run_id = 'run_mine'")
+        with state.transaction():
+            state.executor.connection().execute(
+                "UPDATE runs SET owner_started = owner_started || '0' WHERE run_id = 'run_mine'"
+            )
         store.put(
             RunRecord(
                 run_id="run_live", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid
             )
         )
-        assert store.recover_orphans() == 1
-        assert store.get("run_mine").status == "interrupted"  # type: ignore[union-attr]
-        assert store.get("run_live").status == "running"  # type: ignore[union-attr]
+        assert run_now(repair_after_crash(state.rules, runs=rules)).runs == 1
+        assert store.get("run_mine").status == "interrupted"
+        assert store.get("run_live").status == "running"
     finally:
-        store.close()
+        state.close()
 
 
-def test_repair_opens_no_runs_file_that_does_not_exist(store: SqliteSessionStore, tmp_path: Path) -> None:
-    assert repair_after_crash(store, runs_db=tmp_path / "runs.db").empty
+def test_repair_creates_no_runs_file(store: SqliteSessionStore, tmp_path: Path) -> None:
+    runs = Runs(store.executor, store.dialect)
+    responses = Responses(store.executor, store.dialect)
+    assert run_now(repair_after_crash(store.rules, responses, runs)).empty
     assert not (tmp_path / "runs.db").exists()
 
 

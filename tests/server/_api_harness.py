@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from state_db import SyncCalls
 
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
@@ -112,7 +113,7 @@ class Server:
 
     @property
     def responses(self) -> Any:
-        return self.app[STORAGE].responses.sync  # type: ignore[attr-defined]
+        return SyncCalls(self.app[STORAGE].responses)
 
     @property
     def agent(self) -> Any:

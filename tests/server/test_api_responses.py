@@ -7,8 +7,8 @@ import json
 
 import pytest
 from _api_harness import SERVER_KEY, MakeServer, Server, parse_sse
+from state_db import stored_response
 
-from hermes.store.sqlite.responses import ResponseStore
 from hermes.testing.upstream import (
     Chunk,
     Reply,
@@ -414,9 +414,8 @@ async def test_server_shutdown_mid_stream_stores_incomplete_snapshot(make_server
         seen += await resp.content.readany()
     rid = events_of(seen.decode().split("\n\n", 2)[0] + "\n\n")[0]["response"]["id"]
     await srv.client.close()  # the server cancels the handler, then closes its stores
-    reopened = ResponseStore(srv.settings.response_db_path)
-    stored = reopened.get(rid)
-    reopened.close()
+    stored = stored_response(srv.settings.home, rid)
+    assert stored is not None
     assert stored["response"]["status"] == "incomplete"
     assert "cut short" in json.dumps(stored["response"]["output"])
 

@@ -388,13 +388,10 @@ async def test_shutdown_marks_in_flight_runs_interrupted(serve, upstream):
     home = client.server.app[SETTINGS].home
     await client.close()
     # The app's storage is still open (the fixture closes it); read the durable row afresh.
-    from hermes.store.sqlite.runs import open_run_store
+    from state_db import stored_run
 
-    reopened = open_run_store(home / "runs.db")
-    try:
-        assert reopened.get(run_id).status == "interrupted"
-    finally:
-        reopened.close()
+    record = stored_run(home, run_id)
+    assert record is not None and record.status == "interrupted"
     await asyncio.sleep(0)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from state_db import stored_run
 
-from hermes.store.sqlite.runs import open_run_store
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -148,9 +148,5 @@ def test_sigterm_interrupts_in_flight_run_and_marks_it(tmp_path, upstream):
     finally:
         code, err = _stop(proc)
     assert code == 0, err
-    store = open_run_store(home / "runs.db")
-    try:
-        record = store.get(run_id)
-    finally:
-        store.close()
+    record = stored_run(home, run_id)
     assert record is not None and record.status == "interrupted"

@@ -20,10 +20,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from state_db import stored_response
 
 from hermes.error_codes import SERVER_SHUTDOWN
 from hermes.store import open_session_store
-from hermes.store.sqlite.responses import ResponseStore
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,11 +203,7 @@ def test_sigterm_ends_every_open_stream_and_stores_partial_turns(tmp_path: Path,
     finally:
         store.close()
 
-    stored = ResponseStore(tmp_path / "response_store.db")
-    try:
-        record = stored.get(body["id"])
-        assert record is not None
-        assert record["response"]["status"] == "incomplete"
-        assert record["response"]["incomplete_details"] == {"reason": SERVER_SHUTDOWN}
-    finally:
-        stored.close()
+    record = stored_response(tmp_path, body["id"])
+    assert record is not None
+    assert record["response"]["status"] == "incomplete"
+    assert record["response"]["incomplete_details"] == {"reason": SERVER_SHUTDOWN}

@@ -28,10 +28,10 @@ def test_sqlite_status_then_upgrade(hermes_home: Path) -> None:
     assert "backend: sqlite" in status.stdout and "not created yet" in status.stdout
     upgrade = hermes("db", "upgrade")
     assert upgrade.returncode == 0, upgrade.stderr
-    assert "applied to" in upgrade.stdout and "m003_run_owner_instances" in upgrade.stdout
+    assert "applied to" in upgrade.stdout and "m012_runs_and_responses" in upgrade.stdout
     data = json.loads(hermes("db", "status", "--json").stdout)
     assert data["object"] == "db.status" and data["backend"] == "sqlite" and data["current"] is True
-    assert [Path(db["database"]).name for db in data["databases"]] == ["state.db", "response_store.db", "runs.db"]
+    assert [Path(db["database"]).name for db in data["databases"]] == ["state.db"]  # one file
     again = hermes("db", "upgrade")
     assert "already up to date" in again.stdout
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from old_homes import RUNS_DB_SCHEMA
 
 from hermes.config import Settings
 from hermes.errors import StoreError
-from hermes.store.migrations import migrate
 from hermes.store.records import RunRecord
 from hermes.store.schema_admin import schema_status, schema_upgrade
-from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 
 
 async def _applied(url: str) -> list[str]:
@@ -69,8 +68,7 @@ def test_postgres_concurrent_upgrade_processes(empty_pg_url: str, tmp_path: Path
     env = {**os.environ, "HERMES_DATABASE_URL": empty_pg_url, "HERMES_HOME": str(tmp_path / "home")}
     command = [sys.executable, "-m", "hermes", "db", "upgrade", "--json"]
     procs = [
-        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(2)
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
     ]
     outputs = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
@@ -119,26 +117,6 @@ async def test_unreachable_postgres_is_a_one_line_store_error() -> None:
     assert "s3cret" not in message and "****" in message and "\n" not in message
 
 
-def test_sqlite_runs_db_gains_owner_and_leases_keeping_rows(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
-    first_only = type(RUN_MIGRATIONS)("runs.db")
-    first_only.migration(next(iter(RUN_MIGRATIONS)))
-    with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        migrate(db, first_only)
-        db.execute(
-            "INSERT INTO runs (run_id, status, created_at, updated_at, owner_pid) VALUES ('r1', 'running', 1, 1, 42)"
-        )
-    store = RunStore(path)
-    try:
-        assert store.applied_migrations == RUN_MIGRATIONS.names[1:]
-        old = store.get("r1")
-        assert old is not None and old.owner_pid == 42 and old.owner_instance is None
-        store.put(RunRecord("r2", "running", time.time(), time.time(), owner_instance="i-1"))
-        assert (store.get("r2") or pytest.fail("missing")).owner_instance == "i-1"
-    finally:
-        store.close()
-
-
 async def test_schema_status_and_upgrade_on_sqlite(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home")
     before = await schema_status(settings)
@@ -147,11 +125,13 @@ async def test_schema_status_and_upgrade_on_sqlite(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()  # status creates nothing
     upgraded = await schema_upgrade(settings)
     assert upgraded.current
-    assert upgraded.applied_now[str(tmp_path / "home" / "runs.db")] == RUN_MIGRATIONS.names
+    assert upgraded.applied_now == {str(tmp_path / "home" / "state.db"): STATE_MIGRATIONS.names}
+    assert "m012_runs_and_responses" in STATE_MIGRATIONS.names  # runs and responses live in state.db
     again = await schema_upgrade(settings)
     assert again.current and not any(again.applied_now.values())
-    for name in ("state.db", "response_store.db", "runs.db"):
-        assert ((tmp_path / "home" / name).stat().st_mode & 0o777) == 0o600
+    assert [status.database for status in again.databases] == [str(tmp_path / "home" / "state.db")]
+    assert not (tmp_path / "home" / "runs.db").exists() and not (tmp_path / "home" / "response_store.db").exists()
+    assert ((tmp_path / "home" / "state.db").stat().st_mode & 0o777) == 0o600
 
 
 def _unsettled_rows() -> list[tuple[str, str, float]]:
@@ -160,16 +140,17 @@ def _unsettled_rows() -> list[tuple[str, str, float]]:
     return [("r1", "s1", 1.0), ("r2", "s1", 2.0), ("r3", "s2", 1.0)]
 
 
-def test_sqlite_runs_db_settles_duplicate_unsettled_runs_then_refuses_a_second(tmp_path: Path) -> None:
+async def test_sqlite_runs_db_settles_duplicate_unsettled_runs_then_refuses_a_second(tmp_path: Path) -> None:
+    """runs.db written before its one-unsettled-run index, folded into state.db."""
     from hermes.errors import SessionBusy
+    from hermes.store.sqlite.storage import open_sqlite_storage
 
-    path = tmp_path / "runs.db"
-    before = type(RUN_MIGRATIONS)("runs.db")
-    for step in RUN_MIGRATIONS:
-        if step.__name__ < "m005":
-            before.migration(step)
-    with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        migrate(db, before)
+    home = tmp_path / "home"
+    home.mkdir()
+    with closing(sqlite3.connect(home / "runs.db", isolation_level=None)) as db:
+        for statement in RUNS_DB_SCHEMA:
+            if "runs_one_unsettled" not in statement:
+                db.execute(statement)
         for run_id, session, created in _unsettled_rows():
             db.execute(
                 "INSERT INTO runs (run_id, status, session_id, created_at, updated_at) VALUES (?, 'running', ?, ?, ?)",
@@ -179,20 +160,22 @@ def test_sqlite_runs_db_settles_duplicate_unsettled_runs_then_refuses_a_second(t
             "INSERT INTO runs (run_id, status, session_id, created_at, updated_at) "
             "VALUES ('r0', 'completed', 's1', 0, 0)"
         )
-    store = RunStore(path)
+    storage = open_sqlite_storage(home)
+    store = storage.runs
     try:
-        assert store.applied_migrations == ["m005_one_unsettled_run_per_session"]
-        statuses = {run_id: (store.get(run_id) or pytest.fail(run_id)).status for run_id in ("r0", "r1", "r2", "r3")}
+        statuses = {
+            run_id: (await store.get(run_id) or pytest.fail(run_id)).status for run_id in ("r0", "r1", "r2", "r3")
+        }
         assert statuses == {"r0": "completed", "r1": "interrupted", "r2": "running", "r3": "running"}
         with pytest.raises(SessionBusy) as busy:
-            store.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
-        assert busy.value.session_id == "s1" and store.get("r4") is None
-        store.put(RunRecord("r2", "completed", 2.0, 4.0, session_id="s1"))  # r2 settles: s1 is free
-        store.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
-        store.put(RunRecord("r5", "queued", 3.0, 3.0))  # runs without a session are not limited
-        store.put(RunRecord("r6", "queued", 3.0, 3.0))
+            await store.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
+        assert busy.value.session_id == "s1" and await store.get("r4") is None
+        await store.put(RunRecord("r2", "completed", 2.0, 4.0, session_id="s1"))  # r2 settles: s1 is free
+        await store.put(RunRecord("r4", "queued", 3.0, 3.0, session_id="s1"))
+        await store.put(RunRecord("r5", "queued", 3.0, 3.0))  # runs without a session are not limited
+        await store.put(RunRecord("r6", "queued", 3.0, 3.0))
     finally:
-        store.close()
+        await storage.aclose()
 
 
 async def test_postgres_settles_duplicate_unsettled_runs_then_refuses_a_second(empty_pg_url: str) -> None:

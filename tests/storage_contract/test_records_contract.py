@@ -231,3 +231,56 @@ async def test_receipts_hold_a_claimed_answer_until_it_expires(storage: Storage)
     assert await receipts.claim_receipt("chat", "x", "fp", "claim_5", now=now, expires_at=now + 30) is None
     assert await receipts.prune_receipts(now=now + 29) == 0
     assert await receipts.prune_receipts(now=now + 31) == 1
+
+
+# -- what start-up repair reads (the rules of `hermes.store.rules`, on both backends) ----
+
+
+async def test_responses_keep_their_status_and_writer_for_repair(storage: Storage) -> None:
+    from hermes.store.owner import current_owner
+    from hermes.store.rules.responses import Responses
+
+    responses = storage.responses
+    assert isinstance(responses, Responses)  # the one set of rules, on either backend
+    streaming = {"response": {"id": "r1", "status": "in_progress"}, "session_id": "s"}
+    await responses.put("r1", streaming)
+    await responses.put("r2", {"response": {"id": "r2", "status": "completed"}})
+    await responses.put("r3", {"not": "an envelope"})
+    pending = await responses.in_progress()
+    assert [(p.response_id, p.record, p.owner) for p in pending] == [("r1", streaming, current_owner())]
+    settled = {"response": {"id": "r1", "status": "incomplete"}, "session_id": "s"}
+    assert await responses.settle("r1", settled)
+    assert await responses.in_progress() == []
+    assert not await responses.settle("r1", streaming)  # no longer in progress: unchanged
+    assert not await responses.settle("r_missing", streaming)
+    assert await responses.get("r1") == settled
+
+
+async def test_runs_list_the_unsettled_with_their_owner(storage: Storage) -> None:
+    from hermes.store.owner import current_owner
+    from hermes.store.rules.runs import Runs
+
+    runs = storage.runs
+    assert isinstance(runs, Runs)
+    me = current_owner()
+    await runs.put(run("run_mine", owner_pid=me.pid))
+    await runs.put(run("run_other", owner_pid=me.pid + 1))
+    await runs.put(run("run_done", "completed", owner_pid=me.pid))
+    unsettled = {entry.run_id: entry for entry in await runs.unsettled()}
+    assert set(unsettled) == {"run_mine", "run_other"}
+    # Only this process's own rows carry its host and start identity.
+    mine, other = unsettled["run_mine"], unsettled["run_other"]
+    assert (mine.owner_pid, mine.owner_host, mine.owner_started) == (me.pid, me.host, me.started)
+    assert (other.owner_pid, other.owner_host, other.owner_started) == (me.pid + 1, None, None)
+
+
+async def test_a_conversation_name_moves_to_its_newest_response(storage: Storage) -> None:
+    responses = storage.responses
+    await responses.put("r1", {"n": 1})
+    await responses.put("r2", {"n": 2})
+    assert await responses.get_conversation("chat") is None
+    await responses.set_conversation("chat", "r1")
+    await responses.set_conversation("chat", "r2")
+    assert await responses.get_conversation("chat") == "r2"
+    await responses.delete("r1")  # the old response going takes no newer name with it
+    assert await responses.get_conversation("chat") == "r2"

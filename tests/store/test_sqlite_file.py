@@ -1,7 +1,7 @@
-"""The one opener of private SQLite files, as every store uses it.
+"""The one opener of private SQLite files, as state.db uses it.
 
-Each test runs against all three databases: state.db (sessions), response_store.db and
-runs.db, each opened through its real store class.
+Each test runs once per kind of record state.db holds (sessions, stored responses, runs),
+each written through its real rules.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import pytest
 from hermes.errors import StoreError
 from hermes.store.migrations import applied_migrations
 from hermes.store.records import NewMessage, RunRecord
+from hermes.store.rules.responses import Responses
+from hermes.store.rules.runs import Runs
 from hermes.store.sqlite import file as sqlite_file
-from hermes.store.sqlite.responses import RESPONSE_MIGRATIONS, ResponseStore
-from hermes.store.sqlite.runs import RUN_MIGRATIONS, RunStore
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.executor import run_now
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 from hermes.store.sqlite.sessions import SqliteSessionStore
 
 
@@ -32,17 +33,19 @@ def _write_session(store: Any) -> None:
 
 
 def _write_response(store: Any) -> None:
-    store.put("resp_1", {"response": {"id": "resp_1"}})
+    run_now(Responses(store.executor, store.dialect).put("resp_1", {"response": {"id": "resp_1"}}))
 
 
 def _write_run(store: Any) -> None:
-    store.put(RunRecord(run_id="run_1", status="running", created_at=1.0, updated_at=1.0))
+    run = RunRecord(run_id="run_1", status="running", created_at=1.0, updated_at=1.0)
+    run_now(Runs(store.executor, store.dialect).put(run))
 
 
+STATE = "state.db"
 STORES = {
-    "state.db": (SqliteSessionStore, _write_session, SESSION_MIGRATIONS.names),
-    "response_store.db": (ResponseStore, _write_response, RESPONSE_MIGRATIONS.names),
-    "runs.db": (RunStore, _write_run, RUN_MIGRATIONS.names),
+    "sessions": (SqliteSessionStore, _write_session, STATE_MIGRATIONS.names),
+    "responses": (SqliteSessionStore, _write_response, STATE_MIGRATIONS.names),
+    "runs": (SqliteSessionStore, _write_run, STATE_MIGRATIONS.names),
 }
 
 
@@ -72,7 +75,7 @@ def mode(path: Path) -> int:
 def test_new_file_and_sidecars_are_private_with_a_permissive_umask(
     kind: str, opened: Callable[[Path], Any], tmp_path: Path
 ) -> None:
-    path = tmp_path / "home" / kind
+    path = tmp_path / "home" / STATE
     old = os.umask(0)
     try:
         store = opened(path)
@@ -90,7 +93,7 @@ def test_new_file_and_sidecars_are_private_with_a_permissive_umask(
 def test_the_file_is_private_before_sqlite_first_opens_it(
     kind: str, opened: Callable[[Path], Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / kind
+    path = tmp_path / STATE
     seen: list[int] = []
     real_connect = sqlite3.connect
 
@@ -110,7 +113,7 @@ def test_the_file_is_private_before_sqlite_first_opens_it(
 def test_a_restrictive_umask_still_gives_an_owner_readable_file(
     kind: str, opened: Callable[[Path], Any], tmp_path: Path
 ) -> None:
-    path = tmp_path / "home" / kind
+    path = tmp_path / "home" / STATE
     old = os.umask(0o277)
     try:
         store = opened(path)
@@ -124,7 +127,7 @@ def test_a_restrictive_umask_still_gives_an_owner_readable_file(
 def test_an_existing_file_keeps_its_mode_and_loose_sidecars_are_tightened(
     kind: str, opened: Callable[[Path], Any], tmp_path: Path
 ) -> None:
-    path = tmp_path / kind
+    path = tmp_path / STATE
     first = opened(path)
     STORES[kind][1](first)  # keeps the WAL alive while the second store opens
     path.chmod(0o640)
@@ -136,16 +139,13 @@ def test_an_existing_file_keeps_its_mode_and_loose_sidecars_are_tightened(
 
 
 def test_pragmas_and_recorded_migrations(kind: str, opened: Callable[[Path], Any], tmp_path: Path) -> None:
-    path = tmp_path / kind
+    path = tmp_path / STATE
     store = opened(path)
     assert store.applied_migrations == STORES[kind][2]
     with closing(sqlite3.connect(path)) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert applied_migrations(raw) == STORES[kind][2]
-    opened_db = sqlite_file.open_sqlite_file(
-        path, {"state.db": SESSION_MIGRATIONS, "response_store.db": RESPONSE_MIGRATIONS,
-               "runs.db": RUN_MIGRATIONS}[kind], what="test database"
-    )  # fmt: skip
+    opened_db = sqlite_file.open_sqlite_file(path, STATE_MIGRATIONS, what="test database")
     try:
         db = opened_db.connection
         assert opened_db.applied_migrations == []
@@ -158,7 +158,7 @@ def test_pragmas_and_recorded_migrations(kind: str, opened: Callable[[Path], Any
 
 
 def test_reopening_applies_nothing_and_keeps_data(kind: str, opened: Callable[[Path], Any], tmp_path: Path) -> None:
-    path = tmp_path / kind
+    path = tmp_path / STATE
     first = opened(path)
     STORES[kind][1](first)
     first.close()
@@ -169,7 +169,7 @@ def test_reopening_applies_nothing_and_keeps_data(kind: str, opened: Callable[[P
 def test_a_file_that_is_not_a_database_is_a_one_line_store_error(
     kind: str, opened: Callable[[Path], Any], tmp_path: Path
 ) -> None:
-    path = tmp_path / kind
+    path = tmp_path / STATE
     path.write_bytes(b"this is not a database, just some text " * 200)
     with pytest.raises(StoreError) as caught:
         opened(path)
@@ -184,7 +184,7 @@ def test_a_folder_that_cannot_be_created_is_a_store_error(
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(StoreError, match="cannot create"):
-        opened(blocker / "sub" / kind)
+        opened(blocker / "sub" / STATE)
 
 
 def test_memory_databases_are_migrated_and_touch_no_file(

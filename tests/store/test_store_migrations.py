@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes.store.migrations import Migrations, applied_migrations, migrate
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 from hermes.store.sqlite.sessions import SqliteSessionStore
 
 RECORDED = "SELECT name, applied_at FROM _migrations ORDER BY rowid"
@@ -27,8 +27,8 @@ def columns(db: sqlite3.Connection, table: str) -> list[str]:
 
 def test_migrate_memory_creates_the_schema() -> None:
     db = sqlite3.connect(":memory:", isolation_level=None)
-    applied = migrate(db, SESSION_MIGRATIONS)
-    assert applied == SESSION_MIGRATIONS.names
+    applied = migrate(db, STATE_MIGRATIONS)
+    assert applied == STATE_MIGRATIONS.names
     assert applied[:3] == ["m001_sessions", "m002_messages", "m003_messages_fts"]
 
     found = schema(db)
@@ -71,16 +71,16 @@ def test_migrate_memory_creates_the_schema() -> None:
 
 def test_migrate_twice_is_a_no_op() -> None:
     db = sqlite3.connect(":memory:", isolation_level=None)
-    migrate(db, SESSION_MIGRATIONS)
+    migrate(db, STATE_MIGRATIONS)
     before = db.execute(RECORDED).fetchall()
-    assert migrate(db, SESSION_MIGRATIONS) == []
+    assert migrate(db, STATE_MIGRATIONS) == []
     assert db.execute(RECORDED).fetchall() == before
 
 
 def test_reopening_a_file_does_not_rerun_migrations(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     first = SqliteSessionStore(path)
-    assert first.applied_migrations == SESSION_MIGRATIONS.names
+    assert first.applied_migrations == STATE_MIGRATIONS.names
     session = first.create_session(source="cli", title="kept")
     first.close()
     with sqlite3.connect(path) as raw:
@@ -104,7 +104,7 @@ def test_a_failing_migration_is_rolled_back_and_not_recorded() -> None:
         conn.execute("THIS IS NOT SQL")
 
     with_broken = Migrations("state.db")
-    for fn in SESSION_MIGRATIONS:
+    for fn in STATE_MIGRATIONS:
         with_broken.migration(fn)
     with_broken.migration(m999_broken)
     with pytest.raises(sqlite3.OperationalError):
@@ -116,7 +116,7 @@ def test_a_failing_migration_is_rolled_back_and_not_recorded() -> None:
 
 
 def test_migration_names_are_ordered_and_unique() -> None:
-    names = SESSION_MIGRATIONS.names
+    names = STATE_MIGRATIONS.names
     assert names == sorted(names)
     assert len(set(names)) == len(names)
     assert all(name[0] == "m" and name[1:4].isdigit() for name in names)

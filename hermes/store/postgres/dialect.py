@@ -11,6 +11,8 @@
 - A turn belongs to this storage's instance (`owner_instance`, its lease in
   `hermes.instances`); it is abandoned when that lease expired or is missing, by the
   database's clock, re-checked under the turn's lock before repair.
+- A run settled by any instance stays settled; the clock is the database's; a stored
+  response's recency is the sequence `hermes.response_clock`.
 - The hot writes are one statement each (`FusedWrites`): every round trip counts.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hermes.errors import StoreError
 from hermes.store.postgres.search import search_messages, search_text
 from hermes.store.records import SearchHit
 from hermes.store.sql import TURN_COLUMNS, Executor, FusedWrites, Params, Row, encode_json
@@ -211,6 +214,22 @@ class PgDialect:
     tool_call_count = "json_array_length(tool_calls::json)"
     turn_instance = "owner_instance"
     fused: FusedWrites | None = _FUSED
+    settled_runs_final = True
+    db_now = _DB_NOW
+    response_recency = "nextval('hermes.response_clock')"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+    find_output_item = (
+        "SELECT item::text FROM hermes.responses AS r, jsonb_array_elements("
+        "CASE WHEN jsonb_typeof(r.data::jsonb #> '{response,output}') = 'array' "
+        "THEN r.data::jsonb #> '{response,output}' ELSE '[]'::jsonb END) AS item "
+        "WHERE jsonb_typeof(item) = 'object' AND item ->> 'id' = ? LIMIT 1"
+    )
+
+    def unique_violation(self, error: StoreError, index: str) -> bool:
+        import psycopg
+
+        cause = error.__context__
+        return isinstance(cause, psycopg.errors.UniqueViolation) and cause.diag.constraint_name == index
 
     def encode_content(self, role: str, content: object) -> tuple[Any, ...]:
         if content is not None and not isinstance(content, (str, list)):

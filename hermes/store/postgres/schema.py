@@ -32,7 +32,9 @@ Schema summary (after all migrations), every object in schema `hermes`:
     conversation_marks  (session, fingerprint) -> the session's newest message when a
                     client's resent conversation was marked (as in state.db, see m009)
     usage           one row per usage write: session, model, UTC day, tokens (m010)
-                    (turns and messages carry file checkpoints and undo markers: m011)
+                    (turns and messages carry file checkpoints and undo markers: m011;
+                    visible messages get a partial index: m012;
+                    runs and responses their writer, responses their status: m013)
 
 `messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
 """
@@ -391,8 +393,27 @@ async def m011_turn_checkpoints(conn: AsyncConnection[Any]) -> None:
 
 @PG_MIGRATIONS.migration
 async def m012_visible_messages_index(conn: AsyncConnection[Any]) -> None:
-    # As state.db's m010: the messages a history holds, for the history mark read every turn.
+    # As state.db's m011: the messages a history holds, for the history mark read every turn.
     await _execute_all(
         conn,
         ("CREATE INDEX messages_visible ON hermes.messages (session_id, id) WHERE NOT draft AND undone IS NULL",),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m013_record_owners(conn: AsyncConnection[Any]) -> None:
+    # The columns state.db's runs and responses have, so their rules are written once
+    # (`hermes.store.rules`): a run's owner process identity, a stored response's envelope
+    # status and writer (what start-up repair reads on SQLite).
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.runs ADD COLUMN owner_host text",
+            "ALTER TABLE hermes.runs ADD COLUMN owner_started text",
+            "ALTER TABLE hermes.responses ADD COLUMN status text",
+            "ALTER TABLE hermes.responses ADD COLUMN owner_host text",
+            "ALTER TABLE hermes.responses ADD COLUMN owner_pid integer",
+            "ALTER TABLE hermes.responses ADD COLUMN owner_started text",
+            "CREATE INDEX responses_in_progress ON hermes.responses (response_id) WHERE status = 'in_progress'",
+        ),
     )

@@ -1,5 +1,9 @@
 """`open_postgres_storage`: every store of the PostgreSQL backend on one pool, the instance
-lease registered and heartbeated, one LISTEN connection shared by run events and control."""
+lease registered and heartbeated, one LISTEN connection shared by run events and control.
+
+Sessions, responses, receipts, runs and leases are the rules written once
+(`hermes.store.sessions`, `hermes.store.rules`) over `PgExecutor` and `PgDialect`; run
+events and the control channel are this backend's own (LISTEN/NOTIFY)."""
 
 from __future__ import annotations
 
@@ -12,14 +16,18 @@ from hermes.store.postgres.connect import (
     open_pool,
 )
 from hermes.store.postgres.control import PgControlChannel, channel_for
+from hermes.store.postgres.dialect import PgDialect
 from hermes.store.postgres.events import CHANNEL, PgRunEventStore
+from hermes.store.postgres.executor import PgExecutor
 from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
 from hermes.store.postgres.listener import PgListener
 from hermes.store.postgres.migrate import migrate_postgres
-from hermes.store.postgres.responses import PgResponseStore
-from hermes.store.postgres.runs import PgLeaseStore, PgReceiptStore, PgRunStore
 from hermes.store.postgres.sessions import PgSessionStore
 from hermes.store.records import RETENTION_SECONDS
+from hermes.store.rules.leases import Leases
+from hermes.store.rules.receipts import Receipts
+from hermes.store.rules.responses import Responses
+from hermes.store.rules.runs import Runs
 
 __all__ = ["open_postgres_storage"]
 
@@ -83,7 +91,8 @@ async def open_postgres_storage(
     listener = PgListener(url, instance_id, (CHANNEL, channel_for(instance_id)))
     events = PgRunEventStore(db, listener)
     control = PgControlChannel(db, listener)
-    leases = PgLeaseStore(db)
+    executor, dialect = PgExecutor(db), PgDialect()
+    leases = Leases(executor, dialect)
     try:
         keeper = await LeaseKeeper.start(leases, instance_id, ttl=instance_lease_ttl)
     except BaseException:
@@ -96,9 +105,9 @@ async def open_postgres_storage(
         location=db.label,
         instance_id=instance_id,
         sessions=PgSessionStore(db, instance_id=instance_id),
-        responses=PgResponseStore(db, max_size=response_store_size),
-        receipts=PgReceiptStore(db, retention=retention),
-        runs=PgRunStore(db, retention=retention),
+        responses=Responses(executor, dialect, max_size=response_store_size),
+        receipts=Receipts(executor, retention=retention),
+        runs=Runs(executor, dialect, retention=retention),
         run_events=events,
         leases=leases,
         closer=_PgCloser(db, listener, control, keeper),

@@ -1,9 +1,11 @@
-"""The SQLite backend: three files in `$HERMES_HOME` (state.db, response_store.db, runs.db).
+"""The SQLite backend: one file, `$HERMES_HOME/state.db`.
 
-`open_sqlite_storage(home)` opens all three as one `Storage`; `SqliteSessionStore` is
-state.db alone with a synchronous face (tests, benchmarks, `hermes doctor`). Connections,
-the dialect, migrations and what only SQLite has (FTS5 search, integrity checks, runs
-and leases in runs.db) live here; the session rules are `hermes.store.sessions`.
+`open_sqlite_storage(home)` opens it as one `Storage`; `SqliteSessionStore` is state.db
+with a synchronous face of the session rules (tests, benchmarks, `hermes doctor`).
+What only SQLite has lives here: the file (`file`), the executor and dialect, the schema
+history (`schema`, with the fold of the older runs.db and response_store.db,
+`folded_files`), FTS5 search batches, WAL checkpoints and process-owned crash repair.
+The rules of every record kind are `hermes.store.sessions` and `hermes.store.rules`.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 - Content is stored as text: a string as is, a content-part list as JSON with
   `content_is_parts = 1` and its searchable text in `parts_text` (what FTS5 indexes).
+- Runs belong to this process: a settled run may be written again by it. The clock is
+  SQLite's; a stored response's recency is one more than the newest.
 - Sessions inserted at equal times sort by `rowid`; LIMIT -1 means no limit; no row locks
   (`BEGIN IMMEDIATE` holds the database); turns belong to processes, not instances.
 - Fork titles: every "<base> #…" title sorts in ["<base> #", "<base> $"), an index range scan.
 - Search is FTS5 (bm25) over the newest RANK_WINDOW matches, the query made safe by
-  `fts_query`; drafts are not in the index (see `session_schema`).
+  `fts_query`; drafts are not in the index (see `schema`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes.errors import StoreError
 from hermes.store.records import SearchHit, SessionRecord
 from hermes.store.session_rules import SESSION_COLUMNS_S, SNIPPET_TOKENS
 from hermes.store.sql import TURN_COLUMNS, Executor, FusedWrites, Params, Row, encode_json
@@ -47,6 +51,10 @@ def fts_query(text: str) -> str:
     return " AND ".join(quoted)
 
 
+_UNIQUE_COLUMNS = {"runs_one_unsettled_per_session": "runs.session_id"}
+"""A unique index's columns as SQLite's "UNIQUE constraint failed" message names them."""
+
+
 class SqliteDialect:
     """See the module docstring. `path` is the database file (None for `:memory:`)."""
 
@@ -58,9 +66,25 @@ class SqliteDialect:
     tool_call_count = "json_array_length(tool_calls)"
     turn_instance = "NULL"
     fused: FusedWrites | None = None
+    settled_runs_final = False
+    db_now = "((julianday('now') - 2440587.5) * 86400.0)"
+    response_recency = "(SELECT coalesce(max(accessed_at), 0) + 1 FROM responses)"
+    skip_locked = ""
+    find_output_item = (
+        "SELECT item.value FROM responses, json_each("
+        "CASE WHEN json_valid(responses.data) THEN responses.data ELSE '{}' END, '$.response.output') AS item "
+        "WHERE CASE WHEN item.type = 'object' THEN json_extract(item.value, '$.id') END = ? LIMIT 1"
+    )
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+
+    def unique_violation(self, error: StoreError, index: str) -> bool:
+        """SQLite names the index's columns, not the index: `runs.session_id` for
+        `runs_one_unsettled_per_session`."""
+        cause = error.__cause__
+        columns = _UNIQUE_COLUMNS.get(index)
+        return isinstance(cause, sqlite3.IntegrityError) and columns is not None and columns in str(cause)
 
     def encode_content(self, role: str, content: object) -> tuple[Any, ...]:
         """(stored content, content_is_parts, parts_text); parts_text is the `text` of

@@ -1,7 +1,7 @@
 """Opening a private SQLite database file: the one way every hermes store opens its file.
 
-`open_sqlite_file(path, migrations, what=...)` is used by the session store (state.db),
-the response store (response_store.db) and the run store (runs.db).
+`open_sqlite_file(path, migrations, what=...)` opens state.db (and, in tests, any file
+with a schema history of its own).
 
 Invariants:
 

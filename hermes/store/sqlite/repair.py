@@ -1,6 +1,6 @@
 """Start-up repair: what a crashed hermes process left half-done becomes valid and continuable.
 
-    report = repair_after_crash(sessions, responses, runs_db=home / "runs.db")
+    report = await repair_after_crash(sessions, responses, runs)   # the rules over state.db
 
 Called at the start of `hermes serve`, `hermes chat` (TUI and -q) and the `hermes sessions`
 commands. What it repairs, touching only records whose owner process is gone (see
@@ -13,9 +13,11 @@ commands. What it repairs, touching only records whose owner process is gone (se
 - stored responses still `in_progress` become `incomplete` (reason "interrupted"), with
   the interrupted turn's items in `output` and its repaired transcript in
   `conversation_history`, so `previous_response_id` continues from a valid transcript;
-- runs still unsettled in `runs.db` become `interrupted`.
+- runs still unsettled become `interrupted`.
 
-Cheap when there is nothing to repair: each database answers one indexed query.
+Cheap when there is nothing to repair: each kind answers one indexed query. Written over
+the rules (sessions, responses, runs); what is SQLite's is the owner model: records belong
+to processes, and a record is repaired once its process is gone.
 """
 
 from __future__ import annotations
@@ -23,21 +25,21 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hermes.errors import StoreError
 from hermes.ids import new_item_id
-from hermes.store.owner import ProcessOwner, owner_gone
+from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import MessageRecord, RepairedTurn
-from hermes.store.sqlite.responses import PendingResponse, ResponseStore
-from hermes.store.sqlite.runs import open_run_store
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.rules.responses import PendingResponse, Responses
+from hermes.store.rules.runs import Runs, UnsettledRun
+from hermes.store.sessions import Sessions
 from hermes.store.transcript import valid_transcript
 
-__all__ = ["RepairReport", "repair_after_crash", "repair_responses"]
+__all__ = ["RepairReport", "repair_after_crash", "repair_responses", "repair_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -57,28 +59,22 @@ class RepairReport:
         return not (self.turns or self.responses or self.runs)
 
 
-def repair_after_crash(
-    sessions: SqliteSessionStore,
-    responses: ResponseStore | None = None,
+async def repair_after_crash(
+    sessions: Sessions,
+    responses: Responses | None = None,
+    runs: Runs | None = None,
     *,
-    runs_db: Path | None = None,
     is_gone: Callable[[ProcessOwner], bool] = owner_gone,
 ) -> RepairReport:
     """Repair what dead processes left (see the module docstring); returns what was done.
 
-    `runs_db` is opened only when the file exists (no file, no runs to settle).
-    Raises StoreError when a database cannot be read or written.
+    `sessions`, `responses` and `runs` are the rules over state.db.
+    Raises StoreError when the database cannot be read or written.
     """
-    turns = sessions.repair_abandoned_turns(is_gone)
-    settled = repair_responses(responses, sessions, is_gone=is_gone) if responses is not None else []
-    runs = 0
-    if runs_db is not None and runs_db.exists():
-        store = open_run_store(runs_db)
-        try:
-            runs = store.recover_orphans()
-        finally:
-            store.close()
-    report = RepairReport(turns=turns, responses=settled, runs=runs)
+    turns = await sessions.repair_abandoned_turns(is_gone)
+    settled = await repair_responses(responses, sessions, is_gone=is_gone) if responses is not None else []
+    interrupted = await repair_runs(runs) if runs is not None else 0
+    report = RepairReport(turns=turns, responses=settled, runs=interrupted)
     if not report.empty:
         log.info(
             "repaired after a crash: %d turn(s), %d response(s), %d run(s)",
@@ -89,25 +85,61 @@ def repair_after_crash(
     return report
 
 
-def repair_responses(
-    responses: ResponseStore,
-    sessions: SqliteSessionStore,
+async def repair_runs(runs: Runs, *, alive: frozenset[int] | None = None) -> int:
+    """Settle `interrupted` every unsettled run whose owner process no longer runs; how many.
+
+    Args:
+        alive: pids known to be alive (default: `owner.owner_gone` decides, which also
+            sees a pid reused by another process); this process's own pid counts as
+            alive unless its recorded start identity is another process's.
+    """
+    orphans = [run.run_id for run in await runs.unsettled() if not _owner_alive(run, alive)]
+    return len(await runs.mark_interrupted(orphans)) if orphans else 0
+
+
+def _owner_alive(run: UnsettledRun, alive: frozenset[int] | None) -> bool:
+    me = current_owner()
+    pid, started = run.owner_pid, run.owner_started
+    if pid == me.pid and (started is None or started == me.started):
+        return True
+    if alive is not None:
+        return pid in alive
+    if pid is None:
+        return False
+    if run.owner_host is None:  # written before identities were recorded
+        return _pid_alive(pid)
+    return not owner_gone(ProcessOwner(run.owner_host, pid, started or ""))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def repair_responses(
+    responses: Responses,
+    sessions: Sessions,
     *,
     is_gone: Callable[[ProcessOwner], bool] = owner_gone,
 ) -> list[str]:
     """Settle as `incomplete` every `in_progress` response whose writer is gone; their ids."""
     settled: list[str] = []
-    for pending in responses.in_progress():
+    for pending in await responses.in_progress():
         if pending.owner is not None and not is_gone(pending.owner):
             continue
-        record = _settled_record(pending, sessions, is_gone)
-        if record is not None and responses.settle(pending.response_id, record):
+        record = await _settled_record(pending, sessions, is_gone)
+        if record is not None and await responses.settle(pending.response_id, record):
             settled.append(pending.response_id)
     return settled
 
 
-def _turn_transcript(
-    record: dict[str, Any], sessions: SqliteSessionStore, is_gone: Callable[[ProcessOwner], bool]
+async def _turn_transcript(
+    record: dict[str, Any], sessions: Sessions, is_gone: Callable[[ProcessOwner], bool]
 ) -> list[MessageRecord] | None:
     """The stored messages of the response's turn; None while a live process still runs it."""
     session_id = record.get("session_id")
@@ -117,23 +149,23 @@ def _turn_transcript(
         return []
     # The record is stored before its turn starts, and created_at is whole seconds.
     with contextlib.suppress(StoreError):
-        turn = sessions.find_turn(session_id, started_at_or_after=float(created_at))
+        turn = await sessions.find_turn(session_id, started_at_or_after=float(created_at))
         if turn is None:
             return []
         if turn.ended_at is None and not is_gone(turn.owner):
             return None
-        return sessions.turn_messages(turn.id)
+        return await sessions.turn_messages(turn.id)
     return []
 
 
-def _settled_record(
-    pending: PendingResponse, sessions: SqliteSessionStore, is_gone: Callable[[ProcessOwner], bool]
+async def _settled_record(
+    pending: PendingResponse, sessions: Sessions, is_gone: Callable[[ProcessOwner], bool]
 ) -> dict[str, Any] | None:
     record = pending.record
     response = record.get("response")
     if not isinstance(response, dict):
         return None
-    messages = _turn_transcript(record, sessions, is_gone)
+    messages = await _turn_transcript(record, sessions, is_gone)
     if messages is None:
         return None
     transcript = [message.to_openai() for message in messages]

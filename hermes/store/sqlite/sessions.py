@@ -4,7 +4,7 @@ its synchronous face.
 Invariants:
 
 - The file is opened by `file.open_sqlite_file` (created 0600, folder 0700, WAL,
-  `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `session_schema`).
+  `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `schema`).
 - The rules are `hermes.store.sessions.Sessions`, over `SqliteExecutor` (plain sqlite3
   calls in the caller's thread, one connection, one re-entrant lock) and
   `SqliteDialect`. Every write is one `BEGIN IMMEDIATE … COMMIT` transaction (or a
@@ -52,12 +52,12 @@ from hermes.store.records import (
 )
 from hermes.store.session_rules import Clock
 from hermes.store.sessions import Sessions
-from hermes.store.sqlite import fts_batches
+from hermes.store.sqlite import folded_files, fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import MEMORY, describe_sqlite_error, open_sqlite_file
 from hermes.store.sqlite.history_reader import HistoryReader
-from hermes.store.sqlite.session_schema import SESSION_MIGRATIONS
+from hermes.store.sqlite.schema import STATE_MIGRATIONS
 
 if TYPE_CHECKING:
     from hermes.store.sqlite.checkpointer import WalCheckpointer
@@ -102,8 +102,10 @@ class SqliteSessionStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] = MEMORY) -> None:
-        opened = open_sqlite_file(path, SESSION_MIGRATIONS, what="session database", check_same_thread=False)
+        opened = open_sqlite_file(path, STATE_MIGRATIONS, what="session database", check_same_thread=False)
         self._path = opened.path
+        if opened.path is not None:
+            folded_files.set_aside(opened.path.parent)  # their rows are in state.db now (m012)
         self.applied_migrations: list[str] = opened.applied_migrations
         """Migrations this open applied (empty when the schema was already current)."""
         self.executor = SqliteExecutor(opened.connection, f"session database {opened.label}")

@@ -1,4 +1,4 @@
-"""The schema history of the session database (`state.db`).
+"""The schema history of `state.db`, the one SQLite file of a home.
 
 Migrations run through the shared mechanism in `hermes.store.migrations` (see its
 invariants); this module only lists them, in order.
@@ -21,6 +21,10 @@ Schema summary (after all migrations):
     fts_indexed         one row: `upto`, the newest message id the search index has seen;
                         newer messages are indexed in batches (`fts_batches`, m010)
     (m011: `messages_visible`, a partial index of the messages a history holds)
+    runs, receipts,     what runs.db and response_store.db held (m012, their rows folded
+    instances,          in by `folded_files`): run rows, Idempotency-Key receipts,
+    responses,          instance leases, stored Responses API records (LRU by
+    conversations       `accessed_at`) and conversation names
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ from __future__ import annotations
 import sqlite3
 
 from hermes.store.migrations import Migrations, execute_all
+from hermes.store.records import ORPHAN_MESSAGE, TERMINAL_STATES
+from hermes.store.sqlite import folded_files
 
-__all__ = ["SESSION_MIGRATIONS"]
+__all__ = ["STATE_MIGRATIONS"]
 
-SESSION_MIGRATIONS = Migrations("state.db")
+STATE_MIGRATIONS = Migrations("state.db")
 """Every state.db migration, in the order it must run."""
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m001_sessions(db: sqlite3.Connection) -> None:
     execute_all(
         db,
@@ -69,7 +75,7 @@ def m001_sessions(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m002_messages(db: sqlite3.Connection) -> None:
     execute_all(
         db,
@@ -110,7 +116,7 @@ _SEARCH_BODY = """
 """
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m003_messages_fts(db: sqlite3.Connection) -> None:
     # Every message has exactly one row in messages_fts (possibly without tokens). The
     # view is the single definition of the indexed text: the triggers read it both to
@@ -160,7 +166,7 @@ def m003_messages_fts(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
     # A turn row exists from a turn's first message to its end. While `ended_at` is NULL
     # the turn is open: its owner process is running it, or it died (start-up repair then
@@ -193,7 +199,7 @@ def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m005_compaction_markers(db: sqlite3.Connection) -> None:
     execute_all(
         db,
@@ -220,7 +226,7 @@ def m005_compaction_markers(db: sqlite3.Connection) -> None:
 _FTS_UPDATE_COLUMNS = "content, content_is_parts, parts_text, role, draft"
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
     # A draft (a streaming checkpoint, `draft = 1`) is left out of search as history()
     # leaves it out; it is indexed when it becomes a real message. Drafts already indexed
@@ -258,7 +264,7 @@ def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m007_conversation_marks(db: sqlite3.Connection) -> None:
     # Which session a client resending its conversation continues (`conversation_marks`).
     execute_all(
@@ -279,7 +285,7 @@ def m007_conversation_marks(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m008_usage_rows(db: sqlite3.Connection) -> None:
     # One row per usage write (a turn's end, a compaction), with the model that was used and
     # the UTC day, so cost can be priced per model and summed per day. Sessions written
@@ -307,7 +313,7 @@ def m008_usage_rows(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
     # A turn's file snapshots (shadow git commits, hermes/checkpoints) and undo: an undone
     # turn and its messages carry the undo's marker (`undone`); NULL is visible.
@@ -323,7 +329,7 @@ def m009_turn_checkpoints(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m010_fts_batches(db: sqlite3.Connection) -> None:
     # New messages are indexed in batches (`hermes.store.sqlite.fts_batches`), not by a
     # trigger inside every commit: `fts_indexed.upto` is the newest message id the index
@@ -364,11 +370,112 @@ def m010_fts_batches(db: sqlite3.Connection) -> None:
     )
 
 
-@SESSION_MIGRATIONS.migration
+@STATE_MIGRATIONS.migration
 def m011_visible_messages_index(db: sqlite3.Connection) -> None:
     # The messages a history holds (finished, not undone), by session and id: the history
     # mark (`Sessions.history_mark`, read every turn) counts them from the index alone.
     execute_all(
         db,
         ("CREATE INDEX messages_visible ON messages(session_id, id) WHERE NOT draft AND undone IS NULL",),
+    )
+
+
+@STATE_MIGRATIONS.migration
+def m012_runs_and_responses(db: sqlite3.Connection) -> None:
+    # One file: runs, receipts and instance leases (from runs.db), stored responses and
+    # conversation names (from response_store.db) live in state.db, with their final
+    # schema; the old files' rows are copied in (`folded_files`), then the one index
+    # that may refuse old rows is built once they are settled.
+    execute_all(
+        db,
+        (
+            """
+            CREATE TABLE runs (
+                run_id TEXT PRIMARY KEY,
+                status TEXT NOT NULL,
+                session_id TEXT,
+                model TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                last_event TEXT,
+                output TEXT,
+                usage TEXT,
+                error TEXT,
+                error_code TEXT,
+                owner_pid INTEGER,
+                owner_host TEXT,
+                owner_started TEXT,
+                owner_instance TEXT
+            )
+            """,
+            "CREATE INDEX runs_status ON runs(status)",
+            "CREATE INDEX runs_updated_at ON runs(updated_at)",
+            "CREATE INDEX runs_owner_instance ON runs(owner_instance)",
+            "CREATE INDEX runs_session ON runs(session_id, created_at)",
+            """
+            CREATE TABLE receipts (
+                scope TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                run_id TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                answer TEXT,
+                expires_at REAL,
+                PRIMARY KEY (scope, key)
+            )
+            """,
+            "CREATE INDEX receipts_updated_at ON receipts(updated_at)",
+            "CREATE INDEX receipts_run ON receipts(run_id)",
+            """
+            CREATE TABLE instances (
+                instance_id TEXT PRIMARY KEY,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                started_at REAL NOT NULL,
+                heartbeat_at REAL NOT NULL,
+                expires_at REAL NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE responses (
+                response_id TEXT PRIMARY KEY,
+                data TEXT NOT NULL,
+                accessed_at INTEGER NOT NULL,
+                status TEXT,
+                owner_host TEXT,
+                owner_pid INTEGER,
+                owner_started TEXT
+            )
+            """,
+            "CREATE INDEX responses_accessed ON responses(accessed_at)",
+            "CREATE INDEX responses_in_progress ON responses(response_id) WHERE status = 'in_progress'",
+            """
+            CREATE TABLE conversations (
+                name TEXT PRIMARY KEY,
+                response_id TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX conversations_response ON conversations(response_id)",
+        ),
+    )
+    folded_files.copy_into(db)
+    terminal = ", ".join(f"'{state}'" for state in sorted(TERMINAL_STATES))
+    execute_all(
+        db,
+        (
+            # An old file may hold several unsettled runs of one session (a crashed
+            # process's): all but the newest are settled `interrupted`.
+            f"""
+            UPDATE runs SET status = 'interrupted', error_code = 'interrupted',
+                error = '{ORPHAN_MESSAGE}', last_event = 'run.interrupted'
+            WHERE session_id IS NOT NULL AND status NOT IN ({terminal}) AND EXISTS (
+                SELECT 1 FROM runs AS newer
+                WHERE newer.session_id = runs.session_id AND newer.status NOT IN ({terminal})
+                    AND (newer.created_at > runs.created_at
+                         OR (newer.created_at = runs.created_at AND newer.run_id > runs.run_id))
+            )
+            """,
+            f"CREATE UNIQUE INDEX runs_one_unsettled_per_session ON runs(session_id) WHERE status NOT IN ({terminal})",
+        ),
     )
