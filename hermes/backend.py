@@ -159,7 +159,8 @@ class NoSessionToContinue(SessionNotFound):
 
     def __init__(self) -> None:
         super().__init__("(newest)")
-        self.args = ("no session to continue: start one without --continue",)
+        self.message = "no session to continue: start one without --continue"
+        self.args = (self.message,)
 
 
 async def resolve_session(
