@@ -212,6 +212,15 @@ class Backend:
         """The local runtime's MCP manager (None: remote, no servers, or no agent yet)."""
         return self._runtime.mcp if self._runtime is not None else None
 
+    @property
+    def remote_notice(self) -> str | None:
+        """The one line that says what a remote session does not do (None locally)."""
+        if self.server is None:
+            return None
+        from hermes.remote.agent import NOT_OFFERED
+
+        return NOT_OFFERED
+
     def provider_choice(self) -> ProviderChoice | None:
         """The local provider the settings select (ConfigError when none is usable); None remotely."""
         if self.server is not None:

@@ -65,12 +65,11 @@ async def _run_app(
     """
     from hermes.backend import open_backend, resolve_session
     from hermes.progress_bar import rich_progress
-    from hermes.remote.agent import NOT_OFFERED
     from hermes.tui.app import make_app
 
     async with open_backend(settings, server, key, model=model) as backend:
         session_id = await resolve_session(backend.sessions, continue_last=continue_last, resume=resume)
-        notices = [NOT_OFFERED] if backend.remote else backend.notices()
+        notices = [backend.remote_notice] if backend.remote_notice else backend.notices()
         with rich_progress() as progress:  # drawn before the TUI takes the screen
             agent = await backend.open_agent(progress=progress, defer_mcp=True)
         app = make_app(
