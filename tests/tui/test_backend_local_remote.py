@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.events import TurnCompleted
+from hermes.agent.events import TextDelta, TurnCompleted, TurnStarted
 from hermes.agent.turn_handle import TurnCrashed
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.backend import Backend, NoSessionToContinue, open_backend, resolve_session
@@ -180,3 +180,32 @@ async def test_continue_with_no_session_is_one_line_in_chat_q_and_the_tui(side: 
     assert side.upstream.requests == []
     if not side.server:
         assert os.path.exists(side.settings.home / "state.db")  # opened, found empty
+
+
+async def test_leaving_a_turn_stops_it_here_and_leaves_the_servers_run_going(side: Side) -> None:
+    """The one difference between a local and a remote turn: `aclose()` without a stop."""
+    words = [f"w{i}" for i in range(40)]
+    side.upstream.enqueue(text_reply(" ".join(words), chunk_delay=0.05))  # about 2 s
+    async with side.open() as backend:
+        agent = await backend.open_agent()
+        handle = agent.start(TurnRequest(input="count", source="cli"))
+        session_id = None
+        async for event in handle.events():
+            if isinstance(event, TurnStarted):
+                session_id = event.session_id
+            if isinstance(event, TextDelta):
+                break  # the answer has started: leave
+        await handle.aclose(grace=0 if side.server else 5.0)
+        assert session_id is not None
+        if side.server is None:
+            assert handle.result is not None and handle.result.status == "interrupted"
+            return
+        assert handle.result is None  # the consumer left before the end
+        answer = None
+        for _ in range(300):  # the server's run goes on to its end (its draft grows meanwhile)
+            answer = (await backend.sessions.get_messages(session_id))[-1].content
+            if answer == " ".join(words):
+                break
+            await asyncio.sleep(0.1)
+        assert answer == " ".join(words)
+        assert (await backend.sessions.get_session(session_id)).end_reason != "interrupted"
