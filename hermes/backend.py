@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from hermes.agent.types import ChatMessage, TurnRequest
     from hermes.checkpoints.undo import TurnChange, UndoOutcome
     from hermes.config import Settings
+    from hermes.remote.client import RemoteClient
     from hermes.runtime import Runtime
     from hermes.store.api import Storage
     from hermes.store.records import CompactionRecord, MessageRecord, SearchHit, SessionRecord, UsageTotal
@@ -198,7 +199,7 @@ class Backend:
     model: str | None
     """The `-m` flag (None: the configured model here, the server's own there)."""
     _stack: contextlib.AsyncExitStack = field(repr=False)
-    _client: object | None = field(default=None, repr=False)
+    _client: RemoteClient | None = field(default=None, repr=False)
     _agent: ChatAgent | None = field(default=None, repr=False)
     _runtime: Runtime | None = field(default=None, repr=False)
     _choice: ProviderChoice | None = field(default=None, repr=False)
@@ -254,9 +255,8 @@ class Backend:
             return self._agent
         if self.server is not None:
             from hermes.remote.agent import RemoteAgent
-            from hermes.remote.client import RemoteClient
 
-            assert isinstance(self._client, RemoteClient)
+            assert self._client is not None
             self._agent = RemoteAgent(self._client, model=self.model)
             return self._agent
         from hermes.runtime import open_runtime
