@@ -1,13 +1,15 @@
-"""The ACP agent: hermes' runtime behind `initialize`, `session/*` (the SDK's `acp.Agent`).
+"""The ACP agent: hermes' backend behind `initialize`, `session/*` (the SDK's `acp.Agent`).
 
-    agent = HermesAcpAgent(runtime)           # runtime: hermes.runtime.open_runtime(...)
-    await acp.run_agent(agent, writer, reader)
+    async with open_backend(settings) as backend:                 # hermes/backend.py
+        agent = HermesAcpAgent(backend, await backend.open_agent())
+        await acp.run_agent(agent, writer, reader)
 
 Invariants:
 - A session made here is an ordinary hermes session with source "acp": `session/new`
   reserves its id and the first prompt creates it in the store (titled by that prompt),
   so it is listed, searched, forked and resumed like any other. `session/load` takes any
-  stored hermes session, whatever made it, and replays its transcript first.
+  stored hermes session, whatever made it, and replays its transcript first; which one is
+  `resolve_session`'s answer to its id (the same rule as `hermes chat --resume`).
 - One turn per session at a time (`session/prompt` while one runs is refused); the turn is
   the engine's (`Agent.start` → `TurnHandle`), its events sent as updates in order
   (hermes/acp/updates.py) before the prompt's response.
@@ -70,8 +72,9 @@ from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest
+from hermes.backend import Backend, ChatAgent, resolve_session
+from hermes.errors import SessionNotFound
 from hermes.ids import new_session_id
-from hermes.runtime import Runtime
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
@@ -96,8 +99,10 @@ class AcpSession:
 class HermesAcpAgent:
     """See the module docstring."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, backend: Backend, agent: ChatAgent) -> None:
+        self.backend = backend
+        self.agent = agent
+        self.store = backend.sessions
         self.sessions: dict[str, AcpSession] = {}
         self._conn: Client | None = None
         self._capabilities: ClientCapabilities | None = None
@@ -168,12 +173,10 @@ class HermesAcpAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        store = self.runtime.storage.sessions
-        if await store.find_session(session_id) is None:
-            raise RequestError.resource_not_found(f"hermes session {session_id}")
+        session_id = await self._stored(session_id)
         session = AcpSession(session_id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
-        for update in history_updates(await store.history(session_id), session.cwd):
+        for update in history_updates(await self.store.history(session_id), session.cwd):
             await self.conn.session_update(session_id=session_id, update=update)
         self.sessions[session_id] = session
         return LoadSessionResponse()
@@ -187,8 +190,7 @@ class HermesAcpAgent:
         **kwargs: Any,
     ) -> ResumeSessionResponse:
         """session/load without the replay."""
-        if await self.runtime.storage.sessions.find_session(session_id) is None:
-            raise RequestError.resource_not_found(f"hermes session {session_id}")
+        session_id = await self._stored(session_id)
         session = AcpSession(session_id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session_id] = session
@@ -203,14 +205,20 @@ class HermesAcpAgent:
         **kwargs: Any,
     ) -> ForkSessionResponse:
         """A copy of a stored session (hermes' fork), open for prompts."""
-        store = self.runtime.storage.sessions
-        if await store.find_session(session_id) is None:
-            raise RequestError.resource_not_found(f"hermes session {session_id}")
-        fork = await store.fork_session(session_id, source=SOURCE)
+        fork = await self.store.fork_session(await self._stored(session_id), source=SOURCE)
         session = AcpSession(fork.id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[fork.id] = session
         return ForkSessionResponse(session_id=fork.id)
+
+    async def _stored(self, session_id: str) -> str:
+        """The stored session `session_id` names (as `--resume` finds it), else resource_not_found."""
+        try:
+            found = await resolve_session(self.store, resume=session_id)
+        except SessionNotFound:
+            raise RequestError.resource_not_found(f"hermes session {session_id}") from None
+        assert found is not None
+        return found
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -218,7 +226,7 @@ class HermesAcpAgent:
         """Every stored hermes session, newest first (pages of LIST_PAGE; hermes keeps no cwd
         per session, so each is given the asked-for one)."""
         offset = int(cursor) if cursor and cursor.isdigit() else 0
-        records = await self.runtime.storage.sessions.list_sessions(limit=LIST_PAGE + 1, offset=offset)
+        records = await self.store.list_sessions(limit=LIST_PAGE + 1, offset=offset)
         where = cwd or str(Path.cwd())
         infos = [
             SessionInfo(
@@ -253,13 +261,13 @@ class HermesAcpAgent:
         from hermes.agent.mcp import McpManager
         from hermes.agent.tools.launch import ToolLauncher
 
-        settings = self.runtime.settings
+        settings = self.backend.settings
         manager = McpManager(
             configs, log_dir=settings.home / "logs", cwd=cwd, launcher=ToolLauncher.from_settings(settings)
         )
         self._mcp.append(manager)
         self._mcp_names.update(config.name for config in configs)
-        for status in await manager.start(self.runtime.agent.tools):
+        for status in await manager.start(self.agent.tools):
             if status.failed:
                 log.warning("%s", status.line())
 
@@ -271,7 +279,7 @@ class HermesAcpAgent:
             raise RequestError.invalid_params({"sessionId": session_id, "message": "unknown session"})
         if session.handle is not None:
             raise RequestError.invalid_request({"message": "a prompt of this session is still running"})
-        settings = self.runtime.settings
+        settings = self.backend.settings
         request = TurnRequest(
             input=prompt_text(prompt),
             session_id=session_id,
@@ -281,7 +289,7 @@ class HermesAcpAgent:
             cwd=str(session.cwd),
             host=client_host(self.conn, session_id, self._capabilities, terminals=settings.sandbox != "on"),
         )
-        handle = self.runtime.agent.start(request)
+        handle = self.agent.start(request)
         session.handle = handle
         try:
             async with handle:

@@ -6,7 +6,7 @@ Invariants:
   a stray print or a child process that inherits stdout cannot corrupt the stream.
 - Logs go to stderr (the editor shows them in its agent log), at WARNING unless
   HERMES_LOG_LEVEL says otherwise.
-- The runtime (storage, repair, agent, MCP) opens before the first message is read and
+- The backend (hermes/backend.py: storage, repair, agent, MCP) opens before the first message is read and
   closes when the client closes stdin; running turns are stopped first.
 """
 
@@ -47,10 +47,10 @@ async def serve_stdio(settings: Settings, protocol_fd: int) -> None:
     from acp import run_agent
 
     from hermes.acp.agent import HermesAcpAgent
-    from hermes.runtime import open_runtime
+    from hermes.backend import open_backend
 
-    async with open_runtime(settings) as runtime:
-        agent = HermesAcpAgent(runtime)
+    async with open_backend(settings) as backend:
+        agent = HermesAcpAgent(backend, await backend.open_agent())
         reader, writer = await _streams(protocol_fd)
         try:
             await run_agent(agent, writer, reader)

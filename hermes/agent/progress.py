@@ -1,7 +1,7 @@
 """Progress of slow one-time work in the agent layer (e.g. assembling the local model).
 
 The agent layer only reports; front ends decide how to show it (the CLI draws a rich
-bar on stderr, see hermes/cli/_progress.py; the server shows nothing).
+bar on stderr, see hermes/progress_bar.py; the server shows nothing).
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ Invariants:
   (which a stop then cancels and the producer's `unlisten()` takes back, as above);
   `aclose()` after it has nothing to wait for.
 - `aclose(grace)` is how a consumer leaves: events are dropped from then on, the turn is
-  stopped, the producer gets `grace` seconds to settle (interrupted tool results written,
+  stopped (unless `LEAVING_STOPS` is False: a turn run elsewhere, `RemoteTurn`, goes on
+  there; such a subclass relays `stop()` itself by overriding `_deliver_stop`), the
+  producer gets `grace` seconds to settle (interrupted tool results written,
   session ended), then its task is cancelled — the producer's cleanup still runs, without
   events — and awaited. Idempotent; always call it (or use `async with`).
 - An exception raised by the producer (e.g. the session could not be opened) is raised
@@ -47,7 +49,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from hermes.agent._channel import Channel
 from hermes.agent.events import AgentEvent, TurnCompleted
@@ -88,6 +90,9 @@ Producer = Callable[["TurnHandle"], Coroutine[Any, Any, None]]
 
 class TurnHandle:
     """One turn running in its own task (see the module docstring)."""
+
+    LEAVING_STOPS: ClassVar[bool] = True
+    """`aclose()` stops the turn before it leaves (see the module docstring)."""
 
     def __init__(self, produce: Producer, *, name: str = "hermes-turn", inline: bool = False) -> None:
         self._queue: Channel[AgentEvent | _End] = Channel(QUEUE_SIZE)
@@ -210,7 +215,8 @@ class TurnHandle:
     async def aclose(self, grace: float = CLOSE_GRACE) -> None:
         """Leave: stop the turn, wait up to `grace` seconds for it, then cancel it (see above)."""
         self._detached = True
-        self.stop()
+        if self.LEAVING_STOPS:
+            self.stop()
         self._queue.clear()
         if self.inline:  # ran to its end inside `wait()`, or never ran: nothing to wait for
             self._inline = None
@@ -285,6 +291,7 @@ class TurnHandle:
         return self.task.uncancel() == 0
 
     def _deliver_stop(self) -> None:
+        """Deliver a recorded stop to the producer (a subclass whose producer runs elsewhere relays it there)."""
         task = self.task
         if not self._listening or self._cancel_sent or task.done() or task.cancelling():
             return

@@ -7,8 +7,8 @@
 - `turn`: the snapshots one running turn takes (before its first tool that can change
   files, and at its end) and records against the turn in the store.
 - `undo`: undo, redo and diffs of a stored session's turns, for every front end.
-- `files`: `SessionFiles`, the protocol front ends drive (local here, or a remote server's
-  through `hermes.remote.sessions.RemoteSessions`), and its local implementation.
+- `files`: `LocalSessionFiles`, the local `SessionFiles` (the protocol front ends drive is
+  in hermes/backend.py; a remote server's is `hermes.remote.sessions.RemoteSessions`).
 
 This package sits between the store and the engine: it imports `hermes.store`,
 `hermes.errors`, `hermes.beneath` (writes beneath an opened folder) and nothing above them;

@@ -1,21 +1,20 @@
-"""Where `hermes sessions …` reads and writes: the local storage, or a remote `hermes serve`.
+"""Where `hermes sessions …` reads and writes: the backend (hermes/backend.py), local or remote.
 
     with opened_sessions(settings, server=URL_or_None, key=KEY_or_None, key_file=PATH_or_None) as opened:
         record = opened.run(opened.sessions.get_session(session_id))
 
-`server` (the `--server` flag, else `server_url`) picks the server's sessions REST API
-(`hermes.remote.sessions.RemoteSessions`, with the bearer key `--key`, `--key-file`,
-HERMES_SERVER_KEY or `server_key` resolved by `hermes.cli._server_key`); otherwise the
-configured storage is opened and repaired (`opened_storage`). Both run on one
-`CommandLoop` for the command; the server's HTTP client is closed on it.
-`opened.files` undoes, redoes and diffs turns where their files are: on the server
-(`RemoteSessions`), or here (`LocalSessionFiles` under `settings.home`).
+`server` (the `--server` flag, else `server_url`) picks the server's sessions REST API,
+with the bearer key `--key`, `--key-file`, HERMES_SERVER_KEY or `server_key` resolved by
+`hermes.cli._server_key`; otherwise the configured storage is opened and repaired. Either
+way it is `open_backend`'s, entered and closed on one `CommandLoop` for the command, so a
+command can await, ask the user something, and await again on the same connections.
+`opened.files` undoes, redoes and diffs turns where their files are (the backend's files).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,13 +22,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from hermes.cli._server_key import KEY_FILE_OPTION, KEY_OPTION, server_key
-from hermes.cli._storage import CommandLoop, opened_storage
+from hermes.cli._storage import CommandLoop
 
 if TYPE_CHECKING:
-    from hermes.checkpoints.files import SessionFiles
+    from hermes.backend import Backend, ChatSessions, SessionFiles
     from hermes.config import Settings
-    from hermes.remote.sessions import RemoteSessions
-    from hermes.store.api import AsyncSessionStore, Storage
+    from hermes.store.api import Storage
 
 T = TypeVar("T")
 
@@ -41,12 +39,22 @@ __all__ = ["KEY_FILE_OPTION", "KEY_OPTION", "SERVER_OPTION", "OpenedSessions", "
 
 @dataclass(frozen=True, slots=True)
 class OpenedSessions:
-    sessions: AsyncSessionStore | RemoteSessions
+    backend: Backend
     loop: CommandLoop
-    storage: Storage | None
-    """The local storage (None for a server)."""
-    files: SessionFiles
-    """Undo, redo and diffs of `sessions`' turns (see the module docstring)."""
+
+    @property
+    def sessions(self) -> ChatSessions:
+        return self.backend.sessions
+
+    @property
+    def storage(self) -> Storage | None:
+        """The local storage (None for a server)."""
+        return self.backend.storage
+
+    @property
+    def files(self) -> SessionFiles:
+        """Undo, redo and diffs of `sessions`' turns (see the module docstring)."""
+        return self.backend.files
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(step)
@@ -56,44 +64,20 @@ class OpenedSessions:
 def opened_sessions(
     settings: Settings, *, server: str | None, key: str | None, key_file: Path | None = None
 ) -> Iterator[OpenedSessions]:
+    from hermes.backend import open_backend
+
     server = server or settings.server_url
-    if not server:
-        from hermes.checkpoints.files import LocalSessionFiles
-
-        with opened_storage(settings) as opened:
-            store = opened.storage.sessions
-            files = LocalSessionFiles(
-                store, settings.home, max_diff_bytes=settings.max_diff_bytes, guard=_restore_guard(settings)
-            )
-            yield OpenedSessions(store, opened.loop, opened.storage, files)
-        return
-    from hermes.remote.client import RemoteClient
-    from hermes.remote.sessions import RemoteSessions
-
-    bearer = server_key(settings.server_key, key=key, key_file=key_file)
+    bearer = server_key(settings.server_key, key=key, key_file=key_file) if server else None
     loop = CommandLoop()
     try:
-        client = RemoteClient(server, bearer)
+        opening = open_backend(settings, server, bearer)
+        backend = loop.run(opening.__aenter__())
         try:
-            sessions = RemoteSessions(client)
-            yield OpenedSessions(sessions, loop, None, sessions)
-        finally:
-            loop.run(client.aclose())
+            yield OpenedSessions(backend, loop)
+        except BaseException as exc:
+            if not loop.run(opening.__aexit__(type(exc), exc, exc.__traceback__)):
+                raise
+        else:
+            loop.run(opening.__aexit__(None, None, None))
     finally:
         loop.close()
-
-
-def _restore_guard(settings: Settings) -> Callable[[Path, Path], str | None]:
-    """The confinement's restore guard (hermes/agent/restore_guard.py), loaded on first use:
-    only undo and redo need it, and the engine is heavy to import for the other commands."""
-
-    loaded: list[Callable[[Path, Path], str | None]] = []
-
-    def guard(path: Path, worktree: Path) -> str | None:
-        if not loaded:
-            from hermes.agent.restore_guard import restore_guard
-
-            loaded.append(restore_guard(settings))
-        return loaded[0](path, worktree)
-
-    return guard

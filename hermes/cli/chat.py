@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
     from hermes.agent.mcp.status import McpServerStatus
     from hermes.agent.turn_handle import TurnHandle
+    from hermes.backend import Backend, ChatAgent
     from hermes.cli._status import StatusLine
-    from hermes.runtime import Runtime
-    from hermes.store.api import Storage
+    from hermes.config import Settings
 
 MAX_STDIN_BYTES = 5_000_000
 
@@ -65,7 +65,7 @@ def chat(
     from hermes.cli._server_key import server_key
 
     if continue_last and resume:
-        raise UsageError("use either --continue or --resume, not both")
+        raise UsageError("use either --continue or --resume, not both")  # before anything is opened
     settings = load_settings(model=model, yolo=yolo or None)
     server = server or settings.server_url
     if server and yolo:
@@ -91,25 +91,18 @@ def chat(
     import asyncio
 
     prompt = _compose_prompt(query, piped)
-    if server:
-        from hermes.cli._remote_chat import one_shot_remote
-
-        raise typer.Exit(
-            asyncio.run(
-                one_shot_remote(
-                    settings,
-                    prompt,
-                    server=server,
-                    key=key,
-                    model=model,
-                    as_json=as_json,
-                    continue_last=continue_last,
-                    resume=resume,
-                )
-            )
-        )
     code = asyncio.run(
-        _one_shot(settings, prompt, as_json=as_json, continue_last=continue_last, resume=resume, quiet=quiet)
+        _one_shot(
+            settings,
+            prompt,
+            server=server,
+            key=key,
+            model=model,
+            as_json=as_json,
+            continue_last=continue_last,
+            resume=resume,
+            quiet=quiet,
+        )
     )
     raise typer.Exit(code)
 
@@ -134,60 +127,47 @@ def _compose_prompt(query: str | None, piped: str | None) -> str:
 
 
 async def _one_shot(
-    settings: Any, prompt: str, *, as_json: bool, continue_last: bool, resume: str | None, quiet: bool = False
+    settings: Settings,
+    prompt: str,
+    *,
+    server: str | None = None,
+    key: str | None = None,
+    model: str | None = None,
+    as_json: bool,
+    continue_last: bool,
+    resume: str | None,
+    quiet: bool = False,
 ) -> int:
-    from hermes.agent.factory import choose_provider
+    """One turn on the backend (local, or the server at `server`), streamed to stdout."""
     from hermes.agent.progress import ProgressUpdate
-    from hermes.agent.sandbox import sandbox_notice
+    from hermes.backend import open_backend, resolve_session
     from hermes.cli._status import StatusLine, plain_interval
-    from hermes.runtime import open_runtime
 
-    choice = choose_provider(settings)
-    session_id: str | None = None
     status: StatusLine | None = None
-
-    async def prepare(storage: Storage) -> None:
-        # After the repair (before --continue picks a session), before the model is loaded.
-        nonlocal session_id, status
-        session_id = await _pick_session(storage, continue_last=continue_last, resume=resume)
-        for notice in (choice.notice, sandbox_notice(settings)):
-            if notice and not as_json:
-                sys.stderr.write(f"hermes: {for_terminal(notice)}\n")
-        # The status line covers preparing the model too (--quiet: nothing at all).
-        if not quiet:
-            status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
 
     def progress(update: ProgressUpdate) -> None:
         if status is not None:
             status.on_progress(update)
 
     try:
-        async with open_runtime(
-            settings, prepare=prepare, choice=choice, progress=None if quiet else progress, defer_mcp=True
-        ) as runtime:
-            return await _run_turn(settings, runtime, prompt, session_id, status, as_json=as_json)
+        async with open_backend(settings, server, key, model=model) as backend:
+            # After the repair (before --continue picks a session), before the model is loaded.
+            session_id = await resolve_session(backend.sessions, continue_last=continue_last, resume=resume)
+            for notice in backend.notices():
+                if not as_json:
+                    sys.stderr.write(f"hermes: {for_terminal(notice)}\n")
+            # The status line covers preparing the model too (--quiet: nothing at all).
+            if not quiet:
+                status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
+            agent = await backend.open_agent(progress=None if quiet else progress, defer_mcp=True)
+            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json)
     finally:
         if status is not None:
             status.close()
 
 
-async def _pick_session(storage: Storage, *, continue_last: bool, resume: str | None) -> str | None:
-    """--resume ID (must exist), -c the newest session (one must exist), else None."""
-    from hermes.errors import SessionNotFound
-
-    store = storage.sessions
-    if resume:
-        return (await store.get_session(resume)).id
-    if continue_last:
-        latest = await store.latest_session()
-        if latest is None:
-            raise SessionNotFound("(newest)")
-        return latest.id
-    return None
-
-
 async def _run_turn(
-    settings: Any, runtime: Runtime, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
+    backend: Backend, agent: ChatAgent, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
@@ -199,7 +179,7 @@ async def _run_turn(
     from hermes.cli._render import make_renderer
     from hermes.cli._turn_signals import TurnSignals
 
-    agent = runtime.agent
+    settings = backend.settings
 
     def quiet_output() -> AbstractContextManager[None]:
         return status.paused() if status is not None else nullcontext()
@@ -225,7 +205,7 @@ async def _run_turn(
 
     with TurnSignals() as signals:
         try:
-            await runtime.start_mcp(report_mcp)
+            await backend.start_mcp(report_mcp)
             handle = agent.start(request)
             signals.attach(handle)
             async for event in handle.events():

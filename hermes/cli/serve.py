@@ -156,7 +156,7 @@ def _prepare(settings: Settings, *, announce: bool) -> None:
     provider's notice is printed now (a worker leaves that to its parent).
     """
     from hermes.agent.factory import choose_provider, prepare_provider
-    from hermes.cli._progress import rich_progress
+    from hermes.progress_bar import rich_progress
 
     check_sandbox(settings)  # a worker's own probe: the parent's said yes, this one must too
     choice = choose_provider(settings)

@@ -1,9 +1,10 @@
 """`hermes sessions list|show|search|rename|delete|fork|export|stats` (and `undo|redo|diff`,
 from hermes/cli/sessions_undo.py).
 
-Every command opens the configured storage (`database_url`: the SQLite files in
-$HERMES_HOME by default, or a PostgreSQL database shared with `hermes serve`), does one
-thing through its session store (`AsyncSessionStore`) and prints, identically on both:
+Every command opens the backend (hermes/backend.py: the configured storage —
+`database_url`: the SQLite files in $HERMES_HOME by default, or a PostgreSQL database
+shared with `hermes serve` — or with `--server` a hermes serve), does one thing through
+its sessions and prints, identically on each:
 an aligned plain-text view for people, or with `--json` one JSON document on stdout for
 scripts. Errors are one line on stderr (`hermes: …`):
 
@@ -227,21 +228,7 @@ def list_(
     key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
-    from hermes.store.storage import open_session_store_at_once
-
     settings = load_settings()
-    store = None if server or settings.server_url else open_session_store_at_once(settings)
-    if store is not None:
-        # A local state.db: its synchronous face, no event loop (the same rules and repair).
-        with store:
-            store.repair_abandoned_turns()
-            _print_list(
-                store.list_sessions(limit=limit + 1, offset=offset, source=source),
-                lambda: store.count_sessions(source=source),
-                lambda ids: settings.prices.per_session(store.session_usage(ids), ids),
-                limit, offset, as_json,
-            )  # fmt: skip
-        return
     with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
         _print_list(

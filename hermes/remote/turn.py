@@ -1,9 +1,11 @@
 """One turn run by a remote `hermes serve`: its stream, its stop, its approvals, its resume.
 
-`RemoteTurn` has the consumer side of the engine's `TurnHandle` (`events()`, `stop()`,
-`aclose(grace)`, `result`), so a front end drives a remote turn as it drives a local one.
-Its task posts the turn to `POST /api/sessions/{id}/chat/stream?events=engine` and reads
-the engine's own events from the frames (`hermes.remote.client.TurnEvents`) into a queue.
+`RemoteTurn` is a `TurnHandle` whose producer is the server: the same consumer side
+(`events()`, `stop()`, `aclose(grace)`, `result`), the same bounded channel, the same
+`TurnCrashed`, so a front end drives a remote turn as it drives a local one. Its task
+posts the turn to `POST /api/sessions/{id}/chat/stream?events=engine` and emits each
+engine event read from the frames (`hermes.remote.client.TurnEvents`: one frame in, one
+engine event or None out).
 
 Invariants:
 - every frame carries its run's event seq; the reader keeps the last one, and a stream that
@@ -21,25 +23,26 @@ Invariants:
 - an `approval.request` frame is delivered as `ApprovalRequested`, then the request's
   `approve` callback is asked (no callback: deny) and its answer posted to
   `POST /v1/runs/{run_id}/approval`;
-- `aclose(grace)` leaves: the stream is closed (the run goes on, unless stopped: a stop
-  still on its way gets up to STOP_WAIT seconds to reach the server);
-- `events()` ends with exactly one `TurnCompleted`, or raises the `HermesError` that kept
-  the turn from starting (a wrong key, an unknown session, a server that took the request
-  but did not answer).
+- the one difference from a local turn: `aclose(grace)` leaves without stopping; the
+  stream is closed and the run goes on on the server (unless stopped: a stop still on its
+  way gets up to STOP_WAIT seconds to reach the server);
+- `events()` ends with exactly one `TurnCompleted`, or raises `TurnCrashed` whose `cause`
+  is the `HermesError` that kept the turn from starting (a wrong key, an unknown session, a
+  server that took the request but did not answer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from hermes import api_paths
 from hermes.agent.engine import title_from
-from hermes.agent.events import AgentEvent, ApprovalRequested, Status, TurnCompleted
+from hermes.agent.events import ApprovalRequested, Status, TurnCompleted
+from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
-from hermes.errors import HermesError, RemoteError, ServerUnreachable
+from hermes.errors import RemoteError, ServerUnreachable
 from hermes.remote.client import CONNECTION_ERRORS, ENGINE_EVENTS, RemoteClient, TurnEvents
 from hermes.remote.sessions import RemoteSessions, session_path
 
@@ -52,71 +55,40 @@ STOP_WAIT = 5.0
 SERVER_UNREACHABLE = "server_unreachable"
 RUN_GONE = "run_gone"
 
-_END = object()
 
-
-class RemoteTurn:
+class RemoteTurn(TurnHandle):
     """A turn on the server (see the module docstring). Build it with `RemoteAgent.start`."""
+
+    LEAVING_STOPS = False  # leaving closes the stream; the server's run goes on
 
     def __init__(self, client: RemoteClient, request: TurnRequest, *, model: str | None) -> None:
         self.client = client
         self.request = request
         self.model = model
-        self.result: TurnResult | None = None
         self.run_id: str | None = None
         self.session_id: str | None = request.session_id
-        self._stop_asked = False
         self._stop_posted = False
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._stop_task: asyncio.Task[None] | None = None
-        self._failure: BaseException | None = None
-        self.task = asyncio.create_task(self._run(), name="hermes-remote-turn")
+        super().__init__(lambda _handle: self._produce(), name="hermes-remote-turn")
 
-    # ---- the consumer's side ---------------------------------------------------------------
-
-    async def events(self) -> AsyncGenerator[AgentEvent, None]:
-        while True:
-            item = await self._queue.get()
-            if item is _END:
-                break
-            yield item
-        if self._failure is not None:
-            raise self._failure
-
-    def stop(self, *_: object) -> None:
-        self._stop_asked = True
-        self._post_stop()
-
-    async def aclose(self, grace: float = 0.0) -> None:
-        if not self.task.done():
-            await asyncio.wait({self.task}, timeout=grace) if grace > 0 else None
-        if not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-        for task in list(self._side_tasks):
-            task.cancel()
-        if self._side_tasks:
-            await asyncio.wait(self._side_tasks)
-        if self._stop_task is not None and not self._stop_task.done():
-            # Leaving must not lose the stop: the run would go on on the server.
-            await asyncio.wait({self._stop_task}, timeout=STOP_WAIT)
+    def _deliver_stop(self) -> None:
+        if not self.done:
+            self._post_stop()  # the server's run stops; its own `run.cancelled` ends the turn
 
     # ---- the producer ----------------------------------------------------------------------
 
-    async def _emit(self, event: AgentEvent) -> None:
-        if isinstance(event, TurnCompleted):
-            self.result = event.result
-        await self._queue.put(event)
-
-    async def _run(self) -> None:
+    async def _produce(self) -> None:
         try:
             await self._drive()
-        except HermesError as exc:
-            self._failure = exc
         finally:
-            self._queue.put_nowait(_END)
+            for task in list(self._side_tasks):
+                task.cancel()
+            if self._side_tasks:
+                await asyncio.wait(self._side_tasks)
+            if self._stop_task is not None and not self._stop_task.done():
+                # Leaving must not lose the stop: the run would go on on the server.
+                await asyncio.wait({self._stop_task}, timeout=STOP_WAIT)
 
     async def _drive(self) -> None:
         sessions = RemoteSessions(self.client)
@@ -154,7 +126,7 @@ class RemoteTurn:
                             self.run_id = reader.run_id
                             self._post_stop()
                         if event is not None:
-                            await self._emit(event)
+                            await self.emit(event)
                             if isinstance(event, ApprovalRequested):
                                 self._spawn(self._answer(event))
                         if reader.finished:
@@ -172,7 +144,7 @@ class RemoteTurn:
                                                   SERVER_UNREACHABLE))  # fmt: skip
                     return
                 if attempt == 1:
-                    await self._emit(Status("info", f"⚠ connection to {self.client.base_url} lost — reconnecting…"))
+                    await self.emit(Status("info", f"⚠ connection to {self.client.base_url} lost — reconnecting…"))
                 await asyncio.sleep(BACKOFF[min(attempt - 1, len(BACKOFF) - 1)])
                 if self.run_id is None:
                     continue  # no connection was made: post the turn again
@@ -202,7 +174,7 @@ class RemoteTurn:
             await self._end(reader.failed("the server ended the stream without a result"))
 
     async def _end(self, result: TurnResult) -> None:
-        await self._emit(TurnCompleted(result))
+        await self.emit(TurnCompleted(result))
 
     # ---- stop and approvals ----------------------------------------------------------------
 
@@ -212,7 +184,7 @@ class RemoteTurn:
         task.add_done_callback(self._side_tasks.discard)
 
     def _post_stop(self) -> None:
-        if not self._stop_asked or self._stop_posted or self.run_id is None:
+        if not self.stop_requested or self._stop_posted or self.run_id is None:
             return
         self._stop_posted = True
         self._stop_task = asyncio.get_running_loop().create_task(self._send_stop(self.run_id))

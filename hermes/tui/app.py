@@ -15,15 +15,15 @@ from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
 
+from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
-from hermes.tui.backend import ChatAgent, ChatSessions
 from hermes.tui.screens.chat import ChatScreen
 from hermes.tui.terminal_filter import ControlsFilter
 from hermes.tui.widgets.activity import SILENCE_AFTER
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
-    from hermes.checkpoints.files import SessionFiles
+    from hermes.backend import SessionFiles
 
 QUIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C quits."""

@@ -18,7 +18,7 @@ from hermes.tui.screens.confirm_overwrite import ConfirmOverwrite
 from hermes.tui.widgets.diff_view import DiffView
 
 if TYPE_CHECKING:
-    from hermes.checkpoints.files import SessionFiles
+    from hermes.backend import SessionFiles
     from hermes.tui.screens.chat import ChatScreen
 
 

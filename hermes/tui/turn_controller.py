@@ -1,7 +1,7 @@
 """The one place the chat TUI talks to the engine's turn: start it, render it, stop it, queue behind it.
 
 A turn runs in an exclusive worker (group "turn") owned by the chat screen; it starts the turn
-on the engine (`agent.start(...)`, a `TurnHandle`, or a `RemoteTurn` on a server) and hands each of its events to a
+(`agent.start(...)`: a `TurnHandle`, local or remote alike) and hands each of its events to a
 `TurnRenderer`. Esc (or Ctrl+C) calls the handle's `stop()`, and the engine winds the turn down
 and ends it with TurnCompleted("interrupted"). If the engine has not finished `INTERRUPT_GRACE`
 seconds after a stop, the UI marks the turn interrupted anyway, cancels the worker (which closes
@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING
 from textual.worker import Worker, WorkerState
 
 from hermes.agent.events import ContextCompacted, TurnCompleted, TurnStarted
-from hermes.agent.turn_handle import TurnCrashed
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.errors import HermesError
-from hermes.tui.backend import TurnStream
 from hermes.tui.renderer import TurnCallbacks, TurnRenderer, compacted_notice
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.user_message import UserMessage
@@ -46,7 +45,7 @@ class TurnController:
     def __init__(self, chat: ChatScreen) -> None:
         self.chat = chat
         self.turn_worker: Worker[None] | None = None
-        self.turn_handle: TurnStream | None = None
+        self.turn_handle: TurnHandle | None = None
         self.renderer: TurnRenderer | None = None
         self.last_result: TurnResult | None = None
         self.queued: list[str] = []
@@ -169,7 +168,7 @@ class TurnController:
             yolo=chat.settings.yolo,
             cwd=chat.cwd,
         )
-        handle: TurnStream | None = None
+        handle: TurnHandle | None = None
         try:
             if chat.mcp_worker is not None and not chat.mcp_worker.is_finished:
                 await chat.mcp_worker.wait()  # the first turn gets the MCP tools
@@ -189,7 +188,7 @@ class TurnController:
             renderer.interrupted()
             raise
         except Exception as exc:  # noqa: BLE001 - the UI's edge: show it, keep the app usable
-            cause = exc.cause if isinstance(exc, TurnCrashed) else exc
+            cause = exc.cause if isinstance(exc, TurnCrashed) else exc  # the turn's, or this code's own
             if isinstance(cause, HermesError):
                 renderer.failed(str(cause))
             else:

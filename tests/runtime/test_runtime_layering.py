@@ -1,9 +1,10 @@
-"""Layering of the engine and the runtime (checked statically, every import statement).
+"""Layering of the engine, the runtime and the backend (checked statically, every import statement).
 
 The engine (`hermes.agent`) imports no front end, no run service and not the runtime
 built on it; the runtime (`hermes.runtime`) imports no front end and no run service: the
-server, the CLI, the TUI and the ACP agent (`hermes.acp`) open it, never the other way
-round; the ACP agent imports no other front end.
+server opens it, and the CLI, the TUI and the ACP agent (`hermes.acp`) reach it only
+through the one backend (`hermes.backend`), which opens the runtime or a remote server
+(`hermes.remote`) and is imported by neither; the ACP agent imports no other front end.
 """
 
 from __future__ import annotations
@@ -33,3 +34,17 @@ def test_the_acp_front_end_imports_no_other_front_end() -> None:
     assert paths
     others = tuple(name for name in FRONT_ENDS if name != "hermes.acp")
     assert offending(paths, others) == {}
+
+
+def test_the_backend_imports_no_front_end_and_nothing_below_imports_it() -> None:
+    assert offending([PACKAGE / "backend.py"], FRONT_ENDS) == {}
+    below = [PACKAGE / "runtime.py", *sorted((PACKAGE / "remote").rglob("*.py"))]
+    below += sorted((PACKAGE / "agent").rglob("*.py"))
+    assert offending(below, ("hermes.backend",)) == {}
+
+
+def test_the_cli_tui_and_acp_open_local_or_remote_only_through_the_backend() -> None:
+    paths = sorted(p for name in ("cli", "tui", "acp") for p in (PACKAGE / name).rglob("*.py"))
+    assert offending(paths, ("hermes.runtime", "hermes.remote")) == {}
+    backend = imported_modules((PACKAGE / "backend.py").read_text(encoding="utf-8"), "hermes.backend")
+    assert {"hermes.runtime", "hermes.remote.agent", "hermes.remote.client", "hermes.remote.sessions"} <= backend

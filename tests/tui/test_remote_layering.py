@@ -1,9 +1,9 @@
 """Layering of the remote backend (checked statically, every import statement).
 
 `hermes.remote` imports the engine's types and the store's records only: no server, run
-service, runtime, storage backend or front end. The TUI's screens, widgets, controller and
-renderer import no backend of either kind (`hermes.tui.backend` is what they drive); only
-the launcher chooses one.
+service, runtime, storage backend, front end or the backend that opens it. The TUI's
+screens, widgets, controller and renderer import no backend of either kind (the protocols
+of `hermes.backend` are what they drive); only the launcher opens one.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from layering import PACKAGE, offending
 def test_remote_imports_no_server_run_service_runtime_or_storage_backend() -> None:
     paths = sorted((PACKAGE / "remote").rglob("*.py"))
     forbidden = ("hermes.server", "hermes.runs", "hermes.runtime", "hermes.tui", "hermes.cli",
-                 "hermes.store.sqlite", "hermes.store.postgres", "hermes.store.storage")  # fmt: skip
+                 "hermes.store.sqlite", "hermes.store.postgres", "hermes.store.storage", "hermes.backend")  # fmt: skip
     assert offending(paths, forbidden) == {}
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes.agent.factory import build_agent
+from hermes.backend import resolve_session
 from hermes.config import Settings
 from hermes.store.storage import open_storage
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 from hermes.tui.app import make_app
-from hermes.tui.launch import resolve_session
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.user_message import UserMessage

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hermes.backend import resolve_session
 from hermes.errors import SessionNotFound
 from hermes.testing.upstream import text_reply
-from hermes.tui.launch import resolve_session
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.screens.text_prompt import TextPrompt
 from hermes.tui.widgets.assistant_message import AssistantMessage

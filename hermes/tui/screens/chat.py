@@ -22,11 +22,11 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from hermes.agent.context import estimate_tokens, resume_history
+from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
-from hermes.tui.backend import ChatAgent, ChatSessions
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -43,7 +43,7 @@ from hermes.tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
-    from hermes.checkpoints.files import SessionFiles
+    from hermes.backend import SessionFiles
     from hermes.tui.app import HermesApp
 
 HISTORY_PAGE = 16

@@ -20,10 +20,10 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from hermes.backend import ChatSessions
 from hermes.checkpoints.shadow import prune_session
 from hermes.errors import HermesError
 from hermes.store.records import SessionRecord
-from hermes.tui.backend import ChatSessions
 from hermes.tui.screens.text_prompt import TextPrompt
 
 LIST_LIMIT = 200

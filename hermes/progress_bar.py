@@ -1,4 +1,4 @@
-"""The CLI's rendering of agent-layer progress: a transient rich bar on stderr.
+"""Agent-layer progress drawn on a terminal: a transient rich bar on stderr (the CLI, the TUI before it starts).
 
 Each step of a task (assembling, verifying, loading) restarts the bar under its own
 label, so the bar never sits full while the next step runs; a step without a measure
