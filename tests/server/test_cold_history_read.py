@@ -12,6 +12,7 @@ single step of the loop and no request can be answered inside it.
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from typing import Any
 
@@ -91,11 +92,13 @@ async def test_first_turn_of_a_long_session_leaves_the_loop_free(make_server: Ma
     read_start, read_end = spans[0]
     read = read_end - read_start
     inside = [end - start for start, end in probes if start >= read_start and end <= read_end]
-    # Requests were sent and answered while the read went on, each in a small part of it.
+    # Requests were sent and answered while the read went on, most in a small part of it
+    # (one may wait out a scheduling stall on a loaded machine; a read on the event loop
+    # answers none inside it).
     slowest = max(inside, default=0.0)
     print(f"read {read * 1000:.0f} ms; {len(inside)} requests answered inside it, slowest {slowest * 1000:.1f} ms")
     assert len(inside) >= 3, (len(inside), read, len(probes))
-    assert max(inside) < read / 2, (max(inside), read, inside)
+    assert statistics.median(inside) < read / 4, (statistics.median(inside), read, inside)
 
 
 async def test_a_large_read_equals_the_inline_one_and_uses_its_own_connection(make_server: MakeServer) -> None:
