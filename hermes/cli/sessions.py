@@ -228,7 +228,22 @@ def list_(
     key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
+    from hermes.store.storage import open_session_store_at_once
+
     settings = load_settings()
+    store = None if server or settings.server_url else open_session_store_at_once(settings)
+    if store is not None:
+        # A local state.db: its synchronous face, no event loop (the same rules and repair),
+        # so the command most often run from scripts starts fast (bench/bench_cli.py).
+        with store:
+            store.repair_abandoned_turns()
+            _print_list(
+                store.list_sessions(limit=limit + 1, offset=offset, source=source),
+                lambda: store.count_sessions(source=source),
+                lambda ids: settings.prices.per_session(store.session_usage(ids), ids),
+                limit, offset, as_json,
+            )  # fmt: skip
+        return
     with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
         _print_list(

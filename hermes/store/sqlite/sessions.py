@@ -27,7 +27,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
@@ -86,6 +85,8 @@ class SqliteSessions(Sessions):
         reader = self.sync.history_reader if large else None
         if reader is None:
             return await super().history_since(session_id, first_message_id)
+        import asyncio  # here: the synchronous face (`sessions list`) never loads asyncio
+
         return await asyncio.to_thread(reader.history_since, session_id, first_message_id)
 
 
