@@ -24,7 +24,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessOwner", "current_owner", "owner_gone"]
+__all__ = ["ProcessOwner", "current_owner", "owner_gone", "pid_exists"]
 
 _PROC = Path("/proc")
 
@@ -72,7 +72,8 @@ def current_owner() -> ProcessOwner:
     return _this_process(os.getpid())
 
 
-def _pid_exists(pid: int) -> bool:
+def pid_exists(pid: int) -> bool:
+    """Whether a process `pid` exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -91,7 +92,7 @@ def owner_gone(owner: ProcessOwner) -> bool:
     boot, _, ticks = owner.started.partition(":")
     if boot and _boot_id() and boot != _boot_id():
         return True
-    if not _pid_exists(owner.pid):
+    if not pid_exists(owner.pid):
         return True
     fields = _stat_fields(owner.pid)
     if fields is None:

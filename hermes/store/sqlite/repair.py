@@ -25,14 +25,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import StoreError
 from hermes.ids import new_item_id
-from hermes.store.owner import ProcessOwner, current_owner, owner_gone
+from hermes.store.owner import ProcessOwner, current_owner, owner_gone, pid_exists
 from hermes.store.records import MessageRecord, RepairedTurn
 from hermes.store.rules.responses import PendingResponse, Responses
 from hermes.store.rules.runs import Runs, UnsettledRun
@@ -107,18 +106,8 @@ def _owner_alive(run: UnsettledRun, alive: frozenset[int] | None) -> bool:
     if pid is None:
         return False
     if run.owner_host is None:  # written before identities were recorded
-        return _pid_alive(pid)
+        return pid_exists(pid)
     return not owner_gone(ProcessOwner(run.owner_host, pid, started or ""))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def repair_responses(
