@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,8 +46,9 @@ def _exchange(a: Path, b: Path) -> None:
 
 
 @pytest.fixture
-def flipping(tmp_path: Path) -> Iterator[tuple[Path, Path, list[int]]]:
-    """(workspace, outside, [flips]): `workspace/d` flips between a folder and a symlink to `outside`."""
+def flipping(tmp_path: Path) -> Iterator[tuple[Path, Path, list[int], Callable[[], None]]]:
+    """(workspace, outside, [flips], stop): `workspace/d` flips between a folder and a symlink
+    to `outside` until `stop()` (which waits for the flipping thread to end)."""
     work, outside = tmp_path / "work", tmp_path / "outside"
     (work / "d").mkdir(parents=True)
     outside.mkdir()
@@ -65,13 +66,17 @@ def flipping(tmp_path: Path) -> Iterator[tuple[Path, Path, list[int]]]:
             flips[0] += 1
 
     thread = threading.Thread(target=flip, daemon=True)
-    thread.start()
-    try:
-        yield work, outside, flips
-    finally:
+
+    def stop_flipping() -> None:
         stop.set()
         thread.join(timeout=10)
         assert not thread.is_alive()
+
+    thread.start()
+    try:
+        yield work, outside, flips, stop_flipping
+    finally:
+        stop_flipping()
 
 
 def _ctx(work: Path) -> ToolContext:
@@ -86,7 +91,7 @@ def _outcome(result: str) -> str:
 
 
 async def test_write_file_never_lands_outside_while_a_folder_flips(beneath_mode, flipping) -> None:
-    work, outside, flips = flipping
+    work, outside, flips, stop_flipping = flipping
     outcomes = {"written": 0, "refused": 0}
     errors: list[str] = []
     for n in range(ROUNDS):
@@ -101,12 +106,13 @@ async def test_write_file_never_lands_outside_while_a_folder_flips(beneath_mode,
     outcomes["error"] = len(errors)
     assert flips[0] > ROUNDS
     assert outcomes["written"] > 0 and sum(outcomes.values()) == ROUNDS
+    stop_flipping()  # the count below reads `d` or `swap`, so neither may move under it
     real = work / "d" if (work / "d").is_dir() and not (work / "d").is_symlink() else work / "swap"
     assert len([p for p in real.iterdir() if p.name.startswith("f")]) == outcomes["written"]
 
 
 async def test_patch_never_lands_outside_while_a_folder_flips(beneath_mode, flipping) -> None:
-    work, outside, flips = flipping
+    work, outside, flips, _ = flipping
     written = 0
     errors: list[str] = []
     for n in range(ROUNDS):

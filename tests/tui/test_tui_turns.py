@@ -99,9 +99,12 @@ async def test_escape_interrupts_and_the_engine_winds_down(make_tui, upstream, s
     app = make_tui()
     async with app.run_test(size=(100, 30)) as pilot:
         await type_and_send(pilot, "talk a lot")
+        # a generous wait: on a loaded CI machine the first words once took over 10 s to arrive;
+        # the stream (8 s of words once it starts) still runs long after they do
         await until(
             pilot,
             lambda: app.chat.query(AssistantMessage) and len(app.chat.transcript.query_one(AssistantMessage).text) > 20,
+            timeout=60,
         )
         await pilot.press("escape")
         await until(pilot, lambda: not app.chat.turns.turn_running)
