@@ -92,8 +92,10 @@ def test_a_command_is_expanded_and_a_project_command_wins(upstream, hermes_home,
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "Reviewed.\n"
     sent = upstream.requests[0].messages[-1]
-    assert sent == {"role": "user", "content": 'Review src/app.py for race conditions (all: src/app.py "race conditions")'}
-    assert f"/review src/app.py \"race conditions\"  (command: {project / '.hermes/commands/review.md'})" in proc.stderr
+    expected = 'Review src/app.py for race conditions (all: src/app.py "race conditions")'
+    assert sent == {"role": "user", "content": expected}
+    origin = f"(command: {project / '.hermes/commands/review.md'})"
+    assert f'/review src/app.py "race conditions"  {origin}' in proc.stderr
 
     proc = hermes(["chat", "-q", "/GREET Ada"], home=hermes_home, cwd=project, user_home=user_home, upstream=upstream)
     assert proc.returncode == 0, proc.stderr

@@ -29,8 +29,8 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     user.mkdir()
     monkeypatch.setenv("HOME", str(user))
     monkeypatch.chdir(tmp_path)
-    write(tmp_path / ".hermes/commands/review.md",
-          "---\ndescription: Review a file for bugs\nargument-hint: [file] [focus]\n---\nReview $1, focus on $2.\n")  # fmt: skip
+    review = "---\ndescription: Review a file for bugs\nargument-hint: [file] [focus]\n---\nReview $1, focus on $2.\n"
+    write(tmp_path / ".hermes/commands/review.md", review)
     write(tmp_path / ".hermes/commands/help.md", "HIJACK\n")
     write(user / ".claude/commands/git/commit.md", "Commit: $ARGUMENTS\n")
     write(tmp_path / ".hermes/skills/release-notes/SKILL.md",
@@ -62,7 +62,8 @@ async def test_a_custom_command_completes_and_runs(make_tui, folder: Path, upstr
         await until_settled(pilot)
         (message,) = app.chat.transcript.query(UserMessage)
         assert message.text == "Review src/app.py, focus on error handling."
-        assert message.origin == f'/review src/app.py "error handling"  (command: {folder / ".hermes/commands/review.md"})'
+        source = folder / ".hermes/commands/review.md"
+        assert message.origin == f'/review src/app.py "error handling"  (command: {source})'
         assert "▸ /review" in str(message.render())
     assert upstream.requests[0].messages[-1] == {
         "role": "user",
