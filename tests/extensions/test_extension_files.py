@@ -247,3 +247,23 @@ def test_resolve_prefers_a_command_and_never_a_reserved_name(
     assert notes is not None and notes.kind == "skill"
     assert '"name": "notes"' in notes.prompt and notes.prompt.endswith("on the API")
     assert resolve("/etc/hosts", commands, skills) is None and resolve("/nothing", commands, skills) is None
+
+
+def test_counts_are_capped(
+    project: Path, user_home: Path, hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hermes.extensions.commands as commands_module
+    import hermes.extensions.skills as skills_module
+
+    monkeypatch.setattr(commands_module, "MAX_COMMANDS", 3)
+    monkeypatch.setattr(skills_module, "MAX_SKILLS", 2)
+    for index in range(5):
+        write(project / f".hermes/commands/c{index}.md", f"command {index}\n")
+        write(project / f".hermes/skills/s{index}/SKILL.md", skill_md(f"s{index}", f"Skill {index}."))
+    write(hermes_home / "commands/late.md", "never read\n")
+    commands = load_commands(hermes_home, project)
+    assert [c.name for c in commands.commands] == ["c0", "c1", "c2"]
+    assert any("over 3 command files" in p.reason for p in commands.problems)
+    skills = load_skills(hermes_home, project)
+    assert [s.name for s in skills.skills] == ["s0", "s1"]
+    assert any("over 2 skills" in p.reason for p in skills.problems)
