@@ -119,10 +119,13 @@ def read_skill_file(skill: Skill, relative: str) -> str:
     return read_capped(skill.folder / pure, skill.folder, max_bytes=MAX_SKILL_BYTES)
 
 
-def skill_files(skill: Skill, limit: int = 50) -> list[str]:
-    """Relative paths of the other files in the skill's folder (for the tool's answer)."""
+def skill_files(skill: Skill, limit: int = 50, max_folders: int = 200) -> list[str]:
+    """Relative paths of the other files in the skill's folder (for the tool's answer): at most
+    `limit`, from at most `max_folders` folders (a user's skill may be a symlink to a big tree)."""
     found: list[str] = []
-    for root, folders, files in os.walk(skill.folder):
+    for visited, (root, folders, files) in enumerate(os.walk(skill.folder)):
+        if visited >= max_folders:
+            break
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
             if name.startswith("."):

@@ -144,6 +144,7 @@ def test_command_attacks_are_skipped_and_reported(
     write(folder / "broken.md", "---\ndescription: never closed\n")
     write(folder / "-dash.md", "bad name\n")
     write(folder / "empty.md", "---\ndescription: nothing\n---\n\n")
+    os.mkfifo(folder / "fifo.md")  # never opened for a blocking read
     write(folder / "inside.md", "fine\n")
     os.symlink(folder / "inside.md", folder / "alias.md")  # a symlink inside the folder is fine
     catalog = load_commands(hermes_home, project)
@@ -154,6 +155,7 @@ def test_command_attacks_are_skipped_and_reported(
     assert "never closed" in reasons["broken.md"]
     assert "name" in reasons["-dash.md"]
     assert "empty" in reasons["empty.md"]
+    assert "not a regular file" in reasons["fifo.md"]
     assert all("TOP SECRET" not in c.body for c in catalog.commands)
 
 
