@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from hermes.agent.types import ChatMessage, TurnRequest
     from hermes.checkpoints.undo import TurnChange, UndoOutcome
     from hermes.config import Settings
+    from hermes.extensions.skills import SkillCatalog
     from hermes.remote.client import RemoteClient
     from hermes.runtime import Runtime
     from hermes.store.api import Storage
@@ -77,6 +78,8 @@ class ChatAgent(Protocol):
 
     tools: ToolRegistry
     instructions: ProjectInstructions | None
+    skills: SkillCatalog | None
+    """The skills its system prompt lists (None: a remote agent's are the server's own)."""
 
     model: str
 

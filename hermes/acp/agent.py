@@ -29,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp import PROTOCOL_VERSION, RequestError
+from acp.helpers import update_available_commands
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -67,6 +69,7 @@ from acp.schema import (
 
 from hermes import __version__
 from hermes.acp.client_host import client_host
+from hermes.acp.commands import available_commands, expanded_prompt
 from hermes.acp.mcp import AnyMcpServer, server_configs
 from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
@@ -108,6 +111,8 @@ class HermesAcpAgent:
         self._capabilities: ClientCapabilities | None = None
         self._mcp: list[McpManager] = []
         self._mcp_names: set[str] = set()
+        self._announcements: set[asyncio.Task[None]] = set()
+        """available_commands_update sends in flight (kept so none is collected early)."""
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -163,6 +168,7 @@ class HermesAcpAgent:
         session = AcpSession(new_session_id(), _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session.id] = session
+        self._announce_commands(session.id, session.cwd)
         return NewSessionResponse(session_id=session.id)
 
     async def load_session(
@@ -179,6 +185,7 @@ class HermesAcpAgent:
         for update in history_updates(await self.store.history(session_id), session.cwd):
             await self.conn.session_update(session_id=session_id, update=update)
         self.sessions[session_id] = session
+        self._announce_commands(session_id, session.cwd)
         return LoadSessionResponse()
 
     async def resume_session(
@@ -194,6 +201,7 @@ class HermesAcpAgent:
         session = AcpSession(session_id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session_id] = session
+        self._announce_commands(session_id, session.cwd)
         return ResumeSessionResponse()
 
     async def fork_session(
@@ -209,7 +217,23 @@ class HermesAcpAgent:
         session = AcpSession(fork.id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[fork.id] = session
+        self._announce_commands(fork.id, session.cwd)
         return ForkSessionResponse(session_id=fork.id)
+
+    def _announce_commands(self, session_id: str, cwd: Path) -> None:
+        """Send the session's custom commands and skills (available_commands_update) once the
+        response that opens it has gone out; nothing when there are none."""
+        commands = available_commands(self.backend.settings.home, cwd, self.agent.skills)
+        if not commands:
+            return
+
+        async def send() -> None:
+            await asyncio.sleep(0)  # after the response that names the session
+            await self.conn.session_update(session_id=session_id, update=update_available_commands(commands))
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._announcements.add(task)
+        task.add_done_callback(self._announcements.discard)
 
     async def _stored(self, session_id: str) -> str:
         """The stored session `session_id` names (as `--resume` finds it), else resource_not_found."""
@@ -281,7 +305,7 @@ class HermesAcpAgent:
             raise RequestError.invalid_request({"message": "a prompt of this session is still running"})
         settings = self.backend.settings
         request = TurnRequest(
-            input=prompt_text(prompt),
+            input=expanded_prompt(prompt_text(prompt), settings.home, session.cwd, self.agent.skills),
             session_id=session_id,
             source=SOURCE,
             approve=approver(self.conn, session_id),

@@ -91,6 +91,7 @@ from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
 from hermes.errors import UsageError
+from hermes.extensions.skills import SkillCatalog
 from hermes.ids import new_session_id
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import IMPORTED, NewMessage, NewSession
@@ -139,6 +140,7 @@ class Agent:
         system_prompt: str | None = None,
         instructions: ProjectInstructions | None = None,
         checkpoints: CheckpointConfig | None = None,
+        skills: SkillCatalog | None = None,
     ) -> None:
         self.provider = provider
         self.store = store
@@ -148,6 +150,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.instructions = instructions
         """Project instructions (AGENTS.md) added to the prompt of every new session."""
+        self.skills = skills
+        """The skills listed in the prompt of every new session (their bodies come from the `skill` tool)."""
         self.checkpoints = checkpoints
         """File snapshots around turns that change files (None: none; hermes/checkpoints)."""
         self._caller = ModelCaller(provider)
@@ -386,7 +390,7 @@ class Agent:
 
     def new_session_prompt(self, cwd: str | None = None) -> str:
         """The system prompt a new session starts with (configured or default, plus instructions)."""
-        return build_system_prompt(self.system_prompt, cwd, self.instructions)
+        return build_system_prompt(self.system_prompt, cwd, self.instructions, skills=self.skills)
 
     async def _open_session(
         self, request: TurnRequest, model: str

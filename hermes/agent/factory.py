@@ -16,6 +16,7 @@ Slow one-time work (assembling the local model) is reported through a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from hermes.agent.engine import Agent, EngineOptions
@@ -24,9 +25,11 @@ from hermes.agent.progress import ProgressCallback, ProgressUpdate
 from hermes.agent.provider import Provider, provider_factory
 from hermes.agent.providers.json_actions import with_tool_protocol
 from hermes.agent.tools.base import ToolRegistry
+from hermes.agent.tools.skill import SKILL, make_skill_tool
 from hermes.checkpoints.turn import CheckpointConfig
 from hermes.config import Settings
 from hermes.errors import ConfigError
+from hermes.extensions.skills import SkillCatalog, load_skills
 from hermes.store.api import AsyncSessionStore
 
 if TYPE_CHECKING:
@@ -133,10 +136,13 @@ def build_agent(
     choice: ProviderChoice | None = None,
     instructions: ProjectInstructions | None = None,
     progress: ProgressCallback | None = None,
+    skills: SkillCatalog | None = None,
 ) -> Agent:
     """The Agent every front end uses: provider from settings unless given, core tools.
 
-    `instructions` default to the AGENTS.md files for the process's working directory.
+    `instructions` default to the AGENTS.md files for the process's working directory, and
+    `skills` to the skills found from there (hermes/extensions/skills.py); when there are
+    any, the `skill` tool joins the tools (unless the registry has one already).
     """
     options = EngineOptions.from_settings(settings)
     if provider is None:
@@ -155,6 +161,10 @@ def build_agent(
         from hermes.agent.tools.launch import ToolLauncher
 
         tools = default_registry(ToolLauncher.from_settings(settings))
+    if skills is None:
+        skills = load_skills(settings.home, Path.cwd())
+    if skills.skills and tools.get(SKILL) is None:
+        tools.register(make_skill_tool(skills))
     return Agent(
         provider,
         store=store,
@@ -163,6 +173,7 @@ def build_agent(
         options=options,
         system_prompt=settings.system_prompt,
         instructions=load_project_instructions(settings) if instructions is None else instructions,
+        skills=skills,
         checkpoints=CheckpointConfig(
             settings.home, settings.checkpoint_max_file_kb, settings.checkpoints,
             max_files=settings.checkpoint_max_files, timeout=settings.checkpoint_timeout,

@@ -1,7 +1,8 @@
 """The system prompt: short on purpose (small local models read it every turn).
 
 A new session's prompt is `build_system_prompt`: the configured prompt (or the built-in
-one with the facts a model needs), then the project instructions. It is stored with the
+one with the facts a model needs), then the project instructions, then the skills' names
+and descriptions (hermes/extensions/skills.py, sorted; never a body). It is stored with the
 session and reused byte for byte when the session continues, so the upstream's prompt
 cache holds even if AGENTS.md changes meanwhile.
 """
@@ -14,6 +15,7 @@ import os
 import platform
 
 from hermes.agent.instructions import ProjectInstructions
+from hermes.extensions.skills import SkillCatalog, prompt_section
 
 BASE_PROMPT = """You are hermes, an AI agent working in the user's terminal.
 Be direct and concise. Use the tools to inspect and change files and to run commands
@@ -53,9 +55,13 @@ def build_system_prompt(
     instructions: ProjectInstructions | None = None,
     *,
     now: _dt.datetime | None = None,
+    skills: SkillCatalog | None = None,
 ) -> str:
-    """The prompt of a new session: `configured` (else the default) plus the project instructions."""
-    base = configured or default_system_prompt(cwd, now=now)
-    if instructions is None or not instructions.text:
-        return base
-    return f"{base}\n\n{instructions.text}"
+    """The prompt of a new session: `configured` (else the default), the project instructions, the skills."""
+    parts = [configured or default_system_prompt(cwd, now=now)]
+    if instructions is not None and instructions.text:
+        parts.append(instructions.text)
+    listing = prompt_section(skills)
+    if listing:
+        parts.append(listing)
+    return "\n\n".join(parts)

@@ -176,6 +176,7 @@ async def _run_turn(
     from hermes.agent.turn_handle import TurnCrashed
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
+    from hermes.cli._custom_prompt import expand_slash_prompt
     from hermes.cli._render import make_renderer
     from hermes.cli._turn_signals import TurnSignals
 
@@ -187,6 +188,11 @@ async def _run_turn(
     if agent.instructions is not None and agent.instructions.notice and not as_json:
         with quiet_output():
             sys.stderr.write(f"hermes: {for_terminal(agent.instructions.notice)}\n")
+    slash = expand_slash_prompt(prompt, home=settings.home, cwd=Path.cwd(), skills=agent.skills)
+    if slash.note is not None and not as_json:
+        with quiet_output():
+            sys.stderr.write(f"hermes: {for_terminal(slash.note)}\n")
+    prompt = slash.prompt
     renderer = make_renderer(as_json)
     approve = None if settings.yolo else tty_approver()
     request = TurnRequest(

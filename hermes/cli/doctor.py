@@ -22,7 +22,9 @@ a warning that nothing here can), `endpoint` (the OpenAI-compatible endpoint ans
 /models within ENDPOINT_TIMEOUT seconds, and lists the configured model), `tools` (one tiny chat request
 with a trivial tool: does the model call tools natively, or write the call as JSON text so
 that `tool_protocol = json` is needed), then one `mcp NAME` check per configured MCP
-server (started and listed within its startup_timeout).
+server (started and listed within its startup_timeout), then `commands` and `skills` (the
+custom commands and skills found for this folder, each left out when there are none; a
+file that was skipped, and why, is a warning).
 A check that cannot run because an earlier one failed is left out. Credentials in URLs
 are masked in every detail.
 
@@ -126,7 +128,15 @@ def run_checks() -> list[Check]:
         if choice.kind == "local":
             checks.extend(_check_local_model(settings))
     checks.extend(_check_mcp(settings))
+    checks.extend(_check_extensions(settings))
     return checks
+
+
+def _check_extensions(settings: Settings) -> list[Check]:
+    """`commands` and `skills`: found for this folder; a skipped file is a warning."""
+    from hermes.cli._doctor_extensions import extension_checks
+
+    return [Check(name, status, detail) for name, status, detail in extension_checks(settings.home, Path.cwd())]
 
 
 def _check_mcp(settings: Settings) -> list[Check]:

@@ -16,6 +16,7 @@ from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.errors import RemoteUnsupported
+from hermes.extensions.skills import SkillCatalog
 from hermes.remote.client import RemoteClient
 from hermes.remote.turn import RemoteTurn
 
@@ -38,6 +39,8 @@ class RemoteAgent:
         """No local tools: the server's run."""
         self.instructions: ProjectInstructions | None = None
         """No local AGENTS.md: the server reads its own."""
+        self.skills: SkillCatalog | None = None
+        """No local skills: the server's agent lists those of the server's folder."""
 
     @property
     def model(self) -> str:

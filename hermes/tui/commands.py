@@ -9,7 +9,7 @@ A handler's `HermesError` is shown in the transcript; the app stays usable.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
@@ -19,7 +19,7 @@ from rich.text import Text
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
-from hermes.tui import file_commands
+from hermes.tui import extension_commands, file_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
@@ -185,11 +185,16 @@ def _help(chat: ChatScreen, arg: str) -> None:
     for command in COMMANDS:
         lines.append(f"  {command.usage:<22}", style="bold")
         lines.append(f"{command.help}\n")
+    lines.append_text(extension_commands.help_section(extension_commands.catalogs(chat), builtin_names(), 22))
     lines.append("Keys\n", style="bold")
     for keys, what in KEYS:
         lines.append(f"  {keys:<30}", style="bold")
         lines.append(f"{what}\n")
     _show(chat, lines)
+
+
+def _skills(chat: ChatScreen, arg: str) -> None:
+    _show(chat, extension_commands.skills_report(extension_commands.catalogs(chat), builtin_names()))
 
 
 def _quit(chat: ChatScreen, arg: str) -> None:
@@ -244,6 +249,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("context", "show the project instructions (AGENTS.md) in the system prompt", _context),
     Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),
     Command("mcp", "list MCP servers and their tools", _mcp),
+    Command("skills", "list the skills the model can load, with where each comes from", _skills),
     Command("compact", "summarise older messages now to free the context window", _compact),
     Command("undo", "restore files to before the last N turns and hide those turns", file_commands.undo, "[N]"),
     Command("redo", "bring back the turns (and files) of the last /undo", file_commands.redo),
@@ -270,20 +276,41 @@ def is_command(text: str) -> bool:
     return len(stripped) > 1 and stripped[0] == "/" and stripped[1].isalpha() and "/" not in stripped.split()[0][1:]
 
 
-def complete(prefix: str) -> list[Command]:
-    """Commands whose name or alias starts with `prefix` (without the slash)."""
+def builtin_names() -> frozenset[str]:
+    """Every built-in name and alias: a custom command or skill never takes one of them."""
+    return frozenset(name for command in COMMANDS for name in (command.name, *command.aliases))
+
+
+def custom_commands(chat: ChatScreen) -> tuple[Command, ...]:
+    """The chat folder's custom commands and the agent's skills, as commands (built-ins win)."""
+    reserved = builtin_names()
+
+    def runner(name: str) -> Handler:
+        return lambda chat, arg: extension_commands.invoke(chat, name, arg, reserved)
+
+    found = extension_commands.catalogs(chat)
+    return tuple(
+        Command(entry.name, entry.help, runner(entry.name), entry.args)
+        for entry in extension_commands.entries(found, reserved)
+    )
+
+
+def complete(prefix: str, extra: Sequence[Command] = ()) -> list[Command]:
+    """Commands (built-in, then `extra`) whose name or alias starts with `prefix` (without the slash)."""
     prefix = prefix.lower()
-    return [c for c in COMMANDS if c.name.startswith(prefix) or any(a.startswith(prefix) for a in c.aliases)]
+    return [
+        c for c in (*COMMANDS, *extra) if c.name.startswith(prefix) or any(a.startswith(prefix) for a in c.aliases)
+    ]
 
 
-def parse(text: str) -> ParsedCommand:
+def parse(text: str, extra: Sequence[Command] = ()) -> ParsedCommand:
     head, _, arg = text.strip()[1:].partition(" ")
     name = head.lower()
     arg = arg.strip()
-    for command in COMMANDS:
+    for command in (*COMMANDS, *extra):
         if name == command.name or name in command.aliases:
             return ParsedCommand(command, head, arg)
-    matches = complete(name)
+    matches = complete(name, extra)
     if len(matches) == 1:
         return ParsedCommand(matches[0], head, arg)
     return ParsedCommand(None, head, arg, tuple(matches))
@@ -291,7 +318,7 @@ def parse(text: str) -> ParsedCommand:
 
 async def run(chat: ChatScreen, text: str) -> None:
     """Run a slash command to its end (its notices are shown when this returns)."""
-    parsed = parse(text)
+    parsed = parse(text, custom_commands(chat))
     if parsed.command is None:
         if parsed.candidates:
             names = ", ".join(c.usage for c in parsed.candidates)

@@ -66,12 +66,17 @@ class TurnController:
 
     # -- the queue ------------------------------------------------------------------------
 
-    def submit(self, text: str) -> None:
-        """Send `text` now, or queue it behind the running turn (and any queued prompts)."""
+    def submit(self, text: str, *, origin: str | None = None) -> None:
+        """Send `text` now, or queue it behind the running turn (and any queued prompts).
+
+        `origin` names the custom command or skill the text was expanded from (shown above it).
+        """
         if self.busy or self.queued:
+            if origin is not None:
+                self.chat.say(f"queued: {origin}")
             self.queue_prompt(text)
             return
-        self.send(text)
+        self.send(text, origin=origin)
 
     def queue_prompt(self, text: str) -> None:
         """Keep `text` to send when the running turn ends (as Claude Code and Codex do)."""
@@ -125,10 +130,10 @@ class TurnController:
 
     # -- a turn ---------------------------------------------------------------------------
 
-    def send(self, text: str) -> Worker[None]:
+    def send(self, text: str, *, origin: str | None = None) -> Worker[None]:
         """Show the prompt and start a turn for it."""
         self._interrupted = False
-        renderer = self.begin_turn(text)
+        renderer = self.begin_turn(text, origin=origin)
         self.turn_handle = None
         self.turn_worker = self.chat.run_worker(
             self._run_turn(text, renderer),
@@ -139,10 +144,10 @@ class TurnController:
         )
         return self.turn_worker
 
-    def begin_turn(self, text: str) -> TurnRenderer:
+    def begin_turn(self, text: str, *, origin: str | None = None) -> TurnRenderer:
         """Show the prompt and return the renderer the turn's events go to."""
         chat = self.chat
-        chat.transcript.add(UserMessage(text))
+        chat.transcript.add(UserMessage(text, origin=origin))
         chat.transcript.scroll_end(animate=False)
         self.renderer = TurnRenderer(
             chat.transcript,

@@ -471,3 +471,35 @@ def test_the_speed_estimate_adds_reading_and_writing():
     speed = Speed(prompt_tokens=200, prompt_seconds=2.0, generated_tokens=30, generate_seconds=3.0, load_seconds=5.0)
     assert (speed.read_rate, speed.write_rate) == (100.0, 10.0)
     assert speed.typical_seconds() == 400 / 100 + 150 / 10
+
+
+def test_commands_and_skills_are_listed_and_a_bad_skill_is_a_warning(invoke, store, monkeypatch, tmp_path):
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / ".hermes/commands").mkdir(parents=True)
+    (project / ".hermes/commands/review.md").write_text("Review $1\n")
+    (project / ".hermes/commands/help.md").write_text("Mine\n")
+    for name, text in {
+        "good": "---\nname: good\ndescription: Works.\n---\nbody\n",
+        "plain": "no front matter\n",
+        "bad": "---\nname: ../../etc\ndescription: x\n---\n",
+    }.items():
+        (project / ".hermes/skills" / name).mkdir(parents=True)
+        (project / ".hermes/skills" / name / "SKILL.md").write_text(text)
+    monkeypatch.chdir(project)
+
+    result = invoke("doctor", "--json")
+
+    checks = {c["name"]: c for c in json.loads(result.stdout)}
+    assert checks["commands"]["status"] == "warning"
+    assert checks["commands"]["detail"].startswith("2 for this folder: /help, /review;")
+    assert "/help" in checks["commands"]["detail"] and "is ignored: a built-in command has that name" in (
+        checks["commands"]["detail"]
+    )
+    skills = checks["skills"]
+    assert skills["status"] == "warning" and skills["ok"] is True
+    assert skills["detail"].startswith("1 for this folder: good;")
+    assert "plain/SKILL.md: no front matter" in skills["detail"]
+    assert "bad name '../../etc'" in skills["detail"]

@@ -112,7 +112,7 @@ class ChatScreen(Screen[None]):
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        menu = CommandMenu(id="menu")
+        menu = CommandMenu(id="menu", extra=lambda: commands.custom_commands(self))
         yield StatusBar(id="status")
         transcript = Transcript(id="transcript")
         yield transcript

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -27,9 +29,11 @@ class CommandMenu(OptionList):
     """
     can_focus = False
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, extra: Callable[[], Sequence[Command]] | None = None) -> None:
         super().__init__(id=id)
         self._commands: list[Command] = []
+        self._extra = extra
+        """The custom commands and skills to offer after the built-ins (read when the menu opens)."""
 
     @property
     def is_open(self) -> bool:
@@ -41,7 +45,7 @@ class CommandMenu(OptionList):
         if not text.startswith("/") or " " in text or "\n" in text:
             self.hide()
             return
-        self._commands = complete(text[1:])
+        self._commands = complete(text[1:], self._extra() if self._extra is not None else ())
         if not self._commands:
             self.hide()
             return
