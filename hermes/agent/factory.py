@@ -153,8 +153,11 @@ def build_agent(
     if tools is None:
         from hermes.agent.tools import default_registry
         from hermes.agent.tools.launch import ToolLauncher
+        from hermes.agent.tools.web import web_tools
 
         tools = default_registry(ToolLauncher.from_settings(settings))
+        for tool in web_tools(settings):
+            tools.register(tool)
     return Agent(
         provider,
         store=store,
