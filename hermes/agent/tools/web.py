@@ -24,7 +24,6 @@ from hermes.agent.grants import Grant
 from hermes.agent.tools.args import check_object, optional_int, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.web.fetch import WebFetchError, WebPolicy, WebRefusal, fetch_page
-from hermes.agent.web.page import UnreadableContent, page_text
 from hermes.agent.web.search import WebSearchError, search
 from hermes.errors import ToolError
 from hermes.web_search_config import WebSearchConfig
@@ -83,6 +82,8 @@ def make_web_fetch_tool(policy: WebPolicy) -> Tool:
             return text if text.startswith("DENIED:") else f"BLOCKED by the web policy: {text}"
         except WebFetchError as exc:
             raise ToolError(str(exc)) from None
+        from hermes.agent.web.page import UnreadableContent, page_text  # BeautifulSoup: loaded on the first fetch
+
         try:
             readable = page_text(page.body, page.content_type, page.charset, page.url)
         except UnreadableContent as exc:
