@@ -170,7 +170,7 @@ class ScriptedAnthropic:
         }  # fmt: skip
 
     def _events(self, message_id: str, model: str, reply: AnthropicReply) -> Iterator[tuple[str, dict[str, Any]]]:
-        message = {
+        message: dict[str, Any] = {
             "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": {**reply.usage, "output_tokens": 1},
         }  # fmt: skip
