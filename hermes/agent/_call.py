@@ -371,6 +371,7 @@ class ModelCaller:
             if error is None or not falls_back(error) or position + 1 == len(models):
                 return
             yield Status("fallback", f"{model} failed ({error}); going on with {models[position + 1]}")
+            outcome.error = None
 
     def summarizer(self, model: str, policy: CallPolicy) -> Callable[[list[ChatMessage]], Awaitable[tuple[str, Usage]]]:
         """A summary call for compaction: one tool-less request; its text and usage (nothing is shown)."""

@@ -26,6 +26,8 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -90,6 +92,11 @@ class AnthropicProvider(Provider):
     def describe(self) -> str:
         return f"anthropic ({redact_url(self.base_url)})"
 
+    async def warm(self) -> None:
+        """Import the SDK (about a second of CPU) in a thread, so the loop never waits on it."""
+        if self._client is None:
+            await asyncio.to_thread(importlib.import_module, "anthropic")
+
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
             import anthropic
@@ -126,6 +133,7 @@ class AnthropicProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         reader = _StreamReader(self._thinking)
+        await self.warm()
         with self._errors():
             response = await self._sdk().messages.create(**self.params(request), stream=True)
             try:
@@ -136,6 +144,7 @@ class AnthropicProvider(Provider):
                 await response.close()
 
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
+        await self.warm()
         with self._errors():
             message = await self._sdk().messages.create(**self.params(request))
         events: list[ProviderEvent] = []
@@ -160,6 +169,7 @@ class AnthropicProvider(Provider):
 
     async def list_models(self) -> list[str]:
         """The model ids the API offers (GET /v1/models)."""
+        await self.warm()
         with self._errors():
             page = await self._sdk().models.list(limit=100)
             return [model.id for model in page.data]
@@ -171,7 +181,7 @@ class AnthropicProvider(Provider):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        import anthropic
+        import anthropic  # imported by `warm` before any request
 
         try:
             yield

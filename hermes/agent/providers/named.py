@@ -160,6 +160,9 @@ class ProviderRouter(Provider):
             lister = getattr(provider, "list_models", None)
             if lister is None:
                 return ModelListing(name, (), "it cannot list its models; name them in its models list")
+            warm = getattr(provider, "warm", None)
+            if warm is not None:
+                await warm()  # loading an SDK is not the endpoint's silence
             async with asyncio.timeout(LIST_TIMEOUT):
                 found = await lister()
         except (ProviderError, TimeoutError) as exc:
