@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from hermes.agent.instructions import ProjectInstructions
     from hermes.agent.mcp import McpManager
     from hermes.agent.mcp.status import McpServerStatus
+    from hermes.agent.model_choices import ModelListing
     from hermes.agent.progress import ProgressCallback
     from hermes.agent.tools.base import ToolRegistry
     from hermes.agent.turn_handle import TurnHandle
@@ -88,6 +89,8 @@ class ChatAgent(Protocol):
     def start(self, request: TurnRequest) -> TurnHandle: ...
 
     async def compact(self, session_id: str, *, model: str | None = None) -> ContextCompacted | None: ...
+
+    async def list_models(self) -> list[ModelListing]: ...
 
 
 class ChatSessions(Protocol):

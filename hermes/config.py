@@ -5,9 +5,10 @@ factories in tests) and the resulting object is passed down; nothing reads the
 environment at import time, and no module caches `HERMES_HOME`.
 
 Keys in `$HERMES_HOME/config.toml` are the field names below (flat, e.g.
-`model = "gpt-4o-mini"`, `server_port = 8642`), plus three tables: `[mcp_servers.NAME]`
+`model = "gpt-4o-mini"`, `server_port = 8642`), plus five tables: `[mcp_servers.NAME]`
 (hermes/mcp_config.py), `[tool_limits]` (hermes/limits_config.py, whose keys the
-environment overrides one by one) and `[prices."MODEL"]` (hermes/pricing.py).
+environment overrides one by one), `[prices."MODEL"]` (hermes/pricing.py),
+`[providers.NAME]` (hermes/providers_config.py) and `[web_search]` (hermes/web_search_config.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ from hermes.mcp_config import TABLE as MCP_TABLE
 from hermes.mcp_config import McpServerConfig, parse_servers
 from hermes.pricing import TABLE as PRICES_TABLE
 from hermes.pricing import PriceTable, parse_prices
+from hermes.providers_config import TABLE as PROVIDERS_TABLE
+from hermes.providers_config import ProviderConfig, parse_providers
 from hermes.redact import redact_text
+from hermes.web_search_config import TABLE as WEB_SEARCH_TABLE
+from hermes.web_search_config import WebSearchConfig, parse_web_search
 
 CONFIG_FILE = "config.toml"
 
@@ -123,6 +128,19 @@ OPTIONS: dict[str, Option] = {
     "server_first_byte_timeout": Option(
         ("API_SERVER_FIRST_BYTE_TIMEOUT",), "seconds a new connection may stay silent before it is closed"
     ),
+    "fallback": Option(
+        ("HERMES_FALLBACK",),
+        "models (NAME/MODEL, comma-separated) a turn goes on with when its model fails with a server error",
+    ),
+    "web_allow": Option(
+        ("HERMES_WEB_ALLOW",),
+        "domains web_fetch reads without asking (comma-separated; example.com covers its subdomains; * any)",
+    ),
+    "web_allow_private": Option(
+        ("HERMES_WEB_ALLOW_PRIVATE",), "let web_fetch reach private, loopback and link-local addresses"
+    ),
+    "web_fetch_max_kb": Option(("HERMES_WEB_FETCH_MAX_KB",), "KB of a page web_fetch reads at most"),
+    "web_fetch_timeout": Option(("HERMES_WEB_FETCH_TIMEOUT",), "seconds a web_fetch or web_search may take"),
 }
 
 
@@ -211,6 +229,18 @@ class Settings:
     """The `[tool_limits]` table of config.toml, each key overridden by its environment variable."""
     prices: PriceTable = field(default_factory=PriceTable)
     """The built-in model prices overlaid with config.toml's `[prices."MODEL"]` tables."""
+    providers: tuple[ProviderConfig, ...] = ()
+    """The `[providers.NAME]` tables of config.toml (hermes/providers_config.py)."""
+    fallback: tuple[str, ...] = ()
+    """Models a turn goes on with, in order, when its model fails after its retries with a
+    server error, a timeout or a refused connection."""
+    web_allow: tuple[str, ...] = ()
+    """Domains `web_fetch` reads without asking; any other domain asks (refused with nobody to ask)."""
+    web_allow_private: bool = False
+    web_fetch_max_kb: int = 200
+    web_fetch_timeout: float = 30.0
+    web_search: WebSearchConfig | None = None
+    """The `[web_search]` table; None: no `web_search` tool."""
 
     # ---- resolution -------------------------------------------------------------
 
@@ -278,6 +308,14 @@ class Settings:
             out.append((name, shown))
         out += [(f"{LIMITS_TABLE}.{key}", str(value)) for key, value in self.tool_limits.items()]
         out += [(f'{PRICES_TABLE}."{model}"', price.describe()) for model, price in self.prices.configured.items()]
+        for provider in self.providers:
+            where = provider.base_url or "(its own)"
+            shown = f"kind={provider.kind} base_url={where} key from {provider.api_key_env or '-'}"
+            out.append((f"{PROVIDERS_TABLE}.{provider.name}", shown))
+        if self.web_search is not None:
+            search = self.web_search
+            out += [(f"{WEB_SEARCH_TABLE}.backend", search.backend), (f"{WEB_SEARCH_TABLE}.url", search.url or "")]
+            out += [(f"{WEB_SEARCH_TABLE}.api_key_env", search.api_key_env or "")]
         return out
 
     def replace(self, **changes: Any) -> Settings:
@@ -289,11 +327,11 @@ class Settings:
 _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
-_POSITIVE = frozenset({"context_window", "max_diff_bytes"})
+_POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
-_POSITIVE_FLOATS = frozenset({"instance_lease_ttl"})
+_POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout"})
 """Float settings that must be above zero."""
 _NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout"})
 """Number settings that must not be below zero (0: no cap)."""
@@ -311,10 +349,14 @@ def coerce(name: str, value: Any) -> Any:
     kind = _field_types().get(name)
     if kind is None:
         raise ConfigError(f"unknown setting {name!r}")
-    if name == "mcp_servers":
+    if name in ("mcp_servers", PROVIDERS_TABLE):
         return tuple(value)  # parsed and checked by read_config_file
     if name == PRICES_TABLE:
         return value if isinstance(value, PriceTable) else PriceTable(value)  # checked by read_config_file
+    if name == WEB_SEARCH_TABLE:
+        if value is not None and not isinstance(value, WebSearchConfig):
+            raise ConfigError(f"{name} takes a WebSearchConfig, not {value!r}")
+        return value
     if name == LIMITS_TABLE:
         if not isinstance(value, ToolLimits):
             raise ConfigError(f"{name} takes a ToolLimits, not {value!r}")
@@ -405,7 +447,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(OPTIONS) - {"home", MCP_TABLE, LIMITS_TABLE, PRICES_TABLE})
+    tables = {"home", MCP_TABLE, LIMITS_TABLE, PRICES_TABLE, PROVIDERS_TABLE, WEB_SEARCH_TABLE}
+    unknown = sorted(set(data) - set(OPTIONS) - tables)
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     data.pop("home", None)
@@ -415,6 +458,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
         data[LIMITS_TABLE] = parse_table(data[LIMITS_TABLE], str(path))
     if PRICES_TABLE in data:
         data[PRICES_TABLE] = PriceTable(parse_prices(data[PRICES_TABLE], str(path)))
+    if PROVIDERS_TABLE in data:
+        data[PROVIDERS_TABLE] = parse_providers(data[PROVIDERS_TABLE], str(path))
+    if WEB_SEARCH_TABLE in data:
+        data[WEB_SEARCH_TABLE] = parse_web_search(data[WEB_SEARCH_TABLE], str(path))
     return data
 
 

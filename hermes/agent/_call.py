@@ -18,7 +18,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hermes.agent.events import (
@@ -43,7 +43,13 @@ from hermes.agent.provider import (
     UsageChunk,
 )
 from hermes.agent.types import ChatMessage, Usage
-from hermes.errors import ProviderAuthError, ProviderError, ProviderTimeout, StreamingUnsupported
+from hermes.errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+    StreamingUnsupported,
+)
 
 
 @dataclass(slots=True)
@@ -303,6 +309,13 @@ class _Watchdog:
         self._handle.cancel()
 
 
+def falls_back(error: ProviderError) -> bool:
+    """A failure another model may not share: a server error, a timeout, no connection."""
+    if isinstance(error, (ProviderTimeout, ProviderConnectionError)):
+        return True
+    return error.status is not None and error.status >= 500
+
+
 def _backoff(policy: CallPolicy, attempt: int, error: ProviderError) -> float:
     if error.retry_after is not None:
         return min(float(error.retry_after), policy.retry_max_delay)
@@ -316,16 +329,26 @@ class ModelCaller:
 
     Shared by the turns of one agent and by its summaries (compaction), so one refusal to
     stream switches every later call to plain requests.
+
+    `fallbacks` are models tried in order when a call failed after its retries with a
+    server error, a timeout or a refused connection (`falls_back`), before anything of it
+    was shown; each switch is announced by a `Status("fallback", …)`.
     """
 
-    __slots__ = ("provider", "streaming")
+    __slots__ = ("fallbacks", "provider", "streaming")
 
-    def __init__(self, provider: Provider) -> None:
+    def __init__(self, provider: Provider, fallbacks: tuple[str, ...] = ()) -> None:
         self.provider = provider
         self.streaming = provider.supports_streaming
+        self.fallbacks = fallbacks
 
     def call(self, request: ModelRequest, policy: CallPolicy, outcome: CallOutcome) -> AsyncGenerator[AgentEvent, None]:
-        """`model_call` with this provider (see there)."""
+        """`model_call` with this provider (see there), going on with the fallbacks."""
+        if not self.fallbacks:
+            return self._one(request, policy, outcome)
+        return self._with_fallbacks(request, policy, outcome)
+
+    def _one(self, request: ModelRequest, policy: CallPolicy, outcome: CallOutcome) -> AsyncGenerator[AgentEvent, None]:
         return model_call(
             self.provider,
             request,
@@ -334,6 +357,21 @@ class ModelCaller:
             streaming=self.streaming,
             on_streaming_unsupported=self._no_streaming,
         )
+
+    async def _with_fallbacks(
+        self, request: ModelRequest, policy: CallPolicy, outcome: CallOutcome
+    ) -> AsyncGenerator[AgentEvent, None]:
+        models = [request.model, *(m for m in self.fallbacks if m != request.model)]
+        for position, model in enumerate(models):
+            attempt = request if model == request.model else replace(request, model=model)
+            async with aclosing(self._one(attempt, policy, outcome)) as events:
+                async for event in events:
+                    yield event
+            error = outcome.error
+            if error is None or not falls_back(error) or position + 1 == len(models):
+                return
+            yield Status("fallback", f"{model} failed ({error}); going on with {models[position + 1]}")
+            outcome.error = None
 
     def summarizer(self, model: str, policy: CallPolicy) -> Callable[[list[ChatMessage]], Awaitable[tuple[str, Usage]]]:
         """A summary call for compaction: one tool-less request; its text and usage (nothing is shown)."""

@@ -84,6 +84,7 @@ from hermes.agent.context import (
 from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
 from hermes.agent.history import SessionHistories
 from hermes.agent.instructions import ProjectInstructions
+from hermes.agent.model_choices import ModelListing, model_listings
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
@@ -113,6 +114,8 @@ class EngineOptions:
     """Tokens; None: what the provider reports, else the known window of the model, else 128k."""
     compact_at: float = 0.8
     """Compact a request estimated above compact_at × context_window (see hermes/agent/context.py)."""
+    fallback: tuple[str, ...] = ()
+    """Models a model call goes on with when it fails with a server error (hermes/agent/_call.py)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> EngineOptions:
@@ -123,6 +126,7 @@ class EngineOptions:
             tool_output_limit=settings.tool_output_limit,
             context_window=settings.context_window,
             compact_at=settings.compact_at,
+            fallback=tuple(settings.fallback),
         )
 
 
@@ -154,7 +158,7 @@ class Agent:
         """The skills listed in the prompt of every new session (their bodies come from the `skill` tool)."""
         self.checkpoints = checkpoints
         """File snapshots around turns that change files (None: none; hermes/checkpoints)."""
-        self._caller = ModelCaller(provider)
+        self._caller = ModelCaller(provider, self.options.fallback)
         self.histories = SessionHistories(store) if store is not None else None
         """The model-ready history of each stored session, kept between turns (hermes/agent/history.py)."""
         self._session_approvals: dict[str, set[str]] = {}
@@ -163,6 +167,10 @@ class Agent:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+    async def list_models(self) -> list[ModelListing]:
+        """The models a person may switch to, by provider (hermes/agent/model_choices.py)."""
+        return await model_listings(self.provider, self.model)
 
     # ---- the turn --------------------------------------------------------------------
 

@@ -144,7 +144,14 @@ class ContextCompacted:
 
 
 StatusKind = Literal[
-    "waiting", "streaming_disabled", "max_iterations", "repeated_tool_call", "info", "checkpoint", "files_changed"
+    "waiting",
+    "streaming_disabled",
+    "max_iterations",
+    "repeated_tool_call",
+    "info",
+    "checkpoint",
+    "files_changed",
+    "fallback",
 ]
 
 

@@ -8,6 +8,9 @@
     auto    openai when `base_url` is set, else local when the extra is installed,
             else a ConfigError that says exactly what to set
 Other names are looked up in the provider registry (tests register scripted ones).
+A model written `NAME/MODEL` for a `[providers.NAME]` table (hermes/providers_config.py)
+picks that table's provider; whenever tables exist the agent's provider is a router over
+them and the default endpoint (hermes/agent/providers/named.py).
 
 Slow one-time work (assembling the local model) is reported through a
 `ProgressCallback`; this layer draws nothing.
@@ -30,6 +33,7 @@ from hermes.checkpoints.turn import CheckpointConfig
 from hermes.config import Settings
 from hermes.errors import ConfigError
 from hermes.extensions.skills import SkillCatalog, load_skills
+from hermes.providers_config import split_model
 from hermes.store.api import AsyncSessionStore
 
 if TYPE_CHECKING:
@@ -47,14 +51,14 @@ LOCAL_FALLBACK_NOTICE = (
 )
 LOCAL_PROGRESS_TASK = "Preparing local model"
 
-ProviderKind = Literal["openai", "local", "registered"]
+ProviderKind = Literal["openai", "local", "registered", "named"]
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderChoice:
     kind: ProviderKind
     name: str
-    """openai, local, or the registered provider's name."""
+    """openai, local, the registered provider's name, or a `[providers.NAME]` table's name."""
     model: str
     reason: str
     """Why this provider was chosen, in one line (for `hermes doctor`)."""
@@ -63,7 +67,16 @@ class ProviderChoice:
 
 
 def choose_provider(settings: Settings) -> ProviderChoice:
-    """Decide which provider the settings select, without starting anything."""
+    """Decide which provider the settings select, without starting anything.
+
+    A model written `NAME/MODEL` for a `[providers.NAME]` table picks that provider; with
+    tables but no model and no endpoint, the first table that names a model is used.
+    """
+    named = _named_choice(settings)
+    if named is not None:
+        return named
+    if settings.model and settings.model.startswith("default/"):
+        settings = settings.replace(model=settings.model.removeprefix("default/"))
     wanted = settings.provider
     if wanted == "auto":
         if settings.base_url:
@@ -92,6 +105,22 @@ def choose_provider(settings: Settings) -> ProviderChoice:
     return ProviderChoice("registered", wanted, settings.model or wanted, f"provider = {wanted}")
 
 
+def _named_choice(settings: Settings) -> ProviderChoice | None:
+    names = {config.name for config in settings.providers}
+    if settings.model:
+        head, _ = split_model(settings.model, names)
+        if head is not None:
+            return ProviderChoice("named", head, settings.model, f"the model names the provider {head}")
+        return None
+    if settings.base_url or settings.provider != "auto":
+        return None
+    for config in settings.providers:
+        if config.first_model:
+            model = f"{config.name}/{config.first_model}"
+            return ProviderChoice("named", config.name, model, f"no model set: the first of [providers] ({model})")
+    return None
+
+
 def prepare_provider(settings: Settings, choice: ProviderChoice, progress: ProgressCallback | None = None) -> None:
     """Do the chosen provider's slow one-time work now (assembling the local model), with progress.
 
@@ -106,7 +135,22 @@ def prepare_provider(settings: Settings, choice: ProviderChoice, progress: Progr
 def build_provider(
     settings: Settings, choice: ProviderChoice | None = None, *, progress: ProgressCallback | None = None
 ) -> Provider:
+    """The chosen provider; with `[providers]` tables, a router over them and the default
+    endpoint (hermes/agent/providers/named.py), so any turn may name any of them."""
     choice = choice or choose_provider(settings)
+    if not settings.providers:
+        return _build_one(settings, choice, progress)
+    from hermes.agent.providers.named import ProviderRouter
+
+    default: Provider | None = None
+    if choice.kind != "named":
+        default = _build_one(settings, choice, progress)
+    elif settings.base_url:
+        default = _build_one(settings, ProviderChoice("openai", "openai", "", "base_url is set"), progress)
+    return ProviderRouter(default, settings.providers, settings)
+
+
+def _build_one(settings: Settings, choice: ProviderChoice, progress: ProgressCallback | None) -> Provider:
     if choice.kind == "openai":
         from hermes.agent.providers.openai_compat import OpenAICompatProvider
 
@@ -159,8 +203,11 @@ def build_agent(
     if tools is None:
         from hermes.agent.tools import default_registry
         from hermes.agent.tools.launch import ToolLauncher
+        from hermes.agent.tools.web import web_tools
 
         tools = default_registry(ToolLauncher.from_settings(settings))
+        for tool in web_tools(settings):
+            tools.register(tool)
     if skills is None:
         skills = load_skills(settings.home, Path.cwd())
     if skills.skills and tools.get(SKILL) is None:

@@ -51,6 +51,7 @@ from hermes.redact import redact_text
 if TYPE_CHECKING:
     from hermes.agent.factory import ProviderChoice
     from hermes.agent.mcp import McpServerStatus
+    from hermes.agent.providers.named import ModelListing
     from hermes.agent.providers.tool_probe import ToolProbe
     from hermes.config import Settings
 
@@ -127,6 +128,7 @@ def run_checks() -> list[Check]:
             checks.append(_check_tools(settings, choice))
         if choice.kind == "local":
             checks.extend(_check_local_model(settings))
+    checks.extend(_check_named_providers(settings))
     checks.extend(_check_mcp(settings))
     checks.extend(_check_extensions(settings))
     return checks
@@ -137,6 +139,35 @@ def _check_extensions(settings: Settings) -> list[Check]:
     from hermes.cli._doctor_extensions import extension_checks
 
     return [Check(name, status, detail) for name, status, detail in extension_checks(settings.home, Path.cwd())]
+
+
+def _check_named_providers(settings: Settings) -> list[Check]:
+    """One check per `[providers.NAME]` table: its key variable, and its model list."""
+    import asyncio
+
+    from hermes.agent.providers.named import ProviderRouter
+
+    if not settings.providers:
+        return []
+
+    async def listings() -> list[ModelListing]:
+        router = ProviderRouter(None, settings.providers, settings)
+        try:
+            return await router.listings()
+        finally:
+            await router.aclose()
+
+    checks = []
+    for config, listing in zip(settings.providers, asyncio.run(listings()), strict=True):
+        name = f"provider {config.name}"
+        where = config.base_url or "its public endpoint"
+        if listing.error:
+            checks.append(Check(name, "failed", f"{config.kind} at {where}: {listing.error}"))
+            continue
+        shown = ", ".join(listing.models[:4]) + (", …" if len(listing.models) > 4 else "")
+        source = "its models list" if config.models else "listed by the endpoint"
+        checks.append(Check(name, "ok", f"{config.kind} at {where}: {len(listing.models)} models ({source}): {shown}"))
+    return checks
 
 
 def _check_mcp(settings: Settings) -> list[Check]:
@@ -337,7 +368,7 @@ def _check_endpoint(settings: Settings, choice: ProviderChoice) -> Check:
     from hermes.errors import HermesError
 
     async def models() -> list[str]:
-        provider = build_provider(settings, choice)
+        provider = build_provider(settings.replace(providers=()), choice)  # the default endpoint alone
         list_models = getattr(provider, "list_models")  # noqa: B009 - Provider protocol lacks list_models; keeps mypy happy
         try:
             return list(await asyncio.wait_for(list_models(), ENDPOINT_TIMEOUT))
@@ -401,7 +432,7 @@ def _check_tools(settings: Settings, choice: ProviderChoice) -> Check:
         return Check("tools", "failed", f"unknown tool_protocol {settings.tool_protocol!r}: use native or json")
 
     async def probe() -> ToolProbe:
-        provider = build_provider(settings, choice)
+        provider = build_provider(settings.replace(providers=()), choice)
         try:
             return await probe_tool_calls(provider, choice.model, timeout=TOOL_PROBE_TIMEOUT)
         finally:

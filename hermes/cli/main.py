@@ -100,6 +100,7 @@ COMMANDS = {
     "sessions": "sessions",
     "config": "config_cmd",
     "mcp": "mcp_cmd",
+    "models": "models_cmd",
     "db": "db_cmd",
 }
 """Every top-level command and command group (in the order `hermes --help` lists them)

@@ -10,9 +10,11 @@ reads its own), local tools and MCP servers (the server's run).
 
 from __future__ import annotations
 
+from hermes import api_paths
 from hermes.agent.context import known_context_window
 from hermes.agent.events import ContextCompacted
 from hermes.agent.instructions import ProjectInstructions
+from hermes.agent.model_choices import ModelListing
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.errors import RemoteUnsupported
@@ -59,6 +61,19 @@ class RemoteAgent:
 
     def start(self, request: TurnRequest) -> RemoteTurn:
         return RemoteTurn(self.client, request, model=self._model)
+
+    async def list_models(self) -> list[ModelListing]:
+        """The server's providers' models (its `/v1/models?choices=1`), for the model picker."""
+        answer = await self.client.request("GET", api_paths.MODELS, params={"choices": "1"})
+        listings: list[ModelListing] = []
+        for entry in answer.get("data") or []:
+            behind = entry.get("hermes") if isinstance(entry, dict) else None
+            for choice in (behind or {}).get("choices") or []:
+                if isinstance(choice, dict) and isinstance(choice.get("provider"), str):
+                    models = tuple(m for m in choice.get("models") or [] if isinstance(m, str))
+                    error = choice.get("error") if isinstance(choice.get("error"), str) else None
+                    listings.append(ModelListing(choice["provider"], models, error))
+        return listings
 
     async def compact(self, session_id: str, *, model: str | None = None) -> ContextCompacted | None:
         raise RemoteUnsupported("/compact is not offered over HTTP: the server compacts on its own when needed")

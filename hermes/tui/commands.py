@@ -88,8 +88,37 @@ async def _title(chat: ChatScreen, arg: str) -> None:
 
 async def _model(chat: ChatScreen, arg: str) -> None:
     if not arg:
-        chat.say(f"model: {chat.agent.model}", "info")
+        await _pick_model(chat)
         return
+    await set_model(chat, arg)
+
+
+async def _pick_model(chat: ChatScreen) -> None:
+    from hermes.tui.screens.model_picker import ModelPicker
+
+    chat.say(f"model: {chat.agent.model} (listing the providers' models…)", "info")
+    try:
+        listings = await chat.agent.list_models()
+    except HermesError as exc:
+        chat.say(f"✗ cannot list models: {exc}", "error")
+        return
+    if not any(listing.models for listing in listings):
+        reasons = "; ".join(f"{x.provider}: {x.error}" for x in listings if x.error) or "none listed"
+        chat.say(f"no models to pick from ({reasons}); /model NAME sets one", "info")
+        return
+
+    async def picked(model: str | None) -> None:
+        if model:
+            await set_model(chat, model)
+        chat.chat_input.focus()
+
+    chat.app.push_screen(ModelPicker(listings, chat.agent.model), picked)
+
+
+async def set_model(chat: ChatScreen, arg: str) -> None:
+    """The session's next turns use `arg` (a model id, or NAME/MODEL of a provider)."""
+    if arg.startswith("default/"):
+        arg = arg.removeprefix("default/")
     chat.agent.model = arg
     chat.status_bar.model = arg
     if chat.session_id is not None:
@@ -239,7 +268,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("fork", "fork this session and continue in the copy", _fork, "[title]", ("branch",)),
     Command("sessions", "browse, search, open, rename or delete sessions", _sessions, aliases=("resume", "switch")),
     Command("title", "show or set this session's title", _title, "[title]"),
-    Command("model", "show or change the model", _model, "[name]"),
+    Command("model", "change the model (no name: pick from each provider's models)", _model, "[name]"),
     Command("reasoning", "show or hide reasoning blocks", _reasoning, "[show|hide]"),
     Command("focus", "answer-only view: hide reasoning and tool cards", _focus),
     Command("copy", "copy the last answer to the clipboard (OSC 52)", _copy),

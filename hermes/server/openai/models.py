@@ -11,10 +11,11 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes import api_paths
 from hermes.runs.idempotency import ANSWER_RETENTION_SECONDS
 from hermes.server.http.errors import json_response
 from hermes.server.http.request_session import SESSION_ID_HEADER, SESSION_KEY_HEADER
-from hermes.server.http.route import UNAUTHORIZED, Reply, Route
+from hermes.server.http.route import UNAUTHORIZED, Param, Reply, Route
 from hermes.server.http.schema import JSON
 from hermes.server.http.state import AGENT, PLATFORM, ROUTE_TABLE, SETTINGS
 
@@ -24,6 +25,15 @@ _CREATED = int(time.time())
 async def list_models(request: web.Request) -> web.Response:
     name = request.config_dict[SETTINGS].server_model_name
     agent = request.config_dict[AGENT]
+    # What answers behind the agent (e.g. the bundled local model).
+    behind: dict[str, Any] = {"provider": agent.provider.name, "model": agent.model}
+    if request.query.get("choices", "").lower() in ("1", "true"):
+        # `hermes chat --server`'s model picker: each provider's models (asked of the
+        # providers only when a client asks for them, each within its listing timeout).
+        behind["choices"] = [
+            {"provider": listing.provider, "models": list(listing.models), "error": listing.error}
+            for listing in await agent.list_models()
+        ]
     return json_response(
         {
             "object": "list",
@@ -36,8 +46,7 @@ async def list_models(request: web.Request) -> web.Response:
                     "permission": [],
                     "root": name,
                     "parent": None,
-                    # What answers behind the agent (e.g. the bundled local model).
-                    "hermes": {"provider": agent.provider.name, "model": agent.model},
+                    "hermes": behind,
                 }
             ],
         }
@@ -103,11 +112,12 @@ _MODEL_LIST: JSON = {
 ROUTES = (
     Route(
         "GET",
-        "/v1/models",
+        api_paths.MODELS,
         list_models,
         operation_id="listModels",
         summary="The advertised model",
         endpoint="models",
+        parameters=(Param("choices", "query", {"type": "string", "description": "1: add each provider's models"}),),
         responses={200: Reply("OK", _MODEL_LIST), 401: UNAUTHORIZED},
     ),
     Route(
