@@ -101,9 +101,7 @@ def module_edges(source: str, module: str, is_package: bool, modules: dict[str, 
                 parts = module.split(".") if is_package else module.split(".")[:-1]
                 parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join([*parts, base] if base else parts)
-            targets = [
-                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
-            ]
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
         else:
             continue
         for target in targets:
