@@ -32,11 +32,6 @@ from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, T
 from hermes.errors import HermesError
 from hermes.tui.renderer import TurnCallbacks, TurnRenderer, compacted_notice
 from hermes.tui.screens.approval import ApprovalScreen
-from hermes.tui.widgets.activity import Activity
-from hermes.tui.widgets.notice import Notice, NoticeKind
-from hermes.tui.widgets.queued_prompts import QueuedPrompts
-from hermes.tui.widgets.status_bar import StatusBar
-from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
@@ -47,6 +42,11 @@ if TYPE_CHECKING:
 
     from hermes.backend import ChatAgent
     from hermes.config import Settings
+    from hermes.tui.widgets.activity import Activity
+    from hermes.tui.widgets.notice import Notice, NoticeKind
+    from hermes.tui.widgets.queued_prompts import QueuedPrompts
+    from hermes.tui.widgets.status_bar import StatusBar
+    from hermes.tui.widgets.transcript import Transcript
 
 INTERRUPT_GRACE = 1.0
 """Seconds the engine gets to wind a turn down before the UI declares it interrupted."""
