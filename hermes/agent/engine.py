@@ -201,7 +201,7 @@ class Agent:
         # Reads first; then the session (when new), the turn row and the input (the user's
         # message, or a continuation's tool results): one write, holding nothing between.
         session_id, system_prompt, history, new = await self._open_session(request, model)
-        inputs, history = turn_inputs(request, history)
+        inputs, history = turn_inputs(request.input, request.tool_results, history)
         turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
         if turn.persist:
             turn.checkpoints = TurnCheckpoints(self.store, session_id)

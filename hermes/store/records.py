@@ -7,8 +7,7 @@ A run whose status is in TERMINAL_STATES is settled and never changes status aga
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from hermes.messages import ChatMessage
@@ -371,9 +370,6 @@ class RunRecord:
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATES
 
-    def with_changes(self, **changes: Any) -> RunRecord:
-        return replace(self, **changes)
-
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "object": "hermes.run",
@@ -431,9 +427,6 @@ class StoredRunEvent:
     """Unix seconds when it was appended."""
     final: bool = False
     """True for the last event of the stream: subscriptions end after yielding it."""
-
-    def data_json(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)

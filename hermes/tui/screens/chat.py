@@ -44,7 +44,7 @@ from hermes.tui.widgets.transcript import Transcript
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
     from hermes.backend import SessionFiles
-    from hermes.tui.app import HermesApp
+    from hermes.tui.command_screen import ThemeSwitcher
 
 HISTORY_PAGE = 16
 """Messages rendered when a session opens (a screenful or more); older ones load when the
@@ -126,8 +126,8 @@ class ChatScreen(Screen[None]):
         yield Footer()
 
     @property
-    def hermes_app(self) -> HermesApp:
-        return cast("HermesApp", self.app)
+    def hermes_app(self) -> ThemeSwitcher:
+        return cast("ThemeSwitcher", self.app)  # always a HermesApp (it pushes this screen)
 
     @property
     def status_bar(self) -> StatusBar:
