@@ -5,7 +5,7 @@
     policy.write_check(path, cwd)       -> Verdict(level, reason, rule)
     policy.writable_roots_for(cwd)      -> the folders a tool in `cwd` may change
 
-The same lists drive the bubblewrap mounts (hermes/agent/sandbox.py) for `terminal` and
+The same lists drive the bubblewrap mounts (hermes/agent/safety/sandbox.py) for `terminal` and
 MCP stdio servers, and the checks of the file tools (read_file, list_files, search_files,
 write_file, patch), so no tool sees or changes what another one may not.
 
@@ -23,7 +23,7 @@ Invariants:
   tool, not even with approval or --yolo, wherever they are.
 - files that run code later (.git/config, .git/hooks, .envrc, shell start-up files,
   ~/.config …) need approval from every tool even inside the writable roots, and the
-  sandbox keeps them read-only there: hermes/agent/runs_later.py;
+  sandbox keeps them read-only there: hermes/agent/safety/runs_later.py;
 - paths are checked as written (normalised, `~` expanded) and as resolved (symlinks
   followed); the stricter answer wins.
 """
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.agent.verdict import ALLOW, Verdict
+from hermes.agent.safety.verdict import ALLOW, Verdict
 
 if TYPE_CHECKING:
     from hermes.config import Settings

@@ -4,7 +4,7 @@
 - disk devices: writing to them is hard-blocked (/dev/sda, /dev/nvme0n1, …);
 - sensitive files: writing to them needs approval (~/.ssh, /etc, anything in $HERMES_HOME,
   and the files that run code later: shell rc files, ~/.gitconfig, ~/.config, ~/.local/bin,
-  .git/config, .git/hooks, .git/info and .envrc at any depth; hermes/agent/runs_later.py);
+  .git/config, .git/hooks, .git/info and .envrc at any depth; hermes/agent/safety/runs_later.py);
 - secret files: reading them through the file tools of a server needs approval
   (private keys by name or content, /etc/sudoers); the confinement policy hides the
   password databases, credential stores and $HERMES_HOME from every tool.
@@ -20,7 +20,7 @@ import os
 import posixpath
 import re
 
-from hermes.agent.runs_later import runs_later_write
+from hermes.agent.safety.runs_later import runs_later_write
 
 CRITICAL_DIRS = frozenset(
     {
