@@ -4,6 +4,8 @@ The tools (hermes/agent/tools/) ask these modules before they read, write or run
 this package never imports the tools, the engine or a front end (tests/sandbox/test_safety_layering.py).
 
 Where things live:
+- paths.py            where hermes's own files are (its home, ~/.hermes, its installation):
+                      worked out once, asked by every module below;
 - confinement.py      where tools may write and what they may never see (hidden paths), one
                       policy for every tool: `Confinement`, `private_tmp`, `is_process_secret`;
 - sandbox.py          the bubblewrap sandbox for tool processes, built from the confinement;
