@@ -1,4 +1,4 @@
-"""The one static import checker of the layering tests (tests/store, tests/runs, tests/runtime).
+"""The one static import checker of the layering tests (tests/store, tests/runs, tests/runtime, tests/sandbox, …).
 
 Every import statement counts, including ones inside functions and `if TYPE_CHECKING:`
 blocks, so an import hidden in a function body cannot slip through.
@@ -38,15 +38,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def offending(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
-    """Module name → the forbidden modules (or their submodules) it imports; empty when clean."""
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def offending(
+    paths: list[Path], forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()
+) -> dict[str, list[str]]:
+    """Module name → the forbidden modules (or their submodules) it imports; empty when clean.
+    A module inside `allowed` is never counted, so a package may forbid its parent but not itself."""
     bad: dict[str, list[str]] = {}
     for path in paths:
         name = module_name(path)
         hits = sorted(
             imported
             for imported in imported_modules(path.read_text(encoding="utf-8"), name)
-            if any(imported == f or imported.startswith(f + ".") for f in forbidden)
+            if _within(imported, forbidden) and not _within(imported, allowed)
         )
         if hits:
             bad[name] = hits

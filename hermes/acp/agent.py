@@ -283,7 +283,7 @@ class HermesAcpAgent:
         if not configs:
             return
         from hermes.agent.mcp import McpManager
-        from hermes.agent.tools.launch import ToolLauncher
+        from hermes.agent.safety.launch import ToolLauncher
 
         settings = self.backend.settings
         manager = McpManager(

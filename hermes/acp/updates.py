@@ -75,7 +75,7 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.tools.approval import REFUSAL_PREFIXES
+from hermes.agent.safety.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.todo import TODO, Plan, latest_plan, read_plan
 from hermes.agent.types import ChatMessage, TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED

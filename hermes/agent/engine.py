@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent._call import CallOutcome, CallPolicy, ModelCaller
-from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._steps import (
     REPEAT_LIMIT,
     REPEAT_NUDGE,
@@ -73,6 +72,7 @@ from hermes.agent._steps import (
 )
 from hermes.agent._turn import INTERRUPTED_TOOL_RESULT as INTERRUPTED_TOOL_RESULT
 from hermes.agent._turn import TurnState
+from hermes.agent._turn_recorder import TurnRecorder
 from hermes.agent.client_tools import ClientToolCall, ClientTools, client_calls, turn_inputs
 from hermes.agent.context import (
     ContextBudget,
@@ -204,7 +204,7 @@ class Agent:
         inputs, history = turn_inputs(request.input, request.tool_results, history)
         turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
         if turn.persist:
-            turn.checkpoints = TurnCheckpoints(self.store, session_id)
+            turn.recorder = TurnRecorder(self.store, session_id)
         elif new is not None and self.store is not None:
             created = await self.store.create_session(source=new.source, model=new.model, title=new.title,
                                                       system_prompt=new.system_prompt, session_id=new.id,
@@ -260,7 +260,7 @@ class Agent:
         handle.unlisten()
         if not turn.started:
             await handle.emit(TurnStarted(session_id=session_id, model=model))
-        changed = await turn.files.finish(turn.checkpoints.turn_id) if turn.files is not None else None
+        changed = await turn.files.finish(turn.recorder.turn_id) if turn.files is not None else None
         if changed is not None:
             await handle.emit(Status("files_changed", changed))
         await handle.emit(TurnCompleted(result))

@@ -75,7 +75,7 @@ class PendingApproval:
     future: asyncio.Future[ApprovalDecision]
     grant: str | None = None
     """What the "session" choice allows for the rest of the session; None: that choice is not
-    offered (the action always asks) and "session" counts as "once" (hermes/agent/grants.py)."""
+    offered (the action always asks) and "session" counts as "once" (hermes/agent/safety/grants.py)."""
 
     def to_json(self) -> dict[str, Any]:
         choices = [c for c in APPROVAL_CHOICES if c != "session" or self.grant is not None]

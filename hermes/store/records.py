@@ -186,7 +186,7 @@ class TurnRecord:
     after_message_id: int
     """The turn's messages are the session's messages with a larger id (up to the next turn's)."""
     draft_message_id: int | None
-    """The assistant message its streaming text is checkpointed into, while there is one."""
+    """The assistant message its streaming text is saved into as a draft, while there is one."""
     started_at: float
     ended_at: float | None
     end_reason: str | None
@@ -222,7 +222,7 @@ class RepairedTurn:
     turn_id: int
     session_id: str
     kept_text: bool
-    """A checkpointed draft was kept as the assistant message."""
+    """A saved draft was kept as the assistant message."""
     placeholders: int
     """Tool calls that got the "server stopped" placeholder result."""
 
