@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hermes.backend import Backend, ChatAgent
     from hermes.cli._status import StatusLine
     from hermes.config import Settings
+    from hermes.messages import UserContent
 
 MAX_STDIN_BYTES = 5_000_000
 
@@ -59,6 +60,9 @@ def chat(
     ),
     key: str | None = KEY_OPTION,
     key_file: Path | None = KEY_FILE_OPTION,
+    image: list[str] = typer.Option(  # noqa: B008 - typer's declaration style
+        [], "-i", "--image", metavar="PATH", help="With -q: attach this image (PNG, JPEG, GIF, WebP); repeatable."
+    ),
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
@@ -73,6 +77,8 @@ def chat(
     key = server_key(settings.server_key, key=key, key_file=key_file) if server else None
     piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
     if query is None and piped is None:
+        if image:
+            raise UsageError("-i/--image needs -q (in the TUI: /image PATH)")
         if as_json:
             raise UsageError("--json needs -q (or a prompt on stdin)")
         from hermes.tui.launch import run_tui
@@ -102,6 +108,7 @@ def chat(
             continue_last=continue_last,
             resume=resume,
             quiet=quiet,
+            images=image,
         )
     )
     raise typer.Exit(code)
@@ -137,13 +144,19 @@ async def _one_shot(
     continue_last: bool,
     resume: str | None,
     quiet: bool = False,
+    images: list[str] | None = None,
 ) -> int:
     """One turn on the backend (local, or the server at `server`), streamed to stdout."""
     from hermes.agent.progress import ProgressUpdate
     from hermes.backend import open_backend, resolve_session
     from hermes.cli._status import StatusLine, plain_interval
 
+    from hermes.cli._attach import prepare_input
+
     status: StatusLine | None = None
+    content, notes = await prepare_input(settings, prompt, images or [])  # read here, also for a server
+    for note in notes:
+        sys.stderr.write(f"hermes: {for_terminal(note)}\n")
 
     def progress(update: ProgressUpdate) -> None:
         if status is not None:
@@ -160,14 +173,14 @@ async def _one_shot(
             if not quiet:
                 status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
             agent = await backend.open_agent(progress=None if quiet else progress, defer_mcp=True)
-            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json)
+            return await _run_turn(backend, agent, content, session_id, status, as_json=as_json)
     finally:
         if status is not None:
             status.close()
 
 
 async def _run_turn(
-    backend: Backend, agent: ChatAgent, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
+    backend: Backend, agent: ChatAgent, prompt: UserContent, session_id: str | None, status: StatusLine | None, *, as_json: bool
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio

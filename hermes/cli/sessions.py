@@ -96,6 +96,7 @@ from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
 from hermes.pricing import format_cost
 from hermes.terminal_text import for_terminal, json_for_terminal
+from hermes.attachment_blocks import summary_text
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
@@ -327,7 +328,7 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
             label += f" ({message.tool_name})"
         lines.append("")
         lines.append(label)
-        text = content_text(message.content).rstrip()
+        text = (summary_text if message.role == "user" else content_text)(message.content).rstrip()
         body = text.splitlines()
         if message.role == "tool" and len(body) > TOOL_RESULT_LINES:
             hidden = len(body) - TOOL_RESULT_LINES
