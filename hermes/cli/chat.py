@@ -149,9 +149,8 @@ async def _one_shot(
     """One turn on the backend (local, or the server at `server`), streamed to stdout."""
     from hermes.agent.progress import ProgressUpdate
     from hermes.backend import open_backend, resolve_session
-    from hermes.cli._status import StatusLine, plain_interval
-
     from hermes.cli._attach import prepare_input
+    from hermes.cli._status import StatusLine, plain_interval
 
     status: StatusLine | None = None
     content, notes = await prepare_input(settings, prompt, images or [])  # read here, also for a server
@@ -180,7 +179,13 @@ async def _one_shot(
 
 
 async def _run_turn(
-    backend: Backend, agent: ChatAgent, prompt: UserContent, session_id: str | None, status: StatusLine | None, *, as_json: bool
+    backend: Backend,
+    agent: ChatAgent,
+    prompt: UserContent,
+    session_id: str | None,
+    status: StatusLine | None,
+    *,
+    as_json: bool,
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio

@@ -89,6 +89,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from hermes.attachment_blocks import summary_text
 from hermes.cli import sessions_undo
 from hermes.cli._common import json_line, load_settings, print_json
 from hermes.cli._sessions_source import KEY_FILE_OPTION, KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
@@ -96,7 +97,6 @@ from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
 from hermes.pricing import format_cost
 from hermes.terminal_text import for_terminal, json_for_terminal
-from hermes.attachment_blocks import summary_text
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
 if TYPE_CHECKING:
