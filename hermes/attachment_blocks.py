@@ -102,8 +102,7 @@ def split_content(content: Any) -> tuple[str, list[Attachment], list[dict[str, A
     if content is None:
         return "", [], []
     if isinstance(content, str):
-        prompt, attachments = split(content)
-        return prompt, attachments, []
+        return (*split(content), [])
     texts: list[str] = []
     attachments: list[Attachment] = []
     images: list[dict[str, Any]] = []

@@ -19,6 +19,8 @@ from hermes.tui.widgets.attachment_card import AttachmentCard, ImageCard
 from hermes.tui.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from hermes.tui.screens.chat import ChatScreen
 
 
@@ -43,7 +45,7 @@ async def prepare_prompt(chat: ChatScreen, text: str, images: tuple[ImageAttachm
 
 def show_prepared(chat: ChatScreen, prompt: UserMessage | None, prepared: PreparedPrompt) -> None:
     """The prompt's cards (under it in the transcript) and a warning per refused mention."""
-    cards = [AttachmentCard(attachment) for attachment in prepared.attachments]
+    cards: list[Widget] = [AttachmentCard(attachment) for attachment in prepared.attachments]
     cards += [ImageCard(image.part(), image.name) for image in prepared.images]
     if cards and prompt is not None and prompt.parent is not None:
         chat.transcript.mount_all(cards, after=prompt)

@@ -98,7 +98,8 @@ async def test_image_chip_is_removable_and_the_image_goes_with_the_next_prompt(m
         await pilot.press("alt+x")
         await until(pilot, lambda: not chips.images and not chips.has_class("-visible"))
         await send_command(pilot, "/image missing.png")
-        await until(pilot, lambda: any("missing.png: no such file" in n.text for n in app.chat.transcript.query(Notice)))
+        notices = app.chat.transcript.query
+        await until(pilot, lambda: any("missing.png: no such file" in n.text for n in notices(Notice)))
         (work / "fake.png").write_text("not an image")
         await send_command(pilot, "/image fake.png")
         await until(pilot, lambda: any("not a PNG" in n.text for n in app.chat.transcript.query(Notice)))
