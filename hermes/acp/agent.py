@@ -29,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+import base64
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -70,8 +71,9 @@ from hermes.acp.client_host import client_host
 from hermes.acp.mcp import AnyMcpServer, server_configs
 from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
+from hermes.agent.attach.images import ImageRefused, image_from_bytes, with_images
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
-from hermes.agent.types import TurnRequest
+from hermes.agent.types import TurnRequest, UserContent
 from hermes.backend import Backend, ChatAgent, resolve_session
 from hermes.errors import SessionNotFound
 from hermes.ids import new_session_id
@@ -140,7 +142,7 @@ class HermesAcpAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
@@ -281,7 +283,7 @@ class HermesAcpAgent:
             raise RequestError.invalid_request({"message": "a prompt of this session is still running"})
         settings = self.backend.settings
         request = TurnRequest(
-            input=prompt_text(prompt),
+            input=prompt_content(prompt),
             session_id=session_id,
             source=SOURCE,
             approve=approver(self.conn, session_id),
@@ -342,6 +344,25 @@ def prompt_text(blocks: list[PromptBlock]) -> str:
                     parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
                 else:
                     parts.append(f"@{resource.uri}")
-            case ImageContentBlock() | AudioContentBlock():
-                parts.append(f"[{block.type} left out: hermes takes text over ACP]")
+            case AudioContentBlock():
+                parts.append(f"[{block.type} left out: hermes takes text and images over ACP]")
+            case ImageContentBlock():
+                pass  # an image part of its own (prompt_content)
     return "\n\n".join(parts)
+
+
+def prompt_content(blocks: list[PromptBlock]) -> UserContent:
+    """The turn's input: `prompt_text`, followed by the prompt's images as `image_url` parts
+    (each checked by its bytes: PNG, JPEG, GIF or WebP, within the size limit)."""
+    images = []
+    for number, block in enumerate(blocks, start=1):
+        if not isinstance(block, ImageContentBlock):
+            continue
+        name = block.uri or f"image {number}"
+        try:
+            data = base64.b64decode(block.data, validate=True)
+            images.append(image_from_bytes(name, data))
+        except (ValueError, ImageRefused) as exc:
+            message = str(exc) if isinstance(exc, ImageRefused) else f"{name}: the image data is not base64"
+            raise RequestError.invalid_params({"message": message}) from None
+    return with_images(prompt_text(blocks), images)
