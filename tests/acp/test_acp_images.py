@@ -57,5 +57,6 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(
     async with hermes_acp(loader, hermes_home, upstream, Transcript()) as conn:
         await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities())
         await conn.load_session(cwd=str(tmp_path), session_id=session.session_id, mcp_servers=[])
-    images = [u.content for _, u in loader.updates if u.session_update == "user_message_chunk" and u.content.type == "image"]
+    chunks = [u.content for _, u in loader.updates if u.session_update == "user_message_chunk"]
+    images = [chunk for chunk in chunks if chunk.type == "image"]
     assert [(i.mime_type, i.data) for i in images] == [("image/png", PNG64)]
