@@ -75,7 +75,7 @@ def _resolve(token: str, cwd: Path) -> _Mention | None:
         if ranged is not None:
             written = ranged["path"]
             end = ranged["end"]
-            lines = (int(ranged["start"]), int(end) if end is not None else None)
+            lines = (int(ranged["start"]), int(end if end is not None else ranged["start"]))
         path = Path(written).expanduser()
         absolute = path if path.is_absolute() else cwd / path
         if os.path.lexists(absolute):

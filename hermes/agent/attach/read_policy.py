@@ -38,9 +38,6 @@ def refusal(path: Path, written: str, cwd: Path, confinement: Confinement) -> st
     hidden = confinement.hidden_entry(path, cwd)
     if hidden is not None:
         return f"{hidden} is hidden from tools (credentials or hermes's own files)"
-    found = secret_read(str(path))
-    if found is not None:
-        return f"it is {found[1]}"
     real = Path(os.path.realpath(path))
     for name in dict.fromkeys((path.name, real.name)):
         if is_env_file(name):
@@ -55,6 +52,9 @@ def refusal(path: Path, written: str, cwd: Path, confinement: Confinement) -> st
         return f"it cannot be read ({exc.strerror or exc})"
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         return "it is not a regular file"
+    found = secret_read(str(path))  # after the type check: it reads the file's first bytes
+    if found is not None:
+        return f"it is {found[1]}"
     return None
 
 
