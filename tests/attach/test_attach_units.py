@@ -143,7 +143,8 @@ def test_images_are_typed_by_their_bytes(tmp_path, policy, hermes_home):
 
 def test_an_image_counts_as_a_fixed_size_in_the_context_estimate():
     url = "data:image/png;base64," + base64.b64encode(b"\x00" * 3_000_000).decode()
-    message = {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": url}}]}
+    parts = [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": url}}]
+    message = {"role": "user", "content": parts}
     assert estimate_tokens([message]) < (IMAGE_PART_CHARS + 100) // 4 + 10
 
 
