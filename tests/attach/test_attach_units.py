@@ -157,3 +157,13 @@ def test_the_markdown_export_holds_attachments_in_full_and_images_inline():
     exported = session_markdown(record, [message])
     assert "see @a.py\n\n📎 `a.py`\n\n```\nprint(1)\n```" in exported
     assert f"![image 1 (image/png · 3 B)]({url})" in exported
+
+
+def test_an_endpoint_refusing_images_is_named_but_an_overflow_stays_an_overflow():
+    from hermes.agent.context import is_context_overflow
+    from hermes.agent.providers.openai_compat import status_error
+
+    refused = status_error(400, '{"error": {"message": "This model does not support image inputs"}}', None, "x")
+    assert str(refused).startswith("the model does not accept images (400)")
+    overflow = status_error(400, '{"error": {"message": "maximum context length is 8192 tokens (image)"}}', None, "x")
+    assert "does not accept images" not in str(overflow) and is_context_overflow(overflow)

@@ -128,7 +128,9 @@ def _error_detail(status: int, text: str) -> tuple[str, str | None]:
 
 
 _IMAGES_REFUSED = re.compile(r"image|vision|multi-?modal", re.IGNORECASE)
-"""A client error naming these is the endpoint refusing a prompt's images."""
+"""A client error naming these is the endpoint refusing a prompt's images (unless it is about
+length: a context overflow may count image tokens)."""
+_TOO_LONG = re.compile(r"context|too long|too many tokens|maximum.*tokens", re.IGNORECASE)
 
 
 def status_error(status: int, text: str, headers: Mapping[str, str] | None, provider: str) -> ProviderError:
@@ -154,7 +156,7 @@ def status_error(status: int, text: str, headers: Mapping[str, str] | None, prov
         )
     if _STREAM_UNSUPPORTED.search(detail):
         return StreamingUnsupported(detail, status=status, provider=provider)
-    if status in (400, 415, 422) and _IMAGES_REFUSED.search(detail):
+    if status in (400, 415, 422) and _IMAGES_REFUSED.search(detail) and not _TOO_LONG.search(detail):
         return ProviderError(
             f"the model does not accept images ({status}): {detail} — send the prompt without images, "
             "or choose a model that reads them",
