@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -72,6 +72,8 @@ from hermes.acp.mcp import AnyMcpServer, server_configs
 from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
 from hermes.agent.attach.images import ImageRefused, image_from_bytes, with_images
+from hermes.agent.attach.mentions import expand_mentions_async
+from hermes.agent.confinement import Confinement
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, UserContent
 from hermes.backend import Backend, ChatAgent, resolve_session
@@ -282,8 +284,11 @@ class HermesAcpAgent:
         if session.handle is not None:
             raise RequestError.invalid_request({"message": "a prompt of this session is still running"})
         settings = self.backend.settings
+        content = await expand_prompt(prompt_content(prompt), session.cwd, Confinement.from_settings(settings))
+        for note in content.notes:  # a mention that attached nothing, said before the answer
+            await self.conn.session_update(session_id=session_id, update=update_agent_message_text(f"⚠ {note}\n\n"))
         request = TurnRequest(
-            input=prompt_content(prompt),
+            input=content.input,
             session_id=session_id,
             source=SOURCE,
             approve=approver(self.conn, session_id),
@@ -349,6 +354,21 @@ def prompt_text(blocks: list[PromptBlock]) -> str:
             case ImageContentBlock():
                 pass  # an image part of its own (prompt_content)
     return "\n\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandedPrompt:
+    input: UserContent
+    notes: tuple[str, ...]
+
+
+async def expand_prompt(content: UserContent, cwd: Path, confinement: Confinement) -> ExpandedPrompt:
+    """The prompt's `@` mentions (and resource links, written as `@file:///…`) expanded in its text."""
+    text = content if isinstance(content, str) else str(content[0]["text"])
+    expansion = await expand_mentions_async(text, cwd, confinement)
+    if isinstance(content, str):
+        return ExpandedPrompt(expansion.text, expansion.notes)
+    return ExpandedPrompt([{"type": "text", "text": expansion.text}, *content[1:]], expansion.notes)
 
 
 def prompt_content(blocks: list[PromptBlock]) -> UserContent:

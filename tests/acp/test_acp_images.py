@@ -60,3 +60,31 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(
     chunks = [u.content for _, u in loader.updates if u.session_update == "user_message_chunk"]
     images = [chunk for chunk in chunks if chunk.type == "image"]
     assert [(i.mime_type, i.data) for i in images] == [("image/png", PNG64)]
+
+
+async def test_mentions_and_resource_links_attach_files_and_refusals_are_said(
+    upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Path
+) -> None:
+    from acp import resource_link_block
+
+    from hermes.attachment_blocks import split
+
+    (tmp_path / "notes.md").write_text("the notes\n")
+    (tmp_path / "app.py").write_text("print('app')\n")
+    (tmp_path / ".env").write_text("TOKEN=ZQX-SECRET\n")
+    upstream.enqueue(text_reply("Read."))
+    client = EditorClient()
+    async with hermes_acp(client, hermes_home, upstream, Transcript()) as conn:
+        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities())
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        link = resource_link_block("app.py", (tmp_path / "app.py").as_uri())
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("read @notes.md and @.env"), link])
+    sent = upstream.requests[0].body["messages"][-1]["content"]
+    typed, attachments = split(sent)
+    assert typed.startswith("read @notes.md and @.env")
+    assert [(a.path, a.body) for a in attachments] == [
+        ("notes.md", "the notes\n"),
+        (str(tmp_path / "app.py"), "print('app')\n"),
+    ]
+    assert "ZQX-SECRET" not in sent
+    assert client.text().startswith("⚠ @.env was not attached")

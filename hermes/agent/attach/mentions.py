@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from hermes.agent.attach.file_index import list_files
 from hermes.agent.attach.read_policy import open_regular, refusal
@@ -70,6 +71,8 @@ def _resolve(token: str, cwd: Path) -> _Mention | None:
         candidates.append(stripped)
     for candidate in candidates:
         lines: tuple[int, int | None] | None = None
+        if candidate.startswith("file:///"):  # an editor's resource link (ACP)
+            candidate = unquote(candidate.removeprefix("file://"))
         written = candidate
         ranged = _LINES.match(candidate)
         if ranged is not None:
