@@ -77,3 +77,43 @@ async def test_mention_and_image_are_read_on_the_client_and_reach_the_servers_mo
     code, out, err = await hermes(tmp_path / "client-home", client, "sessions", "show", session_id, *remote)
     assert code == 0, err
     assert "📎 notes.md · 1 line" in out and "🖼 image/png" in out
+
+
+async def test_the_tui_through_a_server_sends_a_mention_and_an_image_read_on_the_client(
+    serve: ServeProcess, upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    from hermes.config import Settings
+    from hermes.remote.agent import RemoteAgent
+    from hermes.remote.client import RemoteClient
+    from hermes.remote.sessions import RemoteSessions
+    from hermes.tui.app import make_app
+    from hermes.tui.widgets.attachment_card import AttachmentCard, ImageCard
+
+    from .conftest import send_turn, until
+
+    client_work = tmp_path / "tui-work"
+    client_work.mkdir()
+    (client_work / "plan.md").write_text("step one\n")
+    (client_work / "pic.png").write_bytes(PNG)
+    upstream.enqueue(text_reply("Got both."))
+    client = RemoteClient(serve.url, KEY)
+    try:
+        sessions = RemoteSessions(client)
+        settings = Settings(home=tmp_path / "tui-home", tool_stall_warning=0.3)
+        app = make_app(
+            RemoteAgent(client), sessions, settings, remote=client.base_url, files=sessions, cwd=str(client_work)
+        )
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.chat.chat_input.insert("/image pic.png")
+            await pilot.press("escape", "enter")
+            await until(pilot, lambda: len(app.chat.image_chips.images) == 1)
+            await send_turn(pilot, "follow @plan.md", timeout=30)
+            await until(pilot, lambda: len(app.chat.transcript.query(AttachmentCard)) == 1)
+            assert len(app.chat.transcript.query(ImageCard)) == 1
+    finally:
+        await client.aclose()
+    (sent,) = [m for m in upstream.requests[0].messages if m["role"] == "user"]
+    text_part, image_part = sent["content"]
+    typed, (attachment,) = split(text_part["text"])
+    assert typed == "follow @plan.md" and attachment.body == "step one\n"
+    assert image_part["image_url"]["url"].startswith("data:image/png;base64,")
