@@ -45,7 +45,7 @@ def refusal(path: Path, written: str, cwd: Path, confinement: Confinement) -> st
     relative = not (written.startswith(("/", "~")))
     work = os.path.realpath(cwd)
     if relative and not (str(real) == work or str(real).startswith(work.rstrip("/") + "/")):
-        return f"it leads out of the working folder (to {real})"
+        return f"it leads out of the working folder (to {real}); name it by its absolute path to attach it"
     try:
         mode = os.stat(real).st_mode
     except OSError as exc:
