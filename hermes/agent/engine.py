@@ -90,6 +90,7 @@ from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
+from hermes.attachment_blocks import split_content
 from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
 from hermes.errors import UsageError
 from hermes.extensions.skills import SkillCatalog
@@ -465,8 +466,7 @@ async def _emit_all(handle: TurnHandle, step: AsyncGenerator[AgentEvent, None]) 
 
 def title_from(content: Any) -> str | None:
     """The title a new session gets from its first prompt (also a remote client's, `hermes.remote`)."""
-    if isinstance(content, list):
-        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    content = split_content(content)[0]  # what was typed: not the @ attachments, not images
     text = " ".join(str(content).split())
     if not text:
         return None

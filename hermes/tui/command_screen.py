@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from hermes.config import Settings
     from hermes.tui.turn_controller import PromptBox, TurnController
     from hermes.tui.widgets.find_bar import FindBar
+    from hermes.tui.widgets.image_chips import ImageChips
     from hermes.tui.widgets.notice import Notice, NoticeKind
     from hermes.tui.widgets.status_bar import StatusBar
     from hermes.tui.widgets.transcript import Transcript
@@ -54,6 +55,9 @@ class CommandScreen(Protocol):
 
     @property
     def transcript(self) -> Transcript: ...
+
+    @property
+    def image_chips(self) -> ImageChips: ...
 
     @property
     def find_bar(self) -> FindBar: ...

@@ -21,6 +21,7 @@ from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
 from hermes.tui import extension_commands, file_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
+from hermes.tui.image_commands import image_command
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
 
@@ -274,6 +275,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("copy", "copy the last answer to the clipboard (OSC 52)", _copy),
     Command("export", "write this session as Markdown", _export, "[path]"),
     Command("find", "search this transcript (Ctrl+F)", _find, "[text]"),
+    Command("image", "attach an image to the next prompt (Alt+X removes the last)", image_command, "[path|clear]"),
     Command("editor", "write the prompt in $VISUAL or $EDITOR (Ctrl+X Ctrl+E)", _editor, "[text]"),
     Command("context", "show the project instructions (AGENTS.md) in the system prompt", _context),
     Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),

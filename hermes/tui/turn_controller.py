@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.worker import Worker, WorkerState
 
+from hermes.agent.attach.images import ImageAttachment
 from hermes.agent.events import ContextCompacted, TurnCompleted, TurnStarted
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.errors import HermesError
+from hermes.tui.prompt_attachments import prepare_prompt, show_prepared
 from hermes.tui.renderer import TurnCallbacks, TurnRenderer, compacted_notice
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.user_message import UserMessage
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from hermes.backend import ChatAgent
     from hermes.config import Settings
     from hermes.tui.widgets.activity import Activity
+    from hermes.tui.widgets.image_chips import ImageChips
     from hermes.tui.widgets.notice import Notice, NoticeKind
     from hermes.tui.widgets.queued_prompts import QueuedPrompts
     from hermes.tui.widgets.status_bar import StatusBar
@@ -91,6 +94,9 @@ class TurnScreen(Protocol):
 
     @property
     def transcript(self) -> Transcript: ...
+
+    @property
+    def image_chips(self) -> ImageChips: ...
 
     @property
     def activity(self) -> Activity: ...
@@ -155,6 +161,8 @@ class TurnController:
         """Prompts submitted while a turn (or /compact) ran, oldest first; sent one per turn
         when the running one ends, handed back to the prompt when it is interrupted."""
         self.compact_worker: Worker[None] | None = None
+        self.prompt_widget: UserMessage | None = None
+        """The transcript's widget of the latest prompt sent (its attachment cards go under it)."""
         self._interrupted = False
         """The user interrupted the running turn: queued prompts are not sent on their own."""
 
@@ -236,10 +244,11 @@ class TurnController:
     def send(self, text: str, *, origin: str | None = None) -> Worker[None]:
         """Show the prompt and start a turn for it."""
         self._interrupted = False
+        images = self.chat.image_chips.take()  # the chip row's images go with the prompt sent next
         renderer = self.begin_turn(text, origin=origin)
         self.turn_handle = None
         self.turn_worker = self.chat.run_worker(
-            self._run_turn(text, renderer),
+            self._run_turn(text, renderer, images),
             name="_run_turn",
             group="turn",
             exclusive=True,
@@ -250,7 +259,8 @@ class TurnController:
     def begin_turn(self, text: str, *, origin: str | None = None) -> TurnRenderer:
         """Show the prompt and return the renderer the turn's events go to."""
         chat = self.chat
-        chat.transcript.add(UserMessage(text, origin=origin))
+        self.prompt_widget = UserMessage(text, origin=origin)
+        chat.transcript.add(self.prompt_widget)
         chat.transcript.scroll_end(animate=False)
         self.renderer = TurnRenderer(
             chat.transcript,
@@ -265,19 +275,22 @@ class TurnController:
         chat.status_bar.start_turn()
         return self.renderer
 
-    async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
+    async def _run_turn(self, text: str, renderer: TurnRenderer, images: tuple[ImageAttachment, ...] = ()) -> None:
         chat = self.chat
-        request = TurnRequest(
-            input=text,
-            session_id=chat.session_id,
-            source="tui",
-            title=chat.pending_title if chat.session_id is None else None,
-            approve=self._approve,
-            yolo=chat.settings.yolo,
-            cwd=chat.cwd,
-        )
+        prompt_widget = self.prompt_widget
         handle: TurnHandle | None = None
         try:
+            prepared = await prepare_prompt(chat, text, images)  # @ mentions and images, read here
+            show_prepared(chat, prompt_widget, prepared)
+            request = TurnRequest(
+                input=prepared.content,
+                session_id=chat.session_id,
+                source="tui",
+                title=chat.pending_title if chat.session_id is None else None,
+                approve=self._approve,
+                yolo=chat.settings.yolo,
+                cwd=chat.cwd,
+            )
             if chat.mcp_worker is not None and not chat.mcp_worker.is_finished:
                 await chat.mcp_worker.wait()  # the first turn gets the MCP tools
             handle = self.turn_handle = chat.agent.start(request)
