@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from hermes.agent.mcp.status import McpServerStatus
+    from hermes.agent.modes import Mode
     from hermes.agent.turn_handle import TurnHandle
     from hermes.backend import Backend, ChatAgent
     from hermes.cli._status import StatusLine
@@ -59,10 +60,15 @@ def chat(
     ),
     key: str | None = KEY_OPTION,
     key_file: Path | None = KEY_FILE_OPTION,
+    mode_name: str | None = typer.Option(
+        None, "--mode", metavar="MODE", help="Start in this mode: default, accept-edits or plan (read-only)."
+    ),
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
     from hermes.cli._server_key import server_key
+
+    mode = _mode_option(mode_name)
 
     if continue_last and resume:
         raise UsageError("use either --continue or --resume, not both")  # before anything is opened
@@ -86,6 +92,7 @@ def chat(
                 yolo=settings.yolo,
                 server=server,
                 key=key,
+                mode=mode,
             )
         )
     import asyncio
@@ -102,9 +109,21 @@ def chat(
             continue_last=continue_last,
             resume=resume,
             quiet=quiet,
+            mode=mode,
         )
     )
     raise typer.Exit(code)
+
+
+def _mode_option(name: str | None) -> Mode:
+    from hermes.agent.modes import DEFAULT_MODE, parse_mode
+
+    if name is None:
+        return DEFAULT_MODE
+    try:
+        return parse_mode(name)
+    except ValueError as exc:
+        raise UsageError(f"--mode: {exc}") from None
 
 
 def _read_stdin() -> str | None:
@@ -137,6 +156,7 @@ async def _one_shot(
     continue_last: bool,
     resume: str | None,
     quiet: bool = False,
+    mode: Mode = "default",
 ) -> int:
     """One turn on the backend (local, or the server at `server`), streamed to stdout."""
     from hermes.agent.progress import ProgressUpdate
@@ -160,14 +180,21 @@ async def _one_shot(
             if not quiet:
                 status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
             agent = await backend.open_agent(progress=None if quiet else progress, defer_mcp=True)
-            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json)
+            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json, mode=mode)
     finally:
         if status is not None:
             status.close()
 
 
 async def _run_turn(
-    backend: Backend, agent: ChatAgent, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
+    backend: Backend,
+    agent: ChatAgent,
+    prompt: str,
+    session_id: str | None,
+    status: StatusLine | None,
+    *,
+    as_json: bool,
+    mode: Mode = "default",
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
@@ -195,6 +222,7 @@ async def _run_turn(
         source="cli",
         approve=status.around_approval(approve) if status is not None else approve,
         yolo=settings.yolo,
+        mode=mode,
     )
     handle: TurnHandle | None = None
     result = None

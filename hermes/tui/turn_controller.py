@@ -167,6 +167,7 @@ class TurnController:
             approve=self._approve,
             yolo=chat.settings.yolo,
             cwd=chat.cwd,
+            mode=chat.mode,
         )
         handle: TurnHandle | None = None
         try:

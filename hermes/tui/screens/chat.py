@@ -22,11 +22,13 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from hermes.agent.context import estimate_tokens, resume_history
+from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
+from hermes.tui.mode_control import cycle_mode
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -73,6 +75,8 @@ class ChatScreen(Screen[None]):
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
         Binding("ctrl+home", "transcript_top", show=False, priority=True),
         Binding("ctrl+end", "transcript_bottom", show=False, priority=True),
+        # Priority: the prompt box keeps the focus (Shift+Tab never moves it away).
+        Binding("shift+tab", "cycle_mode", "Mode", priority=True),
     ]
 
     def __init__(
@@ -108,6 +112,8 @@ class ChatScreen(Screen[None]):
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self.mcp_worker: Worker[None] | None = None
         self._older: list[MessageRecord] = []
+        self.mode: Mode = DEFAULT_MODE
+        """The mode every turn starts with (hermes/tui/mode_control.py)."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -161,6 +167,7 @@ class ChatScreen(Screen[None]):
         self.status_bar.window_for = self.agent.context_window
         self.status_bar.model = self.agent.model
         self.status_bar.yolo = self.settings.yolo
+        self.status_bar.mode = self.mode
         if self.startup_notice:
             self.say(self.startup_notice)
         if self.agent.instructions is not None and self.agent.instructions.notice:
@@ -219,6 +226,9 @@ class ChatScreen(Screen[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.turns.worker_ended(event)
+
+    def action_cycle_mode(self) -> None:
+        cycle_mode(self)
 
     def action_edit_queued(self) -> None:
         self.turns.take_back_queued()
