@@ -23,6 +23,8 @@ Invariants:
 - `session/list` lists the whole store (stable protocol); `session/resume`, `session/fork`
   and `session/close` are written too but only reach hermes where the SDK's unstable
   protocol is on (it is not: the SDK answers them "method not found" then).
+- Every session offers hermes' modes (default, accept-edits, plan) as ACP session modes
+  in its new/load/resume/fork answer; `session/set_mode` sets the mode of its next turns.
 - MCP servers named in `session/new`/`session/load` join the agent's tools (a server name
   already connected is not started twice); all close with the agent.
 """
@@ -68,8 +70,10 @@ from acp.schema import (
 from hermes import __version__
 from hermes.acp.client_host import client_host
 from hermes.acp.mcp import AnyMcpServer, server_configs
+from hermes.acp.modes import mode_from_id, mode_state
 from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
+from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest
 from hermes.backend import Backend, ChatAgent, resolve_session
@@ -94,6 +98,8 @@ class AcpSession:
     id: str
     cwd: Path
     handle: TurnHandle | None = None
+    mode: Mode = DEFAULT_MODE
+    """What its turns run in (session/set_mode; hermes/acp/modes.py)."""
 
 
 class HermesAcpAgent:
@@ -163,7 +169,7 @@ class HermesAcpAgent:
         session = AcpSession(new_session_id(), _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session.id] = session
-        return NewSessionResponse(session_id=session.id)
+        return NewSessionResponse(session_id=session.id, modes=mode_state(session.mode))
 
     async def load_session(
         self,
@@ -179,7 +185,7 @@ class HermesAcpAgent:
         for update in history_updates(await self.store.history(session_id), session.cwd):
             await self.conn.session_update(session_id=session_id, update=update)
         self.sessions[session_id] = session
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=mode_state(session.mode))
 
     async def resume_session(
         self,
@@ -194,7 +200,7 @@ class HermesAcpAgent:
         session = AcpSession(session_id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session_id] = session
-        return ResumeSessionResponse()
+        return ResumeSessionResponse(modes=mode_state(session.mode))
 
     async def fork_session(
         self,
@@ -209,7 +215,7 @@ class HermesAcpAgent:
         session = AcpSession(fork.id, _directory(cwd))
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[fork.id] = session
-        return ForkSessionResponse(session_id=fork.id)
+        return ForkSessionResponse(session_id=fork.id, modes=mode_state(session.mode))
 
     async def _stored(self, session_id: str) -> str:
         """The stored session `session_id` names (as `--resume` finds it), else resource_not_found."""
@@ -247,7 +253,12 @@ class HermesAcpAgent:
         return None
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse | None:
-        raise RequestError.method_not_found("session/set_mode")
+        """The session's next turns run in `mode_id` (a running turn keeps the mode it started with)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"sessionId": session_id, "message": "unknown session"})
+        session.mode = mode_from_id(mode_id)
+        return SetSessionModeResponse()
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
@@ -287,6 +298,7 @@ class HermesAcpAgent:
             approve=approver(self.conn, session_id),
             yolo=settings.yolo,
             cwd=str(session.cwd),
+            mode=session.mode,
             host=client_host(self.conn, session_id, self._capabilities, terminals=settings.sandbox != "on"),
         )
         handle = self.agent.start(request)
