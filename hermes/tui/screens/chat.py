@@ -76,7 +76,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+home", "transcript_top", show=False, priority=True),
         Binding("ctrl+end", "transcript_bottom", show=False, priority=True),
         # Priority: the prompt box keeps the focus (Shift+Tab never moves it away).
-        Binding("shift+tab", "cycle_mode", "Mode", priority=True),
+        Binding("shift+tab", "cycle_mode", "Mode", show=False, priority=True),
     ]
 
     def __init__(
