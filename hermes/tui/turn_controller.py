@@ -260,6 +260,10 @@ class TurnController:
 
     # -- approvals ------------------------------------------------------------------------
 
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The approval dialog for what is not a turn's tool call (a `!` command)."""
+        return await self._approve(request)
+
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """The engine's approval callback: a modal, denied on timeout or interrupt."""
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()

@@ -23,6 +23,7 @@ from textual.worker import Worker
 
 from hermes.agent.context import estimate_tokens, resume_history
 from hermes.agent.modes import DEFAULT_MODE, Mode
+from hermes.agent.shell_passthrough import shell_command
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
 from hermes.errors import HermesError
@@ -31,6 +32,7 @@ from hermes.tui import commands
 from hermes.tui.mode_control import cycle_mode
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
+from hermes.tui.shell_mode import SHELL_RUNNING, ShellMode
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.chat_input import ChatInput
@@ -106,6 +108,8 @@ class ChatScreen(Screen[None]):
         """Undo, redo and diffs of `store`'s turns (None: /undo, /redo and /diff are not offered)."""
         self.pending_title: str | None = None
         self.turns = TurnController(self)
+        self.shell = ShellMode(self)
+        """`!` commands (hermes/tui/shell_mode.py)."""
         self.startup_notice: str | None = None
         """Shown once in the transcript at mount (e.g. which provider is in use)."""
         self.mcp: McpManager | None = None
@@ -211,6 +215,14 @@ class ChatScreen(Screen[None]):
         if commands.is_command(text):
             await commands.run(self, text)
             return
+        command = shell_command(text)
+        if command is not None:
+            self.shell.submit(command)
+            return
+        if self.shell.running:
+            self.notify(SHELL_RUNNING, severity="warning")
+            self.chat_input.load_text(text)
+            return
         self.turns.submit(text)
 
     @on(ChatInput.EditorRequested)
@@ -236,6 +248,8 @@ class ChatScreen(Screen[None]):
     def action_interrupt(self) -> None:
         if self.menu.is_open:
             self.menu.hide()
+            return
+        if self.shell.stop():
             return
         self.turns.interrupt()
 
