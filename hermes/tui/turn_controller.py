@@ -155,6 +155,7 @@ class TurnController:
         )
         chat.activity.start("thinking")
         chat.status_bar.start_turn()
+        chat.notifier.turn_started()
         return self.renderer
 
     async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
@@ -229,6 +230,7 @@ class TurnController:
         self.chat.status_bar.context_tokens = event.after_tokens
 
     def _turn_finished(self) -> None:
+        self.chat.notifier.turn_ended(interrupted=self._interrupted)
         self.chat.status_bar.end_turn()
         self.chat.activity.stop()
         self.renderer = None
@@ -273,6 +275,7 @@ class TurnController:
                 future.set_result(decision or ApprovalDecision.DENY)
 
         timeout = self.chat.approval_timeout
+        self.chat.notifier.approval_waiting(request.command)
         screen = ApprovalScreen(request, timeout=timeout)
         self.chat.app.push_screen(screen, decided)
         try:

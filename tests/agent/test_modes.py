@@ -61,9 +61,7 @@ async def test_plan_mode_refuses_every_write_and_changing_command(upstream, make
     calls = [call(name, args, id=f"c{i}") for i, (name, args) in enumerate(ATTACKS)]
     upstream.enqueue(tool_reply(calls), text_reply("Here is my plan."))
     before, head = _snapshot(workspace), _git_head(workspace)
-    events, result = await run(
-        agent, TurnRequest(input="change things", cwd=str(workspace), mode="plan", yolo=True)
-    )
+    events, result = await run(agent, TurnRequest(input="change things", cwd=str(workspace), mode="plan", yolo=True))
     assert result.status == "completed"
     done = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
     assert len(done) == len(ATTACKS)

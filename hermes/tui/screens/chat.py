@@ -30,6 +30,7 @@ from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.mode_control import cycle_mode
+from hermes.tui.notifier import TurnNotifier, terminal_writer
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.shell_mode import SHELL_RUNNING, ShellMode
@@ -110,6 +111,8 @@ class ChatScreen(Screen[None]):
         self.turns = TurnController(self)
         self.shell = ShellMode(self)
         """`!` commands (hermes/tui/shell_mode.py)."""
+        self.notifier = TurnNotifier(settings, self._write_terminal)
+        """The bell / OSC 9 after a long turn or at a waiting approval (hermes/tui/notifier.py)."""
         self.startup_notice: str | None = None
         """Shown once in the transcript at mount (e.g. which provider is in use)."""
         self.mcp: McpManager | None = None
@@ -134,6 +137,9 @@ class ChatScreen(Screen[None]):
         if self.remote is not None:
             yield RemoteLine(self.remote, id="remote")
         yield Footer()
+
+    def _write_terminal(self, text: str) -> None:
+        terminal_writer(self.app)(text)
 
     @property
     def hermes_app(self) -> HermesApp:
