@@ -177,6 +177,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+F", "find in the transcript (Enter / Shift+Enter: next / previous)"),
     ("Ctrl+X Ctrl+E", "write the prompt in $VISUAL / $EDITOR"),
     ("Shift+Tab", "next mode: default → accept-edits → plan (read-only)"),
+    ("!command", "run a shell command here; its output is context for your next message"),
 )
 """The keys `/help` lists after the commands."""
 

@@ -75,7 +75,10 @@ async def test_the_context_survives_a_resume(make_tui, upstream, store, work: Pa
         session_id = app.chat.session_id
     resumed = make_tui(session_id=session_id, cwd=str(work))
     async with resumed.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: any("remembered-42" in str(w.render()) for w in resumed.chat.transcript.children))
+        await until(pilot, lambda: any("remembered-42" in card.text for card in _cards(resumed)))
+        (card,) = _cards(resumed)  # shown as the card it was, not as a prompt
+        assert card.command == "echo remembered-$((6*7))" and card.where == str(work)
+        assert "exit code: 0" in card.text
         await send_turn(pilot, "what did it print?")
     sent = upstream.requests[0].messages
     assert "remembered-42" in sent[1]["content"] and sent[-1]["content"] == "what did it print?"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from hermes.agent.shell_passthrough import CONTEXT_HEAD
+
 SHOWN_LINES = 40
 """Lines of output the card keeps on screen (the newest); the context holds the full result."""
 
@@ -63,3 +65,18 @@ class ShellCard(Static):
 
     def _redraw(self) -> None:
         self.update(self._content())
+
+
+def replayed_shell_card(text: str) -> ShellCard | None:
+    """The card of a stored `!` context (agent/shell_passthrough.context_message), else None."""
+    head, _, rest = text.partition("\n")
+    if head != CONTEXT_HEAD or not rest.startswith("$ "):
+        return None
+    command_line, _, rest = rest.partition("\n")
+    where_line, _, result = rest.partition("\n")
+    where = where_line[len("(in ") : -1] if where_line.startswith("(in ") and where_line.endswith(")") else ""
+    card = ShellCard(command_line[2:], where=where)
+    status, _, output = result.partition("\n")
+    card.add_output(output)
+    card.finish(f"{status} · context of the next message")
+    return card
