@@ -168,7 +168,8 @@ def test_read_only_commands_pass(command):
     ["echo x > f", "sed -i s/a/b/ f", "sed 's/a/b/w out' f", "python -c 'print(1)'", "git commit -m x",
      "git stash", "git -c core.pager=sh log", "git diff --output=x", "ls; rm f", "cat $(rm f)",
      "diff <(ls) >(tee f)", "x=1 ls", "./ls", "find . -exec rm {} +", "sort -o f x", "uniq a b",
-     "ls &> out", "awk '{print > \"f\"}' x", "unknown-tool", "f() { rm x; }; f"],
+     "ls &> out", "awk '{print > \"f\"}' x", "unknown-tool", "f() { rm x; }; f", "fd -Hx rm", "rg -iz x",
+     "git grep -iO x", "sed 's/a/b/e' f", "sed '1e rm x' f", "awk 'BEGIN{system(\"rm x\")}'"],
 )  # fmt: skip
 def test_changing_or_unknown_commands_are_refused(command):
     assert not_read_only(command) is not None

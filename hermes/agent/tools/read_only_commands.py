@@ -31,15 +31,18 @@ _FD = re.compile(r"^\d+-?$|^-$")
 
 
 def _never(*options: str, prefixes: tuple[str, ...] = ()) -> ArgCheck:
-    """Arguments are read-only unless one is in `options` (or starts with a prefix)."""
+    """Arguments are read-only unless one is in `options` (or starts with a prefix); a short
+    option (`-x`) is found in a cluster too (`-Hx`)."""
     refused = frozenset(options)
+    letters = frozenset(option[1] for option in options if len(option) == 2 and option[0] == "-" != option[1])
 
     def check(args: list[str]) -> str | None:
         for arg in args:
             if arg == "--":
                 return None
             name = arg.split("=", 1)[0]
-            if name in refused or any(arg.startswith(prefix) for prefix in prefixes):
+            clustered = arg.startswith("-") and not arg.startswith("--") and bool(letters & set(arg[1:]))
+            if name in refused or clustered or any(arg.startswith(prefix) for prefix in prefixes):
                 return f"option {arg} writes files or runs programs"
         return None
 
