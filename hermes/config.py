@@ -64,6 +64,8 @@ OPTIONS: dict[str, Option] = {
     "max_iterations": Option(("HERMES_MAX_ITERATIONS",), "model calls per turn before a summary is forced"),
     "tool_output_limit": Option(("HERMES_TOOL_OUTPUT_LIMIT",), "characters of tool output the model sees"),
     "tool_stall_warning": Option(("HERMES_TOOL_STALL_WARNING",), "seconds before a running tool is reported as slow"),
+    "notify": Option(("HERMES_NOTIFY",), "TUI signal when a long turn ends or an approval waits: bell, osc, off"),
+    "notify_after": Option(("HERMES_NOTIFY_AFTER",), "TUI: seconds a turn must have run before it notifies"),
     "context_window": Option(
         ("HERMES_CONTEXT_WINDOW",), "tokens the model can read (default: known for the model, else 128000)"
     ),
@@ -180,6 +182,10 @@ class Settings:
     max_iterations: int = 90
     tool_output_limit: int = 50_000
     tool_stall_warning: float = 30.0
+    notify: str = "bell"
+    """The TUI's signal when a turn that ran `notify_after` seconds ends or waits for an
+    approval: the terminal bell, an OSC 9 desktop notification, or nothing."""
+    notify_after: float = 10.0
     context_window: int | None = None
     """None: the local model's n_ctx, else the known window of the model, else 128k."""
     compact_at: float = 0.8
@@ -329,7 +335,7 @@ class Settings:
 
 # ---- value handling -------------------------------------------------------------------
 
-_CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off")}
+_CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off"), "notify": ("bell", "osc", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
 _POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb"})
@@ -338,7 +344,7 @@ _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
 _POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout"})
 """Float settings that must be above zero."""
-_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout"})
+_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after"})
 """Number settings that must not be below zero (0: no cap)."""
 
 _TRUE = {"1", "true", "yes", "on"}

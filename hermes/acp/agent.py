@@ -23,6 +23,8 @@ Invariants:
 - `session/list` lists the whole store (stable protocol); `session/resume`, `session/fork`
   and `session/close` are written too but only reach hermes where the SDK's unstable
   protocol is on (it is not: the SDK answers them "method not found" then).
+- Every session offers hermes' modes (default, accept-edits, plan) as ACP session modes
+  in its new/load/resume/fork answer; `session/set_mode` sets the mode of its next turns.
 - MCP servers named in `session/new`/`session/load` join the agent's tools (a server name
   already connected is not started twice); all close with the agent.
 """
@@ -72,10 +74,12 @@ from hermes import __version__
 from hermes.acp.client_host import client_host
 from hermes.acp.commands import available_commands, expanded_prompt
 from hermes.acp.mcp import AnyMcpServer, server_configs
+from hermes.acp.modes import mode_from_id, mode_state
 from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
 from hermes.agent.attach.images import ImageRefused, image_from_bytes, with_images
 from hermes.agent.attach.mentions import expand_mentions_async
+from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.safety.confinement import Confinement
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, UserContent
@@ -102,6 +106,8 @@ class AcpSession:
     id: str
     cwd: Path
     handle: TurnHandle | None = None
+    mode: Mode = DEFAULT_MODE
+    """What its turns run in (session/set_mode; hermes/acp/modes.py)."""
 
 
 class HermesAcpAgent:
@@ -174,7 +180,7 @@ class HermesAcpAgent:
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session.id] = session
         self._announce_commands(session.id, session.cwd)
-        return NewSessionResponse(session_id=session.id)
+        return NewSessionResponse(session_id=session.id, modes=mode_state(session.mode))
 
     async def load_session(
         self,
@@ -191,7 +197,7 @@ class HermesAcpAgent:
             await self.conn.session_update(session_id=session_id, update=update)
         self.sessions[session_id] = session
         self._announce_commands(session_id, session.cwd)
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=mode_state(session.mode))
 
     async def resume_session(
         self,
@@ -207,7 +213,7 @@ class HermesAcpAgent:
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[session_id] = session
         self._announce_commands(session_id, session.cwd)
-        return ResumeSessionResponse()
+        return ResumeSessionResponse(modes=mode_state(session.mode))
 
     async def fork_session(
         self,
@@ -223,7 +229,7 @@ class HermesAcpAgent:
         await self._connect_mcp(mcp_servers, session.cwd)
         self.sessions[fork.id] = session
         self._announce_commands(fork.id, session.cwd)
-        return ForkSessionResponse(session_id=fork.id)
+        return ForkSessionResponse(session_id=fork.id, modes=mode_state(session.mode))
 
     def _announce_commands(self, session_id: str, cwd: Path) -> None:
         """Send the session's custom commands and skills (available_commands_update) once the
@@ -276,7 +282,12 @@ class HermesAcpAgent:
         return None
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse | None:
-        raise RequestError.method_not_found("session/set_mode")
+        """The session's next turns run in `mode_id` (a running turn keeps the mode it started with)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"sessionId": session_id, "message": "unknown session"})
+        session.mode = mode_from_id(mode_id)
+        return SetSessionModeResponse()
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
@@ -323,6 +334,7 @@ class HermesAcpAgent:
             approve=approver(self.conn, session_id),
             yolo=settings.yolo,
             cwd=str(session.cwd),
+            mode=session.mode,
             host=client_host(self.conn, session_id, self._capabilities, terminals=settings.sandbox != "on"),
         )
         handle = self.agent.start(request)

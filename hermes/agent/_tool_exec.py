@@ -19,6 +19,7 @@ from typing import Any
 from hermes.agent.events import AgentEvent, ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.safety.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
+from hermes.agent.tools.plan_gate import plan_refusal
 from hermes.agent.types import ApprovalRequest
 from hermes.errors import ToolError
 
@@ -71,6 +72,8 @@ async def _invoke(call: PlannedCall, ctx: ToolContext, limit: int) -> ToolComple
             f"Error: the arguments for {call.name} are not a valid JSON object: "
             f"{call.raw_arguments[:200]!r}. Send the call again with valid JSON."
         )
+    elif ctx.mode == "plan" and (refusal := plan_refusal(call.tool, args)) is not None:
+        result = refusal
     else:
         try:
             result = await call.tool.handler(args, dataclasses.replace(ctx, call_id=call.call_id))

@@ -85,6 +85,7 @@ from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, S
 from hermes.agent.history import SessionHistories
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.model_choices import ModelListing, model_listings
+from hermes.agent.modes import noted_inputs
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
@@ -213,7 +214,10 @@ class Agent:
             turn.session_id, new = created.id, None
         unrecorded = await turn.record_inputs(inputs, create=new)
         session_id = turn.session_id
-        context: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *history, *inputs]
+        # Plan mode's note goes into the model's copy of the input, after the cached prefix.
+        context: list[ChatMessage] = [
+            {"role": "system", "content": system_prompt}, *history, *noted_inputs(inputs, request.mode)
+        ]
         tool_ctx = ToolContext(
             session_id=session_id,
             cwd=Path(request.cwd) if request.cwd else Path.cwd(),
@@ -224,6 +228,7 @@ class Agent:
             confinement=self.tools.confinement,
             host=request.host,
             transcript=context,
+            mode=request.mode,
         )
         turn.files = TurnFiles(
             self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd,

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Literal, TypeAlias
 
 from hermes.agent.client_tools import ClientToolCall, ClientToolResult, ClientTools
+from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.tool_host import ToolHost
 from hermes.messages import ChatMessage as ChatMessage
@@ -104,6 +105,9 @@ class TurnRequest:
     tool_results: tuple[ClientToolResult, ...] | None = None
     """A continuation: the results of the previous turn's client calls are this turn's
     input (recorded as tool messages) instead of a user message; `input` is not used."""
+    mode: Mode = DEFAULT_MODE
+    """default, accept-edits or plan (hermes/agent/modes.py): plan refuses every write and
+    every command that is not known to only read, and tells the model it is planning."""
     conversation_mark: Callable[[TurnResult], str | None] | None = None
     """The front end's fingerprint of the conversation a client will resend after this
     turn, given its result: the session is marked with it in the turn's end write (see

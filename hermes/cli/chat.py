@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from hermes.agent.mcp.status import McpServerStatus
+    from hermes.agent.modes import Mode
     from hermes.agent.turn_handle import TurnHandle
     from hermes.backend import Backend, ChatAgent
     from hermes.cli._status import StatusLine
@@ -62,10 +63,15 @@ def chat(
     image: list[str] = typer.Option(  # noqa: B008 - typer's declaration style
         [], "-i", "--image", metavar="PATH", help="With -q: attach this image (PNG, JPEG, GIF, WebP); repeatable."
     ),
+    mode_name: str | None = typer.Option(
+        None, "--mode", metavar="MODE", help="Start in this mode: default, accept-edits or plan (read-only)."
+    ),
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
     from hermes.cli._server_key import server_key
+
+    mode = _mode_option(mode_name)
 
     if continue_last and resume:
         raise UsageError("use either --continue or --resume, not both")  # before anything is opened
@@ -91,6 +97,7 @@ def chat(
                 yolo=settings.yolo,
                 server=server,
                 key=key,
+                mode=mode,
             )
         )
     import asyncio
@@ -108,9 +115,21 @@ def chat(
             resume=resume,
             quiet=quiet,
             images=image,
+            mode=mode,
         )
     )
     raise typer.Exit(code)
+
+
+def _mode_option(name: str | None) -> Mode:
+    from hermes.agent.modes import DEFAULT_MODE, parse_mode
+
+    if name is None:
+        return DEFAULT_MODE
+    try:
+        return parse_mode(name)
+    except ValueError as exc:
+        raise UsageError(f"--mode: {exc}") from None
 
 
 def _read_stdin() -> str | None:
@@ -144,6 +163,7 @@ async def _one_shot(
     resume: str | None,
     quiet: bool = False,
     images: list[str] | None = None,
+    mode: Mode = "default",
 ) -> int:
     """One turn on the backend (local, or the server at `server`), streamed to stdout."""
     from hermes.agent.progress import ProgressUpdate
@@ -169,7 +189,9 @@ async def _one_shot(
             if not quiet:
                 status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
             agent = await backend.open_agent(progress=None if quiet else progress, defer_mcp=True)
-            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json, images=images or [])
+            return await _run_turn(
+                backend, agent, prompt, session_id, status, as_json=as_json, images=images or [], mode=mode
+            )
     finally:
         if status is not None:
             status.close()
@@ -184,6 +206,7 @@ async def _run_turn(
     *,
     as_json: bool,
     images: list[str],
+    mode: Mode = "default",
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
@@ -222,6 +245,7 @@ async def _run_turn(
         source="cli",
         approve=status.around_approval(approve) if status is not None else approve,
         yolo=settings.yolo,
+        mode=mode,
     )
     handle: TurnHandle | None = None
     result = None

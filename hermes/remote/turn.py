@@ -100,6 +100,8 @@ class RemoteTurn(TurnHandle):
         body: dict[str, Any] = {"message": self.request.input}
         if self.model:
             body["model"] = self.model
+        if self.request.mode != "default":
+            body["mode"] = self.request.mode
         last_seq = 0
         path = session_path(self.session_id, "/chat/stream")
         method: str = "POST"

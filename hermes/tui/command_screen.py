@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
 
     from hermes.agent.mcp import McpManager
+    from hermes.agent.modes import Mode
     from hermes.backend import ChatAgent, ChatSessions, SessionFiles
     from hermes.config import Settings
     from hermes.tui.turn_controller import PromptBox, TurnController
@@ -42,6 +43,8 @@ class CommandScreen(Protocol):
     session_id: str | None
     pending_title: str | None
     cwd: str | None
+    mode: Mode
+    """The mode the next turn starts in (hermes/tui/mode_control.py)."""
     settings: Settings
 
     @property

@@ -19,7 +19,7 @@ from rich.text import Text
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
-from hermes.tui import extension_commands, file_commands
+from hermes.tui import extension_commands, file_commands, mode_control
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
 from hermes.tui.image_commands import image_command
 from hermes.tui.turn_controller import TURN_RUNNING
@@ -206,6 +206,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+T", "light / dark theme"),
     ("Ctrl+F", "find in the transcript (Enter / Shift+Enter: next / previous)"),
     ("Ctrl+X Ctrl+E", "write the prompt in $VISUAL / $EDITOR"),
+    ("Shift+Tab", "next mode: default → accept-edits → plan (read-only)"),
+    ("!command", "run a shell command here; its output is context for your next message"),
 )
 """The keys `/help` lists after the commands."""
 
@@ -277,6 +279,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("find", "search this transcript (Ctrl+F)", _find, "[text]"),
     Command("image", "attach an image to the next prompt (Alt+X removes the last)", image_command, "[path|clear]"),
     Command("editor", "write the prompt in $VISUAL or $EDITOR (Ctrl+X Ctrl+E)", _editor, "[text]"),
+    Command("mode", "show or set the mode: default, accept-edits, plan (Shift+Tab cycles)", mode_control.mode_command,
+            "[default|accept-edits|plan]"),  # fmt: skip
+    Command("plan", "plan mode: read-only tools, the model plans (/mode default leaves it)", mode_control.plan_command),
     Command("context", "show the project instructions (AGENTS.md) in the system prompt", _context),
     Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),
     Command("mcp", "list MCP servers and their tools", _mcp),

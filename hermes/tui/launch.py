@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from hermes.config import Settings
 
 if TYPE_CHECKING:
+    from hermes.agent.modes import Mode
     from hermes.tui.app import HermesApp
 
 
@@ -31,6 +32,7 @@ def run_tui(
     yolo: bool,
     server: str | None = None,
     key: str | None = None,
+    mode: Mode = "default",
 ) -> int:
     """Run the chat TUI until the user quits; return the process exit code.
 
@@ -41,7 +43,9 @@ def run_tui(
     if yolo:
         settings = settings.replace(yolo=True)
     app, code = asyncio.run(
-        _run_app(settings, server=server, key=key, model=model, continue_last=continue_last, resume=resume)
+        _run_app(
+            settings, server=server, key=key, model=model, continue_last=continue_last, resume=resume, mode=mode
+        )
     )
     if app.session_id is not None:
         where = f" --server {server}" if server else ""
@@ -57,6 +61,7 @@ async def _run_app(
     model: str | None,
     continue_last: bool,
     resume: str | None,
+    mode: Mode = "default",
 ) -> tuple[HermesApp, int | None]:
     """Open the backend, run the app on this loop until it exits, close everything.
 
@@ -77,5 +82,6 @@ async def _run_app(
         )
         app.startup_notice = "\n".join(notices) or None
         app.mcp = backend.mcp
+        app.chat.mode = mode
         code = await app.run_async()
         return app, code

@@ -43,6 +43,7 @@ from hermes.tui.widgets.assistant_message import AssistantMessage
 from hermes.tui.widgets.attachment_card import AttachmentCard, ImageCard
 from hermes.tui.widgets.notice import Notice
 from hermes.tui.widgets.reasoning_block import ReasoningBlock
+from hermes.tui.widgets.shell_card import replayed_shell_card
 from hermes.tui.widgets.tool_card import ToolCard, argument_preview
 from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
@@ -299,7 +300,9 @@ def history_widgets(messages: Iterable[MessageRecord], *, stall_after: float = 3
     cards: dict[str, ToolCard] = {}
     for message in messages:
         if message.role == "user":
-            widgets.extend(user_widgets(message.content))
+            text = _content_text(message.content)
+            shell = replayed_shell_card(text)
+            widgets.extend([shell] if shell is not None else user_widgets(message.content))
         elif message.role == "assistant":
             if message.reasoning:
                 widgets.append(ReasoningBlock(message.reasoning, collapsed=True))

@@ -42,8 +42,10 @@ if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
     from textual.timer import Timer
 
+    from hermes.agent.modes import Mode
     from hermes.backend import ChatAgent
     from hermes.config import Settings
+    from hermes.tui.notifier import TurnNotifier
     from hermes.tui.widgets.activity import Activity
     from hermes.tui.widgets.image_chips import ImageChips
     from hermes.tui.widgets.notice import Notice, NoticeKind
@@ -82,6 +84,9 @@ class TurnScreen(Protocol):
     pending_title: str | None
     """The title of the session the next turn creates (None once it exists)."""
     cwd: str | None
+    mode: Mode
+    """The mode the next turn starts in (hermes/tui/mode_control.py)."""
+    notifier: TurnNotifier
     approval_timeout: float
     mcp_worker: Worker[None] | None
     """Starts the MCP servers; the first turn waits for it."""
@@ -273,6 +278,7 @@ class TurnController:
         )
         chat.activity.start("thinking")
         chat.status_bar.start_turn()
+        chat.notifier.turn_started()
         return self.renderer
 
     async def _run_turn(self, text: str, renderer: TurnRenderer, images: tuple[ImageAttachment, ...] = ()) -> None:
@@ -290,6 +296,7 @@ class TurnController:
                 approve=self._approve,
                 yolo=chat.settings.yolo,
                 cwd=chat.cwd,
+                mode=chat.mode,
             )
             if chat.mcp_worker is not None and not chat.mcp_worker.is_finished:
                 await chat.mcp_worker.wait()  # the first turn gets the MCP tools
@@ -349,6 +356,7 @@ class TurnController:
         self.chat.status_bar.context_tokens = event.after_tokens
 
     def _turn_finished(self) -> None:
+        self.chat.notifier.turn_ended(interrupted=self._interrupted)
         self.chat.status_bar.end_turn()
         self.chat.activity.stop()
         self.renderer = None
@@ -380,6 +388,10 @@ class TurnController:
 
     # -- approvals ------------------------------------------------------------------------
 
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The approval dialog for what is not a turn's tool call (a `!` command)."""
+        return await self._approve(request)
+
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """The engine's approval callback: a modal, denied on timeout or interrupt."""
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
@@ -389,6 +401,7 @@ class TurnController:
                 future.set_result(decision or ApprovalDecision.DENY)
 
         timeout = self.chat.approval_timeout
+        self.chat.notifier.approval_waiting(request.command)
         screen = ApprovalScreen(request, timeout=timeout)
         self.chat.app.push_screen(screen, decided)
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.safety.confinement import Confinement
 from hermes.agent.safety.grants import Grant, session_grant
 from hermes.agent.tool_host import ToolHost
@@ -40,6 +41,8 @@ class ToolContext:
     """Where files are read and written and commands run when not here (see hermes/agent/tool_host.py)."""
     transcript: list[ChatMessage] | None = None
     """The messages the model sees this turn (the engine's live list); the todo tool reads its plan here."""
+    mode: Mode = DEFAULT_MODE
+    """The turn's mode (hermes/agent/modes.py); in plan mode tools/plan_gate.py refuses what could change anything."""
 
     @property
     def policy(self) -> Confinement:

@@ -31,6 +31,7 @@ import dataclasses
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,17 @@ TAIL_BYTES = 12_000
 class _Capture(asyncio.Protocol):
     """Reads one pipe, keeping a bounded head and tail of what was written."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_data: Callable[[bytes], None] | None = None) -> None:
+        self.on_data = on_data
+        """Told every chunk as it arrives (live output for a front end); never holds it."""
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
         self.closed: asyncio.Future[None] = loop.create_future()
 
     def data_received(self, data: bytes) -> None:
+        if self.on_data is not None:
+            self.on_data(data)
         self.total += len(data)
         room = HEAD_BYTES - len(self.head)
         if room > 0:
@@ -146,12 +151,15 @@ async def _end_call(proc: asyncio.subprocess.Process) -> None:
 
 
 async def _open_pipe(
-    loop: asyncio.AbstractEventLoop, child_fds: list[int], transports: list[asyncio.BaseTransport]
+    loop: asyncio.AbstractEventLoop,
+    child_fds: list[int],
+    transports: list[asyncio.BaseTransport],
+    on_data: Callable[[bytes], None] | None = None,
 ) -> _Capture:
     """A pipe whose read end feeds a _Capture; the write end (for the child) goes to `child_fds`."""
     read_fd, write_fd = os.pipe()
     child_fds.append(write_fd)
-    capture = _Capture(loop)
+    capture = _Capture(loop, on_data)
     reader = os.fdopen(read_fd, "rb", buffering=0)
     try:
         transport, _ = await loop.connect_read_pipe(lambda: capture, reader)
@@ -163,11 +171,18 @@ async def _open_pipe(
 
 
 async def run_command(
-    command: str, cwd: Path, timeout: float, launcher: ToolLauncher | None = None, *, writable: Path | None = None
+    command: str,
+    cwd: Path,
+    timeout: float,
+    launcher: ToolLauncher | None = None,
+    *,
+    writable: Path | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> str:
     """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel.
 
-    In the sandbox only `writable` (default: `cwd`) may be changed.
+    In the sandbox only `writable` (default: `cwd`) may be changed. `on_output` is told each
+    chunk of stdout and stderr as it arrives (the result still holds both, bounded).
     """
     launcher = launcher or ToolLauncher()
     env = launcher.env()
@@ -175,8 +190,8 @@ async def run_command(
     child_fds: list[int] = []
     transports: list[asyncio.BaseTransport] = []
     try:
-        out = await _open_pipe(loop, child_fds, transports)
-        err = await _open_pipe(loop, child_fds, transports)
+        out = await _open_pipe(loop, child_fds, transports, on_output)
+        err = await _open_pipe(loop, child_fds, transports, on_output)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launcher.argv([_shell(), "-c", command], cwd, writable=writable),

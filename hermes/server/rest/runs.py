@@ -88,6 +88,7 @@ from hermes.server.rest.background_runs import (
     start_run,
     stream_run,
 )
+from hermes.server.rest.turn_mode import MODE_FIELD, requested_mode
 from hermes.store.api import ControlUnanswered
 from hermes.store.records import ControlMessage, ControlReply, RunRecord
 
@@ -198,6 +199,7 @@ RUN_CREATE = Body(
             items=Anything(documented=HISTORY_ITEM_DOC),
             error=("invalid_history", "'{name}' must be an array of messages"),
         ),
+        "mode": MODE_FIELD,
     },
 )
 """`input`, the history items and the session id's characters are checked by the parsers
@@ -242,6 +244,7 @@ async def create_run(request: web.Request) -> web.StreamResponse:
         history=history,
         system_prompt=flatten_text(normalize_content(instructions, "instructions")) if instructions else None,
         model=model,
+        mode=requested_mode(body),
     )
 
     async def run(watch: bool) -> Answer:  # after the Idempotency-Key's receipt: a replay starts nothing

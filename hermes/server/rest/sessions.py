@@ -76,6 +76,7 @@ from hermes.server.rest.session_shapes import (
     message_json,
     session_json,
 )
+from hermes.server.rest.turn_mode import MODE_FIELD, requested_mode
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import SessionRecord
 
@@ -204,6 +205,7 @@ SESSION_CHAT = Body(
             description="`instructions` is accepted as an alias.",
         ),
         "model": _MODEL,
+        "mode": MODE_FIELD,
     },
 )
 
@@ -407,7 +409,7 @@ def _chat_headers(record: SessionRecord, run: Run | None, key: str | None) -> di
 
 async def _start_chat(request: web.Request, record: SessionRecord, body: dict[str, Any]) -> Run:
     content, system, model = _chat_input(body)
-    turn = TurnRequest(input=content, system_prompt=system, model=model)
+    turn = TurnRequest(input=content, system_prompt=system, model=model, mode=requested_mode(body))
     return await start_run(
         request, kind="session_chat", turn=turn, session_id=record.id
     )

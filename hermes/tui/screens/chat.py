@@ -22,14 +22,19 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from hermes.agent.context import estimate_tokens, resume_history
+from hermes.agent.modes import DEFAULT_MODE, Mode
+from hermes.agent.shell_passthrough import shell_command
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands, image_commands
 from hermes.tui.mention_picker import MentionPicker
+from hermes.tui.mode_control import cycle_mode
+from hermes.tui.notifier import TurnNotifier, terminal_writer
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
+from hermes.tui.shell_mode import SHELL_RUNNING, ShellMode
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.chat_input import ChatInput
@@ -78,6 +83,8 @@ class ChatScreen(Screen[None]):
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
         Binding("ctrl+home", "transcript_top", show=False, priority=True),
         Binding("ctrl+end", "transcript_bottom", show=False, priority=True),
+        # Priority: the prompt box keeps the focus (Shift+Tab never moves it away).
+        Binding("shift+tab", "cycle_mode", "Mode", show=False, priority=True),
     ]
 
     def __init__(
@@ -107,6 +114,10 @@ class ChatScreen(Screen[None]):
         """Undo, redo and diffs of `store`'s turns (None: /undo, /redo and /diff are not offered)."""
         self.pending_title: str | None = None
         self.turns = TurnController(self)
+        self.shell = ShellMode(self)
+        """`!` commands (hermes/tui/shell_mode.py)."""
+        self.notifier = TurnNotifier(settings, self._write_terminal)
+        """The bell / OSC 9 after a long turn or at a waiting approval (hermes/tui/notifier.py)."""
         self.startup_notice: str | None = None
         """Shown once in the transcript at mount (e.g. which provider is in use)."""
         self.mcp: McpManager | None = None
@@ -114,6 +125,8 @@ class ChatScreen(Screen[None]):
         self.mcp_worker: Worker[None] | None = None
         self._older: list[MessageRecord] = []
         self._mention_picker: MentionPicker | None = None
+        self.mode: Mode = DEFAULT_MODE
+        """The mode every turn starts with (hermes/tui/mode_control.py)."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -135,6 +148,9 @@ class ChatScreen(Screen[None]):
         if self.remote is not None:
             yield RemoteLine(self.remote, id="remote")
         yield Footer()
+
+    def _write_terminal(self, text: str) -> None:
+        terminal_writer(self.app)(text)
 
     @property
     def hermes_app(self) -> ThemeSwitcher:
@@ -182,6 +198,7 @@ class ChatScreen(Screen[None]):
         self.status_bar.window_for = self.agent.context_window
         self.status_bar.model = self.agent.model
         self.status_bar.yolo = self.settings.yolo
+        self.status_bar.mode = self.mode
         if self.startup_notice:
             self.say(self.startup_notice)
         if self.agent.instructions is not None and self.agent.instructions.notice:
@@ -225,6 +242,14 @@ class ChatScreen(Screen[None]):
         if commands.is_command(text):
             await commands.run(self, text)
             return
+        command = shell_command(text)
+        if command is not None:
+            self.shell.submit(command)
+            return
+        if self.shell.running:
+            self.notify(SHELL_RUNNING, severity="warning")
+            self.chat_input.load_text(text)
+            return
         self.turns.submit(text)
 
     @on(ChatInput.MentionTyped)
@@ -254,12 +279,17 @@ class ChatScreen(Screen[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.turns.worker_ended(event)
 
+    def action_cycle_mode(self) -> None:
+        cycle_mode(self)
+
     def action_edit_queued(self) -> None:
         self.turns.take_back_queued()
 
     def action_interrupt(self) -> None:
         if self.menu.is_open:
             self.menu.hide()
+            return
+        if self.shell.stop():
             return
         self.turns.interrupt()
 

@@ -65,6 +65,8 @@ class StatusBar(Widget):
     turn_seconds: reactive[float | None] = reactive(None)
     """Duration of the last finished turn."""
     yolo: reactive[bool] = reactive(False)
+    mode: reactive[str] = reactive("default")
+    """The chat's mode; shown first, and never dropped, when it is not `default`."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -134,6 +136,9 @@ class StatusBar(Widget):
             parts.insert(2, Text(turn))
         width = max(10, self.size.width - 2)
         sep = Text(" │ ", style="dim")
+        mode = _MODE_BADGES.get(self.mode)
+        if mode is not None:
+            width = max(10, width - mode.cell_len - sep.cell_len)
         # Drop the least important parts (title is truncated first) until it fits.
         while len(parts) > 1 and (overflow := sum(p.cell_len for p in parts) + 3 * (len(parts) - 1) - width) > 0:
             if parts[1].cell_len > 12:
@@ -150,4 +155,13 @@ class StatusBar(Widget):
                 line.append_text(sep)
             line.append_text(part)
         line.truncate(width, overflow="ellipsis")
+        if mode is not None:
+            line = Text.assemble(mode, sep, line)
         return line
+
+
+_MODE_BADGES = {
+    "plan": Text("⏸ PLAN", style="bold black on yellow"),
+    "accept-edits": Text("✎ accept edits", style="bold magenta"),
+}
+"""How a mode other than `default` is shown."""
