@@ -244,7 +244,7 @@ class Backend:
         choice = self.provider_choice()
         if choice is None:
             return []
-        from hermes.agent.sandbox import sandbox_notice
+        from hermes.agent.safety.sandbox import sandbox_notice
 
         return [notice for notice in (choice.notice, sandbox_notice(self.settings)) if notice]
 
@@ -334,14 +334,14 @@ async def _repaired_already(storage: Storage) -> None:
 
 
 def _lazy_restore_guard(settings: Settings) -> Callable[[Path, Path], str | None]:
-    """The confinement's restore guard (hermes/agent/restore_guard.py), loaded on first use:
+    """The confinement's restore guard (hermes/agent/safety/restore_guard.py), loaded on first use:
     only undo and redo need it, and the engine is heavy to import for the other commands."""
 
     loaded: list[Callable[[Path, Path], str | None]] = []
 
     def guard(path: Path, worktree: Path) -> str | None:
         if not loaded:
-            from hermes.agent.restore_guard import restore_guard
+            from hermes.agent.safety.restore_guard import restore_guard
 
             loaded.append(restore_guard(settings))
         return loaded[0](path, worktree)

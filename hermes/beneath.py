@@ -8,7 +8,7 @@
     write_resolved(Path("/real/dir/file"), data) # one approved real path, opened the same way
 
 Undo and redo (hermes/checkpoints/shadow.py), write_file and patch
-(hermes/agent/tools/files.py, also fsutil.atomic_write) and the ACP host's disk fallback
+(hermes/agent/tools/files.py) and the ACP host's disk fallback
 write only through here. It sits beside hermes/errors.py, below the engine and the
 checkpoints, so both can use it.
 

@@ -144,8 +144,15 @@ OPTIONS: dict[str, Option] = {
 }
 
 
-def default_home() -> Path:
-    return Path.home() / ".hermes"
+def default_home(user_home: Path | None = None) -> Path:
+    """~/.hermes: hermes's home when HERMES_HOME is not set (of `user_home`, default the user's)."""
+    return (user_home or Path.home()) / ".hermes"
+
+
+def home_from_environment(env: Mapping[str, str]) -> Path:
+    """$HERMES_HOME when set and not empty (`~` expanded), else ~/.hermes."""
+    value = env.get("HERMES_HOME")
+    return Path(value).expanduser() if value else default_home()
 
 
 def default_model_cache(env: Mapping[str, str] | None = None) -> Path:
@@ -262,10 +269,8 @@ class Settings:
 
         if "home" in flags:
             home = Path(flags["home"]).expanduser()
-        elif env.get("HERMES_HOME"):
-            home = Path(env["HERMES_HOME"]).expanduser()
         else:
-            home = default_home()
+            home = home_from_environment(env)
 
         values: dict[str, Any] = {"home": home}
         values.update(read_config_file(home / CONFIG_FILE))

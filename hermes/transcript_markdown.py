@@ -12,10 +12,12 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from hermes.attachment_blocks import image_label, split_content
+
 if TYPE_CHECKING:
     from hermes.store.records import MessageRecord, SessionRecord
 
-__all__ = ["call_summary", "content_text", "fence", "local_time", "one_line", "session_markdown"]
+__all__ = ["call_summary", "content_text", "fence", "local_time", "one_line", "session_markdown", "user_markdown"]
 
 
 def local_time(timestamp: float | None) -> str:
@@ -68,6 +70,21 @@ def fence(text: str, info: str = "") -> list[str]:
     return [marks + info, text, marks]
 
 
+def user_markdown(content: Any) -> list[str]:
+    """A user message's lines: the typed text, each attachment in full under its label, and
+    each image inline (its data URL, so the export holds the picture itself)."""
+    typed, attachments, images = split_content(content)
+    lines = ["", typed.rstrip()] if typed.strip() else []
+    for attachment in attachments:
+        lines.extend(["", f"📎 `{attachment.label}`", ""])
+        lines.extend(fence(attachment.body.rstrip("\n")))
+    for number, part in enumerate(images, start=1):
+        spec = part.get("image_url")
+        url = spec.get("url") if isinstance(spec, dict) else spec
+        lines.extend(["", f"![image {number} ({image_label(part)})]({url})"])
+    return lines
+
+
 def session_markdown(record: SessionRecord, messages: list[MessageRecord]) -> str:
     """The session's header (id, source, model, times, lineage, count) and every message."""
     lines = [f"# {record.title or 'Session ' + record.id}", ""]
@@ -89,7 +106,9 @@ def session_markdown(record: SessionRecord, messages: list[MessageRecord]) -> st
             lines.extend(fence(text))
             continue
         lines.append(f"## {message.role.capitalize()}")
-        if text:
+        if message.role == "user":
+            lines.extend(user_markdown(message.content))
+        elif text:
             lines.extend(["", text])
         for call in message.tool_calls or []:
             name, arguments = call_summary(call)

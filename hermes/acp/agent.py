@@ -30,13 +30,14 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.helpers import update_available_commands
 from acp.interfaces import Client
 from acp.schema import (
@@ -73,14 +74,18 @@ from hermes.acp.commands import available_commands, expanded_prompt
 from hermes.acp.mcp import AnyMcpServer, server_configs
 from hermes.acp.permission import approver
 from hermes.acp.updates import history_updates, stop_reason, turn_updates
+from hermes.agent.attach.images import ImageRefused, image_from_bytes, with_images
+from hermes.agent.attach.mentions import expand_mentions_async
+from hermes.agent.safety.confinement import Confinement
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
-from hermes.agent.types import TurnRequest
+from hermes.agent.types import TurnRequest, UserContent
 from hermes.backend import Backend, ChatAgent, resolve_session
 from hermes.errors import SessionNotFound
 from hermes.ids import new_session_id
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
+    from hermes.extensions.skills import SkillCatalog
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +150,7 @@ class HermesAcpAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
@@ -283,7 +288,7 @@ class HermesAcpAgent:
         if not configs:
             return
         from hermes.agent.mcp import McpManager
-        from hermes.agent.tools.launch import ToolLauncher
+        from hermes.agent.safety.launch import ToolLauncher
 
         settings = self.backend.settings
         manager = McpManager(
@@ -304,8 +309,15 @@ class HermesAcpAgent:
         if session.handle is not None:
             raise RequestError.invalid_request({"message": "a prompt of this session is still running"})
         settings = self.backend.settings
+        content = await expand_prompt(
+            with_command_expanded(prompt_content(prompt), settings.home, session.cwd, self.agent.skills),
+            session.cwd,
+            Confinement.from_settings(settings),
+        )
+        for note in content.notes:  # a mention that attached nothing, said before the answer
+            await self.conn.session_update(session_id=session_id, update=update_agent_message_text(f"⚠ {note}\n\n"))
         request = TurnRequest(
-            input=expanded_prompt(prompt_text(prompt), settings.home, session.cwd, self.agent.skills),
+            input=content.input,
             session_id=session_id,
             source=SOURCE,
             approve=approver(self.conn, session_id),
@@ -366,6 +378,47 @@ def prompt_text(blocks: list[PromptBlock]) -> str:
                     parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
                 else:
                     parts.append(f"@{resource.uri}")
-            case ImageContentBlock() | AudioContentBlock():
-                parts.append(f"[{block.type} left out: hermes takes text over ACP]")
+            case AudioContentBlock():
+                parts.append(f"[{block.type} left out: hermes takes text and images over ACP]")
+            case ImageContentBlock():
+                pass  # an image part of its own (prompt_content)
     return "\n\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandedPrompt:
+    input: UserContent
+    notes: tuple[str, ...]
+
+
+async def expand_prompt(content: UserContent, cwd: Path, confinement: Confinement) -> ExpandedPrompt:
+    """The prompt's `@` mentions (and resource links, written as `@file:///…`) expanded in its text."""
+    text = content if isinstance(content, str) else str(content[0]["text"])
+    expansion = await expand_mentions_async(text, cwd, confinement)
+    if isinstance(content, str):
+        return ExpandedPrompt(expansion.text, expansion.notes)
+    return ExpandedPrompt([{"type": "text", "text": expansion.text}, *content[1:]], expansion.notes)
+
+
+def with_command_expanded(content: UserContent, home: Path, cwd: Path, skills: SkillCatalog | None) -> UserContent:
+    """`content` with its text replaced by the custom command or skill it invokes, if any."""
+    text = content if isinstance(content, str) else str(content[0]["text"])
+    expanded = expanded_prompt(text, home, cwd, skills)
+    return expanded if isinstance(content, str) else [{"type": "text", "text": expanded}, *content[1:]]
+
+
+def prompt_content(blocks: list[PromptBlock]) -> UserContent:
+    """The turn's input: `prompt_text`, followed by the prompt's images as `image_url` parts
+    (each checked by its bytes: PNG, JPEG, GIF or WebP, within the size limit)."""
+    images = []
+    for number, block in enumerate(blocks, start=1):
+        if not isinstance(block, ImageContentBlock):
+            continue
+        name = block.uri or f"image {number}"
+        try:
+            data = base64.b64decode(block.data, validate=True)
+            images.append(image_from_bytes(name, data))
+        except (ValueError, ImageRefused) as exc:
+            message = str(exc) if isinstance(exc, ImageRefused) else f"{name}: the image data is not base64"
+            raise RequestError.invalid_params({"message": message}) from None
+    return with_images(prompt_text(blocks), images)

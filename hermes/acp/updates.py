@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from acp import (
+    image_block,
     plan_entry,
     start_tool_call,
     text_block,
@@ -41,6 +42,7 @@ from acp import (
     update_agent_thought_text,
     update_plan,
     update_tool_call,
+    update_user_message,
     update_user_message_text,
 )
 from acp.schema import (
@@ -75,7 +77,7 @@ from hermes.agent.events import (
     TurnCompleted,
     TurnStarted,
 )
-from hermes.agent.tools.approval import REFUSAL_PREFIXES
+from hermes.agent.safety.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.todo import TODO, Plan, latest_plan, read_plan
 from hermes.agent.types import ChatMessage, TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED
@@ -231,6 +233,16 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _image_updates(content: Any) -> Iterator[Update]:
+    """A stored user message's images (base64 data URLs) as image blocks, as the editor sent them."""
+    for part in content if isinstance(content, list) else ():
+        spec = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+        url = spec.get("url") if isinstance(spec, dict) else None
+        if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+            head, data = url.split(",", 1)
+            yield update_user_message(image_block(data, head[5:].split(";", 1)[0]))
+
+
 def _arguments(raw: Any) -> dict[str, Any]:
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
@@ -248,6 +260,7 @@ def history_updates(messages: list[ChatMessage], cwd: Path) -> Iterator[Update]:
             text = _text_of(message.get("content"))
             if text:
                 yield update_user_message_text(text)
+            yield from _image_updates(message.get("content"))
         elif role == "assistant":
             reasoning = message.get("reasoning_content") or message.get("reasoning")
             if isinstance(reasoning, str) and reasoning:

@@ -15,7 +15,7 @@ write what they produced to the `TurnState` (and through it to the store) as it 
 
 Invariants:
 - The model step compacts the request first when it would exceed the budget; the text it
-  streams is checkpointed as it arrives; the call's usage (and the summaries') is added to
+  streams is saved as a draft as it arrives; the call's usage (and the summaries') is added to
   the turn once the call ended.
 - The answer is not written by its step: the turn's end writes it with the end itself.
 - The tool step records the assistant message with its calls before any tool starts, and
@@ -103,10 +103,10 @@ def model_request(
 
 
 def model_streamed(turn: TurnState, event: AgentEvent) -> None:
-    """Note an event of the model call: its text is checkpointed as it arrives."""
+    """Note an event of the model call: its text is saved as a draft as it arrives."""
     if event.type == "text.delta":
         turn.text_parts.append(event.text)
-        turn.checkpoints.streamed(turn.text_parts)
+        turn.recorder.streamed(turn.text_parts)
 
 
 def model_done(

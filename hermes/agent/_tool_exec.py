@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.agent.events import AgentEvent, ApprovalRequested, ToolCompleted, ToolStarted
-from hermes.agent.tools.approval import REFUSAL_PREFIXES
+from hermes.agent.safety.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import ApprovalRequest
 from hermes.errors import ToolError

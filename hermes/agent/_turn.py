@@ -21,7 +21,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from hermes.agent._checkpoint import TurnCheckpoints
+from hermes.agent._turn_recorder import TurnRecorder
 from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.events import ToolCompleted, ToolStarted
 from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
@@ -64,8 +64,8 @@ class TurnState:
     """TurnStarted was emitted."""
     finished: bool = False
     """The session end was attempted (it is attempted once)."""
-    checkpoints: TurnCheckpoints = field(default_factory=lambda: TurnCheckpoints(None, ""))
-    """The turn row and streaming-text checkpoints in the store (crash safety)."""
+    recorder: TurnRecorder = field(default_factory=lambda: TurnRecorder(None, ""))
+    """The turn row and the draft of its streaming text in the store (crash safety)."""
     files: TurnFiles | None = None
     """The turn's file snapshots (before its first tool that can change files, at its end)."""
     repeats: list[str] = field(default_factory=list)
@@ -80,7 +80,7 @@ class TurnState:
     ) -> None:
         # Stored first: the result's transcript holds only what the store accepted.
         if self.persist:
-            await self.checkpoints.record(
+            await self.recorder.record(
                 NewMessage.from_openai(message, reasoning=reasoning or None, finish_reason=finish_reason)
             )
         self.messages.append(message)
@@ -91,8 +91,8 @@ class TurnState:
         the turn like any other. The session id is the one the store used."""
         try:
             if self.persist:
-                await self.checkpoints.start([NewMessage.from_openai(m) for m in messages], create)
-                self.session_id = self.checkpoints.session_id
+                await self.recorder.start([NewMessage.from_openai(m) for m in messages], create)
+                self.session_id = self.recorder.session_id
         except Exception as exc:  # noqa: BLE001 - raised again inside the turn's error handling
             return exc
         self.messages.extend(messages)
@@ -176,7 +176,7 @@ class TurnState:
         answer, self.answer = self.answer, None
         if self.persist:
             try:
-                await self.checkpoints.finish(
+                await self.recorder.finish(
                     status, self.usage, self.model, answer=None if answer is None else answer[1], mark=mark
                 )
             except Exception:  # best effort unless told otherwise (re-raised then)

@@ -20,13 +20,9 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, assert_never
 
-from hermes.messages import ChatMessage
-
-if TYPE_CHECKING:
-    from hermes.agent._call import ToolSlot
-    from hermes.agent.types import TurnRequest
+from hermes.messages import ChatMessage, UserContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,20 +121,33 @@ def merge_results(history: list[ChatMessage], results: tuple[ClientToolResult, .
     return [m for m in history if not (m.get("role") == "tool" and m.get("tool_call_id") in answered)]
 
 
-def client_calls(client: ClientTools, calls: list[ToolSlot]) -> list[ToolSlot]:
+class NamedCall(Protocol):
+    """A tool call of a model response, as far as choosing who runs it needs (`_call.ToolSlot`)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+Call = TypeVar("Call", bound=NamedCall)
+
+
+def client_calls(client: ClientTools, calls: list[Call]) -> list[Call]:
     """The calls of a model response that the client runs (calls of its tools)."""
     names = client.names()
     return [slot for slot in calls if slot.name in names]
 
 
-def turn_inputs(request: TurnRequest, history: list[ChatMessage]) -> tuple[list[ChatMessage], list[ChatMessage]]:
-    """(the turn's input messages, the history before them).
+def turn_inputs(
+    user_input: UserContent, tool_results: tuple[ClientToolResult, ...] | None, history: list[ChatMessage]
+) -> tuple[list[ChatMessage], list[ChatMessage]]:
+    """(the turn's input messages, the history before them), from a turn's `input` and
+    `tool_results` (`TurnRequest`).
 
     A continuation's input is its tool results, named after the calls they answer; the
     history loses any earlier answer to those calls (see `merge_results`).
     """
-    if request.tool_results is None:
-        return [{"role": "user", "content": request.input}], history
+    if tool_results is None:
+        return [{"role": "user", "content": user_input}], history
     names = call_names(history)
-    inputs = [result_message(result, names.get(result.call_id)) for result in request.tool_results]
-    return inputs, merge_results(history, request.tool_results)
+    inputs = [result_message(result, names.get(result.call_id)) for result in tool_results]
+    return inputs, merge_results(history, tool_results)

@@ -126,6 +126,11 @@ def context_window_for(model: str, configured: int | None = None, provider_windo
     return configured or known_context_window(model)
 
 
+IMAGE_PART_CHARS = 3_000
+"""What an image counts for in the estimate: about 765 tokens, a common vision price of a
+detailed image (its data URL's length would count a photo as hundreds of thousands)."""
+
+
 def _content_chars(content: Any) -> int:
     if content is None:
         return 0
@@ -136,6 +141,8 @@ def _content_chars(content: Any) -> int:
         for part in content:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 total += len(part["text"])
+            elif isinstance(part, dict) and part.get("type") == "image_url":
+                total += IMAGE_PART_CHARS  # a model reads an image as tiles, not as its base64 text
             else:
                 total += len(json.dumps(part, ensure_ascii=False, default=str))
         return total

@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent._call import CallOutcome, CallPolicy, ModelCaller
-from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.agent._steps import (
     REPEAT_LIMIT,
     REPEAT_NUDGE,
@@ -73,6 +72,7 @@ from hermes.agent._steps import (
 )
 from hermes.agent._turn import INTERRUPTED_TOOL_RESULT as INTERRUPTED_TOOL_RESULT
 from hermes.agent._turn import TurnState
+from hermes.agent._turn_recorder import TurnRecorder
 from hermes.agent.client_tools import ClientToolCall, ClientTools, client_calls, turn_inputs
 from hermes.agent.context import (
     ContextBudget,
@@ -90,6 +90,7 @@ from hermes.agent.provider import Provider
 from hermes.agent.tools.base import ToolContext, ToolRegistry
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
+from hermes.attachment_blocks import split_content
 from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
 from hermes.errors import UsageError
 from hermes.extensions.skills import SkillCatalog
@@ -201,10 +202,10 @@ class Agent:
         # Reads first; then the session (when new), the turn row and the input (the user's
         # message, or a continuation's tool results): one write, holding nothing between.
         session_id, system_prompt, history, new = await self._open_session(request, model)
-        inputs, history = turn_inputs(request, history)
+        inputs, history = turn_inputs(request.input, request.tool_results, history)
         turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
         if turn.persist:
-            turn.checkpoints = TurnCheckpoints(self.store, session_id)
+            turn.recorder = TurnRecorder(self.store, session_id)
         elif new is not None and self.store is not None:
             created = await self.store.create_session(source=new.source, model=new.model, title=new.title,
                                                       system_prompt=new.system_prompt, session_id=new.id,
@@ -260,7 +261,7 @@ class Agent:
         handle.unlisten()
         if not turn.started:
             await handle.emit(TurnStarted(session_id=session_id, model=model))
-        changed = await turn.files.finish(turn.checkpoints.turn_id) if turn.files is not None else None
+        changed = await turn.files.finish(turn.recorder.turn_id) if turn.files is not None else None
         if changed is not None:
             await handle.emit(Status("files_changed", changed))
         await handle.emit(TurnCompleted(result))
@@ -465,8 +466,7 @@ async def _emit_all(handle: TurnHandle, step: AsyncGenerator[AgentEvent, None]) 
 
 def title_from(content: Any) -> str | None:
     """The title a new session gets from its first prompt (also a remote client's, `hermes.remote`)."""
-    if isinstance(content, list):
-        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    content = split_content(content)[0]  # what was typed: not the @ attachments, not images
     text = " ".join(str(content).split())
     if not text:
         return None

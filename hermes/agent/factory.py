@@ -201,8 +201,8 @@ def build_agent(
         resolved_model = model or local_model
         options.stale_timeout = max(options.stale_timeout, getattr(provider, "recommended_stale_timeout", 0.0))
     if tools is None:
+        from hermes.agent.safety.launch import ToolLauncher
         from hermes.agent.tools import default_registry
-        from hermes.agent.tools.launch import ToolLauncher
         from hermes.agent.tools.web import web_tools
 
         tools = default_registry(ToolLauncher.from_settings(settings))

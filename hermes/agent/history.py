@@ -91,12 +91,6 @@ class SessionHistories:
         entry = await self._entry(session_id)
         return [*entry.head, *entry.messages]
 
-    def forget(self, session_id: str) -> None:
-        """Drop the session's entry (its next load reads it again)."""
-        old = self._entries.pop(session_id, None)
-        if old is not None:
-            self._chars -= old.chars
-
     async def _entry(self, session_id: str) -> _Entry:
         store = self._store
         mark = await store.history_mark(session_id)

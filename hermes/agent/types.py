@@ -38,7 +38,7 @@ class ApprovalDecision(StrEnum):
     """Run this command this one time."""
     SESSION = "session"
     """Run it, and allow what ApprovalRequest.grant names for the rest of the session (ONCE when
-    the request offers no grant; see hermes/agent/grants.py)."""
+    the request offers no grant; see hermes/agent/safety/grants.py)."""
     DENY = "deny"
 
 

@@ -33,7 +33,7 @@ class LocalSessionFiles:
         self.home = home
         self.max_diff_bytes = max_diff_bytes
         self.guard = guard
-        """The front end's confinement (hermes/agent/restore_guard.py): what undo and redo never write."""
+        """The front end's confinement (hermes/agent/safety/restore_guard.py): what undo and redo never write."""
 
     async def undo(self, session_id: str, *, turns: int = 1, force: bool = False) -> UndoOutcome:
         return await rules.undo(self.store, self.home, session_id, turns=turns, force=force, guard=self.guard)

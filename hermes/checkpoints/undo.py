@@ -51,7 +51,7 @@ from hermes.store.records import TurnCheckpoint
 
 RestoreGuard = Callable[[Path, Path], "str | None"]
 """Why a restore must not write an absolute path in a worktree, (path, worktree) -> reason,
-else None: the confinement's answer (hermes/agent/restore_guard.py), handed down by the front end."""
+else None: the confinement's answer (hermes/agent/safety/restore_guard.py), handed down by the front end."""
 
 __all__ = [
     "DEFAULT_MAX_DIFF_BYTES", "OutsideRoots", "RestoreGuard", "TurnChange", "UndoOutcome", "check_roots",

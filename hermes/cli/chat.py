@@ -59,6 +59,9 @@ def chat(
     ),
     key: str | None = KEY_OPTION,
     key_file: Path | None = KEY_FILE_OPTION,
+    image: list[str] = typer.Option(  # noqa: B008 - typer's declaration style
+        [], "-i", "--image", metavar="PATH", help="With -q: attach this image (PNG, JPEG, GIF, WebP); repeatable."
+    ),
 ) -> None:
     """Chat with the agent: the TUI, or one turn with -q."""
     from hermes.cli._common import load_settings
@@ -73,6 +76,8 @@ def chat(
     key = server_key(settings.server_key, key=key, key_file=key_file) if server else None
     piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
     if query is None and piped is None:
+        if image:
+            raise UsageError("-i/--image needs -q (in the TUI: /image PATH)")
         if as_json:
             raise UsageError("--json needs -q (or a prompt on stdin)")
         from hermes.tui.launch import run_tui
@@ -102,6 +107,7 @@ def chat(
             continue_last=continue_last,
             resume=resume,
             quiet=quiet,
+            images=image,
         )
     )
     raise typer.Exit(code)
@@ -137,13 +143,16 @@ async def _one_shot(
     continue_last: bool,
     resume: str | None,
     quiet: bool = False,
+    images: list[str] | None = None,
 ) -> int:
     """One turn on the backend (local, or the server at `server`), streamed to stdout."""
     from hermes.agent.progress import ProgressUpdate
     from hermes.backend import open_backend, resolve_session
+    from hermes.cli._attach import prepare_input
     from hermes.cli._status import StatusLine, plain_interval
 
     status: StatusLine | None = None
+    await prepare_input(settings, "", images or [])  # a bad image fails now, before anything starts
 
     def progress(update: ProgressUpdate) -> None:
         if status is not None:
@@ -160,14 +169,21 @@ async def _one_shot(
             if not quiet:
                 status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
             agent = await backend.open_agent(progress=None if quiet else progress, defer_mcp=True)
-            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json)
+            return await _run_turn(backend, agent, prompt, session_id, status, as_json=as_json, images=images or [])
     finally:
         if status is not None:
             status.close()
 
 
 async def _run_turn(
-    backend: Backend, agent: ChatAgent, prompt: str, session_id: str | None, status: StatusLine | None, *, as_json: bool
+    backend: Backend,
+    agent: ChatAgent,
+    prompt: str,
+    session_id: str | None,
+    status: StatusLine | None,
+    *,
+    as_json: bool,
+    images: list[str],
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
@@ -176,6 +192,7 @@ async def _run_turn(
     from hermes.agent.turn_handle import TurnCrashed
     from hermes.agent.types import TurnRequest
     from hermes.cli._approval import tty_approver
+    from hermes.cli._attach import prepare_input
     from hermes.cli._custom_prompt import expand_slash_prompt
     from hermes.cli._render import make_renderer
     from hermes.cli._turn_signals import TurnSignals
@@ -192,11 +209,15 @@ async def _run_turn(
     if slash.note is not None and not as_json:
         with quiet_output():
             sys.stderr.write(f"hermes: {for_terminal(slash.note)}\n")
-    prompt = slash.prompt
+    # after the command's expansion: its text's `@` mentions are read here, also for a server
+    content, notes = await prepare_input(settings, slash.prompt, images)
+    for note in notes:
+        with quiet_output():
+            sys.stderr.write(f"hermes: {for_terminal(note)}\n")
     renderer = make_renderer(as_json)
     approve = None if settings.yolo else tty_approver()
     request = TurnRequest(
-        input=prompt,
+        input=content,
         session_id=session_id,
         source="cli",
         approve=status.around_approval(approve) if status is not None else approve,

@@ -300,7 +300,7 @@ def _check_database(path: Path) -> list[Check]:
 
 
 def _check_sandbox(settings: Settings) -> Check:
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
     from hermes.errors import ConfigError
 
     try:
@@ -321,11 +321,11 @@ def _check_sandbox(settings: Settings) -> Check:
 
 def _exposed_tool_folders(settings: Settings) -> str:
     """Which of the tool environment's PATH folders (and venv) the sandbox's private /tmp would
-    cover, and so binds read-only into it (hermes/agent/tools/launch.py)."""
+    cover, and so binds read-only into it (hermes/agent/safety/launch.py)."""
     import os
 
-    from hermes.agent.tools.launch import tool_folders
-    from hermes.agent.tools.tool_env import ToolEnvPolicy
+    from hermes.agent.safety.launch import tool_folders
+    from hermes.agent.safety.tool_env import ToolEnvPolicy
 
     env = ToolEnvPolicy.from_settings(settings).environment(os.environ)
     under_tmp = [str(p) for p in tool_folders(env) if Path(os.path.realpath(p)).is_relative_to("/tmp")]
@@ -338,7 +338,7 @@ def _check_tool_env(settings: Settings) -> Check:
     """The names (never the values) of the variables a tool process would get now."""
     import os
 
-    from hermes.agent.tools.tool_env import ToolEnvPolicy
+    from hermes.agent.safety.tool_env import ToolEnvPolicy
 
     report = ToolEnvPolicy.from_settings(settings).report(os.environ)
     # TMPDIR is always set: the confinement's private tmp (ToolLauncher.env).
@@ -353,7 +353,7 @@ def _check_tool_env(settings: Settings) -> Check:
 
 
 def _check_limits(settings: Settings) -> Check:
-    from hermes.agent.tools.limits import resolve_limits
+    from hermes.agent.safety.limits import resolve_limits
 
     state = resolve_limits(settings.tool_limits)
     return Check("limits", "ok" if state.enforced else "warning", state.detail)

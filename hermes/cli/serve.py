@@ -138,7 +138,7 @@ def check_sandbox(settings: Settings) -> None:
     and `auto` without one, whose fallback to off is only for a person at the keyboard. The
     probe is cached per process, so a second call costs nothing.
     """
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
     from hermes.errors import ConfigError
 
     state = resolve_sandbox(SandboxConfig.from_settings(settings))

@@ -89,6 +89,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from hermes.attachment_blocks import summary_text
 from hermes.cli import sessions_undo
 from hermes.cli._common import json_line, load_settings, print_json
 from hermes.cli._sessions_source import KEY_FILE_OPTION, KEY_OPTION, SERVER_OPTION, OpenedSessions, opened_sessions
@@ -327,7 +328,7 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
             label += f" ({message.tool_name})"
         lines.append("")
         lines.append(label)
-        text = content_text(message.content).rstrip()
+        text = (summary_text if message.role == "user" else content_text)(message.content).rstrip()
         body = text.splitlines()
         if message.role == "tool" and len(body) > TOOL_RESULT_LINES:
             hidden = len(body) - TOOL_RESULT_LINES

@@ -75,7 +75,7 @@ class PendingApproval:
     future: asyncio.Future[ApprovalDecision]
     grant: str | None = None
     """What the "session" choice allows for the rest of the session; None: that choice is not
-    offered (the action always asks) and "session" counts as "once" (hermes/agent/grants.py)."""
+    offered (the action always asks) and "session" counts as "once" (hermes/agent/safety/grants.py)."""
 
     def to_json(self) -> dict[str, Any]:
         choices = [c for c in APPROVAL_CHOICES if c != "session" or self.grant is not None]
@@ -270,7 +270,6 @@ class RunRegistry:
     Args:
         storage: where runs, their events and receipts live (set at app start-up when
             None here; `create` needs it).
-        max_concurrent: active runs allowed at once (0 = unlimited).
         retention: seconds a settled run stays in this registry (its stored events are
             pruned once their final event is that old).
         approval_timeout: seconds an approval waits before the command is denied.
@@ -280,12 +279,10 @@ class RunRegistry:
         self,
         storage: Storage | None = None,
         *,
-        max_concurrent: int = 64,
         retention: float = EVENT_RETENTION_SECONDS,
         approval_timeout: float = APPROVAL_TIMEOUT_SECONDS,
     ) -> None:
         self.storage = storage
-        self.max_concurrent = max(0, max_concurrent)
         self.retention = retention
         self.approval_timeout = approval_timeout
         self._runs: dict[str, Run] = {}
@@ -338,10 +335,6 @@ class RunRegistry:
     @property
     def active_count(self) -> int:
         return sum(1 for run in self._runs.values() if run.active)
-
-    @property
-    def at_capacity(self) -> bool:
-        return self.max_concurrent > 0 and self.active_count >= self.max_concurrent
 
     @property
     def closing(self) -> bool:

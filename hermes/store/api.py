@@ -143,7 +143,7 @@ class AsyncSessionStore(Protocol):
         """
         ...
 
-    # -- turns and checkpoints (crash safety) --
+    # -- turns and their drafts (crash safety) --
 
     async def begin_turn(self, session_id: str) -> TurnRecord:
         """Open a turn owned by this process (SQLite) or this storage's instance (PostgreSQL)."""
@@ -161,7 +161,7 @@ class AsyncSessionStore(Protocol):
         ...
 
     async def save_draft(self, turn_id: int, content: str) -> None:
-        """Checkpoint the streaming assistant text of an open turn (no-op once it ended)."""
+        """Save the streaming assistant text of an open turn as its draft (no-op once it ended)."""
         ...
 
     async def finish_turn(

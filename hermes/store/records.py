@@ -7,8 +7,7 @@ A run whose status is in TERMINAL_STATES is settled and never changes status aga
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from hermes.messages import ChatMessage
@@ -187,7 +186,7 @@ class TurnRecord:
     after_message_id: int
     """The turn's messages are the session's messages with a larger id (up to the next turn's)."""
     draft_message_id: int | None
-    """The assistant message its streaming text is checkpointed into, while there is one."""
+    """The assistant message its streaming text is saved into as a draft, while there is one."""
     started_at: float
     ended_at: float | None
     end_reason: str | None
@@ -223,7 +222,7 @@ class RepairedTurn:
     turn_id: int
     session_id: str
     kept_text: bool
-    """A checkpointed draft was kept as the assistant message."""
+    """A saved draft was kept as the assistant message."""
     placeholders: int
     """Tool calls that got the "server stopped" placeholder result."""
 
@@ -371,9 +370,6 @@ class RunRecord:
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATES
 
-    def with_changes(self, **changes: Any) -> RunRecord:
-        return replace(self, **changes)
-
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "object": "hermes.run",
@@ -431,9 +427,6 @@ class StoredRunEvent:
     """Unix seconds when it was appended."""
     final: bool = False
     """True for the last event of the stream: subscriptions end after yielding it."""
-
-    def data_json(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)

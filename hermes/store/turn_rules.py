@@ -1,6 +1,6 @@
 """The turn lifecycle rules: `TurnRules`, written once over an `Executor` and a `Dialect`.
 
-A turn opens with its input (`start_turn`, and a new session with it), checkpoints its
+A turn opens with its input (`start_turn`, and a new session with it), saves its
 streaming text as a draft (`save_draft`), and ends with its answer, usage, the session's
 end and the conversation mark in one write (`finish_turn`), or plainly (`end_turn`);
 `repair_abandoned_turns` ends the turns a dead owner left open (what it writes:
@@ -132,7 +132,7 @@ class TurnRules(SessionRows):
         ]
 
     async def save_draft(self, turn_id: int, content: str) -> None:
-        """Checkpoint the streaming assistant text of an open turn (no-op once it ended)."""
+        """Save the streaming assistant text of an open turn as its draft (no-op once it ended)."""
         stored = self.dialect.encode_content("assistant", content)
         fused = self.dialect.fused
         if fused is not None:

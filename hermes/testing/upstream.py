@@ -88,20 +88,6 @@ class Reply:
         """Keep the first n chunks, then cut the connection."""
         return Reply(self._first_chunks(n_chunks) + [Drop()], chunk_delay=self.chunk_delay)
 
-    def without_finish(self) -> Reply:
-        """The same chunks with no finish_reason and no usage (a stream that just ends)."""
-        steps: list[Step] = []
-        for step in self.steps:
-            if isinstance(step, Chunk):
-                if step.usage is not None:
-                    continue
-                if step.delta is None:
-                    continue
-                steps.append(Chunk(delta=step.delta))
-            else:
-                steps.append(step)
-        return Reply(steps, chunk_delay=self.chunk_delay)
-
     def _first_chunks(self, n: int) -> list[Step]:
         out: list[Step] = []
         count = 0

@@ -21,13 +21,14 @@ from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
 from hermes.tui import extension_commands, file_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
+from hermes.tui.image_commands import image_command
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
 
 if TYPE_CHECKING:
-    from hermes.tui.screens.chat import ChatScreen
+    from hermes.tui.command_screen import CommandScreen
 
-Handler: TypeAlias = Callable[["ChatScreen", str], Awaitable[None] | None]
+Handler: TypeAlias = Callable[["CommandScreen", str], Awaitable[None] | None]
 """What a command runs: `handler(chat, arg)`; `arg` is the stripped text after the name."""
 
 
@@ -49,14 +50,14 @@ class Command:
 # -- the commands ---------------------------------------------------------------------------
 
 
-def _new(chat: ChatScreen, arg: str) -> None:
+def _new(chat: CommandScreen, arg: str) -> None:
     chat.new_session()
     if arg:
         chat.pending_title = arg
         chat.status_bar.title = arg
 
 
-async def _fork(chat: ChatScreen, arg: str) -> None:
+async def _fork(chat: CommandScreen, arg: str) -> None:
     if chat.refused_during_turn():
         return
     if chat.session_id is None:
@@ -69,11 +70,11 @@ async def _fork(chat: ChatScreen, arg: str) -> None:
     chat.say(f"⑂ forked “{parent.title or parent.id}” → “{child.title or child.id}” ({child.id})", "info")
 
 
-def _sessions(chat: ChatScreen, arg: str) -> None:
+def _sessions(chat: CommandScreen, arg: str) -> None:
     chat.action_sessions()
 
 
-async def _title(chat: ChatScreen, arg: str) -> None:
+async def _title(chat: CommandScreen, arg: str) -> None:
     if not arg:
         current = chat.status_bar.title or "untitled"
         chat.say(f"title: {current}", "info")
@@ -86,14 +87,14 @@ async def _title(chat: ChatScreen, arg: str) -> None:
     chat.say(f"title set to “{arg}”", "info")
 
 
-async def _model(chat: ChatScreen, arg: str) -> None:
+async def _model(chat: CommandScreen, arg: str) -> None:
     if not arg:
         await _pick_model(chat)
         return
     await set_model(chat, arg)
 
 
-async def _pick_model(chat: ChatScreen) -> None:
+async def _pick_model(chat: CommandScreen) -> None:
     from hermes.tui.screens.model_picker import ModelPicker
 
     chat.say(f"model: {chat.agent.model} (listing the providers' models…)", "info")
@@ -115,7 +116,7 @@ async def _pick_model(chat: ChatScreen) -> None:
     chat.app.push_screen(ModelPicker(listings, chat.agent.model), picked)
 
 
-async def set_model(chat: ChatScreen, arg: str) -> None:
+async def set_model(chat: CommandScreen, arg: str) -> None:
     """The session's next turns use `arg` (a model id, or NAME/MODEL of a provider)."""
     if arg.startswith("default/"):
         arg = arg.removeprefix("default/")
@@ -126,17 +127,17 @@ async def set_model(chat: ChatScreen, arg: str) -> None:
     chat.say(f"model set to {arg}", "info")
 
 
-def _reasoning(chat: ChatScreen, arg: str) -> None:
+def _reasoning(chat: CommandScreen, arg: str) -> None:
     hidden = chat.transcript.has_class("-hide-reasoning")
     if arg in ("show", "on") and hidden or arg in ("hide", "off") and not hidden or not arg:
         chat.action_toggle_reasoning()
 
 
-def _focus(chat: ChatScreen, arg: str) -> None:
+def _focus(chat: CommandScreen, arg: str) -> None:
     chat.action_toggle_focus()
 
 
-def _copy(chat: ChatScreen, arg: str) -> None:
+def _copy(chat: CommandScreen, arg: str) -> None:
     answer = chat.transcript.last_answer()
     if answer is None:
         chat.say("no answer to copy yet", "warning")
@@ -145,7 +146,7 @@ def _copy(chat: ChatScreen, arg: str) -> None:
     chat.notify(f"Copied the last answer ({len(answer):,} characters).", timeout=2)
 
 
-async def _export(chat: ChatScreen, arg: str) -> None:
+async def _export(chat: CommandScreen, arg: str) -> None:
     if chat.session_id is None:
         chat.say("nothing to export yet", "warning")
         return
@@ -160,15 +161,15 @@ async def _export(chat: ChatScreen, arg: str) -> None:
     chat.say(f"exported to {path}", "info")
 
 
-def _context(chat: ChatScreen, arg: str) -> None:
+def _context(chat: CommandScreen, arg: str) -> None:
     chat.say(context_report(chat.agent.instructions), "info")
 
 
-def _theme(chat: ChatScreen, arg: str) -> None:
+def _theme(chat: CommandScreen, arg: str) -> None:
     chat.hermes_app.switch_theme(arg)
 
 
-def _mcp(chat: ChatScreen, arg: str) -> None:
+def _mcp(chat: CommandScreen, arg: str) -> None:
     if chat.mcp is None:
         chat.say("no MCP servers configured — add one with `hermes mcp add NAME -- COMMAND`", "info")
         return
@@ -183,7 +184,7 @@ def _mcp(chat: ChatScreen, arg: str) -> None:
     _show(chat, lines)
 
 
-def _compact(chat: ChatScreen, arg: str) -> None:
+def _compact(chat: CommandScreen, arg: str) -> None:
     if chat.turns.busy:
         chat.notify(TURN_RUNNING, severity="warning")
         return
@@ -209,7 +210,7 @@ KEYS: tuple[tuple[str, str], ...] = (
 """The keys `/help` lists after the commands."""
 
 
-def _help(chat: ChatScreen, arg: str) -> None:
+def _help(chat: CommandScreen, arg: str) -> None:
     lines = Text("Commands\n", style="bold")
     for command in COMMANDS:
         lines.append(f"  {command.usage:<22}", style="bold")
@@ -222,28 +223,28 @@ def _help(chat: ChatScreen, arg: str) -> None:
     _show(chat, lines)
 
 
-def _skills(chat: ChatScreen, arg: str) -> None:
+def _skills(chat: CommandScreen, arg: str) -> None:
     _show(chat, extension_commands.skills_report(extension_commands.catalogs(chat), builtin_names()))
 
 
-def _quit(chat: ChatScreen, arg: str) -> None:
+def _quit(chat: CommandScreen, arg: str) -> None:
     chat.app.exit(0)
 
 
-def _show(chat: ChatScreen, lines: Text) -> None:
+def _show(chat: CommandScreen, lines: Text) -> None:
     notice = Notice("", "info")
     notice.update(lines)
     chat.transcript.add(notice)
 
 
-def _find(chat: ChatScreen, arg: str) -> None:
+def _find(chat: CommandScreen, arg: str) -> None:
     chat.find_bar.open(arg or None)
 
 
 NO_EDITOR = "no editor: set $VISUAL or $EDITOR (e.g. export EDITOR=nano), then Ctrl+X Ctrl+E or /editor"
 
 
-def compose_in_editor(chat: ChatScreen, text: str) -> None:
+def compose_in_editor(chat: CommandScreen, text: str) -> None:
     """Edit `text` in $VISUAL / $EDITOR; what the editor saved becomes the prompt."""
     try:
         argv = editor_command()
@@ -259,7 +260,7 @@ def compose_in_editor(chat: ChatScreen, text: str) -> None:
     chat.chat_input.focus()
 
 
-def _editor(chat: ChatScreen, arg: str) -> None:
+def _editor(chat: CommandScreen, arg: str) -> None:
     compose_in_editor(chat, arg)
 
 
@@ -274,6 +275,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("copy", "copy the last answer to the clipboard (OSC 52)", _copy),
     Command("export", "write this session as Markdown", _export, "[path]"),
     Command("find", "search this transcript (Ctrl+F)", _find, "[text]"),
+    Command("image", "attach an image to the next prompt (Alt+X removes the last)", image_command, "[path|clear]"),
     Command("editor", "write the prompt in $VISUAL or $EDITOR (Ctrl+X Ctrl+E)", _editor, "[text]"),
     Command("context", "show the project instructions (AGENTS.md) in the system prompt", _context),
     Command("theme", "switch between dark and light themes", _theme, "[dark|light]"),
@@ -310,7 +312,7 @@ def builtin_names() -> frozenset[str]:
     return frozenset(name for command in COMMANDS for name in (command.name, *command.aliases))
 
 
-def custom_commands(chat: ChatScreen) -> tuple[Command, ...]:
+def custom_commands(chat: CommandScreen) -> tuple[Command, ...]:
     """The chat folder's custom commands and the agent's skills, as commands (built-ins win)."""
     reserved = builtin_names()
 
@@ -345,7 +347,7 @@ def parse(text: str, extra: Sequence[Command] = ()) -> ParsedCommand:
     return ParsedCommand(None, head, arg, tuple(matches))
 
 
-async def run(chat: ChatScreen, text: str) -> None:
+async def run(chat: CommandScreen, text: str) -> None:
     """Run a slash command to its end (its notices are shown when this returns)."""
     parsed = parse(text, custom_commands(chat))
     if parsed.command is None:

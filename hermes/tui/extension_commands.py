@@ -26,7 +26,7 @@ from hermes.extensions.invoke import resolve
 from hermes.extensions.skills import SkillCatalog
 
 if TYPE_CHECKING:
-    from hermes.tui.screens.chat import ChatScreen
+    from hermes.tui.command_screen import CommandScreen
 
 REMOTE_SKILLS = (
     "skills: this is a remote session — the server's agent lists the skills of the server's own "
@@ -52,7 +52,7 @@ class CustomEntry:
     """"command" or "skill"."""
 
 
-def catalogs(chat: ChatScreen) -> Catalogs:
+def catalogs(chat: CommandScreen) -> Catalogs:
     cwd = Path(chat.cwd or os.getcwd())
     commands = load_commands(chat.settings.home, cwd)
     skills: SkillCatalog | None = getattr(chat.agent, "skills", None)
@@ -90,7 +90,7 @@ def clashes(found: Catalogs, reserved: Collection[str]) -> list[str]:
     return lines
 
 
-def invoke(chat: ChatScreen, name: str, arg: str, reserved: Collection[str]) -> None:
+def invoke(chat: CommandScreen, name: str, arg: str, reserved: Collection[str]) -> None:
     """Expand `/name arg` and send it as the prompt (queued behind a running turn)."""
     found = catalogs(chat)
     invocation = resolve(f"/{name} {arg}", found.commands, found.skills, reserved)

@@ -19,13 +19,13 @@ from hermes.tui.widgets.diff_view import DiffView
 
 if TYPE_CHECKING:
     from hermes.backend import SessionFiles
-    from hermes.tui.screens.chat import ChatScreen
+    from hermes.tui.command_screen import CommandScreen
 
 
 NOT_OFFERED = "/undo, /redo and /diff are not offered in this session: it keeps no file checkpoints"
 
 
-def _files(chat: ChatScreen) -> SessionFiles | None:
+def _files(chat: CommandScreen) -> SessionFiles | None:
     """The screen's `SessionFiles`; None, after one line, when it has none."""
     if chat.files is None:
         chat.say(NOT_OFFERED, "warning")
@@ -40,16 +40,16 @@ def _number(arg: str, what: str) -> int | None:
     return int(arg)
 
 
-async def undo(chat: ChatScreen, arg: str) -> None:
+async def undo(chat: CommandScreen, arg: str) -> None:
     turns = _number(arg, "/undo") or 1
     await _move(chat, "undo", turns, force=False)
 
 
-async def redo(chat: ChatScreen, arg: str) -> None:
+async def redo(chat: CommandScreen, arg: str) -> None:
     await _move(chat, "redo", 0, force=False)
 
 
-async def _move(chat: ChatScreen, verb: str, turns: int, *, force: bool) -> None:
+async def _move(chat: CommandScreen, verb: str, turns: int, *, force: bool) -> None:
     if chat.refused_during_turn():
         return
     files = _files(chat)
@@ -82,7 +82,7 @@ async def _move(chat: ChatScreen, verb: str, turns: int, *, force: bool) -> None
     chat.say(f"{mark} {done} {count} turn{'s' if count != 1 else ''}{changed}", "info")
 
 
-async def diff(chat: ChatScreen, arg: str) -> None:
+async def diff(chat: CommandScreen, arg: str) -> None:
     files = _files(chat)
     if files is None:
         return

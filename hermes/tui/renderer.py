@@ -36,9 +36,11 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.types import TurnResult
+from hermes.attachment_blocks import split_content
 from hermes.store.records import MessageRecord
 from hermes.tui.widgets.activity import Activity
 from hermes.tui.widgets.assistant_message import AssistantMessage
+from hermes.tui.widgets.attachment_card import AttachmentCard, ImageCard
 from hermes.tui.widgets.notice import Notice
 from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.tool_card import ToolCard, argument_preview
@@ -281,13 +283,23 @@ def _content_text(content: str | list[dict[str, Any]] | None) -> str:
     return "\n".join(parts)
 
 
+def user_widgets(content: str | list[dict[str, Any]] | None, image_names: list[str] | None = None) -> list[Widget]:
+    """A user message: the typed text, then a folded card per attachment and a line per image."""
+    typed, attachments, images = split_content(content)
+    names = image_names or []
+    widgets: list[Widget] = [UserMessage(typed)]
+    widgets.extend(AttachmentCard(attachment) for attachment in attachments)
+    widgets.extend(ImageCard(part, names[i] if i < len(names) else None) for i, part in enumerate(images))
+    return widgets
+
+
 def history_widgets(messages: Iterable[MessageRecord], *, stall_after: float = 30.0) -> list[Widget]:
     """Widgets for stored messages: user prompts, answers, reasoning (folded), finished tool cards."""
     widgets: list[Widget] = []
     cards: dict[str, ToolCard] = {}
     for message in messages:
         if message.role == "user":
-            widgets.append(UserMessage(_content_text(message.content)))
+            widgets.extend(user_widgets(message.content))
         elif message.role == "assistant":
             if message.reasoning:
                 widgets.append(ReasoningBlock(message.reasoning, collapsed=True))

@@ -13,25 +13,43 @@ Invariants:
 - the next queued prompt starts only once the previous worker has fully ended (turn workers are
   exclusive: starting one earlier would cancel the old one);
 - after an interrupt the queued prompts are not sent: they go back into the prompt box.
+
+The controller knows the chat screen only as a `TurnScreen` (what it reads and drives of the
+screen), so it does not import the screen that owns it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.worker import Worker, WorkerState
 
+from hermes.agent.attach.images import ImageAttachment
 from hermes.agent.events import ContextCompacted, TurnCompleted, TurnStarted
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest, TurnResult
 from hermes.errors import HermesError
+from hermes.tui.prompt_attachments import prepare_prompt, show_prepared
 from hermes.tui.renderer import TurnCallbacks, TurnRenderer, compacted_notice
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
-    from hermes.tui.screens.chat import ChatScreen
+    from textual import Logger
+    from textual.app import App
+    from textual.notifications import SeverityLevel
+    from textual.timer import Timer
+
+    from hermes.backend import ChatAgent
+    from hermes.config import Settings
+    from hermes.tui.widgets.activity import Activity
+    from hermes.tui.widgets.image_chips import ImageChips
+    from hermes.tui.widgets.notice import Notice, NoticeKind
+    from hermes.tui.widgets.queued_prompts import QueuedPrompts
+    from hermes.tui.widgets.status_bar import StatusBar
+    from hermes.tui.widgets.transcript import Transcript
 
 INTERRUPT_GRACE = 1.0
 """Seconds the engine gets to wind a turn down before the UI declares it interrupted."""
@@ -39,10 +57,101 @@ TURN_RUNNING = "A turn is running — Esc to interrupt it first."
 """What the user is told when something must wait for the running turn."""
 
 
+class PromptBox(Protocol):
+    """The prompt the user types in (`ChatInput`), as the controller and the commands edit it."""
+
+    @property
+    def text(self) -> str: ...
+
+    def load_text(self, text: str) -> None: ...
+
+    def clear(self) -> object: ...
+
+    def insert(self, text: str) -> object: ...
+
+    def focus(self) -> object: ...
+
+
+class TurnScreen(Protocol):
+    """What the controller needs of the chat screen (`ChatScreen` is one): the open session,
+    the widgets a turn shows itself in, and the screen's own workers, timers and notices."""
+
+    agent: ChatAgent
+    settings: Settings
+    session_id: str | None
+    pending_title: str | None
+    """The title of the session the next turn creates (None once it exists)."""
+    cwd: str | None
+    approval_timeout: float
+    mcp_worker: Worker[None] | None
+    """Starts the MCP servers; the first turn waits for it."""
+
+    @property
+    def app(self) -> App[object]: ...
+
+    @property
+    def log(self) -> Logger: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def image_chips(self) -> ImageChips: ...
+
+    @property
+    def activity(self) -> Activity: ...
+
+    @property
+    def status_bar(self) -> StatusBar: ...
+
+    @property
+    def chat_input(self) -> PromptBox: ...
+
+    @property
+    def queue_view(self) -> QueuedPrompts: ...
+
+    def say(self, text: str, kind: NoticeKind = "info") -> Notice: ...
+
+    async def refresh_session_info(self, *, tokens: bool = True) -> None: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    def call_later(self, callback: Callable[..., object], *args: Any, **kwargs: Any) -> bool: ...
+
+    def set_timer(
+        self,
+        delay: float,
+        callback: Callable[[], object] | None = None,
+        *,
+        name: str | None = None,
+        pause: bool = False,
+    ) -> Timer: ...
+
+    def run_worker(
+        self,
+        work: Coroutine[Any, Any, None],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+        thread: bool = False,
+    ) -> Worker[None]: ...
+
+
 class TurnController:
     """Runs the chat screen's turns and `/compact`, and keeps the prompts queued behind them."""
 
-    def __init__(self, chat: ChatScreen) -> None:
+    def __init__(self, chat: TurnScreen) -> None:
         self.chat = chat
         self.turn_worker: Worker[None] | None = None
         self.turn_handle: TurnHandle | None = None
@@ -52,6 +161,8 @@ class TurnController:
         """Prompts submitted while a turn (or /compact) ran, oldest first; sent one per turn
         when the running one ends, handed back to the prompt when it is interrupted."""
         self.compact_worker: Worker[None] | None = None
+        self.prompt_widget: UserMessage | None = None
+        """The transcript's widget of the latest prompt sent (its attachment cards go under it)."""
         self._interrupted = False
         """The user interrupted the running turn: queued prompts are not sent on their own."""
 
@@ -133,10 +244,11 @@ class TurnController:
     def send(self, text: str, *, origin: str | None = None) -> Worker[None]:
         """Show the prompt and start a turn for it."""
         self._interrupted = False
+        images = self.chat.image_chips.take()  # the chip row's images go with the prompt sent next
         renderer = self.begin_turn(text, origin=origin)
         self.turn_handle = None
         self.turn_worker = self.chat.run_worker(
-            self._run_turn(text, renderer),
+            self._run_turn(text, renderer, images),
             name="_run_turn",
             group="turn",
             exclusive=True,
@@ -147,7 +259,8 @@ class TurnController:
     def begin_turn(self, text: str, *, origin: str | None = None) -> TurnRenderer:
         """Show the prompt and return the renderer the turn's events go to."""
         chat = self.chat
-        chat.transcript.add(UserMessage(text, origin=origin))
+        self.prompt_widget = UserMessage(text, origin=origin)
+        chat.transcript.add(self.prompt_widget)
         chat.transcript.scroll_end(animate=False)
         self.renderer = TurnRenderer(
             chat.transcript,
@@ -162,19 +275,22 @@ class TurnController:
         chat.status_bar.start_turn()
         return self.renderer
 
-    async def _run_turn(self, text: str, renderer: TurnRenderer) -> None:
+    async def _run_turn(self, text: str, renderer: TurnRenderer, images: tuple[ImageAttachment, ...] = ()) -> None:
         chat = self.chat
-        request = TurnRequest(
-            input=text,
-            session_id=chat.session_id,
-            source="tui",
-            title=chat.pending_title if chat.session_id is None else None,
-            approve=self._approve,
-            yolo=chat.settings.yolo,
-            cwd=chat.cwd,
-        )
+        prompt_widget = self.prompt_widget
         handle: TurnHandle | None = None
         try:
+            prepared = await prepare_prompt(chat, text, images)  # @ mentions and images, read here
+            show_prepared(chat, prompt_widget, prepared)
+            request = TurnRequest(
+                input=prepared.content,
+                session_id=chat.session_id,
+                source="tui",
+                title=chat.pending_title if chat.session_id is None else None,
+                approve=self._approve,
+                yolo=chat.settings.yolo,
+                cwd=chat.cwd,
+            )
             if chat.mcp_worker is not None and not chat.mcp_worker.is_finished:
                 await chat.mcp_worker.wait()  # the first turn gets the MCP tools
             handle = self.turn_handle = chat.agent.start(request)

@@ -10,8 +10,8 @@ import pytest
 from _acp_harness import TerminalEditorClient, capabilities, hermes_acp
 from acp import PROTOCOL_VERSION, text_block
 
-from hermes.agent.confinement import Confinement
-from hermes.agent.tools.approval import classify_command
+from hermes.agent.safety.approval import classify_command
+from hermes.agent.safety.confinement import Confinement
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 

@@ -12,7 +12,7 @@ from checkpoint_helpers import make_work_repo
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
 from hermes.agent.tools.registry import default_registry
 from hermes.checkpoints.turn import CheckpointConfig
 from hermes.store import open_session_store

@@ -170,15 +170,15 @@ async def test_undo_is_refused_while_a_turn_is_open(upstream, make_agent, store,
 
 
 def _bwrap_works() -> bool:
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 
     return resolve_sandbox(SandboxConfig(mode="auto")).active
 
 
 @pytest.mark.skipif(not _bwrap_works(), reason="bubblewrap is missing or does not work here")
 async def test_snapshots_work_with_the_sandbox_on(upstream, make_agent, store, home, work):
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-    from hermes.agent.tools.launch import ToolLauncher
+    from hermes.agent.safety.launch import ToolLauncher
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 
     launcher = ToolLauncher(sandbox=resolve_sandbox(SandboxConfig(mode="on", hidden=(home,))))
     upstream.enqueue(

@@ -162,7 +162,7 @@ async def test_a_turn_at_home_never_copies_the_credential_stores(upstream, make_
 async def test_copies_an_older_snapshot_took_of_a_credential_store_are_dropped(home, tmp_path, monkeypatch):
     user_home = credential_home(tmp_path)
     monkeypatch.setenv("HOME", str(user_home))
-    from hermes.agent.confinement import Confinement
+    from hermes.agent.safety.confinement import Confinement
 
     old = ShadowRepo.for_worktree(home, user_home, hidden=())  # as before hidden paths were left out
     await old.snapshot()

@@ -15,7 +15,7 @@ import pytest
 from checkpoint_helpers import git
 
 from hermes import beneath
-from hermes.agent.restore_guard import restore_guard
+from hermes.agent.safety.restore_guard import restore_guard
 from hermes.agent.types import TurnRequest
 from hermes.checkpoints import undo as undo_mod
 from hermes.checkpoints.shadow import Entry, ShadowRepo

@@ -31,7 +31,7 @@ def sandbox_off(monkeypatch) -> None:
 @pytest.fixture(autouse=True)
 def plain_tool_env(monkeypatch) -> None:
     """Of the variables tools may get, only PATH, HOME and LANG are set (TOOL_ENV names them)."""
-    from hermes.agent.tools.tool_env import PROXY_NAMES, is_core_name
+    from hermes.agent.safety.tool_env import PROXY_NAMES, is_core_name
 
     for name in list(os.environ):
         if (is_core_name(name) or name in PROXY_NAMES) and name not in ("PATH", "HOME"):
@@ -305,7 +305,7 @@ def test_sandbox_on_with_a_broken_bwrap_fails(invoke, monkeypatch, tmp_path, sto
 
 
 def test_sandbox_on_reports_bubblewrap(invoke, monkeypatch, store, upstream):
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 
     if resolve_sandbox(SandboxConfig(mode="auto")).active is False:
         pytest.skip("bubblewrap does not work on this machine")
@@ -320,7 +320,7 @@ def test_sandbox_on_reports_bubblewrap(invoke, monkeypatch, store, upstream):
 
 
 def test_sandbox_names_the_path_folders_it_keeps_visible_under_tmp(invoke, monkeypatch, store, upstream, tmp_path):
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 
     if resolve_sandbox(SandboxConfig(mode="auto")).active is False:
         pytest.skip("bubblewrap does not work on this machine")
@@ -412,7 +412,7 @@ def limits_line(result) -> str:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the pids cgroup is used when hermes runs as root")
 def test_limits_enforced_by_a_pids_cgroup(invoke, monkeypatch, store, upstream):
-    from hermes.agent.tools.limits import probe_pids_cgroup
+    from hermes.agent.safety.limits import probe_pids_cgroup
 
     parent = probe_pids_cgroup(Path("/proc/self/mountinfo"))
     if not isinstance(parent, Path):
@@ -433,7 +433,7 @@ def test_limits_not_enforceable_as_root_without_a_pids_cgroup_is_a_warning(
 ):
     mounts = tmp_path / "mountinfo"
     mounts.write_text("39 31 0:36 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n")
-    monkeypatch.setattr("hermes.agent.tools.limits.MOUNTINFO", mounts)
+    monkeypatch.setattr("hermes.agent.safety.limits.MOUNTINFO", mounts)
     monkeypatch.delenv("HERMES_TOOL_PROCESSES")
 
     result = invoke("doctor")

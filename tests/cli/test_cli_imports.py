@@ -28,7 +28,7 @@ _RUN = (
 )
 HEAVY = ("asyncio", "ssl", "aiohttp", "openai", "textual", "rich", "psycopg", "psycopg_pool", "hermes.server",
          "hermes.agent", "hermes.tui", "hermes.runs", "hermes.runtime", "logging",
-         "hermes.store.sqlite.checkpointer")  # fmt: skip
+         "hermes.store.sqlite.wal_flusher")  # fmt: skip
 
 
 def _modules(home: Path, *argv: str) -> set[str]:

@@ -108,7 +108,7 @@ def test_reply_streams_before_the_object_is_complete() -> None:
 def test_tool_actions_are_not_streamed_as_text() -> None:
     streamer = ReplyStreamer()
     assert streamer.feed(action_json("read_file", {"path": "a"})) == ""
-    assert streamer.action_name() == "read_file"
+    assert not streamer.streamed and streamer.text == ""
 
 
 # ---- request rewriting ----------------------------------------------------------------

@@ -11,9 +11,9 @@ from mcp_harness import SERVERS
 
 from hermes.agent.mcp import McpManager
 from hermes.agent.mcp.spawn import stdio_command
+from hermes.agent.safety.launch import SUPERVISOR
+from hermes.agent.safety.tool_env import PROXY_NAMES, TOOL_ENV_EXTRA, is_core_name
 from hermes.agent.tools.base import ToolContext, ToolRegistry
-from hermes.agent.tools.launch import SUPERVISOR
-from hermes.agent.tools.tool_env import PROXY_NAMES, TOOL_ENV_EXTRA, is_core_name
 from hermes.config import Settings
 from hermes.mcp_config import McpServerConfig
 
@@ -54,7 +54,7 @@ LEAKS = {
 
 
 def _bwrap_works() -> bool:
-    from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+    from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 
     return resolve_sandbox(SandboxConfig(mode="auto")).active
 

@@ -189,13 +189,6 @@ async def test_shutdown_interrupts_live_runs_in_store(storage):
     assert registry.closing
 
 
-async def test_capacity(storage):
-    registry = RunRegistry(storage, max_concurrent=1)
-    assert not registry.at_capacity
-    run = await registry.create(kind="run", session_id=None, model=None)
-    assert registry.at_capacity
-    run.set_status("completed")
-    assert not registry.at_capacity
 
 
 async def test_a_run_settled_elsewhere_supersedes_its_journal_and_stops(storage):

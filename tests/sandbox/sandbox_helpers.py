@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 
 
 def bwrap_works() -> bool:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import needs_bwrap
 
-from hermes.agent.confinement import hidden_paths
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+from hermes.agent.safety.confinement import hidden_paths
+from hermes.agent.safety.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.base import ToolContext
-from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.terminal import make_terminal_tool, run_command
 
 pytestmark = needs_bwrap

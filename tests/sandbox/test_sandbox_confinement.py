@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import needs_bwrap
 
-from hermes.agent.confinement import Confinement
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+from hermes.agent.safety.confinement import Confinement
+from hermes.agent.safety.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.files import read_file, write_file
-from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.registry import default_registry
 from hermes.agent.tools.terminal import make_terminal_tool, run_command
 from hermes.config import Settings

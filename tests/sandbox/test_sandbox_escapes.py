@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import bwrap_works, pids_with, wait_until
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.terminal import run_command
 
 SANDBOX_MODES = ["off", pytest.param("on", marks=pytest.mark.skipif(not bwrap_works(), reason="no working bwrap"))]

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import bwrap_works, pids_with
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import SUPERVISOR, ToolLauncher
-from hermes.agent.tools.limits import LimitsState, resolve_limits
+from hermes.agent.safety.launch import SUPERVISOR, ToolLauncher
+from hermes.agent.safety.limits import LimitsState, resolve_limits
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.terminal import run_command
 from hermes.limits_config import ToolLimits
 

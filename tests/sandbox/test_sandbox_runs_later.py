@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import needs_bwrap
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.terminal import run_command
 
 pytestmark = needs_bwrap

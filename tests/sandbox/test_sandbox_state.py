@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import fake_bwrap
 
-from hermes.agent.confinement import hidden_paths
-from hermes.agent.sandbox import (
+from hermes.agent.safety.confinement import hidden_paths
+from hermes.agent.safety.sandbox import (
     SandboxConfig,
     bwrap_arguments,
     resolve_sandbox,
@@ -125,7 +125,7 @@ def test_mounts_use_real_paths(tmp_path: Path) -> None:
 
 
 def test_the_terminal_tool_describes_an_active_sandbox(tmp_path: Path) -> None:
-    from hermes.agent.tools.launch import ToolLauncher
+    from hermes.agent.safety.launch import ToolLauncher
     from hermes.agent.tools.terminal import TERMINAL_TOOL, make_terminal_tool
 
     bwrap = fake_bwrap(tmp_path / "bin", 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"')

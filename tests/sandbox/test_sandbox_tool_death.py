@@ -25,8 +25,8 @@ from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_rep
 HARNESS = """
 import asyncio, sys
 from pathlib import Path
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
+from hermes.agent.safety.launch import ToolLauncher
 from hermes.agent.tools.terminal import run_command
 
 mode, command, cwd = sys.argv[1:4]

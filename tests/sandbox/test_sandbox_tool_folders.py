@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import needs_bwrap
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import ToolLauncher, tool_folders
+from hermes.agent.safety.launch import ToolLauncher, tool_folders
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.terminal import run_command
 
 

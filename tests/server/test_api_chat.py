@@ -10,10 +10,11 @@ from _api_harness import MakeServer, Server, parse_sse
 from aiohttp.test_utils import make_mocked_request
 
 from hermes.agent.events import ToolCompleted, ToolStarted
+from hermes.ids import derived_session_id
 from hermes.server.http.errors import PermissionDenied, RequestValidationError
 from hermes.server.http.request_session import session_key
 from hermes.server.http.state import LIMITER
-from hermes.server.openai.chat import ToolProgress, derive_session_id
+from hermes.server.openai.chat import ToolProgress
 from hermes.testing.upstream import (
     Chunk,
     Reply,
@@ -128,7 +129,7 @@ async def test_stable_session_id_and_session_rows(server: Server) -> None:
     )
     r3 = await server.client.post(URL, json={"messages": [user("Goodbye")]})
     sid1, sid2, sid3 = (r.headers["X-Hermes-Session-Id"] for r in (r1, r2, r3))
-    assert sid1 == sid2 == derive_session_id(None, "Hello")
+    assert sid1 == sid2 == derived_session_id(None, "Hello")
     assert sid3 != sid1
     session = server.sessions.get_session(sid1)
     assert session.source == "api_server"
@@ -143,13 +144,13 @@ async def test_stable_session_id_and_session_rows(server: Server) -> None:
     assert {sid1, sid3} <= listed
 
 
-def test_derive_session_id() -> None:
-    assert derive_session_id("sys", "hello") == derive_session_id("sys", "hello")
-    assert derive_session_id(None, "hi").startswith("api-")
-    assert len(derive_session_id(None, "hi")) == 4 + 16
-    assert derive_session_id("You are a pirate.", "Hello") != derive_session_id("You are a robot.", "Hello")
-    assert derive_session_id(None, "Hello") != derive_session_id(None, "Goodbye")
-    assert derive_session_id(None, "x") == derive_session_id("", "x")
+def test_derived_session_id() -> None:
+    assert derived_session_id("sys", "hello") == derived_session_id("sys", "hello")
+    assert derived_session_id(None, "hi").startswith("api-")
+    assert len(derived_session_id(None, "hi")) == 4 + 16
+    assert derived_session_id("You are a pirate.", "Hello") != derived_session_id("You are a robot.", "Hello")
+    assert derived_session_id(None, "Hello") != derived_session_id(None, "Goodbye")
+    assert derived_session_id(None, "x") == derived_session_id("", "x")
 
 
 async def test_reasoning_content_in_json(server: Server) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from _api_harness import MakeServer
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
 from hermes.agent.tools.registry import default_registry
 from hermes.config import Settings
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.tools.approval import check_write_path, classify_command
-from hermes.agent.verdict import Verdict
+from hermes.agent.safety.approval import check_write_path, classify_command
+from hermes.agent.safety.verdict import Verdict
 
 BLOCKED = [
     # rm -r of /, system folders and home, in every flag spelling

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from approvers import Approver
 
-from hermes.agent.confinement import Confinement, private_tmp
-from hermes.agent.sandbox import SandboxConfig
+from hermes.agent.safety.confinement import Confinement, private_tmp
+from hermes.agent.safety.sandbox import SandboxConfig
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.file_search import list_files, search_files
 from hermes.agent.tools.files import patch, read_file, write_file

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.sandbox import SandboxConfig, resolve_sandbox
+from hermes.agent.safety.launch import ToolLauncher
+from hermes.agent.safety.sandbox import SandboxConfig, resolve_sandbox
+from hermes.agent.safety.tool_env import CORE_GLOBS, CORE_NAMES, NEVER_PASS, PROXY_NAMES, ToolEnvPolicy
 from hermes.agent.tools.base import ToolContext
-from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.registry import default_registry
 from hermes.agent.tools.terminal import run_command
-from hermes.agent.tools.tool_env import CORE_GLOBS, CORE_NAMES, NEVER_PASS, PROXY_NAMES, ToolEnvPolicy
 from hermes.config import OPTIONS, Settings
 
 DB_URL = "postgresql://hermes:db-pass-4417@127.0.0.1:5432/hermes"

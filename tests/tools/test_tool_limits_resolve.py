@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.tools.limits import pids_hierarchies, probe_pids_cgroup, resolve_limits
+from hermes.agent.safety.limits import pids_hierarchies, probe_pids_cgroup, resolve_limits
 from hermes.limits_config import ToolLimits
 
 V1_PIDS = "39 31 0:36 / {point} rw,relatime - cgroup cgroup rw,pids\n"

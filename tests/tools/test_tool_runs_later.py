@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from approvers import Approver
 
-from hermes.agent.runs_later import runs_later_write
-from hermes.agent.tools.approval import classify_command
+from hermes.agent.safety.approval import classify_command
+from hermes.agent.safety.runs_later import runs_later_write
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.files import patch, write_file
 from hermes.agent.tools.terminal import terminal

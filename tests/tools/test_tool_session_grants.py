@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from approvers import Approver
 
-from hermes.agent.grants import grantable, session_grant
+from hermes.agent.safety.grants import grantable, session_grant
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.files import write_file
 from hermes.agent.tools.terminal import terminal
@@ -150,7 +150,7 @@ async def test_the_server_offers_the_session_choice_only_with_a_grant() -> None:
 
 
 async def test_an_mcp_grant_covers_that_tool_only(tmp_path: Path) -> None:
-    from hermes.agent.grants import tool_grant
+    from hermes.agent.safety.grants import tool_grant
 
     approver = GrantThenDeny()
     ctx = _ctx(tmp_path, approver)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes.agent.tools.shell_syntax import parse
+from hermes.agent.safety.shell_syntax import parse
 
 
 def _words(source: str) -> list[list[list[str]]]:

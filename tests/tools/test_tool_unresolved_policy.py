@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.agent.tools.approval import classify_command
+from hermes.agent.safety.approval import classify_command
 from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.terminal import terminal
 

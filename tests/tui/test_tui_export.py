@@ -7,6 +7,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+import hermes.attachment_blocks
 import hermes.transcript_markdown
 from hermes.store.records import NewMessage
 from hermes.store.sqlite import SqliteSessionStore
@@ -52,7 +53,8 @@ async def test_export_keeps_triple_backticks_inside_their_fence(make_tui, store,
 
 
 def test_the_exporter_sits_below_the_cli_and_the_tui():
-    """Both front ends import it, so it may import only the store (and the standard library)."""
+    """Both front ends import it, so it may import only the store, the text form of attachments
+    (which imports nothing from hermes) and the standard library."""
     source = Path(hermes.transcript_markdown.__file__).read_text(encoding="utf-8")
     imported = set()
     for node in ast.walk(ast.parse(source)):
@@ -60,4 +62,7 @@ def test_the_exporter_sits_below_the_cli_and_the_tui():
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or ""))
-    assert {name for name in imported if name.startswith(("hermes", "."))} <= {"hermes.store.records"}
+    allowed = {"hermes.store.records", "hermes.attachment_blocks"}
+    assert {name for name in imported if name.startswith(("hermes", "."))} <= allowed
+    blocks = Path(hermes.attachment_blocks.__file__).read_text(encoding="utf-8")
+    assert not [line for line in blocks.splitlines() if line.startswith(("from hermes", "import hermes"))]

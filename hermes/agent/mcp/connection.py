@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from hermes.agent.mcp.spawn import stdio_command
 from hermes.agent.mcp.status import StatusName
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
 from hermes.mcp_config import McpServerConfig
 
 CLOSE_GRACE = 8.0

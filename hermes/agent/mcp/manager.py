@@ -21,7 +21,7 @@ from hermes.mcp_config import McpServerConfig
 
 if TYPE_CHECKING:
     from hermes.agent.mcp.connection import McpConnection
-    from hermes.agent.tools.launch import ToolLauncher
+    from hermes.agent.safety.launch import ToolLauncher
     from hermes.config import Settings
 
 
@@ -48,7 +48,7 @@ class McpManager:
         """A manager for the configured servers, or None when there are none."""
         if not settings.mcp_servers:
             return None
-        from hermes.agent.tools.launch import ToolLauncher
+        from hermes.agent.safety.launch import ToolLauncher
 
         # The sandbox applies to stdio servers as it does to `terminal`.
         launcher = ToolLauncher.from_settings(settings)

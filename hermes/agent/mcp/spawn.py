@@ -1,10 +1,10 @@
 """How a stdio MCP server is started: the one place that builds its command.
 
 A stdio server is a tool process like `terminal`'s commands and starts the same way,
-through the `ToolLauncher` (hermes/agent/tools/launch.py):
+through the `ToolLauncher` (hermes/agent/safety/launch.py):
 - its environment is the tool environment (the core variables such as PATH, HOME and LANG,
   those `tool_env_passthrough` names, never hermes's keys or database URL: see
-  tools/tool_env.py) plus the server's own `env` table, which is the user's explicit
+  safety/tool_env.py) plus the server's own `env` table, which is the user's explicit
   choice for that server and is passed as written, and nothing else;
 - its program line runs under the supervisor (the server, and every process it started,
   dies with hermes) and, when the sandbox is active, inside bubblewrap with its working
@@ -23,7 +23,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
 from hermes.mcp_config import McpServerConfig
 
 

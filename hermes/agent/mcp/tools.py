@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.grants import tool_grant
+from hermes.agent.safety.grants import tool_grant
 from hermes.agent.tools.base import Tool, ToolContext, ToolHandler
 from hermes.errors import ToolError
 

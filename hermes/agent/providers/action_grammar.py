@@ -31,7 +31,6 @@ REPLY = "reply"
 _FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _REPLY_PREFIX = re.compile(r'\s*\{\s*"action"\s*:\s*"reply"\s*,\s*"args"\s*:\s*\{\s*"text"\s*:\s*"')
-_ACTION_PREFIX = re.compile(r'\s*\{\s*"action"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 # Keywords kept when a tool's parameter schema is copied into the response schema;
 # the rest (descriptions, defaults, examples) only cost grammar-compilation time.
@@ -237,11 +236,6 @@ class ReplyStreamer:
             self.streamed = True
             self.text += text
         return text
-
-    def action_name(self) -> str | None:
-        """The action's name once the model has written it."""
-        match = _ACTION_PREFIX.match(self.raw)
-        return json.loads(f'"{match.group(1)}"') if match else None
 
 
 # ---- the schema ------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The local provider: llama.cpp in-process (xllamacpp), spoken to like any endpoint.
 
-    provider = await LocalProvider.astart(settings, progress=cb)   # or .start() (blocking)
+    provider = LocalProvider.start(settings, progress=cb)          # blocks while the model loads
     ... provider.stream(request) ...
     await provider.aclose()                                         # stops the server
 
@@ -210,7 +210,7 @@ class LocalProvider(Provider):
     """Reading a long prompt on a CPU takes minutes before the first token: use at least this."""
 
     def __init__(self, server: LocalServer, model_name: str, *, owns_server: bool = True) -> None:
-        """Wrap a started server. Use `start`/`astart` to build one from settings.
+        """Wrap a started server. Use `start` to build one from settings.
 
         Args:
             owns_server: `aclose()` also stops the server (False when several providers,
@@ -314,18 +314,6 @@ class LocalProvider(Provider):
         if progress is not None:
             progress("loading", 1, 1)
         return cls(server, model_name)
-
-    @classmethod
-    async def astart(
-        cls,
-        settings: Settings,
-        *,
-        progress: StepProgress | None = None,
-        n_ctx: int = DEFAULT_CONTEXT,
-        threads: int | None = None,
-    ) -> LocalProvider:
-        """`start` in a worker thread, so the event loop keeps running while the model loads."""
-        return await asyncio.to_thread(cls.start, settings, progress=progress, n_ctx=n_ctx, threads=threads)
 
     def context_window(self) -> int | None:
         return int(self.server.n_ctx)

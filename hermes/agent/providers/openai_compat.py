@@ -127,6 +127,12 @@ def _error_detail(status: int, text: str) -> tuple[str, str | None]:
     return text.strip()[:500] or f"HTTP {status}", None
 
 
+_IMAGES_REFUSED = re.compile(r"image|vision|multi-?modal", re.IGNORECASE)
+"""A client error naming these is the endpoint refusing a prompt's images (unless it is about
+length: a context overflow may count image tokens)."""
+_TOO_LONG = re.compile(r"context|too long|too many tokens|maximum.*tokens", re.IGNORECASE)
+
+
 def status_error(status: int, text: str, headers: Mapping[str, str] | None, provider: str) -> ProviderError:
     """The ProviderError for an upstream's non-2xx reply (`text` is its body)."""
     detail, code = _error_detail(status, text)
@@ -150,6 +156,13 @@ def status_error(status: int, text: str, headers: Mapping[str, str] | None, prov
         )
     if _STREAM_UNSUPPORTED.search(detail):
         return StreamingUnsupported(detail, status=status, provider=provider)
+    if status in (400, 415, 422) and _IMAGES_REFUSED.search(detail) and not _TOO_LONG.search(detail):
+        return ProviderError(
+            f"the model does not accept images ({status}): {detail} — send the prompt without images, "
+            "or choose a model that reads them",
+            status=status,
+            provider=provider,
+        )
     if status >= 500 or status == 408:
         return ProviderError(
             f"model endpoint error ({status}): {detail}",

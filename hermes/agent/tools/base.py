@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.confinement import Confinement
-from hermes.agent.grants import Grant, session_grant
+from hermes.agent.safety.confinement import Confinement
+from hermes.agent.safety.grants import Grant, session_grant
 from hermes.agent.tool_host import ToolHost
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage
 
@@ -29,7 +29,7 @@ class ToolContext:
     approve: ApprovalCallback | None = None
     yolo: bool = False
     session_approvals: set[str] = field(default_factory=set)
-    """Keys of the grants given "for this session" (hermes/agent/grants.py); owned by the Agent, per session id."""
+    """Keys of the grants given "for this session" (hermes/agent/safety/grants.py); owned by the Agent, per session."""
     on_approval_request: Callable[[ApprovalRequest], None] | None = None
     """Engine hook to surface an ApprovalRequested event before the callback is asked."""
     source: str = "cli"

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hermes.agent.safety.secret_reads import guards_reads, hidden_refusal, is_secret_file, read_refusal
 from hermes.agent.tools.args import check_object, optional_int, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.fsutil import SNIFF_BYTES, glob_matcher, iter_files, not_found, resolve
-from hermes.agent.tools.secret_reads import guards_reads, hidden_refusal, is_secret_file, read_refusal
 from hermes.errors import ToolError
 
 MAX_LISTED = 500

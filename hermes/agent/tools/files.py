@@ -2,11 +2,11 @@
 
 Invariants:
 - every path argument is resolved against ctx.cwd with ~ expanded (fsutil.resolve);
-- paths are checked against the turn's confinement policy (hermes/agent/confinement.py):
+- paths are checked against the turn's confinement policy (hermes/agent/safety/confinement.py):
   hidden paths are never read; a write outside the writable roots needs approval, one to
   hermes's own files never happens; anywhere approval.check_write_path still asks for
   ~/.ssh, /etc and the files that run code later (.git/config, .git/hooks, .envrc, shell
-  startup files, ~/.config: runs_later.py); "allow for this session" covers the one path;
+  startup files, ~/.config: safety/runs_later.py); "allow for this session" covers the one path;
 - a write goes to the path's real path as resolved once before the checks, and both forms
   are checked; its folders are then opened from `/` with no symlink followed
   (hermes/beneath.py), so a folder swapped for a symlink after the check refuses the write
@@ -29,16 +29,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.grants import path_grant
-from hermes.agent.tools.approval import blocked_message, check_write_path, denied_message
+from hermes.agent.safety.approval import blocked_message, check_write_path, denied_message
+from hermes.agent.safety.grants import path_grant
+from hermes.agent.safety.secret_reads import hidden_refusal, read_refusal
+from hermes.agent.safety.verdict import Verdict
 from hermes.agent.tools.args import check_object, optional_bool, optional_int, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.edit_history import undoing_refusal
 from hermes.agent.tools.edit_match import as_addition, fit_edit, nearest_run
 from hermes.agent.tools.file_search import LIST_FILES_TOOL, SEARCH_FILES_TOOL
 from hermes.agent.tools.fsutil import existing_text_file, resolve
-from hermes.agent.tools.secret_reads import hidden_refusal, read_refusal
-from hermes.agent.verdict import Verdict
 from hermes.beneath import PathRefused, write_resolved
 from hermes.errors import ToolError
 

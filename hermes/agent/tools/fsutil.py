@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hermes.agent.tools.base import ToolContext
-from hermes.beneath import write_resolved
 from hermes.errors import ToolError
 
 SNIFF_BYTES = 8192
@@ -134,17 +133,6 @@ def existing_text_file(path: Path, root: Path | None = None) -> Path:
     except PermissionError:
         raise ToolError(f"permission denied reading {path}") from None
     return path
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically (temp file in the same folder + rename).
-
-    A symlink at `path` is followed (resolved once, here), so the link stays a link; the
-    folders of the file it leads to are then opened from `/` with no symlink followed
-    (hermes/beneath.py `write_resolved`): PathRefused when one was swapped for a symlink
-    since. An existing file keeps its permissions, a new one gets 0666 minus the umask.
-    """
-    write_resolved(Path(os.path.realpath(path)), data)
 
 
 def glob_matcher(pattern: str) -> Callable[[str], bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hermes.agent.safety.launch import ToolLauncher
 from hermes.agent.tools.base import Tool, ToolRegistry
 from hermes.agent.tools.files import (
     LIST_FILES_TOOL,
@@ -10,7 +11,6 @@ from hermes.agent.tools.files import (
     SEARCH_FILES_TOOL,
     WRITE_FILE_TOOL,
 )
-from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.terminal import TERMINAL_TOOL, make_terminal_tool
 from hermes.agent.tools.todo import TODO_TOOL
 

@@ -12,7 +12,7 @@ Invariants:
 - with a host's command runner (ctx.host.commands, e.g. an editor's terminal over ACP) the
   approved command runs there instead, after the same approval and the classification of
   `sandbox = off` (no hermes sandbox applies there);
-- "allow for this session" covers the exact command in the same folder (grants.py);
+- "allow for this session" covers the exact command in the same folder (safety/grants.py);
 - on timeout the group gets SIGTERM, then after a short grace the supervisor gets
   END_CALL (it SIGKILLs everything the command started); on cancellation (interrupt) it
   gets END_CALL at once and CancelledError is re-raised. Only if the supervisor does not
@@ -34,11 +34,11 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.grants import command_grant
-from hermes.agent.tools.approval import blocked_message, classify_command, denied_message
+from hermes.agent.safety.approval import blocked_message, classify_command, denied_message
+from hermes.agent.safety.grants import command_grant
+from hermes.agent.safety.launch import ToolLauncher, end_call
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
-from hermes.agent.tools.launch import ToolLauncher, end_call
 from hermes.agent.tools.missing_command import missing_command_hint
 from hermes.errors import ToolError
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.grants import Grant
+from hermes.agent.safety.grants import Grant
 from hermes.agent.tools.args import check_object, optional_int, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.web.fetch import WebFetchError, WebPolicy, WebRefusal, fetch_page

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes.error_codes import AGENT_INCOMPLETE
 from hermes.errors import (
     ConfigError,
     FilesChangedOutside,
@@ -112,12 +113,6 @@ class NotFound(ApiError):
     code = "not_found"
 
 
-class MethodNotAllowed(ApiError):
-    status = 405
-    type = "invalid_request_error"
-    code = "method_not_allowed"
-
-
 class Conflict(ApiError):
     status = 409
     type = "invalid_request_error"
@@ -147,7 +142,7 @@ class AgentIncomplete(ApiError):
 
     status = 502
     type = "server_error"
-    code = "agent_incomplete"
+    code = AGENT_INCOMPLETE
 
 
 def error_body(

@@ -159,7 +159,7 @@ ToolItemForm = Literal["function_call", "mcp_call"]
 def tool_item_form(request: web.Request) -> ToolItemForm:
     """`mcp_call` for SDK clients (they take it as already executed), unless the request
     opts in with ``X-Hermes-Tool-Progress: true``; `function_call` + `function_call_output`
-    for everyone else (Open WebUI draws tool cards for those; the seeds pin them)."""
+    for everyone else (Open WebUI draws tool cards for those). docs/api-decisions.md, "Real clients"."""
     if is_sdk_client(request) and not _opted_in(request):
         return "mcp_call"
     return "function_call"

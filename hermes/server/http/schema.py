@@ -125,8 +125,6 @@ NO_NUL_PATTERN = "^[^\\x00]*$"
 SINGLE_LINE_PATTERN = "^[^\\x00\\r\\n]*$"
 _SPACE = "\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 """What `str.strip()` removes, spelled out: `\\s` means different things in ECMA and Python regexes."""
-NOT_BLANK_PATTERN = f"[^{_SPACE}]"
-"""Some character `str.strip()` keeps."""
 
 
 def text_pattern(forbidden: str, *, not_blank: bool) -> str:
@@ -298,22 +296,6 @@ class Array(Field):
 
     def in_range(self, value: Any) -> bool:
         return self.min_items is None or len(value) >= self.min_items
-
-
-@dataclass(frozen=True, kw_only=True)
-class OneOf(Field):
-    """A value of any of `options` (e.g. a string or an array of content parts)."""
-
-    options: Sequence[Field] = ()
-
-    def schema(self) -> JSON:
-        return {"anyOf": [option.document(as_item=True) for option in self.options]}
-
-    def fits(self, value: Any) -> bool:
-        return any(option.fits(value) for option in self.options)
-
-    def in_range(self, value: Any) -> bool:
-        return any(option.fits(value) and option.in_range(value) for option in self.options)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -246,7 +246,6 @@ class SSEStream:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._tracked = False
-        self.frames_sent = 0
         self.recorded: list[bytes] | None = [] if record else None
 
     # ---- lifecycle ------------------------------------------------------------------
@@ -353,7 +352,6 @@ class SSEStream:
             self._watch.mark_gone()
             raise ClientDisconnected(str(exc)) from exc
         self._last_write = time.monotonic()
-        self.frames_sent += 1
         if record and self.recorded is not None:
             self.recorded.append(frame)
 

@@ -71,7 +71,7 @@ from hermes.agent.events import (
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest, TurnResult
-from hermes.ids import derived_session_id, new_completion_id
+from hermes.ids import new_completion_id
 from hermes.runs.idempotency import fingerprint
 from hermes.runs.utility import flatten_text, is_utility_request
 from hermes.runs.wire import Outcome, SegmentJoiner, answer_text, coalesce, status_payload, usage_json
@@ -150,12 +150,6 @@ TOOL_EMOJI = {
     "list_files": "📁",
     "search_files": "🔎",
 }
-
-
-def derive_session_id(system_prompt: str | None, first_user_content: Any) -> str:
-    """Deterministic id for clients that resend the transcript: api-<16 hex>."""
-    content = first_user_content if isinstance(first_user_content, str) else str(first_user_content)
-    return derived_session_id(system_prompt, content)
 
 
 def completion_id() -> str:

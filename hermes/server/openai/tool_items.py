@@ -3,18 +3,19 @@
 A tool that hermes ran on the server must never reach a client as a call for it to make
 (docs/api-decisions.md, "Real clients"; the measurements are in tests/clients/FINDINGS.md):
 
-- SDK clients (`X-Stainless-Lang` header, or `ai-sdk/`, `litellm/` in the User-Agent) get one
+- SDK clients (hermes/server/http/request.py `is_sdk_client`: the `X-Stainless-Lang` header,
+  or `ai-sdk/`, `litellm/`, `codex_…/` in the User-Agent) get one
   ``mcp_call`` item per tool: ``server_label: "hermes"``, ``name``, ``arguments`` (JSON
   string), ``output`` (the tool result), ``status: completed``; a tool that failed is
   ``status: failed`` with ``output: null`` and ``error: {"type": "mcp_tool_execution_error",
   "content": [{"type": "text", "text": …}]}``. Every SDK client measured (openai Python/Node,
   openai-agents, the AI SDK, pydantic-ai, langchain-openai) takes it as executed.
-- Everyone else (Open WebUI, which draws tool cards only for these; curl; the seeds'
-  contract) gets ``function_call`` + ``function_call_output`` items. An SDK client opts into
+- Everyone else (Open WebUI, which draws tool cards only for these; curl; scripts following
+  the reference server) gets ``function_call`` + ``function_call_output`` items. An SDK client opts into
   this form with ``X-Hermes-Tool-Progress: true``.
 
 ``function_call_output.output`` is the raw string in JSON responses and a list of
-``input_text`` parts in SSE (the seeds pin both).
+``input_text`` parts in SSE (tests/server/test_api_responses.py pins both).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def attach_run_registry(app: web.Application) -> None:
     At start-up the registry also starts answering control messages (stop, approval)
     that other instances relay for the runs it owns.
     """
-    registry = RunRegistry(None, max_concurrent=0)  # the app-wide TurnLimiter caps turns
+    registry = RunRegistry(None)  # the app-wide TurnLimiter caps turns
     app[RUNS] = registry
 
     async def bind_storage(app: web.Application) -> None:

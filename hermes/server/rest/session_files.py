@@ -33,7 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.agent.restore_guard import restore_guard
+from hermes.agent.safety.restore_guard import restore_guard
 from hermes.checkpoints import undo as checkpoints
 from hermes.server.http.errors import Conflict, NotFound, RequestValidationError, json_response
 from hermes.server.http.request import read_json_object, validate_session_id

@@ -172,9 +172,9 @@ _FINISH_TURN = (
     "SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM hermes.sessions WHERE id = %(sid)s), "
     "(SELECT id FROM a), EXISTS (SELECT 1 FROM r)"
 )
-# A checkpoint of an open turn's streaming text, locking the turn first: its draft row is
+# A draft save of an open turn's streaming text, locking the turn first: its draft row is
 # overwritten (its own flag re-checked under its lock, so a draft that end_turn has
-# just kept is never overwritten), or, at its first checkpoint, a draft row is inserted
+# just kept is never overwritten), or, at its first save, a draft row is inserted
 # (counted on the session) and the turn points at it. Back: (the open turn found, a row
 # written); nothing written when the turn has ended. (turn, now, content, search)
 _SAVE_DRAFT = (

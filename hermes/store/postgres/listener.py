@@ -54,8 +54,6 @@ class PgListener:
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
         self._closed = False
-        self.connects = 0
-        """How many times the connection was opened (1 unless it was lost)."""
 
     @property
     def application_name(self) -> str:
@@ -109,7 +107,6 @@ class PgListener:
                 try:
                     for channel in self.channels:
                         await conn.execute(f"LISTEN {channel}")
-                    self.connects += 1
                     self._listening.set()
                     self._reconnected()
                     delay = 0.1

@@ -36,7 +36,7 @@ Schema summary (after all migrations), every object in schema `hermes`:
                     visible messages get a partial index: m012;
                     runs and responses their writer, responses their status: m013)
 
-`messages.draft` marks a streaming assistant checkpoint (as state.db's `draft = 1`).
+`messages.draft` marks a streaming assistant draft (as state.db's `draft = 1`).
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ async def m005_turns_drafts_compactions(conn: AsyncConnection[Any]) -> None:
     # `owner_instance` runs it, or its lease expired and a repair ends it. Its messages
     # are the session's rows with id > after_message_id (up to the next turn's);
     # `draft_message_id` is the assistant row (draft = true) its streaming text is
-    # checkpointed into until the turn records the real message.
+    # saved into until the turn records the real message.
     await _execute_all(
         conn,
         (

@@ -4,7 +4,7 @@
 with a synchronous face of the session rules (tests, benchmarks, `hermes doctor`).
 What only SQLite has lives here: the file (`file`), the executor and dialect, the schema
 history (`schema`, with the fold of the older runs.db and response_store.db,
-`folded_files`), FTS5 search batches, WAL checkpoints and process-owned crash repair.
+`folded_files`), FTS5 search batches, WAL flushes and process-owned crash repair.
 The rules of every record kind are `hermes.store.sessions` and `hermes.store.rules`.
 """
 

@@ -59,7 +59,7 @@ def copy_into(db: sqlite3.Connection) -> None:
         if not path.is_file():
             continue
         try:
-            # Closing the last connection checkpoints the old file's WAL into it.
+            # Closing the last connection flushes the old file's WAL into it.
             old = sqlite3.connect(str(path), isolation_level=None)
             try:
                 for table in tables:

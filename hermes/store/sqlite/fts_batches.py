@@ -6,7 +6,7 @@ above `upto`, then `upto` moved to the newest id, in one write transaction). A b
 - before every search and before the index's integrity check (`flush`,
   `flush_connection`), so a search always sees every message written before it;
 - about once a second in a long-lived process (`fts_indexer.FtsIndexer`, a thread with a
-  connection of its own, started beside the background WAL checkpoints), so pending work
+  connection of its own, started beside the background WAL flushes), so pending work
   stays small and another process reading the file directly lags by at most about a second.
 
 Invariants: ids only grow (AUTOINCREMENT), so "above `upto`" is exactly "not yet seen";

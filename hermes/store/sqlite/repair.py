@@ -6,7 +6,7 @@ Called at the start of `hermes serve`, `hermes chat` (TUI and -q) and the `herme
 commands. What it repairs, touching only records whose owner process is gone (see
 `owner.owner_gone`; several hermes processes share one `$HERMES_HOME`):
 
-- open turns in `state.db` end "interrupted": the checkpointed streaming text is kept as
+- open turns in `state.db` end "interrupted": the saved draft of the streaming text is kept as
   the assistant message, every tool call without a result gets
   `transcript.SERVER_STOPPED_TOOL_RESULT`, and the session ends "interrupted" (first
   reason wins, as with `end_session`);

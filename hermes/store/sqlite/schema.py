@@ -7,7 +7,7 @@ Schema summary (after all migrations):
 
     sessions            one row per conversation; counters are maintained by the store
     messages            one row per OpenAI message, `id` grows monotonically (AUTOINCREMENT);
-                        `draft = 1` marks a streaming assistant message checkpoint
+                        `draft = 1` marks a streaming assistant message draft
     turns               one row per turn: owner process, open until ended (see m004)
     messages_fts_source view: the searchable text of each message (drafts excluded, m006)
     messages_fts        FTS5 external-content index over messages_fts_source, kept in
@@ -172,7 +172,7 @@ def m004_turns_and_drafts(db: sqlite3.Connection) -> None:
     # the turn is open: its owner process is running it, or it died (start-up repair then
     # ends it). The turn's messages are the session's rows with id > after_message_id
     # (up to the next turn's). `draft_message_id` is the assistant row the streaming text
-    # is checkpointed into (messages.draft = 1) until the turn records the real message.
+    # is saved into (messages.draft = 1) until the turn records the real message.
     execute_all(
         db,
         (
@@ -228,7 +228,7 @@ _FTS_UPDATE_COLUMNS = "content, content_is_parts, parts_text, role, draft"
 
 @STATE_MIGRATIONS.migration
 def m006_drafts_not_searchable(db: sqlite3.Connection) -> None:
-    # A draft (a streaming checkpoint, `draft = 1`) is left out of search as history()
+    # A draft (streaming text saved so far, `draft = 1`) is left out of search as history()
     # leaves it out; it is indexed when it becomes a real message. Drafts already indexed
     # are removed from the index first, while the old view still yields what was indexed.
     execute_all(

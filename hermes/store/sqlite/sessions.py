@@ -17,8 +17,8 @@ Invariants:
 - A `large` `history_since` through `SqliteSessions` (the first read of a long
   session's history in a process) runs in a worker thread on a read-only connection of
   its own (`history_reader`), never on the shared one, whose lock it would hold.
-- `checkpoint_in_background()` (the async storage of a long-lived process) moves WAL
-  checkpoints from the committing connection to a thread (`checkpointer`); `close()`
+- `flush_wal_in_background()` (the async storage of a long-lived process) moves WAL
+  flushes from the committing connection to a thread (`wal_flusher`); `close()`
   stops it first. `index_in_background()` likewise indexes new messages for search in
   batches (`fts_batches`); without it, a search indexes what waits first.
 - Turns belong to processes: `repair_abandoned_turns` ends only turns whose owner
@@ -59,8 +59,8 @@ from hermes.store.sqlite.history_reader import HistoryReader
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
 
 if TYPE_CHECKING:
-    from hermes.store.sqlite.checkpointer import WalCheckpointer
     from hermes.store.sqlite.fts_indexer import FtsIndexer
+    from hermes.store.sqlite.wal_flusher import WalFlusher
 
 __all__ = ["STATE_DB", "SqliteSessionStore", "SqliteSessions"]
 
@@ -113,8 +113,8 @@ class SqliteSessionStore:
         self.dialect = SqliteDialect(opened.path)
         self.clock = Clock()
         self.rules = Sessions(self.executor, self.dialect, is_gone=owner_gone, clock=self.clock)
-        self._checkpointer: WalCheckpointer | None = None
-        """Background WAL checkpoints, once `checkpoint_in_background` started them."""
+        self._wal_flusher: WalFlusher | None = None
+        """Background WAL flushes, once `flush_wal_in_background` started them."""
         self._indexer: FtsIndexer | None = None
         """Background search indexing, once `index_in_background` started it."""
         self.history_reader = (
@@ -124,23 +124,23 @@ class SqliteSessionStore:
         """Large history reads off the caller's thread (None for `:memory:`); its
         connection opens at its first read."""
 
-    def checkpoint_in_background(self, *, interval: float = 1.0, truncate_at: int | None = None) -> None:
-        """Checkpoint the WAL in a thread of its own from now on, not inside commits
-        (`checkpointer`: for a long-lived process; a no-op for `:memory:`); the WAL is cut
+    def flush_wal_in_background(self, *, interval: float = 1.0, truncate_at: int | None = None) -> None:
+        """Flush the WAL in a thread of its own from now on, not inside commits
+        (`wal_flusher`: for a long-lived process; a no-op for `:memory:`); the WAL is cut
         to zero bytes once past `truncate_at` bytes (default 64 MiB)."""
-        if self._path is None or self._checkpointer is not None:
+        if self._path is None or self._wal_flusher is not None:
             return
-        from hermes.store.sqlite.checkpointer import (  # a server's, never a CLI command's
+        from hermes.store.sqlite.wal_flusher import (  # a server's, never a CLI command's
             DEFAULT_TRUNCATE_AT,
-            WalCheckpointer,
+            WalFlusher,
         )
 
-        self._checkpointer = WalCheckpointer(
+        self._wal_flusher = WalFlusher(
             self._path, self.executor.connection(), interval=interval,
             truncate_at=DEFAULT_TRUNCATE_AT if truncate_at is None else truncate_at,
         )  # fmt: skip
         with self.executor.lock:
-            self._checkpointer.start()
+            self._wal_flusher.start()
 
     def index_in_background(self, *, interval: float = 1.0) -> None:
         """Index new messages for search in batches in a thread of its own (`fts_batches`:
@@ -172,17 +172,17 @@ class SqliteSessionStore:
             yield
 
     def close(self) -> None:
-        """Close the connection (the background checkpoints stopped first); later calls
+        """Close the connection (the background WAL flushes stopped first); later calls
         raise StoreError. Closing twice is fine."""
         if self.history_reader is not None:
             self.history_reader.close()
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer = None
-        if self._checkpointer is not None:
+        if self._wal_flusher is not None:
             with self.executor.lock:
-                self._checkpointer.stop()
-            self._checkpointer = None
+                self._wal_flusher.stop()
+            self._wal_flusher = None
         self.executor.close()
 
     def __enter__(self) -> Self:

@@ -5,8 +5,8 @@ One file, `$HERMES_HOME/state.db` (`schema`): sessions are the session rules
 `hermes.store.rules`, all over state.db's one `SqliteExecutor` and `SqliteDialect`.
 Every call is a plain sqlite3 call in the event loop's thread: the queries take well
 under a millisecond, so a thread hop would cost more than it saves. The one exception is
-state.db's WAL checkpoints: a thread of their own (`checkpointer`), so no turn's commit
-waits for a checkpoint's page writes. Run events live in the process
+state.db's WAL flushes: a thread of their own (`wal_flusher`), so no turn's commit
+waits for a flush's page writes. Run events live in the process
 (`event_stream.MemoryRunEventStore`).
 """
 
@@ -51,7 +51,7 @@ def open_sqlite_storage(
     """
     folder = Path(home).expanduser()
     state = SqliteSessionStore(folder / STATE_DB)
-    state.checkpoint_in_background()  # a turn's commits never pay for a checkpoint
+    state.flush_wal_in_background()  # a turn's commits never pay for a WAL flush
     state.index_in_background()  # nor for the search index (`fts_batches`)
     db, dialect = state.executor, state.dialect
     sessions = SqliteSessions(state)

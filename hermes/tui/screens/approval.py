@@ -1,7 +1,7 @@
 """Approve a risky command: run once, allow for this session, or deny. Denies on timeout.
 
 "Allow for this session" is offered only when the request carries a grant, and the modal
-says what it covers (the exact command or path: hermes/agent/grants.py); otherwise the
+says what it covers (the exact command or path: hermes/agent/safety/grants.py); otherwise the
 action always asks and the session key does nothing.
 """
 

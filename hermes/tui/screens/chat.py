@@ -26,7 +26,8 @@ from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
-from hermes.tui import commands
+from hermes.tui import commands, image_commands
+from hermes.tui.mention_picker import MentionPicker
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -35,6 +36,9 @@ from hermes.tui.widgets.chat_input import ChatInput
 from hermes.tui.widgets.command_menu import CommandMenu
 from hermes.tui.widgets.find_bar import FindBar
 from hermes.tui.widgets.history_head import HistoryHead
+from hermes.tui.widgets.image_chips import REMOVE_KEY as REMOVE_IMAGE_KEY
+from hermes.tui.widgets.image_chips import ImageChips
+from hermes.tui.widgets.mention_menu import MentionMenu
 from hermes.tui.widgets.notice import Notice, NoticeKind
 from hermes.tui.widgets.queued_prompts import QueuedPrompts
 from hermes.tui.widgets.remote_line import RemoteLine
@@ -44,7 +48,7 @@ from hermes.tui.widgets.transcript import Transcript
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
     from hermes.backend import SessionFiles
-    from hermes.tui.app import HermesApp
+    from hermes.tui.command_screen import ThemeSwitcher
 
 HISTORY_PAGE = 16
 """Messages rendered when a session opens (a screenful or more); older ones load when the
@@ -69,6 +73,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+o", "toggle_focus", "Answer only"),
         Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("alt+up", "edit_queued", "Edit queued", show=False),
+        Binding(REMOVE_IMAGE_KEY, "remove_image", "Remove image", show=False),
         Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
         Binding("pagedown", "scroll_transcript(1)", show=False, priority=True),
         Binding("ctrl+home", "transcript_top", show=False, priority=True),
@@ -108,6 +113,7 @@ class ChatScreen(Screen[None]):
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self.mcp_worker: Worker[None] | None = None
         self._older: list[MessageRecord] = []
+        self._mention_picker: MentionPicker | None = None
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -120,14 +126,19 @@ class ChatScreen(Screen[None]):
         yield Activity(silence_after=self.silence_warning, id="activity")
         yield menu
         yield QueuedPrompts(id="queued")
-        yield ChatInput(menu=menu, id="input")
+        mentions = MentionMenu(id="mentions")
+        yield mentions
+        yield ImageChips(id="images")
+        chat_input = ChatInput(menu=menu, mentions=mentions, id="input")
+        chat_input.paste_filter = lambda text: image_commands.pasted_paths(text) is not None
+        yield chat_input
         if self.remote is not None:
             yield RemoteLine(self.remote, id="remote")
         yield Footer()
 
     @property
-    def hermes_app(self) -> HermesApp:
-        return cast("HermesApp", self.app)
+    def hermes_app(self) -> ThemeSwitcher:
+        return cast("ThemeSwitcher", self.app)  # always a HermesApp (it pushes this screen)
 
     @property
     def status_bar(self) -> StatusBar:
@@ -152,6 +163,16 @@ class ChatScreen(Screen[None]):
     @property
     def menu(self) -> CommandMenu:
         return self.query_one("#menu", CommandMenu)
+
+    @property
+    def image_chips(self) -> ImageChips:
+        return self.query_one("#images", ImageChips)
+
+    @property
+    def mention_picker(self) -> MentionPicker:
+        if self._mention_picker is None:
+            self._mention_picker = MentionPicker(self, self.query_one("#mentions", MentionMenu))
+        return self._mention_picker
 
     @property
     def queue_view(self) -> QueuedPrompts:
@@ -205,6 +226,19 @@ class ChatScreen(Screen[None]):
             await commands.run(self, text)
             return
         self.turns.submit(text)
+
+    @on(ChatInput.MentionTyped)
+    def _mention_typed(self, event: ChatInput.MentionTyped) -> None:
+        self.mention_picker.typed(event.query)
+
+    @on(ChatInput.PastedText)
+    async def _pasted(self, event: ChatInput.PastedText) -> None:
+        await image_commands.pasted(self, event.text)
+
+    def action_remove_image(self) -> None:
+        removed = self.image_chips.remove_last()
+        if removed is not None:
+            self.notify(f"Removed {removed.name}.", timeout=1.5)
 
     @on(ChatInput.EditorRequested)
     def _editor_requested(self, event: ChatInput.EditorRequested) -> None:

@@ -4,6 +4,7 @@ Ctrl+X alone does in a TextArea, and goes on with that key)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual import events
@@ -11,6 +12,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from hermes.tui.widgets.command_menu import CommandMenu
+from hermes.tui.widgets.mention_menu import MentionMenu, mention_query
 
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "alt+enter"})
 
@@ -48,7 +50,23 @@ class ChatInput(TextArea):
 
         chat_input: ChatInput
 
-    def __init__(self, *, menu: CommandMenu | None = None, id: str | None = None) -> None:
+    @dataclass
+    class MentionTyped(Message):
+        """An `@` mention is being typed: `query` is what follows the `@` (None: none is)."""
+
+        chat_input: ChatInput
+        query: str | None
+
+    @dataclass
+    class PastedText(Message):
+        """A paste that may be image paths (a terminal's drag and drop): the screen decides."""
+
+        chat_input: ChatInput
+        text: str
+
+    def __init__(
+        self, *, menu: CommandMenu | None = None, mentions: MentionMenu | None = None, id: str | None = None
+    ) -> None:
         super().__init__(
             id=id,
             soft_wrap=True,
@@ -59,6 +77,9 @@ class ChatInput(TextArea):
             placeholder="Message hermes · Enter sends · Shift+Enter new line · / commands",
         )
         self.menu = menu
+        self.mentions = mentions
+        self.paste_filter: Callable[[str], bool] | None = None
+        """True for a paste the screen takes instead (image paths); None: every paste is text."""
         self.prompt_history: list[str] = []
         self._history_index: int | None = None
         self._draft = ""
@@ -115,8 +136,11 @@ class ChatInput(TextArea):
             event.prevent_default()
             return
         menu = self.menu if self.menu is not None and self.menu.is_open else None
+        mentions = self.mentions if self.mentions is not None and self.mentions.is_open else None
         handled = True
-        if menu is not None and key == "escape":
+        if mentions is not None and key in ("escape", "up", "down", "tab", "enter"):
+            self._mention_key(mentions, key)
+        elif menu is not None and key == "escape":
             menu.hide()
         elif menu is not None and key in ("up", "down"):
             menu.move(-1 if key == "up" else 1)
@@ -145,6 +169,38 @@ class ChatInput(TextArea):
             return
         await super()._on_key(event)
 
+    def _mention_key(self, mentions: MentionMenu, key: str) -> None:
+        """Up/Down choose a path, Tab/Enter put it in place of the `@…` being typed, Esc closes."""
+        if key in ("up", "down"):
+            mentions.move(-1 if key == "up" else 1)
+            return
+        path = mentions.selected() if key != "escape" else None
+        query = mentions.query_text
+        mentions.hide()
+        if path is None or query is None:
+            return
+        row, column = self.cursor_location
+        start = (row, column - len(query))
+        self._replace_via_keyboard(path if path.endswith("/") else path + " ", start, (row, column))
+
+    def complete_mention(self) -> None:
+        """Tell the screen what `@` mention (if any) is being typed at the cursor."""
+        if self.mentions is None:
+            return
+        row, column = self.cursor_location
+        query = mention_query(self.document[row][:column])
+        if query is None and not self.mentions.is_open:
+            return
+        self.post_message(self.MentionTyped(self, query))
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        if self.paste_filter is not None and self.paste_filter(event.text):
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.PastedText(self, event.text))
+            return
+        await super()._on_paste(event)
+
     def _submit(self) -> None:
         value = self.text
         if not value.strip():
@@ -153,8 +209,11 @@ class ChatInput(TextArea):
         self.clear()
         if self.menu is not None:
             self.menu.hide()
+        if self.mentions is not None:
+            self.mentions.hide()
         self.post_message(self.Submitted(self, value))
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if self.menu is not None:
             self.menu.show_for(self.text)
+        self.complete_mention()

@@ -5,7 +5,7 @@
     policy.write_check(path, cwd)       -> Verdict(level, reason, rule)
     policy.writable_roots_for(cwd)      -> the folders a tool in `cwd` may change
 
-The same lists drive the bubblewrap mounts (hermes/agent/sandbox.py) for `terminal` and
+The same lists drive the bubblewrap mounts (hermes/agent/safety/sandbox.py) for `terminal` and
 MCP stdio servers, and the checks of the file tools (read_file, list_files, search_files,
 write_file, patch), so no tool sees or changes what another one may not.
 
@@ -23,7 +23,7 @@ Invariants:
   tool, not even with approval or --yolo, wherever they are.
 - files that run code later (.git/config, .git/hooks, .envrc, shell start-up files,
   ~/.config …) need approval from every tool even inside the writable roots, and the
-  sandbox keeps them read-only there: hermes/agent/runs_later.py;
+  sandbox keeps them read-only there: hermes/agent/safety/runs_later.py;
 - paths are checked as written (normalised, `~` expanded) and as resolved (symlinks
   followed); the stricter answer wins.
 """
@@ -34,15 +34,14 @@ import atexit
 import os
 import re
 import shutil
-import site
-import sysconfig
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.agent.verdict import ALLOW, Verdict
+from hermes.agent.safety.paths import HermesPaths, absolute, installation_paths
+from hermes.agent.safety.verdict import ALLOW, Verdict
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -68,13 +67,6 @@ def is_process_secret(path: str) -> bool:
 
 
 
-def _absolute(path: str | os.PathLike[str], cwd: Path | None = None) -> Path:
-    expanded = Path(os.path.expanduser(os.fspath(path)))
-    if not expanded.is_absolute():
-        expanded = (cwd or Path.cwd()) / expanded
-    return Path(os.path.normpath(expanded))
-
-
 def _forms(path: Path) -> tuple[Path, ...]:
     """The normalised path and, when symlinks lead elsewhere, its real path."""
     real = Path(os.path.realpath(path))
@@ -96,22 +88,12 @@ def _within_text(path: str, folder: str) -> bool:
 
 def hidden_paths(hermes_home: Path, user_home: Path | None = None) -> tuple[Path, ...]:
     """$HERMES_HOME (and ~/.hermes), the credential stores, the password databases."""
-    home = user_home or Path.home()
-    homes = dict.fromkeys((_absolute(hermes_home), home / ".hermes"))
-    return (*homes, *(home / name for name in HOME_SECRETS), *(Path(p) for p in SYSTEM_SECRETS))
+    return _hidden(HermesPaths.of(hermes_home, user_home))
 
 
-def installation_paths() -> tuple[Path, ...]:
-    """hermes's package and the Python environment it runs from (code run at every start)."""
-    import hermes
-
-    paths = [Path(hermes.__file__).parent]
-    scheme = sysconfig.get_paths()
-    paths += [Path(scheme[key]) for key in ("purelib", "platlib", "scripts") if key in scheme]
-    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE is not False else None
-    if isinstance(user_site, str):
-        paths.append(Path(user_site))
-    return tuple(dict.fromkeys(_absolute(p) for p in paths))
+def _hidden(paths: HermesPaths) -> tuple[Path, ...]:
+    home = paths.user_home
+    return (*paths.own_homes, *(home / name for name in HOME_SECRETS), *(Path(p) for p in SYSTEM_SECRETS))
 
 
 _PRIVATE_TMP: Path | None = None
@@ -143,11 +125,14 @@ class Confinement:
     def build(
         cls, hermes_home: Path, writable_roots: tuple[str, ...] = (), user_home: Path | None = None
     ) -> Confinement:
-        own = (_absolute(hermes_home), (user_home or Path.home()) / ".hermes", *installation_paths())
+        return cls.for_paths(HermesPaths.of(hermes_home, user_home), writable_roots)
+
+    @classmethod
+    def for_paths(cls, paths: HermesPaths, writable_roots: tuple[str, ...] = ()) -> Confinement:
         return cls(
-            hidden=_with_real_forms(hidden_paths(hermes_home, user_home)),
-            protected=_with_real_forms(own),
-            writable_roots=tuple(_absolute(root) for root in writable_roots),
+            hidden=_with_real_forms(_hidden(paths)),
+            protected=_with_real_forms((*paths.own_homes, *installation_paths())),
+            writable_roots=tuple(absolute(root) for root in writable_roots),
         )
 
     @classmethod
@@ -157,8 +142,7 @@ class Confinement:
     @classmethod
     def default(cls) -> Confinement:
         """The policy without settings: `$HERMES_HOME` as the environment says now."""
-        home = os.environ.get("HERMES_HOME")
-        return cls.build(Path(home) if home else Path.home() / ".hermes")
+        return cls.for_paths(HermesPaths.from_environment())
 
     @property
     def tmp_dir(self) -> Path:
@@ -166,7 +150,7 @@ class Confinement:
 
     def writable_roots_for(self, cwd: Path) -> tuple[Path, ...]:
         """The working directory, the configured roots and the private tmp: as written and resolved."""
-        roots = (_absolute(cwd), *self.writable_roots, self.tmp_dir)
+        roots = (absolute(cwd), *self.writable_roots, self.tmp_dir)
         return tuple(dict.fromkeys(form for root in roots for form in _forms(root)))
 
     # --- reading ------------------------------------------------------------------------
@@ -179,8 +163,8 @@ class Confinement:
         A hidden folder holding the working directory hides nothing below the working
         directory (the person chose to work there).
         """
-        absolute = _absolute(path, cwd)
-        forms = _forms(absolute) if resolve else (absolute,)
+        written = absolute(path, cwd)
+        forms = _forms(written) if resolve else (written,)
         work = os.path.realpath(cwd) if cwd is not None else None
         for form in map(str, forms):
             if is_process_secret(form):
@@ -198,7 +182,7 @@ class Confinement:
 
     def protected_entry(self, path: str | os.PathLike[str], cwd: Path | None = None) -> Path | None:
         """The protected path (never writable) that covers `path`, else None."""
-        for form in _forms(_absolute(path, cwd)):
+        for form in _forms(absolute(path, cwd)):
             for folder in self.protected:
                 if _within(form, folder):
                     return folder
@@ -206,7 +190,7 @@ class Confinement:
 
     def write_check(self, path: str | os.PathLike[str], cwd: Path) -> Verdict:
         """Whether a file tool may write `path` in a turn whose working directory is `cwd`."""
-        target = _absolute(path, cwd)
+        target = absolute(path, cwd)
         owner = self.protected_entry(target)
         if owner is not None:
             return Verdict(

@@ -6,10 +6,10 @@
 
 Inside the sandbox (when `state.active`):
 - the whole file system is mounted read-only; the writable roots of the confinement policy
-  (hermes/agent/confinement.py: the session's working directory, `writable_roots`, the
+  (hermes/agent/safety/confinement.py: the session's working directory, `writable_roots`, the
   private tmp that is every command's `TMPDIR`) read-write, except hermes's own files
   and the files that run code later (.git/config, .git/hooks, .envrc, shell start-up
-  files, ~/.config …: hermes/agent/runs_later.py) inside them; a command may start
+  files, ~/.config …: hermes/agent/safety/runs_later.py) inside them; a command may start
   elsewhere (`cwd`), which stays read-only;
 - `/tmp` is a private tmpfs, `/dev` and `/proc` are fresh (a new PID namespace);
 - the policy's hidden paths ($HERMES_HOME, credential stores, password databases) are
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hermes.agent.confinement import Confinement, private_tmp
-from hermes.agent.runs_later import sandbox_mounts
+from hermes.agent.safety.confinement import Confinement, private_tmp
+from hermes.agent.safety.runs_later import sandbox_mounts
 from hermes.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -12,19 +12,43 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
-from hermes.agent.grants import path_grant
-from hermes.agent.tools.approval import blocked_message, denied_message
-from hermes.agent.tools.base import ToolContext
-from hermes.agent.tools.protected_paths import PRIVATE_KEY_MARKER, secret_read
-from hermes.agent.verdict import Verdict
+from hermes.agent.safety.approval import blocked_message, denied_message
+from hermes.agent.safety.confinement import Confinement
+from hermes.agent.safety.grants import Grant, path_grant
+from hermes.agent.safety.protected_paths import PRIVATE_KEY_MARKER, secret_read
+from hermes.agent.safety.verdict import Verdict
 
 GUARDED_SOURCES = frozenset({"api_server"})
 
 _NOT_READ = "was not done (nothing was read)"
 
 
-def hidden_refusal(ctx: ToolContext, path: Path, *, verb: str = "reading") -> str | None:
+class ReadGuardContext(Protocol):
+    """What the read guards need of a tool call (hermes/agent/tools/base.py's ToolContext has it);
+    a protocol, so the policy never imports the tools (they depend on it, not the reverse)."""
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def approve(self) -> object:
+        """The front end's approval callback, or None when nobody can approve."""
+        ...
+
+    @property
+    def policy(self) -> Confinement: ...
+
+    async def request_approval(
+        self, tool_name: str, command: str, reason: str, rule: str, grant: Grant | None = None
+    ) -> bool: ...
+
+
+def hidden_refusal(ctx: ReadGuardContext, path: Path, *, verb: str = "reading") -> str | None:
     """None unless `path` is hidden by the turn's confinement policy; then the refusal text."""
     hidden = ctx.policy.hidden_entry(path, ctx.cwd)
     if hidden is None:
@@ -33,11 +57,11 @@ def hidden_refusal(ctx: ToolContext, path: Path, *, verb: str = "reading") -> st
     return blocked_message(f"{verb} {path}", verdict, outcome="was not done")
 
 
-def guards_reads(ctx: ToolContext) -> bool:
+def guards_reads(ctx: ReadGuardContext) -> bool:
     return ctx.source in GUARDED_SOURCES
 
 
-async def read_refusal(ctx: ToolContext, tool_name: str, path: Path) -> str | None:
+async def read_refusal(ctx: ReadGuardContext, tool_name: str, path: Path) -> str | None:
     """None when `path` may be read in this turn; otherwise the result text of the refusal."""
     if not guards_reads(ctx):
         return None

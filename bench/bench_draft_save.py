@@ -1,9 +1,9 @@
-"""Cost of checkpointing streamed text: per delta, and per checkpoint write.
+"""Cost of saving streamed text as a draft: per delta, and per draft write.
 
-    python bench/bench_checkpoint.py [--deltas 200000] [--writes 200]
+    python bench/bench_draft_save.py [--deltas 200000] [--writes 200]
 
-Per delta the engine calls `TurnCheckpoints.streamed()`, which must cost a clock read and
-a comparison (target: < 2 µs per delta on top of the engine's own work). A checkpoint
+Per delta the engine calls `TurnRecorder.streamed()`, which must cost a clock read and
+a comparison (target: < 2 µs per delta on top of the engine's own work). A draft
 write (`SqliteSessionStore.save_draft` on a real file in a temporary folder, one
 transaction) happens at most once a second per streaming turn (target: < 5 ms).
 """
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hermes.agent._checkpoint import TurnCheckpoints
+from hermes.agent._turn_recorder import TurnRecorder
 from hermes.store import SqliteSessionStore
 from hermes.store.records import NewMessage
 from hermes.store.sqlite.sessions import SqliteSessions
@@ -28,17 +28,17 @@ WRITE_TARGET_MS = 5.0
 
 async def per_delta(store: SqliteSessionStore, deltas: int) -> float:
     session = store.create_session(source="cli")
-    checkpoints = TurnCheckpoints(SqliteSessions(store), session.id)
-    await checkpoints.record(NewMessage(role="user", content="bench"))
+    recorder = TurnRecorder(SqliteSessions(store), session.id)
+    await recorder.record(NewMessage(role="user", content="bench"))
     parts: list[str] = []
     started = time.perf_counter()
     for i in range(deltas):
         parts.append("token ")
-        checkpoints.streamed(parts)
+        recorder.streamed(parts)
         if i % 5000 == 0:
             await asyncio.sleep(0)  # let a due timer run, as a real stream would
     elapsed = time.perf_counter() - started
-    await checkpoints.end("completed")
+    await recorder.end("completed")
     return elapsed / deltas * 1e6
 
 

@@ -4,7 +4,7 @@
 - disk devices: writing to them is hard-blocked (/dev/sda, /dev/nvme0n1, …);
 - sensitive files: writing to them needs approval (~/.ssh, /etc, anything in $HERMES_HOME,
   and the files that run code later: shell rc files, ~/.gitconfig, ~/.config, ~/.local/bin,
-  .git/config, .git/hooks, .git/info and .envrc at any depth; hermes/agent/runs_later.py);
+  .git/config, .git/hooks, .git/info and .envrc at any depth; hermes/agent/safety/runs_later.py);
 - secret files: reading them through the file tools of a server needs approval
   (private keys by name or content, /etc/sudoers); the confinement policy hides the
   password databases, credential stores and $HERMES_HOME from every tool.
@@ -20,7 +20,8 @@ import os
 import posixpath
 import re
 
-from hermes.agent.runs_later import runs_later_write
+from hermes.agent.safety.paths import HermesPaths
+from hermes.agent.safety.runs_later import runs_later_write
 
 CRITICAL_DIRS = frozenset(
     {
@@ -70,7 +71,7 @@ def expand_command_path(path: str, cwd: str | None) -> str | None:
     """Absolute, normalised form of a path written in a command, or None if it cannot be known."""
     hermes_home = _HERMES_HOME_PREFIX.match(path)
     if hermes_home:
-        path = hermes_homes()[-1] + path[hermes_home.end() :]
+        path = HermesPaths.from_environment().homes_as_text()[-1] + path[hermes_home.end() :]
     home = _HOME_PREFIX.match(path)
     if home and home.group(1).startswith("~") and home.group(1) != "~":
         return None  # ~otheruser: not ours to resolve
@@ -108,26 +109,12 @@ def sensitive_path(path: str) -> tuple[str, str] | None:
     runs_later = runs_later_write(path, home)
     if runs_later is not None:
         return runs_later
-    for h in hermes_homes():
+    for h in HermesPaths.from_environment().homes_as_text():
         if path == posixpath.join(h, "config.toml"):
             return "hermes_config_write", "hermes's own configuration file"
         if _under(path, h):
             return "hermes_home_write", "hermes's own files in $HERMES_HOME"
     return None
-
-
-def hermes_homes() -> list[str]:
-    """~/.hermes and $HERMES_HOME (last, when set), absolute and with symlinks resolved too."""
-    homes = [posixpath.join(os.path.expanduser("~"), ".hermes")]
-    if os.environ.get("HERMES_HOME"):  # read per call: nothing caches HERMES_HOME
-        homes.append(os.path.abspath(os.path.expanduser(os.environ["HERMES_HOME"])))
-    out: list[str] = []
-    for h in homes:
-        for candidate in (os.path.realpath(h), h):
-            if candidate in out:
-                out.remove(candidate)
-            out.append(candidate)
-    return out
 
 
 SECRET_FILES = frozenset({"/etc/sudoers"})

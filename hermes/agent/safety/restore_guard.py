@@ -7,8 +7,8 @@ Undo and redo (hermes/checkpoints/undo.py) sit below the engine and cannot impor
 policy, so every front end hands it down. They have nobody to ask, so what a file tool may
 write only with approval is refused as well. Invariants: a path is refused when it is (as
 written or resolved) one of hermes's own files or a hidden path of the confinement
-(hermes/agent/confinement.py), or a sensitive file of the approval policy (shell start-up
-files, ~/.ssh, /etc, $HERMES_HOME; hermes/agent/tools/protected_paths.py).
+(hermes/agent/safety/confinement.py), or a sensitive file of the approval policy (shell start-up
+files, ~/.ssh, /etc, $HERMES_HOME; hermes/agent/safety/protected_paths.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.agent.confinement import Confinement
-from hermes.agent.tools.protected_paths import sensitive_path
+from hermes.agent.safety.confinement import Confinement
+from hermes.agent.safety.protected_paths import sensitive_path
 
 if TYPE_CHECKING:
     from hermes.config import Settings

@@ -1,10 +1,10 @@
-"""The store side of one running turn: its turn row and checkpoints of the streaming text.
+"""The store side of one running turn: its turn row and drafts of the streaming text.
 
-    checkpoints = TurnCheckpoints(store, session_id)     # None store: everything is a no-op
-    await checkpoints.start(inputs, create)               # the turn's input (and new session)
-    await checkpoints.record(NewMessage(...))             # every later message of the turn
-    checkpoints.streamed(text_parts)                      # after every TextDelta (never waits)
-    await checkpoints.finish("completed", usage, answer=NewMessage(...), mark=fingerprint)
+    recorder = TurnRecorder(store, session_id)         # None store: everything is a no-op
+    await recorder.start(inputs, create)               # the turn's input (and new session)
+    await recorder.record(NewMessage(...))             # every later message of the turn
+    recorder.streamed(text_parts)                      # after every TextDelta (never waits)
+    await recorder.finish("completed", usage, answer=NewMessage(...), mark=fingerprint)
 
 Invariants:
 
@@ -15,7 +15,7 @@ Invariants:
   most once per `interval` while it changes, and never later than `interval` after it
   changed (a timer covers a stream that pauses). Recording the segment's assistant
   message (before SegmentEnd, or at the turn's end) replaces the draft in place.
-- Checkpoint writes are best effort: a store failure is logged once and the turn goes on
+- Draft writes are best effort: a store failure is logged once and the turn goes on
   (the real messages are still written, and fail the turn, as before).
 - `end()` cancels the timer first, whatever happens next, so no write follows the end.
 - Draft writes run in a task of their own (`streamed()` never waits on the store), one at
@@ -36,11 +36,11 @@ from hermes.store.records import MessageRecord, NewMessage, NewSession
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_INTERVAL = 1.0
-"""Seconds between checkpoints of streaming text (at most; see the module invariants)."""
+DRAFT_INTERVAL = 1.0
+"""Seconds between draft saves of streaming text (at most; see the module invariants)."""
 
 
-class TurnCheckpoints:
+class TurnRecorder:
     """See the module docstring."""
 
     def __init__(
@@ -48,7 +48,7 @@ class TurnCheckpoints:
         store: AsyncSessionStore | None,
         session_id: str,
         *,
-        interval: float = CHECKPOINT_INTERVAL,
+        interval: float = DRAFT_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
@@ -104,7 +104,7 @@ class TurnCheckpoints:
         return await self._store.append_message(self._session_id, message, turn_id=self.turn_id)
 
     def streamed(self, parts: list[str]) -> None:
-        """The segment's text (`parts`, joined) grew; checkpoint it when one is due."""
+        """The segment's text (`parts`, joined) grew; save it as the draft when a save is due."""
         if self._store is None or self.turn_id is None:
             return
         self._parts = parts
@@ -206,7 +206,7 @@ class TurnCheckpoints:
         except Exception:  # best effort, see the module docstring
             if not self._warned:
                 self._warned = True
-                log.warning("could not checkpoint the streaming text of session %s", self._session_id, exc_info=True)
+                log.warning("could not save the streaming draft of session %s", self._session_id, exc_info=True)
         finally:
             if self._writing is asyncio.current_task():
                 self._writing = None

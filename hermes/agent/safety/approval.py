@@ -36,8 +36,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.agent.confinement import Confinement, is_process_secret, private_tmp
-from hermes.agent.tools.command_rules import (
+from hermes.agent.safety.command_rules import (
     DECODERS,
     DOWNLOADERS,
     INTERPRETERS,
@@ -46,14 +45,15 @@ from hermes.agent.tools.command_rules import (
     interpreter_mode,
     rule_for,
 )
-from hermes.agent.tools.protected_paths import (
+from hermes.agent.safety.confinement import Confinement, is_process_secret, private_tmp
+from hermes.agent.safety.protected_paths import (
     expand_command_path,
     is_critical_target,
     is_disk_device,
     sensitive_path,
 )
-from hermes.agent.tools.shell_syntax import WRITE_REDIRECT_OPS, Command, Pipeline, Word, parse
-from hermes.agent.verdict import ALLOW, Verdict
+from hermes.agent.safety.shell_syntax import WRITE_REDIRECT_OPS, Command, Pipeline, Word, parse
+from hermes.agent.safety.verdict import ALLOW, Verdict
 
 _MAX_DEPTH = 8
 """Nesting of bash -c / $(…) / eval deeper than this is not inspected and needs approval."""

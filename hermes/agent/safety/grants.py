@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.agent.runs_later import RUNS_LATER_RULES
+from hermes.agent.safety.runs_later import RUNS_LATER_RULES
 
 NEVER_GRANTED = frozenset(
     {"etc_write", "ssh_write", "hermes_config_write", "hermes_home_write", "protected_link", *RUNS_LATER_RULES}

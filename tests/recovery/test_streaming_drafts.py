@@ -1,4 +1,4 @@
-"""Streamed assistant text is checkpointed to the store while it streams."""
+"""Streamed assistant text is saved to the store as a draft while it streams."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hermes.agent._checkpoint import TurnCheckpoints
+from hermes.agent._turn_recorder import TurnRecorder
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import SegmentEnd, TextDelta
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
@@ -95,7 +95,7 @@ async def test_a_second_connection_sees_the_text_while_it_streams(
         await agent.aclose()
     assert result.status == "completed"
     partial = [text for text in seen if text != WORDS]
-    assert partial, "no checkpoint was visible before the answer was complete"
+    assert partial, "no draft was visible before the answer was complete"
     assert all(WORDS.startswith(text) for text in seen)
     rows = store.get_messages(result.session_id)
     assert [(m.role, m.content) for m in rows] == [("user", "count"), ("assistant", WORDS)]
@@ -138,38 +138,38 @@ async def test_the_segment_before_tools_is_final_at_segment_end(
     assert [m.role for m in store.get_messages(session_id)] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_checkpoints_with_a_manual_clock(store: SqliteSessionStore) -> None:
+async def test_drafts_with_a_manual_clock(store: SqliteSessionStore) -> None:
     now = [100.0]
     session = store.create_session(source="cli")
-    checkpoints = TurnCheckpoints(SqliteSessions(store), session.id, interval=1.0, clock=lambda: now[0])
-    await checkpoints.record(NewMessage(role="user", content="hi"))
+    recorder = TurnRecorder(SqliteSessions(store), session.id, interval=1.0, clock=lambda: now[0])
+    await recorder.record(NewMessage(role="user", content="hi"))
     parts: list[str] = []
     for i in range(50):  # a burst within one interval: no write
         parts.append(f"{i} ")
-        checkpoints.streamed(parts)
-    await checkpoints.drain()
+        recorder.streamed(parts)
+    await recorder.drain()
     assert [m.role for m in store.get_messages(session.id)] == ["user"]
     now[0] += 1.0
     parts.append("more")
-    checkpoints.streamed(parts)  # the interval has passed: one write, of everything so far
-    await checkpoints.drain()
+    recorder.streamed(parts)  # the interval has passed: one write, of everything so far
+    await recorder.drain()
     assert store.get_messages(session.id)[-1].content == "".join(parts)
-    await checkpoints.record(NewMessage(role="assistant", content="final"))
-    await checkpoints.end("completed")
+    await recorder.record(NewMessage(role="assistant", content="final"))
+    await recorder.end("completed")
     assert [(m.role, m.content) for m in store.get_messages(session.id)] == [("user", "hi"), ("assistant", "final")]
 
 
-async def test_a_pause_in_the_stream_still_gets_checkpointed(store: SqliteSessionStore) -> None:
+async def test_a_pause_in_the_stream_still_gets_saved(store: SqliteSessionStore) -> None:
     session = store.create_session(source="cli")
-    checkpoints = TurnCheckpoints(SqliteSessions(store), session.id, interval=0.05)
-    await checkpoints.record(NewMessage(role="user", content="hi"))
-    checkpoints.streamed(["Hello", " wor"])  # then nothing more arrives for a while
+    recorder = TurnRecorder(SqliteSessions(store), session.id, interval=0.05)
+    await recorder.record(NewMessage(role="user", content="hi"))
+    recorder.streamed(["Hello", " wor"])  # then nothing more arrives for a while
 
     async def saved() -> None:
         while store.get_messages(session.id)[-1].content != "Hello wor":
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(saved(), 5)
-    await checkpoints.end("interrupted")
+    await recorder.end("interrupted")
     assert store.open_turns() == []
     assert store.get_messages(session.id)[-1].finish_reason == "interrupted"

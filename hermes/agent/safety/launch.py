@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes.agent.confinement import Confinement, private_tmp
-from hermes.agent.sandbox import OFF, SandboxConfig, SandboxState, resolve_sandbox
-from hermes.agent.tools.limits import NO_LIMITS, LimitsState, resolve_limits
-from hermes.agent.tools.tool_env import ToolEnvPolicy
+from hermes.agent.safety.confinement import Confinement, private_tmp
+from hermes.agent.safety.limits import NO_LIMITS, LimitsState, resolve_limits
+from hermes.agent.safety.sandbox import OFF, SandboxConfig, SandboxState, resolve_sandbox
+from hermes.agent.safety.tool_env import ToolEnvPolicy
 
 if TYPE_CHECKING:
     from hermes.config import Settings

@@ -4,7 +4,7 @@
     approve  happens only if ToolContext.request_approval says yes;
     allow    happens.
 
-One type for the command policy (tools/approval.py) and the confinement policy
+One type for the command policy (approval.py) and the confinement policy
 (confinement.py), so a refusal reads the same whichever found it.
 """
 

@@ -14,7 +14,7 @@ Invariants:
 - under the home folder: the shell start-up files (RC_FILES), ~/.gitconfig, ~/.config,
   ~/.local/bin (on PATH at log-in) and direnv's allow list (~/.local/share/direnv);
 - file tools and `terminal` ask before writing any of them, whatever the writable roots,
-  and a session grant never covers them (hermes/agent/grants.py);
+  and a session grant never covers them (hermes/agent/safety/grants.py);
 - the sandbox keeps them read-only inside its writable roots (see `sandbox_mounts`).
 """
 

@@ -1,4 +1,4 @@
-"""Background WAL checkpoints: commits stop checkpointing, a thread does it instead."""
+"""Background WAL flushes: commits stop flushing the WAL, a thread does it instead."""
 
 from __future__ import annotations
 
@@ -28,22 +28,22 @@ def _until(condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped
 def test_commits_leave_the_wal_to_the_background_thread(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     store = SqliteSessionStore(path)
-    store.checkpoint_in_background(interval=0.05)
+    store.flush_wal_in_background(interval=0.05)
     try:
         assert store.executor.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         before = path.stat().st_size
         _fill(store, 600)  # about 1.2 MB of pages, past the default 1000-page trigger
-        # The pages reach the database file only through the thread's checkpoints.
+        # The pages reach the database file only through the thread's flushes.
         assert _until(lambda: path.stat().st_size > before + 1_000_000), path.stat().st_size
-        assert store._checkpointer is not None and store._checkpointer.checkpoints > 0
-        thread = store._checkpointer._thread
+        assert store._wal_flusher is not None and store._wal_flusher.flushes > 0
+        thread = store._wal_flusher._thread
     finally:
         store.close()
     assert thread is not None and not thread.is_alive()
 
 
-def test_without_the_thread_commits_do_not_checkpoint(tmp_path: Path) -> None:
-    # The control: with the writer's own checkpoints off and no thread, the file stays small.
+def test_without_the_thread_commits_do_not_flush(tmp_path: Path) -> None:
+    # The control: with the writer's own flushes off and no thread, the file stays small.
     path = tmp_path / "state.db"
     store = SqliteSessionStore(path)
     try:
@@ -55,14 +55,14 @@ def test_without_the_thread_commits_do_not_checkpoint(tmp_path: Path) -> None:
         store.close()
 
 
-def test_the_server_storage_checkpoints_in_the_background(tmp_path: Path) -> None:
+def test_the_server_storage_flushes_in_the_background(tmp_path: Path) -> None:
     import asyncio
 
     storage = open_sqlite_storage(tmp_path)
     sync = storage.sessions.sync  # type: ignore[attr-defined]
     assert sync.executor.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     asyncio.run(storage.aclose())
-    assert sync._checkpointer is None  # stopped with the storage
+    assert sync._wal_flusher is None  # stopped with the storage
 
 
 def _wal_bytes(path: Path) -> int:
@@ -94,7 +94,7 @@ def test_every_connection_limits_the_journal(tmp_path: Path) -> None:
 def test_a_wal_past_the_size_is_truncated_once_readers_let_go(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     store = SqliteSessionStore(path)
-    store.checkpoint_in_background(interval=0.05, truncate_at=256 * 1024)
+    store.flush_wal_in_background(interval=0.05, truncate_at=256 * 1024)
     try:
         _fill(store, 1)
         reader = _hold_old_snapshot(path)
@@ -103,10 +103,10 @@ def test_a_wal_past_the_size_is_truncated_once_readers_let_go(tmp_path: Path) ->
             assert _wal_bytes(path) > 1_000_000
         finally:
             reader.close()
-        checkpointer = store._checkpointer
-        assert checkpointer is not None
+        flusher = store._wal_flusher
+        assert flusher is not None
         assert _until(lambda: _wal_bytes(path) == 0, timeout=30), _wal_bytes(path)
-        assert _until(lambda: checkpointer.truncations >= 1)
+        assert _until(lambda: flusher.truncations >= 1)
         # Writes go on after the cut, and the data is all there.
         _fill(store, 3)
         assert store.stats().messages == 604
@@ -118,7 +118,7 @@ def test_below_the_size_the_wal_is_not_truncated(tmp_path: Path) -> None:
     # The control: the same writes with a threshold above them leave the WAL file its size.
     path = tmp_path / "state.db"
     store = SqliteSessionStore(path)
-    store.checkpoint_in_background(interval=0.05, truncate_at=64 * 1024 * 1024)
+    store.flush_wal_in_background(interval=0.05, truncate_at=64 * 1024 * 1024)
     try:
         _fill(store, 1)
         reader = _hold_old_snapshot(path)
@@ -126,9 +126,9 @@ def test_below_the_size_the_wal_is_not_truncated(tmp_path: Path) -> None:
             _fill(store, 600)
         finally:
             reader.close()
-        checkpoints = store._checkpointer.checkpoints if store._checkpointer else 0
-        assert _until(lambda: store._checkpointer is not None and store._checkpointer.checkpoints >= checkpoints + 5)
+        flushes = store._wal_flusher.flushes if store._wal_flusher else 0
+        assert _until(lambda: store._wal_flusher is not None and store._wal_flusher.flushes >= flushes + 5)
         assert _wal_bytes(path) > 1_000_000
-        assert store._checkpointer is not None and store._checkpointer.truncations == 0
+        assert store._wal_flusher is not None and store._wal_flusher.truncations == 0
     finally:
         store.close()

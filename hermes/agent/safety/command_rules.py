@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from hermes.agent.tools.shell_syntax import Word
+from hermes.agent.safety.shell_syntax import Word
 
 
 class Scan(Protocol):
