@@ -11,7 +11,8 @@ Invariants:
 - "introduced" is the multiset difference of (severity, source, code, message) between the
   diagnostics of the text before and after, so a problem that moved lines is not new;
   when the text before is unknown (a new file) every problem is new;
-- only errors and warnings are reported, at most `limit` of them, with the count of the rest;
+- only errors and warnings are reported (no style linter's warnings), at most `limit` of
+  them, with the count of the rest;
 - servers start the way MCP servers do (hermes/agent/mcp/spawn.py): the tool environment,
   under the supervisor and, when the sandbox is on, inside it; `aclose` stops them all;
 - a server that failed to start or died is not started again for that folder (one line
@@ -32,11 +33,13 @@ from typing import Any
 from hermes.agent.lsp.languages import language_id, language_of, server_command
 from hermes.agent.lsp.rpc import LspConnection, LspError
 from hermes.agent.mcp.spawn import stdio_command
-from hermes.agent.tools.launch import ToolLauncher
+from hermes.agent.safety.launch import ToolLauncher
 from hermes.mcp_config import McpServerConfig
 
 START_TIMEOUT = 60.0
 SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+STYLE_SOURCES = frozenset({"pycodestyle", "pydocstyle", "mccabe", "autopep8", "yapf", "black", "ruff-format"})
+"""Linters of layout and style: their warnings are not problems an edit must fix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +195,7 @@ class LanguageServers:
         for diagnostic in current:
             if left[diagnostic.identity] > 0:
                 left[diagnostic.identity] -= 1
-            elif diagnostic.severity <= 2:
+            elif diagnostic.severity == 1 or (diagnostic.severity == 2 and diagnostic.source not in STYLE_SOURCES):
                 introduced.append(diagnostic)
         if not introduced:
             return ""
