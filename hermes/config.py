@@ -27,6 +27,8 @@ from hermes.errors import ConfigError
 from hermes.limits_config import ENV as LIMITS_ENV
 from hermes.limits_config import TABLE as LIMITS_TABLE
 from hermes.limits_config import ToolLimits, parse_table, resolve_limits
+from hermes.lsp_config import TABLE as LSP_KEY
+from hermes.lsp_config import parse_lsp
 from hermes.mcp_config import TABLE as MCP_TABLE
 from hermes.mcp_config import McpServerConfig, parse_servers
 from hermes.pricing import TABLE as PRICES_TABLE
@@ -134,6 +136,8 @@ OPTIONS: dict[str, Option] = {
         ("HERMES_FALLBACK",),
         "models (NAME/MODEL, comma-separated) a turn goes on with when its model fails with a server error",
     ),
+    "lsp": Option(("HERMES_LSP",), "diagnostics from language servers after edits (true or false)"),
+    "lsp_timeout": Option(("HERMES_LSP_TIMEOUT",), "seconds an edit waits at most for its diagnostics"),
     "web_allow": Option(
         ("HERMES_WEB_ALLOW",),
         "domains web_fetch reads without asking (comma-separated; example.com covers its subdomains; * any)",
@@ -247,6 +251,11 @@ class Settings:
     fallback: tuple[str, ...] = ()
     """Models a turn goes on with, in order, when its model fails after its retries with a
     server error, a timeout or a refused connection."""
+    lsp: bool = True
+    """After write_file and patch, ask the file's language server what the edit broke (hermes/agent/lsp)."""
+    lsp_servers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """The `[lsp.LANGUAGE] command = [...]` tables: (language, command) pairs."""
+    lsp_timeout: float = 5.0
     web_allow: tuple[str, ...] = ()
     """Domains `web_fetch` reads without asking; any other domain asks (refused with nobody to ask)."""
     web_allow_private: bool = False
@@ -342,7 +351,7 @@ _POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
-_POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout"})
+_POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout", "lsp_timeout"})
 """Float settings that must be above zero."""
 _NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after"})
 """Number settings that must not be below zero (0: no cap)."""
@@ -360,7 +369,7 @@ def coerce(name: str, value: Any) -> Any:
     kind = _field_types().get(name)
     if kind is None:
         raise ConfigError(f"unknown setting {name!r}")
-    if name in ("mcp_servers", PROVIDERS_TABLE):
+    if name in ("mcp_servers", PROVIDERS_TABLE, "lsp_servers"):
         return tuple(value)  # parsed and checked by read_config_file
     if name == PRICES_TABLE:
         return value if isinstance(value, PriceTable) else PriceTable(value)  # checked by read_config_file
@@ -469,6 +478,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
         data[LIMITS_TABLE] = parse_table(data[LIMITS_TABLE], str(path))
     if PRICES_TABLE in data:
         data[PRICES_TABLE] = PriceTable(parse_prices(data[PRICES_TABLE], str(path)))
+    if LSP_KEY in data:
+        data[LSP_KEY], servers = parse_lsp(data[LSP_KEY], str(path))
+        if servers:
+            data["lsp_servers"] = servers
     if PROVIDERS_TABLE in data:
         data[PROVIDERS_TABLE] = parse_providers(data[PROVIDERS_TABLE], str(path))
     if WEB_SEARCH_TABLE in data:
@@ -499,6 +512,10 @@ def write_config_value(settings: Settings, name: str, raw: str | None) -> None:
     if name not in OPTIONS or name == "home":
         raise ConfigError(f"unknown setting {name!r}; see `hermes config show`")
     data = read_config_file(settings.config_path)
+    if data.pop("lsp_servers", None):  # the [lsp.LANGUAGE] tables are kept verbatim below
+        if name == LSP_KEY:
+            raise ConfigError("config.toml has [lsp.LANGUAGE] tables: remove them to set lsp (TOML allows one form)")
+        data.pop(LSP_KEY, None)
     if raw is None:
         data.pop(name, None)
     else:

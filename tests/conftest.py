@@ -39,4 +39,5 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Pa
         if name.startswith(_CLEARED_PREFIXES) and not name.startswith(_KEPT_PREFIXES):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HERMES_MODEL_CACHE", str(model_cache))
+    monkeypatch.setenv("HERMES_LSP", "false")  # language servers only where a test asks for them
     return home

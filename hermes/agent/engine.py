@@ -84,6 +84,7 @@ from hermes.agent.context import (
 from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
 from hermes.agent.history import SessionHistories
 from hermes.agent.instructions import ProjectInstructions
+from hermes.agent.lsp.diagnostics import LanguageServers
 from hermes.agent.model_choices import ModelListing, model_listings
 from hermes.agent.modes import noted_inputs
 from hermes.agent.prompt import build_system_prompt
@@ -161,6 +162,8 @@ class Agent:
         self.checkpoints = checkpoints
         """File snapshots around turns that change files (None: none; hermes/checkpoints)."""
         self._caller = ModelCaller(provider, self.options.fallback)
+        self.diagnostics: LanguageServers | None = None
+        """The language servers asked after edits (set by build_agent when `lsp` is on)."""
         self.histories = SessionHistories(store) if store is not None else None
         """The model-ready history of each stored session, kept between turns (hermes/agent/history.py)."""
         self._session_approvals: dict[str, set[str]] = {}
@@ -168,6 +171,8 @@ class Agent:
         """Per session: (prompt_tokens, message count) of its last request (see ContextBudget)."""
 
     async def aclose(self) -> None:
+        if self.diagnostics is not None:
+            await self.diagnostics.aclose()
         await self.provider.aclose()
 
     async def list_models(self) -> list[ModelListing]:
@@ -229,6 +234,7 @@ class Agent:
             host=request.host,
             transcript=context,
             mode=request.mode,
+            diagnostics=self.diagnostics,
         )
         turn.files = TurnFiles(
             self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd,

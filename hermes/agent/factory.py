@@ -212,7 +212,7 @@ def build_agent(
         skills = load_skills(settings.home, Path.cwd())
     if skills.skills and tools.get(SKILL) is None:
         tools.register(make_skill_tool(skills))
-    return Agent(
+    agent = Agent(
         provider,
         store=store,
         model=resolved_model,
@@ -226,6 +226,14 @@ def build_agent(
             max_files=settings.checkpoint_max_files, timeout=settings.checkpoint_timeout,
         ),  # fmt: skip
     )
+    if settings.lsp:
+        from hermes.agent.lsp.diagnostics import LanguageServers
+        from hermes.agent.safety.launch import ToolLauncher
+
+        launcher = ToolLauncher.from_settings(settings)
+        configured = dict(settings.lsp_servers)
+        agent.diagnostics = LanguageServers(launcher=launcher, configured=configured, timeout=settings.lsp_timeout)
+    return agent
 
 
 def _local_choice(local: LocalStatus, why: str, notice: str | None) -> ProviderChoice:

@@ -38,6 +38,7 @@ PostgreSQL schema is only read (never migrated).
 
 from __future__ import annotations
 
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,7 @@ def run_checks() -> list[Check]:
         if choice.kind == "local":
             checks.extend(_check_local_model(settings))
     checks.extend(_check_named_providers(settings))
+    checks.extend(_check_language_servers(settings))
     checks.extend(_check_mcp(settings))
     checks.extend(_check_extensions(settings))
     return checks
@@ -139,6 +141,30 @@ def _check_extensions(settings: Settings) -> list[Check]:
     from hermes.cli._doctor_extensions import extension_checks
 
     return [Check(name, status, detail) for name, status, detail in extension_checks(settings.home, Path.cwd())]
+
+
+def _check_language_servers(settings: Settings) -> list[Check]:
+    """Which language server each language would get after an edit (found on the tool PATH);
+    nothing when `lsp = false`."""
+    from hermes.agent.lsp.languages import KNOWN_SERVERS
+    from hermes.agent.lsp.languages import server_command as command_for
+    from hermes.agent.safety.tool_env import ToolEnvPolicy
+
+    if not settings.lsp:
+        return []
+    path = ToolEnvPolicy.from_settings(settings).environment(os.environ).get("PATH")
+    configured = dict(settings.lsp_servers)
+    found, missing = [], []
+    for language, candidates in KNOWN_SERVERS.items():
+        command = command_for(language, configured, path)
+        if command is not None:
+            found.append(f"{language}: {' '.join(command)}")
+        else:
+            missing.append(f"{language} ({' or '.join(c[0] for c in candidates)})")
+    detail = "; ".join(found) if found else "no language server on PATH"
+    if missing:
+        detail += f"; none for {', '.join(missing)}"
+    return [Check("lsp", "ok", detail)]
 
 
 def _check_named_providers(settings: Settings) -> list[Check]:

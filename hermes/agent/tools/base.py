@@ -11,13 +11,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.safety.confinement import Confinement
 from hermes.agent.safety.grants import Grant, session_grant
 from hermes.agent.tool_host import ToolHost
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage
+
+
+class EditDiagnostics(Protocol):
+    """What `write_file` and `patch` ask after a change (`hermes.agent.lsp.LanguageServers`)."""
+
+    async def after_edit(self, path: Path, before: str | None, after: str, cwd: Path) -> str:
+        """Lines naming the problems the edit introduced; "" for none."""
+        ...
 
 
 @dataclass(slots=True)
@@ -43,6 +51,8 @@ class ToolContext:
     """The messages the model sees this turn (the engine's live list); the todo tool reads its plan here."""
     mode: Mode = DEFAULT_MODE
     """The turn's mode (hermes/agent/modes.py); in plan mode tools/plan_gate.py refuses what could change anything."""
+    diagnostics: EditDiagnostics | None = None
+    """Language servers asked what an edit broke (hermes/agent/lsp); None: no diagnostics."""
 
     @property
     def policy(self) -> Confinement:

@@ -261,11 +261,13 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     if refusal is not None:
         return refusal
     existed = path.exists()
-    if existed and path.is_file() and _encode(await _read_text(ctx, path), "content") == data:
+    before = await _read_text(ctx, path) if existed and path.is_file() else None
+    if before is not None and _encode(before, "content") == data:
         return f"No change: {path} already has exactly this content; nothing was written."
     await _write(path, target, data, ctx)
     verb = "Overwrote" if existed else "Created"
-    return f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
+    done = f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
+    return done + await _diagnostics(ctx, target, before, content)
 
 
 WRITE_FILE_TOOL = Tool(
@@ -370,7 +372,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> str:
     diff = await asyncio.to_thread(_diff, path, text, after)
     noun = "occurrence" if count == 1 else "occurrences"
     matched = _MATCHED.get(how, "")
-    return f"Patched {path}: replaced {count} {noun}{matched}.\n{diff}"
+    return f"Patched {path}: replaced {count} {noun}{matched}.\n{diff}" + await _diagnostics(ctx, target, text, after)
 
 
 async def _append(ctx: ToolContext, path: Path, target: Path, text: str, addition: str) -> str:
@@ -389,7 +391,17 @@ async def _append(ctx: ToolContext, path: Path, target: Path, text: str, additio
     return (
         f"Patched {path}: old_string is not in the file and new_string begins with it, so new_string "
         f"was added at the end of the file as new code.\n{diff}"
-    )
+    ) + await _diagnostics(ctx, target, text, after)
+
+
+async def _diagnostics(ctx: ToolContext, target: Path, before: str | None, after: str) -> str:
+    """The language server's word on the edit, as lines after the result ("" without one).
+
+    Only for this machine's files: an editor (ACP) keeps its own diagnostics."""
+    if ctx.diagnostics is None or ctx.host is not None:
+        return ""
+    found = await ctx.diagnostics.after_edit(target, before, after, ctx.cwd)
+    return f"\n{found}" if found else ""
 
 
 _MATCHED = {
