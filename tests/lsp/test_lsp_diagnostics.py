@@ -50,7 +50,7 @@ async def servers() -> AsyncIterator[LanguageServers]:
         await made.aclose()
 
 
-async def test_an_edit_that_breaks_a_name_is_reported_and_a_fix_clears_it(servers: LanguageServers, tmp_path: Path) -> None:
+async def test_a_broken_name_is_reported_and_a_fix_clears_it(servers: LanguageServers, tmp_path: Path) -> None:
     target = tmp_path / "greet.py"
     before = "def greet(name):\n    return 'hi ' + name\n"
     broken = "def greet(name):\n    return 'hi ' + nmae\n"
@@ -72,7 +72,7 @@ async def test_a_problem_that_was_already_there_is_not_new(servers: LanguageServ
     assert "missing_two" in report and "missing_one" not in report
 
 
-async def test_a_new_file_reports_everything_and_says_its_past_is_unknown(servers: LanguageServers, tmp_path: Path) -> None:
+async def test_a_new_file_reports_all_and_says_its_past_is_unknown(servers: LanguageServers, tmp_path: Path) -> None:
     report = await servers.after_edit(tmp_path / "new.py", None, "print(undefined)\n", tmp_path)
     assert "1 new problem (the file's earlier state is unknown" in report and "undefined" in report
 
@@ -132,3 +132,35 @@ async def test_the_server_runs_under_the_supervisor_and_the_sandbox(tmp_path: Pa
         assert any(part.endswith(b"_supervisor.py") for part in command) and b"bwrap" in b" ".join(command)
     finally:
         await servers.aclose()
+
+
+def test_chat_q_shows_the_model_what_its_edit_broke(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text(f'[lsp.python]\ncommand = ["{PYLSP}"]\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "calc.py").write_text("def total(items):\n    return sum(items)\n")
+    with ScriptedUpstream.in_thread() as upstream:
+        edit = {"path": "calc.py", "old_string": "sum(items)", "new_string": "sum(itmes)"}
+        upstream.enqueue(tool_reply([call("patch", edit)]), text_reply("Fixed the typo? Not yet."))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
+        env.update(
+            HERMES_HOME=str(home), HERMES_BASE_URL=upstream.base_url, HERMES_MODEL="scripted-model",
+            HERMES_SANDBOX="off", HERMES_LSP_TIMEOUT="30", HERMES_STREAM_STALE_TIMEOUT="60",
+            PYTHONPATH=str(Path(__file__).resolve().parents[2]) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        )  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "hermes", "chat", "-q", "rename the loop variable"],
+            cwd=work, env=env, input="", capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        (tool,) = [m for m in upstream.requests[1].messages if m["role"] == "tool"]
+    assert "Patched" in tool["content"]
+    assert "Diagnostics from pylsp after this edit: 1 new problem" in tool["content"]
+    assert "calc.py:2:" in tool["content"] and "undefined name 'itmes'" in tool["content"]
