@@ -20,7 +20,7 @@ from pathlib import Path
 from hermes.agent._checkpoint import TurnCheckpoints
 from hermes.store import SqliteSessionStore
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 
 DELTA_TARGET_US = 2.0
 WRITE_TARGET_MS = 5.0

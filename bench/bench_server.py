@@ -146,7 +146,7 @@ class EngineOnly:
         from hermes.agent.tools.base import ToolRegistry
         from hermes.config import Settings
         from hermes.store import open_session_store
-        from hermes.store.sqlite.sessions import SqliteSessions
+        from hermes.store.sqlite.state_db import SqliteSessions
 
         settings = Settings(home=Path(home), provider="openai", base_url=upstream, model="scripted-model", api_key="k")
         self.store = open_session_store(Path(home) / "engine-only.db")

@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hermes.store.records import NewMessage  # noqa: E402
-from hermes.store.sqlite.sessions import SqliteSessionStore  # noqa: E402
+from hermes.store.sqlite.state_db import SqliteSessionStore  # noqa: E402
 
 FORK_MESSAGES = 10_000
 COMMON_WORD = "docker"

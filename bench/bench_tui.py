@@ -31,7 +31,7 @@ from hermes.agent.types import TurnResult
 from hermes.config import Settings
 from hermes.store import open_session_store
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessions, SqliteSessionStore
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
 

@@ -14,7 +14,7 @@ from hermes.store.records import RunRecord
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
 from hermes.store.sqlite.executor import run_now
-from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
+from hermes.store.sqlite.state_db import STATE_DB, SqliteSessionStore
 
 
 class SyncCalls:

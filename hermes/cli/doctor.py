@@ -188,7 +188,7 @@ def _check_storage(settings: Settings) -> list[Check]:
     """The backend `database_url` selects: the SQLite files, or the PostgreSQL database."""
     from hermes.errors import ConfigError
     from hermes.store.api import caps_of
-    from hermes.store.storage import backend_for
+    from hermes.store.configured import backend_for
 
     try:
         caps = caps_of(backend_for(settings.database_url))

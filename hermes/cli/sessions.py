@@ -228,7 +228,7 @@ def list_(
     key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
-    from hermes.store.storage import open_session_store_at_once
+    from hermes.store.configured import open_session_store_at_once
 
     settings = load_settings()
     store = None if server or settings.server_url else open_session_store_at_once(settings)

@@ -14,7 +14,7 @@ from hermes.store.records import (
     StoreStats,
     TurnRecord,
 )
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 __all__ = [
     "MessageRecord",

@@ -14,7 +14,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.errors import ToolError
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessions, SqliteSessionStore
 from hermes.testing.upstream import ScriptedUpstream
 
 

@@ -27,7 +27,7 @@ from hermes.agent.events import ContextCompacted
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessions, SqliteSessionStore
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import (
     RecordedRequest,

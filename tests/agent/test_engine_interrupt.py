@@ -14,7 +14,7 @@ from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.agent.types import TurnRequest
 from hermes.error_codes import INTERNAL_ERROR, INTERRUPTED, SERVER_SHUTDOWN
 from hermes.errors import StoreError
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 

@@ -192,7 +192,7 @@ async def test_a_plain_turn_writes_the_store_in_two_commits(upstream, make_agent
 
 async def test_the_conversation_mark_is_written_with_the_turns_end(upstream, make_agent, store):
     from hermes.agent.types import TurnRequest
-    from hermes.store.sqlite.sessions import SqliteSessions
+    from hermes.store.sqlite.state_db import SqliteSessions
 
     commits = []
     store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)

@@ -11,7 +11,7 @@ from hermes.agent.instructions import HEADER, load_instructions, repository_root
 from hermes.agent.prompt import build_system_prompt, default_system_prompt
 from hermes.agent.types import TurnRequest
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.provider import ScriptedProvider
 from hermes.testing.upstream import text_reply
 

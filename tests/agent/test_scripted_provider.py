@@ -7,7 +7,7 @@ import pytest
 from hermes.agent.factory import build_agent
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.provider import ScriptedProvider, register_scripted, unregister_scripted
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import Drop, Reply, call, error_reply, text_reply, tool_reply

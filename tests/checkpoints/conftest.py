@@ -16,7 +16,7 @@ from hermes.agent.tools.launch import ToolLauncher
 from hermes.agent.tools.registry import default_registry
 from hermes.checkpoints.turn import CheckpointConfig
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream
 
 OPTIONS = EngineOptions(stream_retries=0, stale_timeout=5.0, retry_base_delay=0.01, retry_max_delay=0.1)

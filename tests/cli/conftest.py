@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from hermes.cli.main import app
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ import pytest
 from hermes.errors import SessionNotFound
 from hermes.store import open_session_store
 from hermes.store.records import NewMessage, SessionRecord
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 class BlockingSessions:

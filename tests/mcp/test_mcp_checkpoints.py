@@ -19,7 +19,7 @@ from hermes.checkpoints import undo as checkpoints
 from hermes.checkpoints.turn import CheckpointConfig
 from hermes.mcp_config import McpServerConfig
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 

@@ -15,7 +15,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.mcp_config import McpServerConfig
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 from hermes.tui.app import make_app
 from hermes.tui.widgets.notice import Notice

@@ -17,7 +17,7 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
 from hermes.store import SqliteSessionStore
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 WORDS = " ".join(f"w{i}" for i in range(60))

@@ -26,8 +26,8 @@ from hermes.config import Settings
 from hermes.server.http.app import create_app
 from hermes.server.http.state import RUNS
 from hermes.store.api import Storage
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
+from hermes.store.sqlite.state_db import SqliteSessionStore
 from hermes.testing.upstream import ScriptedUpstream
 
 __all__ = ["Frame", "read_frames", "serve", "sessions_db", "storage", "upstream", "wait_for"]

@@ -15,7 +15,7 @@ from hermes.runs.idempotency import fingerprint
 from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.request import validate_key
 from hermes.store.rules.responses import Responses
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 @pytest.fixture(params=["memory", "file"])

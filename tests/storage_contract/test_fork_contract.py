@@ -7,7 +7,7 @@ import pytest
 from hermes.errors import MessageNotFound
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import MessageRecord, NewMessage, SessionRecord
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 @pytest.fixture

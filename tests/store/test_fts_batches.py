@@ -10,9 +10,9 @@ from contextlib import closing
 from pathlib import Path
 
 from hermes.store.records import NewMessage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 from hermes.store.sqlite.fts_indexer import FtsIndexer
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def indexed(path: Path, word: str) -> int:

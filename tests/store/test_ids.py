@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from hermes import ids
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def test_new_session_ids_carry_their_utc_second_and_sort_by_it() -> None:

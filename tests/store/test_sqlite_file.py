@@ -24,7 +24,7 @@ from hermes.store.rules.runs import Runs
 from hermes.store.sqlite import file as sqlite_file
 from hermes.store.sqlite.executor import run_now
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def _write_session(store: Any) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 PARTS: list[dict[str, Any]] = [
     {"type": "text", "text": "What is in this picture? ünïcødé ✓"},
@@ -60,7 +60,7 @@ def test_append_survives_a_killed_process(db_path: Path) -> None:
         f"""
         import os, sys
         from hermes.store.records import NewMessage
-        from hermes.store.sqlite.sessions import SqliteSessionStore
+        from hermes.store.sqlite.state_db import SqliteSessionStore
         store = SqliteSessionStore({str(db_path)!r})
         session = store.create_session(source="cli", title="crashy")
         store.append_message(session.id, NewMessage(role="user", content="written before crash"))

@@ -9,7 +9,7 @@ import pytest
 
 from hermes.store.migrations import Migrations, applied_migrations, migrate
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 RECORDED = "SELECT name, applied_at FROM _migrations ORDER BY rowid"
 

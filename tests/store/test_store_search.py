@@ -11,7 +11,7 @@ import pytest
 import hermes.store.sqlite.dialect as sqlite_dialect
 from hermes.store.records import NewMessage
 from hermes.store.sqlite.dialect import fts_query
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def add(store: SqliteSessionStore, session_id: str, content: Any, role: str = "user") -> int:

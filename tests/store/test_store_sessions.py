@@ -5,7 +5,7 @@ The rules on both backends are in tests/storage_contract/test_store_sessions_con
 from __future__ import annotations
 
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def test_listing_uses_the_activity_index(store: SqliteSessionStore) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.records import NewMessage, NewSession
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def _other_reader(db_path: Path) -> sqlite3.Connection:

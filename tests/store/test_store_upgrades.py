@@ -16,7 +16,7 @@ def test_a_state_db_before_m006_drops_its_drafts_from_search(tmp_path: Path) -> 
     """A draft indexed under m003's view stops being searchable; kept, it is found again."""
     from hermes.store.migrations import Migrations, migrate
     from hermes.store.sqlite.schema import STATE_MIGRATIONS
-    from hermes.store.sqlite.sessions import SqliteSessionStore
+    from hermes.store.sqlite.state_db import SqliteSessionStore
 
     path = tmp_path / "state.db"
     before_m006 = Migrations("state.db")

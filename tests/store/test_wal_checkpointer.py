@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
+from hermes.store.sqlite.state_db import SqliteSessionStore
 
 
 def _fill(store: SqliteSessionStore, messages: int) -> None:

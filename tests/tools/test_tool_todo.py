@@ -19,7 +19,7 @@ from hermes.agent.tools.todo import TODO_TOOL, TodoItem, latest_plan, plan_summa
 from hermes.agent.types import ChatMessage, TurnRequest
 from hermes.errors import ToolError
 from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 

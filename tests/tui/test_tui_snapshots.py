@@ -18,7 +18,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnResult, Usage
 from hermes.config import Settings
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessions, SqliteSessionStore
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.widgets.assistant_message import AssistantMessage

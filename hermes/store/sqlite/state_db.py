@@ -5,7 +5,7 @@ Invariants:
 
 - The file is opened by `file.open_sqlite_file` (created 0600, folder 0700, WAL,
   `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `schema`).
-- The rules are `hermes.store.sessions.Sessions`, over `SqliteExecutor` (plain sqlite3
+- The rules are `hermes.store.rules.sessions.Sessions`, over `SqliteExecutor` (plain sqlite3
   calls in the caller's thread, one connection, one re-entrant lock) and
   `SqliteDialect`. Every write is one `BEGIN IMMEDIATE … COMMIT` transaction (or a
   savepoint of the caller's `transaction()` block, committed with it): when it returns
@@ -49,8 +49,8 @@ from hermes.store.records import (
     TurnRecord,
     UsageTotal,
 )
-from hermes.store.session_rules import Clock
-from hermes.store.sessions import Sessions
+from hermes.store.rules.session_record import Clock
+from hermes.store.rules.sessions import Sessions
 from hermes.store.sqlite import folded_files, fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now

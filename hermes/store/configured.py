@@ -15,7 +15,7 @@ from hermes.store.api import Backend, Storage, caps_of
 from hermes.store.postgres.connect import is_postgres_url, mask_database_url
 
 if TYPE_CHECKING:
-    from hermes.store.sqlite.sessions import SqliteSessionStore
+    from hermes.store.sqlite.state_db import SqliteSessionStore
 
 __all__ = ["backend_for", "open_session_store_at_once", "open_storage", "open_storage_at_once"]
 
@@ -53,7 +53,7 @@ def open_storage_at_once(settings: Settings) -> Storage | None:
     (SQLite files); None where it does (a database server: use `open_storage`)."""
     if not caps_of(backend_for(settings.database_url)).local_files:
         return None
-    from hermes.store.sqlite.storage import open_sqlite_storage
+    from hermes.store.sqlite.assemble import open_sqlite_storage
 
     settings.ensure_home()
     return open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
@@ -65,7 +65,7 @@ def open_session_store_at_once(settings: Settings) -> SqliteSessionStore | None:
     server. For one-shot readers (`hermes sessions list`) that need no event loop."""
     if not caps_of(backend_for(settings.database_url)).local_files:
         return None
-    from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
+    from hermes.store.sqlite.state_db import STATE_DB, SqliteSessionStore
 
     settings.ensure_home()
     return SqliteSessionStore(settings.home / STATE_DB)

@@ -1,7 +1,7 @@
 """The SQLite backend of the async storage interface: `open_sqlite_storage(home)`.
 
 One file, `$HERMES_HOME/state.db` (`schema`): sessions are the session rules
-(`sessions.SqliteSessions`); responses, receipts, runs and leases are the rules of
+(`state_db.SqliteSessions`); responses, receipts, runs and leases are the rules of
 `hermes.store.rules`, all over state.db's one `SqliteExecutor` and `SqliteDialect`.
 Every call is a plain sqlite3 call in the event loop's thread: the queries take well
 under a millisecond, so a thread hop would cost more than it saves. The one exception is
@@ -25,7 +25,7 @@ from hermes.store.rules.receipts import Receipts
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
 from hermes.store.sqlite.repair import repair_after_crash
-from hermes.store.sqlite.sessions import STATE_DB, SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import STATE_DB, SqliteSessions, SqliteSessionStore
 
 __all__ = ["open_sqlite_storage"]
 
