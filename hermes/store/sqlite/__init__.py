@@ -1,7 +1,7 @@
 """The SQLite backend: one file, `$HERMES_HOME/state.db`.
 
-`open_sqlite_storage(home)` opens it as one `Storage`; `SqliteSessionStore` is state.db
-with a synchronous face of the session rules (tests, benchmarks, `hermes doctor`).
+`open_sqlite_storage(home)` opens it as one `Storage` (`assemble`); `StateDb` is the file
+alone (`state_db`: `hermes doctor`, `hermes db upgrade`, `hermes sessions list`).
 What only SQLite has lives here: the file (`file`), the executor and dialect, the schema
 history (`schema`, with the fold of the older runs.db and response_store.db,
 `folded_files`), FTS5 search batches, WAL checkpoints and process-owned crash repair.
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes.store.sqlite.state_db import SqliteSessionStore
+from hermes.store.sqlite.state_db import StateDb
 
 if TYPE_CHECKING:
     from hermes.store.sqlite.assemble import open_sqlite_storage
 
-__all__ = ["SqliteSessionStore", "open_sqlite_storage"]
+__all__ = ["StateDb", "open_sqlite_storage"]
 
 
 def __getattr__(name: str) -> Any:

@@ -25,13 +25,13 @@ from hermes.store.rules.receipts import Receipts
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
 from hermes.store.sqlite.repair import repair_after_crash
-from hermes.store.sqlite.state_db import STATE_DB, SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import STATE_DB, SqliteSessions, StateDb
 
 __all__ = ["open_sqlite_storage"]
 
 
 class _SqliteCloser:
-    def __init__(self, state: SqliteSessionStore) -> None:
+    def __init__(self, state: StateDb) -> None:
         self._state = state
 
     async def aclose(self) -> None:
@@ -50,11 +50,11 @@ def open_sqlite_storage(
         StoreError: the file cannot be created, is not a database, or is damaged.
     """
     folder = Path(home).expanduser()
-    state = SqliteSessionStore(folder / STATE_DB)
+    state = StateDb(folder / STATE_DB)
     state.checkpoint_in_background()  # a turn's commits never pay for a checkpoint
     state.index_in_background()  # nor for the search index (`fts_batches`)
     db, dialect = state.executor, state.dialect
-    sessions = SqliteSessions(state)
+    sessions = state.sessions
     responses = Responses(db, dialect, max_size=response_store_size)
     runs = Runs(db, dialect, retention=retention)
     instance_id = new_instance_id()
