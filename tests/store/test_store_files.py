@@ -199,3 +199,18 @@ def test_damaged_pages_give_store_errors_and_a_one_line_report(db_path: Path) ->
         assert "\n" not in str(caught.value)
     finally:
         damaged.close()
+
+
+def test_every_session_operation_is_one_rule_reached_without_a_forwarder() -> None:
+    # Adding a storage operation touches the rule, the protocol and a contract test: the
+    # tests' synchronous face finds each operation of the protocol on the async rules.
+    import inspect
+
+    from hermes.store.api import AsyncSessionStore
+
+    names = [n for n, v in vars(AsyncSessionStore).items() if inspect.iscoroutinefunction(v)]
+    assert len(names) > 30
+    with open_sync_state() as store:
+        for name in names:
+            assert getattr(store, name).__qualname__.startswith("SyncCalls"), name
+        assert store.count_sessions() == 0
