@@ -618,7 +618,7 @@ def caps_of(backend: Backend) -> StorageCaps:
 
 @dataclass(frozen=True, slots=True)
 class Storage:
-    """Every store of one backend, opened together (`hermes.store.open_storage`)."""
+    """Every store of one backend, opened together (`hermes.store.configured.open_storage`)."""
 
     backend: Backend
     """The backend's name, for display (`hermes db status`); ask `caps` what it can do."""
