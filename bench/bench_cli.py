@@ -36,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hermes.store import open_session_store  # noqa: E402
 from hermes.store.records import NewMessage
+from hermes.testing.state_db import open_sync_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS: dict[str, list[str]] = {
@@ -56,7 +56,7 @@ def hermes_command() -> list[str]:
 
 
 def populate(home: Path, sessions: int) -> None:
-    store = open_session_store(home / "state.db")
+    store = open_sync_state(home / "state.db")
     try:
         sources = ("cli", "tui", "api_server")
         for i in range(sessions):

@@ -4,7 +4,7 @@
 
 Per delta the engine calls `TurnRecorder.streamed()`, which must cost a clock read and
 a comparison (target: < 2 µs per delta on top of the engine's own work). A draft
-write (`SqliteSessionStore.save_draft` on a real file in a temporary folder, one
+write (`SyncStateDb.save_draft` on a real file in a temporary folder, one
 transaction) happens at most once a second per streaming turn (target: < 5 ms).
 """
 
@@ -18,17 +18,16 @@ import time
 from pathlib import Path
 
 from hermes.agent._turn_recorder import TurnRecorder
-from hermes.store import SqliteSessionStore
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import SyncStateDb
 
 DELTA_TARGET_US = 2.0
 WRITE_TARGET_MS = 5.0
 
 
-async def per_delta(store: SqliteSessionStore, deltas: int) -> float:
+async def per_delta(store: SyncStateDb, deltas: int) -> float:
     session = store.create_session(source="cli")
-    recorder = TurnRecorder(SqliteSessions(store), session.id)
+    recorder = TurnRecorder(store.sessions, session.id)
     await recorder.record(NewMessage(role="user", content="bench"))
     parts: list[str] = []
     started = time.perf_counter()
@@ -42,7 +41,7 @@ async def per_delta(store: SqliteSessionStore, deltas: int) -> float:
     return elapsed / deltas * 1e6
 
 
-def per_write(store: SqliteSessionStore, writes: int) -> list[float]:
+def per_write(store: SyncStateDb, writes: int) -> list[float]:
     session = store.create_session(source="cli")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="bench"), turn_id=turn.id)
@@ -62,7 +61,7 @@ def main() -> None:
     parser.add_argument("--deltas", type=int, default=200_000)
     parser.add_argument("--writes", type=int, default=200)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder, SqliteSessionStore(Path(folder) / "state.db") as store:
+    with tempfile.TemporaryDirectory() as folder, SyncStateDb(Path(folder) / "state.db") as store:
         delta_us = asyncio.run(per_delta(store, args.deltas))
         writes = per_write(store, args.writes)
     print(f"streamed() per delta: {delta_us:.2f} µs (target < {DELTA_TARGET_US} µs)")

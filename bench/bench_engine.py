@@ -22,8 +22,7 @@ from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnRequest
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 
@@ -59,10 +58,10 @@ async def main(chunks: int, rounds: int) -> None:
         upstream.default = text_reply(words)  # one chunk per word
         client = openai.AsyncOpenAI(base_url=upstream.base_url, api_key="x", max_retries=0)
         with tempfile.TemporaryDirectory() as tmp:
-            store = open_session_store(Path(tmp) / "state.db")
+            store = open_sync_state(Path(tmp) / "state.db")
             agent = Agent(
                 OpenAICompatProvider(base_url=upstream.base_url, api_key="x"),
-                store=SqliteSessions(store),
+                store=store.sessions,
                 model="m",
                 tools=ToolRegistry(),
                 options=EngineOptions(),

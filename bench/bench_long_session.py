@@ -98,10 +98,10 @@ def _message(i: int) -> dict[str, str]:
 
 def seed_sessions(home: Path, sizes: list[int]) -> dict[int, str]:
     """One session of `size` messages per size, written before the server starts."""
-    from hermes.store import open_session_store
     from hermes.store.records import NewMessage
+    from hermes.testing.state_db import open_sync_state
 
-    store = open_session_store(home / "state.db")
+    store = open_sync_state(home / "state.db")
     ids: dict[int, str] = {}
     try:
         for size in sizes:
@@ -202,10 +202,10 @@ async def phase_compaction(args: argparse.Namespace) -> dict[str, Any]:
     await upstream.start()
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="hermes-compact-") as home:
-        from hermes.store import open_session_store
         from hermes.store.records import NewMessage
+        from hermes.testing.state_db import open_sync_state
 
-        store = open_session_store(Path(home) / "state.db")
+        store = open_sync_state(Path(home) / "state.db")
         for name in ("header", "runs"):
             store.create_session(source="api_server", session_id=f"compact-{name}", system_prompt="You are a tester.")
             for message in _long_history():
@@ -346,10 +346,10 @@ async def phase_wal(args: argparse.Namespace) -> dict[str, Any]:
 def seed_listing(home: Path, size: int, cold: int, short: int) -> tuple[str, list[str]]:
     """`short` sessions of two messages (something to list), one long session of `size`
     messages for the warm talker and `cold` more of that size, one per cold turn."""
-    from hermes.store import open_session_store
     from hermes.store.records import NewMessage
+    from hermes.testing.state_db import open_sync_state
 
-    store = open_session_store(home / "state.db")
+    store = open_sync_state(home / "state.db")
     try:
         with store.transaction():
             for k in range(short):

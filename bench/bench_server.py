@@ -145,12 +145,11 @@ class EngineOnly:
         from hermes.agent.factory import build_agent
         from hermes.agent.tools.base import ToolRegistry
         from hermes.config import Settings
-        from hermes.store import open_session_store
-        from hermes.store.sqlite.sessions import SqliteSessions
+        from hermes.testing.state_db import open_sync_state
 
         settings = Settings(home=Path(home), provider="openai", base_url=upstream, model="scripted-model", api_key="k")
-        self.store = open_session_store(Path(home) / "engine-only.db")
-        self.agent = build_agent(settings, SqliteSessions(self.store), tools=ToolRegistry())
+        self.store = open_sync_state(Path(home) / "engine-only.db")
+        self.agent = build_agent(settings, self.store.sessions, tools=ToolRegistry())
 
     async def turn(self, i: int) -> float:
         from hermes.agent.types import TurnRequest

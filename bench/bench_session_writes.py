@@ -68,7 +68,7 @@ async def main() -> None:
     args = parser.parse_args()
 
     from hermes.store.postgres import open_postgres_storage
-    from hermes.store.sqlite.storage import open_sqlite_storage
+    from hermes.store.sqlite.assemble import open_sqlite_storage
 
     with tempfile.TemporaryDirectory() as home:
         sqlite = open_sqlite_storage(home)

@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hermes.store.records import NewMessage  # noqa: E402
-from hermes.store.sqlite.sessions import SqliteSessionStore  # noqa: E402
+from hermes.testing.state_db import SyncStateDb  # noqa: E402
 
 FORK_MESSAGES = 10_000
 COMMON_WORD = "docker"
@@ -68,7 +68,7 @@ def _texts(rng: random.Random, count: int) -> Iterator[str]:
         yield " ".join(words)
 
 
-def build(store: SqliteSessionStore, sessions: int, messages: int, seed: int) -> str:
+def build(store: SyncStateDb, sessions: int, messages: int, seed: int) -> str:
     """Bulk-load `sessions` sessions holding `messages` messages in total, plus one
     session of FORK_MESSAGES messages (returned) for the fork benchmark."""
     rng = random.Random(seed)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as folder:
         path = Path(folder) / "state.db"
-        store = SqliteSessionStore(path)
+        store = SyncStateDb(path)
         began = time.perf_counter()
         fork_id = build(store, args.sessions, args.messages, args.seed)
         setup = time.perf_counter() - began

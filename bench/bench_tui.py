@@ -29,9 +29,8 @@ from hermes.agent.factory import build_agent
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnResult
 from hermes.config import Settings
-from hermes.store import open_session_store
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
 
@@ -48,9 +47,9 @@ async def until_on_screen(app: HermesApp, text: str) -> None:
         await asyncio.sleep(0.01)
 
 
-def build(home: Path, store: SqliteSessionStore, **kwargs: object) -> HermesApp:
+def build(home: Path, store: SyncStateDb, **kwargs: object) -> HermesApp:
     settings = Settings(home=home, base_url="http://127.0.0.1:9/v1", model="bench-model", api_key="x")
-    sessions = SqliteSessions(store)
+    sessions = store.sessions
     agent = build_agent(settings, sessions, tools=ToolRegistry())  # no turn is run: events are fed directly
     return make_app(agent, sessions, settings, cwd=str(home), **kwargs)  # type: ignore[arg-type]
 
@@ -72,7 +71,7 @@ def delta_stream(count: int) -> list[str]:
 
 
 async def bench_streaming(
-    home: Path, store: SqliteSessionStore, count: int, rate: float, size: tuple[int, int]
+    home: Path, store: SyncStateDb, count: int, rate: float, size: tuple[int, int]
 ) -> dict[str, float]:
     app = build(home, store)
     deltas = delta_stream(count)
@@ -123,7 +122,7 @@ async def bench_streaming(
     }
 
 
-def seed_long_session(store: SqliteSessionStore, messages: int) -> str:
+def seed_long_session(store: SyncStateDb, messages: int) -> str:
     record = store.create_session(source="tui", model="bench-model", title="A very long session")
     answer = (
         "Here is **what** I found:\n\n- item one\n- item two with `code`\n\n"
@@ -161,13 +160,13 @@ def seed_long_session(store: SqliteSessionStore, messages: int) -> str:
     return record.id
 
 
-async def bench_resume(home: Path, store: SqliteSessionStore, messages: int, size: tuple[int, int]) -> dict[str, float]:
+async def bench_resume(home: Path, store: SyncStateDb, messages: int, size: tuple[int, int]) -> dict[str, float]:
     sid = seed_long_session(store, messages)
     last = store.get_messages(sid)[-1]
     last_text = str(last.content)[:12]
 
     settings = Settings(home=home, base_url="http://127.0.0.1:9/v1", model="bench-model", api_key="x")
-    sessions = SqliteSessions(store)
+    sessions = store.sessions
     agent = build_agent(settings, sessions, tools=ToolRegistry())  # built before the clock starts, as in `hermes chat`
     start = time.perf_counter()
     app = make_app(agent, sessions, settings, session_id=sid, cwd=str(home))
@@ -199,7 +198,7 @@ async def main() -> int:
     size = (args.width, args.height)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        store = open_session_store(home / "state.db")
+        store = open_sync_state(home / "state.db")
         try:
             streaming = await bench_streaming(home, store, args.deltas, args.rate, size)
             resume = await bench_resume(home, store, args.messages, size)

@@ -303,7 +303,7 @@ async def open_backend(
 
 async def _open_local(settings: Settings, model: str | None, stack: contextlib.AsyncExitStack) -> Backend:
     from hermes.checkpoints.files import LocalSessionFiles
-    from hermes.store.storage import open_storage
+    from hermes.store.configured import open_storage
 
     settings.ensure_home()
     storage = await open_storage(settings)

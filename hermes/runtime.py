@@ -87,7 +87,7 @@ async def open_runtime(
     """Open everything in order, yield it, close it in reverse (see the module docstring)."""
     async with contextlib.AsyncExitStack() as stack:
         if storage is None:
-            from hermes.store.storage import open_storage
+            from hermes.store.configured import open_storage
 
             storage = await open_storage(settings)
             stack.push_async_callback(storage.aclose)

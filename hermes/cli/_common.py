@@ -1,4 +1,4 @@
-"""Small helpers shared by the commands: settings, JSON output (storage: `_storage`)."""
+"""Small helpers shared by the commands: settings, JSON output (a command's event loop: `_command_loop`)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from hermes.cli._command_loop import CommandLoop
 from hermes.cli._server_key import KEY_FILE_OPTION, KEY_OPTION, server_key
-from hermes.cli._storage import CommandLoop
 
 if TYPE_CHECKING:
     from hermes.backend import Backend, ChatSessions, SessionFiles

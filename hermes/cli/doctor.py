@@ -255,7 +255,7 @@ def _check_storage(settings: Settings) -> list[Check]:
     """The backend `database_url` selects: the SQLite files, or the PostgreSQL database."""
     from hermes.errors import ConfigError
     from hermes.store.api import caps_of
-    from hermes.store.storage import backend_for
+    from hermes.store.configured import backend_for
 
     try:
         caps = caps_of(backend_for(settings.database_url))
@@ -304,22 +304,18 @@ def _check_database(path: Path) -> list[Check]:
         checks = [Check("state.db", "ok", f"{path} (0600)")]
 
     from hermes.errors import StoreError
-    from hermes.store import open_session_store
+    from hermes.store.sqlite.state_db import StateDb
 
     try:
-        store = open_session_store(path)
+        state = StateDb(path)
     except StoreError as exc:
         return [*checks, Check("database", "failed", str(exc))]
     try:
-        integrity_check = getattr(store, "integrity_check", None)
-        if integrity_check is None:
-            return [*checks, Check("database", "ok", "opened (no integrity check for this store)")]
-        try:
-            result = integrity_check()
-        except StoreError as exc:
-            return [*checks, Check("database", "failed", str(exc))]
+        result = state.integrity_check()
+    except StoreError as exc:
+        return [*checks, Check("database", "failed", str(exc))]
     finally:
-        store.close()
+        state.close()
     if result != "ok":
         return [*checks, Check("database", "failed", f"integrity check: {result}")]
     return [*checks, Check("database", "ok", "SQLite, integrity check ok")]

@@ -7,7 +7,6 @@ cannot be reached is one line on stderr; the exit status is 1 when none could li
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 import typer
@@ -26,6 +25,8 @@ def register(app: typer.Typer) -> None:
 
 def models(as_json: bool = typer.Option(False, "--json", help='Print [{"provider", "models", "error"}, ...].')) -> None:
     """List the models of the default endpoint and of each [providers.NAME] table."""
+    import asyncio
+
     settings = load_settings()
     listings = asyncio.run(gather_listings(settings))
     current = settings.model or ""

@@ -89,7 +89,7 @@ def check_workers(count: int, database_url: str | None) -> None:
     Also validates `database_url` (ConfigError, exit 2, for an unsupported URL).
     """
     from hermes.store.api import caps_of
-    from hermes.store.storage import backend_for
+    from hermes.store.configured import backend_for
 
     if count < 1 or count > MAX_WORKERS:
         raise UsageError(f"--workers must be between 1 and {MAX_WORKERS} (got {count})")

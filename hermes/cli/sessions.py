@@ -229,19 +229,21 @@ def list_(
     key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
     """List sessions, newest activity first."""
-    from hermes.store.storage import open_session_store_at_once
+    from hermes.store.configured import open_state_db_at_once
 
     settings = load_settings()
-    store = None if server or settings.server_url else open_session_store_at_once(settings)
-    if store is not None:
-        # A local state.db: its synchronous face, no event loop (the same rules and repair),
-        # so the command most often run from scripts starts fast (bench/bench_cli.py).
-        with store:
-            store.repair_abandoned_turns()
+    state = None if server or settings.server_url else open_state_db_at_once(settings)
+    if state is not None:
+        # A local state.db: the same rules and repair, each run to its end in this thread
+        # (`StateDb.run`: no event loop, no asyncio), so the command most often run from
+        # scripts starts fast (bench/bench_cli.py).
+        with state:
+            local = state.sessions
+            state.run(local.repair_abandoned_turns())
             _print_list(
-                store.list_sessions(limit=limit + 1, offset=offset, source=source),
-                lambda: store.count_sessions(source=source),
-                lambda ids: settings.prices.per_session(store.session_usage(ids), ids),
+                state.run(local.list_sessions(limit=limit + 1, offset=offset, source=source)),
+                lambda: state.run(local.count_sessions(source=source)),
+                lambda ids: settings.prices.per_session(state.run(local.session_usage(ids)), ids),
                 limit, offset, as_json,
             )  # fmt: skip
         return

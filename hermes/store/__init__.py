@@ -1,9 +1,9 @@
-"""Storage. `api.Storage` is the interface (`open_storage`); `open_session_store(path)` opens
-SQLite sessions alone, for callers that work on one state.db file."""
+"""Storage: the interface (`api`: one Protocol per record kind and the `Storage` bundle),
+the records that cross it (`records`), the rules written once (`rules`) and the two
+backends that execute them (`sqlite`, `postgres`); `configured.open_storage(settings)`
+opens the configured one."""
 
 from __future__ import annotations
-
-import os
 
 from hermes.store.records import (
     MessageRecord,
@@ -14,7 +14,6 @@ from hermes.store.records import (
     StoreStats,
     TurnRecord,
 )
-from hermes.store.sqlite.sessions import SqliteSessionStore
 
 __all__ = [
     "MessageRecord",
@@ -22,17 +21,6 @@ __all__ = [
     "RepairedTurn",
     "SearchHit",
     "SessionRecord",
-    "SqliteSessionStore",
     "StoreStats",
     "TurnRecord",
-    "open_session_store",
 ]
-
-
-def open_session_store(path: str | os.PathLike[str]) -> SqliteSessionStore:
-    """Open (creating and migrating when needed) the session database at `path`.
-
-    `path` is the database file, normally `$HERMES_HOME/state.db`, or ":memory:".
-    Raises StoreError when the file cannot be created or is not a usable database.
-    """
-    return SqliteSessionStore(path)

@@ -1,9 +1,8 @@
 """The async storage interface: one Protocol per record kind, and the `Storage` bundle.
 
-Two backends implement it, chosen by `database_url` (`hermes.store.open_storage`); the
-rules of every record kind are written once for both (`hermes.store.sessions`,
-`hermes.store.rules`), and what a backend can
-do is asked through `Storage.caps`, never its name:
+Two backends implement it, chosen by `database_url` (`hermes.store.configured.open_storage`);
+the rules of every record kind are written once for both (`hermes.store.rules`), and what
+a backend can do is asked through `Storage.caps`, never its name:
 
 - SQLite (`hermes.store.sqlite`): one file, `$HERMES_HOME/state.db`. Run events live in the process (SQLite serves one
   process on one host), as the server always kept them.
@@ -74,7 +73,7 @@ class AsyncSessionStore(Protocol):
 
     Both backends give the same semantics, method for method (ordering, fork titles,
     first end reason wins, counters, search syntax and ranking): the rules are written
-    once in `hermes.store.sessions`.
+    once in `hermes.store.rules.sessions`.
     """
 
     async def create_session(
@@ -619,7 +618,7 @@ def caps_of(backend: Backend) -> StorageCaps:
 
 @dataclass(frozen=True, slots=True)
 class Storage:
-    """Every store of one backend, opened together (`hermes.store.open_storage`)."""
+    """Every store of one backend, opened together (`hermes.store.configured.open_storage`)."""
 
     backend: Backend
     """The backend's name, for display (`hermes db status`); ask `caps` what it can do."""

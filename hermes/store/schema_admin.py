@@ -17,11 +17,11 @@ from pathlib import Path
 from hermes.config import Settings
 from hermes.errors import StoreError
 from hermes.store.api import Backend
+from hermes.store.configured import backend_for
 from hermes.store.migrations import Migrations, MigrationStatus, migration_status
 from hermes.store.sqlite.file import describe_sqlite_error
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
-from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
-from hermes.store.storage import backend_for
+from hermes.store.sqlite.state_db import STATE_DB, StateDb
 
 __all__ = ["SchemaReport", "schema_status", "schema_upgrade"]
 
@@ -79,8 +79,7 @@ async def schema_upgrade(settings: Settings) -> SchemaReport:
         applied[mask_database_url(url)] = await migrate_url(url)
     else:
         settings.ensure_home()
-        sessions = SqliteSessionStore(settings.home / STATE_DB)
-        applied[str(settings.home / STATE_DB)] = sessions.applied_migrations
-        sessions.close()
+        with StateDb(settings.home / STATE_DB) as state:
+            applied[str(settings.home / STATE_DB)] = state.applied_migrations
     report = await schema_status(settings)
     return SchemaReport(report.backend, report.location, report.databases, applied)

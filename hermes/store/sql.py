@@ -1,4 +1,4 @@
-"""What a storage backend gives the rules (`hermes.store.sessions`, `hermes.store.rules`): an
+"""What a storage backend gives the rules (`hermes.store.rules`): an
 `Executor` and a `Dialect`.
 
 The rules are written once, in neutral SQL: `?` placeholders (named parameters only in a

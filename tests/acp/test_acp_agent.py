@@ -17,7 +17,7 @@ from _acp_harness import EditorClient, Transcript, capabilities, hermes_acp
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import McpServerStdio
 
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 TRANSCRIPTS = os.environ.get("HERMES_TEST_ACP_TRANSCRIPTS")
@@ -48,7 +48,7 @@ async def test_initialize_and_a_text_turn_with_thoughts(
     assert "".join(thoughts) == "The user greets me."
     assert {sid for sid, _ in client.updates} == {session.session_id}
     assert upstream.requests[0].body["messages"][-1]["content"] == "say hello"
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     try:
         record = store.get_session(session.session_id)
         assert record.source == "acp" and record.title == "say hello"
@@ -128,7 +128,7 @@ async def test_cancel_mid_stream_ends_the_prompt_within_a_second(
     assert response.stop_reason == "cancelled"
     assert elapsed < 1.0, elapsed
     assert client.text().startswith("one")
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     try:
         assert store.get_session(session.session_id).end_reason == "interrupted"
     finally:

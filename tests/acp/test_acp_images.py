@@ -10,7 +10,7 @@ import pytest
 from _acp_harness import EditorClient, Transcript, capabilities, hermes_acp
 from acp import PROTOCOL_VERSION, RequestError, image_block, text_block
 
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x03" * 30
@@ -37,7 +37,7 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(
             {"type": "text", "text": "what is this?"},
             {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG64}"}},
         ]
-        store = open_session_store(hermes_home / "state.db")
+        store = open_sync_state(hermes_home / "state.db")
         try:
             (user,) = [m for m in store.history(session.session_id) if m["role"] == "user"]
         finally:

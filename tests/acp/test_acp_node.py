@@ -20,7 +20,7 @@ import pytest
 from _acp_harness import hermes_env
 from clients._node_modules import ensure_node_modules
 
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
@@ -77,7 +77,7 @@ async def test_a_turn_from_the_typescript_sdk_runs_its_command_in_the_clients_te
     assert answer == "The command printed hello."
     tool_message = upstream.requests[1].body["messages"][-1]
     assert tool_message["role"] == "tool" and "exit code: 0" in tool_message["content"]
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     try:
         assert store.get_session(result["sessionId"]).source == "acp"
     finally:

@@ -13,8 +13,8 @@ from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.errors import ToolError
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessions
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 from hermes.testing.upstream import ScriptedUpstream
 
 
@@ -25,8 +25,8 @@ async def upstream() -> AsyncIterator[ScriptedUpstream]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteSessionStore:
-    db = open_session_store(tmp_path / "state.db")
+def store(tmp_path: Path) -> SyncStateDb:
+    db = open_sync_state(tmp_path / "state.db")
     yield db
     db.close()
 
@@ -81,16 +81,16 @@ FAST_OPTIONS = EngineOptions(
 )
 
 
-def _async_store(store: SqliteSessionStore | None) -> SqliteSessions | None:
+def _async_store(store: SyncStateDb | None) -> SqliteSessions | None:
     if store is None or isinstance(store, SqliteSessions):
         return store
-    assert isinstance(store, SqliteSessionStore)
-    return SqliteSessions(store)
+    assert isinstance(store, SyncStateDb)
+    return store.sessions
 
 
 @pytest.fixture
 async def make_agent(
-    upstream: ScriptedUpstream, store: SqliteSessionStore, test_tools: ToolRegistry
+    upstream: ScriptedUpstream, store: SyncStateDb, test_tools: ToolRegistry
 ) -> AsyncIterator[Callable[..., Agent]]:
     """Agents over the scripted upstream; each one's HTTP client is closed on this test's loop."""
     agents: list[Agent] = []

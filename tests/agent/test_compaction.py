@@ -27,7 +27,7 @@ from hermes.agent.events import ContextCompacted
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import (
     RecordedRequest,
@@ -98,10 +98,10 @@ async def _close_agents() -> AsyncIterator[None]:
         await _OPEN_AGENTS.pop().aclose()
 
 
-def make_agent(upstream: ScriptedUpstream, store: SqliteSessionStore, *, window: int = WINDOW) -> Agent:
+def make_agent(upstream: ScriptedUpstream, store: SyncStateDb, *, window: int = WINDOW) -> Agent:
     agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="k"),
-        store=SqliteSessions(store) if isinstance(store, SqliteSessionStore) else store,
+        store=store.sessions if isinstance(store, SyncStateDb) else store,
         model="scripted-model",
         tools=TOOLS,
         options=EngineOptions(stale_timeout=5.0, retry_base_delay=0.01, context_window=window, compact_at=0.8),
@@ -201,7 +201,7 @@ async def test_resuming_after_a_compaction_sends_the_summary_and_the_messages_af
         _, result = await collect_turn(agent, TurnRequest(input=f"question {turn}", session_id=session_id))
         session_id = result.session_id
     marker = store.compactions(session_id)[-1]
-    history = await resume_history(SqliteSessions(store), session_id)
+    history = await resume_history(store.sessions, session_id)
     assert history[0]["content"] == SUMMARY_HEADER + marker.summary
     kept = [m for m in store.get_messages(session_id) if m.id >= marker.first_kept_message_id]
     assert history[1:] == [m.to_openai() for m in kept]
@@ -302,9 +302,9 @@ async def test_sessions_show_displays_the_marker_with_every_message(routed, herm
     from typer.testing import CliRunner
 
     from hermes.cli.main import app
-    from hermes.store import open_session_store
+    from hermes.testing.state_db import open_sync_state
 
-    db = open_session_store(hermes_home / "state.db")
+    db = open_sync_state(hermes_home / "state.db")
     try:
         agent = make_agent(routed, db)
         session_id = None
@@ -336,10 +336,10 @@ def test_chat_q_compacts_a_resumed_session_with_the_configured_window(hermes_hom
     import subprocess
     import sys
 
-    from hermes.store import open_session_store
     from hermes.store.records import NewMessage
+    from hermes.testing.state_db import open_sync_state
 
-    db = open_session_store(hermes_home / "state.db")
+    db = open_sync_state(hermes_home / "state.db")
     try:
         session = db.create_session(source="cli", title="long one")
         for i in range(20):
@@ -371,7 +371,7 @@ def test_chat_q_compacts_a_resumed_session_with_the_configured_window(hermes_hom
     assert any(is_summary_request(r.body) for r in requests)
     for request in requests:
         assert request_size(request) <= 8000
-    db = open_session_store(hermes_home / "state.db")
+    db = open_sync_state(hermes_home / "state.db")
     try:
         assert len(db.get_messages(session.id)) == 42  # 40 seeded + the question + the answer
         assert db.compactions(session.id)

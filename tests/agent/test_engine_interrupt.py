@@ -14,7 +14,6 @@ from hermes.agent.tools.terminal import TERMINAL_TOOL
 from hermes.agent.types import TurnRequest
 from hermes.error_codes import INTERNAL_ERROR, INTERRUPTED, SERVER_SHUTDOWN
 from hermes.errors import StoreError
-from hermes.store.sqlite.sessions import SqliteSessions
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 
@@ -310,7 +309,7 @@ async def test_cancelling_the_consumer_task_propagates(upstream, make_agent, sto
 
 async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstream, make_agent, store, monkeypatch):
     upstream.enqueue(text_reply("the answer"))
-    sessions = SqliteSessions(store)
+    sessions = store.sessions
     agent = make_agent(store=sessions)
     real_finish = sessions.finish_turn
     calls = {"n": 0}
@@ -338,7 +337,7 @@ async def test_a_store_error_mid_turn_fails_the_turn_and_ends_the_session(upstre
 
 async def test_a_store_error_storing_tool_calls_leaves_no_orphan_results(upstream, make_agent, store, monkeypatch):
     upstream.enqueue(tool_reply([call("echo", {"text": "x"}, id="e1")], text="Checking."))
-    sessions = SqliteSessions(store)
+    sessions = store.sessions
     agent = make_agent(store=sessions)
     real_append = sessions.append_message
 
@@ -375,7 +374,7 @@ async def test_a_bug_fails_the_turn_with_internal_error(upstream, make_agent, st
 
 async def test_a_broken_store_still_ends_the_turn_with_turn_completed(upstream, make_agent, store, monkeypatch):
     upstream.enqueue(text_reply("the answer"))
-    sessions = SqliteSessions(store)
+    sessions = store.sessions
     agent = make_agent(store=sessions)
     real_append = sessions.append_message
 

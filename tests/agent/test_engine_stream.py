@@ -192,7 +192,6 @@ async def test_a_plain_turn_writes_the_store_in_two_commits(upstream, make_agent
 
 async def test_the_conversation_mark_is_written_with_the_turns_end(upstream, make_agent, store):
     from hermes.agent.types import TurnRequest
-    from hermes.store.sqlite.sessions import SqliteSessions
 
     commits = []
     store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
@@ -206,7 +205,7 @@ async def test_the_conversation_mark_is_written_with_the_turns_end(upstream, mak
     _, result = await run(make_agent(), TurnRequest(input="hi", conversation_mark=mark))
     assert asked == [("completed", "Hello there.", ["user", "assistant"])]
     assert result.conversation_mark == "fp:Hello there." and len(commits) == 2
-    found = await SqliteSessions(store).find_conversation(["fp:Hello there."])
+    found = await store.sessions.find_conversation(["fp:Hello there."])
     answer = store.get_messages(result.session_id)[-1]
     assert found is not None and (found.session_id, found.message_id, found.latest) == (
         result.session_id, answer.id, True,
@@ -216,7 +215,7 @@ async def test_the_conversation_mark_is_written_with_the_turns_end(upstream, mak
         make_agent(), TurnRequest(input="again", session_id=result.session_id, conversation_mark=lambda r: "fp:failed")
     )
     assert (failed.status, failed.conversation_mark) == ("failed", "fp:failed")
-    again = await SqliteSessions(store).find_conversation(["fp:failed"])
+    again = await store.sessions.find_conversation(["fp:failed"])
     assert again is not None and again.message_id == store.get_messages(result.session_id)[-1].id
     # Without a persisted turn nothing is marked.
     upstream.enqueue(text_reply("Off the record."))

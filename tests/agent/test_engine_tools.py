@@ -6,7 +6,6 @@ from pathlib import Path
 
 from hermes.agent.events import ApprovalRequested, ToolCompleted, ToolStarted
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
-from hermes.store.sqlite.sessions import SqliteSessions
 from hermes.testing.turns import collect_turn as run
 from hermes.testing.upstream import call, text_reply, tool_reply
 
@@ -135,7 +134,7 @@ async def test_real_terminal_tool_denied_without_approver_is_an_error_result(ups
     victim.mkdir()
     agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url),
-        store=SqliteSessions(store),
+        store=store.sessions,
         model="m",
         tools=default_registry(),
     )
@@ -169,7 +168,7 @@ async def test_real_terminal_tool_process_group_dies_on_interrupt(upstream, stor
     pidfile = tmp_path / "child.pid"
     agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url),
-        store=SqliteSessions(store),
+        store=store.sessions,
         model="m",
         tools=default_registry(),
     )

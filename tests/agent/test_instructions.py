@@ -10,9 +10,8 @@ from hermes.agent.events import TurnCompleted
 from hermes.agent.instructions import HEADER, load_instructions, repository_root
 from hermes.agent.prompt import build_system_prompt, default_system_prompt
 from hermes.agent.types import TurnRequest
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
 from hermes.testing.provider import ScriptedProvider
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import text_reply
 
 
@@ -111,10 +110,10 @@ def test_a_configured_prompt_keeps_the_instructions_after_it(tmp_path: Path) -> 
 
 async def test_a_resumed_session_keeps_its_stored_prompt_byte_for_byte(tmp_path: Path) -> None:
     home, repo, cwd = layout(tmp_path)
-    store = open_session_store(tmp_path / "state.db")
+    store = open_sync_state(tmp_path / "state.db")
     provider = ScriptedProvider()
     provider.enqueue(text_reply("one"), text_reply("two"))
-    first = Agent(provider, store=SqliteSessions(store), model="m", instructions=load_instructions(home, cwd))
+    first = Agent(provider, store=store.sessions, model="m", instructions=load_instructions(home, cwd))
     last = [e async for e in first.run_turn(TurnRequest(input="hi", cwd=str(cwd)))][-1]
     assert isinstance(last, TurnCompleted)
     result = last.result
@@ -122,7 +121,7 @@ async def test_a_resumed_session_keeps_its_stored_prompt_byte_for_byte(tmp_path:
     assert stored is not None and "pkg rule" in stored
 
     (repo / "pkg" / "AGENTS.md").write_text("pkg rule: CHANGED\n")  # edited between turns
-    second = Agent(provider, store=SqliteSessions(store), model="m", instructions=load_instructions(home, cwd))
+    second = Agent(provider, store=store.sessions, model="m", instructions=load_instructions(home, cwd))
     [e async for e in second.run_turn(TurnRequest(input="again", session_id=result.session_id, cwd=str(cwd)))]
 
     assert provider.requests[1].messages[0]["content"] == stored  # the prompt cache keeps its prefix

@@ -7,7 +7,6 @@ import pytest
 from hermes.agent.factory import build_agent
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.store.sqlite.sessions import SqliteSessions
 from hermes.testing.provider import ScriptedProvider, register_scripted, unregister_scripted
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import Drop, Reply, call, error_reply, text_reply, tool_reply
@@ -23,7 +22,7 @@ def scripted(tmp_path):
 
 async def test_selected_by_name_through_settings(scripted, store, test_tools, tmp_path):
     settings = Settings.load({"provider": "scripted", "model": "fake", "home": str(tmp_path)})
-    agent = build_agent(settings, SqliteSessions(store), tools=test_tools)
+    agent = build_agent(settings, store.sessions, tools=test_tools)
     assert agent.provider is scripted
     scripted.enqueue(tool_reply([call("echo", {"text": "hi"})], text="Checking."), text_reply("Done."))
     events, result = await collect_turn(agent, "go")
@@ -36,7 +35,7 @@ async def test_selected_by_name_through_settings(scripted, store, test_tools, tm
 
 async def test_errors_and_drops_follow_the_engine_rules(scripted, store, tmp_path):
     settings = Settings.load({"provider": "scripted", "model": "fake", "home": str(tmp_path), "stream_retries": 2})
-    agent = build_agent(settings, SqliteSessions(store), tools=ToolRegistry())
+    agent = build_agent(settings, store.sessions, tools=ToolRegistry())
     agent.options.retry_base_delay = 0.0
     scripted.enqueue(Reply([Drop()]), error_reply(500, "boom"), text_reply("third"))
     _, result = await collect_turn(agent, "go")

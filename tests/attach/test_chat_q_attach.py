@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes.attachment_blocks import split
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, error_reply, text_reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 40
@@ -71,7 +71,7 @@ def test_mentions_attach_file_lines_and_folder_once_and_are_stored(upstream, her
     assert proc.returncode == 0, proc.stderr
     history = json.dumps(upstream.requests[-1].messages)
     assert history.count("line 2\\nline 3") == 1
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     stored = [m for m in store.get_messages(session.id) if m.role == "user"]
     store.close()
@@ -150,7 +150,7 @@ def test_images_go_to_the_model_as_data_urls_and_are_stored(upstream, hermes_hom
         {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}},
         {"type": "image_url", "image_url": {"url": "data:image/gif;base64," + base64.b64encode(GIF).decode()}},
     ]
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     (stored,) = [m for m in store.get_messages(session.id) if m.role == "user"]
     store.close()

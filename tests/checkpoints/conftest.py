@@ -15,8 +15,7 @@ from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.safety.launch import ToolLauncher
 from hermes.agent.tools.registry import default_registry
 from hermes.checkpoints.turn import CheckpointConfig
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream
 
 OPTIONS = EngineOptions(stream_retries=0, stale_timeout=5.0, retry_base_delay=0.01, retry_max_delay=0.1)
@@ -40,8 +39,8 @@ async def upstream() -> AsyncIterator[ScriptedUpstream]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Any:
-    db = open_session_store(tmp_path / "state.db")
-    yield SqliteSessions(db)
+    db = open_sync_state(tmp_path / "state.db")
+    yield db.sessions
     db.close()
 
 

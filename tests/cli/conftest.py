@@ -16,14 +16,13 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from hermes.cli.main import app
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 
 
 @pytest.fixture
-def store(hermes_home: Path) -> Iterator[SqliteSessionStore]:
+def store(hermes_home: Path) -> Iterator[SyncStateDb]:
     """The store the CLI will open ($HERMES_HOME/state.db), for setting up and checking."""
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     yield store
     store.close()
 

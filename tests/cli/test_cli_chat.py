@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, error_reply, text_reply, tool_reply
 
 
@@ -46,7 +46,7 @@ def test_answer_streams_to_stdout_as_plain_text_when_piped(upstream, hermes_home
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "**Hello** from hermes.\n"
     assert upstream.requests[0].messages[-1] == {"role": "user", "content": "say hello"}
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     assert session.source == "cli" and session.message_count == 2
     store.close()
@@ -108,7 +108,7 @@ def test_continue_and_resume_use_the_stored_history(upstream, hermes_home):
     assert hermes(["chat", "-q", "second", "-c"], home=hermes_home, upstream=upstream).returncode == 0
     roles = [(m["role"], m["content"]) for m in upstream.requests[1].messages[1:]]
     assert roles == [("user", "first"), ("assistant", "First answer."), ("user", "second")]
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     store.close()
     proc = hermes(["chat", "-q", "third", "--resume", session.id], home=hermes_home, upstream=upstream)
@@ -182,7 +182,7 @@ def test_sigint_interrupts_the_turn_with_exit_130(upstream, hermes_home):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert err.endswith("hermes: interrupted\n") and "Traceback" not in err
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     assert session.end_reason == "interrupted"
     assert store.get_messages(session.id)[-1].content.startswith("w0 ")

@@ -58,9 +58,9 @@ def test_help_imports_no_storage(hermes_home: Path) -> None:
 def test_sessions_list_uses_one_command_module_and_the_store_rules(hermes_home: Path) -> None:
     modules = _modules(hermes_home, "sessions", "list")
     assert "hermes.cli.sessions" in modules
-    assert "hermes.store.sessions" in modules  # the rules' one home, read through state.db's sync face
+    assert "hermes.store.rules.sessions" in modules  # the rules' one home, run by `StateDb.run`
     assert not {"hermes.cli.chat", "hermes.cli.serve", "hermes.cli.doctor"} & modules
-    assert "hermes.store.sqlite.storage" not in modules  # runs, responses, events: not needed
+    assert "hermes.store.sqlite.assemble" not in modules  # runs, responses, events: not needed
     # The URL helpers only (which backend `database_url` selects), never the driver.
     assert {m for m in modules if m.startswith("hermes.store.postgres")} <= {
         "hermes.store.postgres",

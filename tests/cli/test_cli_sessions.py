@@ -24,13 +24,12 @@ from typing import Any
 import pytest
 
 from hermes.errors import SessionNotFound
-from hermes.store import open_session_store
 from hermes.store.records import NewMessage, SessionRecord
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 
 
 class BlockingSessions:
-    """`storage.sessions` of a PostgreSQL storage, called like the sync `SqliteSessionStore`."""
+    """`storage.sessions` of a PostgreSQL storage, called like the sync `SyncStateDb`."""
 
     def __init__(self, url: str) -> None:
         from hermes.store.postgres import open_postgres_storage
@@ -64,11 +63,11 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def store(
     backend: str, request: pytest.FixtureRequest, hermes_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[SqliteSessionStore]:
+) -> Iterator[SyncStateDb]:
     """The store the CLI will open: $HERMES_HOME/state.db, or the PostgreSQL database that
     HERMES_DATABASE_URL names."""
     if backend == "sqlite":
-        sqlite_store = open_session_store(hermes_home / "state.db")
+        sqlite_store = open_sync_state(hermes_home / "state.db")
         yield sqlite_store
         sqlite_store.close()
         return
@@ -91,7 +90,7 @@ def when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
 
 
-def chat(store: SqliteSessionStore, session: SessionRecord, *texts: str) -> SessionRecord:
+def chat(store: SyncStateDb, session: SessionRecord, *texts: str) -> SessionRecord:
     """Append alternating user/assistant messages; return the refreshed record."""
     for i, text in enumerate(texts):
         store.append_message(session.id, NewMessage(role="user" if i % 2 == 0 else "assistant", content=text))
@@ -99,7 +98,7 @@ def chat(store: SqliteSessionStore, session: SessionRecord, *texts: str) -> Sess
 
 
 @pytest.fixture
-def tool_session(store: SqliteSessionStore) -> SessionRecord:
+def tool_session(store: SyncStateDb) -> SessionRecord:
     """A session with a tool call and a 12-line tool result."""
     session = store.create_session(source="cli", title="List files", model="gpt-test")
     store.append_message(session.id, NewMessage(role="user", content="Please list the files"))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,7 +180,7 @@ def _hostile_turn(upstream: ScriptedUpstream) -> None:
 
 
 def _only_session(home: Path) -> str:
-    store = open_session_store(home / "state.db")
+    store = open_sync_state(home / "state.db")
     try:
         (session,) = store.list_sessions()
         return session.id

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 
@@ -56,7 +56,7 @@ def test_chat_q_edits_then_diff_undo_and_redo_from_the_cli(upstream, hermes_home
     chat = hermes(["chat", "-q", "edit", "--yolo"], home=hermes_home, cwd=work, upstream=upstream)
     assert chat.returncode == 0, chat.stderr
     assert "· 3 files changed, +2 −2" in chat.stderr  # the turn's one-line summary
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     store.close()
 
@@ -80,7 +80,7 @@ def test_chat_q_edits_then_diff_undo_and_redo_from_the_cli(upstream, hermes_home
     assert undone.stdout.splitlines()[0] == f"Undid 1 turn of {session.id}"
     assert (work / "a.txt").read_text() == "alpha\nbeta\n" and (work / "old.txt").read_text() == "old\n"
     assert not (work / "new.txt").exists()
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     assert store.get_messages(session.id) == []  # hidden behind the undo's marker, not deleted
     assert store.get_session(session.id).message_count == 6
     store.close()

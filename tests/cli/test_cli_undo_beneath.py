@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hermes import beneath
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 _RUN = (
@@ -68,7 +68,7 @@ def test_undo_and_redo_through_a_symlinked_folder_exit_1(use_openat2, upstream, 
     upstream.enqueue(tool_reply([call("write_file", {"path": "d/x", "content": "new\n"})]), text_reply("Edited."))
     chat = hermes(["chat", "-q", "edit", "--yolo"], upstream=upstream, **run)
     assert chat.returncode == 0, chat.stderr
-    store = open_session_store(hermes_home / "state.db")
+    store = open_sync_state(hermes_home / "state.db")
     (session,) = store.list_sessions()
     store.close()
     exclude = work / ".git" / "info" / "exclude"

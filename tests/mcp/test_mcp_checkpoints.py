@@ -18,8 +18,7 @@ from hermes.agent.types import TurnRequest
 from hermes.checkpoints import undo as checkpoints
 from hermes.checkpoints.turn import CheckpointConfig
 from hermes.mcp_config import McpServerConfig
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
@@ -29,8 +28,8 @@ async def test_an_mcp_tool_call_takes_a_checkpoint_that_undo_uses(upstream: Scri
     work.mkdir()
     (work / "kept.txt").write_text("untouched\n")
     target = work / "probe.txt"
-    db = open_session_store(tmp_path / "state.db")
-    store = SqliteSessions(db)
+    db = open_sync_state(tmp_path / "state.db")
+    store = db.sessions
     registry = ToolRegistry()
     manager = McpManager(
         [McpServerConfig(name="probe", command=sys.executable, args=(str(SERVERS / "probe_server.py"),))],

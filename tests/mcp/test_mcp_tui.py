@@ -14,8 +14,7 @@ from hermes.agent.mcp import McpManager
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
 from hermes.mcp_config import McpServerConfig
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 from hermes.tui.app import make_app
 from hermes.tui.widgets.notice import Notice
@@ -38,8 +37,8 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
     settings = Settings(
         home=tmp_path, base_url=upstream.base_url, model="scripted-model", api_key="x", stream_stale_timeout=20.0
     )
-    store = open_session_store(tmp_path / "state.db")
-    sessions = SqliteSessions(store)
+    store = open_sync_state(tmp_path / "state.db")
+    sessions = store.sessions
     agent = build_agent(settings, sessions, tools=ToolRegistry())
     manager = McpManager(
         [
@@ -82,8 +81,8 @@ async def test_mcp_tool_card_and_slash_mcp(upstream: ScriptedUpstream, tmp_path:
 
 async def test_slash_mcp_without_servers(upstream: ScriptedUpstream, tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, base_url=upstream.base_url, model="scripted-model", api_key="x")
-    store = open_session_store(tmp_path / "state.db")
-    sessions = SqliteSessions(store)
+    store = open_sync_state(tmp_path / "state.db")
+    sessions = store.sessions
     agent = build_agent(settings, sessions, tools=ToolRegistry())
     app = make_app(agent, sessions, settings, cwd=str(tmp_path))
     try:

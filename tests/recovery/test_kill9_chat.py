@@ -12,7 +12,7 @@ import pytest
 from recovery_helpers import consecutive_assistants, transcript_problems, wait_until
 from serve_process import serve_env
 
-from hermes.store import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 STORY = " ".join(f"word{i}" for i in range(400))
@@ -52,7 +52,7 @@ def test_kill_9_of_chat_q_then_sessions_show_and_continue(
     )
     try:
         assert wait_until(lambda: (hermes_home / "state.db").exists(), 30)
-        with SqliteSessionStore(hermes_home / "state.db") as reader:
+        with SyncStateDb(hermes_home / "state.db") as reader:
 
             def checkpointed() -> str | None:
                 sessions = reader.list_sessions(limit=1)

@@ -20,8 +20,8 @@ import pytest
 from recovery_helpers import consecutive_assistants, transcript_problems, wait_until
 from serve_process import Serve, StreamRecorder, pids_with
 
-from hermes.store import SqliteSessionStore
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
+from hermes.testing.state_db import SyncStateDb
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 STORY = " ".join(f"word{i}" for i in range(400))
@@ -44,7 +44,7 @@ def serves() -> Iterator[list[Serve]]:
 
 
 def _session_rows(home: Path, session_id: str) -> tuple[str | None, list[tuple[str, Any, str | None]]]:
-    with SqliteSessionStore(home / "state.db") as store:
+    with SyncStateDb(home / "state.db") as store:
         session = store.get_session(session_id)
         rows = [(m.role, m.content, m.finish_reason) for m in store.get_messages(session_id)]
         assert store.open_turns() == []
@@ -165,7 +165,7 @@ def test_kill_9_mid_run_settles_the_run_and_its_turn(
     run_id, session_id = started["run_id"], started["session_id"]
 
     def streaming_checkpointed() -> bool:
-        with SqliteSessionStore(hermes_home / "state.db") as reader:
+        with SyncStateDb(hermes_home / "state.db") as reader:
             rows = reader.get_messages(session_id) if reader.find_session(session_id) else []
         return len(rows) == 2 and len(str(rows[1].content)) > 100
 

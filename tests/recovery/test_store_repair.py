@@ -14,7 +14,6 @@ import pytest
 from recovery_helpers import owner_of, spawn_sleeper, transcript_problems, wait_until
 from state_db import SyncCalls
 
-from hermes.store import SqliteSessionStore, open_session_store
 from hermes.store.owner import ProcessOwner, current_owner, owner_gone
 from hermes.store.records import NewMessage, RunRecord
 from hermes.store.rules.responses import Responses
@@ -22,6 +21,7 @@ from hermes.store.rules.runs import Runs
 from hermes.store.sqlite.executor import run_now
 from hermes.store.sqlite.repair import repair_after_crash
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 
 TOOL_CALLS = [
     {"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}},
@@ -35,8 +35,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SqliteSessionStore]:
-    with SqliteSessionStore(db_path) as opened:
+def store(db_path: Path) -> Iterator[SyncStateDb]:
+    with SyncStateDb(db_path) as opened:
         yield opened
 
 
@@ -83,7 +83,7 @@ def test_a_killed_but_unreaped_process_is_gone() -> None:
 
 
 def test_a_dead_owners_turn_is_repaired_with_its_draft_kept(
-    store: SqliteSessionStore, dead_owner: ProcessOwner
+    store: SyncStateDb, dead_owner: ProcessOwner
 ) -> None:
     session = store.create_session(source="api_server")
     turn = store.begin_turn(session.id, owner=dead_owner)
@@ -107,7 +107,7 @@ def test_a_dead_owners_turn_is_repaired_with_its_draft_kept(
     assert store.integrity_check() == "ok"
 
 
-def test_dangling_tool_calls_get_the_placeholder(store: SqliteSessionStore, dead_owner: ProcessOwner) -> None:
+def test_dangling_tool_calls_get_the_placeholder(store: SyncStateDb, dead_owner: ProcessOwner) -> None:
     session = store.create_session(source="api_server")
     turn = store.begin_turn(session.id, owner=dead_owner)
     store.append_message(session.id, NewMessage(role="user", content="look"), turn_id=turn.id)
@@ -137,7 +137,7 @@ def test_dangling_tool_calls_get_the_placeholder(store: SqliteSessionStore, dead
     assert store.integrity_check() == "ok"
 
 
-def test_a_live_owners_turn_is_left_alone(store: SqliteSessionStore) -> None:
+def test_a_live_owners_turn_is_left_alone(store: SyncStateDb) -> None:
     proc = spawn_sleeper()
     try:
         session = store.create_session(source="tui")
@@ -155,20 +155,20 @@ def test_a_live_owners_turn_is_left_alone(store: SqliteSessionStore) -> None:
         proc.wait(timeout=10)
 
 
-def test_this_processs_own_open_turn_is_left_alone(store: SqliteSessionStore) -> None:
+def test_this_processs_own_open_turn_is_left_alone(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
-    assert run_now(repair_after_crash(store.rules)).empty
+    assert run_now(repair_after_crash(store.sessions)).empty
     assert store.get_turn(turn.id).ended_at is None  # type: ignore[union-attr]
 
 
 TURN_HOLDER = textwrap.dedent(
     """
     import sys, time
-    from hermes.store import open_session_store
+    from hermes.testing.state_db import open_sync_state
     from hermes.store.records import NewMessage
-    store = open_session_store(sys.argv[1])
+    store = open_sync_state(sys.argv[1])
     session = store.create_session(source="tui")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
@@ -197,7 +197,7 @@ def test_another_process_does_not_repair_a_turn_while_its_owner_runs(db_path: Pa
             timeout=60,
         )
         assert listed.returncode == 0, listed.stderr
-        with SqliteSessionStore(db_path) as store:
+        with SyncStateDb(db_path) as store:
             assert store.get_session(session_id).end_reason is None
             assert [t.session_id for t in store.open_turns()] == [session_id]
             holder.kill()
@@ -219,7 +219,7 @@ def _clean_env() -> dict[str, str]:
 
 
 def test_two_repairers_add_one_placeholder(db_path: Path, dead_owner: ProcessOwner) -> None:
-    with SqliteSessionStore(db_path) as one, SqliteSessionStore(db_path) as two:
+    with SyncStateDb(db_path) as one, SyncStateDb(db_path) as two:
         session = one.create_session(source="api_server")
         turn = one.begin_turn(session.id, owner=dead_owner)
         one.append_message(session.id, NewMessage(role="user", content="go"), turn_id=turn.id)
@@ -234,7 +234,7 @@ def test_two_repairers_add_one_placeholder(db_path: Path, dead_owner: ProcessOwn
 # ---- checkpoint API ---------------------------------------------------------------------
 
 
-def test_the_assistant_message_replaces_the_draft_in_place(store: SqliteSessionStore) -> None:
+def test_the_assistant_message_replaces_the_draft_in_place(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
@@ -253,7 +253,7 @@ def test_the_assistant_message_replaces_the_draft_in_place(store: SqliteSessionS
     assert store.integrity_check() == "ok"
 
 
-def test_ending_a_turn_keeps_its_leftover_draft(store: SqliteSessionStore) -> None:
+def test_ending_a_turn_keeps_its_leftover_draft(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
@@ -263,7 +263,7 @@ def test_ending_a_turn_keeps_its_leftover_draft(store: SqliteSessionStore) -> No
     assert store.history(session.id)[-1] == {"role": "assistant", "content": "partial"}
 
 
-def test_a_fork_leaves_a_live_draft_out(store: SqliteSessionStore) -> None:
+def test_a_fork_leaves_a_live_draft_out(store: SyncStateDb) -> None:
     session = store.create_session(source="cli", title="t")
     turn = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="hi"), turn_id=turn.id)
@@ -273,7 +273,7 @@ def test_a_fork_leaves_a_live_draft_out(store: SqliteSessionStore) -> None:
     assert store.get_session(child.id).message_count == 1
 
 
-def test_turn_messages_stop_at_the_next_turn(store: SqliteSessionStore) -> None:
+def test_turn_messages_stop_at_the_next_turn(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     first = store.begin_turn(session.id)
     store.append_message(session.id, NewMessage(role="user", content="one"), turn_id=first.id)
@@ -287,7 +287,7 @@ def test_turn_messages_stop_at_the_next_turn(store: SqliteSessionStore) -> None:
     assert store.find_turn(session.id, started_at_or_after=second.started_at).id == second.id  # type: ignore[union-attr]
 
 
-def test_history_closes_calls_left_open_by_an_older_crash(store: SqliteSessionStore) -> None:
+def test_history_closes_calls_left_open_by_an_older_crash(store: SyncStateDb) -> None:
     """Rows written before turns were tracked: history() still sends a valid transcript."""
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="go"))
@@ -317,7 +317,7 @@ def _in_progress(session_id: str, created_at: int) -> dict[str, object]:
 
 
 def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
-    store: SqliteSessionStore, tmp_path: Path, dead_owner: ProcessOwner, monkeypatch: pytest.MonkeyPatch
+    store: SyncStateDb, tmp_path: Path, dead_owner: ProcessOwner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = store.create_session(source="api_server")
     created = int(time.time())
@@ -333,7 +333,7 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
         store.append_message(session.id, NewMessage(role="user", content="write"), turn_id=turn.id)
         store.append_message(session.id, NewMessage(role="assistant", tool_calls=TOOL_CALLS[:1]), turn_id=turn.id)
 
-        report = run_now(repair_after_crash(store.rules, rules))
+        report = run_now(repair_after_crash(store.sessions, rules))
         assert [t.turn_id for t in report.turns] == [turn.id]
         assert report.responses == ["resp_x"]
         record = responses.get("resp_x")
@@ -347,13 +347,13 @@ def test_an_in_progress_response_of_a_dead_writer_becomes_incomplete(
         assert transcript_problems(history) == []
         live = responses.get("resp_live")
         assert live is not None and live["response"]["status"] == "in_progress"  # this process wrote it
-        assert run_now(repair_after_crash(store.rules, rules)).empty
+        assert run_now(repair_after_crash(store.sessions, rules)).empty
     finally:
         store.close()
 
 
 def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_path: Path) -> None:
-    state = SqliteSessionStore(tmp_path / "state.db")
+    state = SyncStateDb(tmp_path / "state.db")
     rules = Runs(state.executor, state.dialect)
     store = SyncCalls(rules)
     try:
@@ -372,24 +372,24 @@ def test_runs_of_a_dead_owner_are_interrupted_even_when_the_pid_is_reused(tmp_pa
                 run_id="run_live", status="running", created_at=now, updated_at=now, owner_pid=current_owner().pid
             )
         )
-        assert run_now(repair_after_crash(state.rules, runs=rules)).runs == 1
+        assert run_now(repair_after_crash(state.sessions, runs=rules)).runs == 1
         assert store.get("run_mine").status == "interrupted"
         assert store.get("run_live").status == "running"
     finally:
         state.close()
 
 
-def test_repair_creates_no_runs_file(store: SqliteSessionStore, tmp_path: Path) -> None:
+def test_repair_creates_no_runs_file(store: SyncStateDb, tmp_path: Path) -> None:
     runs = Runs(store.executor, store.dialect)
     responses = Responses(store.executor, store.dialect)
-    assert run_now(repair_after_crash(store.rules, responses, runs)).empty
+    assert run_now(repair_after_crash(store.sessions, responses, runs)).empty
     assert not (tmp_path / "runs.db").exists()
 
 
-def test_open_session_store_repairs_nothing_by_itself(db_path: Path, dead_owner: ProcessOwner) -> None:
-    store = open_session_store(db_path)
+def test_opening_state_db_repairs_nothing_by_itself(db_path: Path, dead_owner: ProcessOwner) -> None:
+    store = open_sync_state(db_path)
     session = store.create_session(source="cli")
     store.begin_turn(session.id, owner=dead_owner)
     store.close()
-    with SqliteSessionStore(db_path) as reopened:
+    with SyncStateDb(db_path) as reopened:
         assert len(reopened.open_turns()) == 1

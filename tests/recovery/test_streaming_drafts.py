@@ -15,9 +15,9 @@ from hermes.agent.events import SegmentEnd, TextDelta
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.types import TurnRequest
-from hermes.store import SqliteSessionStore
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
+from hermes.testing.state_db import SyncStateDb
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 WORDS = " ".join(f"w{i}" for i in range(60))
@@ -35,8 +35,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SqliteSessionStore]:
-    with SqliteSessionStore(db_path) as opened:
+def store(db_path: Path) -> Iterator[SyncStateDb]:
+    with SyncStateDb(db_path) as opened:
         yield opened
 
 
@@ -44,10 +44,10 @@ async def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
     return "echoed"
 
 
-def _agent(upstream: ScriptedUpstream, store: SqliteSessionStore, sessions: SqliteSessions | None = None) -> Agent:
+def _agent(upstream: ScriptedUpstream, store: SyncStateDb, sessions: SqliteSessions | None = None) -> Agent:
     return Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-        store=sessions or SqliteSessions(store),
+        store=sessions or store.sessions,
         model="scripted-model",
         tools=ToolRegistry([Tool("echo", "echo", {"type": "object", "properties": {}}, _echo, read_only=True)]),
         options=EngineOptions(stream_retries=0, stale_timeout=10.0),
@@ -57,8 +57,8 @@ def _agent(upstream: ScriptedUpstream, store: SqliteSessionStore, sessions: Sqli
 class CountingSessions(SqliteSessions):
     """The real store, counting draft writes."""
 
-    def __init__(self, store: SqliteSessionStore) -> None:
-        super().__init__(store)
+    def __init__(self, store: SyncStateDb) -> None:
+        super().__init__(store.state)
         self.draft_writes: list[str] = []
 
     async def save_draft(self, turn_id: int, content: str) -> None:
@@ -67,12 +67,12 @@ class CountingSessions(SqliteSessions):
 
 
 async def test_a_second_connection_sees_the_text_while_it_streams(
-    upstream: ScriptedUpstream, store: SqliteSessionStore, db_path: Path
+    upstream: ScriptedUpstream, store: SyncStateDb, db_path: Path
 ) -> None:
     upstream.enqueue(text_reply(WORDS, chunk_delay=0.05))  # about 3 s of streaming
     agent = _agent(upstream, store)
     seen: list[str] = []
-    with SqliteSessionStore(db_path) as reader:
+    with SyncStateDb(db_path) as reader:
 
         async def watch(session_id: str) -> None:
             while True:
@@ -105,7 +105,7 @@ async def test_a_second_connection_sees_the_text_while_it_streams(
 
 async def test_no_write_per_delta(upstream: ScriptedUpstream, tmp_path: Path) -> None:
     upstream.enqueue(text_reply(WORDS, chunk_delay=0.05))
-    store = SqliteSessionStore(tmp_path / "state.db")
+    store = SyncStateDb(tmp_path / "state.db")
     counting = CountingSessions(store)
     try:
         agent = _agent(upstream, store, counting)
@@ -122,7 +122,7 @@ async def test_no_write_per_delta(upstream: ScriptedUpstream, tmp_path: Path) ->
 
 
 async def test_the_segment_before_tools_is_final_at_segment_end(
-    upstream: ScriptedUpstream, store: SqliteSessionStore
+    upstream: ScriptedUpstream, store: SyncStateDb
 ) -> None:
     upstream.enqueue(tool_reply([call("echo", {}, id="c1")], text="Let me check first."), text_reply("Done."))
     agent = _agent(upstream, store)
@@ -138,10 +138,10 @@ async def test_the_segment_before_tools_is_final_at_segment_end(
     assert [m.role for m in store.get_messages(session_id)] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_drafts_with_a_manual_clock(store: SqliteSessionStore) -> None:
+async def test_drafts_with_a_manual_clock(store: SyncStateDb) -> None:
     now = [100.0]
     session = store.create_session(source="cli")
-    recorder = TurnRecorder(SqliteSessions(store), session.id, interval=1.0, clock=lambda: now[0])
+    recorder = TurnRecorder(store.sessions, session.id, interval=1.0, clock=lambda: now[0])
     await recorder.record(NewMessage(role="user", content="hi"))
     parts: list[str] = []
     for i in range(50):  # a burst within one interval: no write
@@ -159,9 +159,9 @@ async def test_drafts_with_a_manual_clock(store: SqliteSessionStore) -> None:
     assert [(m.role, m.content) for m in store.get_messages(session.id)] == [("user", "hi"), ("assistant", "final")]
 
 
-async def test_a_pause_in_the_stream_still_gets_saved(store: SqliteSessionStore) -> None:
+async def test_a_pause_in_the_stream_still_gets_saved(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
-    recorder = TurnRecorder(SqliteSessions(store), session.id, interval=0.05)
+    recorder = TurnRecorder(store.sessions, session.id, interval=0.05)
     await recorder.record(NewMessage(role="user", content="hi"))
     recorder.streamed(["Hello", " wor"])  # then nothing more arrives for a while
 

@@ -13,7 +13,7 @@ from hermes.agent.types import TurnRequest, TurnResult
 from hermes.errors import RunAlreadyActive, ServiceClosing, TooManyTurns
 from hermes.runs.admission import Admission, TurnLimiter
 from hermes.runs.registry import Run, RunRegistry
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 
 
 class GatedEngine:

@@ -15,7 +15,7 @@ import pytest
 
 from hermes.runs.idempotency import AnswerPending, IdempotencyPolicy, IdempotentAnswers, Transient
 from hermes.store.api import Storage
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 
 
 class Clock:

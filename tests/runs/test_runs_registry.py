@@ -10,7 +10,7 @@ import pytest
 from hermes.agent.types import ApprovalDecision, ApprovalRequest
 from hermes.runs.registry import ApprovalNotPending, RunRegistry
 from hermes.store.records import ControlMessage
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from hermes.runs.session_claims import SCOPE, acquire
 from hermes.store.api import Storage
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 
 
 class Clock:

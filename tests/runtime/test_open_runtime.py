@@ -10,7 +10,7 @@ from hermes.config import Settings
 from hermes.errors import SessionNotFound, StoreError
 from hermes.runtime import open_runtime
 from hermes.store.api import Storage
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 from hermes.testing.provider import ScriptedProvider, register_scripted, unregister_scripted
 from hermes.testing.upstream import text_reply
 

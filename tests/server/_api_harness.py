@@ -15,12 +15,12 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from state_db import SyncCalls
 
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.config import Settings
 from hermes.errors import ToolError
 from hermes.server.http.state import AGENT, STORAGE
+from hermes.testing.state_db import SyncCalls, SyncStateDb
 from hermes.testing.upstream import ScriptedUpstream
 
 SERVER_KEY = "sk-secret"
@@ -109,7 +109,7 @@ class Server:
 
     @property
     def sessions(self) -> Any:
-        return self.app[STORAGE].sessions.sync  # type: ignore[attr-defined]
+        return SyncStateDb.wrap(self.app[STORAGE].sessions.state)  # type: ignore[attr-defined]
 
     @property
     def responses(self) -> Any:

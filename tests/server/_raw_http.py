@@ -89,7 +89,7 @@ async def hermes_app(home: Any, upstream_url: str, model: str, **overrides: Any)
     from hermes.agent.factory import build_agent
     from hermes.config import Settings
     from hermes.server import create_app
-    from hermes.store.sqlite.storage import open_sqlite_storage
+    from hermes.store.sqlite.assemble import open_sqlite_storage
 
     values: dict[str, Any] = {
         "home": home,

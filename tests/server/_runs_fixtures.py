@@ -26,8 +26,8 @@ from hermes.config import Settings
 from hermes.server.http.app import create_app
 from hermes.server.http.state import RUNS
 from hermes.store.api import Storage
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
+from hermes.testing.state_db import SyncStateDb
 from hermes.testing.upstream import ScriptedUpstream
 
 __all__ = ["Frame", "read_frames", "serve", "sessions_db", "storage", "upstream", "wait_for"]
@@ -77,14 +77,14 @@ async def storage(tmp_path: Path) -> AsyncIterator[Storage]:
 
 
 @pytest.fixture
-def sessions_db(storage: Storage) -> SqliteSessionStore:
+def sessions_db(storage: Storage) -> SyncStateDb:
     """A sync session store on the apps' state.db, for the test's own reads and writes."""
-    return storage.sessions.sync  # type: ignore[attr-defined,no-any-return]
+    return SyncStateDb.wrap(storage.sessions.state)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
 async def serve(
-    upstream: ScriptedUpstream, sessions_db: SqliteSessionStore, tmp_path: Path
+    upstream: ScriptedUpstream, sessions_db: SyncStateDb, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[TestClient]]]:
     """Each app gets its own storage on the shared files, as a fresh process would."""
     clients: list[TestClient] = []

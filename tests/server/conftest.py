@@ -51,7 +51,7 @@ async def make_server(hermes_home: Path, upstream: ScriptedUpstream, tmp_path: P
         values.update(overrides)
         settings = Settings(**values)
         settings.ensure_home()
-        from hermes.store.sqlite.storage import open_sqlite_storage
+        from hermes.store.sqlite.assemble import open_sqlite_storage
 
         storage = open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
         agent = build_agent(settings, storage.sessions, tools=tools if tools is not None else harness_tools())

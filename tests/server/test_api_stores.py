@@ -15,16 +15,16 @@ from hermes.runs.idempotency import fingerprint
 from hermes.server.http.errors import RequestValidationError
 from hermes.server.http.request import validate_key
 from hermes.store.rules.responses import Responses
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
 @pytest.fixture(params=["memory", "file"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
-    made: list[SqliteSessionStore] = []
+    made: list[SyncStateDb] = []
 
     def make(max_size: int = 10) -> Responses:
         path = ":memory:" if request.param == "memory" else tmp_path / f"rs{len(made)}" / "state.db"
-        state = SqliteSessionStore(path)
+        state = SyncStateDb(path)
         made.append(state)
         return Responses(state.executor, state.dialect, max_size=max_size)
 
@@ -71,8 +71,8 @@ async def test_conversation_mapping_cleaned_on_delete_and_eviction(store) -> Non
     assert await s.get_conversation("chat-b") is None
 
 
-def _open(path: Path, max_size: int = 10) -> tuple[SqliteSessionStore, Responses]:
-    state = SqliteSessionStore(path)
+def _open(path: Path, max_size: int = 10) -> tuple[SyncStateDb, Responses]:
+    state = SyncStateDb(path)
     return state, Responses(state.executor, state.dialect, max_size=max_size)
 
 

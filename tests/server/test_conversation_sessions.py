@@ -13,7 +13,7 @@ from _api_harness import SERVER_KEY, MakeServer, Server
 
 from hermes.ids import derived_session_id, keyed_session_id
 from hermes.server.openai.conversation import ConversationLocks, place_conversation, unseen_after
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 from hermes.testing.upstream import call, text_reply, tool_reply
 
 CHAT = "/v1/chat/completions"

@@ -14,8 +14,8 @@ import pytest
 from hermes.errors import StoreError
 from hermes.store.api import Storage
 from hermes.store.records import RunRecord
+from hermes.store.sqlite.assemble import open_sqlite_storage
 from hermes.store.sqlite.repair import repair_runs
-from hermes.store.sqlite.storage import open_sqlite_storage
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import pytest
 from state_db import stored_response
 
 from hermes.error_codes import SERVER_SHUTDOWN
-from hermes.store import open_session_store
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,7 +191,7 @@ def test_sigterm_ends_every_open_stream_and_stores_partial_turns(tmp_path: Path,
     assert run_frames[-1]["event"] == "run.interrupted", events.text
 
     # stored state: three interrupted sessions with the partial assistant text
-    store = open_session_store(tmp_path / "state.db")
+    store = open_sync_state(tmp_path / "state.db")
     try:
         sessions = store.list_sessions(limit=10)
         assert len(sessions) == 3

@@ -25,7 +25,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def storage(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
     if backend == "sqlite":
-        from hermes.store.sqlite.storage import open_sqlite_storage
+        from hermes.store.sqlite.assemble import open_sqlite_storage
 
         opened = open_sqlite_storage(tmp_path / "home")
     else:
@@ -54,7 +54,7 @@ async def pg_storage(pg_url: str) -> AsyncIterator[Storage]:
 @pytest.fixture
 async def sqlite_storage(tmp_path: Path) -> AsyncIterator[Storage]:
     """The SQLite storage alone, for what only that backend does."""
-    from hermes.store.sqlite.storage import open_sqlite_storage
+    from hermes.store.sqlite.assemble import open_sqlite_storage
 
     opened = open_sqlite_storage(tmp_path / "home")
     try:
@@ -65,5 +65,5 @@ async def sqlite_storage(tmp_path: Path) -> AsyncIterator[Storage]:
 
 @pytest.fixture
 def store(storage: Storage) -> AsyncSessionStore:
-    """The storage's sessions: the rules of `hermes.store.sessions` on its backend."""
+    """The storage's sessions: the rules of `hermes.store.rules.sessions` on its backend."""
     return storage.sessions

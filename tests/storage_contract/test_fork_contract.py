@@ -7,7 +7,7 @@ import pytest
 from hermes.errors import MessageNotFound
 from hermes.store.api import AsyncSessionStore
 from hermes.store.records import MessageRecord, NewMessage, SessionRecord
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
 
@@ -59,7 +59,7 @@ async def test_fork_copies_every_message(store: AsyncSessionStore) -> None:
     assert await store.history(child.id) == await store.history(parent.id)
     assert (await store.list_sessions())[0].id == child.id
     if isinstance(store, SqliteSessions):
-        assert store.sync.integrity_check() == "ok"
+        assert store.state.integrity_check() == "ok"
 
 
 async def test_parent_is_marked_branched(store: AsyncSessionStore) -> None:

@@ -1,6 +1,6 @@
 """The bounded history reads and the per-process history cache, alike on both backends.
 
-`history_mark` / `history_since` / `latest_compaction` (hermes/store/sessions.py) and
+`history_mark` / `history_since` / `latest_compaction` (hermes/store/rules/sessions.py) and
 `SessionHistories` (hermes/agent/history.py) over them: a hit reads nothing but the mark;
 an append, an undo, a redo, a compaction or a fork is seen by the next load.
 """

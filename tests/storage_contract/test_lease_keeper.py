@@ -60,7 +60,7 @@ async def test_the_lease_moves_while_open_and_is_released_on_close(pg_url: str) 
 
 
 async def test_open_storage_passes_the_setting_through(pg_url: str, tmp_path: Path) -> None:
-    from hermes.store.storage import open_storage
+    from hermes.store.configured import open_storage
 
     settings = Settings.load(env={"HERMES_HOME": str(tmp_path), "HERMES_DATABASE_URL": pg_url,
                                   "HERMES_INSTANCE_LEASE_TTL": "45"})  # fmt: skip

@@ -143,7 +143,7 @@ def _unsettled_rows() -> list[tuple[str, str, float]]:
 async def test_sqlite_runs_db_settles_duplicate_unsettled_runs_then_refuses_a_second(tmp_path: Path) -> None:
     """runs.db written before its one-unsettled-run index, folded into state.db."""
     from hermes.errors import SessionBusy
-    from hermes.store.sqlite.storage import open_sqlite_storage
+    from hermes.store.sqlite.assemble import open_sqlite_storage
 
     home = tmp_path / "home"
     home.mkdir()

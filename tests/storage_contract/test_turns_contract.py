@@ -18,6 +18,7 @@ from hermes.store.api import Storage
 from hermes.store.owner import ProcessOwner
 from hermes.store.records import NewCompaction, NewMessage, NewSession, TurnRecord
 from hermes.store.transcript import SERVER_STOPPED_TOOL_RESULT
+from hermes.testing.state_db import SyncStateDb
 
 CALLS = [
     {"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}},
@@ -362,7 +363,7 @@ async def dead_owners_turn(storage: Storage, request: pytest.FixtureRequest, ses
         proc = subprocess.Popen([sys.executable, "-c", "pass"])
         proc.wait(timeout=30)
         owner = ProcessOwner(host=socket.gethostname(), pid=proc.pid, started="")
-        turn: TurnRecord = storage.sessions.sync.begin_turn(session_id, owner=owner)  # type: ignore[attr-defined]
+        turn: TurnRecord = SyncStateDb.wrap(storage.sessions.state).begin_turn(session_id, owner=owner)  # type: ignore[attr-defined]
         return turn
     from hermes.store.postgres import open_postgres_storage
 

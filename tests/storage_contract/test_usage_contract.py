@@ -9,7 +9,7 @@ import pytest
 from hermes.errors import SessionNotFound
 from hermes.store.api import Storage
 from hermes.store.records import NewMessage, UsageTotal
-from hermes.store.usage_rows import utc_day
+from hermes.store.rules.usage import utc_day
 
 
 async def test_finish_turn_and_add_usage_write_rows_per_model(storage: Storage) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SqliteSessionStore]:
-    store = SqliteSessionStore(db_path)
+def store(db_path: Path) -> Iterator[SyncStateDb]:
+    store = SyncStateDb(db_path)
     yield store
     store.close()

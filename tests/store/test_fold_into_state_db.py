@@ -22,11 +22,11 @@ from hermes.errors import StoreError
 from hermes.store.migrations import Migrations, applied_migrations, migrate
 from hermes.store.owner import current_owner
 from hermes.store.records import NewMessage, RunRecord
-from hermes.store.sessions import Sessions
+from hermes.store.rules.sessions import Sessions
+from hermes.store.sqlite.assemble import open_sqlite_storage
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
-from hermes.store.sqlite.storage import open_sqlite_storage
 
 FOLD = "m012_runs_and_responses"
 

@@ -10,9 +10,9 @@ from contextlib import closing
 from pathlib import Path
 
 from hermes.store.records import NewMessage
+from hermes.store.sqlite.assemble import open_sqlite_storage
 from hermes.store.sqlite.fts_indexer import FtsIndexer
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.testing.state_db import SyncStateDb
 
 
 def indexed(path: Path, word: str) -> int:
@@ -22,7 +22,7 @@ def indexed(path: Path, word: str) -> int:
 
 
 def test_a_commit_leaves_indexing_to_the_batch_and_a_search_flushes_first(
-    store: SqliteSessionStore, db_path: Path
+    store: SyncStateDb, db_path: Path
 ) -> None:
     session = store.create_session(source="cli")
     message = store.append_message(session.id, NewMessage(role="user", content="quokka on the ferry"))
@@ -33,7 +33,7 @@ def test_a_commit_leaves_indexing_to_the_batch_and_a_search_flushes_first(
     assert store.integrity_check() == "ok"
 
 
-def test_drafts_deletes_and_forks_keep_the_index_exact(store: SqliteSessionStore) -> None:
+def test_drafts_deletes_and_forks_keep_the_index_exact(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="wombat question"))
     turn = store.begin_turn(session.id)

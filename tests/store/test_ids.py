@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from hermes import ids
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
 def test_new_session_ids_carry_their_utc_second_and_sort_by_it() -> None:
@@ -67,7 +67,7 @@ def test_minted_id_formats(make: Callable[[], str], pattern: str) -> None:
 
 
 def test_the_store_names_new_sessions_with_the_shared_generator() -> None:
-    with SqliteSessionStore(":memory:") as store:
+    with SyncStateDb(":memory:") as store:
         session = store.create_session(source="api_server")
         child = store.fork_session(session.id)
     assert ids.SESSION_ID.match(session.id)

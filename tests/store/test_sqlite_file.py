@@ -24,7 +24,7 @@ from hermes.store.rules.runs import Runs
 from hermes.store.sqlite import file as sqlite_file
 from hermes.store.sqlite.executor import run_now
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
 def _write_session(store: Any) -> None:
@@ -43,9 +43,9 @@ def _write_run(store: Any) -> None:
 
 STATE = "state.db"
 STORES = {
-    "sessions": (SqliteSessionStore, _write_session, STATE_MIGRATIONS.names),
-    "responses": (SqliteSessionStore, _write_response, STATE_MIGRATIONS.names),
-    "runs": (SqliteSessionStore, _write_run, STATE_MIGRATIONS.names),
+    "sessions": (SyncStateDb, _write_session, STATE_MIGRATIONS.names),
+    "responses": (SyncStateDb, _write_response, STATE_MIGRATIONS.names),
+    "runs": (SyncStateDb, _write_run, STATE_MIGRATIONS.names),
 }
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import StoreError
-from hermes.store import SqliteSessionStore, open_session_store
 from hermes.store.records import NewMessage
+from hermes.store.sqlite.state_db import StateDb
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 
 
 def mode(path: Path) -> int:
@@ -20,7 +21,7 @@ def mode(path: Path) -> int:
 
 def test_database_file_is_private_and_its_folder_created_0700(db_path: Path) -> None:
     assert not db_path.parent.exists()
-    store = SqliteSessionStore(db_path)
+    store = SyncStateDb(db_path)
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="hi"))
     try:
@@ -39,18 +40,18 @@ def test_file_is_private_even_with_a_permissive_umask(db_path: Path) -> None:
 
     old = os.umask(0)
     try:
-        SqliteSessionStore(db_path).close()
+        SyncStateDb(db_path).close()
     finally:
         os.umask(old)
     assert mode(db_path) == 0o600
 
 
 def test_existing_sidecars_are_tightened_on_open(db_path: Path) -> None:
-    store = SqliteSessionStore(db_path)
+    store = SyncStateDb(db_path)
     store.create_session(source="cli")
     wal = db_path.with_name(db_path.name + "-wal")
     wal.chmod(0o644)
-    other = SqliteSessionStore(db_path)  # opened while the first keeps the WAL alive
+    other = SyncStateDb(db_path)  # opened while the first keeps the WAL alive
     try:
         assert mode(wal) == 0o600
     finally:
@@ -58,7 +59,7 @@ def test_existing_sidecars_are_tightened_on_open(db_path: Path) -> None:
         store.close()
 
 
-def test_connection_pragmas(store: SqliteSessionStore) -> None:
+def test_connection_pragmas(store: SyncStateDb) -> None:
     db = store.executor.connection()
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -66,7 +67,7 @@ def test_connection_pragmas(store: SqliteSessionStore) -> None:
     assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
 
 
-def test_wal_is_visible_to_a_plain_sqlite_client(store: SqliteSessionStore, db_path: Path) -> None:
+def test_wal_is_visible_to_a_plain_sqlite_client(store: SyncStateDb, db_path: Path) -> None:
     store.create_session(source="cli")
     with sqlite3.connect(db_path) as other:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -74,20 +75,32 @@ def test_wal_is_visible_to_a_plain_sqlite_client(store: SqliteSessionStore, db_p
 
 
 def test_memory_database_is_supported() -> None:
-    with SqliteSessionStore(":memory:") as store:
+    with SyncStateDb(":memory:") as store:
         session = store.create_session(source="cli", title="x")
         assert store.get_session(session.id).title == "x"
         assert store.path is None
         assert store.stats().db_bytes > 0
 
 
-def test_open_session_store_returns_the_protocol(db_path: Path) -> None:
-    store = open_session_store(db_path)
-    try:
-        assert isinstance(store, SqliteSessionStore)
-        assert isinstance(store, SqliteSessionStore)
-    finally:
-        store.close()
+def test_state_db_runs_its_session_rules_without_an_event_loop(db_path: Path) -> None:
+    # `hermes sessions list`'s path: the async rules, each run to its end in this thread.
+    with StateDb(db_path) as state:
+        created = state.run(state.sessions.create_session(source="cli", title="  first   one "))
+        assert state.run(state.sessions.get_session(created.id)).title == "first one"
+        assert [s.id for s in state.run(state.sessions.list_sessions())] == [created.id]
+    with open_sync_state(db_path) as store:  # the tests' face: the same rules, the same file
+        assert store.get_session(created.id).title == "first one"
+        assert store.count_sessions() == 1
+
+
+def test_state_db_refuses_a_step_that_would_wait(db_path: Path) -> None:
+    import asyncio
+
+    async def waits() -> None:
+        await asyncio.sleep(0)
+
+    with StateDb(db_path) as state, pytest.raises(RuntimeError, match="suspended"):
+        state.run(waits())
 
 
 @pytest.mark.parametrize(
@@ -99,7 +112,7 @@ def test_corrupt_file_raises_store_error_with_one_line(db_path: Path, content: b
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(content)
     with pytest.raises(StoreError) as caught:
-        SqliteSessionStore(db_path)
+        SyncStateDb(db_path)
     message = str(caught.value)
     assert "\n" not in message
     assert str(db_path) in message
@@ -110,18 +123,18 @@ def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(StoreError, match="cannot create session database"):
-        SqliteSessionStore(blocker / "state.db")
+        SyncStateDb(blocker / "state.db")
 
 
 def test_closed_store_raises_store_error(db_path: Path) -> None:
-    store = SqliteSessionStore(db_path)
+    store = SyncStateDb(db_path)
     store.close()
     store.close()  # closing twice is fine
     with pytest.raises(StoreError, match="closed"):
         store.list_sessions()
 
 
-def test_integrity_check_ok(store: SqliteSessionStore) -> None:
+def test_integrity_check_ok(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="hello world"))
     store.append_message(
@@ -131,7 +144,7 @@ def test_integrity_check_ok(store: SqliteSessionStore) -> None:
     assert store.integrity_check() == "ok"
 
 
-def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore) -> None:
+def test_integrity_check_reports_a_stale_search_index(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="hello world"))
     store.executor.connection().execute(
@@ -140,7 +153,7 @@ def test_integrity_check_reports_a_stale_search_index(store: SqliteSessionStore)
     assert store.integrity_check().startswith("search index:")
 
 
-def test_integrity_check_reports_wrong_counters(store: SqliteSessionStore) -> None:
+def test_integrity_check_reports_wrong_counters(store: SyncStateDb) -> None:
     session = store.create_session(source="cli")
     store.executor.connection().execute(
         "UPDATE sessions SET message_count = 5 WHERE id = ?", (session.id,)
@@ -159,7 +172,7 @@ def _schema_pages(db_path: Path) -> set[int]:
 
 
 def test_damaged_pages_give_store_errors_and_a_one_line_report(db_path: Path) -> None:
-    store = SqliteSessionStore(db_path)
+    store = SyncStateDb(db_path)
     session = store.create_session(source="cli")
     for index in range(300):
         store.append_message(session.id, NewMessage(role="user", content=f"message {index} " * 20))
@@ -175,7 +188,7 @@ def test_damaged_pages_give_store_errors_and_a_one_line_report(db_path: Path) ->
         data[start : start + 200] = b"\x55" * 200
     db_path.write_bytes(bytes(data))
 
-    damaged = SqliteSessionStore(db_path)
+    damaged = SyncStateDb(db_path)
     try:
         report = damaged.integrity_check()
         assert report.startswith("database: ")
@@ -186,3 +199,18 @@ def test_damaged_pages_give_store_errors_and_a_one_line_report(db_path: Path) ->
         assert "\n" not in str(caught.value)
     finally:
         damaged.close()
+
+
+def test_every_session_operation_is_one_rule_reached_without_a_forwarder() -> None:
+    # Adding a storage operation touches the rule, the protocol and a contract test: the
+    # tests' synchronous face finds each operation of the protocol on the async rules.
+    import inspect
+
+    from hermes.store.api import AsyncSessionStore
+
+    names = [n for n, v in vars(AsyncSessionStore).items() if inspect.iscoroutinefunction(v)]
+    assert len(names) > 30
+    with open_sync_state() as store:
+        for name in names:
+            assert getattr(store, name).__qualname__.startswith("SyncCalls"), name
+        assert store.count_sessions() == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 PARTS: list[dict[str, Any]] = [
     {"type": "text", "text": "What is in this picture? ünïcødé ✓"},
@@ -27,14 +27,14 @@ TOOL_CALLS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def test_content_round_trips_exactly(store: SqliteSessionStore, db_path: Path) -> None:
+def test_content_round_trips_exactly(store: SyncStateDb, db_path: Path) -> None:
     session = store.create_session(source="cli")
     contents: list[Any] = ["plain text", "", None, PARTS, [], "[1, 2]", '{"json": "text"}']
     for content in contents:
         store.append_message(session.id, NewMessage(role="user", content=content))
     store.close()
 
-    reopened = SqliteSessionStore(db_path)
+    reopened = SyncStateDb(db_path)
     try:
         got = [m.content for m in reopened.get_messages(session.id)]
     finally:
@@ -43,11 +43,11 @@ def test_content_round_trips_exactly(store: SqliteSessionStore, db_path: Path) -
     assert [type(c) for c in got] == [type(c) for c in contents]  # str stays str, list stays list
 
 
-def test_append_is_visible_to_a_second_connection(store: SqliteSessionStore, db_path: Path) -> None:
+def test_append_is_visible_to_a_second_connection(store: SyncStateDb, db_path: Path) -> None:
     session = store.create_session(source="cli")
     store.append_message(session.id, NewMessage(role="user", content="are you durable?"))
     # The first store stays open (as if its process were about to crash).
-    second = SqliteSessionStore(db_path)
+    second = SyncStateDb(db_path)
     try:
         assert [m.content for m in second.get_messages(session.id)] == ["are you durable?"]
         assert second.get_session(session.id).message_count == 1
@@ -60,8 +60,8 @@ def test_append_survives_a_killed_process(db_path: Path) -> None:
         f"""
         import os, sys
         from hermes.store.records import NewMessage
-        from hermes.store.sqlite.sessions import SqliteSessionStore
-        store = SqliteSessionStore({str(db_path)!r})
+        from hermes.testing.state_db import SyncStateDb
+        store = SyncStateDb({str(db_path)!r})
         session = store.create_session(source="cli", title="crashy")
         store.append_message(session.id, NewMessage(role="user", content="written before crash"))
         print(session.id, flush=True)
@@ -74,7 +74,7 @@ def test_append_survives_a_killed_process(db_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 9, result.stderr
     session_id = result.stdout.strip()
-    store = SqliteSessionStore(db_path)
+    store = SyncStateDb(db_path)
     try:
         assert store.get_session(session_id).title == "crashy"
         assert [m.content for m in store.get_messages(session_id)] == ["written before crash"]
@@ -83,7 +83,7 @@ def test_append_survives_a_killed_process(db_path: Path) -> None:
         store.close()
 
 
-async def test_concurrent_appends_from_worker_threads(store: SqliteSessionStore) -> None:
+async def test_concurrent_appends_from_worker_threads(store: SyncStateDb) -> None:
     session = store.create_session(source="tui")
 
     def append(worker: int) -> None:
@@ -104,8 +104,8 @@ async def test_concurrent_appends_from_worker_threads(store: SqliteSessionStore)
 
 
 def test_two_stores_writing_the_same_file(db_path: Path) -> None:
-    first = SqliteSessionStore(db_path)
-    second = SqliteSessionStore(db_path)
+    first = SyncStateDb(db_path)
+    second = SyncStateDb(db_path)
     try:
         session = first.create_session(source="cli")
         for index in range(10):

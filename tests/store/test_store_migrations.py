@@ -9,7 +9,7 @@ import pytest
 
 from hermes.store.migrations import Migrations, applied_migrations, migrate
 from hermes.store.sqlite.schema import STATE_MIGRATIONS
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 RECORDED = "SELECT name, applied_at FROM _migrations ORDER BY rowid"
 
@@ -79,14 +79,14 @@ def test_migrate_twice_is_a_no_op() -> None:
 
 def test_reopening_a_file_does_not_rerun_migrations(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    first = SqliteSessionStore(path)
+    first = SyncStateDb(path)
     assert first.applied_migrations == STATE_MIGRATIONS.names
     session = first.create_session(source="cli", title="kept")
     first.close()
     with sqlite3.connect(path) as raw:
         recorded = raw.execute(RECORDED).fetchall()
 
-    second = SqliteSessionStore(path)
+    second = SyncStateDb(path)
     try:
         assert second.applied_migrations == []
         assert second.get_session(session.id).title == "kept"

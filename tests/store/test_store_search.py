@@ -11,10 +11,10 @@ import pytest
 import hermes.store.sqlite.dialect as sqlite_dialect
 from hermes.store.records import NewMessage
 from hermes.store.sqlite.dialect import fts_query
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
-def add(store: SqliteSessionStore, session_id: str, content: Any, role: str = "user") -> int:
+def add(store: SyncStateDb, session_id: str, content: Any, role: str = "user") -> int:
     return store.append_message(session_id, NewMessage(role=role, content=content)).id
 
 
@@ -27,7 +27,7 @@ def test_fts_query_quotes_every_word() -> None:
 
 
 def test_ranking_is_bounded_to_the_newest_matches(
-    store: SqliteSessionStore, monkeypatch: pytest.MonkeyPatch
+    store: SyncStateDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_dialect, "RANK_WINDOW", 3)
     session = store.create_session(source="cli")
@@ -46,7 +46,7 @@ def test_ranking_is_bounded_to_the_newest_matches(
     assert newer[0] in {hit.message_id for hit in store.search("otter")}
 
 
-def test_search_reads_snippets_only_for_returned_rows(store: SqliteSessionStore) -> None:
+def test_search_reads_snippets_only_for_returned_rows(store: SyncStateDb) -> None:
     db = store.executor.connection()
     plan = " ".join(
         row[3]

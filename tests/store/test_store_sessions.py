@@ -5,10 +5,10 @@ The rules on both backends are in tests/storage_contract/test_store_sessions_con
 from __future__ import annotations
 
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
-def test_listing_uses_the_activity_index(store: SqliteSessionStore) -> None:
+def test_listing_uses_the_activity_index(store: SyncStateDb) -> None:
     db = store.executor.connection()
     for where, params in (("", ()), ("WHERE source = ?", ("cli",))):
         plan = " ".join(
@@ -23,7 +23,7 @@ def test_listing_uses_the_activity_index(store: SqliteSessionStore) -> None:
         assert "sessions_" in plan
 
 
-def fts_rows(store: SqliteSessionStore, word: str) -> int:
+def fts_rows(store: SyncStateDb, word: str) -> int:
     store.index_pending()  # new messages reach the index in batches (`fts_batches`)
     return int(
         store.executor.connection()
@@ -32,7 +32,7 @@ def fts_rows(store: SqliteSessionStore, word: str) -> int:
     )
 
 
-def test_delete_removes_messages_and_search_rows(store: SqliteSessionStore) -> None:
+def test_delete_removes_messages_and_search_rows(store: SyncStateDb) -> None:
     doomed = store.create_session(source="cli")
     kept = store.create_session(source="cli")
     store.append_message(doomed.id, NewMessage(role="user", content="platypus doomed"))

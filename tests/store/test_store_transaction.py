@@ -1,4 +1,4 @@
-"""`SqliteSessionStore.transaction()`: several writes, one commit."""
+"""`SyncStateDb.transaction()`: several writes, one commit."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 
 from hermes.errors import SessionNotFound, StoreError
 from hermes.store.records import NewMessage, NewSession
-from hermes.store.sqlite.sessions import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 
 
 def _other_reader(db_path: Path) -> sqlite3.Connection:
     return sqlite3.connect(db_path)
 
 
-def test_writes_inside_are_committed_together_when_the_block_exits(store: SqliteSessionStore, db_path: Path) -> None:
+def test_writes_inside_are_committed_together_when_the_block_exits(store: SyncStateDb, db_path: Path) -> None:
     reader = _other_reader(db_path)
     try:
         with store.transaction():
@@ -30,7 +30,7 @@ def test_writes_inside_are_committed_together_when_the_block_exits(store: Sqlite
     assert store.get_session(session.id).message_count == 1
 
 
-def test_an_exception_leaving_the_block_undoes_all_of_it(store: SqliteSessionStore) -> None:
+def test_an_exception_leaving_the_block_undoes_all_of_it(store: SyncStateDb) -> None:
     with pytest.raises(RuntimeError), store.transaction():
         session = store.create_session(source="cli")
         store.append_message(session.id, NewMessage(role="user", content="hi"))
@@ -38,7 +38,7 @@ def test_an_exception_leaving_the_block_undoes_all_of_it(store: SqliteSessionSto
     assert store.find_session(session.id) is None
 
 
-def test_a_failed_write_caught_inside_is_undone_alone(store: SqliteSessionStore) -> None:
+def test_a_failed_write_caught_inside_is_undone_alone(store: SyncStateDb) -> None:
     with store.transaction():
         session = store.create_session(source="cli")
         with pytest.raises(SessionNotFound):
@@ -48,7 +48,7 @@ def test_a_failed_write_caught_inside_is_undone_alone(store: SqliteSessionStore)
     assert store.integrity_check() == "ok"
 
 
-def test_a_plain_turn_commits_three_times(store: SqliteSessionStore) -> None:
+def test_a_plain_turn_commits_three_times(store: SyncStateDb) -> None:
     # What the engine does for one answer without tools: open, answer, end.
     commits: list[str] = []
     store.executor.connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
@@ -66,11 +66,11 @@ def test_a_plain_turn_commits_three_times(store: SqliteSessionStore) -> None:
     assert (ended.end_reason, ended.input_tokens, ended.message_count) == ("completed", 3, 2)
 
 
-async def test_a_turns_writes_take_no_savepoints(store: SqliteSessionStore) -> None:
+async def test_a_turns_writes_take_no_savepoints(store: SyncStateDb) -> None:
     # The rules' nested transactions (a rule calling a rule) join the open one.
     logged: list[str] = []
     store.executor.connection().set_trace_callback(logged.append)
-    rules = store.rules
+    rules = store.sessions
     new = NewSession(id="s-turn", given=True, source="api_server")
     turn, _ = await rules.start_turn(new, [NewMessage(role="user", content="q")])
     await rules.save_draft(turn.id, "partial")
@@ -86,7 +86,7 @@ async def test_a_turns_writes_take_no_savepoints(store: SqliteSessionStore) -> N
 _NEW = "INSERT INTO hermes.sessions (id, source, started_at, updated_at) VALUES (?, 'x', 1, 1)"
 
 
-async def test_a_nested_rule_that_fails_undoes_the_enclosing_rule(store: SqliteSessionStore) -> None:
+async def test_a_nested_rule_that_fails_undoes_the_enclosing_rule(store: SyncStateDb) -> None:
     db = store.executor
     with pytest.raises(StoreError):
         async with db.transaction():
@@ -97,7 +97,7 @@ async def test_a_nested_rule_that_fails_undoes_the_enclosing_rule(store: SqliteS
     assert not store.executor.connection().in_transaction
 
 
-async def test_a_rule_that_fails_in_a_callers_block_is_undone_alone(store: SqliteSessionStore) -> None:
+async def test_a_rule_that_fails_in_a_callers_block_is_undone_alone(store: SyncStateDb) -> None:
     db = store.executor
     async with db.block():
         await db.execute(_NEW, ("a",))

@@ -16,7 +16,7 @@ def test_a_state_db_before_m006_drops_its_drafts_from_search(tmp_path: Path) -> 
     """A draft indexed under m003's view stops being searchable; kept, it is found again."""
     from hermes.store.migrations import Migrations, migrate
     from hermes.store.sqlite.schema import STATE_MIGRATIONS
-    from hermes.store.sqlite.sessions import SqliteSessionStore
+    from hermes.testing.state_db import SyncStateDb
 
     path = tmp_path / "state.db"
     before_m006 = Migrations("state.db")
@@ -38,7 +38,7 @@ def test_a_state_db_before_m006_drops_its_drafts_from_search(tmp_path: Path) -> 
             "owner_started) VALUES ('s', 0, 2, 1, 'h', 1, '')"
         )
         assert raw.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zebra'").fetchone() == (2,)
-    with SqliteSessionStore(path) as store:
+    with SyncStateDb(path) as store:
         assert "m006_drafts_not_searchable" in store.applied_migrations
         assert [hit.message_id for hit in store.search("zebra")] == [1]
         assert store.integrity_check() == "ok"

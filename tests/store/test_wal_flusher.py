@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessionStore
-from hermes.store.sqlite.storage import open_sqlite_storage
+from hermes.store.sqlite.assemble import open_sqlite_storage
+from hermes.testing.state_db import SyncStateDb
 
 
-def _fill(store: SqliteSessionStore, messages: int) -> None:
+def _fill(store: SyncStateDb, messages: int) -> None:
     session = store.create_session(source="cli")
     for i in range(messages):
         store.append_message(session.id, NewMessage(role="user", content=f"message {i} " + "x" * 2000))
@@ -27,7 +27,7 @@ def _until(condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped
 
 def test_commits_leave_the_wal_to_the_background_thread(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    store = SqliteSessionStore(path)
+    store = SyncStateDb(path)
     store.flush_wal_in_background(interval=0.05)
     try:
         assert store.executor.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
@@ -45,7 +45,7 @@ def test_commits_leave_the_wal_to_the_background_thread(tmp_path: Path) -> None:
 def test_without_the_thread_commits_do_not_flush(tmp_path: Path) -> None:
     # The control: with the writer's own flushes off and no thread, the file stays small.
     path = tmp_path / "state.db"
-    store = SqliteSessionStore(path)
+    store = SyncStateDb(path)
     try:
         store.executor.connection().execute("PRAGMA wal_autocheckpoint = 0")
         before = path.stat().st_size
@@ -59,7 +59,7 @@ def test_the_server_storage_flushes_in_the_background(tmp_path: Path) -> None:
     import asyncio
 
     storage = open_sqlite_storage(tmp_path)
-    sync = storage.sessions.sync  # type: ignore[attr-defined]
+    sync = storage.sessions.state  # type: ignore[attr-defined]
     assert sync.executor.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     asyncio.run(storage.aclose())
     assert sync._wal_flusher is None  # stopped with the storage
@@ -83,7 +83,7 @@ def _hold_old_snapshot(path: Path):  # type: ignore[no-untyped-def]
 def test_every_connection_limits_the_journal(tmp_path: Path) -> None:
     from hermes.store.sqlite.file import JOURNAL_SIZE_LIMIT
 
-    store = SqliteSessionStore(tmp_path / "state.db")
+    store = SyncStateDb(tmp_path / "state.db")
     try:
         limit = store.executor.connection().execute("PRAGMA journal_size_limit").fetchone()[0]
         assert limit == JOURNAL_SIZE_LIMIT == 64 * 1024 * 1024
@@ -93,7 +93,7 @@ def test_every_connection_limits_the_journal(tmp_path: Path) -> None:
 
 def test_a_wal_past_the_size_is_truncated_once_readers_let_go(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    store = SqliteSessionStore(path)
+    store = SyncStateDb(path)
     store.flush_wal_in_background(interval=0.05, truncate_at=256 * 1024)
     try:
         _fill(store, 1)
@@ -117,7 +117,7 @@ def test_a_wal_past_the_size_is_truncated_once_readers_let_go(tmp_path: Path) ->
 def test_below_the_size_the_wal_is_not_truncated(tmp_path: Path) -> None:
     # The control: the same writes with a threshold above them leave the WAL file its size.
     path = tmp_path / "state.db"
-    store = SqliteSessionStore(path)
+    store = SyncStateDb(path)
     store.flush_wal_in_background(interval=0.05, truncate_at=64 * 1024 * 1024)
     try:
         _fill(store, 1)

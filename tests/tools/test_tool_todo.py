@@ -18,8 +18,7 @@ from hermes.agent.tools.registry import default_registry
 from hermes.agent.tools.todo import TODO_TOOL, TodoItem, latest_plan, plan_summary, read_plan
 from hermes.agent.types import ChatMessage, TurnRequest
 from hermes.errors import ToolError
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
@@ -112,10 +111,10 @@ async def upstream() -> AsyncIterator[ScriptedUpstream]:
 
 @pytest.fixture
 async def agent(upstream: ScriptedUpstream, tmp_path: Path) -> AsyncIterator[Agent]:
-    db = open_session_store(tmp_path / "state.db")
+    db = open_sync_state(tmp_path / "state.db")
     agent = Agent(
         OpenAICompatProvider(base_url=upstream.base_url, api_key="test-key"),
-        store=SqliteSessions(db),
+        store=db.sessions,
         model="scripted-model",
         tools=default_registry(),
         options=EngineOptions(stream_retries=0, stale_timeout=5.0),

@@ -30,9 +30,9 @@ from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.checkpoints.files import LocalSessionFiles
 from hermes.config import Settings
 from hermes.errors import ToolError
-from hermes.store import open_session_store
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import SqliteSessions
+from hermes.testing.state_db import SyncStateDb, open_sync_state
 from hermes.testing.upstream import ScriptedUpstream
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -71,16 +71,16 @@ test_tools.__test__ = False  # type: ignore[attr-defined]
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteSessionStore]:
-    opened = open_session_store(tmp_path / "state.db")
+def store(tmp_path: Path) -> Iterator[SyncStateDb]:
+    opened = open_sync_state(tmp_path / "state.db")
     yield opened
     opened.close()
 
 
 @pytest.fixture
-def sessions(store: SqliteSessionStore) -> SqliteSessions:
+def sessions(store: SyncStateDb) -> SqliteSessions:
     """The async interface over `store`, as `open_storage` gives the app and the agent."""
-    return SqliteSessions(store)
+    return store.sessions
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ async def make_tui(
 
 
 def seed_session(
-    store: SqliteSessionStore, title: str, exchanges: list[tuple[str, str]], *, source: str = "tui"
+    store: SyncStateDb, title: str, exchanges: list[tuple[str, str]], *, source: str = "tui"
 ) -> str:
     """A stored session with the given (prompt, answer) pairs."""
     record = store.create_session(source=source, model="scripted-model", title=title)

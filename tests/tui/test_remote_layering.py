@@ -14,7 +14,8 @@ from layering import PACKAGE, offending
 def test_remote_imports_no_server_run_service_runtime_or_storage_backend() -> None:
     paths = sorted((PACKAGE / "remote").rglob("*.py"))
     forbidden = ("hermes.server", "hermes.runs", "hermes.runtime", "hermes.tui", "hermes.cli",
-                 "hermes.store.sqlite", "hermes.store.postgres", "hermes.store.storage", "hermes.backend")  # fmt: skip
+                 "hermes.store.sqlite", "hermes.store.postgres", "hermes.store.configured",
+                 "hermes.backend")  # fmt: skip
     assert offending(paths, forbidden) == {}
 
 

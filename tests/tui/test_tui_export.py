@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 import hermes.attachment_blocks
 import hermes.transcript_markdown
 from hermes.store.records import NewMessage
-from hermes.store.sqlite import SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 from hermes.transcript_markdown import session_markdown
 from hermes.tui.widgets.notice import Notice
 
@@ -20,7 +20,7 @@ TOOL_OUTPUT = "```python\nprint('inner')\n```\nthen ```` four"
 ANSWER = "Here:\n\n```sh\nls\n```"
 
 
-def seed_fences(store: SqliteSessionStore) -> str:
+def seed_fences(store: SyncStateDb) -> str:
     record = store.create_session(source="tui", model="scripted-model", title="Fences")
     store.append_message(record.id, NewMessage(role="user", content="Show ``` in a file"))
     call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "cat x.md"}'}}

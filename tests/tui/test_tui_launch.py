@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from hermes.config import Settings
-from hermes.store.storage import open_storage
+from hermes.store.configured import open_storage
 
 SECRET = "s3cret-pass"
 

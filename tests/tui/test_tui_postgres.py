@@ -11,7 +11,7 @@ from pathlib import Path
 from hermes.agent.factory import build_agent
 from hermes.backend import resolve_session
 from hermes.config import Settings
-from hermes.store.storage import open_storage
+from hermes.store.configured import open_storage
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 from hermes.tui.app import make_app
 from hermes.tui.screens.session_picker import SessionPicker

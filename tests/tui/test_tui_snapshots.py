@@ -18,7 +18,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.types import TurnResult, Usage
 from hermes.config import Settings
 from hermes.store.records import NewMessage
-from hermes.store.sqlite.sessions import SqliteSessions, SqliteSessionStore
+from hermes.testing.state_db import SyncStateDb
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -27,14 +27,14 @@ from hermes.tui.widgets.notice import Notice
 from .conftest import until, until_settled
 
 
-def snapshot_app(store: SqliteSessionStore, tmp_path: Path, **kwargs) -> HermesApp:
+def snapshot_app(store: SyncStateDb, tmp_path: Path, **kwargs) -> HermesApp:
     settings = Settings(home=tmp_path, base_url="http://127.0.0.1:9/v1", model="scripted-model", api_key="x")
-    sessions = SqliteSessions(store)
+    sessions = store.sessions
     agent = build_agent(settings, sessions, tools=ToolRegistry())  # never called: no turn runs here
     return make_app(agent, sessions, settings, cwd=str(tmp_path), **kwargs)
 
 
-def seed(store: SqliteSessionStore) -> str:
+def seed(store: SyncStateDb) -> str:
     record = store.create_session(
         source="tui", model="scripted-model", title="Refactor the parser", session_id="s-main"
     )

@@ -50,7 +50,7 @@ from hermes.server.openai.conversation import CONVERSATIONS, ConversationLocks
 from hermes.server.rest.background_runs import attach_run_registry
 from hermes.server.rest.openapi import build_document
 from hermes.store.api import Storage
-from hermes.store.storage import open_storage_at_once
+from hermes.store.configured import open_storage_at_once
 
 if TYPE_CHECKING:
     from hermes.agent.mcp.status import McpServerStatus

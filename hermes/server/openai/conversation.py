@@ -81,8 +81,8 @@ from hermes.runs.session_claims import SessionClaim
 from hermes.runs.session_claims import acquire as acquire_claim
 from hermes.runs.wire import answer_text
 from hermes.store.api import AsyncSessionStore, ReceiptStore, Storage
-from hermes.store.conversation_marks import MAX_FINGERPRINTS
 from hermes.store.records import IMPORTED, ConversationMark, NewMessage
+from hermes.store.rules.conversation_marks import MAX_FINGERPRINTS
 
 if TYPE_CHECKING:
     from hermes.agent.types import TurnResult

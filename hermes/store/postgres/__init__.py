@@ -11,7 +11,7 @@ Driver choice: psycopg 3 (async) with psycopg_pool rather than asyncpg, because
   health checks and bounded waits.
 
 Nothing here is imported unless `database_url` is a PostgreSQL URL.
-`open_postgres_storage` is loaded on first use (`storage`), so importing a light module
+`open_postgres_storage` is loaded on first use (`assemble`), so importing a light module
 of this package (`connect`'s URL helpers) loads neither the driver nor asyncio.
 """
 
@@ -20,14 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes.store.postgres.storage import open_postgres_storage
+    from hermes.store.postgres.assemble import open_postgres_storage
 
 __all__ = ["open_postgres_storage"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "open_postgres_storage":
-        from hermes.store.postgres.storage import open_postgres_storage
+        from hermes.store.postgres.assemble import open_postgres_storage
 
         return open_postgres_storage
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""`PgDialect`: how the `hermes` schema differs from the neutral SQL of `hermes.store.sessions`.
+"""`PgDialect`: how the `hermes` schema differs from the neutral SQL of `hermes.store.rules.sessions`.
 
 - Content is stored as JSON text (`content_json`), so any string round-trips, beside its
   searchable text (`search_text`, see `postgres.search`), from which a generated

@@ -27,7 +27,7 @@ import unicodedata
 from typing import Any
 
 from hermes.store.records import SearchHit, SessionRecord
-from hermes.store.session_rules import SESSION_COLUMNS_S, SNIPPET_TOKENS
+from hermes.store.rules.session_record import SESSION_COLUMNS_S, SNIPPET_TOKENS
 from hermes.store.sql import Executor
 
 __all__ = ["RANK_WINDOW", "TOOL_PREFIX_CHARS", "normalize", "search_messages", "search_text", "ts_query"]

@@ -1,4 +1,4 @@
-"""`SqliteDialect`: how state.db differs from the neutral SQL of `hermes.store.sessions`.
+"""`SqliteDialect`: how state.db differs from the neutral SQL of `hermes.store.rules.sessions`.
 
 - Content is stored as text: a string as is, a content-part list as JSON with
   `content_is_parts = 1` and its searchable text in `parts_text` (what FTS5 indexes).
@@ -22,7 +22,7 @@ from typing import Any
 
 from hermes.errors import StoreError
 from hermes.store.records import SearchHit, SessionRecord
-from hermes.store.session_rules import SESSION_COLUMNS_S, SNIPPET_TOKENS
+from hermes.store.rules.session_record import SESSION_COLUMNS_S, SNIPPET_TOKENS
 from hermes.store.sql import TURN_COLUMNS, Executor, FusedWrites, Params, Row, encode_json
 from hermes.store.sqlite import fts_batches
 

@@ -3,8 +3,8 @@
 Invariants:
 
 - Plain `sqlite3` calls in the caller's thread: the async methods never suspend, so a
-  coroutine of `hermes.store.sessions` over this executor runs to its end in one step
-  (`run_now` drives one without an event loop, for the synchronous face).
+  coroutine of `hermes.store.rules.sessions` over this executor runs to its end in one step
+  (`run_now` drives one without an event loop: `StateDb.run`).
 - One connection in autocommit mode, and one re-entrant lock held for every call, so the
   connection may be used from the asyncio loop thread and from worker threads alike.
 - `transaction()` is `BEGIN IMMEDIATE … COMMIT`; inside a caller's open transaction

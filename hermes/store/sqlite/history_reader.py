@@ -27,8 +27,8 @@ from pathlib import Path
 from hermes.errors import StoreError
 from hermes.store.owner import owner_gone
 from hermes.store.records import MessageRecord
-from hermes.store.session_rules import Clock
-from hermes.store.sessions import Sessions
+from hermes.store.rules.session_record import Clock
+from hermes.store.rules.sessions import Sessions
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
 from hermes.store.sqlite.file import BUSY_TIMEOUT_MS, describe_sqlite_error

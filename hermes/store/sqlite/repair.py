@@ -35,7 +35,7 @@ from hermes.store.owner import ProcessOwner, current_owner, owner_gone, pid_exis
 from hermes.store.records import MessageRecord, RepairedTurn
 from hermes.store.rules.responses import PendingResponse, Responses
 from hermes.store.rules.runs import Runs, UnsettledRun
-from hermes.store.sessions import Sessions
+from hermes.store.rules.sessions import Sessions
 from hermes.store.transcript import valid_transcript
 
 __all__ = ["RepairReport", "repair_after_crash", "repair_responses", "repair_runs"]

@@ -5,8 +5,8 @@ row codecs (a message row to its record, a written message to the record of what
 stored), finding a session or turn by id, inserting a session (a generated id that
 collides replaced, up to 8 tries), and appending a message (counted on its session in
 the same transaction; an assistant message of an open turn replaces its draft). The
-turn lifecycle (`hermes.store.turn_rules`) and the session rules (`hermes.store.sessions`)
-are built on it; the invariants they keep are in `hermes.store.sessions`.
+turn lifecycle (`hermes.store.rules.turns`) and the session rules (`hermes.store.rules.sessions`)
+are built on it; the invariants they keep are in `hermes.store.rules.sessions`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hermes.errors import SessionNotFound, StoreError
 from hermes.ids import new_session_id
 from hermes.store.owner import ProcessOwner
 from hermes.store.records import MessageRecord, NewMessage, NewSession, SessionRecord, TurnRecord
-from hermes.store.session_rules import SESSION_COLUMNS, SESSION_FIELDS, Clock, clean_title, fresh_session
+from hermes.store.rules.session_record import SESSION_COLUMNS, SESSION_FIELDS, Clock, clean_title, fresh_session
 from hermes.store.sql import TURN_COLUMNS, Dialect, Executor, Row, encode_json
 
 __all__ = ["NO_MESSAGE_ABOVE", "SessionRows", "session_row", "turn_row"]

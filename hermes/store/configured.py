@@ -15,9 +15,9 @@ from hermes.store.api import Backend, Storage, caps_of
 from hermes.store.postgres.connect import is_postgres_url, mask_database_url
 
 if TYPE_CHECKING:
-    from hermes.store.sqlite.sessions import SqliteSessionStore
+    from hermes.store.sqlite.state_db import StateDb
 
-__all__ = ["backend_for", "open_session_store_at_once", "open_storage", "open_storage_at_once"]
+__all__ = ["backend_for", "open_state_db_at_once", "open_storage", "open_storage_at_once"]
 
 
 def backend_for(database_url: str | None) -> Backend:
@@ -53,19 +53,19 @@ def open_storage_at_once(settings: Settings) -> Storage | None:
     (SQLite files); None where it does (a database server: use `open_storage`)."""
     if not caps_of(backend_for(settings.database_url)).local_files:
         return None
-    from hermes.store.sqlite.storage import open_sqlite_storage
+    from hermes.store.sqlite.assemble import open_sqlite_storage
 
     settings.ensure_home()
     return open_sqlite_storage(settings.home, response_store_size=settings.server_response_store_size)
 
 
-def open_session_store_at_once(settings: Settings) -> SqliteSessionStore | None:
-    """The configured session store alone, with its synchronous face, where it is a local
-    file (state.db: the same file and rules `open_storage` gives); None for a database
-    server. For one-shot readers (`hermes sessions list`) that need no event loop."""
+def open_state_db_at_once(settings: Settings) -> StateDb | None:
+    """The configured state.db alone, where the backend is a local file (the same file and
+    rules `open_storage` gives; `StateDb.run` runs a rule without an event loop); None for
+    a database server. For one-shot readers (`hermes sessions list`) that need no loop."""
     if not caps_of(backend_for(settings.database_url)).local_files:
         return None
-    from hermes.store.sqlite.sessions import STATE_DB, SqliteSessionStore
+    from hermes.store.sqlite.state_db import STATE_DB, StateDb
 
     settings.ensure_home()
-    return SqliteSessionStore(settings.home / STATE_DB)
+    return StateDb(settings.home / STATE_DB)

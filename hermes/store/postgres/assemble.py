@@ -2,8 +2,10 @@
 lease registered and heartbeated, one LISTEN connection shared by run events and control.
 
 Sessions, responses, receipts, runs and leases are the rules written once
-(`hermes.store.sessions`, `hermes.store.rules`) over `PgExecutor` and `PgDialect`; run
-events and the control channel are this backend's own (LISTEN/NOTIFY)."""
+(`hermes.store.rules`) over `PgExecutor` (the pool, one round trip per statement,
+transactions pinned to the task) and `PgDialect`; run events and the control channel are
+this backend's own (LISTEN/NOTIFY). Concurrent writers on any instance keep the session
+counters exact: each write locks the session row it counts on."""
 
 from __future__ import annotations
 
@@ -22,12 +24,12 @@ from hermes.store.postgres.executor import PgExecutor
 from hermes.store.postgres.lease_keeper import DEFAULT_LEASE_TTL, LeaseKeeper
 from hermes.store.postgres.listener import PgListener
 from hermes.store.postgres.migrate import migrate_postgres
-from hermes.store.postgres.sessions import PgSessionStore
 from hermes.store.records import RETENTION_SECONDS
 from hermes.store.rules.leases import Leases
 from hermes.store.rules.receipts import Receipts
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
+from hermes.store.rules.sessions import Sessions
 
 __all__ = ["open_postgres_storage"]
 
@@ -104,7 +106,7 @@ async def open_postgres_storage(
         backend="postgres",
         location=db.label,
         instance_id=instance_id,
-        sessions=PgSessionStore(db, instance_id=instance_id),
+        sessions=Sessions(executor, dialect, instance_id=instance_id),  # this instance owns its turns
         responses=Responses(executor, dialect, max_size=response_store_size),
         receipts=Receipts(executor, retention=retention),
         runs=Runs(executor, dialect, retention=retention),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from hermes.ids import short_session_id
 from hermes.store.records import SessionRecord
-from hermes.store.session_rules import NUMBERED_TITLE
+from hermes.store.rules.session_record import NUMBERED_TITLE
 from hermes.store.sql import Dialect, Executor
 
 __all__ = ["copy_transcript", "lineage_title"]

@@ -1,23 +1,23 @@
-"""state.db: `SqliteSessions` (the session rules over SQLite) and `SqliteSessionStore`,
-its synchronous face.
+"""state.db, the one SQLite file of a home: `StateDb` (the file) and `SqliteSessions`
+(the session rules over it).
 
 Invariants:
 
 - The file is opened by `file.open_sqlite_file` (created 0600, folder 0700, WAL,
   `synchronous=NORMAL`, foreign keys, busy timeout, migrations from `schema`).
-- The rules are `hermes.store.sessions.Sessions`, over `SqliteExecutor` (plain sqlite3
-  calls in the caller's thread, one connection, one re-entrant lock) and
-  `SqliteDialect`. Every write is one `BEGIN IMMEDIATE … COMMIT` transaction (or a
-  savepoint of the caller's `transaction()` block, committed with it): when it returns
-  the write is in the WAL and survives a crash of the process; only a power loss can
-  drop the newest commits (FULL would fsync every message, ~4 ms per write).
-- `SqliteSessionStore` runs the same rules to their end in the calling thread
-  (`run_now`): the executor never suspends. Its `SqliteSessions` face and it share the
-  connection, the lock and the clock.
+- Every rule is written once in `hermes.store.rules`; this module only gives them
+  `SqliteExecutor` (plain sqlite3 calls in the caller's thread, one connection, one
+  re-entrant lock) and `SqliteDialect`. Every write is one `BEGIN IMMEDIATE … COMMIT`
+  transaction (or a savepoint of the caller's `transaction()` block, committed with it):
+  when it returns the write is in the WAL and survives a crash of the process; only a
+  power loss can drop the newest commits (FULL would fsync every message, ~4 ms per write).
+- The executor never suspends, so `StateDb.run` drives a rule to its end in the calling
+  thread without an event loop: how the few synchronous callers (`hermes sessions list`,
+  tests and benches through `hermes.testing.state_db`) run the same async rules.
 - A `large` `history_since` through `SqliteSessions` (the first read of a long
   session's history in a process) runs in a worker thread on a read-only connection of
   its own (`history_reader`), never on the shared one, whose lock it would hold.
-- `flush_wal_in_background()` (the async storage of a long-lived process) moves WAL
+- `flush_wal_in_background()` (the storage of a long-lived process) moves WAL
   flushes from the committing connection to a thread (`wal_flusher`); `close()`
   stops it first. `index_in_background()` likewise indexes new messages for search in
   batches (`fts_batches`); without it, a search indexes what waits first.
@@ -30,27 +30,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from hermes.errors import StoreError
-from hermes.messages import ChatMessage
-from hermes.store.owner import ProcessOwner, owner_gone
-from hermes.store.records import (
-    CompactionRecord,
-    MessageRecord,
-    NewCompaction,
-    NewMessage,
-    RepairedTurn,
-    SearchHit,
-    SessionRecord,
-    StoreStats,
-    TurnRecord,
-    UsageTotal,
-)
-from hermes.store.session_rules import Clock
-from hermes.store.sessions import Sessions
+from hermes.store.owner import owner_gone
+from hermes.store.records import MessageRecord
+from hermes.store.rules.session_record import Clock
+from hermes.store.rules.sessions import Sessions
 from hermes.store.sqlite import folded_files, fts_batches
 from hermes.store.sqlite.dialect import SqliteDialect
 from hermes.store.sqlite.executor import SqliteExecutor, run_now
@@ -62,19 +50,21 @@ if TYPE_CHECKING:
     from hermes.store.sqlite.fts_indexer import FtsIndexer
     from hermes.store.sqlite.wal_flusher import WalFlusher
 
-__all__ = ["STATE_DB", "SqliteSessionStore", "SqliteSessions"]
+__all__ = ["STATE_DB", "SqliteSessions", "StateDb"]
+
+T = TypeVar("T")
 
 STATE_DB = "state.db"
 """The session database's file name in `$HERMES_HOME`."""
 
 
 class SqliteSessions(Sessions):
-    """`AsyncSessionStore` on state.db: the rules over `store`'s connection."""
+    """`AsyncSessionStore` on state.db: the session rules over `state`'s connection."""
 
-    def __init__(self, store: SqliteSessionStore) -> None:
-        super().__init__(store.executor, store.dialect, is_gone=owner_gone, clock=store.clock)
-        self.sync = store
-        """The synchronous face of the same store."""
+    def __init__(self, state: StateDb) -> None:
+        super().__init__(state.executor, state.dialect, is_gone=owner_gone, clock=state.clock)
+        self.state = state
+        """The file these rules run on."""
 
     async def history_since(
         self, session_id: str, first_message_id: int, *, large: bool = False
@@ -82,17 +72,17 @@ class SqliteSessions(Sessions):
         """`Sessions.history_since`; a `large` read of a database file runs in a worker
         thread on a connection of its own (`history_reader`), so the event loop goes on
         serving other requests meanwhile (`:memory:` has no second connection: read here)."""
-        reader = self.sync.history_reader if large else None
+        reader = self.state.history_reader if large else None
         if reader is None:
             return await super().history_since(session_id, first_message_id)
-        import asyncio  # here: the synchronous face (`sessions list`) never loads asyncio
+        import asyncio  # here: a synchronous caller (`sessions list`) never loads asyncio
 
         return await asyncio.to_thread(reader.history_since, session_id, first_message_id)
 
 
-class SqliteSessionStore:
-    """Sessions and messages in one SQLite file (or `:memory:`), searchable with FTS5,
-    called synchronously (tests, benchmarks, `hermes doctor`, start-up repair).
+class StateDb:
+    """state.db (or `:memory:`): the open file, its executor and dialect, and its
+    maintenance; `sessions` is the session rules over it.
 
     Args:
         path: the database file (created 0600, with its folder 0700, when missing), or
@@ -112,7 +102,6 @@ class SqliteSessionStore:
         self.executor = SqliteExecutor(opened.connection, f"session database {opened.label}")
         self.dialect = SqliteDialect(opened.path)
         self.clock = Clock()
-        self.rules = Sessions(self.executor, self.dialect, is_gone=owner_gone, clock=self.clock)
         self._wal_flusher: WalFlusher | None = None
         """Background WAL flushes, once `flush_wal_in_background` started them."""
         self._indexer: FtsIndexer | None = None
@@ -123,6 +112,14 @@ class SqliteSessionStore:
         )  # fmt: skip
         """Large history reads off the caller's thread (None for `:memory:`); its
         connection opens at its first read."""
+        self.sessions = SqliteSessions(self)
+        """The session rules over this file (`AsyncSessionStore`)."""
+
+    def run(self, step: Coroutine[Any, Any, T]) -> T:
+        """The result of `step`, a rule over this file (`sessions.list_sessions(...)`),
+        run to its end in the calling thread: the executor never suspends, so no event
+        loop is needed (`executor.run_now`)."""
+        return run_now(step)
 
     def flush_wal_in_background(self, *, interval: float = 1.0, truncate_at: int | None = None) -> None:
         """Flush the WAL in a thread of its own from now on, not inside commits
@@ -190,129 +187,6 @@ class SqliteSessionStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    # -- the rules, called synchronously ---------------------------------------------
-
-    def create_session(
-        self,
-        *,
-        source: str,
-        model: str | None = None,
-        title: str | None = None,
-        system_prompt: str | None = None,
-        session_id: str | None = None,
-        parent_session_id: str | None = None,
-    ) -> SessionRecord:
-        return run_now(
-            self.rules.create_session(
-                source=source, model=model, title=title, system_prompt=system_prompt,
-                session_id=session_id, parent_session_id=parent_session_id,
-            )
-        )  # fmt: skip
-
-    def get_session(self, session_id: str) -> SessionRecord:
-        return run_now(self.rules.get_session(session_id))
-
-    def find_session(self, session_id: str) -> SessionRecord | None:
-        return run_now(self.rules.find_session(session_id))
-
-    def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
-        return run_now(self.rules.latest_session(source=source))
-
-    def list_sessions(self, *, limit: int = 50, offset: int = 0, source: str | None = None) -> list[SessionRecord]:
-        return run_now(self.rules.list_sessions(limit=limit, offset=offset, source=source))
-
-    def count_sessions(self, *, source: str | None = None) -> int:
-        return run_now(self.rules.count_sessions(source=source))
-
-    def rename_session(self, session_id: str, title: str) -> SessionRecord:
-        return run_now(self.rules.rename_session(session_id, title))
-
-    def update_session(
-        self, session_id: str, *, model: str | None = None, system_prompt: str | None = None
-    ) -> SessionRecord:
-        return run_now(self.rules.update_session(session_id, model=model, system_prompt=system_prompt))
-
-    def end_session(self, session_id: str, reason: str) -> None:
-        run_now(self.rules.end_session(session_id, reason))
-
-    def add_usage(
-        self,
-        session_id: str,
-        *,
-        input_tokens: int,
-        output_tokens: int,
-        cached_input_tokens: int = 0,
-        model: str | None = None,
-    ) -> None:
-        run_now(
-            self.rules.add_usage(
-                session_id,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cached_input_tokens=cached_input_tokens,
-                model=model,
-            )
-        )
-
-    def delete_session(self, session_id: str) -> None:
-        run_now(self.rules.delete_session(session_id))
-
-    def append_message(self, session_id: str, message: NewMessage, *, turn_id: int | None = None) -> MessageRecord:
-        return run_now(self.rules.append_message(session_id, message, turn_id=turn_id))
-
-    def get_messages(self, session_id: str, *, limit: int | None = None, offset: int = 0) -> list[MessageRecord]:
-        return run_now(self.rules.get_messages(session_id, limit=limit, offset=offset))
-
-    def history(self, session_id: str) -> list[ChatMessage]:
-        return run_now(self.rules.history(session_id))
-
-    def begin_turn(self, session_id: str, *, owner: ProcessOwner | None = None) -> TurnRecord:
-        return run_now(self.rules.begin_turn(session_id, owner=owner))
-
-    def save_draft(self, turn_id: int, content: str) -> None:
-        run_now(self.rules.save_draft(turn_id, content))
-
-    def end_turn(self, turn_id: int, reason: str) -> None:
-        run_now(self.rules.end_turn(turn_id, reason))
-
-    def get_turn(self, turn_id: int) -> TurnRecord | None:
-        return run_now(self.rules.get_turn(turn_id))
-
-    def find_turn(self, session_id: str, *, started_at_or_after: float) -> TurnRecord | None:
-        return run_now(self.rules.find_turn(session_id, started_at_or_after=started_at_or_after))
-
-    def turn_messages(self, turn_id: int) -> list[MessageRecord]:
-        return run_now(self.rules.turn_messages(turn_id))
-
-    def open_turns(self) -> list[TurnRecord]:
-        return run_now(self.rules.open_turns())
-
-    def repair_abandoned_turns(self, is_gone: Callable[[ProcessOwner], bool] | None = None) -> list[RepairedTurn]:
-        return run_now(self.rules.repair_abandoned_turns(is_gone))
-
-    def add_compaction(self, session_id: str, marker: NewCompaction) -> CompactionRecord:
-        return run_now(self.rules.add_compaction(session_id, marker))
-
-    def compactions(self, session_id: str) -> list[CompactionRecord]:
-        return run_now(self.rules.compactions(session_id))
-
-    def fork_session(
-        self, session_id: str, *, at_message_id: int | None = None, title: str | None = None, source: str | None = None
-    ) -> SessionRecord:
-        return run_now(self.rules.fork_session(session_id, at_message_id=at_message_id, title=title, source=source))
-
-    def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]:
-        return run_now(self.rules.search(query, limit=limit, source=source))
-
-    def stats(self) -> StoreStats:
-        return run_now(self.rules.stats())
-
-    def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
-        return run_now(self.rules.session_usage(session_ids))
-
-    def usage_totals(self) -> list[UsageTotal]:
-        return run_now(self.rules.usage_totals())
 
     # -- maintenance (SQLite only, for `hermes doctor` and `hermes sessions optimize`) --
 

@@ -39,7 +39,7 @@ class CommandLoop:
             return
         self._runner = None
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="hermes-cli-storage", daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="hermes-cli-loop", daemon=True)
         self._thread.start()
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:

@@ -3,10 +3,10 @@
 `Sessions` implements `AsyncSessionStore`: create, fork and title lineage, counters,
 turns and drafts, crash repair of abandoned turns, compaction markers, messages, list,
 get, rename, delete and end. It is built in layers, one module each: the row layer
-(`session_rows.SessionRows`: codecs, finding and inserting rows, appending messages),
-the turn lifecycle on it (`turn_rules.TurnRules`) and the session rules here; rules of
+(`rows.SessionRows`: codecs, finding and inserting rows, appending messages),
+the turn lifecycle on it (`turns.TurnRules`) and the session rules here; rules of
 their own tables sit in modules beside them (`forks`, `compactions`, `conversation_marks`,
-`turn_undo`, `turn_repair`, `usage_rows`). A backend supplies only
+`turn_undo`, `turn_repair`, `usage`). A backend supplies only
 
 - an `Executor`: runs one statement (`fetch_one`, `fetch_all`, `execute`, `insert`) and
   groups statements (`transaction`), translating the neutral SQL written here (`?`
@@ -41,7 +41,7 @@ Invariants (both backends):
 - A fork ends the parent "branched" and copies its transcript and markers into the
   child in the same transaction; see `forks` (and `compactions` for the markers).
 - Every token added to a session's counters is also in a `usage` row written in the same
-  transaction (`usage_rows`), so cost can be priced per model and day.
+  transaction (`rules.usage`), so cost can be priced per model and day.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from contextlib import asynccontextmanager
 from hermes.errors import MessageNotFound, SessionNotFound
 from hermes.ids import new_session_id
 from hermes.messages import ChatMessage
-from hermes.store import compactions, conversation_marks, forks, turn_undo, usage_rows
 from hermes.store.records import (
     CompactionRecord,
     ConversationMark,
@@ -66,10 +65,11 @@ from hermes.store.records import (
     TurnCheckpoint,
     UsageTotal,
 )
-from hermes.store.session_rows import NO_MESSAGE_ABOVE, session_row
-from hermes.store.session_rules import SESSION_COLUMNS, clean_title, fresh_session
+from hermes.store.rules import compactions, conversation_marks, forks, turn_undo, usage
+from hermes.store.rules.rows import NO_MESSAGE_ABOVE, session_row
+from hermes.store.rules.session_record import SESSION_COLUMNS, clean_title, fresh_session
+from hermes.store.rules.turns import TurnRules
 from hermes.store.transcript import valid_transcript
-from hermes.store.turn_rules import TurnRules
 
 __all__ = ["Sessions"]
 
@@ -206,7 +206,7 @@ class Sessions(TurnRules):
             if changed == 0:
                 raise SessionNotFound(session_id)
             tokens = (input_tokens, cached_input_tokens, output_tokens)
-            await usage_rows.insert_usage(self.db, session_id, model=model, now=self.clock(), tokens=tokens)
+            await usage.insert_usage(self.db, session_id, model=model, now=self.clock(), tokens=tokens)
 
     async def delete_session(self, session_id: str) -> None:
         """Delete the session, its messages and their search rows; children are kept
@@ -398,11 +398,11 @@ class Sessions(TurnRules):
 
     async def session_usage(self, session_ids: Sequence[str]) -> list[UsageTotal]:
         """See `AsyncSessionStore.session_usage`."""
-        return await usage_rows.session_usage(self.db, session_ids)
+        return await usage.session_usage(self.db, session_ids)
 
     async def usage_totals(self) -> list[UsageTotal]:
         """See `AsyncSessionStore.usage_totals`."""
-        return await usage_rows.usage_totals(self.db)
+        return await usage.usage_totals(self.db)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:

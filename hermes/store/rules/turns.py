@@ -7,7 +7,7 @@ end and the conversation mark in one write (`finish_turn`), or plainly (`end_tur
 `turn_repair`). Where the dialect has one-statement forms (`FusedWrites`, PostgreSQL),
 each write is that one statement; else one transaction of neutral SQL.
 
-The invariants (draft, counters, repair) are those of `hermes.store.sessions`.
+The invariants (draft, counters, repair) are those of `hermes.store.rules.sessions`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any, assert_never
 
 from hermes.errors import SessionNotFound, StoreError
 from hermes.ids import new_session_ids
-from hermes.store import conversation_marks, turn_repair, usage_rows
 from hermes.store.owner import ProcessOwner, current_owner
 from hermes.store.records import INTERRUPTED, MessageRecord, NewMessage, NewSession, RepairedTurn, TurnRecord
-from hermes.store.session_rows import NO_MESSAGE_ABOVE, SessionRows, turn_row
-from hermes.store.session_rules import clean_title
+from hermes.store.rules import conversation_marks, turn_repair, usage
+from hermes.store.rules.rows import NO_MESSAGE_ABOVE, SessionRows, turn_row
+from hermes.store.rules.session_record import clean_title
 from hermes.store.sql import encode_json
 
 __all__ = ["TurnRules"]
@@ -236,7 +236,7 @@ class TurnRules(SessionRows):
                 (added, calls, input_tokens, output_tokens, now, answer is not None, now, reason, session_id),
             )
             tokens = (input_tokens, cached_input_tokens, output_tokens)
-            await usage_rows.insert_usage(self.db, session_id, model=model, now=now, tokens=tokens)
+            await usage.insert_usage(self.db, session_id, model=model, now=now, tokens=tokens)
             if mark is not None:
                 await conversation_marks.mark_conversation(self.db, session_id, mark, self.clock)
             return record
@@ -260,7 +260,7 @@ class TurnRules(SessionRows):
         calls_json = None if message.tool_calls is None else encode_json(message.tool_calls)
         params = {"turn": turn_id, "sid": session_id, "now": now, "reason": reason,
                   "input": tokens[0], "output": tokens[1], "cached": tokens[2],
-                  "model": model, "day": usage_rows.utc_day(now), "answer": answer is not None, "mark": mark,
+                  "model": model, "day": usage.utc_day(now), "answer": answer is not None, "mark": mark,
                   "calls": len(message.tool_calls or ()),
                   **self._input_columns([message], [stored], [calls_json], scalar=True)}  # fmt: skip
         row = await self.db.fetch_one(sql, params)

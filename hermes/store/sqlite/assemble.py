@@ -1,7 +1,7 @@
 """The SQLite backend of the async storage interface: `open_sqlite_storage(home)`.
 
 One file, `$HERMES_HOME/state.db` (`schema`): sessions are the session rules
-(`sessions.SqliteSessions`); responses, receipts, runs and leases are the rules of
+(`state_db.SqliteSessions`); responses, receipts, runs and leases are the rules of
 `hermes.store.rules`, all over state.db's one `SqliteExecutor` and `SqliteDialect`.
 Every call is a plain sqlite3 call in the event loop's thread: the queries take well
 under a millisecond, so a thread hop would cost more than it saves. The one exception is
@@ -25,13 +25,13 @@ from hermes.store.rules.receipts import Receipts
 from hermes.store.rules.responses import Responses
 from hermes.store.rules.runs import Runs
 from hermes.store.sqlite.repair import repair_after_crash
-from hermes.store.sqlite.sessions import STATE_DB, SqliteSessions, SqliteSessionStore
+from hermes.store.sqlite.state_db import STATE_DB, SqliteSessions, StateDb
 
 __all__ = ["open_sqlite_storage"]
 
 
 class _SqliteCloser:
-    def __init__(self, state: SqliteSessionStore) -> None:
+    def __init__(self, state: StateDb) -> None:
         self._state = state
 
     async def aclose(self) -> None:
@@ -50,11 +50,11 @@ def open_sqlite_storage(
         StoreError: the file cannot be created, is not a database, or is damaged.
     """
     folder = Path(home).expanduser()
-    state = SqliteSessionStore(folder / STATE_DB)
+    state = StateDb(folder / STATE_DB)
     state.flush_wal_in_background()  # a turn's commits never pay for a WAL flush
     state.index_in_background()  # nor for the search index (`fts_batches`)
     db, dialect = state.executor, state.dialect
-    sessions = SqliteSessions(state)
+    sessions = state.sessions
     responses = Responses(db, dialect, max_size=response_store_size)
     runs = Runs(db, dialect, retention=retention)
     instance_id = new_instance_id()
