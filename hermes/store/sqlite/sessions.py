@@ -202,11 +202,12 @@ class SqliteSessionStore:
         system_prompt: str | None = None,
         session_id: str | None = None,
         parent_session_id: str | None = None,
+        cwd: str | None = None,
     ) -> SessionRecord:
         return run_now(
             self.rules.create_session(
                 source=source, model=model, title=title, system_prompt=system_prompt,
-                session_id=session_id, parent_session_id=parent_session_id,
+                session_id=session_id, parent_session_id=parent_session_id, cwd=cwd,
             )
         )  # fmt: skip
 
@@ -216,14 +217,19 @@ class SqliteSessionStore:
     def find_session(self, session_id: str) -> SessionRecord | None:
         return run_now(self.rules.find_session(session_id))
 
-    def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
-        return run_now(self.rules.latest_session(source=source))
+    def latest_session(self, *, source: str | None = None, cwd: str | None = None) -> SessionRecord | None:
+        return run_now(self.rules.latest_session(source=source, cwd=cwd))
 
-    def list_sessions(self, *, limit: int = 50, offset: int = 0, source: str | None = None) -> list[SessionRecord]:
-        return run_now(self.rules.list_sessions(limit=limit, offset=offset, source=source))
+    def list_sessions(
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None, cwd: str | None = None
+    ) -> list[SessionRecord]:
+        return run_now(self.rules.list_sessions(limit=limit, offset=offset, source=source, cwd=cwd))
 
-    def count_sessions(self, *, source: str | None = None) -> int:
-        return run_now(self.rules.count_sessions(source=source))
+    def count_sessions(self, *, source: str | None = None, cwd: str | None = None) -> int:
+        return run_now(self.rules.count_sessions(source=source, cwd=cwd))
+
+    def sessions_with_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        return run_now(self.rules.sessions_with_prefix(prefix, limit=limit))
 
     def rename_session(self, session_id: str, title: str) -> SessionRecord:
         return run_now(self.rules.rename_session(session_id, title))
