@@ -307,7 +307,9 @@ class Backend:
             from hermes.remote.agent import RemoteAgent
 
             assert self._client is not None
-            self._agent = RemoteAgent(self._client, model=self.model)
+            remote = RemoteAgent(self._client, model=self.model)
+            await remote.load_server_model()  # the front end names the server's model from the start
+            self._agent = remote
             return self._agent
         from hermes.runtime import open_runtime
 

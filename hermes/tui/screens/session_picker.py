@@ -1,7 +1,8 @@
 """Pick a past session: search titles and message content, open, rename, delete.
 
-It opens on this folder's sessions (the ones whose tools run here); Ctrl+A shows the
-sessions of every folder, each with its folder. Each row shows the session's full id,
+It opens on this folder's sessions (the ones whose tools run here), or every folder's
+when this one has none; Ctrl+A switches between the two, each row of every folder's
+showing its folder. Each row shows the session's full id,
 which `--resume` and `sessions show` also take by any unique start.
 
 Results come from the app's session store (SQLite files, PostgreSQL, or a remote server); typing
@@ -85,6 +86,8 @@ class SessionPicker(ModalScreen[str | None]):
         self.folder = folder
         """This folder (resolved): the picker shows its sessions until Ctrl+A; None: every folder."""
         self.all_folders = folder is None
+        self._fell_back = False
+        """True once the picker showed every folder because this one has no sessions."""
         self.home = home
         """Where the sessions' file snapshots live (pruned with a deleted session); None: none."""
         self.sessions: list[SessionRecord] = []
@@ -107,7 +110,7 @@ class SessionPicker(ModalScreen[str | None]):
 
     def _title_text(self) -> str:
         if self.all_folders or self.folder is None:
-            return "Sessions · all folders"
+            return "Sessions · all folders" + (" (none in this folder)" if self._fell_back else "")
         return f"Sessions · this folder ({short_folder(self.folder)})"
 
     @property
@@ -148,6 +151,12 @@ class SessionPicker(ModalScreen[str | None]):
         and a content snippet per session that matched by content."""
         scope = None if self.all_folders else self.folder
         listed = await self.store.list_sessions(limit=LIST_LIMIT, cwd=scope)
+        if scope is not None and not listed and not self._fell_back:
+            # Nothing of this folder's: every folder's, once (Ctrl+A comes back here).
+            self._fell_back = self.all_folders = True
+            self.query_one("#picker-title", Label).update(self._title_text())
+            scope = None
+            listed = await self.store.list_sessions(limit=LIST_LIMIT)
         if not query:
             return listed, {}
         needle = query.lower()
