@@ -303,6 +303,8 @@ class ChatScreen(Screen[None]):
             return False
         check = None if self.remote else check_folder(record.cwd, here=self.home_folder)
         if check is not None and check.run_in is None and not run_here:
+            if self.session_id == record.id:  # `--resume` set it: no turn may continue it unasked
+                self.session_id = None
             self._ask_folder(check, record.id, announce)
             return False
         self.cwd = self.home_folder if check is None or check.run_in is None else check.run_in
