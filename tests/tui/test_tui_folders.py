@@ -7,11 +7,10 @@ git folders, with the real engine and the scripted upstream; and through a real
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
-
-import os
 
 import pytest
 
@@ -194,7 +193,10 @@ async def test_remote_the_server_model_is_named_at_once_and_the_session_folder_i
         await process.kill()
 
 
-async def test_continue_by_folder_and_id_prefixes_are_the_same_local_and_remote(side: Side, tmp_path: Path) -> None:
+async def test_continue_by_folder_and_id_prefixes_are_the_same_local_and_remote(
+    side: Side,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+) -> None:
     """`-c` narrows to a folder and `-r` takes a unique prefix, through `resolve_session`
     on this machine's storage and on a server's REST list (`?cwd=`, `?id_prefix=`)."""
     side.upstream.enqueue(text_reply("one"), text_reply("two"))
