@@ -10,6 +10,7 @@ reads its own), local tools and MCP servers (the server's run).
 
 from __future__ import annotations
 
+from hermes import api_paths
 from hermes.agent.context import known_context_window
 from hermes.agent.events import ContextCompacted
 from hermes.agent.instructions import ProjectInstructions
@@ -49,7 +50,7 @@ class RemoteAgent:
     async def load_server_model(self) -> None:
         """Ask the server which model answers (`GET /v1/models`), so a front end names it
         before the first turn. A server that does not say leaves it unknown."""
-        data = await self.client.request("GET", "/v1/models")
+        data = await self.client.request("GET", api_paths.MODELS)
         models = data.get("data")
         if isinstance(models, list) and models and isinstance(models[0], dict):
             first = models[0]

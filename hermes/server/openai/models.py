@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from hermes import api_paths
 from hermes.runs.idempotency import ANSWER_RETENTION_SECONDS
 from hermes.server.http.errors import json_response
 from hermes.server.http.request_session import SESSION_ID_HEADER, SESSION_KEY_HEADER
@@ -103,7 +104,7 @@ _MODEL_LIST: JSON = {
 ROUTES = (
     Route(
         "GET",
-        "/v1/models",
+        api_paths.MODELS,
         list_models,
         operation_id="listModels",
         summary="The advertised model",
