@@ -230,7 +230,9 @@ def test_bad_tool_limits_are_one_line_exit_2(invoke, monkeypatch, hermes_home, t
 def test_prices_are_set_and_removed_with_config_set(invoke, hermes_home):
     hermes_home.mkdir(parents=True, exist_ok=True)
     config = hermes_home / "config.toml"
-    config.write_text('model = "m"\n\n[mcp_servers.files]\ncommand = "srv"\n\n[prices."gpt-4.1"]\ninput = 1\noutput = 2\n')
+    config.write_text(
+        'model = "m"\n\n[mcp_servers.files]\ncommand = "srv"\n\n[prices."gpt-4.1"]\ninput = 1\noutput = 2\n'
+    )
     # A model hermes knows no price for needs input and output in one command.
     lone = invoke("config", "set", "prices.my-model.input", "3.0")
     assert lone.exit_code == 2 and "give input and output together" in lone.stderr
