@@ -79,6 +79,10 @@ def diff(
     with opened_sessions(load_settings(), server=server, key=key, key_file=key_file) as opened:
         record = opened.run(opened.sessions.get_session(opened.resolve(session_id)))
         change = opened.run(opened.files.turn_changes(record.id, turn))
+    if not change.patch and not change.files:
+        # Said on stderr: stdout stays an (empty) patch that `git apply` accepts.
+        typer.echo(f"hermes: turn {change.number} of {record.id} changed no files", err=True)
+        return
     sys.stdout.write(for_terminal(change.patch) if sys.stdout.isatty() else change.patch)
     if change.truncated:  # the last line, so a reader of the patch sees it is incomplete
         sys.stdout.write(("" if change.patch.endswith("\n") or not change.patch else "\n") + TRUNCATED_LINE + "\n")

@@ -47,6 +47,10 @@ class RemoteAgent:
         """The model chosen here (`-m`, `/model`), else the server's own, else ""."""
         return self._model or self._server_model or ""
 
+    @model.setter
+    def model(self, value: str) -> None:
+        self._model = value or None
+
     async def load_server_model(self) -> None:
         """Ask the server which model answers (`GET /v1/models`), so a front end names it
         before the first turn. A server that does not say leaves it unknown."""
@@ -58,10 +62,6 @@ class RemoteAgent:
             named = inner.get("model") if isinstance(inner, dict) else None
             name = named or first.get("id")
             self._server_model = name if isinstance(name, str) and name else None
-
-    @model.setter
-    def model(self, value: str) -> None:
-        self._model = value or None
 
     @property
     def server(self) -> str:
