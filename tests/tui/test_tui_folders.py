@@ -217,3 +217,15 @@ async def test_continue_by_folder_and_id_prefixes_are_the_same_local_and_remote(
         with pytest.raises(AmbiguousSessionId) as ambiguous:
             await resolve_session(backend.sessions, resume=shared)
         assert sorted(ambiguous.value.candidates) == sorted([first, second])
+
+
+async def test_a_first_prompt_is_sent_once_the_chat_is_up(make_tui, upstream, tmp_path):
+    """`hermes chat "prompt"`: the TUI opens and sends it as if typed."""
+    here = git_folder(tmp_path / "here")
+    upstream.enqueue(text_reply("Started."))
+    app = make_tui(cwd=str(here))
+    app.first_prompt = "begin with this"
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.chat.session_id is not None and not app.chat.turns.turn_running)
+        await until(pilot, lambda: len(upstream.requests) == 1)
+    assert upstream.requests[0].messages[-1]["content"] == "begin with this"
