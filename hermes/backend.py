@@ -30,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,8 +61,10 @@ __all__ = [
     "Backend",
     "ChatAgent",
     "ChatSessions",
+    "AmbiguousSessionId",
     "NoSessionToContinue",
     "SessionFiles",
+    "find_session_id",
     "open_backend",
     "resolve_session",
 ]
@@ -101,13 +104,15 @@ class ChatSessions(Protocol):
 
     async def find_session(self, session_id: str) -> SessionRecord | None: ...
 
-    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None: ...
+    async def latest_session(self, *, source: str | None = None, cwd: str | None = None) -> SessionRecord | None: ...
 
     async def list_sessions(
-        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None, cwd: str | None = None
     ) -> list[SessionRecord]: ...
 
-    async def count_sessions(self, *, source: str | None = None) -> int: ...
+    async def count_sessions(self, *, source: str | None = None, cwd: str | None = None) -> int: ...
+
+    async def sessions_with_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]: ...
 
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]: ...
 
@@ -162,28 +167,73 @@ class SessionFiles(Protocol):
 
 
 class NoSessionToContinue(SessionNotFound):
-    """`--continue` with no stored session (the same local and remote)."""
+    """`--continue` with no stored session (of this folder, when one is given), the same
+    local and remote."""
 
-    def __init__(self) -> None:
+    def __init__(self, cwd: str | None = None) -> None:
         super().__init__("(newest)")
-        self.message = "no session to continue: start one without --continue"
+        if cwd is None:
+            self.message = "no session to continue: start one without --continue"
+        else:
+            self.message = (
+                f"no session of this folder ({cwd}) to continue: start one without --continue, "
+                "or add --any-folder to continue the newest of any folder"
+            )
         self.args = (self.message,)
 
 
+class AmbiguousSessionId(UsageError):
+    """A session id prefix that more than one session has (the candidates are listed)."""
+
+    code = "ambiguous_session_id"
+
+    def __init__(self, prefix: str, candidates: Sequence[SessionRecord], more: bool) -> None:
+        listed = ", ".join(
+            f"{record.id} ({record.title})" if record.title else record.id for record in candidates
+        )
+        tail = ", …" if more else ""
+        super().__init__(f"session id {prefix!r} is ambiguous: it starts {listed}{tail}; type more of it")
+        self.candidates = [record.id for record in candidates]
+
+
+PREFIX_CANDIDATES = 8
+"""How many sessions an ambiguous id prefix lists."""
+
+
+async def find_session_id(sessions: ChatSessions, text: str) -> str:
+    """The session `text` names: its full id, else the one id that starts with it.
+
+    SessionNotFound when none does; AmbiguousSessionId (listing them) when several do."""
+    text = text.strip()
+    if not text:
+        raise UsageError("a session id is empty")
+    exact = await sessions.find_session(text)
+    if exact is not None:
+        return exact.id
+    found = await sessions.sessions_with_prefix(text, limit=PREFIX_CANDIDATES + 1)
+    if not found:
+        raise SessionNotFound(text)
+    if len(found) > 1:
+        raise AmbiguousSessionId(text, found[:PREFIX_CANDIDATES], len(found) > PREFIX_CANDIDATES)
+    return found[0].id
+
+
 async def resolve_session(
-    sessions: ChatSessions, *, continue_last: bool = False, resume: str | None = None
+    sessions: ChatSessions, *, continue_last: bool = False, resume: str | None = None, cwd: str | None = None
 ) -> str | None:
-    """The session a front end opens: `--resume ID` (it must exist: SessionNotFound),
-    `--continue` the newest session of any source (one must exist: NoSessionToContinue),
-    else None (the first turn makes a new one)."""
+    """The session a front end opens: `--resume ID` (its full id or any unique prefix:
+    SessionNotFound, AmbiguousSessionId), `--continue` the newest session of folder `cwd`
+    (None: of any folder; one must exist: NoSessionToContinue), else None (the first turn
+    makes a new one). `cwd` is compared with the folder a session recorded, resolved."""
     if continue_last and resume:
         raise UsageError("use either --continue or --resume, not both")
     if resume:
-        return (await sessions.get_session(resume)).id
+        return await find_session_id(sessions, resume)
     if continue_last:
-        latest = await sessions.latest_session()
+        folder = os.path.realpath(cwd) if cwd is not None else None
+        latest = await sessions.latest_session(cwd=folder)
         if latest is None:
-            raise NoSessionToContinue()
+            raise NoSessionToContinue(folder)
         return latest.id
     return None
 
@@ -263,7 +313,9 @@ class Backend:
             from hermes.remote.agent import RemoteAgent
 
             assert self._client is not None
-            self._agent = RemoteAgent(self._client, model=self.model)
+            remote = RemoteAgent(self._client, model=self.model)
+            await remote.load_server_model()  # the front end names the server's model from the start
+            self._agent = remote
             return self._agent
         from hermes.runtime import open_runtime
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -258,15 +259,17 @@ class HermesAcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        """Every stored hermes session, newest first (pages of LIST_PAGE; hermes keeps no cwd
-        per session, so each is given the asked-for one)."""
+        """The stored hermes sessions of folder `cwd` (every folder's when None), newest
+        first, in pages of LIST_PAGE; each with its recorded folder (the asked-for one, or
+        this process's, for a session from before folders were recorded)."""
         offset = int(cursor) if cursor and cursor.isdigit() else 0
-        records = await self.store.list_sessions(limit=LIST_PAGE + 1, offset=offset)
+        folder = os.path.realpath(cwd) if cwd else None
+        records = await self.store.list_sessions(limit=LIST_PAGE + 1, offset=offset, cwd=folder)
         where = cwd or str(Path.cwd())
         infos = [
             SessionInfo(
                 session_id=record.id,
-                cwd=where,
+                cwd=record.cwd or where,
                 title=record.title,
                 updated_at=datetime.fromtimestamp(record.updated_at, UTC).isoformat(),
             )

@@ -81,6 +81,7 @@ class TurnRecorder:
                 session = await self._store.create_session(
                     source=create.source, model=create.model, title=create.title,
                     system_prompt=create.system_prompt, session_id=create.id, fresh_if_taken=not create.given,
+                    cwd=create.cwd,
                 )  # fmt: skip
                 self._session_id = session.id
                 self._session_exists = True

@@ -49,6 +49,7 @@ Stopping a turn:
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -215,7 +216,7 @@ class Agent:
         elif new is not None and self.store is not None:
             created = await self.store.create_session(source=new.source, model=new.model, title=new.title,
                                                       system_prompt=new.system_prompt, session_id=new.id,
-                                                      fresh_if_taken=not new.given)  # fmt: skip
+                                                      fresh_if_taken=not new.given, cwd=new.cwd)  # fmt: skip
             turn.session_id, new = created.id, None
         unrecorded = await turn.record_inputs(inputs, create=new)
         session_id = turn.session_id
@@ -435,13 +436,14 @@ class Agent:
                 model=model,
                 title=request.title or title_from(request.input),
                 system_prompt=prompt,
+                cwd=session_folder(request.cwd),
             )
             session_id = new.id
             history: list[ChatMessage] = []
             if request.history:  # a conversation that began elsewhere: keep what came before
                 created = await store.create_session(
                     source=new.source, model=model, title=new.title, system_prompt=prompt,
-                    session_id=request.session_id, fresh_if_taken=fresh,
+                    session_id=request.session_id, fresh_if_taken=fresh, cwd=new.cwd,
                 )  # fmt: skip
                 session_id, new = created.id, None
                 async with store.transaction():
@@ -473,6 +475,12 @@ async def _emit_all(handle: TurnHandle, step: AsyncGenerator[AgentEvent, None]) 
     async with aclosing(step) as events:
         async for event in events:
             await _emit(handle, event)
+
+
+def session_folder(cwd: str | None) -> str:
+    """The folder a new session records: the turn's working directory (the process's when
+    the request names none), resolved, so a later symlink swapped into the path shows."""
+    return os.path.realpath(cwd or os.getcwd())
 
 
 def title_from(content: Any) -> str | None:

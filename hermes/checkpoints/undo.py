@@ -100,7 +100,7 @@ async def undo(
     rows = _within(await _settled(store, session_id), roots)
     visible = [t for t in rows if t.undone is None]
     if not visible:
-        raise NothingToUndo("nothing to undo: the session has no turns left")
+        raise NothingToUndo(await _none_left(store, session_id, "nothing to undo: the session has no turns left"))
     group = visible[-turns:]
     files = await _move(home, group, forward=False, force=force, guard=guard)
     hidden = await store.undo_turns(session_id, len(group))
@@ -130,7 +130,7 @@ async def turn_changes(store: AsyncSessionStore, home: Path, session_id: str, tu
     """The change of visible turn number `turn` (None: the newest), its patch cut at `max_bytes`."""
     visible = [t for t in _within(await store.turn_checkpoints(session_id), roots) if t.undone is None]
     if not visible:
-        raise NothingToUndo("the session has no turns")
+        raise NothingToUndo(await _none_left(store, session_id, "the session has no turns"))
     if turn is None:
         turn = len(visible)
     if not 1 <= turn <= len(visible):
@@ -158,6 +158,19 @@ async def delete_session(store: AsyncSessionStore, home: Path, session_id: str) 
 
 
 # ---- internals ---------------------------------------------------------------------
+
+
+async def _none_left(store: AsyncSessionStore, session_id: str, message: str) -> str:
+    """`message`, and for a fork where its own turns end: the fork point, and where the
+    turns before it are (a fork's diff and undo reach back to its fork point, not past it)."""
+    record = await store.find_session(session_id)
+    if record is None or record.parent_session_id is None:
+        return message
+    parent = record.parent_session_id
+    return (
+        f"{message} since it was forked from {parent}; the turns before the fork point are "
+        f"{parent}'s (hermes sessions diff {parent})"
+    )
 
 
 async def _settled(store: AsyncSessionStore, session_id: str) -> list[TurnCheckpoint]:

@@ -40,12 +40,23 @@ from hermes.cli._common import json_line
 from hermes.terminal_text import for_terminal
 
 
+def _without_messages(data: dict[str, object]) -> None:
+    """Drop the transcript from a `turn.completed` line (the `result` line carries it)."""
+    for value in data.values():
+        if isinstance(value, dict) and "messages" in value:
+            del value["messages"]
+
+
 class JsonRenderer:
     def __init__(self, out: TextIO = sys.stdout) -> None:
         self.out = out
 
     def handle(self, event: AgentEvent) -> None:
-        self.out.write(json_line(event_to_dict(event)))
+        data = event_to_dict(event)
+        if isinstance(event, TurnCompleted):
+            # The turn's messages are printed once, in the `result` line that follows.
+            _without_messages(data)
+        self.out.write(json_line(data))
         self.out.flush()
 
     def close(self) -> None:

@@ -59,6 +59,13 @@ class OpenedSessions:
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(step)
 
+    def resolve(self, text: str) -> str:
+        """The id of the session `text` names: a full id or any unique start of one
+        (`hermes.backend.find_session_id`: SessionNotFound, AmbiguousSessionId)."""
+        from hermes.backend import find_session_id
+
+        return self.run(find_session_id(self.sessions, text))
+
 
 @contextlib.contextmanager
 def opened_sessions(

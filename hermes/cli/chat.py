@@ -1,6 +1,8 @@
 """`hermes chat`: the TUI, or with -q a one-shot turn that streams to stdout.
 
-    hermes chat                       interactive TUI
+    hermes chat                       interactive TUI (also bare `hermes`)
+    hermes chat "prompt"              the TUI, sending this prompt first
+    hermes chat -c [--any-folder]     continue the newest session of this folder (of any)
     hermes chat -q "question"         one turn; answer on stdout, activity on stderr
     git diff | hermes chat -q "review this"   piped stdin is added as context
     hermes chat -q "…" --json         one JSON object per event, then the result
@@ -18,6 +20,7 @@ configuration error, 130 interrupted.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,10 +49,18 @@ def register(app: typer.Typer) -> None:
 
 
 def chat(
+    prompt: str | None = typer.Argument(None, help="Open the chat and send this prompt first."),
     query: str | None = typer.Option(None, "-q", "--query", help="Ask one question and exit (no TUI)."),
     as_json: bool = typer.Option(False, "--json", help="With -q: print JSON lines, one per event, then the result."),
-    continue_last: bool = typer.Option(False, "-c", "--continue", help="Continue the newest session."),
-    resume: str | None = typer.Option(None, "-r", "--resume", help="Continue the session with this id."),
+    continue_last: bool = typer.Option(
+        False, "-c", "--continue", help="Continue the newest session of this folder."
+    ),
+    any_folder: bool = typer.Option(
+        False, "--any-folder", help="With -c: continue the newest session of any folder."
+    ),
+    resume: str | None = typer.Option(
+        None, "-r", "--resume", help="Continue the session with this id (or a unique start of it)."
+    ),
     model: str | None = typer.Option(None, "-m", "--model", help="Model name for this run."),
     yolo: bool = typer.Option(False, "--yolo", help="Approve every command that is not hard-blocked."),
     quiet: bool = typer.Option(
@@ -75,13 +86,20 @@ def chat(
 
     if continue_last and resume:
         raise UsageError("use either --continue or --resume, not both")  # before anything is opened
+    if any_folder and not continue_last:
+        raise UsageError("--any-folder goes with --continue")
+    if prompt is not None and query is not None:
+        raise UsageError("give the prompt either as an argument (the TUI) or with -q (one turn), not both")
+    if prompt is not None and not prompt.strip():
+        raise UsageError("the prompt is empty")
+    here = None if any_folder else os.getcwd()
     settings = load_settings(model=model, yolo=yolo or None)
     server = server or settings.server_url
     if server and yolo:
         raise UsageError("--yolo does not reach a server: its own approval policy applies (hermes serve --yolo)")
     key = server_key(settings.server_key, key=key, key_file=key_file) if server else None
     piped = None if sys.stdin is None or sys.stdin.isatty() else _read_stdin()
-    if query is None and piped is None:
+    if query is None and (piped is None or prompt is not None):
         if image:
             raise UsageError("-i/--image needs -q (in the TUI: /image PATH)")
         if as_json:
@@ -98,6 +116,8 @@ def chat(
                 server=server,
                 key=key,
                 mode=mode,
+                folder=here,
+                first_prompt=prompt,
             )
         )
     import asyncio
@@ -116,6 +136,7 @@ def chat(
             quiet=quiet,
             images=image,
             mode=mode,
+            folder=here,
         )
     )
     raise typer.Exit(code)
@@ -164,8 +185,11 @@ async def _one_shot(
     quiet: bool = False,
     images: list[str] | None = None,
     mode: Mode = "default",
+    folder: str | None = None,
 ) -> int:
-    """One turn on the backend (local, or the server at `server`), streamed to stdout."""
+    """One turn on the backend (local, or the server at `server`), streamed to stdout.
+
+    `folder`: `-c` continues the newest session of this folder (None: of any folder)."""
     from hermes.agent.progress import ProgressUpdate
     from hermes.backend import open_backend, resolve_session
     from hermes.cli._attach import prepare_input
@@ -181,7 +205,10 @@ async def _one_shot(
     try:
         async with open_backend(settings, server, key, model=model) as backend:
             # After the repair (before --continue picks a session), before the model is loaded.
-            session_id = await resolve_session(backend.sessions, continue_last=continue_last, resume=resume)
+            session_id = await resolve_session(
+                backend.sessions, continue_last=continue_last, resume=resume, cwd=folder
+            )
+            run_in = await _tools_folder(backend, session_id, as_json=as_json)
             for notice in backend.notices():
                 if not as_json:
                     sys.stderr.write(f"hermes: {for_terminal(notice)}\n")
@@ -190,11 +217,31 @@ async def _one_shot(
                 status = StatusLine(sys.stderr, tty=sys.stderr.isatty(), interval=plain_interval()).start()
             agent = await backend.open_agent(progress=None if quiet else progress, defer_mcp=True)
             return await _run_turn(
-                backend, agent, prompt, session_id, status, as_json=as_json, images=images or [], mode=mode
+                backend, agent, prompt, session_id, status, as_json=as_json, images=images or [], mode=mode, cwd=run_in
             )
     finally:
         if status is not None:
             status.close()
+
+
+async def _tools_folder(backend: Backend, session_id: str | None, *, as_json: bool) -> str:
+    """The folder this turn's tools run in: the resumed session's own (said on stderr when it
+    is not this one), this one for a new session. A session whose folder is gone (or is now
+    a link elsewhere) stops here with FolderGone: its tools never run in another folder.
+    A server runs the tools in its own folder; nothing is checked here for it."""
+    from hermes.session_folder import FolderGone, check_folder
+
+    here = os.getcwd()
+    if session_id is None or backend.remote:
+        return here
+    record = await backend.sessions.get_session(session_id)
+    check = check_folder(record.cwd, here=here)
+    if check.run_in is None:
+        raise FolderGone(check)
+    notice = check.notice()
+    if notice and not as_json:
+        sys.stderr.write(f"hermes: {for_terminal(notice)}\n")
+    return check.run_in
 
 
 async def _run_turn(
@@ -207,6 +254,7 @@ async def _run_turn(
     as_json: bool,
     images: list[str],
     mode: Mode = "default",
+    cwd: str | None = None,
 ) -> int:
     """Run the turn, rendering its events; `status` (a StatusLine or None) is erased before every write."""
     import asyncio
@@ -246,6 +294,7 @@ async def _run_turn(
         approve=status.around_approval(approve) if status is not None else approve,
         yolo=settings.yolo,
         mode=mode,
+        cwd=cwd,
     )
     handle: TurnHandle | None = None
     result = None

@@ -40,6 +40,12 @@ class HermesGroup(TyperGroup):
             self.commands[cmd_name] = _load(cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args:
+            args = ["chat"]  # bare `hermes` opens the chat
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
     def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
         try:
             return super().make_context(info_name, args, parent, **extra)
@@ -71,7 +77,7 @@ app = typer.Typer(
     name="hermes",
     cls=HermesGroup,
     help="hermes: a terminal-first AI agent (chat, serve, sessions).",
-    no_args_is_help=True,
+    no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,

@@ -33,6 +33,7 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
          "ended_at": float|null, "end_reason": str|null,
          "message_count": int, "tool_call_count": int,
          "input_tokens": int, "output_tokens": int, "system_prompt": str|null,
+         "cwd": str|null,          (the folder the session belongs to; null: not recorded)
          "cost_usd": float|null}   (US dollars from the model prices; null when a model
                                     the session used has no price)
 
@@ -96,6 +97,7 @@ from hermes.cli._sessions_source import KEY_FILE_OPTION, KEY_OPTION, SERVER_OPTI
 from hermes.cli._usage import session_costs, usage_json, usage_lines
 from hermes.errors import UsageError
 from hermes.pricing import format_cost
+from hermes.session_folder import short_folder
 from hermes.terminal_text import for_terminal, json_for_terminal
 from hermes.transcript_markdown import call_summary, content_text, local_time, one_line, session_markdown
 
@@ -208,11 +210,12 @@ def _table(rows: list[tuple[str, ...]], right_aligned: set[int], width: int | No
 
 
 def _session_rows(records: list[SessionRecord]) -> list[tuple[str, ...]]:
-    rows: list[tuple[str, ...]] = [("ID", "UPDATED", "SOURCE", "MSGS", "TITLE")]
+    rows: list[tuple[str, ...]] = [("ID", "UPDATED", "SOURCE", "MSGS", "FOLDER", "TITLE")]
     for record in records:
         rows.append(
-            (record.id, local_time(record.updated_at), record.source, str(record.message_count), record.title or "")
-        )
+            (record.id, local_time(record.updated_at), record.source, str(record.message_count),
+             short_folder(record.cwd), record.title or "")
+        )  # fmt: skip
     return rows
 
 
@@ -223,14 +226,16 @@ def list_(
     source: str | None = typer.Option(
         None, "--source", help="Only sessions from this source (cli, tui, api_server, acp)."
     ),
+    here: bool = typer.Option(False, "--here", help="Only sessions of this folder (whose tools run here)."),
     as_json: bool = typer.Option(False, "--json", help='Print {"object": "list", "data": [...], "has_more": bool}.'),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
     key_file: Path | None = KEY_FILE_OPTION,
 ) -> None:
-    """List sessions, newest activity first."""
+    """List sessions, newest activity first, with the folder each belongs to."""
     from hermes.store.configured import open_state_db_at_once
 
+    folder = os.path.realpath(os.getcwd()) if here else None
     settings = load_settings()
     state = None if server or settings.server_url else open_state_db_at_once(settings)
     if state is not None:
@@ -241,8 +246,8 @@ def list_(
             local = state.sessions
             state.run(local.repair_abandoned_turns())
             _print_list(
-                state.run(local.list_sessions(limit=limit + 1, offset=offset, source=source)),
-                lambda: state.run(local.count_sessions(source=source)),
+                state.run(local.list_sessions(limit=limit + 1, offset=offset, source=source, cwd=folder)),
+                lambda: state.run(local.count_sessions(source=source, cwd=folder)),
                 lambda ids: settings.prices.per_session(state.run(local.session_usage(ids)), ids),
                 limit, offset, as_json,
             )  # fmt: skip
@@ -250,8 +255,8 @@ def list_(
     with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
         _print_list(
-            opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source)),
-            lambda: opened.run(sessions.count_sessions(source=source)),
+            opened.run(sessions.list_sessions(limit=limit + 1, offset=offset, source=source, cwd=folder)),
+            lambda: opened.run(sessions.count_sessions(source=source, cwd=folder)),
             lambda ids: session_costs(opened, settings.prices, ids),
             limit, offset, as_json,
         )  # fmt: skip
@@ -272,7 +277,7 @@ def _print_list(
     if not records and not has_more:
         typer.echo("No sessions." if offset == 0 else f"No sessions past offset {offset}.")
         return
-    for line in _table(_session_rows(records), {3}, _terminal_width()):
+    for line in _table(_session_rows(records), {3}, _terminal_width()):  # the title is clipped
         typer.echo(for_terminal(line))
     if has_more:
         shown_to = offset + len(records)
@@ -299,6 +304,8 @@ def _header(record: SessionRecord, cost_usd: float | None) -> list[str]:
     lines.append(" · ".join(times))
     if record.parent_session_id:
         lines.append(f"forked from {record.parent_session_id}")
+    if record.cwd:
+        lines.append(f"folder {record.cwd}")
     return lines
 
 
@@ -346,7 +353,7 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
 
 @app.command("show")
 def show(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     as_json: bool = typer.Option(False, "--json", help='Print the session object with "messages".'),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
@@ -363,6 +370,7 @@ def show(
     settings = load_settings()
     with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
+        session_id = opened.resolve(session_id)
         record = opened.run(sessions.get_session(session_id))
         messages = opened.run(sessions.get_messages(session_id))
         markers = opened.run(sessions.compactions(session_id))
@@ -427,7 +435,7 @@ def search(
 
 @app.command("rename")
 def rename(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     title: str = typer.Argument(..., help="The new title."),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
@@ -437,13 +445,13 @@ def rename(
     if not title.strip():
         raise UsageError("the title must not be empty")
     with _opened(server=server, key=key, key_file=key_file) as opened:
-        record = opened.run(opened.sessions.rename_session(session_id, title))
+        record = opened.run(opened.sessions.rename_session(opened.resolve(session_id), title))
     typer.echo(for_terminal(f"Renamed {record.id}: {record.title}"))
 
 
 @app.command("delete")
 def delete(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
@@ -457,7 +465,7 @@ def delete(
     settings = load_settings()
     with _opened(settings, server=server, key=key, key_file=key_file) as opened:
         sessions = opened.sessions
-        record = opened.run(sessions.get_session(session_id))
+        record = opened.run(sessions.get_session(opened.resolve(session_id)))
         if not yes:
             if not sys.stdin.isatty():
                 raise UsageError(
@@ -482,7 +490,7 @@ def delete(
 
 @app.command("fork")
 def fork(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session to fork."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session to fork (its id, or a unique start of it)."),
     at: int | None = typer.Option(
         None, "--at", metavar="MESSAGE_ID", help="Copy messages up to and including this one (ids from `show`)."
     ),
@@ -500,6 +508,7 @@ def fork(
     if title is not None and not title.strip():
         raise UsageError("the title must not be empty")
     with _opened(server=server, key=key, key_file=key_file) as opened:
+        session_id = opened.resolve(session_id)
         child = opened.run(opened.sessions.fork_session(session_id, at_message_id=at, title=title))
     if as_json:
         print_json(_session_json(child, 0.0))  # a fork starts with no usage
@@ -539,7 +548,7 @@ def _write_private(path: Path, text: str) -> None:
 
 @app.command("export")
 def export(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     fmt: str = typer.Option("json", "--format", "-f", metavar="json|jsonl|markdown", help="Output format."),
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write to FILE (mode 0600) instead of stdout."
@@ -558,6 +567,7 @@ def export(
         raise UsageError(f"unknown export format {fmt!r}: use json, jsonl or markdown")
     settings = load_settings()
     with _opened(settings, server=server, key=key, key_file=key_file) as opened:
+        session_id = opened.resolve(session_id)
         record = opened.run(opened.sessions.get_session(session_id))
         messages = opened.run(opened.sessions.get_messages(session_id))
         cost = session_costs(opened, settings.prices, [record.id])[record.id]

@@ -38,7 +38,7 @@ TRUNCATED_LINE = "# hermes: diff truncated at the size cap (max_diff_bytes); the
 
 
 def undo(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     turns: int = typer.Option(1, "--turns", "-n", min=1, help="How many of the last turns to undo."),
     force: bool = typer.Option(False, "--force", help="Overwrite files changed since the checkpoint."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -48,13 +48,13 @@ def undo(
 ) -> None:
     """Restore files to before the last N turns and hide those turns (redo brings both back)."""
     with opened_sessions(load_settings(), server=server, key=key, key_file=key_file) as opened:
-        record = opened.run(opened.sessions.get_session(session_id))
+        record = opened.run(opened.sessions.get_session(opened.resolve(session_id)))
         outcome = opened.run(opened.files.undo(record.id, turns=turns, force=force))
     _report("undo", record.id, outcome.turns, outcome.files, json_out)
 
 
 def redo(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     force: bool = typer.Option(False, "--force", help="Overwrite files changed since the undo."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     server: str | None = SERVER_OPTION,
@@ -63,13 +63,13 @@ def redo(
 ) -> None:
     """Bring back the turns of the newest undo, and their files."""
     with opened_sessions(load_settings(), server=server, key=key, key_file=key_file) as opened:
-        record = opened.run(opened.sessions.get_session(session_id))
+        record = opened.run(opened.sessions.get_session(opened.resolve(session_id)))
         outcome = opened.run(opened.files.redo(record.id, force=force))
     _report("redo", record.id, outcome.turns, outcome.files, json_out)
 
 
 def diff(
-    session_id: str = typer.Argument(..., metavar="ID", help="Session id."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique start of it)."),
     turn: int | None = typer.Option(None, "--turn", "-t", min=1, help="Turn number (1 = first; default: the last)."),
     server: str | None = SERVER_OPTION,
     key: str | None = KEY_OPTION,
@@ -77,8 +77,12 @@ def diff(
 ) -> None:
     """Print what a turn changed in the files, as a patch `git apply` accepts."""
     with opened_sessions(load_settings(), server=server, key=key, key_file=key_file) as opened:
-        record = opened.run(opened.sessions.get_session(session_id))
+        record = opened.run(opened.sessions.get_session(opened.resolve(session_id)))
         change = opened.run(opened.files.turn_changes(record.id, turn))
+    if not change.patch and not change.files:
+        # Said on stderr: stdout stays an (empty) patch that `git apply` accepts.
+        typer.echo(f"hermes: turn {change.number} of {record.id} changed no files", err=True)
+        return
     sys.stdout.write(for_terminal(change.patch) if sys.stdout.isatty() else change.patch)
     if change.truncated:  # the last line, so a reader of the patch sees it is incomplete
         sys.stdout.write(("" if change.patch.endswith("\n") or not change.patch else "\n") + TRUNCATED_LINE + "\n")

@@ -36,6 +36,8 @@ class RemoteAgent:
     def __init__(self, client: RemoteClient, *, model: str | None = None, context_window: int | None = None) -> None:
         self.client = client
         self._model = model
+        self._server_model: str | None = None
+        """What the server answers with when no model is chosen (`load_server_model`)."""
         self._window = context_window
         self.tools = ToolRegistry()
         """No local tools: the server's run."""
@@ -46,11 +48,24 @@ class RemoteAgent:
 
     @property
     def model(self) -> str:
-        return self._model or ""
+        """The model chosen here (`-m`, `/model`), else the server's own, else ""."""
+        return self._model or self._server_model or ""
 
     @model.setter
     def model(self, value: str) -> None:
         self._model = value or None
+
+    async def load_server_model(self) -> None:
+        """Ask the server which model answers (`GET /v1/models`), so a front end names it
+        before the first turn. A server that does not say leaves it unknown."""
+        data = await self.client.request("GET", api_paths.MODELS)
+        models = data.get("data")
+        if isinstance(models, list) and models and isinstance(models[0], dict):
+            first = models[0]
+            inner = first.get("hermes")
+            named = inner.get("model") if isinstance(inner, dict) else None
+            name = named or first.get("id")
+            self._server_model = name if isinstance(name, str) and name else None
 
     @property
     def server(self) -> str:

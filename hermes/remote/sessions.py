@@ -53,6 +53,11 @@ def message_record(data: dict[str, Any]) -> MessageRecord:
     return MessageRecord(**values)
 
 
+def _filters(source: str | None, cwd: str | None) -> dict[str, str]:
+    """The list's query filters: a source, a folder."""
+    return {**({"source": source} if source else {}), **({"cwd": cwd} if cwd else {})}
+
+
 def session_path(session_id: str, tail: str = "") -> str:
     return f"{api_paths.SESSIONS}/{quote(session_id, safe='')}{tail}"
 
@@ -75,28 +80,34 @@ class RemoteSessions:
         except SessionNotFound:
             return None
 
-    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
-        listed = await self.list_sessions(limit=1, source=source)
+    async def latest_session(self, *, source: str | None = None, cwd: str | None = None) -> SessionRecord | None:
+        listed = await self.list_sessions(limit=1, source=source, cwd=cwd)
         return listed[0] if listed else None
 
     async def list_sessions(
-        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None, cwd: str | None = None
     ) -> list[SessionRecord]:
         records: list[SessionRecord] = []
         while len(records) < limit:
             params = {"limit": str(min(200, limit - len(records))), "offset": str(offset + len(records))}
-            if source:
-                params["source"] = source
+            params |= _filters(source, cwd)
             page = await self.client.request("GET", api_paths.SESSIONS, params=params)
             records += [session_record(item) for item in page["data"]]
             if not page.get("has_more") or not page["data"]:
                 break
         return records
 
-    async def count_sessions(self, *, source: str | None = None) -> int:
-        params = {"limit": "1", **({"source": source} if source else {})}
+    async def count_sessions(self, *, source: str | None = None, cwd: str | None = None) -> int:
+        params = {"limit": "1", **_filters(source, cwd)}
         page = await self.client.request("GET", api_paths.SESSIONS, params=params)
         return int(page["total"])
+
+    async def sessions_with_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        if not prefix:
+            return []
+        params = {"id_prefix": prefix, "limit": str(max(1, min(limit, 200)))}
+        page = await self.client.request("GET", api_paths.SESSIONS, params=params)
+        return [session_record(item) for item in page["data"]][:limit]
 
     async def search(self, query: str, *, limit: int = 20, source: str | None = None) -> list[SearchHit]:
         params = {"q": query, "limit": str(max(1, min(limit, 200)))}

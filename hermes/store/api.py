@@ -86,26 +86,31 @@ class AsyncSessionStore(Protocol):
         session_id: str | None = None,
         parent_session_id: str | None = None,
         fresh_if_taken: bool = False,
+        cwd: str | None = None,
     ) -> SessionRecord:
         """A new session; `session_id` existing is a StoreError, unless `fresh_if_taken`
-        (then the session gets a fresh id, in the same write)."""
+        (then the session gets a fresh id, in the same write). `cwd`: the folder it belongs to."""
         ...
 
     async def get_session(self, session_id: str) -> SessionRecord: ...
 
     async def find_session(self, session_id: str) -> SessionRecord | None: ...
 
-    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
-        """The session with the newest activity."""
+    async def latest_session(self, *, source: str | None = None, cwd: str | None = None) -> SessionRecord | None:
+        """The session with the newest activity (of that source, in that folder)."""
         ...
 
     async def list_sessions(
-        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None, cwd: str | None = None
     ) -> list[SessionRecord]:
-        """Newest activity first."""
+        """Newest activity first; `cwd` keeps the sessions of that folder (exact match)."""
         ...
 
-    async def count_sessions(self, *, source: str | None = None) -> int: ...
+    async def count_sessions(self, *, source: str | None = None, cwd: str | None = None) -> int: ...
+
+    async def sessions_with_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        """The sessions whose id starts with `prefix`, newest activity first (at most `limit`)."""
+        ...
 
     async def rename_session(self, session_id: str, title: str) -> SessionRecord: ...
 

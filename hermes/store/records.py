@@ -87,6 +87,9 @@ class SessionRecord:
     input_tokens: int
     output_tokens: int
     system_prompt: str | None
+    cwd: str | None = None
+    """The folder the session belongs to: where its tools run (the front end's working
+    directory when it was created, resolved; None: created before sessions recorded one)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON shape used by `--json` output and the REST API."""
@@ -175,6 +178,8 @@ class NewSession:
     model: str | None = None
     title: str | None = None
     system_prompt: str | None = None
+    cwd: str | None = None
+    """The folder the session belongs to (`SessionRecord.cwd`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,8 @@ class HermesApp(App[int]):
         """Shown once in the transcript when the app starts (e.g. which provider is in use)."""
         self.mcp: McpManager | None = None
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
+        self.first_prompt: str | None = None
+        """Sent as the first prompt once the chat is up (`hermes chat "prompt"`)."""
         self._last_ctrl_c = 0.0
         self._controls_filter = ControlsFilter()
 
@@ -67,6 +69,7 @@ class HermesApp(App[int]):
 
     async def on_mount(self) -> None:
         self.chat.startup_notice = self.startup_notice
+        self.chat.first_prompt = self.first_prompt
         self.chat.mcp = self.mcp
         await self.push_screen(self.chat)
 

@@ -42,7 +42,9 @@ class CommandScreen(Protocol):
     turns: TurnController
     session_id: str | None
     pending_title: str | None
-    cwd: str | None
+    cwd: str
+    remote: str | None
+    """The URL of the server the session lives on; None: local."""
     mode: Mode
     """The mode the next turn starts in (hermes/tui/mode_control.py)."""
     settings: Settings

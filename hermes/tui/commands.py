@@ -19,7 +19,7 @@ from rich.text import Text
 from hermes.agent.instructions import ProjectInstructions
 from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
-from hermes.tui import extension_commands, file_commands, mode_control
+from hermes.tui import extension_commands, file_commands, mode_control, status_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
 from hermes.tui.image_commands import image_command
 from hermes.tui.turn_controller import TURN_RUNNING
@@ -152,8 +152,11 @@ async def _export(chat: CommandScreen, arg: str) -> None:
         return
     record = await chat.store.get_session(chat.session_id)
     messages = await chat.store.get_messages(record.id)
-    path = Path(arg).expanduser() if arg else Path(chat.cwd or Path.cwd()) / f"hermes-{record.id}.md"
+    # Default: the home's exports folder, never the project (a transcript may hold secrets).
+    path = Path(chat.cwd) / Path(arg).expanduser() if arg else chat.settings.home / "exports" / f"hermes-{record.id}.md"
     try:
+        if not arg:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.write_text(session_markdown(record, messages), encoding="utf-8")
     except OSError as exc:
         chat.say(f"✗ cannot write {path}: {exc.strerror}", "error")
@@ -267,7 +270,7 @@ def _editor(chat: CommandScreen, arg: str) -> None:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("new", "start a new session", _new),
+    Command("new", "start a new session", _new, aliases=("clear",)),
     Command("fork", "fork this session and continue in the copy", _fork, "[title]", ("branch",)),
     Command("sessions", "browse, search, open, rename or delete sessions", _sessions, aliases=("resume", "switch")),
     Command("title", "show or set this session's title", _title, "[title]"),
@@ -290,6 +293,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("undo", "restore files to before the last N turns and hide those turns", file_commands.undo, "[N]"),
     Command("redo", "bring back the turns (and files) of the last /undo", file_commands.redo),
     Command("diff", "show what the last turn (or turn N) changed in the files", file_commands.diff, "[N]"),
+    Command("status", "show model, endpoint, folder, sandbox, session and context use", status_commands.show_status),
+    Command("init", "ask the model to write an AGENTS.md for this folder", status_commands.init_agents_md, "[wishes]"),
     Command("help", "list commands and keys", _help),
     Command("quit", "leave hermes", _quit, aliases=("exit",)),
 )

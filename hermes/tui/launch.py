@@ -13,6 +13,7 @@ screen.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,13 @@ def run_tui(
     server: str | None = None,
     key: str | None = None,
     mode: Mode = "default",
+    folder: str | None = None,
+    first_prompt: str | None = None,
 ) -> int:
     """Run the chat TUI until the user quits; return the process exit code.
+
+    `folder`: `continue_last` continues the newest session of this folder (None: of any
+    folder); `first_prompt` is sent once the chat is up.
 
     Raises HermesError (bad configuration, an unusable or unreachable database or server,
     unknown --resume id, nothing to --continue) for the CLI to report, before the TUI
@@ -44,7 +50,15 @@ def run_tui(
         settings = settings.replace(yolo=True)
     app, code = asyncio.run(
         _run_app(
-            settings, server=server, key=key, model=model, continue_last=continue_last, resume=resume, mode=mode
+            settings,
+            server=server,
+            key=key,
+            model=model,
+            continue_last=continue_last,
+            resume=resume,
+            mode=mode,
+            folder=folder,
+            first_prompt=first_prompt,
         )
     )
     if app.session_id is not None:
@@ -62,6 +76,8 @@ async def _run_app(
     continue_last: bool,
     resume: str | None,
     mode: Mode = "default",
+    folder: str | None = None,
+    first_prompt: str | None = None,
 ) -> tuple[HermesApp, int | None]:
     """Open the backend, run the app on this loop until it exits, close everything.
 
@@ -73,14 +89,23 @@ async def _run_app(
     from hermes.tui.app import make_app
 
     async with open_backend(settings, server, key, model=model) as backend:
-        session_id = await resolve_session(backend.sessions, continue_last=continue_last, resume=resume)
+        session_id = await resolve_session(
+            backend.sessions, continue_last=continue_last, resume=resume, cwd=folder
+        )
         notices = [backend.remote_notice] if backend.remote_notice else backend.notices()
         with rich_progress() as progress:  # drawn before the TUI takes the screen
             agent = await backend.open_agent(progress=progress, defer_mcp=True)
         app = make_app(
-            agent, backend.sessions, backend.settings, session_id=session_id, remote=backend.server, files=backend.files
+            agent,
+            backend.sessions,
+            backend.settings,
+            session_id=session_id,
+            remote=backend.server,
+            files=backend.files,
+            cwd=os.getcwd(),
         )
         app.startup_notice = "\n".join(notices) or None
+        app.first_prompt = first_prompt
         app.mcp = backend.mcp
         app.chat.mode = mode
         code = await app.run_async()

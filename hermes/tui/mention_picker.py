@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class PickerScreen(Protocol):
     """What the picker needs of the chat screen (`ChatScreen` is one): its folder and workers."""
 
-    cwd: str | None
+    cwd: str
 
     def run_worker(
         self,

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class InFolder(Protocol):
     """A screen with a working folder (None: the process's)."""
 
-    cwd: str | None
+    cwd: str
 
 
 class PromptScreen(InFolder, Protocol):

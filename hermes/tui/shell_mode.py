@@ -41,8 +41,6 @@ class ShellScreen(CommandScreen, Protocol):
     """What `!` needs of the chat screen (`ChatScreen` is one): a command screen that says
     whether it is remote, shows activity and runs workers."""
 
-    remote: str | None
-
     @property
     def activity(self) -> Activity: ...
 

@@ -83,7 +83,7 @@ class TurnScreen(Protocol):
     session_id: str | None
     pending_title: str | None
     """The title of the session the next turn creates (None once it exists)."""
-    cwd: str | None
+    cwd: str
     mode: Mode
     """The mode the next turn starts in (hermes/tui/mode_control.py)."""
     notifier: TurnNotifier

@@ -194,8 +194,8 @@ async def test_session_load_replays_a_stored_session(
     assert start.locations[0].path == str(notes)
     assert done.status == "completed" and "1|alpha" in done.content[0].content.text
     assert response.stop_reason == "end_turn"
-    assert [(info.session_id, info.title) for info in listed.sessions] == [
-        (session.session_id, "what is in notes.txt?")
+    assert [(info.session_id, info.title, info.cwd) for info in listed.sessions] == [
+        (session.session_id, "what is in notes.txt?", str(tmp_path.resolve()))  # the folder it recorded
     ]
     history = upstream.requests[-1].body["messages"]
     assert [m["role"] for m in history[1:]] == ["user", "assistant", "tool", "assistant", "user"]

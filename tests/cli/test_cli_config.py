@@ -225,3 +225,41 @@ def test_bad_tool_limits_are_one_line_exit_2(invoke, monkeypatch, hermes_home, t
 
     assert result.exit_code == 2
     assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_prices_are_set_and_removed_with_config_set(invoke, hermes_home):
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    config = hermes_home / "config.toml"
+    config.write_text(
+        'model = "m"\n\n[mcp_servers.files]\ncommand = "srv"\n\n[prices."gpt-4.1"]\ninput = 1\noutput = 2\n'
+    )
+    # A model hermes knows no price for needs input and output in one command.
+    lone = invoke("config", "set", "prices.my-model.input", "3.0")
+    assert lone.exit_code == 2 and "give input and output together" in lone.stderr
+    both = invoke("config", "set", "prices.my-model.input", "3.0", "prices.my-model.output", "15")
+    assert both.exit_code == 0, both.stderr
+    assert json.loads(invoke("config", "show", "--json").stdout)['prices."my-model"'] == "input=3 output=15"
+    # A dotted model name: the field is after the last dot; its other fields are kept.
+    assert invoke("config", "set", "prices.gpt-4.1.input", "2.5").exit_code == 0
+    shown = json.loads(invoke("config", "show", "--json").stdout)
+    assert shown['prices."gpt-4.1"'] == "input=2.5 output=2"
+    text = config.read_text()
+    assert 'model = "m"' in text and '[mcp_servers.files]\ncommand = "srv"' in text  # the rest kept
+    assert text.count('[prices."gpt-4.1"]') == 1
+    assert mode(config) == 0o600
+    bad = invoke("config", "set", "prices.my-model.output", "-1")
+    assert bad.exit_code == 2 and "0 or more" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert invoke("config", "set", "prices.my-model.bogus", "1").exit_code == 2
+    assert invoke("config", "unset", "prices.my-model.cached_input").exit_code == 0
+    assert json.loads(invoke("config", "show", "--json").stdout)['prices."my-model"'] == "input=3 output=15"
+
+
+def test_a_negative_number_is_a_value_not_an_option(invoke, hermes_home):
+    result = invoke("config", "set", "max_iterations", "-3")
+    assert result.exit_code == 0, result.stderr  # read as the value (what it means is config's rules)
+    assert "max_iterations = -3" in (hermes_home / "config.toml").read_text()
+    refused = invoke("config", "set", "stream_retries", "-2.5")
+    assert refused.exit_code == 2 and "No such option" not in refused.stderr and "stream_retries" in refused.stderr
+    assert invoke("config", "set", "stream_retries", "3").exit_code == 0
+    odd = invoke("config", "set", "stream_retries", "3", "model")
+    assert odd.exit_code == 2 and "pairs" in odd.stderr

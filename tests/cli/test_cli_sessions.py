@@ -126,10 +126,49 @@ def test_list_prints_an_aligned_table_newest_activity_first(invoke, store):
     assert result.exit_code == 0
     assert result.stderr == ""
     assert result.stdout.splitlines() == [
-        "ID                      UPDATED           SOURCE      MSGS  TITLE",
-        f"{old.id}  {when(old.updated_at)}  cli            3  Old one",
-        f"{api.id}  {when(api.updated_at)}  api_server     0",
+        "ID                      UPDATED           SOURCE      MSGS  FOLDER  TITLE",
+        f"{old.id}  {when(old.updated_at)}  cli            3  -       Old one",
+        f"{api.id}  {when(api.updated_at)}  api_server     0  -",
     ]
+
+
+def test_list_shows_each_folder_and_here_keeps_this_folders(invoke, store, tmp_path, monkeypatch):
+    here = tmp_path / "project"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    mine = store.create_session(source="tui", title="Mine", cwd=str(here.resolve()))
+    other = store.create_session(source="cli", title="Other", cwd="/srv/elsewhere")
+    old = store.create_session(source="cli", title="Old")
+
+    listed = invoke("sessions", "list").stdout.splitlines()
+    assert listed[0].split() == ["ID", "UPDATED", "SOURCE", "MSGS", "FOLDER", "TITLE"]
+    rows = {line.split()[0]: line for line in listed[1:]}
+    assert str(here.resolve()) in rows[mine.id] and "/srv/elsewhere" in rows[other.id]
+    assert rows[old.id].split()[-2:] == ["-", "Old"]
+
+    result = invoke("sessions", "list", "--here")
+    assert result.exit_code == 0
+    assert [line.split()[0] for line in result.stdout.splitlines()[1:]] == [mine.id]
+    data = json.loads(invoke("sessions", "list", "--here", "--json").stdout)["data"]
+    assert [item["id"] for item in data] == [mine.id] and data[0]["cwd"] == str(here.resolve())
+    assert json.loads(invoke("sessions", "show", other.id, "--json").stdout)["cwd"] == "/srv/elsewhere"
+    assert f"folder {here.resolve()}" in invoke("sessions", "show", mine.id).stdout
+
+
+def test_a_session_id_resolves_from_a_unique_prefix(invoke, store):
+    first = store.create_session(source="cli", title="First", session_id="20260101_101010_aaaaaa")
+    store.create_session(source="cli", title="Second", session_id="20260101_101010_abbbbb")
+    store.create_session(source="cli", title="Third", session_id="20260102_090000_cccccc")
+
+    shown = invoke("sessions", "show", "20260101_101010_a", "--json")
+    assert shown.exit_code == 2, shown.stdout
+    assert "ambiguous" in shown.stderr and "20260101_101010_aaaaaa (First)" in shown.stderr
+    assert "20260101_101010_abbbbb (Second)" in shown.stderr and "Third" not in shown.stderr
+    assert len(shown.stderr.strip().splitlines()) == 1
+    assert json.loads(invoke("sessions", "show", "20260101_101010_aa", "--json").stdout)["id"] == first.id
+    assert invoke("sessions", "rename", "20260102", "Renamed").stdout.startswith("Renamed 20260102_090000_cccccc")
+    missing = invoke("sessions", "show", "2027")
+    assert missing.exit_code == 1 and "2027" in missing.stderr
 
 
 def test_list_limit_offset_and_footer(invoke, store):
@@ -143,7 +182,7 @@ def test_list_limit_offset_and_footer(invoke, store):
     assert lines[3] == "… 2 more (next page: --offset 3)"
     assert len(lines) == 4
     assert invoke("sessions", "list", "--limit", "0").stdout.splitlines() == [
-        "ID  UPDATED  SOURCE  MSGS  TITLE",
+        "ID  UPDATED  SOURCE  MSGS  FOLDER  TITLE",
         "… 5 more (next page: --offset 0)",
     ]
 

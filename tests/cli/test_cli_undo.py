@@ -96,3 +96,50 @@ def test_chat_q_edits_then_diff_undo_and_redo_from_the_cli(upstream, hermes_home
     assert deleted.returncode == 0
     (shadow,) = (hermes_home / "checkpoints").iterdir()
     assert git(shadow, "--git-dir", str(shadow), "for-each-ref") == ""
+
+
+def test_a_fork_is_diffed_and_undone_back_to_its_fork_point(upstream, hermes_home, work):
+    upstream.enqueue(
+        tool_reply([call("write_file", {"path": "parent.txt", "content": "from the parent\n"})]), text_reply("One.")
+    )
+    assert hermes(["chat", "-q", "one", "--yolo"], home=hermes_home, cwd=work, upstream=upstream).returncode == 0
+    store = open_sync_state(hermes_home / "state.db")
+    (parent,) = store.list_sessions()
+    store.close()
+    forked = hermes(["sessions", "fork", parent.id, "--json"], home=hermes_home, cwd=work)
+    assert forked.returncode == 0, forked.stderr
+    child = json.loads(forked.stdout)["id"]
+    assert json.loads(forked.stdout)["cwd"] == str(work.resolve())  # the fork keeps the folder
+
+    fresh = hermes(["sessions", "diff", child], home=hermes_home, cwd=work)
+    assert fresh.returncode == 1
+    assert f"since it was forked from {parent.id}" in fresh.stderr and "Traceback" not in fresh.stderr
+
+    upstream.enqueue(
+        tool_reply([call("write_file", {"path": "fork.txt", "content": "from the fork\n"})]), text_reply("Two.")
+    )
+    chat = hermes(["chat", "-r", child, "-q", "two", "--yolo"], home=hermes_home, cwd=work, upstream=upstream)
+    assert chat.returncode == 0, chat.stderr
+    diff = hermes(["sessions", "diff", child], home=hermes_home, cwd=work)
+    assert diff.returncode == 0, diff.stderr
+    assert "fork.txt" in diff.stdout and "parent.txt" not in diff.stdout  # the fork's own turn
+
+    undone = hermes(["sessions", "undo", child], home=hermes_home, cwd=work)
+    assert undone.returncode == 0, undone.stderr
+    assert not (work / "fork.txt").exists() and (work / "parent.txt").exists()  # back to the fork point
+    past = hermes(["sessions", "undo", child], home=hermes_home, cwd=work)
+    assert past.returncode == 1 and f"forked from {parent.id}" in past.stderr
+    assert (work / "parent.txt").read_text() == "from the parent\n"
+
+
+def test_diff_of_a_turn_that_changed_no_files_says_so(upstream, hermes_home, work):
+    upstream.enqueue(text_reply("Nothing to change."))
+    chat = hermes(["chat", "-q", "just answer"], home=hermes_home, cwd=work, upstream=upstream)
+    assert chat.returncode == 0, chat.stderr
+    store = open_sync_state(hermes_home / "state.db")
+    (session,) = store.list_sessions()
+    store.close()
+    diff = hermes(["sessions", "diff", session.id[:20]], home=hermes_home, cwd=work)
+    assert diff.returncode == 0, diff.stderr
+    assert diff.stdout == ""  # still a patch `git apply` takes
+    assert diff.stderr == f"hermes: turn 1 of {session.id} changed no files\n"

@@ -374,3 +374,29 @@ async def test_busy_session_refuses_a_second_turn_and_delete(serve, upstream, se
     rest = await read_frames(resp)
     assert [f.event for f in rest][-2:] == ["run.cancelled", "done"]
     await wait_for(lambda: sessions_db.get_session(session_id).end_reason == "interrupted")
+
+
+async def test_sessions_carry_their_folder_and_list_by_folder_or_id_prefix(serve, sessions_db):
+    import os
+
+    client = await serve()
+    created = (await (await client.post("/api/sessions", json={"title": "Here"})).json())["session"]
+    assert created["cwd"] == os.path.realpath(os.getcwd())  # the server's folder: where its tools run
+    other = sessions_db.create_session(source="cli", title="There", cwd="/srv/there", session_id="zz_other_1")
+    sessions_db.create_session(source="cli", title="There too", cwd="/srv/there", session_id="zz_other_2")
+
+    there = await (await client.get("/api/sessions", params={"cwd": "/srv/there"})).json()
+    assert [s["id"] for s in there["data"]] == ["zz_other_2", other.id] and there["total"] == 2
+    assert all(s["cwd"] == "/srv/there" for s in there["data"])
+    nowhere = await (await client.get("/api/sessions", params={"cwd": "/nowhere"})).json()
+    assert nowhere["data"] == [] and nowhere["total"] == 0
+    prefixed = await (await client.get("/api/sessions", params={"id_prefix": "zz_other"})).json()
+    assert sorted(s["id"] for s in prefixed["data"]) == ["zz_other_1", "zz_other_2"]
+    got = await (await client.get(f"/api/sessions/{other.id}")).json()
+    assert got["session"]["cwd"] == "/srv/there"
+
+    for params in ({"cwd": "relative/path"}, {"id_prefix": ""}):
+        bad = await client.get("/api/sessions", params=params)
+        assert bad.status == 400
+        body = await bad.json()
+        assert body["error"]["type"] == "invalid_request_error" and body["error"]["param"] in params

@@ -41,6 +41,11 @@ class Side:
     key: str | None
     upstream: ScriptedUpstream
 
+    @property
+    def folder(self) -> Path:
+        """Where the CLI runs (the local sessions' folder) and the server runs (the remote ones')."""
+        return self.settings.home.parent / "work"
+
     def open(self) -> AbstractAsyncContextManager[Backend]:
         return open_backend(self.settings, self.server, self.key)
 
@@ -56,6 +61,7 @@ class Side:
 @pytest.fixture(params=["local", "remote"])
 async def side(request: pytest.FixtureRequest, tmp_path: Path, upstream: ScriptedUpstream) -> AsyncIterator[Side]:
     client_home = tmp_path / "home"
+    (tmp_path / "work").mkdir()  # the folder the sessions belong to: the CLI's here, the server's there
     if request.param == "local":
         settings = Settings(
             home=client_home, base_url=upstream.base_url, model="scripted-model", api_key="x", sandbox="off"
@@ -63,7 +69,6 @@ async def side(request: pytest.FixtureRequest, tmp_path: Path, upstream: Scripte
         yield Side(settings, None, None, upstream)
         return
     work = tmp_path / "work"
-    work.mkdir()
     process = await ServeProcess(serve_env(tmp_path / "server-home", upstream), work).start()
     try:
         yield Side(Settings(home=client_home), process.url, KEY, upstream)
@@ -138,7 +143,7 @@ async def test_the_backend_offers_files_and_a_model_flag(side: Side) -> None:
 async def chat_q(side: Side, *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "hermes", "chat", *args, *side.cli_args(),
-        env=side.cli_env(), stdin=asyncio.subprocess.DEVNULL,
+        env=side.cli_env(), cwd=side.folder, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 60)
@@ -159,7 +164,7 @@ async def test_chat_q_continue_and_the_tuis_continue_pick_the_same_session(side:
 
     # The TUI's -c on a terminal: it opens the newest session and names it on exit.
     args = [sys.executable, "-m", "hermes", "chat", "--continue", *side.cli_args()]
-    output = await asyncio.to_thread(run_in_terminal, args, side.cli_env(), tmp_path, wait_for="fjord weekend")
+    output = await asyncio.to_thread(run_in_terminal, args, side.cli_env(), side.folder, wait_for="fjord weekend")
     where = f" --server {side.server}" if side.server else ""
     assert f"Resume with: hermes chat{where} --resume {newest.id}" in output
 
@@ -175,7 +180,8 @@ async def test_continue_with_no_session_is_one_line_in_chat_q_and_the_tui(side: 
     for args in (["-q", "hello", "-c"], ["-c"]):
         code, out, err = await chat_q(side, *args)
         assert code == 1, err
-        assert err == "hermes: no session to continue: start one without --continue\n"
+        assert err.startswith(f"hermes: no session of this folder ({side.folder.resolve()}) to continue: ")
+        assert err.count("\n") == 1
         assert out == ""
     assert side.upstream.requests == []
     if not side.server:

@@ -32,13 +32,13 @@ async def serve(tmp_path: Path, upstream: ScriptedUpstream) -> AsyncIterator[Ser
     await process.kill()
 
 
-async def hermes(home: Path, *args: str, **env: str) -> tuple[int, str, str]:
-    """Run the CLI without a terminal; the scripted upstream keeps serving meanwhile."""
+async def hermes(home: Path, *args: str, cwd: Path | None = None, **env: str) -> tuple[int, str, str]:
+    """Run the CLI without a terminal (in `cwd`); the scripted upstream keeps serving meanwhile."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
     base.update(HERMES_HOME=str(home), PYTHONPATH=str(REPO), **env)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hermes", *args,
-        env=base, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "hermes", *args, env=base, cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode is not None
@@ -55,7 +55,10 @@ async def test_chat_q_and_sessions_commands_go_to_the_server(
     assert code == 0, err
     assert out == "Remote **hello**.\n"
 
-    code, out, err = await hermes(home, "chat", "-q", "and again", "-c", *remote)
+    # -c continues the newest session of this folder: the server's sessions are its folder's.
+    code, out, err = await hermes(home, "chat", "-q", "and again", "-c", *remote, cwd=tmp_path)
+    assert code == 1 and "no session of this folder" in err and "--any-folder" in err
+    code, out, err = await hermes(home, "chat", "-q", "and again", "-c", *remote, cwd=tmp_path / "work")
     assert code == 0, err
     assert out == "Still remote.\n"
     sent = [m["content"] for m in upstream.requests[-1].messages if m["role"] != "system"]

@@ -36,7 +36,9 @@ async def test_export_keeps_triple_backticks_inside_their_fence(make_tui, store,
     async with app.run_test(size=(80, 24)) as pilot:
         await type_and_send(pilot, "/export")
         await until(pilot, lambda: any("exported to" in n.text for n in app.chat.transcript.query(Notice)))
-    text = (tmp_path / f"hermes-{sid}.md").read_text(encoding="utf-8")
+    # Under $HERMES_HOME/exports (the settings' home here), never in the project folder.
+    text = (tmp_path / "exports" / f"hermes-{sid}.md").read_text(encoding="utf-8")
+    assert not (tmp_path / f"hermes-{sid}.md").exists()
 
     # One exporter: the TUI's file is what `hermes sessions export -f markdown` prints.
     assert text == session_markdown(store.get_session(sid), store.get_messages(sid))
@@ -66,3 +68,16 @@ def test_the_exporter_sits_below_the_cli_and_the_tui():
     assert {name for name in imported if name.startswith(("hermes", "."))} <= allowed
     blocks = Path(hermes.attachment_blocks.__file__).read_text(encoding="utf-8")
     assert not [line for line in blocks.splitlines() if line.startswith(("from hermes", "import hermes"))]
+
+
+async def test_export_to_a_given_path_writes_there(make_tui, store, tmp_path: Path):
+    sid = seed_fences(store)
+    app = make_tui(session_id=sid)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "/export notes/out.md")
+        await until(pilot, lambda: any("✗ cannot write" in n.text for n in app.chat.transcript.query(Notice)))
+        (tmp_path / "notes").mkdir()
+        await type_and_send(pilot, "/export notes/out.md")
+        await until(pilot, lambda: any("exported to" in n.text for n in app.chat.transcript.query(Notice)))
+    assert (tmp_path / "notes" / "out.md").read_text(encoding="utf-8").startswith("# Fences")
+    assert not (tmp_path / "exports").exists()

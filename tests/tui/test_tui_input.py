@@ -70,7 +70,7 @@ async def test_copy_export_help_and_unknown(make_tui, store, tmp_path: Path):
         await until(pilot, lambda: app.clipboard == "The **answer**.")
         assert app.clipboard == "The **answer**."
         await type_and_send(pilot, "/export")
-        exported = tmp_path / f"hermes-{sid}.md"
+        exported = tmp_path / "exports" / f"hermes-{sid}.md"  # under the home (tmp_path here)
         await until(pilot, lambda: any("exported to" in n.text for n in app.chat.transcript.query(Notice)))
         text = exported.read_text()
         assert "# Export me" in text and "## User\n\nquestion" in text and "The **answer**." in text

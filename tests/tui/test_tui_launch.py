@@ -112,12 +112,14 @@ def run_in_terminal(args: list[str], env: dict[str, str], cwd: Path, *, wait_for
         os.close(master)
 
 
-async def seed(settings: Settings) -> str:
-    """An older session and the newest one (returned), in the configured storage."""
+async def seed(settings: Settings, folder: Path | None = None) -> str:
+    """An older session and the newest one (returned), in the configured storage; both
+    belong to `folder` (none recorded when None)."""
+    cwd = str(folder.resolve()) if folder is not None else None
     storage = await open_storage(settings)
     try:
-        await storage.sessions.create_session(source="cli", title="Older errand")
-        record = await storage.sessions.create_session(source="tui", title="Fjord weekend")
+        await storage.sessions.create_session(source="cli", title="Older errand", cwd=cwd)
+        record = await storage.sessions.create_session(source="tui", title="Fjord weekend", cwd=cwd)
         return record.id
     finally:
         await storage.aclose()
@@ -129,7 +131,7 @@ def test_continue_opens_the_newest_session_and_names_it_on_exit(
 ) -> None:
     home = tmp_path / "home"
     url = request.getfixturevalue("pg_url") if backend == "postgres" else ""
-    sid = asyncio.run(seed(Settings(home=home, database_url=url or None)))
+    sid = asyncio.run(seed(Settings(home=home, database_url=url or None), tmp_path))
     output = run_in_terminal(
         [sys.executable, "-m", "hermes", "chat", "--continue"],
         env_for(home, HERMES_DATABASE_URL=url),

@@ -31,7 +31,9 @@ def snapshot_app(store: SyncStateDb, tmp_path: Path, **kwargs) -> HermesApp:
     settings = Settings(home=tmp_path, base_url="http://127.0.0.1:9/v1", model="scripted-model", api_key="x")
     sessions = store.sessions
     agent = build_agent(settings, sessions, tools=ToolRegistry())  # never called: no turn runs here
-    return make_app(agent, sessions, settings, cwd=str(tmp_path), **kwargs)
+    project = tmp_path / "project"  # a fixed name: the status bar shows the folder's
+    project.mkdir(exist_ok=True)
+    return make_app(agent, sessions, settings, cwd=str(project), **kwargs)
 
 
 def seed(store: SyncStateDb) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from hermes import api_paths
+from hermes.agent.engine import session_folder
 from hermes.agent.types import TurnRequest, UserContent
 from hermes.checkpoints import undo as checkpoints
 from hermes.errors import MessageNotFound
@@ -226,9 +227,18 @@ async def list_sessions(request: web.Request) -> web.Response:
     source = request.query.get("source") or None
     if source is not None and not SOURCE_RE.fullmatch(source):
         raise RequestValidationError("'source' is not a valid source name", code="invalid_source", param="source")
+    cwd = _folder_query(request)
     store = _store(request)
-    records = await store.list_sessions(limit=limit, offset=offset, source=source)
-    total = await store.count_sessions(source=source)
+    prefix = request.query.get("id_prefix")
+    if prefix is not None:
+        # The sessions whose id starts with it (how a client resolves a short id); one page.
+        if not prefix or len(prefix) > 256:
+            raise RequestValidationError("'id_prefix' must be 1 to 256 characters", param="id_prefix")
+        records = await store.sessions_with_prefix(prefix, limit=limit)
+        total = len(records)
+    else:
+        records = await store.list_sessions(limit=limit, offset=offset, source=source, cwd=cwd)
+        total = await store.count_sessions(source=source, cwd=cwd)
     registry = registry_of(request)
     active = await asyncio.gather(*(registry.active_anywhere(r.id) for r in records))  # indexed lookups
     costs = await _costs(request, [r.id for r in records])
@@ -242,6 +252,16 @@ async def list_sessions(request: web.Request) -> web.Response:
             "has_more": offset + len(records) < total,
         }
     )
+
+
+def _folder_query(request: web.Request) -> str | None:
+    """`?cwd=`: the sessions of that folder (an absolute path, compared as recorded)."""
+    cwd = request.query.get("cwd")
+    if cwd is None:
+        return None
+    if not cwd.startswith("/") or len(cwd) > 4096 or "\x00" in cwd:
+        raise RequestValidationError("'cwd' must be an absolute path", code="invalid_cwd", param="cwd")
+    return cwd
 
 
 async def create_session(request: web.Request) -> web.Response:
@@ -268,6 +288,7 @@ async def create_session(request: web.Request) -> web.Response:
         title=title,
         system_prompt=system_prompt,
         session_id=session_id or new_session_id(),
+        cwd=session_folder(None),  # the server's folder: where its turns run the tools
     )
     return await _session_envelope(request, record, status=201)
 
@@ -504,6 +525,8 @@ ROUTES = (
             Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT[1]}),
             _OFFSET,
             Param("source", "query", {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
+            Param("cwd", "query", {"type": "string", "maxLength": 4096}),
+            Param("id_prefix", "query", {"type": "string", "minLength": 1, "maxLength": 256}),
         ),
         responses={200: Reply("A page", SESSION_PAGE), **CLIENT_ERRORS},
     ),
@@ -586,6 +609,8 @@ ROUTES = (
             Param("q", "query", {"type": "string", "minLength": 1, "pattern": r"\S"}, required=True),
             Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT[1]}),
             Param("source", "query", {"type": "string", "pattern": "^$|" + SOURCE_PATTERN}),
+            Param("cwd", "query", {"type": "string", "maxLength": 4096}),
+            Param("id_prefix", "query", {"type": "string", "minLength": 1, "maxLength": 256}),
         ),
         responses={200: Reply("Hits: session, message_id, role, snippet", {"type": "object"}), **CLIENT_ERRORS},
     ),

@@ -34,7 +34,8 @@ Schema summary (after all migrations), every object in schema `hermes`:
     usage           one row per usage write: session, model, UTC day, tokens (m010)
                     (turns and messages carry file checkpoints and undo markers: m011;
                     visible messages get a partial index: m012;
-                    runs and responses their writer, responses their status: m013)
+                    runs and responses their writer, responses their status: m013;
+                    sessions their folder, `cwd`: m014)
 
 `messages.draft` marks a streaming assistant draft (as state.db's `draft = 1`).
 """
@@ -415,5 +416,17 @@ async def m013_record_owners(conn: AsyncConnection[Any]) -> None:
             "ALTER TABLE hermes.responses ADD COLUMN owner_pid integer",
             "ALTER TABLE hermes.responses ADD COLUMN owner_started text",
             "CREATE INDEX responses_in_progress ON hermes.responses (response_id) WHERE status = 'in_progress'",
+        ),
+    )
+
+
+@PG_MIGRATIONS.migration
+async def m014_session_folders(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m013: the folder a session belongs to (NULL for older sessions).
+    await _execute_all(
+        conn,
+        (
+            "ALTER TABLE hermes.sessions ADD COLUMN cwd text",
+            "CREATE INDEX sessions_cwd_updated_at ON hermes.sessions (cwd, updated_at DESC, created_seq DESC)",
         ),
     )

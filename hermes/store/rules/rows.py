@@ -156,6 +156,7 @@ class SessionRows:
             model=session.model,
             parent_session_id=None,
             system_prompt=session.system_prompt,
+            cwd=session.cwd,
         )
         return await self._insert_new(record, id_given=session.given)
 

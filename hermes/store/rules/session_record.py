@@ -49,6 +49,7 @@ def fresh_session(
     model: str | None,
     parent_session_id: str | None,
     system_prompt: str | None,
+    cwd: str | None = None,
 ) -> SessionRecord:
     """A session that has just started: no messages, tokens or end yet."""
     return SessionRecord(
@@ -66,6 +67,7 @@ def fresh_session(
         input_tokens=0,
         output_tokens=0,
         system_prompt=system_prompt,
+        cwd=cwd,
     )
 
 

@@ -82,6 +82,18 @@ _HISTORY_MARK = (
 )
 """`history_mark`: (latest compaction id, its first kept message id or 0, count, max id, sum of ids)."""
 
+def _session_filter(source: str | None, cwd: str | None) -> tuple[str, list[str]]:
+    """The WHERE clause (or "") and its parameters of a session list narrowed by source and folder."""
+    clauses: list[str] = []
+    params: list[str] = []
+    if source is not None:
+        clauses.append("source = ?")
+        params.append(source)
+    if cwd is not None:
+        clauses.append("cwd = ?")
+        params.append(cwd)
+    return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
 
 class Sessions(TurnRules):
     """`AsyncSessionStore` over an executor and a dialect (arguments: `SessionRows`)."""
@@ -98,10 +110,11 @@ class Sessions(TurnRules):
         session_id: str | None = None,
         parent_session_id: str | None = None,
         fresh_if_taken: bool = False,
+        cwd: str | None = None,
     ) -> SessionRecord:
         given = bool(session_id) and not fresh_if_taken
         if parent_session_id is None:  # one statement (per id tried): no transaction to hold
-            new = NewSession(session_id or new_session_id(), given, source, model, title, system_prompt)
+            new = NewSession(session_id or new_session_id(), given, source, model, title, system_prompt, cwd)
             return await self._create(new)
         async with self.db.transaction():
             if parent_session_id is not None:
@@ -115,6 +128,7 @@ class Sessions(TurnRules):
                 model=model,
                 parent_session_id=parent_session_id,
                 system_prompt=system_prompt,
+                cwd=cwd,
             )
             return await self._insert_new(record, id_given=given)
 
@@ -124,15 +138,16 @@ class Sessions(TurnRules):
     async def find_session(self, session_id: str) -> SessionRecord | None:
         return await self._fetch(session_id)
 
-    async def latest_session(self, *, source: str | None = None) -> SessionRecord | None:
-        sessions = await self.list_sessions(limit=1, source=source)
+    async def latest_session(self, *, source: str | None = None, cwd: str | None = None) -> SessionRecord | None:
+        sessions = await self.list_sessions(limit=1, source=source, cwd=cwd)
         return sessions[0] if sessions else None
 
     async def list_sessions(
-        self, *, limit: int = 50, offset: int = 0, source: str | None = None
+        self, *, limit: int = 50, offset: int = 0, source: str | None = None, cwd: str | None = None
     ) -> list[SessionRecord]:
-        """Newest activity first (index scan on updated_at, ties newest insert first)."""
-        where, params = ("WHERE source = ?", [source]) if source is not None else ("", [])
+        """Newest activity first (index scan on updated_at, ties newest insert first);
+        `source` and `cwd` (the session's folder, compared exactly) narrow the list."""
+        where, params = _session_filter(source, cwd)
         rows = await self.db.fetch_all(
             f"SELECT {SESSION_COLUMNS} FROM hermes.sessions {where} "
             f"ORDER BY updated_at DESC, {self.dialect.session_order} DESC LIMIT ? OFFSET ?",
@@ -140,12 +155,24 @@ class Sessions(TurnRules):
         )
         return [session_row(row) for row in rows]
 
-    async def count_sessions(self, *, source: str | None = None) -> int:
-        if source is None:
-            row = await self.db.fetch_one("SELECT count(*) FROM hermes.sessions")
-        else:
-            row = await self.db.fetch_one("SELECT count(*) FROM hermes.sessions WHERE source = ?", (source,))
+    async def count_sessions(self, *, source: str | None = None, cwd: str | None = None) -> int:
+        where, params = _session_filter(source, cwd)
+        row = await self.db.fetch_one(f"SELECT count(*) FROM hermes.sessions {where}", tuple(params))
         return int(row[0]) if row else 0
+
+    async def sessions_with_prefix(self, prefix: str, *, limit: int = 10) -> list[SessionRecord]:
+        """The sessions whose id starts with `prefix` (compared exactly, case and all),
+        newest activity first; at most `limit`. An empty prefix matches none."""
+        if not prefix:
+            return []
+        # Compared character for character (no LIKE: `%` and `_` are plain text; no range:
+        # a database collation may order punctuation its own way).
+        rows = await self.db.fetch_all(
+            f"SELECT {SESSION_COLUMNS} FROM hermes.sessions WHERE substr(id, 1, ?) = ? "
+            f"ORDER BY updated_at DESC, {self.dialect.session_order} DESC LIMIT ?",
+            (len(prefix), prefix, max(limit, 0)),
+        )
+        return [session_row(row) for row in rows]
 
     async def rename_session(self, session_id: str, title: str) -> SessionRecord:
         """Set the title (whitespace collapsed; blank clears it) and mark activity."""
@@ -342,6 +369,7 @@ class Sessions(TurnRules):
                     model=parent.model,
                     parent_session_id=parent.id,
                     system_prompt=parent.system_prompt,
+                    cwd=parent.cwd,
                 ),
                 id_given=False,
             )

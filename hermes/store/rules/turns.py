@@ -112,8 +112,8 @@ class TurnRules(SessionRows):
                 created = self.clock()
                 ids = [session.id] if session.given else [session.id, *new_session_ids(7, created)]
                 params |= {"ids": ids, "source": session.source, "title": clean_title(session.title),
-                           "model": session.model, "prompt": session.system_prompt, "created": created,
-                           "now": self.clock()}  # fmt: skip
+                           "model": session.model, "prompt": session.system_prompt, "cwd": session.cwd,
+                           "created": created, "now": self.clock()}  # fmt: skip
                 row = await self.db.fetch_one(fused.create_with_turn, params)
                 if row is None and not session.given:  # another writer took a candidate meanwhile
                     params["ids"] = new_session_ids(8, created)

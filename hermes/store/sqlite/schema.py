@@ -25,6 +25,7 @@ Schema summary (after all migrations):
     instances,          in by `folded_files`): run rows, Idempotency-Key receipts,
     responses,          instance leases, stored Responses API records (LRU by
     conversations       `accessed_at`) and conversation names
+    (m013: sessions carry `cwd`, the folder they belong to)
 """
 
 from __future__ import annotations
@@ -477,5 +478,18 @@ def m012_runs_and_responses(db: sqlite3.Connection) -> None:
             )
             """,
             f"CREATE UNIQUE INDEX runs_one_unsettled_per_session ON runs(session_id) WHERE status NOT IN ({terminal})",
+        ),
+    )
+
+
+@STATE_MIGRATIONS.migration
+def m013_session_folders(db: sqlite3.Connection) -> None:
+    # A session belongs to a folder: the working directory its tools run in. Sessions
+    # written before keep NULL (no folder known). `chat -c` reads the newest of a folder.
+    execute_all(
+        db,
+        (
+            "ALTER TABLE sessions ADD COLUMN cwd TEXT",
+            "CREATE INDEX sessions_cwd_updated_at ON sessions(cwd, updated_at)",
         ),
     )

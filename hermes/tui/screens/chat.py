@@ -12,6 +12,7 @@ tool result is never shown without the call it answers.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, cast
 
 from textual import on
@@ -27,12 +28,14 @@ from hermes.agent.shell_passthrough import shell_command
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
 from hermes.errors import HermesError
+from hermes.session_folder import FolderCheck, check_folder
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands, image_commands
 from hermes.tui.mention_picker import MentionPicker
 from hermes.tui.mode_control import cycle_mode
 from hermes.tui.notifier import TurnNotifier, terminal_writer
 from hermes.tui.renderer import history_widgets
+from hermes.tui.screens.folder_gone import FolderGoneDialog
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.shell_mode import SHELL_RUNNING, ShellMode
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -106,7 +109,11 @@ class ChatScreen(Screen[None]):
         self.settings = settings
         self.session_id = session_id
         self.approval_timeout = approval_timeout
-        self.cwd = cwd
+        self.home_folder = os.path.realpath(cwd or os.getcwd())
+        """The folder the chat was started in (resolved): new sessions belong to it."""
+        self.cwd = self.home_folder
+        """The folder the open session's tools run in (its own folder when resumed from
+        another; see hermes/session_folder.py)."""
         self.silence_warning = silence_warning
         self.remote = remote
         """The URL of the `hermes serve` holding the sessions and running the turns (None: local)."""
@@ -120,6 +127,8 @@ class ChatScreen(Screen[None]):
         """The bell / OSC 9 after a long turn or at a waiting approval (hermes/tui/notifier.py)."""
         self.startup_notice: str | None = None
         """Shown once in the transcript at mount (e.g. which provider is in use)."""
+        self.first_prompt: str | None = None
+        """Sent once the screen is up (`hermes chat "prompt"`)."""
         self.mcp: McpManager | None = None
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self.mcp_worker: Worker[None] | None = None
@@ -199,6 +208,7 @@ class ChatScreen(Screen[None]):
         self.status_bar.model = self.agent.model
         self.status_bar.yolo = self.settings.yolo
         self.status_bar.mode = self.mode
+        self.status_bar.folder = "" if self.remote else self.cwd
         if self.startup_notice:
             self.say(self.startup_notice)
         if self.agent.instructions is not None and self.agent.instructions.notice:
@@ -208,6 +218,8 @@ class ChatScreen(Screen[None]):
         if self.session_id is not None:
             await self.open_session(self.session_id)
         self.chat_input.focus()
+        if self.first_prompt:  # `hermes chat "prompt"`: sent as if typed
+            self.turns.submit(self.first_prompt)
 
     async def _start_mcp(self, mcp: McpManager) -> None:
         statuses = await mcp.start(self.agent.tools)
@@ -336,10 +348,13 @@ class ChatScreen(Screen[None]):
         if session_id == self.session_id:
             self.status_bar.session_cost = self.settings.prices.total(usage)
 
-    async def open_session(self, session_id: str, *, announce: bool = True) -> bool:
+    async def open_session(self, session_id: str, *, announce: bool = True, run_here: bool = False) -> bool:
         """Show a stored session (its newest messages; older ones on demand) and continue it.
 
-        `announce`: end with the "resumed …" notice (not when the same session is redrawn)."""
+        `announce`: end with the "resumed …" notice (not when the same session is redrawn).
+        The session's tools run in its own folder (said when that is not this one); a
+        session whose folder is gone is opened only when the user agrees to run its tools
+        here (`run_here`, asked with `FolderGoneDialog`). A server runs them in its own."""
         if self.refused_during_turn():
             return False
         try:
@@ -350,6 +365,14 @@ class ChatScreen(Screen[None]):
             return False
         if self.refused_during_turn():  # a prompt was sent while the session loaded
             return False
+        check = None if self.remote else check_folder(record.cwd, here=self.home_folder)
+        if check is not None and check.run_in is None and not run_here:
+            if self.session_id == record.id:  # `--resume` set it: no turn may continue it unasked
+                self.session_id = None
+            self._ask_folder(check, record.id, announce)
+            return False
+        self.cwd = self.home_folder if check is None or check.run_in is None else check.run_in
+        self.status_bar.folder = (record.cwd or "") if self.remote else self.cwd
         self.session_id = record.id
         self.pending_title = None
         transcript = self.transcript
@@ -365,6 +388,10 @@ class ChatScreen(Screen[None]):
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
         if announce:
             transcript.add(Notice(f"resumed “{record.title or record.id}” · {len(messages)} messages", "info"))
+        if check is not None and check.state == "gone":
+            transcript.add(Notice(f"{check.notice()}: its tools run in this folder, {self.cwd}", "warning"))
+        elif check is not None and check.state == "elsewhere":
+            transcript.add(Notice(str(check.notice()), "warning"))
         self.status_bar.model = self.agent.model
         self.run_worker(self._estimate_context(record), group="context-estimate", exclusive=True)
         self.status_bar.turn_seconds = None
@@ -376,6 +403,18 @@ class ChatScreen(Screen[None]):
         self.run_worker(self._refresh_cost(record.id), group="session-cost", exclusive=True)
         transcript.scroll_end(animate=False)
         return True
+
+    def _ask_folder(self, check: FolderCheck, session_id: str, announce: bool) -> None:
+        """Ask whether the session whose folder is gone runs its tools here; open it if so."""
+
+        async def decided(here: bool | None) -> None:
+            if here:
+                await self.open_session(session_id, announce=announce, run_here=True)
+            else:
+                self.say(f"not opened: {check.notice()}", "warning")
+            self.chat_input.focus()
+
+        self.app.push_screen(FolderGoneDialog(check), decided)
 
     async def _estimate_context(self, record: SessionRecord) -> None:
         """What the next request will hold: the latest summary and the messages after it."""
@@ -420,6 +459,8 @@ class ChatScreen(Screen[None]):
             return
         self.session_id = None
         self.pending_title = None
+        self.cwd = self.home_folder
+        self.status_bar.folder = "" if self.remote else self.cwd
         self._older = []
         self.transcript.remove_children()
         bar = self.status_bar
@@ -447,7 +488,8 @@ class ChatScreen(Screen[None]):
             self.chat_input.focus()
 
         home = None if self.remote else self.settings.home  # snapshots are pruned where they live
-        self.app.push_screen(SessionPicker(self.store, current=self.session_id, home=home), picked)
+        picker = SessionPicker(self.store, current=self.session_id, home=home, folder=self.home_folder)
+        self.app.push_screen(picker, picked)
 
     def action_new_session(self) -> None:
         self.new_session()

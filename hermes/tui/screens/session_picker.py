@@ -1,5 +1,10 @@
 """Pick a past session: search titles and message content, open, rename, delete.
 
+It opens on this folder's sessions (the ones whose tools run here), or every folder's
+when this one has none; Ctrl+A switches between the two, each row of every folder's
+showing its folder. Each row shows the session's full id,
+which `--resume` and `sessions show` also take by any unique start.
+
 Results come from the app's session store (SQLite files, PostgreSQL, or a remote server); typing
 re-queries after a short debounce so a fast typist never waits on search, and only the
 newest query's results are shown (an older one that answers late is dropped).
@@ -23,6 +28,7 @@ from textual.widgets.option_list import Option
 from hermes.backend import ChatSessions
 from hermes.checkpoints.shadow import prune_session
 from hermes.errors import HermesError
+from hermes.session_folder import short_folder
 from hermes.store.records import SessionRecord
 from hermes.tui.screens.text_prompt import TextPrompt
 
@@ -61,14 +67,27 @@ class SessionPicker(ModalScreen[str | None]):
         Binding("escape", "close", "Close"),
         Binding("ctrl+r,f2", "rename", "Rename", priority=True),
         Binding("ctrl+d", "delete", "Delete", priority=True),
+        Binding("ctrl+a", "toggle_folders", "All folders", priority=True),
         Binding("down", "cursor(1)", show=False),
         Binding("up", "cursor(-1)", show=False),
     ]
 
-    def __init__(self, store: ChatSessions, *, current: str | None = None, home: Path | None = None) -> None:
+    def __init__(
+        self,
+        store: ChatSessions,
+        *,
+        current: str | None = None,
+        home: Path | None = None,
+        folder: str | None = None,
+    ) -> None:
         super().__init__()
         self.store = store
         self.current = current
+        self.folder = folder
+        """This folder (resolved): the picker shows its sessions until Ctrl+A; None: every folder."""
+        self.all_folders = folder is None
+        self._fell_back = False
+        """True once the picker showed every folder because this one has no sessions."""
         self.home = home
         """Where the sessions' file snapshots live (pruned with a deleted session); None: none."""
         self.sessions: list[SessionRecord] = []
@@ -80,11 +99,19 @@ class SessionPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Sessions", classes="picker-title")
+            yield Label(self._title_text(), classes="picker-title", id="picker-title")
             yield Input(placeholder="search titles and messages…", id="query")
             yield OptionList(id="results")
             yield Static("", classes="picker-status", id="status")
-            yield Static("Enter open · Ctrl+R rename · Ctrl+D delete · Esc close", classes="picker-hint")
+            yield Static(
+                "Enter open · Ctrl+A this folder/all · Ctrl+R rename · Ctrl+D delete · Esc close",
+                classes="picker-hint",
+            )
+
+    def _title_text(self) -> str:
+        if self.all_folders or self.folder is None:
+            return "Sessions · all folders" + (" (none in this folder)" if self._fell_back else "")
+        return f"Sessions · this folder ({short_folder(self.folder)})"
 
     @property
     def results(self) -> OptionList:
@@ -122,7 +149,14 @@ class SessionPicker(ModalScreen[str | None]):
     async def _find(self, query: str) -> tuple[list[SessionRecord], dict[str, str]]:
         """Sessions matching `query` by title, id prefix or message content (all when empty),
         and a content snippet per session that matched by content."""
-        listed = await self.store.list_sessions(limit=LIST_LIMIT)
+        scope = None if self.all_folders else self.folder
+        listed = await self.store.list_sessions(limit=LIST_LIMIT, cwd=scope)
+        if scope is not None and not listed and not self._fell_back:
+            # Nothing of this folder's: every folder's, once (Ctrl+A comes back here).
+            self._fell_back = self.all_folders = True
+            self.query_one("#picker-title", Label).update(self._title_text())
+            scope = None
+            listed = await self.store.list_sessions(limit=LIST_LIMIT)
         if not query:
             return listed, {}
         needle = query.lower()
@@ -135,6 +169,8 @@ class SessionPicker(ModalScreen[str | None]):
             hits = []  # a query full-text search cannot parse still matches titles
         snippets: dict[str, str] = {}
         for hit in hits:
+            if scope is not None and hit.session.cwd != scope:
+                continue
             if hit.session.id not in found:
                 found[hit.session.id] = hit.session
             snippets.setdefault(hit.session.id, hit.snippet)
@@ -151,9 +187,12 @@ class SessionPicker(ModalScreen[str | None]):
             label.append(record.title or "untitled", style="bold")
             label.append(
                 f"  {record.source} · {record.message_count} message{'' if record.message_count == 1 else 's'}"
-                f" · {ago(record.updated_at, now)} · {record.id[:8]}",
+                f" · {ago(record.updated_at, now)} · ",
                 style="dim",
             )
+            label.append(record.id, style="cyan")
+            if self.all_folders:
+                label.append(f" · {short_folder(record.cwd)}", style="dim")
             snippet = self._snippets.get(record.id)
             if snippet:
                 flat = " ".join(snippet.split())
@@ -163,7 +202,13 @@ class SessionPicker(ModalScreen[str | None]):
             results.add_option(Option(label, id=record.id))
         if self.sessions:
             results.highlighted = min(keep or 0, len(self.sessions) - 1)
-        self.query_one("#status", Static).update("" if self.sessions else "no sessions match")
+        if self.sessions:
+            empty = ""
+        elif self.all_folders or self.query_input.value.strip():
+            empty = "no sessions match"
+        else:
+            empty = "no sessions in this folder: Ctrl+A shows every folder's"
+        self.query_one("#status", Static).update(empty)
 
     def _selected(self) -> SessionRecord | None:
         index = self.results.highlighted
@@ -202,6 +247,14 @@ class SessionPicker(ModalScreen[str | None]):
         record = self._selected()
         if record is not None:
             self.dismiss(record.id)
+
+    async def action_toggle_folders(self) -> None:
+        """This folder's sessions, or every folder's (nothing to toggle without a folder)."""
+        if self.folder is None:
+            return
+        self.all_folders = not self.all_folders
+        self.query_one("#picker-title", Label).update(self._title_text())
+        await self.refresh_results()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,5 +1,5 @@
 """The one-line status bar: model, session title, the last turn's and the session's tokens
-and cost, context use, turn timer.
+and cost, context use, turn timer, the session's folder.
 
 A cost is shown only when the model's price is known (`hermes.pricing`): otherwise the
 tokens alone, never a guess. The turn part appears once a turn has finished on this screen.
@@ -7,6 +7,7 @@ tokens alone, never a guess. The turn part appears once a turn has finished on t
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -67,6 +68,8 @@ class StatusBar(Widget):
     yolo: reactive[bool] = reactive(False)
     mode: reactive[str] = reactive("default")
     """The chat's mode; shown first, and never dropped, when it is not `default`."""
+    folder: reactive[str] = reactive("")
+    """The folder the session's tools run in (its last part is shown); "" shows none."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -130,6 +133,8 @@ class StatusBar(Widget):
         timer = self._timer_text()
         if timer:
             parts.append(Text(timer))
+        if self.folder:
+            parts.append(Text("▸ " + (os.path.basename(self.folder.rstrip("/")) or "/"), style="cyan"))
         if self.yolo:
             parts.append(Text("⚠ YOLO", style="bold red"))
         if turn is not None:  # the first to go when the line is too wide
