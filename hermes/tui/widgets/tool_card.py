@@ -70,27 +70,34 @@ def argument_preview(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False) if arguments else ""
 
 
+def embedded_diff(result: str) -> str | None:
+    """The unified diff a file tool put in its result (from its `--- ` header on), if any."""
+    lines = result.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("--- ") and lines[i + 1].startswith("+++ "):
+            return "\n".join(lines[i:])
+    return None
+
+
 def diff_for(name: str, arguments: dict[str, Any], result: str) -> str | None:
-    """A unified diff for file-editing tools, from their arguments or their result."""
+    """The diff a file-editing tool's card shows: the tool's own diff of the change (computed
+    against the file as it was, so its line numbers are real); a created file's whole content;
+    None when the result carries no change (e.g. "No change: …")."""
     if name not in DIFF_TOOLS:
         return None
-    if result.lstrip().startswith(("---", "diff ", "@@")):
+    found = embedded_diff(result)
+    if found is not None:
+        return found
+    if result.lstrip().startswith(("diff ", "@@")):
         return result
     path = str(arguments.get("path") or arguments.get("file_path") or "file")
-    old = arguments.get("old_string", arguments.get("old_text", arguments.get("old")))
-    new = arguments.get("new_string", arguments.get("new_text", arguments.get("new")))
-    if isinstance(old, str) and isinstance(new, str):
-        lines = difflib.unified_diff(
-            old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=2
-        )
-        return "\n".join(lines)
-    diff = arguments.get("patch") or arguments.get("diff")
-    if isinstance(diff, str):
-        return diff
     content = arguments.get("content")
-    if isinstance(content, str):
+    if isinstance(content, str) and result.startswith("Created "):
         lines = difflib.unified_diff([], content.splitlines(), "/dev/null", f"b/{path}", lineterm="", n=0)
         return "\n".join(lines)
+    diff = arguments.get("patch") or arguments.get("diff")
+    if name == "apply_patch" and isinstance(diff, str):
+        return diff
     return None
 
 
@@ -137,6 +144,8 @@ class ToolCard(Vertical):
         self.preview = ""
         self.arguments: dict[str, Any] = {}
         self.result = ""
+        self.diff: str | None = None
+        """The change a file tool's result shows (None: not a file change)."""
         self.error = ""
         self.duration: float | None = None
         self.stall_after = stall_after
@@ -222,6 +231,7 @@ class ToolCard(Vertical):
             self.add_class("-has-result")
             return
         diff = None if is_error else diff_for(self.tool_name, self.arguments, result)
+        self.diff = diff or None
         body: RenderableType
         if diff:
             body = Syntax(
@@ -233,6 +243,8 @@ class ToolCard(Vertical):
             lines = result.count("\n") + 1 if result.strip() else 0
             text = Text(clip(result)) if lines else Text("(no output)", style="dim")
             self._details.title = f"result ({lines} line{'s' if lines != 1 else ''})"
+            if self.tool_name in DIFF_TOOLS and result.startswith("No change"):
+                self._details.title = "no change: the file already read this way"
             full = argument_preview(self.arguments)
             if len(full) > ONE_LINE or "\n" in full:
                 # The header shows one line; what actually ran is never hidden.
