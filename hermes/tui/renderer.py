@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -44,6 +44,7 @@ from hermes.tui.widgets.reasoning_block import ReasoningBlock
 from hermes.tui.widgets.tool_card import ToolCard, argument_preview
 from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
+from hermes.turn_outcomes import TurnMark, tool_outcome
 
 _PARTIAL = "the answer is incomplete"
 
@@ -281,10 +282,16 @@ def _content_text(content: str | list[dict[str, Any]] | None) -> str:
     return "\n".join(parts)
 
 
-def history_widgets(messages: Iterable[MessageRecord], *, stall_after: float = 30.0) -> list[Widget]:
-    """Widgets for stored messages: user prompts, answers, reasoning (folded), finished tool cards."""
+def history_widgets(
+    messages: Iterable[MessageRecord], *, stall_after: float = 30.0, marks: Mapping[int, TurnMark] | None = None
+) -> list[Widget]:
+    """Widgets for stored messages: user prompts, answers, reasoning (folded), tool cards in
+    the state their call ended in (done, failed, denied, blocked, interrupted), and after a
+    turn that failed or was interrupted its mark (`marks`, from `turn_marks` over the whole
+    session)."""
     widgets: list[Widget] = []
     cards: dict[str, ToolCard] = {}
+    marks = marks or {}
     for message in messages:
         if message.role == "user":
             widgets.append(UserMessage(_content_text(message.content)))
@@ -313,6 +320,12 @@ def history_widgets(messages: Iterable[MessageRecord], *, stall_after: float = 3
             found = cards.get(message.tool_call_id or "")
             if found is not None:
                 result = _content_text(message.content)
-                failed = result.lstrip().lower().startswith(("error", "✗"))
-                found.complete(result, 0.0, failed)
+                outcome = tool_outcome(result)
+                if outcome == "interrupted":
+                    found.result = result  # the card stays interrupted
+                else:
+                    found.complete(result, 0.0, outcome != "done")
+        mark = marks.get(message.id)
+        if mark is not None:
+            widgets.append(Notice(mark.text, "interrupted" if mark.end == "interrupted" else "error"))
     return widgets

@@ -28,6 +28,7 @@ from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.renderer import history_widgets
+from hermes.turn_outcomes import TurnMark, turn_marks
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
@@ -108,6 +109,8 @@ class ChatScreen(Screen[None]):
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self.mcp_worker: Worker[None] | None = None
         self._older: list[MessageRecord] = []
+        self._marks: dict[int, TurnMark] = {}
+        """The failed and interrupted turns of the open session (by their last message id)."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -296,7 +299,8 @@ class ChatScreen(Screen[None]):
         self._older = messages[: len(messages) - len(shown)]
         if self._older:
             transcript.add(HistoryHead(len(self._older)))
-        transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
+        self._marks = turn_marks(messages, record.end_reason)
+        transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning, marks=self._marks))
         if self._older:
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
         if announce:
@@ -344,7 +348,9 @@ class ChatScreen(Screen[None]):
         page = self._tail(self._older, count or OLDER_PAGE)
         self._older = self._older[: len(self._older) - len(page)]
         transcript = self.transcript
-        transcript.add_before_first(history_widgets(page, stall_after=self.settings.tool_stall_warning))
+        transcript.add_before_first(
+            history_widgets(page, stall_after=self.settings.tool_stall_warning, marks=self._marks)
+        )
         for head in transcript.query(HistoryHead):
             if self._older:
                 head.set_hidden(len(self._older))

@@ -26,6 +26,7 @@ from hermes.agent.tools.todo import TODO, plan_summary, read_plan
 from hermes.tui.widgets.activity import SPINNER
 from hermes.tui.widgets.find_bar import highlighted
 from hermes.tui.widgets.todo_list import checklist, todo_preview
+from hermes.turn_outcomes import ToolOutcome, tool_outcome
 
 ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
 
@@ -144,6 +145,8 @@ class ToolCard(Vertical):
         self.preview = ""
         self.arguments: dict[str, Any] = {}
         self.result = ""
+        self.outcome: ToolOutcome | None = None
+        """How the call ended (a failure, a denial, a policy block…); None until it did."""
         self.diff: str | None = None
         """The change a file tool's result shows (None: not a file change)."""
         self.error = ""
@@ -199,6 +202,7 @@ class ToolCard(Vertical):
         self.duration = duration
         self._stop_ticker()
         self.remove_class("-slow")
+        self.outcome = tool_outcome(result) if is_error else "done"
         if is_error:
             self.error = result
             self._error.update(Text("✗ " + clip(result, lines=6, chars=800)))
@@ -316,6 +320,8 @@ class ToolCard(Vertical):
             "stalled": "  not executed",
             "interrupted": "  interrupted",
         }.get(self.state, "")
+        if self.state == "failed" and self.outcome in ("denied", "blocked"):
+            suffix = f"  {self.outcome}"
         elapsed = self.elapsed
         if self.historic:
             timing = ""
