@@ -28,7 +28,6 @@ from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.renderer import history_widgets
-from hermes.turn_outcomes import TurnMark, turn_marks
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
 from hermes.tui.widgets.activity import Activity
@@ -41,6 +40,7 @@ from hermes.tui.widgets.queued_prompts import QueuedPrompts
 from hermes.tui.widgets.remote_line import RemoteLine
 from hermes.tui.widgets.status_bar import StatusBar
 from hermes.tui.widgets.transcript import Transcript
+from hermes.turn_outcomes import TurnMark, turn_marks
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
