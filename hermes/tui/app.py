@@ -11,12 +11,14 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
 
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
+from hermes.tui.early_keys import EarlyKeys
 from hermes.tui.screens.chat import ChatScreen
 from hermes.tui.terminal_filter import ControlsFilter
 from hermes.tui.widgets.activity import SILENCE_AFTER
@@ -53,6 +55,8 @@ class HermesApp(App[int]):
         self.mcp: McpManager | None = None
         """MCP servers to start (in the background, at mount) into the agent's tools; closed by the caller."""
         self._last_ctrl_c = 0.0
+        self.early_keys = EarlyKeys()
+        """Typing that arrives before the prompt box is ready (`prompt_ready` types it in)."""
         self._controls_filter = ControlsFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -64,6 +68,18 @@ class HermesApp(App[int]):
     def session_id(self) -> str | None:
         """The session open in the chat (the one to resume after the app exits)."""
         return self.chat.session_id
+
+    async def on_event(self, event: events.Event) -> None:
+        if self.early_keys.hold(event):
+            return
+        await super().on_event(event)
+
+    def prompt_ready(self) -> None:
+        """The prompt box has focus: what was typed before goes into it (once the keys the
+        app is still to read have been read, and held, too)."""
+        if not self.early_keys.ready and not self.early_keys.releasing:
+            self.early_keys.releasing = True
+            self.call_after_refresh(self.early_keys.release, self.chat.chat_input)
 
     async def on_mount(self) -> None:
         self.chat.startup_notice = self.startup_notice

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -59,6 +59,7 @@ OLDER_PAGE = 100
 class ChatScreen(Screen[None]):
     """One conversation on screen. `HermesApp` builds it and pushes it at mount."""
 
+    AUTO_FOCUS = "#input"
     BINDINGS = [
         # The app's own ctrl+q quits over every screen; declared here too so the footer
         # shows it, first, as it always has.
@@ -173,6 +174,10 @@ class ChatScreen(Screen[None]):
         if self.session_id is not None:
             await self.open_session(self.session_id)
         self.chat_input.focus()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if event.widget is self.chat_input:
+            self.hermes_app.prompt_ready()  # typing held since launch goes in now
 
     async def _start_mcp(self, mcp: McpManager) -> None:
         statuses = await mcp.start(self.agent.tools)

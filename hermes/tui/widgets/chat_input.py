@@ -145,6 +145,19 @@ class ChatInput(TextArea):
             return
         await super()._on_key(event)
 
+    def type_keys(self, keys: list[events.Key]) -> None:
+        """Type `keys` (held while the prompt was not ready) as they would have typed:
+        characters, new lines, Backspace, and Enter, which sends what is typed so far."""
+        for key in keys:
+            if key.key == "enter":
+                self._submit()
+            elif key.key in NEWLINE_KEYS:
+                self.insert("\n")
+            elif key.key == "backspace":
+                self.action_delete_left()
+            elif key.is_printable and key.character is not None:
+                self.insert(key.character)
+
     def _submit(self) -> None:
         value = self.text
         if not value.strip():
