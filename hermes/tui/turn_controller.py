@@ -88,7 +88,7 @@ class TurnController:
         self.chat.queue_view.show_prompts(self.queued)
         chat_input = self.chat.chat_input
         current = chat_input.text
-        chat_input.load_text(f"{text}\n{current}" if current.strip() else text)
+        chat_input.put_back(f"{text}\n{current}" if current.strip() else text)
         chat_input.focus()
 
     def _send_next_queued(self) -> None:
@@ -108,7 +108,7 @@ class TurnController:
             texts.append(chat_input.text)
         self.queued.clear()
         self.chat.queue_view.show_prompts([])
-        chat_input.load_text("\n".join(texts))
+        chat_input.put_back("\n".join(texts))
         self.chat.notify("Interrupted — the queued prompts are back in the prompt box.", timeout=3)
 
     def worker_ended(self, event: Worker.StateChanged) -> None:

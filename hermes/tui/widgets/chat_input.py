@@ -92,6 +92,11 @@ class ChatInput(TextArea):
         self._set_text(self.prompt_history[index])
         return True
 
+    def put_back(self, value: str) -> None:
+        """Show `value` (text given back to the user: a queued prompt) with the cursor at its
+        end, so what is typed next follows it."""
+        self._set_text(value)
+
     def _set_text(self, value: str) -> None:
         self.load_text(value)
         last = self.document.line_count - 1
