@@ -172,6 +172,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+S", "sessions"),
     ("Ctrl+N", "new session"),
     ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),
+    ("Ctrl+G", "open / close every tool result and reasoning"),
+    ("Tab", "completes a / command; the focus stays in the prompt"),
     ("PgUp / PgDn, Ctrl+Home / End", "scroll the transcript"),
     ("Ctrl+T", "light / dark theme"),
     ("Ctrl+F", "find in the transcript (Enter / Shift+Enter: next / previous)"),

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, cast
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import QueryType
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker
 
@@ -27,6 +29,7 @@ from hermes.config import Settings
 from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
+from hermes.tui.details import toggle_details
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -54,6 +57,7 @@ FIRST_PAINT = 8
 """Messages shown before the first paint of an opened session."""
 OLDER_PAGE = 100
 """Messages each "load more" (Ctrl+Home, click) adds."""
+TAB_HINT = "Tab keeps you in the prompt (it completes / commands) · Ctrl+G opens tool results and reasoning"
 
 
 class ChatScreen(Screen[None]):
@@ -69,6 +73,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+n", "new_session", "New"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
         Binding("ctrl+o", "toggle_focus", "Answer only"),
+        Binding("ctrl+g", "toggle_details", "Details", show=False),  # /help and the Tab hint name it
         Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("alt+up", "edit_queued", "Edit queued", show=False),
         Binding("pageup", "scroll_transcript(-1)", show=False, priority=True),
@@ -404,6 +409,26 @@ class ChatScreen(Screen[None]):
     def action_toggle_reasoning(self) -> None:
         hidden = self.transcript.toggle_class("-hide-reasoning").has_class("-hide-reasoning")
         self.notify("Reasoning hidden." if hidden else "Reasoning shown.", timeout=1.5)
+
+    def action_toggle_details(self) -> None:
+        opened = toggle_details(self.transcript)
+        text = {None: "No tool results or reasoning to open.", True: "Details open.", False: "Details closed."}
+        self.notify(text[opened], timeout=1.5)
+
+    def focus_next(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        return self._keep_prompt()
+
+    def focus_previous(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        return self._keep_prompt()
+
+    def _keep_prompt(self) -> Widget:
+        """Tab and Shift+Tab never take the focus out of the prompt box (where the next key
+        would be lost): they bring it back there and say what opens the details instead."""
+        box = self.chat_input
+        if self.focused is box:
+            self.notify(TAB_HINT, timeout=2.5)
+        box.focus()
+        return box
 
     def action_toggle_focus(self) -> None:
         focus = self.transcript.toggle_class("-focus").has_class("-focus")

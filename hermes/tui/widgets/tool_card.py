@@ -269,6 +269,11 @@ class ToolCard(Vertical):
         return "\n".join((self.header_text, shown, self.result, self.error))
 
     @property
+    def details(self) -> Collapsible:
+        """The foldable block under the header (the result, the diff, the plan)."""
+        return self._details
+
+    @property
     def expanded(self) -> bool:
         return not self._details.collapsed
 
