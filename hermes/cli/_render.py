@@ -31,6 +31,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -93,7 +94,7 @@ class _Activity:
                 | SegmentEnd()
                 | ToolCallGenerating()
                 | ApprovalRequested()
-                | ModelProgress()
+                | ModelProgress() | ToolOutput()
                 | ClientToolCalls()
                 | TurnCompleted()
             ):

@@ -212,7 +212,7 @@ async def _run_turn(
                 with quiet_output():
                     if status is not None:
                         status.observe(event)
-                    if event.type == "model.progress":
+                    if event.type in ("model.progress", "tool.output"):
                         continue  # for the status line only (also left out of --json)
                     if event.type == "turn.completed":
                         result = event.result

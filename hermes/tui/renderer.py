@@ -31,6 +31,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -112,6 +113,8 @@ class TurnRenderer:
                 self._card(call_id, name).complete(result, duration, is_error, arguments)
                 if not any(c.state in ("running", "approval") for c in self.cards.values()):
                     self.activity.set_phase("thinking")
+            case ToolOutput(call_id=call_id, name=name, text=text):
+                self._card(call_id, name).live_output(text)
             case ApprovalRequested(call_id=call_id, tool_name=tool_name):
                 self._card(call_id, tool_name).awaiting_approval()
                 self.activity.set_phase(f"{tool_name} awaiting approval", waiting_for_model=False)
@@ -320,11 +323,7 @@ def history_widgets(
             found = cards.get(message.tool_call_id or "")
             if found is not None:
                 result = _content_text(message.content)
-                outcome = tool_outcome(result)
-                if outcome == "interrupted":
-                    found.result = result  # the card stays interrupted
-                else:
-                    found.complete(result, 0.0, outcome != "done")
+                found.complete(result, 0.0, tool_outcome(result) != "done")
         mark = marks.get(message.id)
         if mark is not None:
             widgets.append(Notice(mark.text, "interrupted" if mark.end == "interrupted" else "error"))

@@ -31,6 +31,7 @@ import dataclasses
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from hermes.agent.tools.args import check_object, optional_number, optional_str,
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.launch import ToolLauncher, end_call
 from hermes.agent.tools.missing_command import missing_command_hint
+from hermes.agent.tools.output_tail import OutputTail
 from hermes.errors import ToolError
 
 DEFAULT_TIMEOUT = 180.0
@@ -60,13 +62,17 @@ TAIL_BYTES = 12_000
 class _Capture(asyncio.Protocol):
     """Reads one pipe, keeping a bounded head and tail of what was written."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, tail: OutputTail | None = None) -> None:
+        self.live = tail
+        """Also given every write, for the live preview (stdout and stderr share one)."""
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
         self.closed: asyncio.Future[None] = loop.create_future()
 
     def data_received(self, data: bytes) -> None:
+        if self.live is not None:
+            self.live.feed(data)
         self.total += len(data)
         room = HEAD_BYTES - len(self.head)
         if room > 0:
@@ -146,12 +152,15 @@ async def _end_call(proc: asyncio.subprocess.Process) -> None:
 
 
 async def _open_pipe(
-    loop: asyncio.AbstractEventLoop, child_fds: list[int], transports: list[asyncio.BaseTransport]
+    loop: asyncio.AbstractEventLoop,
+    child_fds: list[int],
+    transports: list[asyncio.BaseTransport],
+    tail: OutputTail | None = None,
 ) -> _Capture:
     """A pipe whose read end feeds a _Capture; the write end (for the child) goes to `child_fds`."""
     read_fd, write_fd = os.pipe()
     child_fds.append(write_fd)
-    capture = _Capture(loop)
+    capture = _Capture(loop, tail)
     reader = os.fdopen(read_fd, "rb", buffering=0)
     try:
         transport, _ = await loop.connect_read_pipe(lambda: capture, reader)
@@ -163,20 +172,28 @@ async def _open_pipe(
 
 
 async def run_command(
-    command: str, cwd: Path, timeout: float, launcher: ToolLauncher | None = None, *, writable: Path | None = None
+    command: str,
+    cwd: Path,
+    timeout: float,
+    launcher: ToolLauncher | None = None,
+    *,
+    writable: Path | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> str:
     """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel.
 
-    In the sandbox only `writable` (default: `cwd`) may be changed.
+    In the sandbox only `writable` (default: `cwd`) may be changed. `on_output` is given the
+    newest lines of the output while it runs (output_tail.OutputTail: a few a second).
     """
     launcher = launcher or ToolLauncher()
     env = launcher.env()
     loop = asyncio.get_running_loop()
     child_fds: list[int] = []
     transports: list[asyncio.BaseTransport] = []
+    tail = OutputTail(on_output) if on_output is not None else None
     try:
-        out = await _open_pipe(loop, child_fds, transports)
-        err = await _open_pipe(loop, child_fds, transports)
+        out = await _open_pipe(loop, child_fds, transports, tail)
+        err = await _open_pipe(loop, child_fds, transports, tail)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launcher.argv([_shell(), "-c", command], cwd, writable=writable),
@@ -214,6 +231,8 @@ async def run_command(
             os.close(fd)
         for transport in transports:
             transport.close()
+        if tail is not None:
+            tail.close()  # the result carries the rest
     hint = missing_command_hint(err.text(), proc.returncode, cwd, env.get("PATH"))
     return _format(proc.returncode, out, err, timeout if timed_out else None, bool(still_open), hint)
 
@@ -283,7 +302,10 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
     if commands is not None:
         return await commands.run(command, cwd, timeout)  # the host's terminal (an editor's, over ACP)
     # The sandbox's writable root is the session's folder, never a `workdir` the model picks.
-    return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd))
+    report = ctx.on_output
+    call_id = ctx.call_id
+    on_output = None if report is None else (lambda text: report(call_id, text))
+    return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd), on_output=on_output)
 
 
 def make_terminal_tool(launcher: ToolLauncher) -> Tool:

@@ -54,6 +54,20 @@ def clip(text: str, lines: int = PREVIEW_LINES, chars: int = PREVIEW_CHARS) -> s
     return shown
 
 
+TAIL_LINES = 4
+NO_TAIL_TOOLS = frozenset({"read_file"})
+"""Tools whose result is a file's text, not output: their folded result shows no tail."""
+
+
+def result_tail(result: str, lines: int = TAIL_LINES) -> str:
+    """The last `lines` non-empty lines of a result, each cut to ONE_LINE characters; "" when
+    the whole result is that short (its one line is in the header)."""
+    kept = [line for line in result.splitlines() if line.strip()]
+    if len(kept) <= 1:
+        return ""
+    return "\n".join(line if len(line) <= ONE_LINE else line[: ONE_LINE - 1] + "…" for line in kept[-lines:])
+
+
 def tool_label(name: str) -> Text:
     """The tool's name in bold; an MCP tool (`mcp__server__tool`) also names its server."""
     mcp = split_name(name)
@@ -121,6 +135,9 @@ class ToolCard(Vertical):
     ToolCard.-slow .tool-warning { display: block; }
     ToolCard .tool-error { color: $text-error; display: none; }
     ToolCard.-failed .tool-error, ToolCard.-stalled .tool-error { display: block; }
+    ToolCard .tool-tail { display: none; color: $text-muted; padding: 0 0 0 2; }
+    ToolCard.-has-tail .tool-tail { display: block; }
+    ToolCard.-open .tool-tail { display: none; }
     ToolCard Collapsible {
         display: none;
         border: none;
@@ -158,6 +175,10 @@ class ToolCard(Vertical):
         self._header = Static("", classes="tool-header", markup=False)
         self._warning = Static("", classes="tool-warning", markup=False)
         self._error = Static("", classes="tool-error", markup=False)
+        self._tail = Static("", classes="tool-tail", markup=False)
+        self.tail = ""
+        """The last lines of the output shown under the header while the result is folded:
+        live while the call runs, kept after an interrupt, the result's own when it ends."""
         self._result_body = Static("", classes="tool-result", markup=False)
         self._details = Collapsible(self._result_body, title="result", collapsed=True)
         self._body: RenderableType = ""
@@ -167,7 +188,24 @@ class ToolCard(Vertical):
         yield self._header
         yield self._warning
         yield self._error
+        yield self._tail
         yield self._details
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        self.add_class("-open")
+
+    def on_collapsible_collapsed(self, event: Collapsible.Collapsed) -> None:
+        self.remove_class("-open")
+
+    def live_output(self, text: str) -> None:
+        """The newest lines the running call wrote (a ToolOutput event)."""
+        if self.state in ("running", "approval"):
+            self._set_tail(text)
+
+    def _set_tail(self, text: str) -> None:
+        self.tail = text
+        self._tail.update(Text(text))
+        self.set_class(bool(text.strip()), "-has-tail")
 
     def on_mount(self) -> None:
         self._ticker = self.set_interval(0.1, self._tick)
@@ -203,11 +241,18 @@ class ToolCard(Vertical):
         self._stop_ticker()
         self.remove_class("-slow")
         self.outcome = tool_outcome(result) if is_error else "done"
+        if self.outcome == "interrupted":
+            self._set_state("interrupted")  # the live tail stays: what it printed before the stop
+            return
         if is_error:
             self.error = result
             self._error.update(Text("✗ " + clip(result, lines=6, chars=800)))
         if not is_error or result.count("\n") >= 6 or len(result) > 800:
             self._show_result(result, is_error)
+        if is_error or self.diff is not None or self._details.title == "plan" or self.tool_name in NO_TAIL_TOOLS:
+            self._set_tail("")
+        else:
+            self._set_tail(result_tail(result))
         self._set_state("failed" if is_error else "done")
 
     def not_executed(self, message: str) -> None:
