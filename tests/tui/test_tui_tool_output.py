@@ -33,7 +33,9 @@ def work(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def terminal_tui(settings: Settings, sessions: SqliteSessions, work: Path) -> AsyncIterator[Callable[[], HermesApp]]:
+async def terminal_tui(
+    settings: Settings, sessions: SqliteSessions, work: Path
+) -> AsyncIterator[Callable[[], HermesApp]]:
     agents = []
 
     def build() -> HermesApp:
