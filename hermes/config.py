@@ -59,6 +59,9 @@ OPTIONS: dict[str, Option] = {
     "max_iterations": Option(("HERMES_MAX_ITERATIONS",), "model calls per turn before a summary is forced"),
     "tool_output_limit": Option(("HERMES_TOOL_OUTPUT_LIMIT",), "characters of tool output the model sees"),
     "tool_stall_warning": Option(("HERMES_TOOL_STALL_WARNING",), "seconds before a running tool is reported as slow"),
+    "approval_timeout": Option(
+        ("HERMES_APPROVAL_TIMEOUT",), "seconds an approval question waits before it is denied (TUI and chat -q)"
+    ),
     "context_window": Option(
         ("HERMES_CONTEXT_WINDOW",), "tokens the model can read (default: known for the model, else 128000)"
     ),
@@ -155,6 +158,7 @@ class Settings:
     max_iterations: int = 90
     tool_output_limit: int = 50_000
     tool_stall_warning: float = 30.0
+    approval_timeout: float = 120.0
     context_window: int | None = None
     """None: the local model's n_ctx, else the known window of the model, else 128k."""
     compact_at: float = 0.8
@@ -293,7 +297,7 @@ _POSITIVE = frozenset({"context_window", "max_diff_bytes"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
-_POSITIVE_FLOATS = frozenset({"instance_lease_ttl"})
+_POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "approval_timeout"})
 """Float settings that must be above zero."""
 _NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout"})
 """Number settings that must not be below zero (0: no cap)."""

@@ -26,7 +26,7 @@ from hermes.store.records import IMPORTED, MessageRecord
 ToolOutcome = Literal["done", "failed", "denied", "blocked", "interrupted"]
 TurnEnd = Literal["failed", "interrupted"]
 
-__all__ = ["TurnEnd", "TurnMark", "ToolOutcome", "tool_outcome", "turn_marks"]
+__all__ = ["TurnEnd", "TurnMark", "ToolOutcome", "failure_summary", "tool_outcome", "turn_marks"]
 
 # The engine's own texts (hermes.agent._turn.INTERRUPTED_TOOL_RESULT, approval's
 # REFUSAL_PREFIXES), named here so reading a transcript never imports the engine; a test
@@ -48,6 +48,30 @@ def tool_outcome(result: str) -> ToolOutcome:
     if text.lower().startswith(("error", "✗")):
         return "failed"
     return "done"
+
+
+SUMMARY_CHARS = 160
+
+_SHORT: dict[ToolOutcome, str] = {
+    "denied": "denied: not run (the model was told not to retry it)",
+    "blocked": "blocked by the safety policy: not run",
+    "interrupted": "interrupted",
+}
+
+
+def failure_summary(result: str, limit: int = SUMMARY_CHARS) -> str:
+    """One short line for the person about a failed call: a denial or a block in a few
+    words (the long text is the model's; the person already answered or it is a rule),
+    else the result's first line, cut at a word with "…" when longer than `limit`."""
+    short = _SHORT.get(tool_outcome(result))
+    if short is not None:
+        return short
+    first = result.strip().splitlines()[0] if result.strip() else ""
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from hermes.agent.events import (
 )
 from hermes.cli._common import json_line
 from hermes.terminal_text import for_terminal
+from hermes.turn_outcomes import failure_summary
 
 
 class JsonRenderer:
@@ -74,9 +75,7 @@ class _Activity:
                 self.line(f"→ {event.name}: {event.preview}", "dim")
             case ToolCompleted():
                 mark, style = ("✗", "red") if event.is_error else ("✓", "green")
-                detail = ""
-                if event.is_error:
-                    detail = " — " + event.result.splitlines()[0][:200] if event.result else ""
+                detail = f" — {failure_summary(event.result)}" if event.is_error and event.result.strip() else ""
                 self.line(f"{mark} {event.name} ({event.duration:.1f} s){detail}", style)
             case Retrying():
                 self.line(f"↻ reconnecting ({event.attempt}/{event.max_attempts}): {event.reason}", "yellow")

@@ -175,7 +175,7 @@ async def _run_turn(
 
     from hermes.agent.turn_handle import TurnCrashed
     from hermes.agent.types import TurnRequest
-    from hermes.cli._approval import tty_approver
+    from hermes.cli._approval import ApprovalOrder, tty_approver
     from hermes.cli._render import make_renderer
     from hermes.cli._turn_signals import TurnSignals
 
@@ -188,7 +188,8 @@ async def _run_turn(
         with quiet_output():
             sys.stderr.write(f"hermes: {for_terminal(agent.instructions.notice)}\n")
     renderer = make_renderer(as_json)
-    approve = None if settings.yolo else tty_approver()
+    order = ApprovalOrder()
+    approve = order.ordered(None if settings.yolo else tty_approver(settings.approval_timeout))
     request = TurnRequest(
         input=prompt,
         session_id=session_id,
@@ -219,6 +220,8 @@ async def _run_turn(
                         if not as_json:
                             continue
                     renderer.handle(event)
+                if event.type == "approval.requested":
+                    order.shown(event.call_id)  # its tool's line is out: the question may follow
         except TurnCrashed as crash:
             raise crash.cause from None  # reported like any error of the command
         except asyncio.CancelledError:

@@ -115,7 +115,7 @@ def make_app(
     settings: Settings,
     *,
     session_id: str | None = None,
-    approval_timeout: float = 60.0,
+    approval_timeout: float | None = None,
     theme: str | None = None,
     cwd: str | None = None,
     silence_warning: float = SILENCE_AFTER,
@@ -130,7 +130,8 @@ def make_app(
             PostgreSQL), or the server's (`RemoteSessions`).
         settings: resolved settings (`tool_stall_warning`, `yolo`).
         session_id: a stored session to open and continue.
-        approval_timeout: seconds before an unanswered approval is denied.
+        approval_timeout: seconds before an unanswered approval is denied (default: the
+            `approval_timeout` setting, which `chat -q` uses too).
         theme: a Textual theme name (default textual-dark).
         cwd: working directory for tools and /export (default: the process's).
         silence_warning: seconds without any event before "waiting for the model (Ns)".
@@ -145,7 +146,7 @@ def make_app(
         store,
         settings,
         session_id=session_id,
-        approval_timeout=approval_timeout,
+        approval_timeout=settings.approval_timeout if approval_timeout is None else approval_timeout,
         cwd=cwd,
         silence_warning=silence_warning,
         remote=remote,

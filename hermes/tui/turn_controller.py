@@ -270,15 +270,17 @@ class TurnController:
         timeout = self.chat.approval_timeout
         screen = ApprovalScreen(request, timeout=timeout)
         self.chat.app.push_screen(screen, decided)
+        unanswered = False
         try:
             decision = await asyncio.wait_for(future, timeout + 1.0)
         except TimeoutError:
-            decision = ApprovalDecision.DENY
+            decision, unanswered = ApprovalDecision.DENY, True
         finally:
             if screen.is_current:
                 screen.dismiss(ApprovalDecision.DENY)
-        if decision == ApprovalDecision.DENY:
-            self.chat.say(f"✗ denied: {request.command}", "warning")
+        if decision == ApprovalDecision.DENY and (screen.timed_out or unanswered):
+            # The card says "denied" (once); only a denial nobody chose is worth a line of its own.
+            self.chat.say(f"no answer in {timeout:g} s: denied", "warning")
         elif decision == ApprovalDecision.SESSION:
             self.chat.say(f"✓ allowed for this session: {request.grant or request.command}", "info")
         return decision

@@ -26,7 +26,7 @@ from hermes.agent.tools.todo import TODO, plan_summary, read_plan
 from hermes.tui.widgets.activity import SPINNER
 from hermes.tui.widgets.find_bar import highlighted
 from hermes.tui.widgets.todo_list import checklist, todo_preview
-from hermes.turn_outcomes import ToolOutcome, tool_outcome
+from hermes.turn_outcomes import ToolOutcome, failure_summary, tool_outcome
 
 ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
 
@@ -244,10 +244,13 @@ class ToolCard(Vertical):
         if self.outcome == "interrupted":
             self._set_state("interrupted")  # the live tail stays: what it printed before the stop
             return
+        refused = self.outcome in ("denied", "blocked")
         if is_error:
             self.error = result
-            self._error.update(Text("✗ " + clip(result, lines=6, chars=800)))
-        if not is_error or result.count("\n") >= 6 or len(result) > 800:
+            # A refusal is said once, in a few words; the text the model got is in the folded result.
+            shown = failure_summary(result) if refused else clip(result, lines=6, chars=800)
+            self._error.update(Text("✗ " + shown))
+        if not is_error or refused or result.count("\n") >= 6 or len(result) > 800:
             self._show_result(result, is_error)
         if is_error or self.diff is not None or self._details.title == "plan" or self.tool_name in NO_TAIL_TOOLS:
             self._set_tail("")
@@ -292,6 +295,8 @@ class ToolCard(Vertical):
             lines = result.count("\n") + 1 if result.strip() else 0
             text = Text(clip(result)) if lines else Text("(no output)", style="dim")
             self._details.title = f"result ({lines} line{'s' if lines != 1 else ''})"
+            if is_error and self.outcome in ("denied", "blocked"):
+                self._details.title = "what the model was told"
             if self.tool_name in DIFF_TOOLS and result.startswith("No change"):
                 self._details.title = "no change: the file already read this way"
             full = argument_preview(self.arguments)
