@@ -30,6 +30,7 @@ from hermes.errors import HermesError
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands
 from hermes.tui.details import toggle_details
+from hermes.tui.instructions_reload import reload_instructions
 from hermes.tui.renderer import history_widgets
 from hermes.tui.screens.session_picker import SessionPicker
 from hermes.tui.turn_controller import TURN_RUNNING, TurnController
@@ -379,6 +380,9 @@ class ChatScreen(Screen[None]):
         bar.reset_usage()
         bar.turn_seconds = None
         self.say("new session", "info")
+        changed = reload_instructions(self.agent, self.settings, self.cwd)
+        if changed is not None:
+            self.say(changed, "info")
 
     def action_sessions(self) -> None:
         if self.refused_during_turn():
