@@ -21,6 +21,7 @@ from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
 from hermes.tui import file_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
+from hermes.tui.help_table import help_table, help_text
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
 
@@ -183,15 +184,10 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 
 def _help(chat: ChatScreen, arg: str) -> None:
-    lines = Text("Commands\n", style="bold")
-    for command in COMMANDS:
-        lines.append(f"  {command.usage:<22}", style="bold")
-        lines.append(f"{command.help}\n")
-    lines.append("Keys\n", style="bold")
-    for keys, what in KEYS:
-        lines.append(f"  {keys:<30}", style="bold")
-        lines.append(f"{what}\n")
-    _show(chat, lines)
+    sections = [("Commands", [(c.usage, c.help) for c in COMMANDS]), ("Keys", list(KEYS))]
+    notice = Notice(help_text(sections), "info")  # the plain text, for find
+    notice.update(help_table(sections))
+    chat.transcript.add(notice)
 
 
 def _quit(chat: ChatScreen, arg: str) -> None:

@@ -74,7 +74,7 @@ async def test_help_names_the_keys(make_tui) -> None:
     app = make_tui()
     async with app.run_test(size=(100, 60)) as pilot:
         await type_and_send(pilot, "/help")
-        await until(pilot, lambda: any("Ctrl+G" in str(n.render()) for n in app.chat.transcript.query(Notice)))
-        text = next(str(n.render()) for n in app.chat.transcript.query(Notice) if "Ctrl+G" in str(n.render()))
+        await until(pilot, lambda: any("Ctrl+G" in n.text for n in app.chat.transcript.query(Notice)))
+        text = next(n.text for n in app.chat.transcript.query(Notice) if "Ctrl+G" in n.text)
         assert "open / close every tool result and reasoning" in text
         assert "Tab" in text
