@@ -135,3 +135,17 @@ async def test_cards_show_the_real_change_through_a_server(
         for client in clients:
             await client.aclose()
         await server.kill()
+
+
+async def test_an_overwrite_of_binary_or_long_lines_keeps_the_result_small(tmp_path: Path) -> None:
+    from hermes.agent.tools.base import ToolContext
+    from hermes.agent.tools.files import MAX_DIFF_LINE, write_file
+
+    ctx = ToolContext(session_id="s", cwd=tmp_path)
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01" * 1000)
+    result = await write_file({"path": "blob.bin", "content": "text now\n"}, ctx)
+    assert result.endswith("[diff not shown: the file held binary data before]")
+    (tmp_path / "wide.txt").write_text("x" * 5000 + "\n")
+    result = await write_file({"path": "wide.txt", "content": "y" * 5000 + "\n"}, ctx)
+    assert max(len(line) for line in result.splitlines()) < MAX_DIFF_LINE + 40
+    assert "more characters]" in result

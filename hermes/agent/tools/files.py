@@ -279,10 +279,20 @@ MAX_DIFF_INPUT = 1_000_000
 """Characters on either side above which an overwrite's change is summed up, not diffed."""
 
 
+MAX_DIFF_LINE = 500
+"""Characters of one diff line shown; the rest of a longer line is summed up."""
+
+
 def _overwrite_diff(path: Path, before: str, after: str) -> str:
+    if "\x00" in before:
+        return "[diff not shown: the file held binary data before]"
     if len(before) > MAX_DIFF_INPUT or len(after) > MAX_DIFF_INPUT:
         return f"[diff not shown: the file is over {MAX_DIFF_INPUT:,} characters]"
-    return _diff(path, before, after)
+    lines = _diff(path, before, after).split("\n")
+    return "\n".join(
+        line if len(line) <= MAX_DIFF_LINE else f"{line[:MAX_DIFF_LINE]}… [{len(line) - MAX_DIFF_LINE:,} more characters]"
+        for line in lines
+    )
 
 
 WRITE_FILE_TOOL = Tool(
