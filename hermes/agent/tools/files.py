@@ -288,11 +288,13 @@ def _overwrite_diff(path: Path, before: str, after: str) -> str:
         return "[diff not shown: the file held binary data before]"
     if len(before) > MAX_DIFF_INPUT or len(after) > MAX_DIFF_INPUT:
         return f"[diff not shown: the file is over {MAX_DIFF_INPUT:,} characters]"
-    lines = _diff(path, before, after).split("\n")
-    return "\n".join(
-        line if len(line) <= MAX_DIFF_LINE else f"{line[:MAX_DIFF_LINE]}… [{len(line) - MAX_DIFF_LINE:,} more characters]"
-        for line in lines
-    )
+    return "\n".join(_cut_line(line) for line in _diff(path, before, after).split("\n"))
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= MAX_DIFF_LINE:
+        return line
+    return f"{line[:MAX_DIFF_LINE]}… [{len(line) - MAX_DIFF_LINE:,} more characters]"
 
 
 WRITE_FILE_TOOL = Tool(
