@@ -68,6 +68,9 @@ OPTIONS: dict[str, Option] = {
     "tool_stall_warning": Option(("HERMES_TOOL_STALL_WARNING",), "seconds before a running tool is reported as slow"),
     "notify": Option(("HERMES_NOTIFY",), "TUI signal when a long turn ends or an approval waits: bell, osc, off"),
     "notify_after": Option(("HERMES_NOTIFY_AFTER",), "TUI: seconds a turn must have run before it notifies"),
+    "approval_timeout": Option(
+        ("HERMES_APPROVAL_TIMEOUT",), "seconds an approval question waits before it is denied (TUI and chat -q)"
+    ),
     "context_window": Option(
         ("HERMES_CONTEXT_WINDOW",), "tokens the model can read (default: known for the model, else 128000)"
     ),
@@ -190,6 +193,7 @@ class Settings:
     """The TUI's signal when a turn that ran `notify_after` seconds ends or waits for an
     approval: the terminal bell, an OSC 9 desktop notification, or nothing."""
     notify_after: float = 10.0
+    approval_timeout: float = 120.0
     context_window: int | None = None
     """None: the local model's n_ctx, else the known window of the model, else 128k."""
     compact_at: float = 0.8
@@ -351,7 +355,7 @@ _POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
-_POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout", "lsp_timeout"})
+_POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout", "lsp_timeout", "approval_timeout"})
 """Float settings that must be above zero."""
 _NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after"})
 """Number settings that must not be below zero (0: no cap)."""

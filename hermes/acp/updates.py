@@ -73,6 +73,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -205,7 +206,7 @@ def turn_updates(event: AgentEvent, cwd: Path) -> Iterator[Update]:
             | ApprovalRequested()
             | Retrying()
             | Status()
-            | ModelProgress()
+            | ModelProgress() | ToolOutput()
             | ClientToolCalls()
             | TurnCompleted()
         ):

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.agent.events import AgentEvent, ApprovalRequested, ToolCompleted, ToolStarted
+from hermes.agent.events import AgentEvent, ApprovalRequested, ToolCompleted, ToolOutput, ToolStarted
 from hermes.agent.safety.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.tools.plan_gate import plan_refusal
@@ -115,7 +115,12 @@ async def run_batch(
             )
         )
 
-    ctx = dataclasses.replace(ctx, on_approval_request=on_approval)
+    names = {call.call_id: call.name for call in calls}
+
+    def on_output(call_id: str, text: str) -> None:
+        side_events.put_nowait(ToolOutput(call_id=call_id, name=names.get(call_id, ""), text=text))
+
+    ctx = dataclasses.replace(ctx, on_approval_request=on_approval, on_output=on_output)
     for segment in plan_segments(calls):
         tasks: dict[asyncio.Task[ToolCompleted], PlannedCall] = {}
         getter: asyncio.Task[AgentEvent] | None = None

@@ -93,6 +93,20 @@ class ToolCompleted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """The newest lines a running tool (a command) wrote, for a live preview.
+
+    A tail, not the whole output (that is in `ToolCompleted.result`): at most a few lines,
+    at most a few times a second. Like `ModelProgress` it is live only: never stored,
+    never journaled, not sent by the server; `chat -q --json` leaves it out."""
+
+    call_id: str
+    name: str
+    text: str
+    type: Literal["tool.output"] = "tool.output"
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalRequested:
     """A command needs the user's approval; the approval callback is being asked."""
 
@@ -203,6 +217,7 @@ AgentEvent: TypeAlias = (
     | ToolCallGenerating
     | ToolStarted
     | ToolCompleted
+    | ToolOutput
     | ApprovalRequested
     | StreamStalled
     | Retrying
@@ -222,6 +237,7 @@ EventType = Literal[
     "tool.generating",
     "tool.started",
     "tool.completed",
+    "tool.output",
     "approval.requested",
     "stream.stalled",
     "retrying",
@@ -276,6 +292,8 @@ def _event_of(kind: EventType, fields: dict[str, Any]) -> AgentEvent:
             return ToolStarted(**fields)
         case "tool.completed":
             return ToolCompleted(**fields)
+        case "tool.output":
+            return ToolOutput(**fields)
         case "approval.requested":
             return ApprovalRequested(**fields)
         case "stream.stalled":

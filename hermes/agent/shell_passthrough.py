@@ -81,5 +81,5 @@ async def run_user_command(
         decision = ApprovalDecision.DENY if approve is None else await approve(request)
         if decision == ApprovalDecision.DENY:
             return UserCommandOutcome(f"not run: it needs approval ({verdict.reason}) and was denied", False, None)
-    result = await run_command(command, cwd, timeout, launcher, writable=cwd, on_output=on_output)
+    result = await run_command(command, cwd, timeout, launcher, writable=cwd, on_data=on_output)
     return UserCommandOutcome(result, True, context_message(command, cwd, result, output_limit))

@@ -14,6 +14,7 @@ from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalReque
 from hermes.terminal_text import for_terminal
 
 APPROVAL_TIMEOUT = 120.0
+"""The default of the `approval_timeout` setting (the TUI's dialog waits as long)."""
 _ANSWERS = {
     "o": ApprovalDecision.ONCE, "once": ApprovalDecision.ONCE, "y": ApprovalDecision.ONCE,
     "s": ApprovalDecision.SESSION, "session": ApprovalDecision.SESSION,
@@ -56,3 +57,42 @@ def tty_approver(timeout: float = APPROVAL_TIMEOUT) -> ApprovalCallback | None:
         return _ANSWERS.get(text, ApprovalDecision.DENY)
 
     return approve if sys.platform != "win32" else None
+
+
+ORDER_WAIT = 2.0
+"""Seconds an approval question waits for its ApprovalRequested to be shown (a safety net:
+the event comes first on every path, local and remote)."""
+
+
+class ApprovalOrder:
+    """Asks an approval question only once the lines before it are on the screen.
+
+    The engine asks the approver from the tool's task, while the event loop of `chat -q`
+    may not yet have printed that tool's "→ tool" line: the question and the line then
+    ran together. `shown(event)` is called for each ApprovalRequested after the lines
+    before it were written; `ordered(approve)` makes `approve` wait for that (at most
+    ORDER_WAIT seconds) before it writes its question.
+    """
+
+    def __init__(self) -> None:
+        self._shown: dict[str, asyncio.Event] = {}
+
+    def _event(self, call_id: str) -> asyncio.Event:
+        return self._shown.setdefault(call_id, asyncio.Event())
+
+    def shown(self, call_id: str) -> None:
+        self._event(call_id).set()
+
+    def ordered(self, approve: ApprovalCallback | None) -> ApprovalCallback | None:
+        if approve is None:
+            return None
+
+        async def after_its_line(request: ApprovalRequest) -> ApprovalDecision:
+            try:
+                await asyncio.wait_for(self._event(request.call_id).wait(), ORDER_WAIT)
+            except TimeoutError:
+                pass  # ask anyway: an unasked question would deny
+            self._shown.pop(request.call_id, None)
+            return await approve(request)
+
+        return after_its_line

@@ -31,6 +31,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -38,6 +39,7 @@ from hermes.agent.events import (
 )
 from hermes.cli._common import json_line
 from hermes.terminal_text import for_terminal
+from hermes.turn_outcomes import failure_summary
 
 
 def _without_messages(data: dict[str, object]) -> None:
@@ -84,9 +86,7 @@ class _Activity:
                 self.line(f"→ {event.name}: {event.preview}", "dim")
             case ToolCompleted():
                 mark, style = ("✗", "red") if event.is_error else ("✓", "green")
-                detail = ""
-                if event.is_error:
-                    detail = " — " + event.result.splitlines()[0][:200] if event.result else ""
+                detail = f" — {failure_summary(event.result)}" if event.is_error and event.result.strip() else ""
                 self.line(f"{mark} {event.name} ({event.duration:.1f} s){detail}", style)
             case Retrying():
                 self.line(f"↻ reconnecting ({event.attempt}/{event.max_attempts}): {event.reason}", "yellow")
@@ -104,7 +104,7 @@ class _Activity:
                 | SegmentEnd()
                 | ToolCallGenerating()
                 | ApprovalRequested()
-                | ModelProgress()
+                | ModelProgress() | ToolOutput()
                 | ClientToolCalls()
                 | TurnCompleted()
             ):

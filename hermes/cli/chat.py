@@ -262,7 +262,7 @@ async def _run_turn(
 
     from hermes.agent.turn_handle import TurnCrashed
     from hermes.agent.types import TurnRequest
-    from hermes.cli._approval import tty_approver
+    from hermes.cli._approval import ApprovalOrder, tty_approver
     from hermes.cli._attach import prepare_input
     from hermes.cli._custom_prompt import expand_slash_prompt
     from hermes.cli._render import make_renderer
@@ -286,7 +286,8 @@ async def _run_turn(
         with quiet_output():
             sys.stderr.write(f"hermes: {for_terminal(note)}\n")
     renderer = make_renderer(as_json)
-    approve = None if settings.yolo else tty_approver()
+    order = ApprovalOrder()
+    approve = order.ordered(None if settings.yolo else tty_approver(settings.approval_timeout))
     request = TurnRequest(
         input=content,
         session_id=session_id,
@@ -312,13 +313,15 @@ async def _run_turn(
                 with quiet_output():
                     if status is not None:
                         status.observe(event)
-                    if event.type == "model.progress":
+                    if event.type in ("model.progress", "tool.output"):
                         continue  # for the status line only (also left out of --json)
                     if event.type == "turn.completed":
                         result = event.result
                         if not as_json:
                             continue
                     renderer.handle(event)
+                if event.type == "approval.requested":
+                    order.shown(event.call_id)  # its tool's line is out: the question may follow
         except TurnCrashed as crash:
             raise crash.cause from None  # reported like any error of the command
         except asyncio.CancelledError:

@@ -323,10 +323,17 @@ def _compaction_lines(marker: CompactionRecord) -> list[str]:
     return ["", head, *_indented(marker.summary.rstrip())]
 
 
-def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] | None = None) -> list[str]:
+def _transcript(
+    messages: list[MessageRecord], markers: list[CompactionRecord] | None = None, end_reason: str | None = None
+) -> list[str]:
     """Messages as readable blocks: "#ID role" then the indented text; tool calls one line
-    each, tool results cut to TOOL_RESULT_LINES lines. A compaction marker is shown before
-    the first message it kept."""
+    each, tool results cut to TOOL_RESULT_LINES lines, a tool result that is not a success
+    labelled with how it ended (failed, denied, blocked, interrupted). A compaction marker
+    is shown before the first message it kept; a turn that failed or was interrupted gets a
+    line after its last message (`end_reason`: the session's, its newest turn's end)."""
+    from hermes.turn_outcomes import tool_outcome, turn_marks
+
+    marks = turn_marks(messages, end_reason)
     lines: list[str] = []
     pending = sorted(markers or [], key=lambda m: (m.first_kept_message_id, m.id))
     for message in messages:
@@ -335,6 +342,8 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
         label = f"#{message.id} {message.role}"
         if message.role == "tool" and message.tool_name:
             label += f" ({message.tool_name})"
+        if message.role == "tool" and (outcome := tool_outcome(content_text(message.content))) != "done":
+            label += f" [{outcome}]"
         lines.append("")
         lines.append(label)
         text = (summary_text if message.role == "user" else content_text)(message.content).rstrip()
@@ -346,6 +355,9 @@ def _transcript(messages: list[MessageRecord], markers: list[CompactionRecord] |
         for call in message.tool_calls or []:
             name, arguments = call_summary(call)
             lines.append(f"  → {name} {_clip(arguments, ARGUMENTS_CHARS)}".rstrip())
+        mark = marks.get(message.id)
+        if mark is not None:
+            lines.extend(["", mark.text])
     for marker in pending:
         lines.extend(_compaction_lines(marker))
     return lines
@@ -381,7 +393,7 @@ def show(
             data["compactions"] = [marker.to_json() for marker in markers]
         print_json(data)
         return
-    for line in _header(record, cost) + _transcript(messages, markers):
+    for line in _header(record, cost) + _transcript(messages, markers, record.end_reason):
         typer.echo(for_terminal(line))
 
 

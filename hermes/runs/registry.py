@@ -37,7 +37,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.agent.events import AgentEvent, ModelProgress
+from hermes.agent.events import AgentEvent, ModelProgress, ToolOutput
 from hermes.agent.turn_handle import TurnHandle
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnResult
 from hermes.error_codes import INTERRUPTED, SERVER_SHUTDOWN
@@ -146,8 +146,8 @@ class Run:
         self.emit(*entry_data(RunOpened(self.kind, self.model, user_input)))
 
     def log(self, event: AgentEvent) -> None:
-        """Journal one engine event in its own JSON form (`ModelProgress` is live only)."""
-        if not isinstance(event, ModelProgress):
+        """Journal one engine event in its own JSON form (`ModelProgress` and `ToolOutput` are live only)."""
+        if not isinstance(event, (ModelProgress, ToolOutput)):
             self.emit(*event_data(event))
 
     # ---- status -------------------------------------------------------------------

@@ -16,7 +16,7 @@ Invariants:
   the run settled from its turn's `TurnCompleted`, which is in the log before it; else
   it settled without a result (a crash, a stop before the turn began, shutdown, or the
   orphan sweeper), and `error`/`error_code`, when present, say why.
-- `ModelProgress` is never journaled (live status only).
+- `ModelProgress` and `ToolOutput` are never journaled (live status only).
 - Logs written before this form (wire frames of the /v1/runs or session chat vocabulary)
   open with neither `run.opened` nor `run.settled`; `is_legacy_log` tells them apart and
   the readers serve them as they were written.

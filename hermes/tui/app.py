@@ -11,12 +11,14 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
 
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
+from hermes.tui.early_keys import EarlyKeys
 from hermes.tui.screens.chat import ChatScreen
 from hermes.tui.terminal_filter import ControlsFilter
 from hermes.tui.widgets.activity import SILENCE_AFTER
@@ -55,6 +57,8 @@ class HermesApp(App[int]):
         self.first_prompt: str | None = None
         """Sent as the first prompt once the chat is up (`hermes chat "prompt"`)."""
         self._last_ctrl_c = 0.0
+        self.early_keys = EarlyKeys()
+        """Typing that arrives before the prompt box is ready (`prompt_ready` types it in)."""
         self._controls_filter = ControlsFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -66,6 +70,18 @@ class HermesApp(App[int]):
     def session_id(self) -> str | None:
         """The session open in the chat (the one to resume after the app exits)."""
         return self.chat.session_id
+
+    async def on_event(self, event: events.Event) -> None:
+        if self.early_keys.hold(event):
+            return
+        await super().on_event(event)
+
+    def prompt_ready(self) -> None:
+        """The prompt box has focus: what was typed before goes into it (once the keys the
+        app is still to read have been read, and held, too)."""
+        if not self.early_keys.ready and not self.early_keys.releasing:
+            self.early_keys.releasing = True
+            self.call_after_refresh(self.early_keys.release, self.chat.chat_input)
 
     async def on_mount(self) -> None:
         self.chat.startup_notice = self.startup_notice
@@ -102,7 +118,7 @@ def make_app(
     settings: Settings,
     *,
     session_id: str | None = None,
-    approval_timeout: float = 60.0,
+    approval_timeout: float | None = None,
     theme: str | None = None,
     cwd: str | None = None,
     silence_warning: float = SILENCE_AFTER,
@@ -117,7 +133,8 @@ def make_app(
             PostgreSQL), or the server's (`RemoteSessions`).
         settings: resolved settings (`tool_stall_warning`, `yolo`).
         session_id: a stored session to open and continue.
-        approval_timeout: seconds before an unanswered approval is denied.
+        approval_timeout: seconds before an unanswered approval is denied (default: the
+            `approval_timeout` setting, which `chat -q` uses too).
         theme: a Textual theme name (default textual-dark).
         cwd: working directory for tools and /export (default: the process's).
         silence_warning: seconds without any event before "waiting for the model (Ns)".
@@ -132,7 +149,7 @@ def make_app(
         store,
         settings,
         session_id=session_id,
-        approval_timeout=approval_timeout,
+        approval_timeout=settings.approval_timeout if approval_timeout is None else approval_timeout,
         cwd=cwd,
         silence_warning=silence_warning,
         remote=remote,

@@ -26,9 +26,13 @@ if TYPE_CHECKING:
 
 
 class ThemeSwitcher(Protocol):
-    """The app, as `/theme` uses it (`HermesApp`)."""
+    """The app, as the screen and `/theme` use it (`HermesApp`)."""
 
     def switch_theme(self, name: str) -> None: ...
+
+    def prompt_ready(self) -> None:
+        """The prompt box has focus: typing held since launch goes into it."""
+        ...
 
 
 class CommandScreen(Protocol):

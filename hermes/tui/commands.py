@@ -21,6 +21,7 @@ from hermes.errors import HermesError
 from hermes.transcript_markdown import session_markdown
 from hermes.tui import extension_commands, file_commands, mode_control, status_commands
 from hermes.tui.external_editor import EditorFailed, edit_in_editor, editor_command
+from hermes.tui.help_table import help_table, help_text
 from hermes.tui.image_commands import image_command
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.notice import Notice
@@ -205,6 +206,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+S", "sessions"),
     ("Ctrl+N", "new session"),
     ("Ctrl+R / Ctrl+O", "reasoning / answer-only view"),
+    ("Ctrl+G", "open / close every tool result and reasoning"),
+    ("Tab", "completes a / command; the focus stays in the prompt"),
     ("PgUp / PgDn, Ctrl+Home / End", "scroll the transcript"),
     ("Ctrl+T", "light / dark theme"),
     ("Ctrl+F", "find in the transcript (Enter / Shift+Enter: next / previous)"),
@@ -216,16 +219,19 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 
 def _help(chat: CommandScreen, arg: str) -> None:
-    lines = Text("Commands\n", style="bold")
-    for command in COMMANDS:
-        lines.append(f"  {command.usage:<22}", style="bold")
-        lines.append(f"{command.help}\n")
-    lines.append_text(extension_commands.help_section(extension_commands.catalogs(chat), builtin_names(), 22))
-    lines.append("Keys\n", style="bold")
-    for keys, what in KEYS:
-        lines.append(f"  {keys:<30}", style="bold")
-        lines.append(f"{what}\n")
-    _show(chat, lines)
+    found = extension_commands.catalogs(chat)
+    custom = [(f"/{e.name} {e.args}".rstrip(), e.help) for e in extension_commands.entries(found, builtin_names())]
+    sections = [("Commands", [(c.usage, c.help) for c in COMMANDS])]
+    if custom:
+        sections.append(("Custom commands and skills", custom))
+    sections.append(("Keys", list(KEYS)))
+    notice = Notice(help_text(sections), "info")  # the plain text, for find
+    notice.update(help_table(sections))
+    chat.transcript.add(notice)
+    warnings = extension_commands.clashes(found, builtin_names())
+    warnings += [problem.line() for problem in found.commands.problems[:10]]
+    if warnings:
+        chat.say("\n".join(f"⚠ {line}" for line in warnings), "warning")
 
 
 def _skills(chat: CommandScreen, arg: str) -> None:

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -31,6 +31,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -47,6 +48,7 @@ from hermes.tui.widgets.shell_card import replayed_shell_card
 from hermes.tui.widgets.tool_card import ToolCard, argument_preview
 from hermes.tui.widgets.transcript import Transcript
 from hermes.tui.widgets.user_message import UserMessage
+from hermes.turn_outcomes import TurnMark, tool_outcome
 
 _PARTIAL = "the answer is incomplete"
 
@@ -114,6 +116,8 @@ class TurnRenderer:
                 self._card(call_id, name).complete(result, duration, is_error, arguments)
                 if not any(c.state in ("running", "approval") for c in self.cards.values()):
                     self.activity.set_phase("thinking")
+            case ToolOutput(call_id=call_id, name=name, text=text):
+                self._card(call_id, name).live_output(text)
             case ApprovalRequested(call_id=call_id, tool_name=tool_name):
                 self._card(call_id, tool_name).awaiting_approval()
                 self.activity.set_phase(f"{tool_name} awaiting approval", waiting_for_model=False)
@@ -294,10 +298,16 @@ def user_widgets(content: str | list[dict[str, Any]] | None, image_names: list[s
     return widgets
 
 
-def history_widgets(messages: Iterable[MessageRecord], *, stall_after: float = 30.0) -> list[Widget]:
-    """Widgets for stored messages: user prompts, answers, reasoning (folded), finished tool cards."""
+def history_widgets(
+    messages: Iterable[MessageRecord], *, stall_after: float = 30.0, marks: Mapping[int, TurnMark] | None = None
+) -> list[Widget]:
+    """Widgets for stored messages: user prompts, answers, reasoning (folded), tool cards in
+    the state their call ended in (done, failed, denied, blocked, interrupted), and after a
+    turn that failed or was interrupted its mark (`marks`, from `turn_marks` over the whole
+    session)."""
     widgets: list[Widget] = []
     cards: dict[str, ToolCard] = {}
+    marks = marks or {}
     for message in messages:
         if message.role == "user":
             text = _content_text(message.content)
@@ -328,6 +338,8 @@ def history_widgets(messages: Iterable[MessageRecord], *, stall_after: float = 3
             found = cards.get(message.tool_call_id or "")
             if found is not None:
                 result = _content_text(message.content)
-                failed = result.lstrip().lower().startswith(("error", "✗"))
-                found.complete(result, 0.0, failed)
+                found.complete(result, 0.0, tool_outcome(result) != "done")
+        mark = marks.get(message.id)
+        if mark is not None:
+            widgets.append(Notice(mark.text, "interrupted" if mark.end == "interrupted" else "error"))
     return widgets

@@ -67,6 +67,8 @@ class PromptBox(Protocol):
 
     def load_text(self, text: str) -> None: ...
 
+    def put_back(self, value: str) -> None: ...
+
     def clear(self) -> object: ...
 
     def insert(self, text: str) -> object: ...
@@ -209,7 +211,7 @@ class TurnController:
         self.chat.queue_view.show_prompts(self.queued)
         chat_input = self.chat.chat_input
         current = chat_input.text
-        chat_input.load_text(f"{text}\n{current}" if current.strip() else text)
+        chat_input.put_back(f"{text}\n{current}" if current.strip() else text)
         chat_input.focus()
 
     def _send_next_queued(self) -> None:
@@ -229,7 +231,7 @@ class TurnController:
             texts.append(chat_input.text)
         self.queued.clear()
         self.chat.queue_view.show_prompts([])
-        chat_input.load_text("\n".join(texts))
+        chat_input.put_back("\n".join(texts))
         self.chat.notify("Interrupted — the queued prompts are back in the prompt box.", timeout=3)
 
     def worker_ended(self, event: Worker.StateChanged) -> None:
@@ -404,15 +406,17 @@ class TurnController:
         self.chat.notifier.approval_waiting(request.command)
         screen = ApprovalScreen(request, timeout=timeout)
         self.chat.app.push_screen(screen, decided)
+        unanswered = False
         try:
             decision = await asyncio.wait_for(future, timeout + 1.0)
         except TimeoutError:
-            decision = ApprovalDecision.DENY
+            decision, unanswered = ApprovalDecision.DENY, True
         finally:
             if screen.is_current:
                 screen.dismiss(ApprovalDecision.DENY)
-        if decision == ApprovalDecision.DENY:
-            self.chat.say(f"✗ denied: {request.command}", "warning")
+        if decision == ApprovalDecision.DENY and (screen.timed_out or unanswered):
+            # The card says "denied" (once); only a denial nobody chose is worth a line of its own.
+            self.chat.say(f"no answer in {timeout:g} s: denied", "warning")
         elif decision == ApprovalDecision.SESSION:
             self.chat.say(f"✓ allowed for this session: {request.grant or request.command}", "info")
         return decision

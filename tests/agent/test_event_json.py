@@ -23,6 +23,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -67,6 +68,7 @@ SAMPLES: list[AgentEvent] = [
     ContextCompacted(before_tokens=900, after_tokens=300, summarized_messages=6, kept_messages=2,
                      reason="manual", summary="earlier: x"),  # fmt: skip
     ModelProgress(phase="generating", tokens=12, tokens_per_second=30.5),
+    ToolOutput(call_id="c1", name="terminal", text="line 4\nline 5"),
     ClientToolCalls(calls=(ClientToolCall("c2", "lookup", "{}"), ClientToolCall("c3", "other", '{"a":1}'))),
     TurnCompleted(RESULT),
 ]

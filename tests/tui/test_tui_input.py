@@ -78,7 +78,7 @@ async def test_copy_export_help_and_unknown(make_tui, store, tmp_path: Path):
         await type_and_send(pilot, "/bogus")
 
         def notice_texts() -> list[str]:
-            return [str(n.render()) for n in app.chat.transcript.query(Notice)]
+            return [n.text for n in app.chat.transcript.query(Notice)]  # /help's: its plain text
 
         await until(pilot, lambda: any("unknown command /bogus" in n for n in notice_texts()))  # after /help's
         notices = notice_texts()

@@ -115,7 +115,11 @@ def test_tool_cards(snap_compare, store, tmp_path):
         renderer.handle(ToolCallGenerating("c1", "patch", 0))
         renderer.handle(SegmentEnd())
         renderer.handle(ToolStarted("c1", "patch", patch_args, "parser.py"))
-        renderer.handle(ToolCompleted("c1", "patch", "patched parser.py", 0.02, False, patch_args))
+        patched = (
+            "Patched parser.py: replaced 1 occurrence.\n--- a/parser.py\n+++ b/parser.py\n@@ -6,3 +6,3 @@\n"
+            " def split(text):\n-    return text.split()\n+    return text.splitlines(keepends=True)\n \n"
+        )  # the patch tool's result: its own diff of the change, with the file's line numbers
+        renderer.handle(ToolCompleted("c1", "patch", patched, 0.02, False, patch_args))
         renderer.handle(ToolStarted("c2", "terminal", {"command": "pytest -q"}, "pytest -q"))
         renderer.handle(
             ToolCompleted(

@@ -41,6 +41,8 @@ class ToolContext:
     """Keys of the grants given "for this session" (hermes/agent/safety/grants.py); owned by the Agent, per session."""
     on_approval_request: Callable[[ApprovalRequest], None] | None = None
     """Engine hook to surface an ApprovalRequested event before the callback is asked."""
+    on_output: Callable[[str, str], None] | None = None
+    """Engine hook for a running call's newest output lines (call_id, text): a ToolOutput event."""
     source: str = "cli"
     """Front end of the turn (cli, tui, api_server); the file tools guard secrets for api_server."""
     confinement: Confinement | None = None

@@ -18,7 +18,10 @@ Invariants:
 - patch changes a file only when old_string stands for exactly one place (or replace_all is
   set): as written, else as fitted by edit_match (N| prefixes, indentation, a near match);
   a failed match shows the file's nearest lines; an edit that changes nothing writes nothing;
-  a patch that would undo the turn's own earlier edit is refused once (edit_history).
+  a patch that would undo the turn's own earlier edit is refused once (edit_history);
+- patch's result and an overwriting write_file's result end with the unified diff of the
+  change against the file as it was (real line numbers): front ends show that diff, never one
+  rebuilt from the arguments.
 """
 
 from __future__ import annotations
@@ -265,9 +268,34 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     if before is not None and _encode(before, "content") == data:
         return f"No change: {path} already has exactly this content; nothing was written."
     await _write(path, target, data, ctx)
-    verb = "Overwrote" if existed else "Created"
-    done = f"{verb} {path}: wrote {len(data)} bytes ({_count_lines(content)} lines)."
-    return done + await _diagnostics(ctx, target, before, content)
+    diagnostics = await _diagnostics(ctx, target, before, content)
+    if before is None:
+        return f"Created {path}: wrote {len(data)} bytes ({_count_lines(content)} lines).{diagnostics}"
+    # The change against the file as it was: what the model and the tool card both see.
+    change = await asyncio.to_thread(_overwrite_diff, path, before, content)
+    return f"Overwrote {path}: wrote {len(data)} bytes ({_count_lines(content)} lines).\n{change}{diagnostics}"
+
+
+MAX_DIFF_INPUT = 1_000_000
+"""Characters on either side above which an overwrite's change is summed up, not diffed."""
+
+
+MAX_DIFF_LINE = 500
+"""Characters of one diff line shown; the rest of a longer line is summed up."""
+
+
+def _overwrite_diff(path: Path, before: str, after: str) -> str:
+    if "\x00" in before:
+        return "[diff not shown: the file held binary data before]"
+    if len(before) > MAX_DIFF_INPUT or len(after) > MAX_DIFF_INPUT:
+        return f"[diff not shown: the file is over {MAX_DIFF_INPUT:,} characters]"
+    return "\n".join(_cut_line(line) for line in _diff(path, before, after).split("\n"))
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= MAX_DIFF_LINE:
+        return line
+    return f"{line[:MAX_DIFF_LINE]}… [{len(line) - MAX_DIFF_LINE:,} more characters]"
 
 
 WRITE_FILE_TOOL = Tool(

@@ -41,6 +41,7 @@ from hermes.agent.safety.launch import ToolLauncher, end_call
 from hermes.agent.tools.args import check_object, optional_number, optional_str, require_str
 from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.missing_command import missing_command_hint
+from hermes.agent.tools.output_tail import OutputTail
 from hermes.errors import ToolError
 
 DEFAULT_TIMEOUT = 180.0
@@ -170,6 +171,21 @@ async def _open_pipe(
     return capture
 
 
+def _fan_out(*listeners: Callable[[bytes], None] | None) -> Callable[[bytes], None] | None:
+    """One listener telling each of `listeners` (None when there is none)."""
+    present = [listener for listener in listeners if listener is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+
+    def tell(data: bytes) -> None:
+        for listener in present:
+            listener(data)
+
+    return tell
+
+
 async def run_command(
     command: str,
     cwd: Path,
@@ -177,21 +193,26 @@ async def run_command(
     launcher: ToolLauncher | None = None,
     *,
     writable: Path | None = None,
-    on_output: Callable[[bytes], None] | None = None,
+    on_data: Callable[[bytes], None] | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> str:
     """Run `command` with the shell in `cwd`; return the formatted result. Kills the group on cancel.
 
-    In the sandbox only `writable` (default: `cwd`) may be changed. `on_output` is told each
-    chunk of stdout and stderr as it arrives (the result still holds both, bounded).
+    In the sandbox only `writable` (default: `cwd`) may be changed. `on_data` is told each
+    chunk of stdout and stderr as it arrives (`!` shows them all); `on_output` is given the
+    newest lines while it runs (output_tail.OutputTail: a few a second, for a tool card).
+    The result still holds both, bounded.
     """
     launcher = launcher or ToolLauncher()
     env = launcher.env()
     loop = asyncio.get_running_loop()
     child_fds: list[int] = []
     transports: list[asyncio.BaseTransport] = []
+    tail = OutputTail(on_output) if on_output is not None else None
+    listener = _fan_out(on_data, tail.feed if tail is not None else None)
     try:
-        out = await _open_pipe(loop, child_fds, transports, on_output)
-        err = await _open_pipe(loop, child_fds, transports, on_output)
+        out = await _open_pipe(loop, child_fds, transports, listener)
+        err = await _open_pipe(loop, child_fds, transports, listener)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launcher.argv([_shell(), "-c", command], cwd, writable=writable),
@@ -229,6 +250,8 @@ async def run_command(
             os.close(fd)
         for transport in transports:
             transport.close()
+        if tail is not None:
+            tail.close()  # the result carries the rest
     hint = missing_command_hint(err.text(), proc.returncode, cwd, env.get("PATH"))
     return _format(proc.returncode, out, err, timeout if timed_out else None, bool(still_open), hint)
 
@@ -298,7 +321,10 @@ async def terminal(args: dict[str, Any], ctx: ToolContext, launcher: ToolLaunche
     if commands is not None:
         return await commands.run(command, cwd, timeout)  # the host's terminal (an editor's, over ACP)
     # The sandbox's writable root is the session's folder, never a `workdir` the model picks.
-    return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd))
+    report = ctx.on_output
+    call_id = ctx.call_id
+    on_output = None if report is None else (lambda text: report(call_id, text))
+    return await run_command(command, cwd, timeout, launcher, writable=Path(ctx.cwd), on_output=on_output)
 
 
 def make_terminal_tool(launcher: ToolLauncher) -> Tool:

@@ -64,6 +64,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -514,7 +515,7 @@ class ChatChunks:
             case TurnStarted():
                 if self.session_head is not None and not self.stream.prepared:
                     await self.start(self.session_head(event.session_id))
-            case ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
+            case ToolCallGenerating() | ApprovalRequested() | ModelProgress() | ToolOutput() | TurnCompleted():
                 pass  # no chunk: the answer is the text; the end is written by `finish`
             case _:
                 assert_never(event)

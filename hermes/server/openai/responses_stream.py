@@ -66,6 +66,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -139,7 +140,10 @@ class ResponseEvents:
             case Status() | Retrying() | StreamStalled() | ContextCompacted():
                 if self.named_events:
                     await self.stream.send(status_payload(event), event="hermes.status")
-            case TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | TurnCompleted():
+            case (
+                TurnStarted() | ToolCallGenerating() | ApprovalRequested() | ModelProgress() | ToolOutput()
+                | TurnCompleted()
+            ):  # fmt: skip
                 pass  # not output items; the terminal event is written from the result
             case _:
                 assert_never(event)

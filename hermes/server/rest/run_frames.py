@@ -44,6 +44,7 @@ from hermes.agent.events import (
     TextDelta,
     ToolCallGenerating,
     ToolCompleted,
+    ToolOutput,
     ToolStarted,
     TurnCompleted,
     TurnStarted,
@@ -163,7 +164,7 @@ class RunFrames:
             case TurnCompleted():
                 self.result = event.result
                 return []
-            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | ClientToolCalls():
+            case SegmentEnd() | ToolCallGenerating() | ModelProgress() | ToolOutput() | ClientToolCalls():
                 return []  # runs pass no client tools
             case _:
                 assert_never(event)
@@ -246,7 +247,7 @@ class SessionFrames:
             case TurnCompleted():
                 self.result = event.result
                 return []
-            case TurnStarted() | ToolCallGenerating() | ModelProgress() | ClientToolCalls():
+            case TurnStarted() | ToolCallGenerating() | ModelProgress() | ToolOutput() | ClientToolCalls():
                 return []  # session chat passes no client tools
             case _:
                 assert_never(event)

@@ -53,10 +53,12 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         Binding("n,d,escape", "decide('deny')", "Deny"),
     ]
 
-    def __init__(self, request: ApprovalRequest, *, timeout: float = 60.0) -> None:
+    def __init__(self, request: ApprovalRequest, *, timeout: float = 120.0) -> None:
         super().__init__()
         self.request = request
         self.timeout = timeout
+        self.timed_out = False
+        """Nobody answered in `timeout` seconds: the screen denied on its own."""
         self._deadline = time.monotonic() + timeout
 
     def compose(self) -> ComposeResult:
@@ -67,12 +69,19 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
             grant = self.request.grant
             covers = f"Allow for session covers {grant}" if grant else "Asked every time: no session grant for this."
             yield Static(Text(covers), id="grant", markup=False)
+            yield Static(Text(self.key_hint), id="keys", markup=False)
             yield Static("", id="countdown", classes="approval-countdown")
             with Horizontal():
                 yield Button("Run once [y]", id="once", variant="warning")
                 if grant:
                     yield Button("Allow for session [a]", id="session")
                 yield Button("Deny [n]", id="deny", variant="error")
+
+    @property
+    def key_hint(self) -> str:
+        """The keys that answer, as one line (the buttons carry them too)."""
+        session = " · a: allow for this session" if self.request.grant else ""
+        return f"Keys: y: run once{session} · n or Esc: deny"
 
     def on_mount(self) -> None:
         self.query_one("#deny", Button).focus()
@@ -82,6 +91,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     def _tick(self) -> None:
         left = self._deadline - time.monotonic()
         if left <= 0:
+            self.timed_out = True
             self.dismiss(ApprovalDecision.DENY)
             return
         self.query_one("#countdown", Static).update(f"Denied automatically in {left:.0f}s")

@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, cast
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import QueryType
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker
 
@@ -31,6 +33,8 @@ from hermes.errors import HermesError
 from hermes.session_folder import FolderCheck, check_folder
 from hermes.store.records import MessageRecord, SessionRecord
 from hermes.tui import commands, image_commands
+from hermes.tui.details import toggle_details
+from hermes.tui.instructions_reload import reload_instructions
 from hermes.tui.mention_picker import MentionPicker
 from hermes.tui.mode_control import cycle_mode
 from hermes.tui.notifier import TurnNotifier, terminal_writer
@@ -52,6 +56,7 @@ from hermes.tui.widgets.queued_prompts import QueuedPrompts
 from hermes.tui.widgets.remote_line import RemoteLine
 from hermes.tui.widgets.status_bar import StatusBar
 from hermes.tui.widgets.transcript import Transcript
+from hermes.turn_outcomes import TurnMark, turn_marks
 
 if TYPE_CHECKING:
     from hermes.agent.mcp import McpManager
@@ -65,11 +70,13 @@ FIRST_PAINT = 8
 """Messages shown before the first paint of an opened session."""
 OLDER_PAGE = 100
 """Messages each "load more" (Ctrl+Home, click) adds."""
+TAB_HINT = "Tab keeps you in the prompt (it completes / commands) · Ctrl+G opens tool results and reasoning"
 
 
 class ChatScreen(Screen[None]):
     """One conversation on screen. `HermesApp` builds it and pushes it at mount."""
 
+    AUTO_FOCUS = "#input"
     BINDINGS = [
         # The app's own ctrl+q quits over every screen; declared here too so the footer
         # shows it, first, as it always has.
@@ -79,6 +86,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+n", "new_session", "New"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning"),
         Binding("ctrl+o", "toggle_focus", "Answer only"),
+        Binding("ctrl+g", "toggle_details", "Details", show=False),  # /help and the Tab hint name it
         Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("alt+up", "edit_queued", "Edit queued", show=False),
         Binding(REMOVE_IMAGE_KEY, "remove_image", "Remove image", show=False),
@@ -136,6 +144,8 @@ class ChatScreen(Screen[None]):
         self._mention_picker: MentionPicker | None = None
         self.mode: Mode = DEFAULT_MODE
         """The mode every turn starts with (hermes/tui/mode_control.py)."""
+        self._marks: dict[int, TurnMark] = {}
+        """The failed and interrupted turns of the open session (by their last message id)."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -220,6 +230,10 @@ class ChatScreen(Screen[None]):
         self.chat_input.focus()
         if self.first_prompt:  # `hermes chat "prompt"`: sent as if typed
             self.turns.submit(self.first_prompt)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if event.widget is self.chat_input:
+            self.hermes_app.prompt_ready()  # typing held since launch goes in now
 
     async def _start_mcp(self, mcp: McpManager) -> None:
         statuses = await mcp.start(self.agent.tools)
@@ -383,7 +397,8 @@ class ChatScreen(Screen[None]):
         self._older = messages[: len(messages) - len(shown)]
         if self._older:
             transcript.add(HistoryHead(len(self._older)))
-        transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning))
+        self._marks = turn_marks(messages, record.end_reason)
+        transcript.add(*history_widgets(shown, stall_after=self.settings.tool_stall_warning, marks=self._marks))
         if self._older:
             self.call_after_refresh(self.load_older, HISTORY_PAGE - len(shown))
         if announce:
@@ -447,7 +462,9 @@ class ChatScreen(Screen[None]):
         page = self._tail(self._older, count or OLDER_PAGE)
         self._older = self._older[: len(self._older) - len(page)]
         transcript = self.transcript
-        transcript.add_before_first(history_widgets(page, stall_after=self.settings.tool_stall_warning))
+        transcript.add_before_first(
+            history_widgets(page, stall_after=self.settings.tool_stall_warning, marks=self._marks)
+        )
         for head in transcript.query(HistoryHead):
             if self._older:
                 head.set_hidden(len(self._older))
@@ -468,6 +485,9 @@ class ChatScreen(Screen[None]):
         bar.reset_usage()
         bar.turn_seconds = None
         self.say("new session", "info")
+        changed = reload_instructions(self.agent, self.settings, self.cwd)
+        if changed is not None:
+            self.say(changed, "info")
 
     def action_sessions(self) -> None:
         if self.refused_during_turn():
@@ -499,6 +519,26 @@ class ChatScreen(Screen[None]):
     def action_toggle_reasoning(self) -> None:
         hidden = self.transcript.toggle_class("-hide-reasoning").has_class("-hide-reasoning")
         self.notify("Reasoning hidden." if hidden else "Reasoning shown.", timeout=1.5)
+
+    def action_toggle_details(self) -> None:
+        opened = toggle_details(self.transcript)
+        text = {None: "No tool results or reasoning to open.", True: "Details open.", False: "Details closed."}
+        self.notify(text[opened], timeout=1.5)
+
+    def focus_next(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        return self._keep_prompt()
+
+    def focus_previous(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        return self._keep_prompt()
+
+    def _keep_prompt(self) -> Widget:
+        """Tab and Shift+Tab never take the focus out of the prompt box (where the next key
+        would be lost): they bring it back there and say what opens the details instead."""
+        box = self.chat_input
+        if self.focused is box:
+            self.notify(TAB_HINT, timeout=2.5)
+        box.focus()
+        return box
 
     def action_toggle_focus(self) -> None:
         focus = self.transcript.toggle_class("-focus").has_class("-focus")

@@ -8,6 +8,9 @@ Two things keep streaming cheap however long the answer gets:
   `CHUNK_CHARS` characters, the next paragraph break outside a code fence starts a new
   chunk, so a flush touches one small widget instead of re-styling and re-laying out
   every block of a long answer.
+
+A code block never loses text: a line wider than the window wraps (folding a word longer
+than the width) instead of running off the edge.
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ class AssistantMessage(Vertical):
     AssistantMessage MarkdownFence {
         margin: 1 0 1 0;
         padding: 0 1;
+        overflow-x: hidden;
+    }
+    AssistantMessage MarkdownFence > Label {
+        width: 1fr;
+        text-wrap: wrap;
+        text-overflow: fold;
     }
     AssistantMessage.-interrupted {
         border-left: wide $warning;

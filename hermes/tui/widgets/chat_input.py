@@ -113,6 +113,11 @@ class ChatInput(TextArea):
         self._set_text(self.prompt_history[index])
         return True
 
+    def put_back(self, value: str) -> None:
+        """Show `value` (text given back to the user: a queued prompt) with the cursor at its
+        end, so what is typed next follows it."""
+        self._set_text(value)
+
     def _set_text(self, value: str) -> None:
         self.load_text(value)
         last = self.document.line_count - 1
@@ -200,6 +205,19 @@ class ChatInput(TextArea):
             self.post_message(self.PastedText(self, event.text))
             return
         await super()._on_paste(event)
+
+    def type_keys(self, keys: list[events.Key]) -> None:
+        """Type `keys` (held while the prompt was not ready) as they would have typed:
+        characters, new lines, Backspace, and Enter, which sends what is typed so far."""
+        for key in keys:
+            if key.key == "enter":
+                self._submit()
+            elif key.key in NEWLINE_KEYS:
+                self.insert("\n")
+            elif key.key == "backspace":
+                self.action_delete_left()
+            elif key.is_printable and key.character is not None:
+                self.insert(key.character)
 
     def _submit(self) -> None:
         value = self.text

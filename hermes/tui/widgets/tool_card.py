@@ -26,6 +26,7 @@ from hermes.agent.tools.todo import TODO, plan_summary, read_plan
 from hermes.tui.widgets.activity import SPINNER
 from hermes.tui.widgets.find_bar import highlighted
 from hermes.tui.widgets.todo_list import checklist, todo_preview
+from hermes.turn_outcomes import ToolOutcome, failure_summary, tool_outcome
 
 ToolState = Literal["generating", "running", "approval", "done", "failed", "stalled", "interrupted"]
 
@@ -53,6 +54,20 @@ def clip(text: str, lines: int = PREVIEW_LINES, chars: int = PREVIEW_CHARS) -> s
     return shown
 
 
+TAIL_LINES = 4
+NO_TAIL_TOOLS = frozenset({"read_file"})
+"""Tools whose result is a file's text, not output: their folded result shows no tail."""
+
+
+def result_tail(result: str, lines: int = TAIL_LINES) -> str:
+    """The last `lines` non-empty lines of a result, each cut to ONE_LINE characters; "" when
+    the whole result is that short (its one line is in the header)."""
+    kept = [line for line in result.splitlines() if line.strip()]
+    if len(kept) <= 1:
+        return ""
+    return "\n".join(line if len(line) <= ONE_LINE else line[: ONE_LINE - 1] + "…" for line in kept[-lines:])
+
+
 def tool_label(name: str) -> Text:
     """The tool's name in bold; an MCP tool (`mcp__server__tool`) also names its server."""
     mcp = split_name(name)
@@ -70,27 +85,34 @@ def argument_preview(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False) if arguments else ""
 
 
+def embedded_diff(result: str) -> str | None:
+    """The unified diff a file tool put in its result (from its `--- ` header on), if any."""
+    lines = result.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("--- ") and lines[i + 1].startswith("+++ "):
+            return "\n".join(lines[i:])
+    return None
+
+
 def diff_for(name: str, arguments: dict[str, Any], result: str) -> str | None:
-    """A unified diff for file-editing tools, from their arguments or their result."""
+    """The diff a file-editing tool's card shows: the tool's own diff of the change (computed
+    against the file as it was, so its line numbers are real); a created file's whole content;
+    None when the result carries no change (e.g. "No change: …")."""
     if name not in DIFF_TOOLS:
         return None
-    if result.lstrip().startswith(("---", "diff ", "@@")):
+    found = embedded_diff(result)
+    if found is not None:
+        return found
+    if result.lstrip().startswith(("diff ", "@@")):
         return result
     path = str(arguments.get("path") or arguments.get("file_path") or "file")
-    old = arguments.get("old_string", arguments.get("old_text", arguments.get("old")))
-    new = arguments.get("new_string", arguments.get("new_text", arguments.get("new")))
-    if isinstance(old, str) and isinstance(new, str):
-        lines = difflib.unified_diff(
-            old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=2
-        )
-        return "\n".join(lines)
-    diff = arguments.get("patch") or arguments.get("diff")
-    if isinstance(diff, str):
-        return diff
     content = arguments.get("content")
-    if isinstance(content, str):
+    if isinstance(content, str) and result.startswith("Created "):
         lines = difflib.unified_diff([], content.splitlines(), "/dev/null", f"b/{path}", lineterm="", n=0)
         return "\n".join(lines)
+    diff = arguments.get("patch") or arguments.get("diff")
+    if name == "apply_patch" and isinstance(diff, str):
+        return diff
     return None
 
 
@@ -113,6 +135,9 @@ class ToolCard(Vertical):
     ToolCard.-slow .tool-warning { display: block; }
     ToolCard .tool-error { color: $text-error; display: none; }
     ToolCard.-failed .tool-error, ToolCard.-stalled .tool-error { display: block; }
+    ToolCard .tool-tail { display: none; color: $text-muted; padding: 0 0 0 2; }
+    ToolCard.-has-tail .tool-tail { display: block; }
+    ToolCard.-open .tool-tail { display: none; }
     ToolCard Collapsible {
         display: none;
         border: none;
@@ -137,6 +162,10 @@ class ToolCard(Vertical):
         self.preview = ""
         self.arguments: dict[str, Any] = {}
         self.result = ""
+        self.outcome: ToolOutcome | None = None
+        """How the call ended (a failure, a denial, a policy block…); None until it did."""
+        self.diff: str | None = None
+        """The change a file tool's result shows (None: not a file change)."""
         self.error = ""
         self.duration: float | None = None
         self.stall_after = stall_after
@@ -146,6 +175,10 @@ class ToolCard(Vertical):
         self._header = Static("", classes="tool-header", markup=False)
         self._warning = Static("", classes="tool-warning", markup=False)
         self._error = Static("", classes="tool-error", markup=False)
+        self._tail = Static("", classes="tool-tail", markup=False)
+        self.tail = ""
+        """The last lines of the output shown under the header while the result is folded:
+        live while the call runs, kept after an interrupt, the result's own when it ends."""
         self._result_body = Static("", classes="tool-result", markup=False)
         self._details = Collapsible(self._result_body, title="result", collapsed=True)
         self._body: RenderableType = ""
@@ -155,7 +188,24 @@ class ToolCard(Vertical):
         yield self._header
         yield self._warning
         yield self._error
+        yield self._tail
         yield self._details
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        self.add_class("-open")
+
+    def on_collapsible_collapsed(self, event: Collapsible.Collapsed) -> None:
+        self.remove_class("-open")
+
+    def live_output(self, text: str) -> None:
+        """The newest lines the running call wrote (a ToolOutput event)."""
+        if self.state in ("running", "approval"):
+            self._set_tail(text)
+
+    def _set_tail(self, text: str) -> None:
+        self.tail = text
+        self._tail.update(Text(text))
+        self.set_class(bool(text.strip()), "-has-tail")
 
     def on_mount(self) -> None:
         self._ticker = self.set_interval(0.1, self._tick)
@@ -190,11 +240,22 @@ class ToolCard(Vertical):
         self.duration = duration
         self._stop_ticker()
         self.remove_class("-slow")
+        self.outcome = tool_outcome(result) if is_error else "done"
+        if self.outcome == "interrupted":
+            self._set_state("interrupted")  # the live tail stays: what it printed before the stop
+            return
+        refused = self.outcome in ("denied", "blocked")
         if is_error:
             self.error = result
-            self._error.update(Text("✗ " + clip(result, lines=6, chars=800)))
-        if not is_error or result.count("\n") >= 6 or len(result) > 800:
+            # A refusal is said once, in a few words; the text the model got is in the folded result.
+            shown = failure_summary(result) if refused else clip(result, lines=6, chars=800)
+            self._error.update(Text("✗ " + shown))
+        if not is_error or refused or result.count("\n") >= 6 or len(result) > 800:
             self._show_result(result, is_error)
+        if is_error or self.diff is not None or self._details.title == "plan" or self.tool_name in NO_TAIL_TOOLS:
+            self._set_tail("")
+        else:
+            self._set_tail(result_tail(result))
         self._set_state("failed" if is_error else "done")
 
     def not_executed(self, message: str) -> None:
@@ -222,6 +283,7 @@ class ToolCard(Vertical):
             self.add_class("-has-result")
             return
         diff = None if is_error else diff_for(self.tool_name, self.arguments, result)
+        self.diff = diff or None
         body: RenderableType
         if diff:
             body = Syntax(
@@ -233,6 +295,10 @@ class ToolCard(Vertical):
             lines = result.count("\n") + 1 if result.strip() else 0
             text = Text(clip(result)) if lines else Text("(no output)", style="dim")
             self._details.title = f"result ({lines} line{'s' if lines != 1 else ''})"
+            if is_error and self.outcome in ("denied", "blocked"):
+                self._details.title = "what the model was told"
+            if self.tool_name in DIFF_TOOLS and result.startswith("No change"):
+                self._details.title = "no change: the file already read this way"
             full = argument_preview(self.arguments)
             if len(full) > ONE_LINE or "\n" in full:
                 # The header shows one line; what actually ran is never hidden.
@@ -251,6 +317,11 @@ class ToolCard(Vertical):
         full = argument_preview(self.arguments)
         shown = full if len(full) > ONE_LINE or "\n" in full else ""
         return "\n".join((self.header_text, shown, self.result, self.error))
+
+    @property
+    def details(self) -> Collapsible:
+        """The foldable block under the header (the result, the diff, the plan)."""
+        return self._details
 
     @property
     def expanded(self) -> bool:
@@ -304,6 +375,8 @@ class ToolCard(Vertical):
             "stalled": "  not executed",
             "interrupted": "  interrupted",
         }.get(self.state, "")
+        if self.state == "failed" and self.outcome in ("denied", "blocked"):
+            suffix = f"  {self.outcome}"
         elapsed = self.elapsed
         if self.historic:
             timing = ""
