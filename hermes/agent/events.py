@@ -152,6 +152,7 @@ StatusKind = Literal[
     "checkpoint",
     "files_changed",
     "fallback",
+    "hook",
 ]
 
 
