@@ -230,7 +230,14 @@ class Agent:
                 submitted = await hooks.user_prompt(str(split_content(request.input)[0]))
                 notices += submitted.notices
                 if submitted.blocked:
-                    # Refused before anything is stored or sent: the turn ends with the hook's reason.
+                    # Refused: the prompt is neither stored nor sent (it may hold what the hook
+                    # guards against); a new session is created empty, so front ends find it.
+                    if new is not None and self.store is not None and request.persist:
+                        created = await self.store.create_session(
+                            source=new.source, model=new.model, title=None, system_prompt=new.system_prompt,
+                            session_id=new.id, fresh_if_taken=not new.given,
+                        )  # fmt: skip
+                        session_id = created.id
                     await handle.emit(TurnStarted(session_id=session_id, model=model))
                     for notice in notices:
                         await handle.emit(Status("hook", notice))
