@@ -35,7 +35,9 @@ def list_(as_json: bool = typer.Option(False, "--json", help='Print {"object": "
             {"event": h.event, "matcher": h.matcher, "command": h.command, "timeout": h.timeout, "source": h.source}
             for h in hooks
         ]
-        print_json({"object": "list", "data": data, "problems": problems, "claude_compat": settings.hooks_claude_compat})
+        print_json(
+            {"object": "list", "data": data, "problems": problems, "claude_compat": settings.hooks_claude_compat}
+        )
         return
     if not hooks:
         typer.echo(f"no hooks configured ([[hooks.PreToolUse]] … in {settings.config_path})")

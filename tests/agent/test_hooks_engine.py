@@ -279,7 +279,9 @@ async def test_a_failing_hook_is_shown_and_never_stops_the_turn(upstream, make_a
     assert any("UserPromptSubmit hook" in s and "exit code 127" in s for s in statuses)
 
 
-async def test_hooks_get_the_tool_environment_not_hermes_secrets(upstream, make_agent, workspace, tmp_path, monkeypatch):
+async def test_hooks_get_the_tool_environment_not_hermes_secrets(
+    upstream, make_agent, workspace, tmp_path, monkeypatch
+):
     monkeypatch.setenv("HERMES_API_KEY", "sk-secret-hermes-key")
     monkeypatch.setenv("SOME_RANDOM_TOKEN", "tok-123")
     env_file = tmp_path / "env.txt"
@@ -320,7 +322,9 @@ async def test_claude_settings_json_hooks_match_bash_to_terminal(upstream, make_
     guard = script(tmp_path, "claude_guard.py", CLAUDE_GUARD)
     settings = {
         "hooks": {
-            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"{guard} {seen}", "timeout": 30}]}]
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{guard} {seen}", "timeout": 30}]}
+            ]
         }
     }
     (workspace / ".claude").mkdir()
@@ -350,7 +354,11 @@ async def test_claude_file_tools_get_claude_names_and_file_path(upstream, make_a
     seen = tmp_path / "seen.json"
     body = f"import sys\nopen({str(seen)!r}, 'w').write(sys.stdin.read())\n"
     recorder = script(tmp_path, "rec.py", body)
-    settings = {"hooks": {"PostToolUse": [{"matcher": "Edit|MultiEdit|Write", "hooks": [{"type": "command", "command": recorder}]}]}}
+    settings = {
+        "hooks": {
+            "PostToolUse": [{"matcher": "Edit|MultiEdit|Write", "hooks": [{"type": "command", "command": recorder}]}]
+        }
+    }
     (workspace / ".claude").mkdir()
     (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
     agent = make_agent(tools=default_registry())

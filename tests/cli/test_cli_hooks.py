@@ -35,7 +35,7 @@ CLAUDE_SETTINGS = {
         "PreToolUse": [
             {
                 "matcher": "Bash",
-                "hooks": [{"type": "command", "command": "echo \"hermes says no: $(cat | head -c 0)\" >&2; exit 2"}],
+                "hooks": [{"type": "command", "command": 'echo "hermes says no: $(cat | head -c 0)" >&2; exit 2'}],
             }
         ]
     }
