@@ -379,3 +379,53 @@ async def test_a_broken_claude_settings_file_is_shown_not_fatal(upstream, make_a
     events, result = await run(agent, TurnRequest(input="x", cwd=str(workspace)))
     assert result.status == "completed"
     assert any("settings.json: not read" in s for s in hook_statuses(events))
+
+
+async def test_a_blocking_post_tool_hook_adds_its_reason_to_the_result(upstream, make_agent, workspace, tmp_path):
+    agent = make_agent(tools=default_registry())
+    body = 'echo "lint failed: trailing whitespace in new.txt" >&2; exit 2\n'
+    agent.hooks = hooks(HookConfig("PostToolUse", script(tmp_path, "lint.sh", body), matcher="Write"))
+    upstream.enqueue(tool_reply([call("write_file", {"path": "new.txt", "content": "x \n"}, id="w")]), text_reply("ok"))
+    await run(agent, TurnRequest(input="write", cwd=str(workspace)))
+    assert (workspace / "new.txt").read_text() == "x \n"  # the tool ran
+    result = tool_messages(upstream.requests[1])[-1]["content"]
+    assert result.endswith("\n\n[PostToolUse hook] lint failed: trailing whitespace in new.txt")
+
+
+async def test_claude_code_permission_decisions_are_understood(upstream, make_agent, workspace, tmp_path):
+    deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": "not on Fridays"}}  # fmt: skip
+    agent = make_agent(tools=default_registry())
+    agent.hooks = hooks(HookConfig("PreToolUse", f"echo '{json.dumps(deny)}'"))
+    upstream.enqueue(tool_reply([call("terminal", {"command": "echo hi"}, id="t")]), text_reply("ok"))
+    await run(agent, TurnRequest(input="x", cwd=str(workspace)))
+    assert tool_messages(upstream.requests[1])[-1]["content"] == "not on Fridays"
+    allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+    agent.hooks = hooks(HookConfig("PreToolUse", f"echo '{json.dumps(allow)}'"))
+    (workspace / "build").mkdir()
+    upstream.enqueue(tool_reply([call("terminal", {"command": "rm -r build"}, id="t")]), text_reply("ok"))
+    await run(agent, TurnRequest(input="x", cwd=str(workspace)))
+    assert not (workspace / "build").exists()
+
+
+APPROVE_BUILD_ONLY = """import json, sys
+data = json.load(sys.stdin)
+if data["tool_input"].get("command") == "rm -r build":
+    print(json.dumps({"decision": "approve"}))
+"""
+
+
+async def test_an_approval_covers_only_the_call_the_hook_approved(upstream, make_agent, workspace, tmp_path):
+    (workspace / "build").mkdir()
+    (workspace / "other").mkdir()
+    agent = make_agent(tools=default_registry())
+    agent.hooks = hooks(HookConfig("PreToolUse", script(tmp_path, "only.py", APPROVE_BUILD_ONLY)))
+    upstream.enqueue(
+        tool_reply([call("terminal", {"command": "rm -r build"}, id="a")]),
+        tool_reply([call("terminal", {"command": "rm -r other"}, id="b")]),
+        text_reply("ok"),
+    )
+    events, _ = await run(agent, TurnRequest(input="x", cwd=str(workspace)))
+    done = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
+    assert not done["a"].is_error and not (workspace / "build").exists()
+    assert done["b"].result.startswith("DENIED") and (workspace / "other").exists()
