@@ -49,7 +49,8 @@ Stopping a turn:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -84,7 +85,7 @@ from hermes.agent.context import (
 from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
 from hermes.agent.history import SessionHistories
 from hermes.agent.hooks.context import with_prompt_context, with_session_context
-from hermes.agent.hooks.dispatch import Hooks, TurnHooks
+from hermes.agent.hooks.dispatch import NOTHING, HookOutcome, Hooks, TurnHooks
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.lsp.diagnostics import LanguageServers
 from hermes.agent.model_choices import ModelListing, model_listings
@@ -220,14 +221,14 @@ class Agent:
         if hooks is not None:
             starts = new is not None or (self.store is None and not request.history)
             if starts:
-                opened = await hooks.session_start()
+                opened = await _unless_stopped(handle, hooks.session_start())
                 notices += opened.notices
                 if opened.context:
                     system_prompt = with_session_context(system_prompt, opened.context)
                     if new is not None:
                         new = replace(new, system_prompt=system_prompt)
             if request.tool_results is None:
-                submitted = await hooks.user_prompt(str(split_content(request.input)[0]))
+                submitted = await _unless_stopped(handle, hooks.user_prompt(str(split_content(request.input)[0])))
                 notices += submitted.notices
                 if submitted.blocked:
                     # Refused: the prompt is neither stored nor sent (it may hold what the hook
@@ -524,6 +525,31 @@ async def _emit_all(handle: TurnHandle, step: AsyncGenerator[AgentEvent, None]) 
     async with aclosing(step) as events:
         async for event in events:
             await _emit(handle, event)
+
+
+STOP_POLL = 0.1
+"""Seconds between looks at a stop while a hook runs before the turn listens for one."""
+
+
+async def _unless_stopped(handle: TurnHandle, hook_run: Coroutine[Any, Any, HookOutcome]) -> HookOutcome:
+    """The hooks' outcome; NOTHING when the turn is stopped while they run (before the turn
+    listens for stops): they are cancelled (their processes killed) and the stop is seen
+    right after TurnStarted, as any early stop."""
+    task = asyncio.ensure_future(hook_run)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=STOP_POLL)
+            if handle.stop_requested and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                return NOTHING
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 async def _emit_notices(handle: TurnHandle, notices: list[str]) -> None:

@@ -4,6 +4,7 @@ continues once, a hook that hangs, the stdin JSON, .claude/settings.json compati
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -429,3 +430,23 @@ async def test_an_approval_covers_only_the_call_the_hook_approved(upstream, make
     done = {e.call_id: e for e in events if isinstance(e, ToolCompleted)}
     assert not done["a"].is_error and not (workspace / "build").exists()
     assert done["b"].result.startswith("DENIED") and (workspace / "other").exists()
+
+
+async def test_a_stop_while_a_prompt_hook_runs_ends_the_turn_at_once(upstream, make_agent, workspace, tmp_path):
+    pid_file = tmp_path / "slow.pid"
+    agent = make_agent(tools=default_registry())
+    agent.hooks = hooks(HookConfig("UserPromptSubmit", f"sleep 60 & echo $! > {pid_file}; wait", timeout=120))
+    started = time.monotonic()
+    async with agent.start(TurnRequest(input="x", cwd=str(workspace))) as handle:
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await asyncio.sleep(0.05)
+        handle.stop()
+        result = await handle.wait()
+    assert time.monotonic() - started < 15
+    assert result is not None and result.status == "interrupted"
+    assert upstream.requests == []
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not _alive(pid)
