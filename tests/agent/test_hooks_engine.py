@@ -293,6 +293,7 @@ async def test_hooks_get_the_tool_environment_not_hermes_secrets(
     seen = env_file.read_text()
     assert "sk-secret-hermes-key" not in seen and "tok-123" not in seen
     assert "PATH=" in seen and seen.splitlines()[-1] == str(workspace)
+    assert f"CLAUDE_PROJECT_DIR={workspace}\n" in seen
 
 
 async def test_session_start_context_joins_the_new_sessions_prompt(upstream, make_agent, store, workspace, tmp_path):

@@ -35,11 +35,20 @@ CLAUDE_SETTINGS = {
         "PreToolUse": [
             {
                 "matcher": "Bash",
-                "hooks": [{"type": "command", "command": 'echo "hermes says no: $(cat | head -c 0)" >&2; exit 2'}],
+                "hooks": [{"type": "command", "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/no_rm.sh'}],
             }
         ]
     }
 }
+
+
+NO_RM = """#!/bin/bash
+command=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["tool_input"]["command"])')
+if [[ "$command" == rm* ]]; then
+  echo "Use trash instead of rm: $command" >&2
+  exit 2
+fi
+"""
 
 
 @pytest.fixture
@@ -49,6 +58,10 @@ def project(tmp_path: Path) -> Path:
     (folder / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS))
     (folder / "log_hook.py").write_text("import sys; open('hook.log', 'a').write(sys.stdin.read() + '\\n')\n")
     (folder / "victim.txt").write_text("keep\n")
+    guard = folder / ".claude" / "hooks" / "no_rm.sh"  # as a Claude Code project keeps it
+    guard.parent.mkdir()
+    guard.write_text(NO_RM)
+    guard.chmod(0o755)
     return folder
 
 
@@ -100,7 +113,7 @@ def test_hooks_list_shows_each_hook_and_where_it_comes_from(hermes_home: Path, p
     assert proc.returncode == 0, proc.stderr
     assert "PreToolUse [terminal]  python3 log_hook.py  (timeout 5s;" in proc.stdout
     assert "not read (set hooks_claude_compat = true)" in proc.stdout
-    assert "hermes says no" not in proc.stdout
+    assert "no_rm.sh" not in proc.stdout
     (hermes_home / "config.toml").write_text("hooks_claude_compat = true\n" + CONFIG)
     proc = hermes(["hooks", "list", "--json"], home=hermes_home, cwd=project)
     listed = json.loads(proc.stdout)
@@ -127,6 +140,6 @@ def test_chat_q_runs_config_and_claude_hooks(hermes_home: Path, project: Path) -
     assert (project / "victim.txt").exists()
     assert first.messages[-1]["content"].endswith("from-config")  # UserPromptSubmit's context
     tool = [m for m in second.messages if m["role"] == "tool"][-1]
-    assert tool["content"] == "hermes says no:"
+    assert tool["content"] == "Use trash instead of rm: rm victim.txt"
     logged = json.loads((project / "hook.log").read_text().splitlines()[0])
     assert logged["tool_name"] == "terminal" and logged["tool_input"] == {"command": "rm victim.txt"}

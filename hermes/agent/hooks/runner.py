@@ -6,7 +6,8 @@ Invariants:
 - the command runs with `bash -c` (else /bin/sh) through `ToolLauncher.argv`: the tool
   environment (never hermes' keys or database URL), the supervisor (nothing it starts
   outlives it) and the sandbox when it is on, in its own process group;
-- it gets `payload` as one JSON object on stdin (stdin is then closed);
+- it gets `payload` as one JSON object on stdin (stdin is then closed), and
+  CLAUDE_PROJECT_DIR (the working folder) besides the tool environment;
 - it runs at most `hook.timeout` seconds: then its whole process group is killed and the
   run is a non-blocking failure; cancelling the caller kills it the same way;
 - it never raises (cancellation excepted): a command that cannot start is a failed run;
@@ -32,6 +33,9 @@ OUTPUT_LIMIT = 20_000
 KILL_WAIT = 2.0
 """Seconds to wait for a killed hook's processes to be reaped."""
 BLOCK_EXIT = 2
+PROJECT_DIR_VARIABLE = "CLAUDE_PROJECT_DIR"
+"""Set to the working folder for every hook, as Claude Code does: its hook examples start
+their scripts as "$CLAUDE_PROJECT_DIR"/.claude/hooks/NAME."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,7 @@ async def run_hook(hook: HookConfig, payload: dict[str, Any], cwd: Path, launche
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
-            env=launcher.env(),
+            env={**launcher.env(), PROJECT_DIR_VARIABLE: str(cwd)},
             start_new_session=True,
         )
     except OSError as exc:
