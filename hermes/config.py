@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import ConfigError
+from hermes.hooks_config import TABLE as HOOKS_TABLE
+from hermes.hooks_config import HookConfig, parse_hooks
 from hermes.limits_config import ENV as LIMITS_ENV
 from hermes.limits_config import TABLE as LIMITS_TABLE
 from hermes.limits_config import ToolLimits, parse_table, resolve_limits
@@ -141,6 +143,12 @@ OPTIONS: dict[str, Option] = {
     ),
     "lsp": Option(("HERMES_LSP",), "diagnostics from language servers after edits (true or false)"),
     "lsp_timeout": Option(("HERMES_LSP_TIMEOUT",), "seconds an edit waits at most for its diagnostics"),
+    "hooks_claude_compat": Option(
+        ("HERMES_HOOKS_CLAUDE_COMPAT",), "also run the hooks of the project's .claude/settings.json (true or false)"
+    ),
+    "hooks_stop_limit": Option(
+        ("HERMES_HOOKS_STOP_LIMIT",), "times a Stop hook may make one turn go on (0: Stop hooks never continue it)"
+    ),
     "web_allow": Option(
         ("HERMES_WEB_ALLOW",),
         "domains web_fetch reads without asking (comma-separated; example.com covers its subdomains; * any)",
@@ -260,6 +268,11 @@ class Settings:
     lsp_servers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """The `[lsp.LANGUAGE] command = [...]` tables: (language, command) pairs."""
     lsp_timeout: float = 5.0
+    hooks: tuple[HookConfig, ...] = ()
+    """The `[[hooks.EVENT]]` tables of config.toml (hermes/hooks_config.py)."""
+    hooks_claude_compat: bool = False
+    """Also run the hooks of the working folder's `.claude/settings.json` (and settings.local.json)."""
+    hooks_stop_limit: int = 3
     web_allow: tuple[str, ...] = ()
     """Domains `web_fetch` reads without asking; any other domain asks (refused with nobody to ask)."""
     web_allow_private: bool = False
@@ -357,7 +370,7 @@ _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
 _POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout", "lsp_timeout", "approval_timeout"})
 """Float settings that must be above zero."""
-_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after"})
+_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after", "hooks_stop_limit"})
 """Number settings that must not be below zero (0: no cap)."""
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -373,7 +386,7 @@ def coerce(name: str, value: Any) -> Any:
     kind = _field_types().get(name)
     if kind is None:
         raise ConfigError(f"unknown setting {name!r}")
-    if name in ("mcp_servers", PROVIDERS_TABLE, "lsp_servers"):
+    if name in ("mcp_servers", PROVIDERS_TABLE, "lsp_servers", HOOKS_TABLE):
         return tuple(value)  # parsed and checked by read_config_file
     if name == PRICES_TABLE:
         return value if isinstance(value, PriceTable) else PriceTable(value)  # checked by read_config_file
@@ -471,7 +484,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    tables = {"home", MCP_TABLE, LIMITS_TABLE, PRICES_TABLE, PROVIDERS_TABLE, WEB_SEARCH_TABLE}
+    tables = {"home", MCP_TABLE, LIMITS_TABLE, PRICES_TABLE, PROVIDERS_TABLE, WEB_SEARCH_TABLE, HOOKS_TABLE}
     unknown = sorted(set(data) - set(OPTIONS) - tables)
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
@@ -488,6 +501,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
             data["lsp_servers"] = servers
     if PROVIDERS_TABLE in data:
         data[PROVIDERS_TABLE] = parse_providers(data[PROVIDERS_TABLE], str(path))
+    if HOOKS_TABLE in data:
+        data[HOOKS_TABLE] = parse_hooks(data[HOOKS_TABLE], str(path))
     if WEB_SEARCH_TABLE in data:
         data[WEB_SEARCH_TABLE] = parse_web_search(data[WEB_SEARCH_TABLE], str(path))
     return data

@@ -80,7 +80,7 @@ LAYERS: dict[str, int] = {
     "hermes.redact": 7, "hermes.api_paths": 7, "hermes.beneath": 7, "hermes.terminal_text": 7,
     "hermes.extensions": 6, "hermes.providers_config": 7, "hermes.web_search_config": 7,
     "hermes.attachment_blocks": 7, "hermes.lsp_config": 7, "hermes.config_prices": 7, "hermes.session_folder": 7,
-    "hermes.turn_outcomes": 6,
+    "hermes.turn_outcomes": 6, "hermes.hooks_config": 7,
 }  # fmt: skip
 """Each folder or top-level module of hermes and its layer: an arrow may point to the same
 layer or a larger number (DESIGN.md's "Layers": front ends 0, the TUI 1, the backend 2,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.agent.events import AgentEvent, ApprovalRequested, ToolCompleted, ToolOutput, ToolStarted
+from hermes.agent.events import AgentEvent, ApprovalRequested, Status, ToolCompleted, ToolOutput, ToolStarted
 from hermes.agent.safety.approval import REFUSAL_PREFIXES
 from hermes.agent.tools.base import Tool, ToolContext, ToolRegistry
 from hermes.agent.tools.plan_gate import plan_refusal
@@ -61,7 +61,14 @@ def cap_output(text: str, limit: int) -> str:
     )
 
 
-async def _invoke(call: PlannedCall, ctx: ToolContext, limit: int) -> ToolCompleted:
+POST_HOOK_NOTE = "[PostToolUse hook]"
+"""Starts what a blocking PostToolUse hook adds to the result (the tool did run)."""
+
+
+async def _invoke(call: PlannedCall, ctx: ToolContext, limit: int, notify: Callable[[str], None]) -> ToolCompleted:
+    """Run one call: its PreToolUse hooks (which may block it: their reason is the result,
+    or approve it: its approval requests are answered yes, except those no hook answers),
+    the tool, then its PostToolUse hooks (a block adds their reason to the result)."""
     started = time.monotonic()
     args = call.arguments or {}
     is_error = True
@@ -75,15 +82,30 @@ async def _invoke(call: PlannedCall, ctx: ToolContext, limit: int) -> ToolComple
     elif ctx.mode == "plan" and (refusal := plan_refusal(call.tool, args)) is not None:
         result = refusal
     else:
-        try:
-            result = await call.tool.handler(args, dataclasses.replace(ctx, call_id=call.call_id))
-            is_error = result.startswith(REFUSAL_PREFIXES)
-        except ToolError as exc:
-            result = f"Error: {exc}"
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
-            result = f"Error: {call.name} failed: {type(exc).__name__}: {exc}"
+        call_ctx = dataclasses.replace(ctx, call_id=call.call_id)
+        pre = await ctx.hooks.pre_tool(call.name, args) if ctx.hooks is not None else None
+        for notice in pre.notices if pre is not None else ():
+            notify(notice)
+        if pre is not None and pre.blocked:
+            result = pre.reason
+        else:
+            if pre is not None and pre.approved:
+                call_ctx.hook_approved = True
+            try:
+                result = await call.tool.handler(args, call_ctx)
+                is_error = result.startswith(REFUSAL_PREFIXES)
+            except ToolError as exc:
+                result = f"Error: {exc}"
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
+                result = f"Error: {call.name} failed: {type(exc).__name__}: {exc}"
+            if ctx.hooks is not None:
+                post = await ctx.hooks.post_tool(call.name, args, result, is_error)
+                for notice in post.notices:
+                    notify(notice)
+                if post.blocked:
+                    result = f"{result}\n\n{POST_HOOK_NOTE} {post.reason}"
     return ToolCompleted(
         call_id=call.call_id,
         name=call.name,
@@ -120,6 +142,9 @@ async def run_batch(
     def on_output(call_id: str, text: str) -> None:
         side_events.put_nowait(ToolOutput(call_id=call_id, name=names.get(call_id, ""), text=text))
 
+    def on_notice(text: str) -> None:
+        side_events.put_nowait(Status("hook", text))
+
     ctx = dataclasses.replace(ctx, on_approval_request=on_approval, on_output=on_output)
     for segment in plan_segments(calls):
         tasks: dict[asyncio.Task[ToolCompleted], PlannedCall] = {}
@@ -128,7 +153,7 @@ async def run_batch(
             for call in segment:
                 preview = call.tool.preview(call.arguments or {}) if call.tool else call.raw_arguments[:120]
                 # Started before it is announced: the tool runs while the consumer handles the event.
-                tasks[asyncio.create_task(_invoke(call, ctx, output_limit))] = call
+                tasks[asyncio.create_task(_invoke(call, ctx, output_limit, on_notice))] = call
                 yield ToolStarted(call_id=call.call_id, name=call.name, arguments=call.arguments or {}, preview=preview)
             pending: set[asyncio.Task[ToolCompleted]] = set(tasks)
             position = {task: i for i, task in enumerate(tasks)}

@@ -49,8 +49,9 @@ Stopping a turn:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -84,6 +85,8 @@ from hermes.agent.context import (
 )
 from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
 from hermes.agent.history import SessionHistories
+from hermes.agent.hooks.context import with_prompt_context, with_session_context
+from hermes.agent.hooks.dispatch import NOTHING, HookOutcome, Hooks, TurnHooks
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.lsp.diagnostics import LanguageServers
 from hermes.agent.model_choices import ModelListing, model_listings
@@ -95,6 +98,7 @@ from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import ChatMessage, TurnRequest, TurnResult
 from hermes.attachment_blocks import split_content
 from hermes.checkpoints.turn import CheckpointConfig, TurnFiles
+from hermes.error_codes import PROMPT_BLOCKED
 from hermes.errors import UsageError
 from hermes.extensions.skills import SkillCatalog
 from hermes.ids import new_session_id
@@ -165,6 +169,8 @@ class Agent:
         self._caller = ModelCaller(provider, self.options.fallback)
         self.diagnostics: LanguageServers | None = None
         """The language servers asked after edits (set by build_agent when `lsp` is on)."""
+        self.hooks: Hooks | None = None
+        """The person's hooks (set by build_agent when any are configured; hermes/agent/hooks)."""
         self.histories = SessionHistories(store) if store is not None else None
         """The model-ready history of each stored session, kept between turns (hermes/agent/history.py)."""
         self._session_approvals: dict[str, set[str]] = {}
@@ -209,6 +215,39 @@ class Agent:
         # Reads first; then the session (when new), the turn row and the input (the user's
         # message, or a continuation's tool results): one write, holding nothing between.
         session_id, system_prompt, history, new = await self._open_session(request, model)
+        cwd = Path(request.cwd) if request.cwd else Path.cwd()
+        hooks = self.hooks.for_turn(session_id, cwd) if self.hooks is not None else None
+        notices: list[str] = hooks.take_problems() if hooks is not None else []
+        prompt_context = ""
+        if hooks is not None:
+            starts = new is not None or (self.store is None and not request.history)
+            if starts:
+                opened = await _unless_stopped(handle, hooks.session_start())
+                notices += opened.notices
+                if opened.context:
+                    system_prompt = with_session_context(system_prompt, opened.context)
+                    if new is not None:
+                        new = replace(new, system_prompt=system_prompt)
+            if request.tool_results is None:
+                submitted = await _unless_stopped(handle, hooks.user_prompt(str(split_content(request.input)[0])))
+                notices += submitted.notices
+                if submitted.blocked:
+                    # Refused: the prompt is neither stored nor sent (it may hold what the hook
+                    # guards against); a new session is created empty, so front ends find it.
+                    if new is not None and self.store is not None and request.persist:
+                        created = await self.store.create_session(
+                            source=new.source, model=new.model, title=None, system_prompt=new.system_prompt,
+                            session_id=new.id, fresh_if_taken=not new.given,
+                        )  # fmt: skip
+                        session_id = created.id
+                    await handle.emit(TurnStarted(session_id=session_id, model=model))
+                    for notice in notices:
+                        await handle.emit(Status("hook", notice))
+                    refused = TurnResult(session_id, "failed", "", model=model, error=submitted.reason,
+                                         error_code=PROMPT_BLOCKED)  # fmt: skip
+                    await handle.emit(TurnCompleted(refused))
+                    return
+                prompt_context = submitted.context
         inputs, history = turn_inputs(request.input, request.tool_results, history)
         turn = TurnState(session_id=session_id, model=model, persist=request.persist and self.store is not None)
         if turn.persist:
@@ -222,11 +261,14 @@ class Agent:
         session_id = turn.session_id
         # Plan mode's note goes into the model's copy of the input, after the cached prefix.
         context: list[ChatMessage] = [
-            {"role": "system", "content": system_prompt}, *history, *noted_inputs(inputs, request.mode)
-        ]
+            {"role": "system", "content": system_prompt}, *history,
+            *with_prompt_context(noted_inputs(inputs, request.mode), prompt_context),
+        ]  # fmt: skip
+        if hooks is not None:
+            hooks.session_id = session_id
         tool_ctx = ToolContext(
             session_id=session_id,
-            cwd=Path(request.cwd) if request.cwd else Path.cwd(),
+            cwd=cwd,
             approve=request.approve,
             yolo=request.yolo,
             session_approvals=self._session_approvals.setdefault(session_id, set()),
@@ -236,6 +278,7 @@ class Agent:
             transcript=context,
             mode=request.mode,
             diagnostics=self.diagnostics,
+            hooks=hooks,
         )
         turn.files = TurnFiles(
             self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd,
@@ -248,6 +291,7 @@ class Agent:
                 raise unrecorded
             turn.started = True
             await handle.emit(TurnStarted(session_id=session_id, model=model))
+            await _emit_notices(handle, notices)
             if handle.stop_requested:
                 raise _Interrupted
             result = await self._loop(turn, context, tool_ctx, request, handle)
@@ -296,6 +340,7 @@ class Agent:
         budget = self._budget(turn.session_id, turn.model, turn.persist, policy)
         call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
+        stops = 0  # times a Stop hook made this turn go on
         while True:
             summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None
             if summary_call and turn.wrap_up is None and context[-1].get("content") != SUMMARY_NUDGE:
@@ -356,7 +401,14 @@ class Agent:
                     return turn.result("completed", client_calls=waiting)
                 continue
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
-            return answer(turn, context, outcome, ending, max_iterations)
+            result = answer(turn, context, outcome, ending, max_iterations)
+            if ending == "answer" and result.status == "completed" and tool_ctx.hooks is not None:
+                reason = await _stop_hooks(tool_ctx.hooks, stops, handle)
+                if reason is not None:
+                    stops += 1
+                    await _go_on(turn, context, outcome, reason)
+                    continue
+            return result
 
     async def session_history(self, session_id: str) -> list[ChatMessage]:
         """What a turn in the stored session `session_id` sends before its input: the
@@ -481,6 +533,61 @@ def session_folder(cwd: str | None) -> str:
     """The folder a new session records: the turn's working directory (the process's when
     the request names none), resolved, so a later symlink swapped into the path shows."""
     return os.path.realpath(cwd or os.getcwd())
+
+
+STOP_POLL = 0.1
+"""Seconds between looks at a stop while a hook runs before the turn listens for one."""
+
+
+async def _unless_stopped(handle: TurnHandle, hook_run: Coroutine[Any, Any, HookOutcome]) -> HookOutcome:
+    """The hooks' outcome; NOTHING when the turn is stopped while they run (before the turn
+    listens for stops): they are cancelled (their processes killed) and the stop is seen
+    right after TurnStarted, as any early stop."""
+    task = asyncio.ensure_future(hook_run)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=STOP_POLL)
+            if handle.stop_requested and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                return NOTHING
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def _emit_notices(handle: TurnHandle, notices: list[str]) -> None:
+    for notice in notices:
+        await _emit(handle, Status("hook", notice))
+
+
+async def _stop_hooks(hooks: TurnHooks, stops: int, handle: TurnHandle) -> str | None:
+    """Run the Stop hooks; the reason the turn goes on, or None when it ends (nothing
+    blocked, or the turn went on `hooks.stop_limit` times already)."""
+    outcome = await hooks.stop(active=stops > 0)
+    await _emit_notices(handle, list(outcome.notices))
+    if not outcome.blocked:
+        return None
+    if stops >= hooks.stop_limit:
+        limit = f"a Stop hook asked to go on, but it did {hooks.stop_limit} times already (hooks_stop_limit): ending"
+        await _emit(handle, Status("hook", limit))
+        return None
+    return outcome.reason
+
+
+async def _go_on(turn: TurnState, context: list[ChatMessage], outcome: CallOutcome, reason: str) -> None:
+    """A Stop hook blocked the end: the answer is stored as a step, and the hook's reason
+    is the next user message of the same turn."""
+    assert turn.answer is not None, "answer() keeps the answer for the turn's end"
+    (message, _), turn.answer = turn.answer, None
+    await turn.record(message, reasoning=outcome.reasoning, finish_reason=outcome.finish_reason)
+    nudge: ChatMessage = {"role": "user", "content": reason}
+    context.append(nudge)
+    await turn.record(nudge)
 
 
 def title_from(content: Any) -> str | None:

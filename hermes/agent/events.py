@@ -166,6 +166,7 @@ StatusKind = Literal[
     "checkpoint",
     "files_changed",
     "fallback",
+    "hook",
 ]
 
 

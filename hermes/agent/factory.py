@@ -226,6 +226,10 @@ def build_agent(
             max_files=settings.checkpoint_max_files, timeout=settings.checkpoint_timeout,
         ),  # fmt: skip
     )
+    if settings.hooks or settings.hooks_claude_compat:
+        from hermes.agent.hooks import Hooks
+
+        agent.hooks = Hooks.from_settings(settings)
     if settings.lsp:
         from hermes.agent.lsp.diagnostics import LanguageServers
         from hermes.agent.safety.launch import ToolLauncher

@@ -106,6 +106,7 @@ COMMANDS = {
     "sessions": "sessions",
     "config": "config_cmd",
     "mcp": "mcp_cmd",
+    "hooks": "hooks_cmd",
     "models": "models_cmd",
     "db": "db_cmd",
 }

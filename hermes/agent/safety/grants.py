@@ -40,6 +40,16 @@ class Grant:
     covers: str
 
 
+HOOK_NEVER_APPROVES = NEVER_GRANTED | {"secret_file_read", "private_key_read"}
+"""Rules a hook's "approve" never answers: the always-ask writes and the secret reads."""
+
+
+def hook_may_approve(rule: str) -> bool:
+    """Whether a PreToolUse hook's "approve" may stand in for the person (no rule of a
+    merged verdict is one of HOOK_NEVER_APPROVES)."""
+    return not any(part in HOOK_NEVER_APPROVES for part in rule.split("+"))
+
+
 def grantable(rule: str) -> bool:
     """False when any rule of a merged verdict ("a+b") is one that always asks."""
     return not any(part in NEVER_GRANTED for part in rule.split("+"))

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hermes.agent.hooks.dispatch import TurnHooks
 from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.safety.confinement import Confinement
-from hermes.agent.safety.grants import Grant, session_grant
+from hermes.agent.safety.grants import Grant, hook_may_approve, session_grant
 from hermes.agent.tool_host import ToolHost
 from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage
 
@@ -55,6 +56,11 @@ class ToolContext:
     """The turn's mode (hermes/agent/modes.py); in plan mode tools/plan_gate.py refuses what could change anything."""
     diagnostics: EditDiagnostics | None = None
     """Language servers asked what an edit broke (hermes/agent/lsp); None: no diagnostics."""
+    hooks: TurnHooks | None = None
+    """The turn's PreToolUse/PostToolUse hooks (hermes/agent/hooks); None: none run."""
+    hook_approved: bool = False
+    """A PreToolUse hook approved this call: its approval requests are answered yes, except
+    the rules a hook never answers (grants.HOOK_NEVER_APPROVES: protected paths, secret reads)."""
 
     @property
     def policy(self) -> Confinement:
@@ -69,6 +75,8 @@ class ToolContext:
         grants.session_grant (`grant`, default: `command` exactly as shown; none for the
         rules that always ask), and a later request with the same grant is not asked."""
         scope = session_grant(tool_name, command, rule, grant)
+        if self.hook_approved and hook_may_approve(rule):
+            return True
         if self.yolo or (scope is not None and scope.key in self.session_approvals):
             return True
         request = ApprovalRequest(
