@@ -100,6 +100,7 @@ COMMANDS = {
     "sessions": "sessions",
     "config": "config_cmd",
     "mcp": "mcp_cmd",
+    "memory": "memory_cmd",
     "models": "models_cmd",
     "db": "db_cmd",
 }
