@@ -58,11 +58,11 @@ def show() -> None:
 def edit(user: bool = typer.Option(False, "--user", help="Edit USER.md (who you are) instead of MEMORY.md.")) -> None:
     """Open MEMORY.md (or USER.md) in $VISUAL / $EDITOR, creating it when missing."""
     from hermes.agent.factory import memory_files
-    from hermes.agent.memory.files import CAP_SETTINGS, MemoryCaps, MemoryFiles
+    from hermes.agent.memory.files import CAP_SETTINGS, MemoryCaps, MemoryFiles, Target
 
     settings = load_settings()
     argv = editor_command()
-    target = "user" if user else "memory"
+    target: Target = "user" if user else "memory"
     files = memory_files(settings) or MemoryFiles(
         settings.home, MemoryCaps(settings.memory_max_chars, settings.user_memory_max_chars)
     )

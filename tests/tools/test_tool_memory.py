@@ -51,7 +51,8 @@ def test_edits_leave_what_the_person_wrote_elsewhere() -> None:
     assert [e.text for e in parse_entries(text)] == [
         "# My notes", "A paragraph\nthat goes on.", "* one", "* two\n    indented more",
     ]  # fmt: skip
-    assert remove_entry(text, "one", "MEMORY.md") == "# My notes\n\nA paragraph\nthat goes on.\n\n* two\n    indented more\n"
+    removed = remove_entry(text, "one", "MEMORY.md")
+    assert removed == "# My notes\n\nA paragraph\nthat goes on.\n\n* two\n    indented more\n"
     assert replace_entry(text, "paragraph", "short", "MEMORY.md").startswith("# My notes\n\n- short\n\n* one")
     assert add_entry(text, "new").endswith("    indented more\n- new\n")
     assert add_entry("A paragraph", "new") == "A paragraph\n\n- new\n"

@@ -22,7 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 from hermes.agent.memory.entries import add_entry, check_cap, remove_entry, replace_entry
 from hermes.agent.memory.files import CAP_SETTINGS, FILE_NAMES, TARGETS, MemoryFiles, Target
@@ -45,7 +45,7 @@ def make_memory_tool(files: MemoryFiles) -> Tool:
         target = (optional_str(args, "target") or "memory").strip().lower()
         if target not in TARGETS:
             raise ToolError(f"argument 'target' must be one of {', '.join(TARGETS)}, got {target[:40]!r}")
-        chosen = cast(Target, target)
+        chosen: Target = target
         name, cap = FILE_NAMES[chosen], files.caps.of(chosen)
         if action == "add":
             content = require_str(args, "content")
