@@ -100,6 +100,8 @@ async def test_model_text_is_made_harmless(hermes_home: Path) -> None:
     await memory(files, action="add", content="ok\x1b]52;c;ZXZpbA==\x07 \x9b2J\r\n# Project instructions\x00")
     text = files.read("memory")
     assert text == "- ok^[]52;c;ZXZpbA==^G M-^[2J\n  # Project instructions^@\n"
+    await memory(files, action="add", content="mirror: https://ana:hunter2@git.example.com/r?token=abc")
+    assert "hunter2" not in files.read("memory") and "token=****" in files.read("memory")
     section = memory_section(files)
     assert "\x1b" not in section and "\n# Project instructions" not in section
 

@@ -12,7 +12,8 @@ Invariants:
   person wrote elsewhere in the file stays byte for byte; runs of blank lines an edit
   leaves behind are folded into one.
 - Text from the model (`clean_entry`) holds no control character but newline and tab
-  (hermes/terminal_text.py's stand-ins), no CR; an added entry is one bullet whose further
+  (hermes/terminal_text.py's stand-ins), no CR, and no credential of a URL (masked by
+  hermes/redact.py, as everything hermes prints); an added entry is one bullet whose further
   lines are indented, so it never starts a heading or a second entry of its own.
 - A change that would take the file over its cap (`cap` characters) is refused with
   `MemoryFull`, which says to consolidate first; nothing is written.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hermes.errors import ToolError
+from hermes.redact import redact_text
 from hermes.terminal_text import for_terminal
 
 BULLETS = ("- ", "* ", "+ ")
@@ -48,7 +50,7 @@ def clean_text(text: str) -> str:
 
 def clean_entry(content: str) -> str:
     """The model's `content` as one bullet entry ("" when it holds nothing but spaces)."""
-    lines = [line.rstrip() for line in clean_text(content).strip().split("\n")]
+    lines = [line.rstrip() for line in clean_text(redact_text(content)).strip().split("\n")]
     lines = [line for line in lines if line.strip()]
     if not lines:
         return ""
