@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
 
 def editor(tmp_path: Path, body: str) -> str:
@@ -81,3 +86,34 @@ def test_edit_refuses_a_symlinked_memories_folder(
     assert list(elsewhere.iterdir()) == []
     result = invoke("memory", "show")
     assert result.exit_code == 1 and "symlink" in result.stderr
+
+
+@pytest.fixture
+def upstream() -> Iterator[ScriptedUpstream]:
+    with ScriptedUpstream.in_thread() as server:
+        yield server
+
+
+def chat(home: Path, upstream: ScriptedUpstream, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
+    env.update(HERMES_HOME=str(home), HERMES_BASE_URL=upstream.base_url, HERMES_MODEL="scripted-model")
+    env.update(HERMES_STREAM_STALE_TIMEOUT="5", HERMES_LSP="false")
+    return subprocess.run(
+        [sys.executable, "-m", "hermes", "chat", "-q", *args], input="", capture_output=True, text=True, env=env,
+        timeout=60,
+    )  # fmt: skip
+
+
+def test_chat_q_remembers_for_the_next_session_and_show_prints_it(
+    upstream: ScriptedUpstream, hermes_home: Path, invoke: Any
+) -> None:
+    saving = call("memory", {"action": "add", "target": "user", "content": "Ana; likes terse answers"}, id="m")
+    upstream.enqueue(tool_reply([saving]), text_reply("Noted."), text_reply("Again."), text_reply("Hi Ana."))
+    assert chat(hermes_home, upstream, "I am Ana, keep it short").returncode == 0
+    assert chat(hermes_home, upstream, "still there?", "-c").returncode == 0
+    assert chat(hermes_home, upstream, "hello").returncode == 0
+    systems = [str(request.messages[0]["content"]) for request in upstream.requests]
+    assert len(systems) == 4 and systems[0] == systems[1] == systems[2]  # the continued session kept its prompt
+    assert "Ana; likes terse answers" not in systems[0]
+    assert "## USER.md (who the user is and what they prefer)\n- Ana; likes terse answers" in systems[3]
+    assert "- Ana; likes terse answers" in invoke("memory", "show").stdout
