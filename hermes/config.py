@@ -149,6 +149,10 @@ OPTIONS: dict[str, Option] = {
     "hooks_stop_limit": Option(
         ("HERMES_HOOKS_STOP_LIMIT",), "times a Stop hook may make one turn go on (0: Stop hooks never continue it)"
     ),
+    "memory": Option(("HERMES_MEMORY",), "memory across sessions: the memory tool and its prompt section"),
+    "server_memory": Option(("HERMES_SERVER_MEMORY",), "hermes serve's sessions use memory too (when memory is on)"),
+    "memory_max_chars": Option(("HERMES_MEMORY_MAX_CHARS",), "characters memories/MEMORY.md may hold"),
+    "user_memory_max_chars": Option(("HERMES_USER_MEMORY_MAX_CHARS",), "characters memories/USER.md may hold"),
     "web_allow": Option(
         ("HERMES_WEB_ALLOW",),
         "domains web_fetch reads without asking (comma-separated; example.com covers its subdomains; * any)",
@@ -273,6 +277,12 @@ class Settings:
     hooks_claude_compat: bool = False
     """Also run the hooks of the working folder's `.claude/settings.json` (and settings.local.json)."""
     hooks_stop_limit: int = 3
+    memory: bool = True
+    """The `memory` tool and the "# Memory" section of new sessions' prompts ($HERMES_HOME/memories/)."""
+    server_memory: bool = True
+    """With `memory`: `hermes serve`'s sessions use it too (false: the server neither reads nor writes it)."""
+    memory_max_chars: int = 4000
+    user_memory_max_chars: int = 2000
     web_allow: tuple[str, ...] = ()
     """Domains `web_fetch` reads without asking; any other domain asks (refused with nobody to ask)."""
     web_allow_private: bool = False
@@ -364,7 +374,9 @@ class Settings:
 _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off"), "notify": ("bell", "osc", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
-_POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb"})
+_POSITIVE = frozenset(
+    {"context_window", "max_diff_bytes", "web_fetch_max_kb", "memory_max_chars", "user_memory_max_chars"}
+)
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""

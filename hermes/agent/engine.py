@@ -89,6 +89,8 @@ from hermes.agent.hooks.context import with_prompt_context, with_session_context
 from hermes.agent.hooks.dispatch import NOTHING, HookOutcome, Hooks, TurnHooks
 from hermes.agent.instructions import ProjectInstructions
 from hermes.agent.lsp.diagnostics import LanguageServers
+from hermes.agent.memory.files import MemoryFiles
+from hermes.agent.memory.section import memory_section
 from hermes.agent.model_choices import ModelListing, model_listings
 from hermes.agent.modes import noted_inputs
 from hermes.agent.prompt import build_system_prompt
@@ -171,6 +173,8 @@ class Agent:
         """The language servers asked after edits (set by build_agent when `lsp` is on)."""
         self.hooks: Hooks | None = None
         """The person's hooks (set by build_agent when any are configured; hermes/agent/hooks)."""
+        self.memory: MemoryFiles | None = None
+        """The memory files read into each new session's prompt (set by build_agent when `memory` is on)."""
         self.histories = SessionHistories(store) if store is not None else None
         """The model-ready history of each stored session, kept between turns (hermes/agent/history.py)."""
         self._session_approvals: dict[str, set[str]] = {}
@@ -462,8 +466,10 @@ class Agent:
         )
 
     def new_session_prompt(self, cwd: str | None = None) -> str:
-        """The system prompt a new session starts with (configured or default, plus instructions)."""
-        return build_system_prompt(self.system_prompt, cwd, self.instructions, skills=self.skills)
+        """The system prompt a new session starts with (configured or default, plus
+        instructions, skills and the memory as the files hold it now)."""
+        memory = memory_section(self.memory) if self.memory is not None else ""
+        return build_system_prompt(self.system_prompt, cwd, self.instructions, skills=self.skills, memory=memory)
 
     async def _open_session(
         self, request: TurnRequest, model: str

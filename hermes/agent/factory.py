@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.instructions import ProjectInstructions, load_project_instructions
+from hermes.agent.memory.files import MemoryCaps, MemoryFiles
 from hermes.agent.progress import ProgressCallback, ProgressUpdate
 from hermes.agent.provider import Provider, provider_factory
 from hermes.agent.providers.json_actions import with_tool_protocol
 from hermes.agent.tools.base import ToolRegistry
+from hermes.agent.tools.memory import MEMORY, make_memory_tool
 from hermes.agent.tools.skill import SKILL, make_skill_tool
 from hermes.checkpoints.turn import CheckpointConfig
 from hermes.config import Settings
@@ -186,7 +188,8 @@ def build_agent(
 
     `instructions` default to the AGENTS.md files for the process's working directory, and
     `skills` to the skills found from there (hermes/extensions/skills.py); when there are
-    any, the `skill` tool joins the tools (unless the registry has one already).
+    any, the `skill` tool joins the tools (unless the registry has one already). With
+    `memory` on, the `memory` tool joins them too and new sessions' prompts hold the memory.
     """
     options = EngineOptions.from_settings(settings)
     if provider is None:
@@ -212,6 +215,9 @@ def build_agent(
         skills = load_skills(settings.home, Path.cwd())
     if skills.skills and tools.get(SKILL) is None:
         tools.register(make_skill_tool(skills))
+    memory = memory_files(settings)
+    if memory is not None and tools.get(MEMORY) is None:
+        tools.register(make_memory_tool(memory))
     agent = Agent(
         provider,
         store=store,
@@ -230,6 +236,7 @@ def build_agent(
         from hermes.agent.hooks import Hooks
 
         agent.hooks = Hooks.from_settings(settings)
+    agent.memory = memory
     if settings.lsp:
         from hermes.agent.lsp.diagnostics import LanguageServers
         from hermes.agent.safety.launch import ToolLauncher
@@ -238,6 +245,13 @@ def build_agent(
         configured = dict(settings.lsp_servers)
         agent.diagnostics = LanguageServers(launcher=launcher, configured=configured, timeout=settings.lsp_timeout)
     return agent
+
+
+def memory_files(settings: Settings) -> MemoryFiles | None:
+    """The memory files of `settings.home` with their caps; None when `memory = false`."""
+    if not settings.memory:
+        return None
+    return MemoryFiles(settings.home, MemoryCaps(settings.memory_max_chars, settings.user_memory_max_chars))
 
 
 def _local_choice(local: LocalStatus, why: str, notice: str | None) -> ProviderChoice:

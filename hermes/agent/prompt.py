@@ -2,9 +2,10 @@
 
 A new session's prompt is `build_system_prompt`: the configured prompt (or the built-in
 one with the facts a model needs), then the project instructions, then the skills' names
-and descriptions (hermes/extensions/skills.py, sorted; never a body). It is stored with the
-session and reused byte for byte when the session continues, so the upstream's prompt
-cache holds even if AGENTS.md changes meanwhile.
+and descriptions (hermes/extensions/skills.py, sorted; never a body), then the memory
+(hermes/agent/memory/section.py). It is stored with the session and reused byte for byte
+when the session continues, so the upstream's prompt cache holds even if AGENTS.md or the
+memory files change meanwhile.
 """
 
 from __future__ import annotations
@@ -56,12 +57,16 @@ def build_system_prompt(
     *,
     now: _dt.datetime | None = None,
     skills: SkillCatalog | None = None,
+    memory: str = "",
 ) -> str:
-    """The prompt of a new session: `configured` (else the default), the project instructions, the skills."""
+    """The prompt of a new session: `configured` (else the default), the project instructions,
+    the skills, the memory section."""
     parts = [configured or default_system_prompt(cwd, now=now)]
     if instructions is not None and instructions.text:
         parts.append(instructions.text)
     listing = prompt_section(skills)
     if listing:
         parts.append(listing)
+    if memory:
+        parts.append(memory)
     return "\n\n".join(parts)

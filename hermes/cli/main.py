@@ -107,6 +107,7 @@ COMMANDS = {
     "config": "config_cmd",
     "mcp": "mcp_cmd",
     "hooks": "hooks_cmd",
+    "memory": "memory_cmd",
     "models": "models_cmd",
     "db": "db_cmd",
 }

@@ -32,7 +32,7 @@ def test_every_command_and_group_is_registered() -> None:
         commands = {name: root.get_command(ctx, name) for name in COMMANDS}
     assert all(command is not None and command.name == name for name, command in commands.items())
     groups = {name: command for name, command in commands.items() if isinstance(command, typer.core.TyperGroup)}
-    assert sorted(groups) == ["config", "db", "hooks", "mcp", "sessions"]
+    assert sorted(groups) == ["config", "db", "hooks", "mcp", "memory", "sessions"]
     assert sorted(groups["sessions"].commands) == [
         "delete", "diff", "export", "fork", "list", "redo", "rename", "search", "show", "stats", "undo",
     ]
@@ -40,6 +40,7 @@ def test_every_command_and_group_is_registered() -> None:
     assert sorted(groups["mcp"].commands) == ["add", "list", "remove"]
     assert sorted(groups["db"].commands) == ["status", "upgrade"]
     assert sorted(groups["hooks"].commands) == ["list"]
+    assert sorted(groups["memory"].commands) == ["edit", "show"]
 
 
 def test_help_lists_every_command(run_hermes) -> None:  # type: ignore[no-untyped-def]

@@ -89,7 +89,7 @@ async def test_chat_tool_choice_reaches_the_first_model_call(server: Server, cho
     )
     assert resp.status == 200
     body = server.upstream.requests[0].body
-    assert server.upstream.requests[0].tool_names == ["read_file", "sleep", "_thinking", "get_weather"]
+    assert server.upstream.requests[0].tool_names == ["read_file", "sleep", "_thinking", "memory", "get_weather"]
     assert body["tool_choice"] == sent
     assert body["parallel_tool_calls"] is False
 

@@ -4,7 +4,7 @@
 
 In plan mode a call runs only when its tool is read-only (`Tool.read_only`: read_file,
 list_files, search_files, todo) or it is a `terminal` command that only reads
-(read_only_commands.not_read_only). Every other tool — write_file, patch, an MCP tool,
+(read_only_commands.not_read_only). Every other tool — write_file, patch, memory, an MCP tool,
 any tool added later — is refused before its handler runs, so nothing it would do happens.
 The refusal starts with "DENIED:" (approval.REFUSAL_PREFIXES), so it is reported as an error.
 """

@@ -79,6 +79,8 @@ def create_app(
         idempotency: the Idempotency-Key answers of the OpenAI endpoints, kept as the
             storage's receipts (default policy when omitted).
     """
+    if not settings.server_memory:  # the server's sessions neither read nor write $HERMES_HOME/memories
+        settings = settings.replace(memory=False)
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=MAX_REQUEST_BYTES)
     app[SETTINGS] = settings
     owned: Storage | None = None
