@@ -138,6 +138,10 @@ OPTIONS: dict[str, Option] = {
     ),
     "lsp": Option(("HERMES_LSP",), "diagnostics from language servers after edits (true or false)"),
     "lsp_timeout": Option(("HERMES_LSP_TIMEOUT",), "seconds an edit waits at most for its diagnostics"),
+    "subagent_depth": Option(
+        ("HERMES_SUBAGENT_DEPTH",), "how deep subagents may nest (0: no task tool; 1: a child has none)"
+    ),
+    "subagent_concurrency": Option(("HERMES_SUBAGENT_CONCURRENCY",), "task calls of one turn that run at once"),
     "web_allow": Option(
         ("HERMES_WEB_ALLOW",),
         "domains web_fetch reads without asking (comma-separated; example.com covers its subdomains; * any)",
@@ -256,6 +260,10 @@ class Settings:
     lsp_servers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """The `[lsp.LANGUAGE] command = [...]` tables: (language, command) pairs."""
     lsp_timeout: float = 5.0
+    subagent_depth: int = 1
+    """How deep `task` calls nest (hermes/agent/subagents): 0 offers no `task` tool, 1 gives children none."""
+    subagent_concurrency: int = 3
+    """The `task` calls of one turn that run at once; more wait for a free slot."""
     web_allow: tuple[str, ...] = ()
     """Domains `web_fetch` reads without asking; any other domain asks (refused with nobody to ask)."""
     web_allow_private: bool = False
@@ -347,13 +355,13 @@ class Settings:
 _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off"), "notify": ("bell", "osc", "off")}
 """String settings that take one of a few words (compared lower-case)."""
 
-_POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb"})
+_POSITIVE = frozenset({"context_window", "max_diff_bytes", "web_fetch_max_kb", "subagent_concurrency"})
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
 _POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout", "lsp_timeout"})
 """Float settings that must be above zero."""
-_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after"})
+_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after", "subagent_depth"})
 """Number settings that must not be below zero (0: no cap)."""
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -115,7 +115,7 @@ async def run_batch(
             )
         )
 
-    ctx = dataclasses.replace(ctx, on_approval_request=on_approval)
+    ctx = dataclasses.replace(ctx, on_approval_request=on_approval, on_event=side_events.put_nowait)
     for segment in plan_segments(calls):
         tasks: dict[asyncio.Task[ToolCompleted], PlannedCall] = {}
         getter: asyncio.Task[AgentEvent] | None = None

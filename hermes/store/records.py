@@ -87,6 +87,9 @@ class SessionRecord:
     input_tokens: int
     output_tokens: int
     system_prompt: str | None
+    parent_call_id: str | None = None
+    """The `task` tool call of the parent session that ran this session as a subagent
+    (hermes/agent/subagents); None for every other session (a fork has only its parent)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON shape used by `--json` output and the REST API."""
@@ -175,6 +178,9 @@ class NewSession:
     model: str | None = None
     title: str | None = None
     system_prompt: str | None = None
+    parent_session_id: str | None = None
+    parent_call_id: str | None = None
+    """A subagent's session: the parent session and its `task` call that runs it."""
 
 
 @dataclass(frozen=True, slots=True)

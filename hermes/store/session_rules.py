@@ -49,6 +49,7 @@ def fresh_session(
     model: str | None,
     parent_session_id: str | None,
     system_prompt: str | None,
+    parent_call_id: str | None = None,
 ) -> SessionRecord:
     """A session that has just started: no messages, tokens or end yet."""
     return SessionRecord(
@@ -66,6 +67,7 @@ def fresh_session(
         input_tokens=0,
         output_tokens=0,
         system_prompt=system_prompt,
+        parent_call_id=parent_call_id,
     )
 
 

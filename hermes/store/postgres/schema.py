@@ -34,7 +34,8 @@ Schema summary (after all migrations), every object in schema `hermes`:
     usage           one row per usage write: session, model, UTC day, tokens (m010)
                     (turns and messages carry file checkpoints and undo markers: m011;
                     visible messages get a partial index: m012;
-                    runs and responses their writer, responses their status: m013)
+                    runs and responses their writer, responses their status: m013;
+                    sessions the parent's `task` call of a subagent: m014)
 
 `messages.draft` marks a streaming assistant draft (as state.db's `draft = 1`).
 """
@@ -417,3 +418,9 @@ async def m013_record_owners(conn: AsyncConnection[Any]) -> None:
             "CREATE INDEX responses_in_progress ON hermes.responses (response_id) WHERE status = 'in_progress'",
         ),
     )
+
+
+@PG_MIGRATIONS.migration
+async def m014_session_parent_call(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m013: a subagent's session names its parent's `task` call.
+    await _execute_all(conn, ("ALTER TABLE hermes.sessions ADD COLUMN parent_call_id text",))

@@ -479,3 +479,10 @@ def m012_runs_and_responses(db: sqlite3.Connection) -> None:
             f"CREATE UNIQUE INDEX runs_one_unsettled_per_session ON runs(session_id) WHERE status NOT IN ({terminal})",
         ),
     )
+
+
+@STATE_MIGRATIONS.migration
+def m013_session_parent_call(db: sqlite3.Connection) -> None:
+    # A subagent's session names the `task` call of its parent that ran it (with
+    # `parent_session_id`); forks and every older session keep NULL.
+    execute_all(db, ("ALTER TABLE sessions ADD COLUMN parent_call_id TEXT",))
