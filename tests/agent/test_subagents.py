@@ -234,8 +234,9 @@ async def test_writer_agent_asks_the_parents_approver(upstream, make_agent, work
         text_reply("ok"),
     )
     events, _ = await run(agent, TurnRequest(input="go", cwd=str(workspace), approve=deny))
-    assert asked and asked[0].tool_name == "write_file"
-    assert any(isinstance(e, ApprovalRequested) for e in events)  # shown in the parent's stream
+    assert asked and asked[0].tool_name == "write_file" and asked[0].call_id == "t1/w"
+    shown = [e for e in events if isinstance(e, ApprovalRequested)]  # in the parent's stream, same id
+    assert [e.call_id for e in shown] == ["t1/w"]
     assert not outside.exists()
     # Nobody to approve: refused without asking.
     upstream.enqueue(

@@ -14,7 +14,8 @@ session, stored with `parent_session_id` and `parent_call_id` (the `task` call).
 - Mode: `plan` (read-only: writes and changing commands are refused by the plan gate)
   unless the child's tools include one that is not read-only; a parent in plan mode gives
   plan mode to every child.
-- Approvals go to the parent's approver (`ctx.approve`; none: refused), yolo as the parent's.
+- Approvals go to the parent's approver (`ctx.approve`; none: refused), yolo as the parent's;
+  the request and the forwarded ApprovalRequested both name the call "<task call>/<child call>".
 - The child's usage counts in the parent turn's (`ctx.add_usage`), also when it was stopped.
 - Cancelling the call (the parent stopped) stops the child, which ends its session
   "interrupted"; the call waits at most STOP_GRACE seconds for that.
@@ -37,7 +38,14 @@ from hermes.agent.prompt import build_system_prompt
 from hermes.agent.subagents.definitions import AgentCatalog, AgentDefinition
 from hermes.agent.tools.args import require_str
 from hermes.agent.tools.base import Tool, ToolContext
-from hermes.agent.types import SpawnedBy, TurnRequest, TurnResult
+from hermes.agent.types import (
+    ApprovalCallback,
+    ApprovalDecision,
+    ApprovalRequest,
+    SpawnedBy,
+    TurnRequest,
+    TurnResult,
+)
 from hermes.error_codes import INTERRUPTED
 from hermes.errors import ToolError
 
@@ -123,7 +131,7 @@ class SubagentRunner:
             system_prompt=self._system_prompt(definition, str(ctx.cwd)),
             source=ctx.source,
             title=description or None,
-            approve=ctx.approve,
+            approve=_parent_approver(ctx),
             yolo=ctx.yolo,
             cwd=str(ctx.cwd),
             host=ctx.host,
@@ -233,9 +241,23 @@ def _forwarder(ctx: ToolContext) -> Callable[[AgentEvent], None]:
         if isinstance(event, (ToolStarted, ToolCompleted)):
             ctx.on_event(dataclasses.replace(event, call_id=f"{parent}/{event.call_id}", parent_call_id=parent))
         elif isinstance(event, ApprovalRequested):
-            ctx.on_event(event)
+            ctx.on_event(dataclasses.replace(event, call_id=f"{parent}/{event.call_id}"))
 
     return forward
+
+
+def _parent_approver(ctx: ToolContext) -> ApprovalCallback | None:
+    """The parent's approver, asked about a child's call by the id its line has in the
+    parent's stream ("<task call>/<child call>"), as the forwarded ApprovalRequested names it."""
+    approve = ctx.approve
+    if approve is None:
+        return None  # nobody to ask: the child's approvals are refused
+    parent = ctx.call_id
+
+    async def ask(request: ApprovalRequest) -> ApprovalDecision:
+        return await approve(dataclasses.replace(request, call_id=f"{parent}/{request.call_id}"))
+
+    return ask
 
 
 def _answer(result: TurnResult) -> str:
