@@ -295,3 +295,22 @@ async def test_stopping_the_parent_stops_the_child(upstream, make_agent, store, 
     assert child.end_reason == "interrupted"
     done = next(e for e in events if isinstance(e, ToolCompleted) and e.call_id == "t1")
     assert done.is_error
+
+
+async def test_sessions_commands_show_the_child_and_its_parent(upstream, make_agent, store, workspace, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from hermes.cli.main import app
+
+    agent = _agent(make_agent, workspace, tmp_path / "home")
+    upstream.enqueue(tool_reply([_task("look", id="t1")]), text_reply("found"), text_reply("ok"))
+    _, result = await run(agent, TurnRequest(input="go", cwd=str(workspace)))
+    child = next(s for s in store.list_sessions() if s.parent_call_id == "t1")
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))  # the store's state.db
+    runner = CliRunner()
+    listed = await asyncio.to_thread(runner.invoke, app, ["sessions", "list", "--json"], catch_exceptions=False)
+    by_id = {item["id"]: item for item in json.loads(listed.stdout)["data"]}
+    assert by_id[child.id]["parent_session_id"] == result.session_id and by_id[child.id]["parent_call_id"] == "t1"
+    assert by_id[result.session_id]["parent_call_id"] is None
+    shown = await asyncio.to_thread(runner.invoke, app, ["sessions", "show", child.id], catch_exceptions=False)
+    assert f"subagent of {result.session_id} (task call t1)" in shown.stdout
