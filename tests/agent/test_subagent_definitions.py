@@ -18,10 +18,16 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 def test_front_matter_lists_and_claude_names(tmp_path: Path) -> None:
     project, home = tmp_path / "p", tmp_path / "home"
-    _write(project / ".claude" / "agents", "reviewer.md",
-           "---\nname: Reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\nmodel: inherit\n---\nReview.\n")
-    _write(project / ".hermes" / "agents", "writer.md",
-           "---\ndescription: Writes\ntools:\n  - write_file\n  - patch\nmodel: gpt-x\n---\nWrite.\n")
+    _write(
+        project / ".claude" / "agents",
+        "reviewer.md",
+        "---\nname: Reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\nmodel: inherit\n---\nReview.\n",
+    )
+    _write(
+        project / ".hermes" / "agents",
+        "writer.md",
+        "---\ndescription: Writes\ntools:\n  - write_file\n  - patch\nmodel: gpt-x\n---\nWrite.\n",
+    )
     _write(project / ".hermes" / "agents", "plain.md", "---\ndescription: Plain\n---\nJust read.\n")
     catalog = load_agents(home, project, user_home=home)
     assert [a.name for a in catalog.agents] == ["plain", "reviewer", "writer"]

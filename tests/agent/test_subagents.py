@@ -17,7 +17,7 @@ from hermes.agent.tools.base import Tool, ToolContext
 from hermes.agent.tools.registry import default_registry
 from hermes.agent.types import ApprovalDecision, ApprovalRequest, TurnRequest
 from hermes.testing.turns import collect_turn as run
-from hermes.testing.upstream import Stall, Reply, call, text_reply, tool_reply
+from hermes.testing.upstream import Reply, Stall, call, text_reply, tool_reply
 
 REVIEWER = """---
 name: reviewer
@@ -36,7 +36,9 @@ def workspace(tmp_path: Path) -> Path:
     return folder
 
 
-def _agent(make_agent: Any, workspace: Path, home: Path, *, depth: int = 1, concurrency: int = 3, tools: Any = None) -> Any:
+def _agent(
+    make_agent: Any, workspace: Path, home: Path, *, depth: int = 1, concurrency: int = 3, tools: Any = None
+) -> Any:
     agent = make_agent(tools=tools if tools is not None else default_registry())
     add_subagents(agent, load_agents(home, workspace, user_home=home), depth=depth, concurrency=concurrency)
     return agent
@@ -60,9 +62,7 @@ async def test_child_gets_only_its_prompt_and_read_only_tools(upstream, make_age
         text_reply("alpha is in notes.txt", usage=(7, 3)),
         text_reply("The child says: notes.txt"),
     )
-    events, result = await run(
-        agent, TurnRequest(input="delegate it", session_id=first.session_id, cwd=str(workspace))
-    )
+    events, result = await run(agent, TurnRequest(input="delegate it", session_id=first.session_id, cwd=str(workspace)))
     assert result.status == "completed"
     child = upstream.requests[2]
     sent = json.dumps(child.messages)
@@ -297,7 +297,9 @@ async def test_stopping_the_parent_stops_the_child(upstream, make_agent, store, 
     assert done.is_error
 
 
-async def test_sessions_commands_show_the_child_and_its_parent(upstream, make_agent, store, workspace, tmp_path, monkeypatch):
+async def test_sessions_commands_show_the_child_and_its_parent(
+    upstream, make_agent, store, workspace, tmp_path, monkeypatch
+):
     from typer.testing import CliRunner
 
     from hermes.cli.main import app
