@@ -316,3 +316,12 @@ async def test_sessions_commands_show_the_child_and_its_parent(
     assert by_id[result.session_id]["parent_call_id"] is None
     shown = await asyncio.to_thread(runner.invoke, app, ["sessions", "show", child.id], catch_exceptions=False)
     assert f"subagent of {result.session_id} (task call t1)" in shown.stdout
+
+
+def test_a_child_tool_line_survives_the_event_json_round_trip() -> None:
+    from hermes.agent.events import event_from_dict, event_to_dict
+
+    started = ToolStarted("t1/r1", "read_file", {"path": "a"}, "a", parent_call_id="t1")
+    completed = ToolCompleted("t1/r1", "read_file", "x", 0.1, False, {"path": "a"}, parent_call_id="t1")
+    for event in (started, completed):
+        assert event_from_dict(event_to_dict(event)) == event  # the remote TUI nests it too
