@@ -325,3 +325,14 @@ def test_a_child_tool_line_survives_the_event_json_round_trip() -> None:
     completed = ToolCompleted("t1/r1", "read_file", "x", 0.1, False, {"path": "a"}, parent_call_id="t1")
     for event in (started, completed):
         assert event_from_dict(event_to_dict(event)) == event  # the remote TUI nests it too
+
+
+async def test_an_agents_model_is_the_childs(upstream, make_agent, workspace, tmp_path):
+    agents = workspace / ".hermes" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "fast.md").write_text("---\ndescription: quick looks\nmodel: small-model\n---\nBe quick.\n")
+    agent = _agent(make_agent, workspace, tmp_path / "home")
+    upstream.enqueue(tool_reply([_task("look", agent="fast", id="t1")]), text_reply("seen"), text_reply("ok"))
+    await run(agent, TurnRequest(input="go", cwd=str(workspace)))
+    assert [r.body["model"] for r in upstream.requests] == ["scripted-model", "small-model", "scripted-model"]
+    assert sorted(upstream.requests[1].tool_names) == sorted(READ_ONLY_TOOLS)  # no tools listed: the default
