@@ -1,5 +1,5 @@
-"""`hermes doctor`'s `commands`, `skills` and `agents` (subagent definitions) checks: what was found for this folder, and what was
-skipped and why (a warning: hermes works, the file is just not used)."""
+"""`hermes doctor`'s `commands`, `skills` and `agents` (subagent definitions) checks: what was
+found for this folder, and what was skipped and why (a warning: hermes works, the file is just not used)."""
 
 from __future__ import annotations
 
