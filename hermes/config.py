@@ -153,6 +153,10 @@ OPTIONS: dict[str, Option] = {
     "server_memory": Option(("HERMES_SERVER_MEMORY",), "hermes serve's sessions use memory too (when memory is on)"),
     "memory_max_chars": Option(("HERMES_MEMORY_MAX_CHARS",), "characters memories/MEMORY.md may hold"),
     "user_memory_max_chars": Option(("HERMES_USER_MEMORY_MAX_CHARS",), "characters memories/USER.md may hold"),
+    "subagent_depth": Option(
+        ("HERMES_SUBAGENT_DEPTH",), "how deep subagents may nest (0: no task tool; 1: a child has none)"
+    ),
+    "subagent_concurrency": Option(("HERMES_SUBAGENT_CONCURRENCY",), "task calls of one turn that run at once"),
     "web_allow": Option(
         ("HERMES_WEB_ALLOW",),
         "domains web_fetch reads without asking (comma-separated; example.com covers its subdomains; * any)",
@@ -283,6 +287,10 @@ class Settings:
     """With `memory`: `hermes serve`'s sessions use it too (false: the server neither reads nor writes it)."""
     memory_max_chars: int = 4000
     user_memory_max_chars: int = 2000
+    subagent_depth: int = 1
+    """How deep `task` calls nest (hermes/agent/subagents): 0 offers no `task` tool, 1 gives children none."""
+    subagent_concurrency: int = 3
+    """The `task` calls of one turn that run at once; more wait for a free slot."""
     web_allow: tuple[str, ...] = ()
     """Domains `web_fetch` reads without asking; any other domain asks (refused with nobody to ask)."""
     web_allow_private: bool = False
@@ -375,14 +383,17 @@ _CHOICES: dict[str, tuple[str, ...]] = {"sandbox": ("auto", "on", "off"), "notif
 """String settings that take one of a few words (compared lower-case)."""
 
 _POSITIVE = frozenset(
-    {"context_window", "max_diff_bytes", "web_fetch_max_kb", "memory_max_chars", "user_memory_max_chars"}
-)
+    {"context_window", "max_diff_bytes", "web_fetch_max_kb", "memory_max_chars", "user_memory_max_chars",
+     "subagent_concurrency"}
+)  # fmt: skip
 """Integer settings that must be above zero."""
 _FRACTIONS = frozenset({"compact_at"})
 """Float settings that are a share in (0, 1]."""
 _POSITIVE_FLOATS = frozenset({"instance_lease_ttl", "web_fetch_timeout", "lsp_timeout", "approval_timeout"})
 """Float settings that must be above zero."""
-_NON_NEGATIVE = frozenset({"checkpoint_max_files", "checkpoint_timeout", "notify_after", "hooks_stop_limit"})
+_NON_NEGATIVE = frozenset(
+    {"checkpoint_max_files", "checkpoint_timeout", "notify_after", "hooks_stop_limit", "subagent_depth"}
+)
 """Number settings that must not be below zero (0: no cap)."""
 
 _TRUE = {"1", "true", "yes", "on"}

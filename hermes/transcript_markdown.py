@@ -94,7 +94,9 @@ def session_markdown(record: SessionRecord, messages: list[MessageRecord]) -> st
         lines.append(f"- model: {record.model}")
     lines.append(f"- started: {local_time(record.started_at)}")
     lines.append(f"- updated: {local_time(record.updated_at)}")
-    if record.parent_session_id:
+    if record.parent_session_id and record.parent_call_id:
+        lines.append(f"- subagent of: `{record.parent_session_id}`")
+    elif record.parent_session_id:
         lines.append(f"- forked from: `{record.parent_session_id}`")
     lines.append(f"- messages: {record.message_count}")
     for message in messages:

@@ -183,9 +183,9 @@ def turn_updates(event: AgentEvent, cwd: Path) -> Iterator[Update]:
         case ReasoningDelta(text=text):
             if text:
                 yield update_agent_thought_text(text)
-        case ToolStarted(name=name) if name == TODO:
+        case ToolStarted(name=name) if name == TODO and event.parent_call_id is None:
             return
-        case ToolCompleted(name=name) if name == TODO:
+        case ToolCompleted(name=name) if name == TODO and event.parent_call_id is None:  # a subagent's plan is its own
             plan = None if event.is_error else read_plan(event.result)
             if plan is not None:
                 yield plan_update(plan)

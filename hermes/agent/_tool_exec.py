@@ -145,7 +145,8 @@ async def run_batch(
     def on_notice(text: str) -> None:
         side_events.put_nowait(Status("hook", text))
 
-    ctx = dataclasses.replace(ctx, on_approval_request=on_approval, on_output=on_output)
+    events = side_events.put_nowait
+    ctx = dataclasses.replace(ctx, on_approval_request=on_approval, on_output=on_output, on_event=events)
     for segment in plan_segments(calls):
         tasks: dict[asyncio.Task[ToolCompleted], PlannedCall] = {}
         getter: asyncio.Task[AgentEvent] | None = None

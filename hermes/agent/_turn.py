@@ -73,6 +73,10 @@ class TurnState:
     wrap_up: str | None = None
     """Why the next model call is a tool-less summary ahead of max_iterations ("repeated")."""
 
+    def add_usage(self, usage: Usage) -> None:
+        """Count another turn's model usage in this one's (a subagent's, run by a tool call)."""
+        self.usage = self.usage + usage
+
     # ---- recording -------------------------------------------------------------------
 
     async def record(
@@ -159,6 +163,7 @@ class TurnState:
                     duration=now - at,
                     is_error=True,
                     arguments=started.arguments,
+                    parent_call_id=started.parent_call_id,
                 )
             )
         self.running_tools.clear()

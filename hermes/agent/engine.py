@@ -283,6 +283,8 @@ class Agent:
             mode=request.mode,
             diagnostics=self.diagnostics,
             hooks=hooks,
+            add_usage=turn.add_usage,
+            depth=request.spawned_by.depth if request.spawned_by is not None else 0,
         )
         turn.files = TurnFiles(
             self.checkpoints if turn.persist else None, self.store, session_id, tool_ctx.cwd,
@@ -339,11 +341,12 @@ class Agent:
         max_iterations = request.max_iterations or self.options.max_iterations
         policy = self._call_policy()
         client = request.client_tools or ClientTools()
-        tools = [*self.tools.schemas(), *client.schemas] or None
+        registry = self.tools if request.tools is None else self.tools.only(request.tools)
+        tools = [*registry.schemas(), *client.schemas] or None
         first_call = True
         budget = self._budget(turn.session_id, turn.model, turn.persist, policy)
         call = ModelCall(self._caller, policy, budget, request.output_format)
-        run = ToolRun(self.tools, tool_ctx, self.options.tool_output_limit)
+        run = ToolRun(registry, tool_ctx, self.options.tool_output_limit)
         stops = 0  # times a Stop hook made this turn go on
         while True:
             summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None
@@ -495,6 +498,8 @@ class Agent:
                 title=request.title or title_from(request.input),
                 system_prompt=prompt,
                 cwd=session_folder(request.cwd),
+                parent_session_id=request.spawned_by.session_id if request.spawned_by is not None else None,
+                parent_call_id=request.spawned_by.call_id if request.spawned_by is not None else None,
             )
             session_id = new.id
             history: list[ChatMessage] = []

@@ -77,6 +77,9 @@ class ToolStarted:
     arguments: dict[str, Any]
     preview: str
     """One-line human summary of the arguments (e.g. the command)."""
+    parent_call_id: str | None = None
+    """A subagent's tool call, shown under the parent's `task` call with this id (its own
+    `call_id` is "<parent call id>/<the child's call id>"); None: a call of this turn."""
     type: Literal["tool.started"] = "tool.started"
 
 
@@ -89,6 +92,8 @@ class ToolCompleted:
     duration: float
     is_error: bool
     arguments: dict[str, Any] = field(default_factory=dict)
+    parent_call_id: str | None = None
+    """As ToolStarted's: a subagent's call, under the parent's `task` call."""
     type: Literal["tool.completed"] = "tool.completed"
 
 

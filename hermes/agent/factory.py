@@ -203,6 +203,7 @@ def build_agent(
         # The bundled server serves one model; a slow CPU may read a long prompt for minutes.
         resolved_model = model or local_model
         options.stale_timeout = max(options.stale_timeout, getattr(provider, "recommended_stale_timeout", 0.0))
+    default_tools = tools is None
     if tools is None:
         from hermes.agent.safety.launch import ToolLauncher
         from hermes.agent.tools import default_registry
@@ -244,6 +245,12 @@ def build_agent(
         launcher = ToolLauncher.from_settings(settings)
         configured = dict(settings.lsp_servers)
         agent.diagnostics = LanguageServers(launcher=launcher, configured=configured, timeout=settings.lsp_timeout)
+    if default_tools:  # a caller's own registry gets exactly its tools
+        from hermes.agent.subagents.definitions import load_agents
+        from hermes.agent.subagents.task import add_subagents
+
+        catalog = load_agents(settings.home, Path.cwd())
+        add_subagents(agent, catalog, depth=settings.subagent_depth, concurrency=settings.subagent_concurrency)
     return agent
 
 

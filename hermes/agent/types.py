@@ -63,6 +63,16 @@ class ApprovalRequest:
 ApprovalCallback: TypeAlias = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 
 
+@dataclass(frozen=True, slots=True)
+class SpawnedBy:
+    """What runs a subagent's turn (hermes/agent/subagents): the parent's session, its
+    `task` call, and how deep the child is (1: a child of a top-level turn)."""
+
+    session_id: str
+    call_id: str
+    depth: int = 1
+
+
 @dataclass(slots=True)
 class TurnRequest:
     """One user turn.
@@ -112,6 +122,10 @@ class TurnRequest:
     """The front end's fingerprint of the conversation a client will resend after this
     turn, given its result: the session is marked with it in the turn's end write (see
     `AsyncSessionStore.finish_turn`); None from the callable marks nothing."""
+    tools: tuple[str, ...] | None = None
+    """Only these of the agent's tools are offered and run this turn (a subagent's); None: all."""
+    spawned_by: SpawnedBy | None = None
+    """A subagent's turn: its new session is stored with the parent's ids (hermes/agent/subagents)."""
 
 
 @dataclass(slots=True)

@@ -1,11 +1,12 @@
-"""`hermes doctor`'s `commands` and `skills` checks: what was found for this folder, and what was
-skipped and why (a warning: hermes works, the file is just not used)."""
+"""`hermes doctor`'s `commands`, `skills` and `agents` (subagent definitions) checks: what was
+found for this folder, and what was skipped and why (a warning: hermes works, the file is just not used)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
 
+from hermes.agent.subagents.definitions import load_agents
 from hermes.extensions.commands import load_commands
 from hermes.extensions.files import Problem
 from hermes.extensions.skills import load_skills
@@ -25,7 +26,7 @@ def _result(name: str, found: list[str], problems: tuple[Problem, ...], hidden: 
 
 
 def extension_checks(home: Path, cwd: Path) -> list[Result]:
-    """The `commands` and `skills` checks for `cwd` (each left out when there is nothing to say;
+    """The `commands`, `skills` and `agents` checks for `cwd` (each left out when there is nothing to say;
     never raises for a bad file)."""
     from hermes.tui.commands import builtin_names
 
@@ -43,4 +44,6 @@ def extension_checks(home: Path, cwd: Path) -> list[Result]:
         _result("commands", [f"/{c.name}" for c in commands.commands], commands.problems, ignored),
         _result("skills", [s.name for s in skills.skills], skills.problems, hidden),
     ]
+    agents = load_agents(home, cwd)
+    results.append(_result("agents", [a.name for a in agents.agents], agents.problems, []))
     return [result for result in results if result is not None]

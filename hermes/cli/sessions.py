@@ -34,6 +34,7 @@ JSON shapes (stable; new keys may be added, none removed or renamed):
          "message_count": int, "tool_call_count": int,
          "input_tokens": int, "output_tokens": int, "system_prompt": str|null,
          "cwd": str|null,          (the folder the session belongs to; null: not recorded)
+         "parent_call_id": str|null,   (a subagent's session: its parent's `task` call)
          "cost_usd": float|null}   (US dollars from the model prices; null when a model
                                     the session used has no price)
 
@@ -302,7 +303,9 @@ def _header(record: SessionRecord, cost_usd: float | None) -> list[str]:
     if record.end_reason:
         times.append(f"ended {local_time(record.ended_at)} ({record.end_reason})")
     lines.append(" · ".join(times))
-    if record.parent_session_id:
+    if record.parent_session_id and record.parent_call_id:
+        lines.append(f"subagent of {record.parent_session_id} (task call {record.parent_call_id})")
+    elif record.parent_session_id:
         lines.append(f"forked from {record.parent_session_id}")
     if record.cwd:
         lines.append(f"folder {record.cwd}")

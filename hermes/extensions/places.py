@@ -29,6 +29,7 @@ class Place:
 
 PROJECT_COMMANDS = (".hermes/commands", ".claude/commands")
 PROJECT_SKILLS = (".hermes/skills", ".agents/skills", ".claude/skills")
+PROJECT_AGENTS = (".hermes/agents", ".claude/agents")
 
 
 def project_chain(cwd: Path) -> list[Path]:
@@ -62,3 +63,8 @@ def command_places(home: Path, cwd: Path, user_home: Path | None = None) -> list
 
 def skill_places(home: Path, cwd: Path, user_home: Path | None = None) -> list[Place]:
     return _places(home, cwd, user_home, PROJECT_SKILLS, "skills")
+
+
+def agent_places(home: Path, cwd: Path, user_home: Path | None = None) -> list[Place]:
+    """Where subagent definitions are read (hermes/agent/subagents/definitions.py)."""
+    return _places(home, cwd, user_home, PROJECT_AGENTS, "agents")

@@ -90,6 +90,9 @@ class SessionRecord:
     cwd: str | None = None
     """The folder the session belongs to: where its tools run (the front end's working
     directory when it was created, resolved; None: created before sessions recorded one)."""
+    parent_call_id: str | None = None
+    """The `task` tool call of the parent session that ran this session as a subagent
+    (hermes/agent/subagents); None for every other session (a fork has only its parent)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON shape used by `--json` output and the REST API."""
@@ -180,6 +183,9 @@ class NewSession:
     system_prompt: str | None = None
     cwd: str | None = None
     """The folder the session belongs to (`SessionRecord.cwd`)."""
+    parent_session_id: str | None = None
+    parent_call_id: str | None = None
+    """A subagent's session: the parent session and its `task` call that runs it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,12 +108,12 @@ class TurnRenderer:
                 self.activity.set_phase(f"generating {name}")
             case ToolStarted(call_id=call_id, name=name, arguments=arguments, preview=preview):
                 self._close_segment()
-                self._card(call_id, name).start(preview, arguments)
+                self._card(call_id, name, event.parent_call_id).start(preview, arguments)
                 self.activity.set_phase(f"running {name}", waiting_for_model=False)
             case ToolCompleted(
                 call_id=call_id, name=name, result=result, duration=duration, is_error=is_error, arguments=arguments
             ):
-                self._card(call_id, name).complete(result, duration, is_error, arguments)
+                self._card(call_id, name, event.parent_call_id).complete(result, duration, is_error, arguments)
                 if not any(c.state in ("running", "approval") for c in self.cards.values()):
                     self.activity.set_phase("thinking")
             case ToolOutput(call_id=call_id, name=name, text=text):
@@ -186,12 +186,19 @@ class TurnRenderer:
             self.reasoning.finish()
             self.reasoning = None
 
-    def _card(self, call_id: str, name: str) -> ToolCard:
+    def _card(self, call_id: str, name: str, parent_call_id: str | None = None) -> ToolCard:
+        """The card of `call_id`, made on first sight; a subagent's call (`parent_call_id`)
+        gets its card inside the card of the `task` call that runs it."""
         card = self.cards.get(call_id)
         if card is None:
             card = ToolCard(call_id, name, stall_after=self.stall_after)
             self.cards[call_id] = card
-            self.transcript.add(card)
+            parent = self.cards.get(parent_call_id) if parent_call_id is not None else None
+            if parent is not None and parent.is_attached:
+                card.add_class("-nested")
+                parent.mount(card)
+            else:
+                self.transcript.add(card)
         return card
 
     def _stalled(self, names: tuple[str, ...], message: str) -> None:

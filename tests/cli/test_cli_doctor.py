@@ -503,3 +503,19 @@ def test_commands_and_skills_are_listed_and_a_bad_skill_is_a_warning(invoke, sto
     assert skills["detail"].startswith("1 for this folder: good;")
     assert "plain/SKILL.md: no front matter" in skills["detail"]
     assert "bad name '../../etc'" in skills["detail"]
+
+
+def test_agents_are_listed_and_an_unusable_one_is_a_warning(invoke, store, monkeypatch, tmp_path):
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / ".claude/agents").mkdir(parents=True)
+    (project / ".claude/agents/reviewer.md").write_text("---\ndescription: Reviews\ntools: Read\n---\nReview.\n")
+    (project / ".claude/agents/vague.md").write_text("---\nname: vague\n---\nNo description.\n")
+    monkeypatch.chdir(project)
+
+    checks = {c["name"]: c for c in json.loads(invoke("doctor", "--json").stdout)}
+    agents = checks["agents"]
+    assert agents["status"] == "warning" and agents["detail"].startswith("1 for this folder: reviewer;")
+    assert "vague.md: no description" in agents["detail"]

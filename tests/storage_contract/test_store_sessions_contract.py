@@ -182,3 +182,16 @@ async def test_stats(store: AsyncSessionStore) -> None:
 async def test_stats_of_an_empty_store(store: AsyncSessionStore) -> None:
     stats = await store.stats()
     assert (stats.sessions, stats.messages, stats.tool_calls, stats.by_source) == (0, 0, 0, {})
+
+
+async def test_a_subagent_session_names_its_parent_and_call(store: AsyncSessionStore) -> None:
+    from hermes.store.records import NewSession
+
+    parent = await store.create_session(source="cli", title="Parent")
+    child = NewSession(id="child-1", given=True, source="cli", title="look", parent_session_id=parent.id,
+                       parent_call_id="call_7")  # fmt: skip
+    turn, _ = await store.start_turn(child, [NewMessage(role="user", content="find it")])
+    record = await store.get_session(turn.session_id)
+    assert (record.parent_session_id, record.parent_call_id) == (parent.id, "call_7")
+    assert record.to_json()["parent_call_id"] == "call_7"
+    assert (await store.get_session(parent.id)).parent_call_id is None

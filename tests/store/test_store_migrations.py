@@ -54,7 +54,7 @@ def test_migrate_memory_creates_the_schema() -> None:
     assert columns(db, "sessions") == [
         "id", "source", "title", "model", "parent_session_id", "started_at", "updated_at",
         "ended_at", "end_reason", "message_count", "tool_call_count", "input_tokens",
-        "output_tokens", "system_prompt", "cwd",
+        "output_tokens", "system_prompt", "cwd", "parent_call_id",
     ]  # fmt: skip
     assert columns(db, "messages") == [
         "id", "session_id", "role", "content", "content_is_parts", "parts_text", "tool_calls",

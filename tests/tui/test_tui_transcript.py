@@ -120,3 +120,23 @@ async def test_long_answer_streams_into_chunks_without_splitting_code(make_tui):
         assert len(chunks) > 2
         fences = [block for chunk in chunks for block in chunk.children if type(block).__name__ == "MarkdownFence"]
         assert len(fences) == 1  # the blank lines inside the fence never split it
+
+
+async def test_subagent_tool_lines_nest_in_the_task_card(make_tui):
+    from hermes.agent.events import ToolCompleted, ToolStarted
+
+    app = make_tui()
+    async with app.run_test(size=(100, 30)) as pilot:
+        renderer = app.chat.turns.begin_turn("delegate")
+        renderer.handle(TurnStarted(session_id="s1", model="scripted-model"))
+        renderer.handle(ToolStarted("t1", "task", {"description": "look"}, "look"))
+        await until_settled(pilot)
+        renderer.handle(ToolStarted("t1/r1", "read_file", {"path": "a.py"}, "a.py", parent_call_id="t1"))
+        renderer.handle(ToolCompleted("t1/r1", "read_file", "1|x", 0.01, False, parent_call_id="t1"))
+        renderer.handle(ToolCompleted("t1", "task", "all good", 0.5, False))
+        renderer.handle(TurnCompleted(TurnResult("s1", "completed", "", api_calls=1)))
+        await until_settled(pilot)
+        cards = {card.call_id: card for card in app.chat.transcript.query(ToolCard)}
+        assert set(cards) == {"t1", "t1/r1"}
+        assert cards["t1/r1"].parent is cards["t1"] and cards["t1/r1"].state == "done"
+        assert cards["t1"].state == "done"

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hermes.agent.events import AgentEvent
 from hermes.agent.hooks.dispatch import TurnHooks
 from hermes.agent.modes import DEFAULT_MODE, Mode
 from hermes.agent.safety.confinement import Confinement
 from hermes.agent.safety.grants import Grant, hook_may_approve, session_grant
 from hermes.agent.tool_host import ToolHost
-from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage
+from hermes.agent.types import ApprovalCallback, ApprovalDecision, ApprovalRequest, ChatMessage, Usage
 
 
 class EditDiagnostics(Protocol):
@@ -61,6 +62,12 @@ class ToolContext:
     hook_approved: bool = False
     """A PreToolUse hook approved this call: its approval requests are answered yes, except
     the rules a hook never answers (grants.HOOK_NEVER_APPROVES: protected paths, secret reads)."""
+    on_event: Callable[[AgentEvent], None] | None = None
+    """Set by the tool batch: puts a progress event (a subagent's tool lines) into the turn's stream."""
+    add_usage: Callable[[Usage], None] | None = None
+    """Set by the engine: counts a subagent's model usage in this turn's usage."""
+    depth: int = 0
+    """How deep this turn is in a chain of subagents (0: a turn a person or client started)."""
 
     @property
     def policy(self) -> Confinement:
@@ -133,6 +140,13 @@ class Tool:
 
 
 class ToolRegistry:
+    def only(self, names: Iterable[str]) -> ToolRegistry:
+        """A registry of the named tools (those it has; in this one's order) under the same policy."""
+        wanted = set(names)
+        subset = ToolRegistry(tool for tool in self._tools.values() if tool.name in wanted)
+        subset.confinement = self.confinement
+        return subset
+
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self.confinement: Confinement | None = None
         """The policy its tools run under (set by whoever builds the tool set); None: default."""

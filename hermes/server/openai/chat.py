@@ -601,7 +601,8 @@ class ToolProgress:
     A ``running`` payload for each visible tool start, a ``completed`` one (with
     ``is_error``) for its end; never a top-level ``error`` key, which clients such as
     Open WebUI read as a provider failure of the whole answer. Internal tools (name
-    starting with ``_``) and completions without a matching start produce nothing.
+    starting with ``_``) and completions without a matching start produce nothing. A
+    subagent's call carries ``parentToolCallId``, the id of the ``task`` call running it.
     """
 
     def __init__(self) -> None:
@@ -618,6 +619,7 @@ class ToolProgress:
                 "label": event.preview or event.name,
                 "toolCallId": event.call_id,
                 "status": "running",
+                **({"parentToolCallId": event.parent_call_id} if event.parent_call_id else {}),
             }
         if event.call_id not in self._running:
             return None
@@ -628,6 +630,7 @@ class ToolProgress:
             "status": "completed",
             "duration": round(event.duration, 3),
             "is_error": event.is_error,
+            **({"parentToolCallId": event.parent_call_id} if event.parent_call_id else {}),
         }
 
 

@@ -258,8 +258,8 @@ class ResponseEvents:
     # tools -----------------------------------------------------------------------------
 
     async def tool_started(self, event: ToolStarted) -> None:
-        if event.name.startswith("_") or not event.call_id:
-            return
+        if event.name.startswith("_") or not event.call_id or event.parent_call_id is not None:
+            return  # internal, or a subagent's call: not an output item of this response
         await self.close_reasoning()
         await self.close_message()
         arguments = json.dumps(event.arguments)

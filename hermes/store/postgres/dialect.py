@@ -121,9 +121,11 @@ _CREATE_WITH_TURN = (
     "WITH c AS (SELECT x.id FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS x(id, n) "
     "WHERE NOT EXISTS (SELECT 1 FROM hermes.sessions AS e WHERE e.id = x.id) ORDER BY x.n LIMIT 1), "
     "s AS (INSERT INTO hermes.sessions (id, source, title, model, started_at, updated_at, message_count, "
-    "tool_call_count, system_prompt, cwd) SELECT c.id, %(source)s::text, %(title)s::text, %(model)s::text, "
+    "tool_call_count, system_prompt, cwd, parent_session_id, parent_call_id) SELECT c.id, %(source)s::text, "
+    "%(title)s::text, %(model)s::text, "
     "%(created)s::double precision, %(now)s::double precision, %(count)s::integer, %(calls)s::integer, "
-    "%(prompt)s::text, %(cwd)s::text FROM c ON CONFLICT (id) DO NOTHING RETURNING id), "
+    "%(prompt)s::text, %(cwd)s::text, %(parent)s::text, %(parent_call)s::text FROM c ON CONFLICT (id) DO NOTHING "
+    "RETURNING id), "
     "t AS (INSERT INTO hermes.turns (session_id, after_message_id, started_at, owner_host, owner_pid, "
     f"owner_started, owner_instance) SELECT s.id, 0, %(now)s, {_OWNER_VALUES} FROM s RETURNING {_TURN_COLUMNS}), "
     + _INPUTS

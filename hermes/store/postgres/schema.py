@@ -36,6 +36,7 @@ Schema summary (after all migrations), every object in schema `hermes`:
                     visible messages get a partial index: m012;
                     runs and responses their writer, responses their status: m013;
                     sessions their folder, `cwd`: m014)
+                    sessions the parent's `task` call of a subagent: m015)
 
 `messages.draft` marks a streaming assistant draft (as state.db's `draft = 1`).
 """
@@ -430,3 +431,9 @@ async def m014_session_folders(conn: AsyncConnection[Any]) -> None:
             "CREATE INDEX sessions_cwd_updated_at ON hermes.sessions (cwd, updated_at DESC, created_seq DESC)",
         ),
     )
+
+
+@PG_MIGRATIONS.migration
+async def m015_session_parent_call(conn: AsyncConnection[Any]) -> None:
+    # As state.db's m014: a subagent's session names its parent's `task` call.
+    await _execute_all(conn, ("ALTER TABLE hermes.sessions ADD COLUMN parent_call_id text",))

@@ -154,9 +154,10 @@ class SessionRows:
             source=session.source,
             title=clean_title(session.title),
             model=session.model,
-            parent_session_id=None,
+            parent_session_id=session.parent_session_id,
             system_prompt=session.system_prompt,
             cwd=session.cwd,
+            parent_call_id=session.parent_call_id,
         )
         return await self._insert_new(record, id_given=session.given)
 

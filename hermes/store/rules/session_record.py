@@ -50,6 +50,7 @@ def fresh_session(
     parent_session_id: str | None,
     system_prompt: str | None,
     cwd: str | None = None,
+    parent_call_id: str | None = None,
 ) -> SessionRecord:
     """A session that has just started: no messages, tokens or end yet."""
     return SessionRecord(
@@ -68,6 +69,7 @@ def fresh_session(
         output_tokens=0,
         system_prompt=system_prompt,
         cwd=cwd,
+        parent_call_id=parent_call_id,
     )
 
 

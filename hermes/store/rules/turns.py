@@ -113,7 +113,8 @@ class TurnRules(SessionRows):
                 ids = [session.id] if session.given else [session.id, *new_session_ids(7, created)]
                 params |= {"ids": ids, "source": session.source, "title": clean_title(session.title),
                            "model": session.model, "prompt": session.system_prompt, "cwd": session.cwd,
-                           "created": created, "now": self.clock()}  # fmt: skip
+                           "created": created, "parent": session.parent_session_id,
+                           "parent_call": session.parent_call_id, "now": self.clock()}  # fmt: skip
                 row = await self.db.fetch_one(fused.create_with_turn, params)
                 if row is None and not session.given:  # another writer took a candidate meanwhile
                     params["ids"] = new_session_ids(8, created)

@@ -493,3 +493,10 @@ def m013_session_folders(db: sqlite3.Connection) -> None:
             "CREATE INDEX sessions_cwd_updated_at ON sessions(cwd, updated_at)",
         ),
     )
+
+
+@STATE_MIGRATIONS.migration
+def m014_session_parent_call(db: sqlite3.Connection) -> None:
+    # A subagent's session names the `task` call of its parent that ran it (with
+    # `parent_session_id`); forks and every older session keep NULL.
+    execute_all(db, ("ALTER TABLE sessions ADD COLUMN parent_call_id TEXT",))

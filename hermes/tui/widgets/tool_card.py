@@ -124,6 +124,7 @@ class ToolCard(Vertical):
         padding: 0 1;
         border-left: wide $secondary;
     }
+    ToolCard.-nested { margin: 0 0 0 1; }
     ToolCard.-done { border-left: wide $success; }
     ToolCard.-failed, ToolCard.-stalled { border-left: wide $error; }
     ToolCard.-interrupted, ToolCard.-approval { border-left: wide $warning; }
