@@ -1,9 +1,10 @@
-"""`hermes mcp list|add|remove`: the MCP servers of config.toml.
+"""`hermes mcp list|add|remove`: the MCP servers of config.toml; `hermes mcp serve`: hermes as one.
 
     hermes mcp list [--json]                       start each server, show its status and tools
     hermes mcp add NAME -- COMMAND [ARGS…]         a stdio server
     hermes mcp add NAME --url URL [--header K=V]   a streamable-HTTP server
     hermes mcp remove NAME
+    hermes mcp serve [-m MODEL] [--yolo] [--turn-timeout S]   speak MCP on stdio (hermes/mcp_server/)
 
 `list --json` prints `{"object": "list", "data": [{"name", "status", "tools", …}]}` on
 stdout whatever state the servers are in: `status` is `connected`, `failed` (with a
@@ -21,7 +22,9 @@ import typer
 from hermes.cli._common import load_settings, print_json
 from hermes.errors import UsageError
 
-app = typer.Typer(help="List, add and remove MCP servers (tools from other programs).", no_args_is_help=True)
+app = typer.Typer(
+    help="List, add and remove MCP servers (tools from other programs); serve hermes as one.", no_args_is_help=True
+)
 
 
 @app.command("list")
@@ -134,3 +137,19 @@ def _pairs(flag: str, items: list[str]) -> dict[str, str]:
             raise UsageError(f"{flag} takes KEY=VALUE, not {item!r}")
         out[key.strip()] = value
     return out
+
+
+@app.command("serve")
+def serve(
+    model: str | None = typer.Option(None, "-m", "--model", help="Model name for this server's turns."),
+    yolo: bool = typer.Option(False, "--yolo", help="Approve every command that is not hard-blocked."),
+    turn_timeout: float = typer.Option(
+        1800.0, "--turn-timeout", metavar="SECONDS", help="Stop a chat turn that runs longer than this."
+    ),
+) -> None:
+    """Serve hermes over MCP on stdio: a `chat` tool and the sessions as hermes://sessions/{id}."""
+    from hermes.mcp_server.server import run
+
+    if not turn_timeout > 0:
+        raise UsageError("--turn-timeout must be a positive number of seconds")
+    run(load_settings(model=model, yolo=yolo or None), timeout=turn_timeout)

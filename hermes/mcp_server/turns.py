@@ -1,0 +1,113 @@
+"""One hermes turn per MCP `chat` call (`McpTurns`).
+
+Invariants:
+- a turn runs through the backend's agent (hermes/backend.py), in the folder the server
+  was started in, with no approver: a command or write that needs approval is refused,
+  as in `hermes serve` (unless the server runs with --yolo);
+- a `session_id` must name a stored session (else `ChatRefused`, before anything runs);
+  a call without one starts a new session, whose id the answer carries;
+- one turn per session at a time: a second call on a session whose turn is running is
+  refused (`ChatRefused`), never queued;
+- a turn longer than `timeout` seconds is stopped and answered as timed out; a call that
+  is cancelled (the MCP client's `notifications/cancelled`, or the server closing) stops
+  its turn, which gets `STOP_GRACE` seconds to store what it did, and the cancel goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from hermes.agent.turn_handle import TurnCrashed
+from hermes.agent.types import TurnRequest
+from hermes.backend import ChatAgent, ChatSessions, resolve_session
+from hermes.errors import SessionNotFound
+from hermes.ids import new_session_id
+
+SOURCE = "mcp"
+"""The source of the sessions this server creates (`hermes sessions list --source mcp`)."""
+STOP_GRACE = 5.0
+"""Seconds a stopped turn gets to store its interrupted state before its task is cancelled."""
+TURN_TIMEOUT_CODE = "turn_timeout"
+"""The error code of a turn stopped for running past the server's turn timeout."""
+
+
+class ChatRefused(Exception):
+    """The call was refused before a turn started (unknown session, session busy, bad input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """How one `chat` call's turn ended."""
+
+    session_id: str
+    text: str
+    """The answer (what was delivered, for a partial or stopped turn)."""
+    status: str
+    """completed, partial, failed or interrupted (TurnResult.status)."""
+    error: str | None = None
+
+
+@dataclass(eq=False)
+class McpTurns:
+    """Runs `chat` calls as hermes turns (see the module docstring)."""
+
+    agent: ChatAgent
+    sessions: ChatSessions
+    cwd: Path
+    timeout: float
+    yolo: bool = False
+    _running: set[str] = field(default_factory=set)
+
+    async def chat(self, prompt: str, session_id: str | None = None) -> ChatAnswer:
+        if not prompt.strip():
+            raise ChatRefused("prompt must not be empty")
+        if session_id is not None:
+            try:
+                found = await resolve_session(self.sessions, resume=session_id)
+            except SessionNotFound:
+                raise ChatRefused(f"no hermes session {session_id!r}: leave session_id out to start one") from None
+            assert found is not None
+            target, fresh = found, False
+        else:
+            target, fresh = new_session_id(), True
+        # No await between this check and the add: two calls cannot both pass it.
+        if target in self._running:
+            raise ChatRefused(f"session {target} is already running a turn: wait for it to finish")
+        self._running.add(target)
+        try:
+            return await self._run(prompt, target, fresh)
+        finally:
+            self._running.discard(target)
+
+    async def _run(self, prompt: str, session_id: str, fresh: bool) -> ChatAnswer:
+        request = TurnRequest(
+            input=prompt,
+            session_id=session_id,
+            fresh_if_taken=fresh,
+            source=SOURCE,
+            approve=None,  # nobody can answer an approval here: refused
+            yolo=self.yolo,
+            cwd=str(self.cwd),
+        )
+        handle = self.agent.start(request)
+        try:
+            try:
+                with anyio.fail_after(self.timeout):
+                    result = await handle.wait()
+            except TimeoutError:
+                handle.stop(TURN_TIMEOUT_CODE, f"the turn ran longer than {self.timeout:g} s and was stopped")
+                with anyio.CancelScope(shield=True):
+                    await handle.aclose(STOP_GRACE)
+                result = handle.result
+        except TurnCrashed as crash:
+            return ChatAnswer(session_id, "", "failed", f"{type(crash.cause).__name__}: {crash.cause}")
+        finally:
+            # Also when this call is cancelled: the stop and its grace run shielded.
+            with anyio.CancelScope(shield=True):
+                await handle.aclose(STOP_GRACE)
+        if result is None:
+            return ChatAnswer(session_id, "", "failed", "the turn ended without a result")
+        return ChatAnswer(result.session_id, result.final_text, result.status, result.error)
