@@ -75,7 +75,11 @@ async def test_chat_continues_its_session_and_the_session_is_a_markdown_resource
         assert not first.is_error, texts(first)
         assert first.structured_content is not None
         session_id = first.structured_content["session_id"]
-        assert first.structured_content == {"session_id": session_id, "answer": "Paris is the capital.", "status": "completed"}
+        assert first.structured_content == {
+            "session_id": session_id,
+            "answer": "Paris is the capital.",
+            "status": "completed",
+        }
         assert "Paris is the capital." in texts(first) and session_id in texts(first)
 
         second = await chat(session, prompt="How many people live there?", session_id=session_id)
@@ -119,7 +123,13 @@ async def test_unknown_session_and_bad_arguments_are_tool_errors_and_the_server_
         assert unknown.is_error
         assert "no hermes session '20200101_000000_nosuch'" in texts(unknown)
 
-        for arguments in ({}, {"prompt": 5}, {"prompt": "  "}, {"prompt": "x", "session_id": 3}, {"prompt": "x", "extra": 1}):
+        for arguments in (
+            {},
+            {"prompt": 5},
+            {"prompt": "  "},
+            {"prompt": "x", "session_id": 3},
+            {"prompt": "x", "extra": 1},
+        ):
             bad = await chat(session, **arguments)
             assert bad.is_error, arguments
             assert texts(bad)
