@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from mcp import MCPError, StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
-from mcp_harness import SERVERS, hermes_env, stdio_entry, write_config
+from mcp_harness import SERVERS, hermes_env, run_hermes, stdio_entry, write_config
 
 from hermes.testing.upstream import Reply, ScriptedUpstream, Stall, call, text_reply, tool_reply
 
@@ -213,6 +214,74 @@ async def test_a_turn_past_the_timeout_is_stopped_and_answered_as_an_error(
         assert result.is_error
         assert "longer than 2 s" in texts(result)
         assert result.structured_content is not None and result.structured_content["status"] == "interrupted"
+
+
+def raw_server(home: Path, upstream: ScriptedUpstream, cwd: Path, **env: str) -> subprocess.Popen[str]:
+    """`hermes mcp serve` on pipes, for speaking JSON-RPC lines to it directly."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "hermes", "mcp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=hermes_env(home, upstream, HERMES_LSP="false", **env),
+    )
+
+
+def send(proc: subprocess.Popen[str], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def test_closing_stdin_stops_a_running_turn_and_ends_the_server(
+    upstream: ScriptedUpstream, hermes_home: Path, workdir: Path
+) -> None:
+    upstream.enqueue(Reply([Stall(3600)]))
+    proc = raw_server(hermes_home, upstream, workdir)
+    assert proc.stdout is not None and proc.stdin is not None
+    send(proc, INITIALIZE)
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    send(proc, INITIALIZED)
+    call_chat = {"name": "chat", "arguments": {"prompt": "a turn the client walks away from"}}
+    send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call_chat})
+    deadline = time.monotonic() + 30
+    while not upstream.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert upstream.requests, "the turn never reached the model"
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=20)  # the turn is stopped (not left to its hour-long stall) and the server ends
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    listed = run_hermes("sessions", "list", "--json", home=hermes_home)
+    assert listed.returncode == 0, listed.stderr
+    assert "a turn the client walks away from" in listed.stdout
+
+
+def test_a_turn_timeout_must_be_positive(hermes_home: Path) -> None:
+    result = run_hermes("mcp", "serve", "--turn-timeout", "0", home=hermes_home)
+    assert result.returncode == 2
+    assert "--turn-timeout must be a positive number of seconds" in result.stderr
+    assert result.stdout == ""
 
 
 def test_stdout_carries_only_the_protocol(upstream: ScriptedUpstream, hermes_home: Path, workdir: Path) -> None:
