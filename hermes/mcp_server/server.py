@@ -134,8 +134,12 @@ def build_server(turns: McpTurns, sessions: ChatSessions) -> Server[Any]:
             return error_result("prompt is required and must be a string")
         if session_id is not None and not isinstance(session_id, str):
             return error_result("session_id must be a string")
+
+        async def progress(count: float, message: str) -> None:
+            await ctx.session.report_progress(count, None, message)  # a no-op unless the client asked
+
         try:
-            answer = await turns.chat(prompt, session_id or None)
+            answer = await turns.chat(prompt, session_id or None, progress=progress)
         except ChatRefused as exc:
             return error_result(f"hermes: {exc}")
         return answer_result(answer)

@@ -10,21 +10,31 @@ Invariants:
   refused (`ChatRefused`), never queued;
 - a turn longer than `timeout` seconds is stopped and answered as timed out; a call that
   is cancelled (the MCP client's `notifications/cancelled`, or the server closing) stops
-  its turn, which gets `STOP_GRACE` seconds to store what it did, and the cancel goes on.
+  its turn, which gets `STOP_GRACE` seconds to store what it did, and the cancel goes on;
+- each tool the turn starts is reported to `progress` (one line: the tool and its
+  summary); a report that fails is logged and never fails the turn.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
-from hermes.agent.turn_handle import TurnCrashed
+from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest
 from hermes.backend import ChatAgent, ChatSessions, resolve_session
 from hermes.errors import SessionNotFound
 from hermes.ids import new_session_id
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[float, str], Awaitable[None]]
+"""Reports the turn's activity: (how many tools it started so far, what it is doing)."""
 
 SOURCE = "mcp"
 """The source of the sessions this server creates (`hermes sessions list --source mcp`)."""
@@ -61,7 +71,7 @@ class McpTurns:
     yolo: bool = False
     _running: set[str] = field(default_factory=set)
 
-    async def chat(self, prompt: str, session_id: str | None = None) -> ChatAnswer:
+    async def chat(self, prompt: str, session_id: str | None = None, progress: Progress | None = None) -> ChatAnswer:
         if not prompt.strip():
             raise ChatRefused("prompt must not be empty")
         if session_id is not None:
@@ -78,11 +88,11 @@ class McpTurns:
             raise ChatRefused(f"session {target} is already running a turn: wait for it to finish")
         self._running.add(target)
         try:
-            return await self._run(prompt, target, fresh)
+            return await self._run(prompt, target, fresh, progress)
         finally:
             self._running.discard(target)
 
-    async def _run(self, prompt: str, session_id: str, fresh: bool) -> ChatAnswer:
+    async def _run(self, prompt: str, session_id: str, fresh: bool, progress: Progress | None) -> ChatAnswer:
         request = TurnRequest(
             input=prompt,
             session_id=session_id,
@@ -96,7 +106,8 @@ class McpTurns:
         try:
             try:
                 with anyio.fail_after(self.timeout):
-                    result = await handle.wait()
+                    await _follow(handle, progress)
+                result = handle.result
             except TimeoutError:
                 handle.stop(TURN_TIMEOUT_CODE, f"the turn ran longer than {self.timeout:g} s and was stopped")
                 with anyio.CancelScope(shield=True):
@@ -111,3 +122,17 @@ class McpTurns:
         if result is None:
             return ChatAnswer(session_id, "", "failed", "the turn ended without a result")
         return ChatAnswer(result.session_id, result.final_text, result.status, result.error)
+
+
+async def _follow(handle: TurnHandle, progress: Progress | None) -> None:
+    """Read the turn's events to its end, reporting each tool it starts."""
+    tools = 0
+    async with contextlib.aclosing(handle.events()) as events:
+        async for event in events:
+            if event.type != "tool.started" or progress is None:
+                continue
+            tools += 1
+            try:
+                await progress(tools, f"{event.name}: {event.preview}"[:200])
+            except Exception as exc:  # noqa: BLE001 - a client that stopped listening does not fail the turn
+                log.debug("progress report failed: %s", exc)

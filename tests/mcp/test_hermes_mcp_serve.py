@@ -49,8 +49,8 @@ def texts(result: mcp_types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
 
 
-async def chat(session: ClientSession, **arguments: Any) -> mcp_types.CallToolResult:
-    result = await session.call_tool("chat", arguments, read_timeout_seconds=CALL_TIMEOUT)
+async def chat(session: ClientSession, progress: Any = None, **arguments: Any) -> mcp_types.CallToolResult:
+    result = await session.call_tool("chat", arguments, read_timeout_seconds=CALL_TIMEOUT, progress_callback=progress)
     assert isinstance(result, mcp_types.CallToolResult)
     return result
 
@@ -157,9 +157,15 @@ async def test_a_command_that_needs_approval_is_refused(
         tool_reply([call("terminal", {"command": "rm -rf somefolder"}, id="call_rm")]),
         text_reply("I could not delete it."),
     )
+    reports: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reports.append((progress, message))
+
     async with hermes_mcp(hermes_home, upstream, workdir) as session:
-        result = await chat(session, prompt="delete somefolder")
+        result = await chat(session, progress=on_progress, prompt="delete somefolder")
         assert not result.is_error, texts(result)
+    assert reports == [(1, "terminal: rm -rf somefolder")]  # the tool it started, as progress
     assert (victim / "keep.txt").read_text() == "precious"
     tool_messages = [m for m in upstream.requests[1].messages if m["role"] == "tool"]
     assert len(tool_messages) == 1 and tool_messages[0]["tool_call_id"] == "call_rm"
