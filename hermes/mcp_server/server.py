@@ -7,8 +7,9 @@ Offers the `chat` tool (hermes/mcp_server/turns.py) and the sessions as resource
 (hermes/mcp_server/resources.py).
 
 Invariants:
-- stdout carries the protocol and nothing else: while the backend opens, Python's stdout
-  is stderr; while serving, the SDK's `stdio_server` keeps fd 1 for the protocol on a
+- stdout carries the protocol and nothing else: while the backend opens, fd 1 and
+  Python's stdout point at stderr (native code and the children started then included);
+  while serving, the SDK's `stdio_server` keeps fd 1 for the protocol on a
   private descriptor and points fd 1 (what `print` and child processes reach) at stderr;
 - logs, start-up notices and the status of hermes' own MCP servers go to stderr, at
   WARNING unless HERMES_LOG_LEVEL says otherwise;
@@ -25,6 +26,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -185,8 +187,8 @@ async def serve_stdio(settings: Settings, *, timeout: float, cwd: Path) -> None:
         log.warning("%s", status.line())
 
     async with contextlib.AsyncExitStack() as stack:
-        # Anything hermes prints while it opens goes to stderr; fd 1 is the SDK's to claim below.
-        with contextlib.redirect_stdout(sys.stderr):
+        # Anything written while hermes opens goes to stderr; fd 1 is the SDK's to claim below.
+        with _stdout_on_stderr():
             backend = await stack.enter_async_context(open_backend(settings))
             for notice in backend.notices():
                 log.warning("%s", notice)
@@ -197,6 +199,21 @@ async def serve_stdio(settings: Settings, *, timeout: float, cwd: Path) -> None:
         server = build_server(turns, backend.sessions)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@contextlib.contextmanager
+def _stdout_on_stderr() -> Iterator[None]:
+    """fd 1 and sys.stdout point at stderr inside the block; both are restored after it."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def run(settings: Settings, *, timeout: float) -> None:

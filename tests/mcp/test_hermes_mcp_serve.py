@@ -329,3 +329,22 @@ def test_stdout_carries_only_the_protocol(upstream: ScriptedUpstream, hermes_hom
     assert "MISSING_TOKEN" in stderr  # the broken server's failure, reported on stderr
     tool_result = [m for m in upstream.requests[1].messages if m["role"] == "tool"]
     assert "LEAK-MARKER" in str(tool_result[0]["content"])  # the command ran, its output went to the model
+
+
+def test_what_native_code_writes_while_hermes_opens_goes_to_stderr(tmp_path: Path) -> None:
+    """The opening phase diverts fd 1 itself (a C library or a child started then writes there)."""
+    script = (
+        "import os, subprocess, sys\n"
+        "from hermes.mcp_server.server import _stdout_on_stderr\n"
+        "with _stdout_on_stderr():\n"
+        "    os.write(1, b'NATIVE\\n')\n"
+        "    print('PYTHON')\n"
+        "    subprocess.run(['echo', 'CHILD'], check=True)\n"
+        "os.write(1, b'PROTOCOL\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=hermes_env(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "PROTOCOL\n"
+    assert proc.stderr.split() == ["NATIVE", "PYTHON", "CHILD"]
