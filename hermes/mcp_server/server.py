@@ -178,8 +178,11 @@ def build_server(turns: McpTurns, sessions: ChatSessions) -> Server[Any]:
     )
 
 
-async def serve_stdio(settings: Settings, *, timeout: float, cwd: Path) -> None:
-    """Open the local backend, then serve MCP on stdio until the client closes stdin."""
+async def serve_stdio(
+    settings: Settings, *, timeout: float, cwd: Path, server: str | None = None, key: str | None = None
+) -> None:
+    """Open the backend (local, or the `hermes serve` at `server`), then serve MCP on stdio
+    until the client closes stdin."""
     from hermes.agent.mcp.status import McpServerStatus
     from hermes.backend import open_backend
 
@@ -189,16 +192,16 @@ async def serve_stdio(settings: Settings, *, timeout: float, cwd: Path) -> None:
     async with contextlib.AsyncExitStack() as stack:
         # Anything written while hermes opens goes to stderr; fd 1 is the SDK's to claim below.
         with _stdout_on_stderr():
-            backend = await stack.enter_async_context(open_backend(settings))
+            backend = await stack.enter_async_context(open_backend(settings, server, key))
             for notice in backend.notices():
                 log.warning("%s", notice)
             agent = await backend.open_agent(report_mcp=report_mcp, cwd=cwd)
             if agent.instructions is not None and agent.instructions.notice:
                 log.warning("%s", agent.instructions.notice)
         turns = McpTurns(agent, backend.sessions, cwd=cwd, timeout=timeout, yolo=settings.yolo)
-        server = build_server(turns, backend.sessions)
+        protocol = build_server(turns, backend.sessions)
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await protocol.run(read_stream, write_stream, protocol.create_initialization_options())
 
 
 @contextlib.contextmanager
@@ -216,10 +219,10 @@ def _stdout_on_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def run(settings: Settings, *, timeout: float) -> None:
+def run(settings: Settings, *, timeout: float, server: str | None = None, key: str | None = None) -> None:
     """Serve MCP on stdio until the client closes it."""
     level = os.environ.get("HERMES_LOG_LEVEL", "WARNING").upper()
     if not isinstance(logging.getLevelName(level), int):
         level = "WARNING"
     logging.basicConfig(stream=sys.stderr, level=level, format="hermes mcp: %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve_stdio(settings, timeout=timeout, cwd=Path.cwd()))
+    asyncio.run(serve_stdio(settings, timeout=timeout, cwd=Path.cwd(), server=server, key=key))

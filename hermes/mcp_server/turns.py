@@ -1,9 +1,10 @@
 """One hermes turn per MCP `chat` call (`McpTurns`).
 
 Invariants:
-- a turn runs through the backend's agent (hermes/backend.py), in the folder the server
-  was started in, with no approver: a command or write that needs approval is refused,
-  as in `hermes serve` (unless the server runs with --yolo);
+- a turn runs through the backend's agent (hermes/backend.py: local, in the folder the
+  server was started in; or a `hermes serve`, under its own policy), with no approver:
+  a command or write that needs approval is refused, as in `hermes serve` (unless
+  --yolo);
 - a `session_id` must name a stored session (else `ChatRefused`, before anything runs);
   a call without one starts a new session, whose id the answer carries;
 - one turn per session at a time: a second call on a session whose turn is running is
@@ -29,7 +30,6 @@ from hermes.agent.turn_handle import TurnCrashed, TurnHandle
 from hermes.agent.types import TurnRequest
 from hermes.backend import ChatAgent, ChatSessions, resolve_session
 from hermes.errors import SessionNotFound
-from hermes.ids import new_session_id
 
 log = logging.getLogger(__name__)
 
@@ -80,23 +80,20 @@ class McpTurns:
             except SessionNotFound:
                 raise ChatRefused(f"no hermes session {session_id!r}: leave session_id out to start one") from None
             assert found is not None
-            target, fresh = found, False
-        else:
-            target, fresh = new_session_id(), True
-        # No await between this check and the add: two calls cannot both pass it.
-        if target in self._running:
-            raise ChatRefused(f"session {target} is already running a turn: wait for it to finish")
-        self._running.add(target)
-        try:
-            return await self._run(prompt, target, fresh, progress)
-        finally:
-            self._running.discard(target)
+            # No await between this check and the add: two calls cannot both pass it.
+            if found in self._running:
+                raise ChatRefused(f"session {found} is already running a turn: wait for it to finish")
+            self._running.add(found)
+            try:
+                return await self._run(prompt, found, progress)
+            finally:
+                self._running.discard(found)
+        return await self._run(prompt, None, progress)  # a new session: nothing else can hold it
 
-    async def _run(self, prompt: str, session_id: str, fresh: bool, progress: Progress | None) -> ChatAnswer:
+    async def _run(self, prompt: str, session_id: str | None, progress: Progress | None) -> ChatAnswer:
         request = TurnRequest(
             input=prompt,
             session_id=session_id,
-            fresh_if_taken=fresh,
             source=SOURCE,
             approve=None,  # nobody can answer an approval here: refused
             yolo=self.yolo,
@@ -114,13 +111,16 @@ class McpTurns:
                     await handle.aclose(STOP_GRACE)
                 result = handle.result
         except TurnCrashed as crash:
-            return ChatAnswer(session_id, "", "failed", f"{type(crash.cause).__name__}: {crash.cause}")
+            return ChatAnswer(session_id or "", "", "failed", f"{type(crash.cause).__name__}: {crash.cause}")
         finally:
-            # Also when this call is cancelled: the stop and its grace run shielded.
+            # Also when this call is cancelled: the stop and its grace run shielded. The stop
+            # is explicit because leaving a remote turn alone would let the server's run go on.
+            if handle.result is None:
+                handle.stop()
             with anyio.CancelScope(shield=True):
                 await handle.aclose(STOP_GRACE)
         if result is None:
-            return ChatAnswer(session_id, "", "failed", "the turn ended without a result")
+            return ChatAnswer(session_id or "", "", "failed", "the turn ended without a result")
         return ChatAnswer(result.session_id, result.final_text, result.status, result.error)
 
 
