@@ -103,3 +103,17 @@ async def test_chat_and_resources_go_to_the_server(
             assert "say hello" in read.text and "delete somefolder" in read.text and "After the stop." in read.text
     assert (serve.cwd / "somefolder").is_dir()
     assert not (tmp_path / "client-home" / "state.db").exists()  # nothing was stored on the client side
+
+
+async def test_a_wrong_key_is_one_line_on_stderr_before_any_protocol(serve: ServeProcess, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_", "OPENAI_"))}
+    env.update(HERMES_HOME=str(tmp_path / "client-home"), PYTHONPATH=str(REPO))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hermes", "mcp", "serve", "--server", serve.url, "--key", "wrong-key",
+        env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode not in (0, None)
+    assert out == b""
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hermes: "), lines
