@@ -106,10 +106,13 @@ class McpTurns:
                     await _follow(handle, progress)
                 result = handle.result
             except TimeoutError:
-                handle.stop(TURN_TIMEOUT_CODE, f"the turn ran longer than {self.timeout:g} s and was stopped")
+                reason = f"the turn ran longer than {self.timeout:g} s and was stopped"
+                handle.stop(TURN_TIMEOUT_CODE, reason)
                 with anyio.CancelScope(shield=True):
                     await handle.aclose(STOP_GRACE)
                 result = handle.result
+                if result is None:  # it did not settle within the grace
+                    return ChatAnswer(session_id or "", "", "interrupted", reason)
         except TurnCrashed as crash:
             return ChatAnswer(session_id or "", "", "failed", f"{type(crash.cause).__name__}: {crash.cause}")
         finally:
