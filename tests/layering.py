@@ -69,6 +69,7 @@ def offending(
 
 LAYERS: dict[str, int] = {
     "hermes.__main__": 0, "hermes.cli": 0, "hermes.acp": 0, "hermes.server": 0, "hermes.testing": 0,
+    "hermes.mcp_server": 0,
     "hermes.tui": 1, "hermes.progress_bar": 1, "hermes.transcript_markdown": 1,
     "hermes.backend": 2,
     "hermes.runtime": 3, "hermes.remote": 3,

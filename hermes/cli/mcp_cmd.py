@@ -1,9 +1,10 @@
-"""`hermes mcp list|add|remove`: the MCP servers of config.toml.
+"""`hermes mcp list|add|remove`: the MCP servers of config.toml; `hermes mcp serve`: hermes as one.
 
     hermes mcp list [--json]                       start each server, show its status and tools
     hermes mcp add NAME -- COMMAND [ARGS…]         a stdio server
     hermes mcp add NAME --url URL [--header K=V]   a streamable-HTTP server
     hermes mcp remove NAME
+    hermes mcp serve [-m MODEL] [--yolo] [--turn-timeout S] [--server URL]   speak MCP on stdio
 
 `list --json` prints `{"object": "list", "data": [{"name", "status", "tools", …}]}` on
 stdout whatever state the servers are in: `status` is `connected`, `failed` (with a
@@ -19,9 +20,12 @@ from typing import Annotated
 import typer
 
 from hermes.cli._common import load_settings, print_json
+from hermes.cli._server_key import KEY_FILE_OPTION, KEY_OPTION
 from hermes.errors import UsageError
 
-app = typer.Typer(help="List, add and remove MCP servers (tools from other programs).", no_args_is_help=True)
+app = typer.Typer(
+    help="List, add and remove MCP servers (tools from other programs); serve hermes as one.", no_args_is_help=True
+)
 
 
 @app.command("list")
@@ -134,3 +138,30 @@ def _pairs(flag: str, items: list[str]) -> dict[str, str]:
             raise UsageError(f"{flag} takes KEY=VALUE, not {item!r}")
         out[key.strip()] = value
     return out
+
+
+@app.command("serve")
+def serve(
+    model: str | None = typer.Option(None, "-m", "--model", help="Model name for this server's turns."),
+    yolo: bool = typer.Option(False, "--yolo", help="Approve every command that is not hard-blocked."),
+    turn_timeout: float = typer.Option(
+        1800.0, "--turn-timeout", metavar="SECONDS", help="Stop a chat turn that runs longer than this."
+    ),
+    server: str | None = typer.Option(
+        None, "--server", metavar="URL", help="Run the turns on this hermes serve (its sessions, its policy)."
+    ),
+    key: str | None = KEY_OPTION,
+    key_file: Path | None = KEY_FILE_OPTION,
+) -> None:
+    """Serve hermes over MCP on stdio: a `chat` tool and the sessions as hermes://sessions/{id}."""
+    from hermes.cli._server_key import server_key
+    from hermes.mcp_server.server import run
+
+    if not turn_timeout > 0:
+        raise UsageError("--turn-timeout must be a positive number of seconds")
+    settings = load_settings(model=model, yolo=yolo or None)
+    server = server or settings.server_url
+    if server and yolo:
+        raise UsageError("--yolo does not reach a server: its own approval policy applies (hermes serve --yolo)")
+    key = server_key(settings.server_key, key=key, key_file=key_file) if server else None
+    run(settings, timeout=turn_timeout, server=server, key=key)
