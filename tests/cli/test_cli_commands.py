@@ -37,7 +37,7 @@ def test_every_command_and_group_is_registered() -> None:
         "delete", "diff", "export", "fork", "list", "redo", "rename", "search", "show", "stats", "undo",
     ]
     assert sorted(groups["config"].commands) == ["get", "path", "set", "show", "unset"]
-    assert sorted(groups["mcp"].commands) == ["add", "list", "remove"]
+    assert sorted(groups["mcp"].commands) == ["add", "list", "remove", "serve"]
     assert sorted(groups["db"].commands) == ["status", "upgrade"]
     assert sorted(groups["hooks"].commands) == ["list"]
     assert sorted(groups["memory"].commands) == ["edit", "show"]
