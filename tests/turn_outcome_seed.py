@@ -24,7 +24,7 @@ DENIED = "DENIED: the user did not approve this command; it was not run. Do not 
 
 
 def seed_outcomes(store: Any) -> str:
-    """The session's id; `store` is a synchronous session store (SqliteSessionStore)."""
+    """The session's id; `store` is a synchronous session store (SyncStateDb)."""
     record = store.create_session(source="tui", model="scripted-model", title="Outcomes")
     sid = record.id
     calls = [_call("c1", "rm -rf build"), _call("c2", "make"), _call("c3", "sleep 100")]

@@ -20,8 +20,7 @@ from hermes.agent.tools.registry import default_registry
 from hermes.agent.types import TurnRequest
 from hermes.config import Settings
 from hermes.server import create_app
-from hermes.store import open_session_store
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.testing.state_db import open_sync_state
 from hermes.testing.turns import collect_turn
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 
@@ -48,10 +47,10 @@ async def make_agent(upstream: ScriptedUpstream, hermes_home: Path, tmp_path: Pa
     made: list[tuple[Agent, Any]] = []
 
     def make(**changes: Any) -> Agent:
-        db = open_session_store(tmp_path / "state.db")
+        db = open_sync_state(tmp_path / "state.db")
         settings = settings_for(hermes_home, upstream, **changes)
         provider = OpenAICompatProvider(base_url=upstream.base_url, api_key="k")
-        agent = build_agent(settings, SqliteSessions(db), provider=provider, tools=default_registry())
+        agent = build_agent(settings, db.sessions, provider=provider, tools=default_registry())
         made.append((agent, db))
         return agent
 

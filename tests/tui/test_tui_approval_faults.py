@@ -13,7 +13,7 @@ from hermes.agent.safety.launch import ToolLauncher
 from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.tools.terminal import make_terminal_tool
 from hermes.config import Settings
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.screens.approval import ApprovalScreen

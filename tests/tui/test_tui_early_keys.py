@@ -7,7 +7,7 @@ from typing import Any
 
 from textual import events
 
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import text_reply
 from hermes.tui.early_keys import EarlyKeys
 from hermes.tui.widgets.assistant_message import AssistantMessage
@@ -20,7 +20,7 @@ class SlowSessions(SqliteSessions):
     """Opening a session takes a while: `typing` (the user at the keyboard) runs meanwhile."""
 
     def __init__(self, store: Any) -> None:
-        super().__init__(store)
+        super().__init__(store.state)
         self.typing: Callable[[], Awaitable[None]] | None = None
 
     async def get_messages(self, session_id: str, *args: Any, **kwargs: Any) -> Any:

@@ -11,7 +11,7 @@ from hermes.agent.factory import build_agent
 from hermes.agent.instructions import load_instructions
 from hermes.agent.tools.base import ToolRegistry
 from hermes.config import Settings
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 from hermes.tui.app import make_app
 from hermes.tui.widgets.notice import Notice

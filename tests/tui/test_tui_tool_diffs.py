@@ -16,7 +16,7 @@ from hermes.config import Settings
 from hermes.remote.agent import RemoteAgent
 from hermes.remote.client import RemoteClient
 from hermes.remote.sessions import RemoteSessions
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.tool_card import ToolCard

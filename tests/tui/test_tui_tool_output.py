@@ -15,7 +15,7 @@ from hermes.agent.tools.base import ToolRegistry
 from hermes.agent.tools.output_tail import OutputTail
 from hermes.agent.tools.terminal import make_terminal_tool
 from hermes.config import Settings
-from hermes.store.sqlite.sessions import SqliteSessions
+from hermes.store.sqlite.state_db import SqliteSessions
 from hermes.testing.upstream import ScriptedUpstream, call, text_reply, tool_reply
 from hermes.tui.app import HermesApp, make_app
 from hermes.tui.widgets.tool_card import ToolCard
