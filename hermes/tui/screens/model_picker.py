@@ -30,6 +30,7 @@ class ModelPicker(ModalScreen[str | None]):
         background: $surface;
         padding: 1 2;
     }
+    ModelPicker Label { width: 100%; }
     ModelPicker OptionList { height: auto; max-height: 20; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -51,7 +52,7 @@ class ModelPicker(ModalScreen[str | None]):
                 mark = "● " if self._is_current(model) else "  "
                 options.append(Option(f" {mark}{model}", id=model))
         with Vertical():
-            yield Label("Model for the next turns (Enter picks, Esc keeps the current one)")
+            yield Label("Model for the next turns · Enter picks · Esc keeps it")
             yield OptionList(*options, id="models")
 
     def on_mount(self) -> None:
