@@ -15,6 +15,7 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.filter import LineFilter
+from textual.screen import ModalScreen
 
 from hermes.backend import ChatAgent, ChatSessions
 from hermes.config import Settings
@@ -72,16 +73,20 @@ class HermesApp(App[int]):
         return self.chat.session_id
 
     async def on_event(self, event: events.Event) -> None:
-        if self.early_keys.hold(event):
+        if not self._dialog_open() and self.early_keys.hold(event):
             return
         await super().on_event(event)
+
+    def _dialog_open(self) -> bool:
+        """A modal screen (a question such as "run here?") is on top: keys are its answers."""
+        return bool(self.screen_stack) and isinstance(self.screen_stack[-1], ModalScreen)
 
     def prompt_ready(self) -> None:
         """The prompt box has focus: what was typed before goes into it (once the keys the
         app is still to read have been read, and held, too)."""
         if not self.early_keys.ready and not self.early_keys.releasing:
             self.early_keys.releasing = True
-            self.call_after_refresh(self.early_keys.release, self.chat.chat_input)
+            self.call_later(self.early_keys.release, self.chat.chat_input)
 
     async def on_mount(self) -> None:
         self.chat.startup_notice = self.startup_notice

@@ -221,17 +221,17 @@ KEYS: tuple[tuple[str, str], ...] = (
 def _help(chat: CommandScreen, arg: str) -> None:
     found = extension_commands.catalogs(chat)
     custom = [(f"/{e.name} {e.args}".rstrip(), e.help) for e in extension_commands.entries(found, builtin_names())]
+    warnings = extension_commands.clashes(found, builtin_names())
+    warnings += [problem.line() for problem in found.commands.problems[:10]]
     sections = [("Commands", [(c.usage, c.help) for c in COMMANDS])]
     if custom:
         sections.append(("Custom commands and skills", custom))
+    if warnings:
+        sections.append(("Not offered", [("⚠", line) for line in warnings]))
     sections.append(("Keys", list(KEYS)))
     notice = Notice(help_text(sections), "info")  # the plain text, for find
     notice.update(help_table(sections))
     chat.transcript.add(notice)
-    warnings = extension_commands.clashes(found, builtin_names())
-    warnings += [problem.line() for problem in found.commands.problems[:10]]
-    if warnings:
-        chat.say("\n".join(f"⚠ {line}" for line in warnings), "warning")
 
 
 def _skills(chat: CommandScreen, arg: str) -> None:

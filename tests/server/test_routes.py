@@ -99,8 +99,8 @@ def test_every_path_string_is_written_once() -> None:
     paths = {route.path for route in TABLE.routes}
     found: dict[str, list[str]] = {path: [] for path in paths}
     for module in sorted(package.rglob("*.py")):
-        if module == package / "testing" / "upstream.py":
-            continue
+        if module in (package / "testing" / "upstream.py", package / "testing" / "anthropic_upstream.py"):
+            continue  # scripted upstreams spell their vendors' paths, not hermes' routes
         for node in ast.walk(ast.parse(module.read_text())):
             if isinstance(node, ast.Constant) and node.value in paths:
                 found[node.value].append(f"{module.relative_to(package)}:{node.lineno}")

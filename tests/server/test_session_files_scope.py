@@ -124,7 +124,8 @@ async def test_a_writable_root_is_the_servers_own(make_server: MakeServer, upstr
 async def test_a_session_that_later_ran_in_another_folder_is_not_found(
     make_server: MakeServer, upstream: ScriptedUpstream, work: Path, elsewhere: Path
 ) -> None:
-    """The server's own session, then resumed by `hermes chat` elsewhere: no longer the server's."""
+    """A resumed session runs in its own folder (so the server keeps serving it); a session
+    whose turn ran in another folder is not the server's."""
     srv = await make_server(tools=default_registry(), yolo=True)
     await srv.client.post("/api/sessions", json={"id": "s-mixed"}, headers=srv.auth)
     upstream.enqueue(tool_reply([call("write_file", {"path": "a.txt", "content": "A\n"})]), text_reply("ok"))
@@ -137,10 +138,20 @@ async def test_a_session_that_later_ran_in_another_folder_is_not_found(
     code, _, err = await hermes("chat", "-q", "more", "--yolo", "--resume", "s-mixed", home=srv.settings.home,
                                 cwd=elsewhere, upstream=upstream)  # fmt: skip
     assert code == 0, err
+    assert (work / "victim.txt").read_text() == "changed by chat\n"  # the session's folder, not the caller's
+    assert (elsewhere / "victim.txt").read_text() == "original\n"
+    assert (await srv.client.get("/api/sessions/s-mixed/diff?turn=2", headers=srv.auth)).status == 200
+    # A session whose turn ran elsewhere (started by `hermes chat` in another folder).
+    upstream.enqueue(tool_reply([call("write_file", {"path": "other.txt", "content": "O\n"})]), text_reply("ok"))
+    code, _, err = await hermes("chat", "-q", "edit there", "--yolo", home=srv.settings.home,
+                                cwd=elsewhere, upstream=upstream)  # fmt: skip
+    assert code == 0, err
+    sessions = (await (await srv.client.get("/api/sessions", headers=srv.auth)).json())["data"]
+    (there,) = [s["id"] for s in sessions if s["id"] != "s-mixed"]
     for method, suffix in (("GET", "/diff?turn=1"), ("POST", "/undo"), ("POST", "/redo")):
-        resp = await srv.client.request(method, f"/api/sessions/s-mixed{suffix}", headers=srv.auth)
+        resp = await srv.client.request(method, f"/api/sessions/{there}{suffix}", headers=srv.auth)
         assert resp.status == 404, suffix
-    assert (elsewhere / "victim.txt").read_text() == "changed by chat\n"
+    assert (elsewhere / "other.txt").read_text() == "O\n"
     assert (work / "a.txt").read_text() == "A\n"
 
 

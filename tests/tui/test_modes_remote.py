@@ -56,7 +56,8 @@ async def test_chat_q_plan_mode_over_the_server(serve: ServeProcess, upstream: S
     results = {m["tool_call_id"]: m["content"] for m in upstream.requests[1].messages if m["role"] == "tool"}
     assert results["w"].startswith("DENIED: plan mode is on") and results["t"].startswith("DENIED: plan mode is on")
     # The next turn without --mode is a default turn: no note.
-    code, out, err = await hermes(tmp_path / "client-home", "chat", "-q", "go", "-c", *remote)
+    # (a remote session records the server's folder, so -c names --any-folder)
+    code, out, err = await hermes(tmp_path / "client-home", "chat", "-q", "go", "-c", "--any-folder", *remote)
     assert code == 0, err
     assert upstream.requests[-1].messages[-1] == {"role": "user", "content": "go"}
 

@@ -68,7 +68,9 @@ async def test_mention_and_image_are_read_on_the_client_and_reach_the_servers_mo
     assert "ZQX-SECRET" not in json.dumps(upstream.requests[0].messages)
 
     # the server stored it: the next turn's history carries it once, and `sessions show` folds it
-    code, out, err = await hermes(tmp_path / "client-home", client, "chat", "-q", "more?", "-c", *remote)
+    code, out, err = await hermes(
+        tmp_path / "client-home", client, "chat", "-q", "more?", "-c", "--any-folder", *remote
+    )  # a remote session records the server's folder
     assert code == 0, err
     history = json.dumps(upstream.requests[1].messages)
     assert history.count("only on the client") == 1 and history.count("data:image/png") == 1

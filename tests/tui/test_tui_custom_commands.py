@@ -40,7 +40,7 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def shown(app) -> list[str]:
-    return [str(n.render()) for n in app.chat.transcript.query(Notice)]
+    return [getattr(n, "text", None) or str(n.render()) for n in app.chat.transcript.query(Notice)]
 
 
 async def test_a_custom_command_completes_and_runs(make_tui, folder: Path, upstream: ScriptedUpstream) -> None:

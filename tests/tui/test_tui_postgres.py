@@ -6,6 +6,7 @@ The app gets `storage.sessions` of a real `open_storage` PostgreSQL storage (the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hermes.agent.factory import build_agent
@@ -37,7 +38,8 @@ async def test_turn_picker_and_resume_on_postgres(
     try:
         assert storage.backend == "postgres"
         sessions = storage.sessions
-        await sessions.create_session(source="cli", title="Groceries")  # another session, older
+        # another session of this folder, older (the picker opens on this folder's sessions)
+        await sessions.create_session(source="cli", title="Groceries", cwd=os.path.realpath(tmp_path))
         agent = build_agent(settings, sessions, tools=test_tools(gates))
         try:
             app = make_app(agent, sessions, settings, cwd=str(tmp_path))

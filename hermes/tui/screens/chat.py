@@ -235,6 +235,12 @@ class ChatScreen(Screen[None]):
         if event.widget is self.chat_input:
             self.hermes_app.prompt_ready()  # typing held since launch goes in now
 
+    def on_screen_resume(self) -> None:
+        # Back from a dialog shown at start-up (a session's folder is gone): the prompt's
+        # focus comes back without a focus event, and the prompt is ready all the same.
+        if self.is_mounted:
+            self.hermes_app.prompt_ready()
+
     async def _start_mcp(self, mcp: McpManager) -> None:
         statuses = await mcp.start(self.agent.tools)
         for status in statuses:
