@@ -5,35 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from hermes.agent.attach.file_index import FileIndex, fuzzy_rank, list_files
 from hermes.tui.prompt_attachments import working_folder
+from hermes.tui.workers import RunsWorkers
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
 
-    from textual.worker import Worker
 
     from hermes.tui.widgets.mention_menu import MentionMenu
 
 
-class PickerScreen(Protocol):
+class PickerScreen(RunsWorkers, Protocol):
     """What the picker needs of the chat screen (`ChatScreen` is one): its folder and workers."""
 
     cwd: str
 
-    def run_worker(
-        self,
-        work: Coroutine[Any, Any, None],
-        name: str | None = "",
-        group: str = "default",
-        description: str = "",
-        exit_on_error: bool = True,
-        start: bool = True,
-        exclusive: bool = False,
-        thread: bool = False,
-    ) -> Worker[None]: ...
 
 FRESH_FOR = 30.0
 """Seconds a listing is reused before the next `@` lists the folder again."""

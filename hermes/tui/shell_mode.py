@@ -29,32 +29,19 @@ from hermes.store.records import MessageRecord, NewMessage, SessionRecord
 from hermes.tui.command_screen import CommandScreen
 from hermes.tui.turn_controller import TURN_RUNNING
 from hermes.tui.widgets.shell_card import ShellCard
+from hermes.tui.workers import RunsWorkers
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
-    from typing import Any
 
     from hermes.tui.widgets.activity import Activity
 
 
-class ShellScreen(CommandScreen, Protocol):
+class ShellScreen(CommandScreen, RunsWorkers, Protocol):
     """What `!` needs of the chat screen (`ChatScreen` is one): a command screen that says
     whether it is remote, shows activity and runs workers."""
 
     @property
     def activity(self) -> Activity: ...
-
-    def run_worker(
-        self,
-        work: Coroutine[Any, Any, None],
-        name: str | None = "",
-        group: str = "default",
-        description: str = "",
-        exit_on_error: bool = True,
-        start: bool = True,
-        exclusive: bool = False,
-        thread: bool = False,
-    ) -> Worker[None]: ...
 
 REMOTE_REFUSAL = (
     "✗ `!` commands are not run with --server: the model's tools run on the server, in its folder, "

@@ -21,7 +21,7 @@ screen), so it does not import the screen that owns it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.worker import Worker, WorkerState
@@ -35,6 +35,7 @@ from hermes.tui.prompt_attachments import prepare_prompt, show_prepared
 from hermes.tui.renderer import TurnCallbacks, TurnRenderer, compacted_notice
 from hermes.tui.screens.approval import ApprovalScreen
 from hermes.tui.widgets.user_message import UserMessage
+from hermes.tui.workers import RunsWorkers
 
 if TYPE_CHECKING:
     from textual import Logger
@@ -76,7 +77,7 @@ class PromptBox(Protocol):
     def focus(self) -> object: ...
 
 
-class TurnScreen(Protocol):
+class TurnScreen(RunsWorkers, Protocol):
     """What the controller needs of the chat screen (`ChatScreen` is one): the open session,
     the widgets a turn shows itself in, and the screen's own workers, timers and notices."""
 
@@ -141,18 +142,6 @@ class TurnScreen(Protocol):
         name: str | None = None,
         pause: bool = False,
     ) -> Timer: ...
-
-    def run_worker(
-        self,
-        work: Coroutine[Any, Any, None],
-        name: str | None = "",
-        group: str = "default",
-        description: str = "",
-        exit_on_error: bool = True,
-        start: bool = True,
-        exclusive: bool = False,
-        thread: bool = False,
-    ) -> Worker[None]: ...
 
 
 class TurnController:
