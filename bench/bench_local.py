@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from local_suite import SuiteTask, task_sets
+
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import TextDelta, ToolCompleted, ToolStarted, TurnCompleted
 from hermes.agent.provider import ModelRequest, Provider, ProviderEvent, TextChunk, ToolCallChunk, UsageChunk
@@ -208,100 +210,6 @@ async def edit_tasks(agent: Agent, timed: Timed, home: Path, repeat: int, only: 
     print(f"edit tasks:          {sum(results)}/{len(results)} succeeded ({rate:.0%})")
 
 
-@dataclass(frozen=True)
-class SuiteTask:
-    """One task of the suite: the files to start from, the request, and how to judge it."""
-
-    name: str
-    prompt: str
-    files: dict[str, str]
-    check: str | None = None
-    """Python run in the task folder after the turn; exit status 0 means done."""
-    answer_has: tuple[str, ...] = ()
-    """Strings the final answer must contain (any case)."""
-    unchanged: bool = False
-    """The task is a question: every file must be left as it was."""
-
-
-SUITE: tuple[SuiteTask, ...] = (
-    SuiteTask(
-        "read-config",
-        "What port does server.ini configure for http? Answer with the number only.",
-        {"server.ini": "[http]\nhost = 0.0.0.0\nport = 8317\n\n[admin]\nport = 9090\n"},
-        answer_has=("8317",),
-        unchanged=True,
-    ),
-    SuiteTask(
-        "fix-failing-test",
-        "The tests fail. Fix the bug in stats.py so that `python -m pytest -q` passes.",
-        {
-            "stats.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
-            "test_stats.py": "from stats import mean\n\n\ndef test_mean():\n    assert mean([2, 4, 6]) == 4\n",
-        },
-        check="import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-m', 'pytest', '-q']).returncode)",
-    ),
-    SuiteTask(
-        "add-function",
-        "Add a function `is_even(n: int) -> bool` to mathx.py that returns True when n is even.",
-        {"mathx.py": "def square(n: int) -> int:\n    return n * n\n"},
-        check="import mathx; assert mathx.is_even(4) and not mathx.is_even(7) and mathx.square(3) == 9",
-    ),
-    SuiteTask(
-        "rename-two-files",
-        "Rename the function fetch_rows to load_rows in db.py and in report.py, which calls it.",
-        {
-            "db.py": "def fetch_rows():\n    return [1, 2, 3]\n",
-            "report.py": "from db import fetch_rows\n\n\ndef total():\n    return sum(fetch_rows())\n",
-        },
-        check="import db, report; assert report.total() == 6 and db.load_rows() and not hasattr(db, 'fetch_rows')",
-    ),
-    SuiteTask(
-        "create-file",
-        "Create a file named VERSION that contains exactly 2.4.1 followed by a newline.",
-        {"README.md": "# tool\n"},
-        check="import pathlib; assert pathlib.Path('VERSION').read_text() == '2.4.1\\n'",
-    ),
-    SuiteTask(
-        "find-definition",
-        "Which file defines the class InvoiceBuilder? Answer with its path.",
-        {
-            "app.py": "from billing.builder import InvoiceBuilder\n\nprint(InvoiceBuilder().build())\n",
-            "billing/__init__.py": "",
-            "billing/builder.py": "class InvoiceBuilder:\n    def build(self):\n        return 'invoice'\n",
-            "billing/tax.py": "RATE = 0.2\n",
-        },
-        answer_has=("builder.py",),
-        unchanged=True,
-    ),
-    SuiteTask(
-        "fix-import",
-        "main.py fails with an ImportError. Fix the import so that `python main.py` prints 42.",
-        {
-            "helpers.py": "def answer():\n    return 42\n",
-            "main.py": "from helper import answer\n\nprint(answer())\n",
-        },
-        check=(
-            "import subprocess, sys; out = subprocess.run([sys.executable, 'main.py'], capture_output=True, text=True)"
-            "; assert out.stdout.strip() == '42', out"
-        ),
-    ),
-    SuiteTask(
-        "summarise-file",
-        "Summarise in one line what jobs.py does.",
-        {
-            "jobs.py": (
-                '"""A tiny in-memory job queue."""\n\nimport collections\n\n\nclass JobQueue:\n'
-                "    def __init__(self):\n        self._jobs = collections.deque()\n\n"
-                "    def push(self, job):\n        self._jobs.append(job)\n\n"
-                "    def pop(self):\n        return self._jobs.popleft() if self._jobs else None\n"
-            )
-        },
-        answer_has=("queue",),
-        unchanged=True,
-    ),
-)
-
-
 @dataclass
 class SuiteRun:
     task: str
@@ -356,7 +264,42 @@ def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: fl
     return SuiteRun(task.name, not why, done.returncode, seconds, tool_calls, why)
 
 
+def verify_tasks(tasks: list[SuiteTask], work: Path) -> None:
+    """Each check fails on the task's files and passes on its solution: no model involved."""
+    bad = 0
+    for task in tasks:
+        if task.check is None:
+            print(f"{task.name:<22} question (answer must contain {task.answer_has})")
+            continue
+        folder = work / task.name
+        for label, overlay, want in (("start", {}, False), ("solution", task.solution, True)):
+            if overlay is None:
+                print(f"{task.name:<22} no solution to verify against")
+                bad += 1
+                break
+            shutil.rmtree(folder, ignore_errors=True)
+            for name, text in {**task.files, **overlay}.items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(text, encoding="utf-8")
+            if run_check(folder, task.check) != want:
+                print(f"{task.name:<22} the check {'fails' if want else 'passes'} on the {label} files")
+                bad += 1
+                break
+        else:
+            print(f"{task.name:<22} ok (fails at the start, passes on the solution)")
+    sys.exit(1 if bad else 0)
+
+
 def suite(args: argparse.Namespace) -> None:
+    only = set(args.tasks.split(",")) if args.tasks else None
+    sets = task_sets()
+    unknown = [name for name in args.set.split(",") if name not in sets]
+    if unknown:
+        sys.exit(f"--set takes {', '.join(sets)}, not {', '.join(unknown)}")
+    chosen = [task for name in args.set.split(",") for task in sets[name]]
+    tasks = [t for t in chosen if only is None or t.name in only]
+    if args.verify_tasks:
+        verify_tasks(tasks, Path(tempfile.mkdtemp(prefix="hermes-suite-verify-")))
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="hermes-suite-"))
     settings = Settings.load(env={"HERMES_HOME": str(home), **_model_cache_env()})
     status = local_status(settings)
@@ -368,8 +311,6 @@ def suite(args: argparse.Namespace) -> None:
     base.update(HERMES_HOME=str(home), HERMES_SANDBOX="auto", NO_COLOR="1")
     # Outside HERMES_HOME: tools never write there.
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="hermes-suite-work-"))
-    only = set(args.tasks.split(",")) if args.tasks else None
-    tasks = [t for t in SUITE if only is None or t.name in only]
     rows: dict[str, list[SuiteRun]] = {}
     for via in args.via.split(","):
         server: LocalServer | None = None
@@ -487,6 +428,8 @@ def main() -> None:
     parser.add_argument("--tasks-only", action="store_true", help="run only the edit tasks")
     parser.add_argument("--tasks", help="comma-separated edit (or, with --suite, suite) task names (default: all)")
     parser.add_argument("--suite", action="store_true", help="run the task suite through `hermes chat -q`")
+    parser.add_argument("--set", default="own", help="with --suite: task sets (own, reworded, other, unseen)")
+    parser.add_argument("--verify-tasks", action="store_true", help="with --suite: check the tasks, no model")
     parser.add_argument("--via", default="bundled,server", help="with --suite: bundled, server or both")
     parser.add_argument("--limit", type=float, default=240.0, help="with --suite: seconds a task may take")
     parser.add_argument("--work", help="with --suite: folder for the task folders (default: a fresh temporary one)")
