@@ -40,6 +40,7 @@ from hermes.agent.events import AgentEvent, SegmentEnd, Status
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.provider import ModelRequest
 from hermes.agent.tools.base import ToolContext, ToolRegistry
+from hermes.agent.turn_facts import fallback_answer, turn_facts, unusable_answer
 from hermes.agent.types import ChatMessage, TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 from hermes.store.records import NewMessage
@@ -183,6 +184,28 @@ def answer(
     if ending == "max_iterations":
         return turn.result("partial", error=f"stopped after {max_iterations} model calls", error_code=MAX_ITERATIONS)
     return turn.result("completed")
+
+
+def hermes_answer(turn: TurnState, outcome: CallOutcome, ending: Ending, max_iterations: int) -> str | None:
+    """The answer hermes writes itself when the model ends a turn that ran tools without one
+    of its own (nothing, the request handed back, or hermes' words to it repeated); None
+    when the model's answer stands. Sets `turn.answer_by`.
+
+    Only a whole answer counts: a cut-off one (output limit, broken stream) is left as it is.
+    """
+    if outcome.stalled or outcome.finish_reason == "length" or outcome.tool_calls:
+        return None
+    facts = turn_facts(turn.messages)
+    if not facts.ran_tools:
+        return None
+    first = turn.messages[0] if turn.messages else {}
+    request = first.get("content") if first.get("role") == "user" else ""
+    ours = [SUMMARY_NUDGE, REPEAT_NUDGE.format(name="the tool", times=REPEAT_LIMIT), *facts.guidance]
+    if not unusable_answer(outcome.text, request if isinstance(request, str) else "", ours):
+        return None
+    turn.answer_by = "hermes"
+    early = f"stopped after {max_iterations} model calls" if ending == "max_iterations" else None
+    return fallback_answer(facts, stopped_early=early)
 
 
 def assistant_message(outcome: CallOutcome, *, with_calls: bool) -> ChatMessage:

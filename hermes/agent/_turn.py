@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from hermes.agent._turn_recorder import TurnRecorder
 from hermes.agent.client_tools import ClientToolCall
 from hermes.agent.events import ToolCompleted, ToolStarted
-from hermes.agent.types import ChatMessage, TurnResult, TurnStatus, Usage
+from hermes.agent.types import AnswerBy, ChatMessage, TurnResult, TurnStatus, Usage
 from hermes.checkpoints.turn import TurnFiles
 from hermes.error_codes import INTERNAL_ERROR
 from hermes.errors import HermesError
@@ -70,6 +70,8 @@ class TurnState:
     """The turn's file snapshots (before its first tool that can change files, at its end)."""
     repeats: list[str] = field(default_factory=list)
     """The latest tool call (name and canonical arguments) and its repetitions in a row."""
+    answer_by: AnswerBy = "model"
+    """Who wrote the answer (`TurnResult.answer_by`)."""
     wrap_up: str | None = None
     """Why the next model call is a tool-less summary ahead of max_iterations ("repeated")."""
 
@@ -228,4 +230,5 @@ class TurnState:
             error_code=error_code,
             reasoning="".join(self.reasoning) or None,
             client_calls=client_calls,
+            answer_by=self.answer_by,
         )

@@ -66,6 +66,7 @@ from hermes.agent._steps import (
     ModelCall,
     ToolRun,
     answer,
+    hermes_answer,
     model_done,
     model_request,
     model_streamed,
@@ -83,7 +84,15 @@ from hermes.agent.context import (
     context_window_for,
     is_context_overflow,
 )
-from hermes.agent.events import AgentEvent, ClientToolCalls, ContextCompacted, Status, TurnCompleted, TurnStarted
+from hermes.agent.events import (
+    AgentEvent,
+    ClientToolCalls,
+    ContextCompacted,
+    Status,
+    TextDelta,
+    TurnCompleted,
+    TurnStarted,
+)
 from hermes.agent.history import SessionHistories
 from hermes.agent.hooks.context import with_prompt_context, with_session_context
 from hermes.agent.hooks.dispatch import NOTHING, HookOutcome, Hooks, TurnHooks
@@ -408,6 +417,12 @@ class Agent:
                     return turn.result("completed", client_calls=waiting)
                 continue
             ending: Ending = "max_iterations" if summary_call and turn.wrap_up is None else "answer"
+            written = hermes_answer(turn, outcome, ending, max_iterations) if call.output_format is None else None
+            if written is not None:
+                shown = ("\n\n" if outcome.text.strip() else "") + written
+                model_streamed(turn, TextDelta(shown))
+                await _emit(handle, TextDelta(shown))
+                outcome.text = written
             result = answer(turn, context, outcome, ending, max_iterations)
             if ending == "answer" and result.status == "completed" and tool_ctx.hooks is not None:
                 reason = await _stop_hooks(tool_ctx.hooks, stops, handle)

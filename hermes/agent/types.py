@@ -15,6 +15,7 @@ from hermes.messages import ChatMessage as ChatMessage
 from hermes.messages import UserContent as UserContent
 
 TurnStatus = Literal["completed", "partial", "failed", "interrupted"]
+AnswerBy = Literal["model", "hermes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,9 @@ class TurnResult:
     client_calls: tuple[ClientToolCall, ...] = ()
     """The turn ended (status completed) waiting for the client to run these calls of its
     own tools; the next turn continues with their results (`TurnRequest.tool_results`)."""
+    answer_by: AnswerBy = "model"
+    """Who wrote `final_text`: the model, or hermes from the facts of the turn when the model
+    ended it without an answer of its own (`hermes.agent.turn_facts`)."""
     conversation_mark: str | None = None
     """The fingerprint the turn's end marked the session with (`TurnRequest.conversation_mark`);
     None when it marked none (not asked, or the turn ended another way: a stop, a failure)."""

@@ -1,0 +1,162 @@
+"""What a turn did, read from its transcript, and the answer hermes writes from it.
+
+    facts = turn_facts(turn.messages)   # this turn's messages (OpenAI shape), input first
+    facts.changed                        # ("stats.py",): files a write tool changed, once each, in order
+    facts.last_command                   # the last `terminal` call and its result, or None
+    facts.ran_tools                      # whether any tool ran
+    fallback_answer(facts)               # the answer when the model gave none (marked as hermes')
+    unusable_answer(text, messages)      # empty, or hermes' own words / the request handed back
+
+A model that stops without an answer of its own (nothing, the user's prompt echoed back,
+or hermes' steering text repeated) leaves the user nothing true to read. hermes then
+writes the answer from the facts alone: what changed and what the last check printed,
+under a first line that says the words are hermes', not the model's.
+
+Invariants:
+- Only the transcript decides; no file is read.
+- A file counts as changed when its write call's result says so ("Patched", "Created",
+  "Overwrote"); a refused or failed write does not count.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from hermes.agent.check_output import CommandResult, command_result, essential_lines
+from hermes.messages import ChatMessage
+
+WRITE_TOOLS = frozenset({"write_file", "patch"})
+CHANGED_PREFIXES = ("Patched ", "Created ", "Overwrote ")
+HERMES_MARK = "hermes (not the model):"
+"""How the first line of an answer hermes wrote itself begins."""
+ECHO_NGRAM = 4
+ECHO_SHARE = 0.6
+"""An answer whose word 4-grams are at least this share another text's repeats that text."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRun:
+    command: str
+    result: CommandResult
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    changed: tuple[str, ...] = ()
+    last_command: CommandRun | None = None
+    ran_tools: bool = False
+    guidance: tuple[str, ...] = field(default_factory=tuple)
+    """Tool results that are hermes' words to the model (refusals, errors): never an answer."""
+
+
+def _arguments(raw: object) -> dict[str, object]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
+    """The files changed, the last command run and hermes' own guidance of a turn's messages."""
+    calls: dict[str, tuple[str, dict[str, object]]] = {}
+    changed: list[str] = []
+    last: CommandRun | None = None
+    ran = False
+    guidance: list[str] = []
+    for message in messages:
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls[str(call.get("id"))] = (str(function.get("name") or ""), _arguments(function.get("arguments")))
+        elif message.get("role") == "tool":
+            ran = True
+            name, args = calls.get(str(message.get("tool_call_id")), (str(message.get("name") or ""), {}))
+            result = _text(message.get("content"))
+            if result.startswith(("Error:", "Not patched:", "Not written:")):
+                guidance.append(result)
+            if name in WRITE_TOOLS and result.startswith(CHANGED_PREFIXES):
+                path = args.get("path")
+                if isinstance(path, str) and path and path not in changed:
+                    changed.append(path)
+            elif name == "terminal":
+                parsed = command_result(result)
+                if parsed is not None:
+                    last = CommandRun(str(args.get("command") or ""), parsed)
+    return TurnFacts(tuple(changed), last, ran, tuple(guidance))
+
+
+def describe_command(run: CommandRun) -> list[str]:
+    """`command` and how it ended, with the lines that say why it failed."""
+    code = run.result.exit_code
+    if run.result.timed_out:
+        head = f"`{run.command}` timed out"
+    elif not run.result.failed:
+        return [f"`{run.command}` succeeded (exit code {code})."]
+    else:
+        head = f"`{run.command}` failed (exit code {code})"
+    why = essential_lines(run.result.output)
+    return [head + (":" if why else "."), *(f"    {line}" for line in why)]
+
+
+def fallback_answer(facts: TurnFacts, *, stopped_early: str | None = None) -> str:
+    """The answer hermes writes from `facts` when the model gave none of its own.
+
+    `stopped_early`: why the turn ended before the model finished (e.g. "after 8 model calls").
+    """
+    lines = [
+        f"{HERMES_MARK} the model ended the turn without an answer of its own"
+        + (f" ({stopped_early})" if stopped_early else "")
+        + ". What the turn did:"
+    ]
+    if facts.changed:
+        lines.append("Changed: " + ", ".join(facts.changed) + ".")
+    else:
+        lines.append("No file was changed.")
+    if facts.last_command is not None:
+        lines += ["Last command: " + describe_command(facts.last_command)[0], *describe_command(facts.last_command)[1:]]
+    return "\n".join(lines)
+
+
+_WORD = re.compile(r"[\w'.-]+")
+
+
+def _ngrams(text: str, n: int = ECHO_NGRAM) -> list[tuple[str, ...]]:
+    words = [w.lower().strip(".") for w in _WORD.findall(text)]
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+
+def repeats_text(answer: str, sources: Sequence[str]) -> bool:
+    """True when `answer` is mostly one of `sources` said again (word 4-grams shared)."""
+    grams = _ngrams(answer)
+    if not grams:
+        return False
+    for source in sources:
+        known = set(_ngrams(source))
+        if known and sum(gram in known for gram in grams) >= ECHO_SHARE * len(grams):
+            return True
+    return False
+
+
+def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> bool:
+    """An answer that tells the user nothing of its own: empty, the request handed back,
+    or hermes' words to the model (`hermes_texts`) repeated."""
+    stripped = text.strip()
+    if not stripped:
+        return True
+    if request.strip() and " ".join(stripped.split()).lower() == " ".join(request.split()).lower():
+        return True
+    return repeats_text(stripped, [request, *hermes_texts])
