@@ -218,6 +218,39 @@ class SuiteRun:
     seconds: float
     tool_calls: int
     why: str
+    prompt_tokens: int = 0
+    """Prompt tokens of the turn's model calls (usage), of which `cached_tokens` came from the cache."""
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    answer_by: str = "model"
+    counters: dict[str, float] | None = None
+    """llama.cpp's counters for this task (`--via server`: read from /metrics before and after)."""
+
+
+METRICS = (
+    "prompt_tokens_total", "prompt_seconds_total", "tokens_predicted_total", "tokens_predicted_seconds_total",
+)
+
+
+def read_counters(base_url: str) -> dict[str, float]:
+    """llama.cpp's Prometheus counters (the server runs with `metrics=True`)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("llamacpp:") and name[9:] in METRICS:
+            out[name[9:]] = float(value)
+    return out
+
+
+def rates(counters: dict[str, float]) -> tuple[float, float]:
+    """(prompt tokens read per second, tokens generated per second) over `counters`."""
+    read = counters["prompt_tokens_total"] / max(counters["prompt_seconds_total"], 1e-9)
+    write = counters["tokens_predicted_total"] / max(counters["tokens_predicted_seconds_total"], 1e-9)
+    return read, write
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -252,6 +285,7 @@ def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: fl
     tool_calls = sum(1 for e in events if e.get("type") == "tool.started")
     result = next((e for e in events if e.get("type") == "result"), {})
     answer = str(result.get("final_text") or "")
+    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
     why = ""
     if done.returncode != 0:
         why = f"exit {done.returncode}: {result.get('error') or done.stderr.strip()[-200:]}"
@@ -261,7 +295,11 @@ def run_suite_task(task: SuiteTask, folder: Path, env: dict[str, str], limit: fl
         why = f"answer lacks {task.answer_has}: {' '.join(answer.split())[:120]!r}"
     elif task.check is not None and not run_check(folder, task.check):
         why = "the check failed"
-    return SuiteRun(task.name, not why, done.returncode, seconds, tool_calls, why)
+    return SuiteRun(
+        task.name, not why, done.returncode, seconds, tool_calls, why,
+        prompt_tokens=int(usage.get("input_tokens") or 0), cached_tokens=int(usage.get("cached_input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0), answer_by=str(result.get("answer_by") or "model"),
+    )
 
 
 def verify_tasks(tasks: list[SuiteTask], work: Path) -> None:
@@ -318,7 +356,7 @@ def suite(args: argparse.Namespace) -> None:
         if via == "bundled":
             env["HERMES_PROVIDER"] = "local"
         elif via == "server":
-            server = LocalServer(path, alias=name, threads=args.threads).start()
+            server = LocalServer(path, alias=name, threads=args.threads, metrics=True).start()
             env.update(
                 HERMES_PROVIDER="openai",
                 HERMES_BASE_URL=f"{server.base_url}/v1",
@@ -331,10 +369,19 @@ def suite(args: argparse.Namespace) -> None:
         print(f"\n-- suite via {via} --")
         try:
             for task in tasks:
+                before = read_counters(server.base_url) if server is not None else None
                 run = run_suite_task(task, work / via / task.name, env, args.limit)
+                if server is not None and before is not None:
+                    after = read_counters(server.base_url)
+                    run.counters = {k: after[k] - before.get(k, 0.0) for k in after}
                 rows.setdefault(via, []).append(run)
-                print(f"{task.name:<18} {'ok  ' if run.ok else 'FAIL'} exit {run.exit_code}  {run.seconds:6.1f} s  "
-                      f"{run.tool_calls} tool calls  {run.why}", flush=True)
+                speed = ""
+                if run.counters and run.counters.get("prompt_seconds_total"):
+                    read, write = rates(run.counters)
+                    speed = f"  read {read:.0f} tok/s, write {write:.1f} tok/s"
+                cached = f"{run.cached_tokens}/{run.prompt_tokens} prompt tokens cached"
+                print(f"{task.name:<22} {'ok  ' if run.ok else 'FAIL'} exit {run.exit_code}  {run.seconds:6.1f} s  "
+                      f"{run.tool_calls} tool calls  {cached}{speed}  {run.answer_by}'s answer  {run.why}", flush=True)
         finally:
             if server is not None:
                 server.close()
@@ -346,6 +393,27 @@ def suite(args: argparse.Namespace) -> None:
     totals = [f"{sum(r.ok for r in runs)}/{len(runs)}, clean exits {sum(r.exit_code == 0 for r in runs)}"
               for runs in rows.values()]
     print("| **solved** | " + " | ".join(totals) + " |")
+    print("| median time per task | " + " | ".join(
+        f"{statistics.median(r.seconds for r in runs):.0f} s" for runs in rows.values()) + " |")
+    print("| prompt tokens from the cache | " + " | ".join(
+        f"{sum(r.cached_tokens for r in runs) / max(1, sum(r.prompt_tokens for r in runs)):.0%}"
+        for runs in rows.values()) + " |")
+    for via, runs in rows.items():
+        counted = [r.counters for r in runs if r.counters]
+        if counted:
+            total = {k: sum(c.get(k, 0.0) for c in counted) for k in METRICS}
+            read, write = rates(total)
+            print(f"{via}: read {read:.0f} prompt tokens/s ({total['prompt_tokens_total']:.0f} tokens read), "
+                  f"wrote {write:.1f} tokens/s ({total['tokens_predicted_total']:.0f} tokens)")
+    for via, runs in rows.items():
+        for set_name, members in task_sets().items():
+            names = {t.name for t in members}
+            picked = [r for r in runs if r.task in names]
+            if picked:
+                print(f"{via} / {set_name}: {sum(r.ok for r in picked)}/{len(picked)} solved, "
+                      f"clean exits {sum(r.exit_code == 0 for r in picked)}, "
+                      f"median {statistics.median(r.seconds for r in picked):.0f} s, "
+                      f"hermes-written answers {sum(r.answer_by == 'hermes' for r in picked)}")
 
 
 def _model_cache_env() -> dict[str, str]:

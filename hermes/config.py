@@ -82,6 +82,9 @@ OPTIONS: dict[str, Option] = {
         ("HERMES_INSTRUCTIONS_MAX_BYTES",), "cap on the AGENTS.md text added to the system prompt (0: none)"
     ),
     "tool_protocol": Option(("HERMES_TOOL_PROTOCOL",), "native tool calls, or json actions for small models"),
+    "small_model_assist": Option(
+        ("HERMES_SMALL_MODEL_ASSIST",), "with JSON actions: steps read from what a request means (checks, re-reads)"
+    ),
     "yolo": Option(("HERMES_YOLO",), "approve every command that is not hard-blocked"),
     "local_model_path": Option(("HERMES_LOCAL_MODEL_PATH",), "GGUF file for the local provider"),
     "model_cache": Option(
@@ -216,6 +219,9 @@ class Settings:
     system_prompt: str | None = None
     instructions_max_bytes: int = 32 * 1024
     tool_protocol: str = "native"
+    small_model_assist: bool = True
+    """With JSON actions (the local model, tool_protocol = json): the adapter's own steps
+    (hermes/agent/providers/action_steering.py); false leaves only the protocol."""
     yolo: bool = False
     local_model_path: Path | None = None
     model_cache: Path = field(default_factory=lambda: default_model_cache())

@@ -194,7 +194,11 @@ def build_agent(
     options = EngineOptions.from_settings(settings)
     if provider is None:
         choice = choice or choose_provider(settings)
-        provider = with_tool_protocol(build_provider(settings, choice, progress=progress), settings.tool_protocol)
+        provider = with_tool_protocol(
+            build_provider(settings, choice, progress=progress),
+            settings.tool_protocol,
+            assist=settings.small_model_assist,
+        )
         resolved_model = model or choice.model
     else:
         resolved_model = model or settings.model or provider.name

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.check_output import command_result, essential_lines
 from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
 from hermes.agent.prompt import working_directory_of
 from hermes.agent.provider import ModelRequest
 from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, choice_mode, first_sentence
-from hermes.agent.providers.task_cues import WRITE_TOOLS, asks_for_change, existing_files, named_check
+from hermes.agent.providers.task_cues import WRITE_TOOLS, existing_files, named_check, wants_change
 from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.types import ChatMessage
 
@@ -61,6 +63,20 @@ EDIT_RETRY_NOTE = (
 CHECK_NOTE = (
     "You changed files. Before you reply, run the check the request names with terminal: {check}. "
     'Then answer the request "{request}" with what it printed.'
+)
+FAILED_AFTER_EDIT_NOTE = (
+    "`{command}` still fails after your edit of {path} ({edit}):\n{why}\n"
+    "Your edit is kept. Change it so this passes: patch {path} again with old_string copied from "
+    "its current text, or fix the file the failure points to. Do not just undo your edit. "
+    'The request: "{request}"'
+)
+FAILING_NOTE = (
+    "`{command}` fails:\n{why}\n"
+    'Find the cause in the files (read the one the failure points to), then fix it for the request "{request}".'
+)
+PASSED_AFTER_EDIT_NOTE = (
+    "`{command}` passes now. If the request \"{request}\" is done, reply to the user: say which files "
+    "you changed and what the check printed; otherwise take the next step."
 )
 
 EDIT_TOOLS = frozenset({"patch"})
@@ -99,17 +115,38 @@ def _clip_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(slots=True)
+class _RequestState:
+    """What the steering notes of one request depend on (reset by each user message)."""
+
+    request: str = ""
+    check: str | None = None
+    """The check the request names."""
+    unchecked: bool = False
+    """A file changed since the check last ran."""
+    last_edit: tuple[str, str] | None = None
+    """(path, what the latest change did) of this request's latest change of a file."""
+    failed_edit: tuple[str, str] | None = None
+    """(path, error) of the latest failed edit not yet followed by a read of that path."""
+    reread: tuple[str, str] | None = None
+    """A failed edit whose file was read back in the results now pending."""
+    command: tuple[str, bool, list[str], bool] | None = None
+    """The latest command in the pending results: (command, failed, why, after a change)."""
+
+
 def rewrite_messages(
     messages: list[ChatMessage],
     tools: list[dict[str, Any]] | None,
     *,
     base_prompt_limit: int = 1500,
     tool_result_limit: int = 4000,
+    assist: bool = True,
 ) -> list[ChatMessage]:
     """The transcript as a small model following the JSON-action protocol sees it.
 
     Deterministic for a given transcript, and earlier messages render the same way on
-    every step, so consecutive requests share a prefix (prompt cache).
+    every step, so consecutive requests share a prefix (prompt cache). With `assist` off the
+    results only restate the request (no notes about checks, failures or retries).
     """
     original_system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
     # Project instructions (AGENTS.md) are the user's words: they stay even when the
@@ -119,33 +156,21 @@ def rewrite_messages(
     if marker:
         base += "\n\n" + (marker + project).strip()
     system = base + "\n\n" + PROTOCOL.format(catalogue=catalogue(tools or []))
+    cwd_text = working_directory_of(original_system)
+    cwd = Path(cwd_text) if cwd_text else None
     out: list[ChatMessage] = [{"role": "system", "content": system}]
     calls_by_id: dict[str, Action] = {}
     pending_results: list[str] = []
-    last_request = ""
-    check: str | None = None
-    """The check the latest request names, and whether a file changed since it last ran."""
-    unchecked = False
-    failed_edit: tuple[str, str] | None = None
-    """(path, error) of the latest failed edit not yet followed by a read of that path."""
-    reread: tuple[str, str] | None = None
-    """A failed edit whose file was read back in the results now pending."""
+    state = _RequestState()
 
     def flush_results() -> None:
         # Small models lose the thread after a long result: restate what was asked.
-        nonlocal reread
         if pending_results:
-            request = _clip_line(last_request, 300)
-            if reread is not None:
-                reason = first_sentence(reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
-                reminder = EDIT_RETRY_NOTE.format(path=reread[0], reason=reason, request=request)
-            elif check is not None and unchecked:
-                reminder = CHECK_NOTE.format(check=check, request=request)
-            else:
-                reminder = RESULT_REMINDER.format(request=request)
+            reminder = _reminder(state) if assist else RESULT_REMINDER.format(request=_clip_line(state.request, 300))
             out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
             pending_results.clear()
-            reread = None
+            state.reread = None
+            state.command = None
 
     for message in messages:
         role = message.get("role")
@@ -155,16 +180,8 @@ def rewrite_messages(
             call = calls_by_id.get(message.get("tool_call_id") or "")
             name = call.name if call is not None else message.get("name") or "tool"
             content = text_of(message.get("content"))
-            if call is not None and call.name in WRITE_TOOLS and _changed_a_file(content):
-                unchecked = True
-            elif call is not None and call.name == "terminal" and check and check in str(call.args.get("command")):
-                unchecked = False
-            if call is not None and call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
-                failed_edit = (str(call.args.get("path", "")), content)
-            elif (
-                call is not None and call.name == READ_TOOL and failed_edit and call.args.get("path") == failed_edit[0]
-            ):
-                reread, failed_edit = failed_edit, None
+            if call is not None:
+                _observe(state, call, content)
             pending_results.append(f"Result of {name}:\n{_clip(content, tool_result_limit)}")
             continue
         flush_results()
@@ -182,12 +199,75 @@ def rewrite_messages(
                 rendered.append(action.to_json())
             out.append({"role": "assistant", "content": "\n".join(rendered)})
         else:
-            last_request = text_of(message.get("content"))
-            check, unchecked = named_check(last_request), False
-            failed_edit = None
-            out.append({"role": "user", "content": last_request})
+            request = text_of(message.get("content"))
+            state = _RequestState(request=request, check=named_check(request, cwd))
+            out.append({"role": "user", "content": request})
     flush_results()
     return out
+
+
+def _observe(state: _RequestState, call: Action, content: str) -> None:
+    """Update `state` with one tool call and its result."""
+    path = str(call.args.get("path", ""))
+    if call.name in WRITE_TOOLS and _changed_a_file(content):
+        state.unchecked = True
+        state.last_edit = (path, _describe_edit(call))
+    if call.name == "terminal":
+        command = str(call.args.get("command") or "")
+        if state.check and state.check in command:
+            state.unchecked = False
+        run = command_result(content)
+        if run is not None:
+            state.command = (command, run.failed, essential_lines(run.output), state.last_edit is not None)
+    if call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
+        state.failed_edit = (path, content)
+    elif call.name == READ_TOOL and state.failed_edit and call.args.get("path") == state.failed_edit[0]:
+        state.reread, state.failed_edit = state.failed_edit, None
+
+
+def _reminder(state: _RequestState) -> str:
+    """The note after a batch of results: the most pressing of retry, failure, check, restatement."""
+    request = _clip_line(state.request, 300)
+    if state.reread is not None:
+        reason = first_sentence(state.reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
+        return EDIT_RETRY_NOTE.format(path=state.reread[0], reason=reason, request=request)
+    if state.command is not None:
+        command, failed, why, after_edit = state.command
+        shown = _clip_line(command, 120)
+        lines = "\n".join(why) or "(no output)"
+        if failed and after_edit and state.last_edit is not None:
+            path, edit = state.last_edit
+            return FAILED_AFTER_EDIT_NOTE.format(command=shown, path=path, edit=edit, why=lines, request=request)
+        if failed and wants_change(state.request):
+            return FAILING_NOTE.format(command=shown, why=lines, request=request)
+        if not failed and after_edit:
+            return PASSED_AFTER_EDIT_NOTE.format(command=shown, request=request)
+    if state.check is not None and state.unchecked:
+        return CHECK_NOTE.format(check=state.check, request=request)
+    return RESULT_REMINDER.format(request=request)
+
+
+def _describe_edit(call: Action) -> str:
+    """One line on what a write call did: "replaced `a - 1` with `a`", "wrote the file"."""
+    old, new = call.args.get("old_string"), call.args.get("new_string")
+    if call.name in EDIT_TOOLS and isinstance(old, str) and isinstance(new, str):
+        return f"you replaced `{_clip_line(old, 120)}` with `{_clip_line(new, 120)}`"
+    return "you wrote the whole file"
+
+
+def steering_notes(rewritten: list[ChatMessage]) -> list[str]:
+    """The notes the adapter added after tool results since the latest request (for telling
+    an answer that only repeats them from one of the model's own)."""
+    notes: list[str] = []
+    for message in reversed(rewritten):
+        content = text_of(message.get("content"))
+        if message.get("role") != "user":
+            continue
+        if not content.startswith("Result of "):
+            notes.append(content)  # the request itself
+            break
+        notes.append(content.rsplit("\n\n", 1)[-1])
+    return notes
 
 
 def _changed_a_file(result: str) -> bool:
@@ -257,11 +337,11 @@ def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Acti
     names = set(tool_names)
     request = text_of(messages[start - 1].get("content"))
     planned: list[Action] = []
-    check = named_check(request)
-    if check is not None and "terminal" in names and asks_for_change(request):
-        planned.append(Action("terminal", {"command": check}))
     system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
     cwd = working_directory_of(system)
+    check = named_check(request, Path(cwd) if cwd is not None else None)
+    if check is not None and "terminal" in names and wants_change(request):
+        planned.append(Action("terminal", {"command": check}))
     if cwd is not None and READ_TOOL in names:
         first = next(iter(existing_files(request, Path(cwd))), None)
         if first is not None:

@@ -89,18 +89,27 @@ from hermes.agent.providers.action_steering import (
     latest_request,
     opening_step,
     rewrite_messages,
+    steering_notes,
     steps_allowed,
     text_of,
     turn_actions,
 )
 from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
-from hermes.agent.providers.task_cues import WRITE_TOOLS, asks_for_change
+from hermes.agent.providers.task_cues import WRITE_TOOLS, wants_change
+from hermes.agent.turn_facts import repeats_text
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
 from hermes.ids import new_call_id
 
 MAX_TRAILING_CHUNKS = 16
 """Chunks accepted after the action object is complete before the stream is cut."""
+HOLD_CHARS = 120
+"""Characters of a reply held back before any is shown: enough to tell the model's own
+words from hermes' notes or the request handed back (`repeats_text`)."""
+ECHO_NOTE = (
+    "That reply repeats the instructions instead of answering. Reply to the user in your own words: "
+    "what you did, what you found, and whether the request is done."
+)
 
 
 @contextlib.asynccontextmanager
@@ -130,6 +139,7 @@ class JsonActionProvider(Provider):
         base_prompt_limit: int = 1500,
         sampling: dict[str, Any] | None = None,
         context_chars: int | None = None,
+        assist: bool = True,
     ) -> None:
         """
         Args:
@@ -140,11 +150,16 @@ class JsonActionProvider(Provider):
             sampling: body fields added to every request unless the request sets them.
             context_chars: prompt budget in characters (about 3 per token); older turns
                 are left out to stay under it. None: no limit.
+            assist: take the steps read from what the request means (`small_model_assist`):
+                opening steps, re-reads after failed edits, patches fitted to the text read,
+                notes after checks, no write tools for a question. Off: only the protocol
+                (and its guards against loops and echoed instructions).
         """
         self.inner = inner
         self.tool_result_limit = tool_result_limit
         self.base_prompt_limit = base_prompt_limit
         self.context_chars = context_chars
+        self.assist = assist
         self.sampling = {"temperature": 0.2, "max_tokens": 2048} if sampling is None else dict(sampling)
 
     def describe(self) -> str:
@@ -168,6 +183,7 @@ class JsonActionProvider(Provider):
             request.tools,
             base_prompt_limit=self.base_prompt_limit,
             tool_result_limit=self.tool_result_limit,
+            assist=self.assist,
         )
         messages.extend(extra_messages or ())
         if self.context_chars is not None:
@@ -178,7 +194,7 @@ class JsonActionProvider(Provider):
         mode, named = choice_mode(request.tool_choice)
         if named is not None:  # tool_choice names one function: only its action
             offered = [t for t in offered or () if tool_name_of(t) == named]
-        elif offered and not asks_for_change(latest_request(request.messages)):
+        elif offered and self.assist and not wants_change(latest_request(request.messages)):
             offered = [t for t in offered if tool_name_of(t) not in WRITE_TOOLS]
         fmt = request.output_format
         forced = mode == "required" and bool(tool_functions(offered))
@@ -222,7 +238,7 @@ class JsonActionProvider(Provider):
         names = allowed_names(request)
         repair = (
             edit_repair(request.messages, names) or opening_step(request.messages, names)
-            if steps_allowed(request)
+            if self.assist and steps_allowed(request)
             else None
         )
         if repair is not None:
@@ -231,6 +247,7 @@ class JsonActionProvider(Provider):
             return
         previous = turn_actions(request.messages)
         formatted = request.output_format is not None
+        sources = self._echo_sources(request)
         extra_messages: list[ChatMessage] = []
         usage = Usage()
         saw_usage = False
@@ -239,16 +256,27 @@ class JsonActionProvider(Provider):
             streamer = ReplyStreamer()
             finish = "stop"
             trailing = 0
+            held = ""  # reply text not shown yet: the first HOLD_CHARS are checked first
+            shown = echoed = False
             async with closing_stream(self.inner.stream(inner_request)) as events:
                 async for event in events:
                     if isinstance(event, TextChunk):
                         if formatted:  # the answer is the whole args object: parsed at the end
                             streamer.raw += event.text
                         text = "" if formatted else streamer.feed(event.text)
-                        if text:
+                        if text and shown:
                             yield TextChunk(text)
-                            if repeating_tail(streamer.text):
-                                break  # a degenerate loop: end the answer rather than fill max_tokens
+                        elif text:
+                            held += text
+                            if len(held) >= HOLD_CHARS:
+                                if repeats_text(held, sources):
+                                    echoed = True
+                                    break
+                                shown = True
+                                yield TextChunk(held)
+                                held = ""
+                        if text and repeating_tail(streamer.text):
+                            break  # a degenerate loop: end the answer rather than fill max_tokens
                         if streamer.done or ("}" in event.text and complete_object(streamer.raw)):
                             # A schema allows unbounded whitespace after the object; stop a
                             # model that pads instead of ending (closing the stream stops it).
@@ -262,9 +290,22 @@ class JsonActionProvider(Provider):
                     elif isinstance(event, (ReasoningChunk, ProgressChunk)):
                         yield event
                     # ToolCallChunk: impossible without `tools`; ignored if a server sends one.
-            if streamer.streamed or streamer.done:
+            if held and not echoed:
+                if repeats_text(held, sources):
+                    echoed = True
+                else:
+                    shown = True
+                    yield TextChunk(held)
+            if not echoed and not shown and not streamer.done:
+                action = _parse(streamer.raw, names, formatted)
+                echoed = action.is_reply and repeats_text(action.text, sources)
+            if echoed:
+                if attempt < 2:
+                    extra_messages += self._echo_messages(held or streamer.text)
+                    continue
+                break  # no answer of the model's own: the engine writes one from the turn's facts
+            if shown or streamer.done:
                 break  # the reply text is out already
-            action = _parse(streamer.raw, names, formatted)
             if attempt < 2 and is_loop(action, previous):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
@@ -274,7 +315,7 @@ class JsonActionProvider(Provider):
             elif finish == "length":
                 pass  # a half-written action: nothing to run; the engine sees the truncation
             else:
-                for event in self._call_events(align_patch(action, request.messages)):
+                for event in self._call_events(self._aligned(action, request)):
                     yield event
                 if saw_usage:
                     yield UsageChunk(usage)
@@ -284,18 +325,34 @@ class JsonActionProvider(Provider):
             yield UsageChunk(usage)
         yield FinishChunk("length" if finish == "length" else "stop")
 
+    def _echo_sources(self, request: ModelRequest) -> list[str]:
+        """Texts a reply must not merely repeat: the request and the notes the model read."""
+        rewritten = rewrite_messages(request.messages, request.tools, assist=self.assist)
+        return [*steering_notes(rewritten), LOOP_NOTE, FORCE_REPLY_NOTE, ECHO_NOTE]
+
+    @staticmethod
+    def _echo_messages(text: str) -> list[ChatMessage]:
+        return [
+            {"role": "assistant", "content": Action(REPLY, {"text": text}).to_json()},
+            {"role": "user", "content": ECHO_NOTE},
+        ]
+
+    def _aligned(self, action: Action, request: ModelRequest) -> Action:
+        return align_patch(action, request.messages) if self.assist else action
+
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
         if not tool_functions(request.tools):
             return await self.inner.complete(request)
         names = allowed_names(request)
         repair = (
             edit_repair(request.messages, names) or opening_step(request.messages, names)
-            if steps_allowed(request)
+            if self.assist and steps_allowed(request)
             else None
         )
         if repair is not None:
             return self._call_events(repair)
         previous = turn_actions(request.messages)
+        sources = self._echo_sources(request)
         extra_messages: list[ChatMessage] = []
         usage = Usage()
         saw_usage = False
@@ -314,6 +371,11 @@ class JsonActionProvider(Provider):
                 elif isinstance(event, ReasoningChunk):
                     events.append(event)
             action = _parse(raw, names, formatted)
+            if not formatted and action.is_reply and repeats_text(action.text, sources):
+                if attempt < 2:
+                    extra_messages += self._echo_messages(action.text)
+                    continue
+                action = Action(REPLY, {"text": ""})  # the engine writes the answer from the turn's facts
             if attempt < 2 and is_loop(action, previous):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
@@ -322,7 +384,7 @@ class JsonActionProvider(Provider):
                     events.append(TextChunk(action.text))
                 events.append(FinishChunk("length" if finish == "length" else "stop"))
             else:
-                events += self._call_events(align_patch(action, request.messages))
+                events += self._call_events(self._aligned(action, request))
             break
         if saw_usage:
             events.append(UsageChunk(usage))
@@ -342,7 +404,7 @@ TOOL_PROTOCOLS = ("native", "json")
 """Values of the `tool_protocol` setting."""
 
 
-def with_tool_protocol(provider: Provider, protocol: str) -> Provider:
+def with_tool_protocol(provider: Provider, protocol: str, *, assist: bool = True) -> Provider:
     """`provider` as is (`native`), or wrapped in the JSON-action adapter (`json`).
 
     The local provider always speaks JSON actions, so it is never wrapped twice.
@@ -354,4 +416,4 @@ def with_tool_protocol(provider: Provider, protocol: str) -> Provider:
         raise ConfigError(f"unknown tool_protocol {protocol!r}: use native or json")
     if protocol == "native" or provider.name in ("local", JsonActionProvider.name):
         return provider
-    return JsonActionProvider(provider)
+    return JsonActionProvider(provider, assist=assist)

@@ -148,6 +148,7 @@ class LocalServer:
         sampling: Mapping[str, float] | None = None,
         slot_dir: Path | None = None,
         verbose: bool = False,
+        metrics: bool = False,
     ) -> None:
         self.model_path = model_path
         self.alias = alias
@@ -158,6 +159,8 @@ class LocalServer:
         self.slot_dir = slot_dir
         """Where llama.cpp may save and restore its prompt cache (`/slots` API); None: nowhere."""
         self.verbose = verbose
+        self.metrics = metrics
+        """Serve llama.cpp's Prometheus counters at /metrics (tokens and seconds read and written)."""
         self._server: Any = None
         self.base_url = ""
         """http://127.0.0.1:PORT once started (the OpenAI API is under /v1)."""
@@ -173,6 +176,7 @@ class LocalServer:
         params.n_ctx = self.n_ctx
         params.n_parallel = 1  # one slot: every request reuses the same prompt cache
         params.ui = False
+        params.endpoint_metrics = self.metrics
         if self.slot_dir is not None:
             self.slot_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             params.slot_save_path = str(self.slot_dir) + os.sep
@@ -209,12 +213,15 @@ class LocalProvider(Provider):
     recommended_stale_timeout: ClassVar[float] = 900.0
     """Reading a long prompt on a CPU takes minutes before the first token: use at least this."""
 
-    def __init__(self, server: LocalServer, model_name: str, *, owns_server: bool = True) -> None:
+    def __init__(
+        self, server: LocalServer, model_name: str, *, owns_server: bool = True, assist: bool = True
+    ) -> None:
         """Wrap a started server. Use `start` to build one from settings.
 
         Args:
             owns_server: `aclose()` also stops the server (False when several providers,
                 e.g. one per event loop, share it).
+            assist: the JSON-action adapter's own steps (`small_model_assist`).
         """
         from hermes.agent.providers.openai_compat import OpenAICompatProvider
 
@@ -230,7 +237,7 @@ class LocalProvider(Provider):
         # Room for the answer (max_tokens 2048) is kept free; ~3 characters per token.
         # Metered under the JSON actions: a tool call being written still shows tokens/s.
         self._provider = JsonActionProvider(
-            MeteredProvider(self._http), context_chars=max(4096, (server.n_ctx - 2560) * 3)
+            MeteredProvider(self._http), context_chars=max(4096, (server.n_ctx - 2560) * 3), assist=assist
         )
         self._warmed: set[str] = set()
         self._warm_lock = asyncio.Lock()
@@ -313,7 +320,7 @@ class LocalProvider(Provider):
         ).start()
         if progress is not None:
             progress("loading", 1, 1)
-        return cls(server, model_name)
+        return cls(server, model_name, assist=settings.small_model_assist)
 
     def context_window(self) -> int | None:
         return int(self.server.n_ctx)

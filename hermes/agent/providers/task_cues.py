@@ -1,11 +1,15 @@
-"""Cues read from a user's request, for steering a small model (the JSON-action adapter).
+"""What a user's request means, for steering a small model (the JSON-action adapter).
 
-    named_check(request)          -> the check command it names (`python -m pytest -q`), or None
-    asks_for_change(request)      -> False for a plain question (no word asking for a change)
+    named_check(request, cwd)     -> the command that checks the work (`python -m pytest -q`,
+                                     `python main.py`), or None
+    wants_change(request)         -> False only for a request that asks to read, find or explain
     existing_files(request, cwd)  -> the file names it mentions that exist in `cwd`, in order
 
-Heuristics on English text: they only decide what the adapter offers or does first,
-never what a tool may do.
+Read from what a request says, not how it is typed: a command counts in backticks or in
+plain words ("so python main.py prints 42", "pytest is failing", "the tests fail" in a
+folder with tests), and a request is a change unless it plainly asks only to read
+("what…", "which…", "summarise…", "explain…") without naming a problem to fix. They only
+decide what the adapter offers or does first, never what a tool may do.
 """
 
 from __future__ import annotations
@@ -14,10 +18,16 @@ import re
 from pathlib import Path
 
 WRITE_TOOLS = frozenset({"write_file", "patch"})
-"""Tools that change files: offered only when the request asks for a change (`asks_for_change`)."""
-_CHANGE_WORDS = re.compile(
-    r"\b(fix|change|edit|modify|update|add|append|insert|create|make|write|rename|replace|remove|delete|"
-    r"refactor|implement|rewrite|move|set|turn|convert|bump|correct|patch|apply|save|put|generate|format)\b",
+"""Tools that change files: offered unless the request only asks to read (`wants_change`)."""
+_PROBLEM_WORDS = re.compile(
+    r"\b(fail(?:s|ing|ed|ure)?|broken|breaks?|bug(?:gy|s)?|crash(?:es|ing)?|error|exception|traceback|"
+    r"blows? up|wrong|does(?:n't| not) work|not working|raises?)\b|\w+Error\b",
+    re.IGNORECASE,
+)
+_READ_ONLY = re.compile(
+    r"^\s*(what|which|where|who|whom|whose|why|how|when|is|are|does|do|did|can you (?:tell|explain|show|find)|"
+    r"could you (?:tell|explain|show|find)|tell me|show me|explain|describe|summari[sz]e|list|find|count|"
+    r"give me (?:a|an|the) (?:one-line |short |brief )?(?:summary|overview|list|explanation))\b",
     re.IGNORECASE,
 )
 _CHECK_IN_TICKS = re.compile(r"`([^`\n]{2,120})`")
@@ -26,24 +36,56 @@ _CHECK_START = re.compile(
     r"bash\b|sh\b|tox\b|nox\b|uv\b|ruff\b|mypy\b|deno\b|bun\b|mvn\b|gradle\b|dotnet\b|ctest\b)"
 )
 _CHECK_PLAIN = re.compile(
-    r"\b(python3? -m pytest(?: -q)?|pytest(?: -q)?|npm test|make test|cargo test|go test \./\.\.\.)"
+    r"\b(python3? -m pytest(?: -q)?(?: [\w./-]+\.py)?|pytest(?: -q)?(?: [\w./-]+\.py)?|npm test|make test|"
+    r"cargo test|go test \./\.\.\.)"
 )
+_SCRIPT_PLAIN = re.compile(
+    r"(?<![\w`])(python3? [\w./-]+\.py(?: (?:--?[\w-]+(?:[ =][\w./-]+)?|[\w./-]+\.\w+))*)(?![\w/-])"
+)
+_TESTS_MENTIONED = re.compile(r"\b(tests?|test suite|unit tests?|pytest)\b", re.IGNORECASE)
 
 
-def named_check(request: str) -> str | None:
-    """The command a request names as its check (`python -m pytest -q` in backticks, or a
-    plain `pytest` / `npm test` / …), else None."""
+def named_check(request: str, cwd: Path | None = None) -> str | None:
+    """The command that checks the request's work: one it names (in backticks or plain
+    words: `python -m pytest -q`, "python main.py", "pytest"), else `python -m pytest -q`
+    when it speaks of failing tests and `cwd` holds Python tests; None when there is none."""
     for match in _CHECK_IN_TICKS.finditer(request):
         quoted = match.group(1).strip()
         if _CHECK_START.match(quoted):
             return str(quoted)
     plain = _CHECK_PLAIN.search(request)
-    return str(plain.group(1)) if plain else None
+    if plain:
+        return str(plain.group(1))
+    script = _SCRIPT_PLAIN.search(request)
+    if script:
+        return str(script.group(1))
+    if cwd is not None and _TESTS_MENTIONED.search(request) and _PROBLEM_WORDS.search(request) and _has_tests(cwd):
+        return "python -m pytest -q"
+    return None
 
 
-def asks_for_change(request: str) -> bool:
-    """True unless the request is plainly a question: no word asking to change something."""
-    return _CHANGE_WORDS.search(request) is not None
+def _has_tests(cwd: Path) -> bool:
+    try:
+        return any(cwd.glob("test_*.py")) or any(cwd.glob("tests/test_*.py")) or any(cwd.glob("*_test.py"))
+    except OSError:
+        return False
+
+
+def wants_change(request: str) -> bool:
+    """False only when the request reads as a question or a request to read, find or explain
+    ("Which file defines X?", "Summarise jobs.py", "what's the port set in app.ini?") and
+    names no problem to fix; True otherwise, when unsure too (withholding the write tools
+    from a change request costs the task, offering them to a question costs nothing)."""
+    if _PROBLEM_WORDS.search(request):
+        return True
+    if _READ_ONLY.search(request):
+        return False
+    return True
+
+
+def names_a_problem(request: str) -> bool:
+    """The request reports something failing (a failing test, a crash, an error)."""
+    return _PROBLEM_WORDS.search(request) is not None
 
 
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")

@@ -76,7 +76,9 @@ def undoing_refusal(ctx: ToolContext, path: Path, old: str, new: str) -> str | N
     return (
         f"{REFUSAL_PREFIX} your own edit of {path.name} earlier in this turn, which replaced "
         f"{_quote(new)} with {_quote(old)}: the file already has that edit, so nothing was written. "
-        "If that edit was right, do not patch the file again: answer the user. "
+        "If a check still fails, undoing it will not fix that: read the failure's last lines, then make "
+        f"a different edit (patch {path.name} with old_string copied from its current text, or fix the "
+        "file the failure points to). If the edit was right, answer the user. "
         "If you really mean to undo it, call patch again with exactly the same arguments."
     )
 
