@@ -12,7 +12,7 @@ import pytest
 from hermes.agent.provider import ModelRequest
 from hermes.agent.providers.json_actions import JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
-from hermes.agent.providers.task_cues import asks_for_change, named_check
+from hermes.agent.providers.task_cues import named_check, wants_change
 from hermes.agent.tools import default_registry
 from hermes.testing.upstream import ScriptedUpstream, text_reply
 
@@ -43,6 +43,15 @@ async def inner_request(upstream: ScriptedUpstream, messages: list[dict[str, Any
         ("Fix the off-by-one in items.py", True),
         ("Rename mul to multiply in ops.py and main.py", True),
         ("Create hello.txt containing hi", True),
+        # Other wording: what the request means decides, not its verbs or punctuation.
+        ("paginate in pages.py is broken, can you sort it out?", True),
+        ("I need a file called requirements.txt listing requests and click", True),
+        ("Could you add fahrenheit_to_celsius(f) to units.py?", True),
+        ("report.py blows up with ModuleNotFoundError when I run it", True),
+        ("what's the max upload size set in settings.toml? just the number", False),
+        ("give me a one-line summary of ratelimit.py", False),
+        ("where is parse_duration defined?", False),
+        ("Which functions call send_alert?", False),
     ],
 )
 async def test_a_question_is_offered_no_write_tools(
@@ -52,7 +61,7 @@ async def test_a_question_is_offered_no_write_tools(
 
     assert {"read_file", "search_files", "terminal", "reply"} <= offered(body)
     assert ({"write_file", "patch"} <= offered(body)) is writes
-    assert asks_for_change(request_text) is writes
+    assert wants_change(request_text) is writes
     assert "write_file" in body["messages"][0]["content"]  # the prompt (and its cache) stays the same
 
 
@@ -61,6 +70,27 @@ def test_the_check_a_request_names() -> None:
     assert named_check("make the tests pass (pytest -q)") == "pytest -q"
     assert named_check("use `foo_bar` and then run `npm test`") == "npm test"
     assert named_check("what does `foo` return?") is None
+
+
+@pytest.mark.parametrize(
+    ("request_text", "check"),
+    [
+        ("main.py fails with an ImportError; fix it so python main.py prints 42", "python main.py"),
+        ("running python3 report.py blows up", "python3 report.py"),
+        ("wire --min-count into wordcount.py: python wordcount.py --min-count 2 words.txt", None),
+        ("make the tests pass with pytest -q", "pytest -q"),
+        ("the tests fail, please fix stats.py", "python -m pytest -q"),  # a folder with tests
+        ("summarise python.md", None),
+    ],
+)
+def test_the_check_is_found_in_any_wording(tmp_path: Path, request_text: str, check: str | None) -> None:
+    (tmp_path / "test_stats.py").write_text("def test_x():\n    pass\n")
+    expected = check or ("python wordcount.py --min-count 2 words.txt" if "wordcount" in request_text else None)
+    assert named_check(request_text, tmp_path) == expected
+
+
+def test_failing_tests_name_no_check_in_a_folder_without_tests(tmp_path: Path) -> None:
+    assert named_check("the tests fail, please fix stats.py", tmp_path) is None
 
 
 def _edit_then(request: str, *after: dict[str, Any]) -> list[dict[str, Any]]:
@@ -90,7 +120,8 @@ async def test_once_the_check_ran_the_model_is_left_to_answer(upstream: Scripted
     body = await inner_request(upstream, messages)
 
     assert "run the check" not in body["messages"][-1]["content"]
-    assert "with reply if this result is enough" in body["messages"][-1]["content"]
+    assert "`python -m pytest -q` passes now" in body["messages"][-1]["content"]
+    assert "reply to the user: say which files you changed" in body["messages"][-1]["content"]
 
 
 async def test_the_file_a_request_names_is_read_first_without_a_model_call(
@@ -142,3 +173,43 @@ async def test_a_fix_opens_with_the_named_check_then_the_named_file(upstream: Sc
 
     assert steps == [("terminal", {"command": "python main.py"}), ("read_file", {"path": "main.py"})]
     assert upstream.requests == []  # neither step asked the model
+
+
+async def test_with_assist_off_only_the_protocol_is_left(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    from hermes.agent.prompt import default_system_prompt
+
+    (tmp_path / "jobs.py").write_text("class JobQueue: ...\n")
+    system = {"role": "system", "content": default_system_prompt(str(tmp_path))}
+    failing = {"role": "tool", "tool_call_id": "c2", "content": "exit code: 1\n--- stderr ---\nAssertionError: 3"}
+    run = {"id": "c2", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "pytest"}'}}
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url), assist=False)
+    try:
+        for messages in (
+            [system, {"role": "user", "content": "Summarise jobs.py in one line"}],
+            _edit_then("Fix calc.py so `python -m pytest -q` passes"),
+            _edit_then("Fix calc.py", {"role": "assistant", "content": None, "tool_calls": [run]}, failing),
+        ):
+            upstream.enqueue(text_reply(json.dumps({"action": "reply", "args": {"text": "ok"}})))
+            [e async for e in provider.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+    finally:
+        await provider.aclose()
+
+    question, edited, failed = (request.body for request in upstream.requests)
+    assert {"write_file", "patch"} <= offered(question)  # no tools withheld for a question
+    assert question["messages"][-1]["content"] == "Summarise jobs.py in one line"  # no read first: the model asked
+    assert "run the check" not in edited["messages"][-1]["content"]
+    assert "still fails after your edit" not in failed["messages"][-1]["content"]
+    assert "with reply if this result is enough" in failed["messages"][-1]["content"]
+
+
+def test_small_model_assist_is_a_setting(tmp_path: Path) -> None:
+    from hermes.agent.providers.json_actions import with_tool_protocol
+    from hermes.config import Settings
+
+    inner = OpenAICompatProvider(base_url="http://127.0.0.1:9/v1")
+    for value, expected in (("false", False), ("true", True)):
+        settings = Settings.load(env={"HERMES_HOME": str(tmp_path), "HERMES_SMALL_MODEL_ASSIST": value})
+        wrapped = with_tool_protocol(inner, "json", assist=settings.small_model_assist)
+        assert isinstance(wrapped, JsonActionProvider)
+        assert wrapped.assist is expected
+    assert Settings.load(env={"HERMES_HOME": str(tmp_path)}).small_model_assist is True

@@ -85,9 +85,37 @@ def test_json_lines_one_per_event_then_the_result(upstream, hermes_home):
     assert "tool.started" in types and "tool.completed" in types and "segment.end" in types
     result = lines[-1]
     assert result["status"] == "completed" and result["final_text"] == "Nothing there."
+    assert result["answer_by"] == "model"
     assert result["usage"]["input_tokens"] == 30
     assert result["cost_usd"] is None  # scripted-model has no price: no guess
     assert proc.stderr == ""
+
+
+def test_an_answer_hermes_wrote_is_marked_so_in_json_and_plain(upstream, hermes_home, tmp_path):
+    # A small model (JSON actions) lists the folder, then only hands the request back.
+    request = "look around this folder and tell me what is in it please"
+    listing = json.dumps({"action": "list_files", "args": {"pattern": "*.txt"}})
+    echo = json.dumps({"action": "reply", "args": {"text": request}})
+    (tmp_path / "a.txt").write_text("a\n")
+    env = {"HERMES_TOOL_PROTOCOL": "json"}
+    for flags in (["--json"], []):
+        upstream.enqueue(text_reply(listing), text_reply(echo), text_reply(echo), text_reply(echo))
+        proc = subprocess.run(
+            [sys.executable, "-m", "hermes", "chat", "-q", request, *flags],
+            capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            env={**{k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))},
+                 "HERMES_HOME": str(hermes_home), "HERMES_BASE_URL": upstream.base_url,
+                 "HERMES_MODEL": "scripted-model", **env},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        if flags:
+            result = [json.loads(line) for line in proc.stdout.splitlines()][-1]
+            assert result["answer_by"] == "hermes"
+            assert result["final_text"].startswith("hermes (not the model):")
+            assert "No file was changed." in result["final_text"]
+        else:
+            assert proc.stdout.startswith("hermes (not the model): the model ended the turn without an answer")
+            assert request not in proc.stdout
 
 
 def test_json_result_carries_the_turns_cost_from_a_configured_price(upstream, hermes_home):

@@ -326,7 +326,10 @@ class JsonActionProvider(Provider):
         yield FinishChunk("length" if finish == "length" else "stop")
 
     def _echo_sources(self, request: ModelRequest) -> list[str]:
-        """Texts a reply must not merely repeat: the request and the notes the model read."""
+        """Texts a reply must not merely repeat: the request and the notes the model read, once
+        a tool ran this turn (before that nothing steered the model: "say it back" is answered)."""
+        if not turn_actions(request.messages):
+            return []
         rewritten = rewrite_messages(request.messages, request.tools, assist=self.assist)
         return [*steering_notes(rewritten), LOOP_NOTE, FORCE_REPLY_NOTE, ECHO_NOTE]
 

@@ -1,0 +1,219 @@
+"""A small model's turn through the JSON-action adapter: a failed check after an edit is the
+start of the next step, and a turn never ends on hermes' own words.
+
+Through the real engine, the real core tools (files and terminal) and the real
+OpenAICompatProvider, with a scripted upstream playing the small model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes.agent.engine import Agent, EngineOptions
+from hermes.agent.events import AgentEvent, TextDelta, ToolCompleted, TurnCompleted
+from hermes.agent.providers.action_steering import FAILED_AFTER_EDIT_NOTE
+from hermes.agent.providers.json_actions import ECHO_NOTE, JsonActionProvider
+from hermes.agent.providers.openai_compat import OpenAICompatProvider
+from hermes.agent.tools import default_registry
+from hermes.agent.turn_facts import HERMES_MARK
+from hermes.agent.types import TurnRequest, TurnResult
+from hermes.testing.upstream import ScriptedUpstream, text_reply
+
+STATS = "def mean(values):\n    return sum(values) / (len(values) - 1)\n"
+CHECK = "from stats import mean\n\nassert mean([2, 4, 6]) == 4, mean([2, 4, 6])\nprint('mean ok')\n"
+CHECK_COMMAND = f"{sys.executable} check_stats.py"
+REQUEST = "mean in stats.py is off. Fix it; check_stats.py has to pass."
+
+
+def action(name: str, args: dict[str, Any]) -> str:
+    return json.dumps({"action": name, "args": args})
+
+
+def patch(old: str, new: str) -> str:
+    return action("patch", {"path": "stats.py", "old_string": old, "new_string": new})
+
+
+RUN_CHECK = action("terminal", {"command": CHECK_COMMAND})
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[ScriptedUpstream]:
+    async with ScriptedUpstream() as server:
+        yield server
+
+
+def make_agent(upstream: ScriptedUpstream, *, assist: bool = True, max_iterations: int = 12) -> Agent:
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url, api_key="k"), assist=assist)
+    options = EngineOptions(max_iterations=max_iterations)
+    return Agent(provider, store=None, model="m", tools=default_registry(), options=options)
+
+
+async def run(agent: Agent, folder: Path, request: str = REQUEST) -> tuple[list[AgentEvent], TurnResult]:
+    try:
+        turn = TurnRequest(input=request, persist=False, cwd=str(folder), yolo=True)
+        events = [e async for e in agent.run_turn(turn)]
+    finally:
+        await agent.aclose()
+    assert isinstance(events[-1], TurnCompleted)
+    return events, events[-1].result
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "stats.py").write_text(STATS, encoding="utf-8")
+    (tmp_path / "check_stats.py").write_text(CHECK, encoding="utf-8")
+    return tmp_path
+
+
+async def test_a_failed_check_after_an_edit_leads_to_a_second_edit(upstream: ScriptedUpstream, project: Path) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),  # a wrong fix
+        text_reply(RUN_CHECK),
+        text_reply(patch("(len(values) - 2)", "len(values)")),  # changed, not undone
+        text_reply(RUN_CHECK),
+        text_reply(action("reply", {"text": "mean divided by len - 1; it divides by len now and the check passes."})),
+    )
+
+    events, result = await run(make_agent(upstream), project)
+
+    assert result.status == "completed", result.error
+    assert (project / "stats.py").read_text(encoding="utf-8") == "def mean(values):\n    return sum(values) / len(values)\n"
+    assert result.final_text.startswith("mean divided by len - 1")
+    assert result.answer_by == "model"
+    # The step after the failed check saw its essential lines next to the edit it made.
+    after_failure = last_user_text(upstream.requests[2].body)
+    assert "still fails after your edit of stats.py" in after_failure
+    assert "you replaced `(len(values) - 1)` with `(len(values) - 2)`" in after_failure
+    assert "AssertionError: 12.0" in after_failure  # the exception line, with its message
+    assert 'check_stats.py", line 3' in after_failure  # the last frame
+    assert "Do not just undo your edit" in after_failure
+    # Once it passes, the model is asked to say what it changed.
+    assert "passes now" in last_user_text(upstream.requests[4].body)
+    failed = [e.is_error for e in events if isinstance(e, ToolCompleted) and e.name == "terminal"]
+    assert len(failed) == 2
+
+
+async def test_the_note_is_only_for_a_failure_after_a_change(upstream: ScriptedUpstream, project: Path) -> None:
+    upstream.enqueue(
+        text_reply(RUN_CHECK),  # fails, but nothing was changed yet
+        text_reply(action("reply", {"text": "The check fails: mean([2, 4, 6]) is 6.0, not 4."})),
+    )
+
+    _, result = await run(make_agent(upstream), project, "Why does check_stats.py fail?")
+
+    note = last_user_text(upstream.requests[1].body)
+    assert "still fails after your edit" not in note
+    assert result.final_text.startswith("The check fails")
+    assert (project / "stats.py").read_text(encoding="utf-8") == STATS
+
+
+async def test_a_turn_the_model_ends_with_the_request_echoed_gets_hermes_answer(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    echo = action("reply", {"text": REQUEST})
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),
+        text_reply(RUN_CHECK),
+        text_reply(echo),  # the request handed back ...
+        text_reply(echo),  # ... again after being told so ...
+        text_reply(echo),  # ... and a third time, with only `reply` allowed
+    )
+
+    events, result = await run(make_agent(upstream), project)
+
+    assert result.status == "completed"
+    assert result.answer_by == "hermes"
+    text = result.final_text
+    assert text.startswith(HERMES_MARK)
+    assert "Changed: stats.py." in text
+    assert f"`{CHECK_COMMAND}` failed (exit code 1)" in text
+    assert "AssertionError" in text
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert REQUEST not in shown  # the echo was held back, never shown
+    assert shown.strip() == text
+    assert last_user_text(upstream.requests[3].body) == ECHO_NOTE
+
+
+async def test_hermes_own_steering_text_is_never_the_answer(upstream: ScriptedUpstream, project: Path) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),
+        text_reply(RUN_CHECK),
+    )
+    # The model answers with the note it was just given, word for word.
+    note = FAILED_AFTER_EDIT_NOTE.split("\n")[2].format(path="stats.py", request=REQUEST)
+    assert note.startswith("Your edit is kept.")
+    upstream.enqueue(*(text_reply(action("reply", {"text": note})) for _ in range(3)))
+
+    _, result = await run(make_agent(upstream), project)
+
+    assert result.answer_by == "hermes"
+    assert "Your edit is kept" not in result.final_text
+    assert "Changed: stats.py." in result.final_text
+
+
+async def test_an_echo_followed_by_a_real_answer_keeps_the_model_answer(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "len(values)")),
+        text_reply(RUN_CHECK),
+        text_reply(action("reply", {"text": REQUEST})),
+        text_reply(action("reply", {"text": "Fixed mean in stats.py: it divides by len(values); the check passes."})),
+    )
+
+    events, result = await run(make_agent(upstream), project)
+
+    assert result.answer_by == "model"
+    assert result.final_text.startswith("Fixed mean in stats.py")
+    assert REQUEST not in "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+async def test_an_empty_answer_after_tools_gets_hermes_answer(upstream: ScriptedUpstream, project: Path) -> None:
+    upstream.enqueue(text_reply(RUN_CHECK), text_reply(action("reply", {"text": ""})))
+
+    _, result = await run(make_agent(upstream), project, "run check_stats.py")
+
+    assert result.answer_by == "hermes"
+    assert "No file was changed." in result.final_text
+    assert "failed (exit code 1)" in result.final_text
+
+
+async def test_a_turn_without_tools_keeps_an_echo(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    # "Say it back" gets the words back: no tool ran, so nothing steered the model.
+    words = "the quick brown fox jumps over the lazy dog"
+    upstream.enqueue(text_reply(action("reply", {"text": words})))
+
+    _, result = await run(make_agent(upstream), tmp_path, words)
+
+    assert result.answer_by == "model"
+    assert result.final_text == words
+    assert len(upstream.requests) == 1
+
+
+async def test_running_out_of_steps_says_what_changed_and_what_still_fails(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),
+        text_reply(RUN_CHECK),
+        text_reply(""),  # the tool-less summary call: the model writes nothing
+
+    )
+
+    _, result = await run(make_agent(upstream, max_iterations=3), project)
+
+    assert result.status == "partial", (result.final_text, result.error)
+    assert result.answer_by == "hermes", (result.final_text, result.error, len(upstream.requests))
+    assert "stopped after 3 model calls" in result.final_text
+    assert "Changed: stats.py." in result.final_text
+    assert "failed (exit code 1)" in result.final_text
