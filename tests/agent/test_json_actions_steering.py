@@ -213,3 +213,58 @@ def test_small_model_assist_is_a_setting(tmp_path: Path) -> None:
         assert isinstance(wrapped, JsonActionProvider)
         assert wrapped.assist is expected
     assert Settings.load(env={"HERMES_HOME": str(tmp_path)}).small_model_assist is True
+
+
+async def _opening_steps(
+    upstream: ScriptedUpstream, folder: Path, request: str, results: list[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The adapter's own steps for `request` in `folder`, each answered with the next of `results`."""
+    from hermes.agent.prompt import default_system_prompt
+    from hermes.agent.provider import ToolCallChunk
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": default_system_prompt(str(folder))},
+        {"role": "user", "content": request},
+    ]
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
+    steps = []
+    try:
+        for n, result in enumerate(results):
+            events = [e async for e in provider.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+            (chunk,) = [e for e in events if isinstance(e, ToolCallChunk)]
+            steps.append((chunk.name, json.loads(chunk.arguments)))
+            call = {"id": f"c{n}", "function": {"name": chunk.name, "arguments": chunk.arguments}}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
+    finally:
+        await provider.aclose()
+    assert upstream.requests == []  # none of these steps asked the model
+    return steps
+
+
+async def test_a_question_naming_code_but_no_file_opens_with_a_search(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    steps = await _opening_steps(upstream, tmp_path, "Which functions call send_alert?", ["3 matches"])
+    assert steps == [("search_files", {"pattern": r"\bsend_alert\b"})]
+
+
+async def test_a_rename_across_two_named_files_reads_both(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    (tmp_path / "db.py").write_text("def fetch_rows():\n    return [1]\n")
+    (tmp_path / "report.py").write_text("from db import fetch_rows\n")
+    request = "Rename fetch_rows to load_rows in db.py and in report.py, which calls it."
+    steps = await _opening_steps(upstream, tmp_path, request, ["1|def fetch_rows():", "1|from db import fetch_rows"])
+    assert steps == [("read_file", {"path": "db.py"}), ("read_file", {"path": "report.py"})]
+
+
+async def test_a_long_named_file_is_read_around_the_code_it_names(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    lines = [f"def helper_{n}():\n    return {n}\n" for n in range(150)]
+    lines.insert(120, "def low_stock(items, limit):\n    return [i for i in items if i.count < limit]\n")
+    (tmp_path / "inventory.py").write_text("\n".join(lines))
+    request = "low_stock in inventory.py should include items exactly at the limit"
+    found = "1 matches for /\\blow_stock\\b/ in inventory.py:\ninventory.py:361: def low_stock(items, limit):"
+    steps = await _opening_steps(upstream, tmp_path, request, [found, "341|..."])
+    assert steps == [
+        ("search_files", {"pattern": r"\blow_stock\b", "path": "inventory.py"}),
+        ("read_file", {"path": "inventory.py", "offset": 341, "limit": 60}),
+    ]

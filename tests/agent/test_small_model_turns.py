@@ -210,10 +210,10 @@ async def test_running_out_of_steps_says_what_changed_and_what_still_fails(
 
     )
 
-    _, result = await run(make_agent(upstream, max_iterations=3), project)
+    _, result = await run(make_agent(upstream, max_iterations=4), project)
 
     assert result.status == "partial", (result.final_text, result.error)
     assert result.answer_by == "hermes", (result.final_text, result.error, len(upstream.requests))
-    assert "stopped after 3 model calls" in result.final_text
+    assert "stopped after 4 model calls" in result.final_text
     assert "Changed: stats.py." in result.final_text
     assert "failed (exit code 1)" in result.final_text

@@ -27,7 +27,7 @@ from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
 from hermes.agent.prompt import working_directory_of
 from hermes.agent.provider import ModelRequest
 from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, choice_mode, first_sentence
-from hermes.agent.providers.task_cues import WRITE_TOOLS, existing_files, named_check, wants_change
+from hermes.agent.providers.task_cues import WRITE_TOOLS, existing_files, named_check, named_identifiers, wants_change
 from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.types import ChatMessage
 
@@ -322,34 +322,76 @@ def _turn_start(messages: list[ChatMessage]) -> int:
     return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
 
 
+SEARCH_TOOL = "search_files"
+LONG_FILE_BYTES = 3500
+"""A named file longer than this (about what the model reads of one result) is read around
+the code name the request mentions, found by a search of that file, rather than from its top."""
+WINDOW_BEFORE, WINDOW_LINES = 20, 60
+OPENING_FILES = 2
+"""Named files read first (a rename across two files needs both)."""
+_HIT = re.compile(r"^[^\n:]*:(\d+): ", re.MULTILINE)
+
+
 def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
     """The next of the turn's opening steps the adapter takes itself (no model call), or None.
 
     A small model asked to fix something answers or patches from memory. So a turn opens
-    with what a careful person does first: run the check the request names, when it asks
-    for a change (`python main.py` shows the ImportError), then read the first file the
-    request names that exists in the working directory the system prompt names. Each is
-    taken only while every tool call of the turn so far was one of them, in order.
+    with what a careful person does first (`_opening_plan`): run the check the request
+    names when it asks for a change (`python main.py` shows the ImportError), read the files
+    it names that exist (a long one around the code name it mentions), or, when it names no
+    file, search for the code name it mentions. Each is taken only while every tool call of
+    the turn so far was one of them, in order.
     """
     start = _turn_start(messages)
     if start == 0:
         return None
-    names = set(tool_names)
     request = text_of(messages[start - 1].get("content"))
-    planned: list[Action] = []
     system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
     cwd = working_directory_of(system)
-    check = named_check(request, Path(cwd) if cwd is not None else None)
-    if check is not None and "terminal" in names and wants_change(request):
-        planned.append(Action("terminal", {"command": check}))
-    if cwd is not None and READ_TOOL in names:
-        first = next(iter(existing_files(request, Path(cwd))), None)
-        if first is not None:
-            planned.append(Action(READ_TOOL, {"path": first}))
     done = turn_actions(messages)
+    results = _turn_results(messages)
+    planned = _opening_plan(request, Path(cwd) if cwd is not None else None, set(tool_names), results)
     if len(done) < len(planned) and done == [action.key() for action in planned[: len(done)]]:
         return planned[len(done)]
     return None
+
+
+def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list[str]) -> list[Action]:
+    """The opening steps for `request`, as far as the results so far (`results`, in order) decide them."""
+    planned: list[Action] = []
+    check = named_check(request, cwd)
+    if check is not None and "terminal" in names and wants_change(request):
+        planned.append(Action("terminal", {"command": check}))
+    if cwd is None:
+        return planned
+    files = existing_files(request, cwd)[:OPENING_FILES] if READ_TOOL in names else []
+    identifiers = named_identifiers(request) if SEARCH_TOOL in names else []
+    for path in files:
+        if identifiers and _size(cwd / path) > LONG_FILE_BYTES:
+            planned.append(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b", "path": path}))
+            if len(results) < len(planned):
+                return planned  # where to read depends on what the search finds
+            hit = _HIT.search(results[len(planned) - 1])
+            if hit is not None:
+                offset = max(1, int(hit.group(1)) - WINDOW_BEFORE)
+                planned.append(Action(READ_TOOL, {"path": path, "offset": offset, "limit": WINDOW_LINES}))
+                continue
+        planned.append(Action(READ_TOOL, {"path": path}))
+    if not files and identifiers:
+        planned.append(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
+    return planned
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _turn_results(messages: list[ChatMessage]) -> list[str]:
+    """The text of every tool result since the last user message, in order."""
+    return [text_of(m.get("content")) for m in messages[_turn_start(messages) :] if m.get("role") == "tool"]
 
 
 def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:

@@ -88,6 +88,27 @@ def names_a_problem(request: str) -> bool:
     return _PROBLEM_WORDS.search(request) is not None
 
 
+_IDENTIFIER = re.compile(
+    r"(?<![\w./-])("
+    r"[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+"  # snake_case: fetch_rows, send_alert
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"  # CamelCase: InvoiceBuilder
+    r"|[a-z][a-zA-Z0-9]*(?=\()"  # called: mean(
+    r")(?![\w/-]|\.[A-Za-z])"
+)
+_NOT_IDENTIFIERS = re.compile(r"(Error|Exception|Warning)$|^(JavaScript|TypeScript|GitHub|PyPI|README)$")
+
+
+def named_identifiers(request: str) -> list[str]:
+    """Code names the request mentions (`fetch_rows`, `InvoiceBuilder`, `mean(`), in order,
+    once each; file names, flags and exception names are not among them."""
+    found: list[str] = []
+    for match in _IDENTIFIER.finditer(request):
+        name = match.group(1)
+        if not _NOT_IDENTIFIERS.search(name) and name not in found:
+            found.append(name)
+    return found
+
+
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
 
 
