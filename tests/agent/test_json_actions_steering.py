@@ -268,3 +268,67 @@ async def test_a_long_named_file_is_read_around_the_code_it_names(upstream: Scri
         ("search_files", {"pattern": r"\blow_stock\b", "path": "inventory.py"}),
         ("read_file", {"path": "inventory.py", "offset": 341, "limit": 60}),
     ]
+
+
+async def test_a_check_failing_on_a_missing_module_is_followed_by_the_python_files(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    (tmp_path / "main.py").write_text("from helper import answer\n")
+    missing = "exit code: 1\n--- stderr ---\nModuleNotFoundError: No module named 'helper'"
+    request = "main.py fails. Fix the import so that python main.py prints 42."
+    steps = await _opening_steps(upstream, tmp_path, request, [missing, "helpers.py\nmain.py", "1|from helper import"])
+    assert steps == [
+        ("terminal", {"command": "python main.py"}),
+        ("list_files", {"pattern": "*.py"}),
+        ("read_file", {"path": "main.py"}),
+    ]
+
+
+async def test_a_command_the_model_ran_failing_on_a_missing_name_is_looked_up_once(
+    upstream: ScriptedUpstream,
+) -> None:
+    from hermes.agent.provider import ToolCallChunk
+
+    failed = "exit code: 1\n--- stderr ---\nImportError: cannot import name 'load_rows' from 'db' (/w/db.py)"
+    run = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "python x.py"}'}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "rename fetch_rows to load_rows"},
+        {"role": "assistant", "content": None, "tool_calls": [run]},
+        {"role": "tool", "tool_call_id": "c1", "content": failed},
+    ]
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
+    try:
+        events = [e async for e in provider.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+        (chunk,) = [e for e in events if isinstance(e, ToolCallChunk)]
+        assert (chunk.name, json.loads(chunk.arguments)) == ("search_files", {"pattern": r"\b(def|class) load_rows\b"})
+        look = {"id": "c2", "type": "function", "function": {"name": chunk.name, "arguments": chunk.arguments}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [look]},
+            {"role": "tool", "tool_call_id": "c2", "content": "No matches"},
+            {"role": "assistant", "content": None, "tool_calls": [{**run, "id": "c3"}]},
+            {"role": "tool", "tool_call_id": "c3", "content": failed},
+        ]
+        upstream.enqueue(text_reply(json.dumps({"action": "reply", "args": {"text": "still failing"}})))
+        again = [e async for e in provider.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+    finally:
+        await provider.aclose()
+    assert not any(isinstance(e, ToolCallChunk) for e in again)  # once per turn: the model is asked now
+    assert len(upstream.requests) == 1
+
+
+async def test_an_edit_that_drops_a_definition_is_pointed_out(upstream: ScriptedUpstream) -> None:
+    dropped = json.dumps(
+        {"path": "mathx.py", "old_string": "def square(n: int) -> int:", "new_string": "def is_even(n):\n    return 1"}
+    )
+    edit = {"id": "c1", "type": "function", "function": {"name": "patch", "arguments": dropped}}
+    messages = [
+        {"role": "user", "content": "Add a function is_even(n) to mathx.py"},
+        {"role": "assistant", "content": None, "tool_calls": [edit]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Patched mathx.py: replaced 1 occurrence."},
+    ]
+    body = await inner_request(upstream, messages)
+    assert "Your edit took `square` out of mathx.py" in body["messages"][-1]["content"]
+
+    renamed = [{**messages[0], "content": "Rename square to is_even in mathx.py"}, *messages[1:]]
+    body = await inner_request(upstream, renamed)
+    assert "took `square` out" not in body["messages"][-1]["content"]  # the request names it: meant

@@ -74,6 +74,11 @@ FAILING_NOTE = (
     "`{command}` fails:\n{why}\n"
     'Find the cause in the files (read the one the failure points to), then fix it for the request "{request}".'
 )
+REMOVED_NOTE = (
+    "Your edit took {names} out of {path}, and the request does not ask to remove it. Put it back: "
+    "patch {path} again so new_string keeps that definition and adds what was asked. "
+    'The request: "{request}"'
+)
 PASSED_AFTER_EDIT_NOTE = (
     "`{command}` passes now. If the request \"{request}\" is done, reply to the user: say which files "
     "you changed and what the check printed; otherwise take the next step."
@@ -132,6 +137,8 @@ class _RequestState:
     """A failed edit whose file was read back in the results now pending."""
     command: tuple[str, bool, list[str], bool] | None = None
     """The latest command in the pending results: (command, failed, why, after a change)."""
+    removed: tuple[str, list[str]] | None = None
+    """(path, names) when the latest change took out definitions the request does not name."""
 
 
 def rewrite_messages(
@@ -169,8 +176,7 @@ def rewrite_messages(
             reminder = _reminder(state) if assist else RESULT_REMINDER.format(request=_clip_line(state.request, 300))
             out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
             pending_results.clear()
-            state.reread = None
-            state.command = None
+            state.reread = state.command = state.removed = None
 
     for message in messages:
         role = message.get("role")
@@ -212,6 +218,8 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
     if call.name in WRITE_TOOLS and _changed_a_file(content):
         state.unchecked = True
         state.last_edit = (path, _describe_edit(call))
+        gone = [name for name in removed_definitions(call) if name not in state.request]
+        state.removed = (path, gone) if gone else None
     if call.name == "terminal":
         command = str(call.args.get("command") or "")
         if state.check and state.check in command:
@@ -231,6 +239,9 @@ def _reminder(state: _RequestState) -> str:
     if state.reread is not None:
         reason = first_sentence(state.reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
         return EDIT_RETRY_NOTE.format(path=state.reread[0], reason=reason, request=request)
+    if state.removed is not None:
+        path, names = state.removed
+        return REMOVED_NOTE.format(path=path, names=", ".join(f"`{name}`" for name in names), request=request)
     if state.command is not None:
         command, failed, why, after_edit = state.command
         shown = _clip_line(command, 120)
@@ -245,6 +256,18 @@ def _reminder(state: _RequestState) -> str:
     if state.check is not None and state.unchecked:
         return CHECK_NOTE.format(check=state.check, request=request)
     return RESULT_REMINDER.format(request=request)
+
+
+_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
+
+
+def removed_definitions(call: Action) -> list[str]:
+    """Names a `patch` took out: defined (def/class) in its old_string, not in its new_string."""
+    old, new = call.args.get("old_string"), call.args.get("new_string")
+    if call.name not in EDIT_TOOLS or not isinstance(old, str) or not isinstance(new, str):
+        return []
+    kept = set(_DEFINITION.findall(new))
+    return [name for name in _DEFINITION.findall(old) if name not in kept]
 
 
 def _describe_edit(call: Action) -> str:
@@ -362,6 +385,11 @@ def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list
     check = named_check(request, cwd)
     if check is not None and "terminal" in names and wants_change(request):
         planned.append(Action("terminal", {"command": check}))
+        if len(results) < len(planned):
+            return planned
+        lookup = _lookup_for(results[0], names)
+        if lookup is not None:
+            planned.append(lookup)
     if cwd is None:
         return planned
     files = existing_files(request, cwd)[:OPENING_FILES] if READ_TOOL in names else []
@@ -380,6 +408,44 @@ def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list
     if not files and identifiers:
         planned.append(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
     return planned
+
+
+LIST_TOOL = "list_files"
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+_MISSING_NAME = re.compile(r"cannot import name '(\w+)'")
+
+
+def _lookup_for(result: str, names: set[str]) -> Action | None:
+    """What finds the thing a failed command says is missing: the Python files for a module
+    that is not there, a search for a name that cannot be imported; None for other results."""
+    run = command_result(result)
+    if run is None or not run.failed:
+        return None
+    if _MISSING_MODULE.search(run.output) and LIST_TOOL in names:
+        return Action(LIST_TOOL, {"pattern": "*.py"})
+    missing = _MISSING_NAME.search(run.output)
+    if missing is not None and SEARCH_TOOL in names:
+        return Action(SEARCH_TOOL, {"pattern": rf"\b(def|class) {missing.group(1)}\b"})
+    return None
+
+
+def failure_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """After a command the model ran fails for something missing (`No module named 'helper'`),
+    the step that shows what exists (`_lookup_for`), taken by the adapter once per turn."""
+    turn = messages[_turn_start(messages) :]
+    if not turn or turn[-1].get("role") != "tool":
+        return None
+    calls = {
+        raw.get("id") or "": (raw.get("function") or {}).get("name")
+        for message in turn
+        for raw in message.get("tool_calls") or ()
+    }
+    if calls.get(turn[-1].get("tool_call_id") or "") != "terminal":
+        return None
+    lookup = _lookup_for(text_of(turn[-1].get("content")), set(tool_names))
+    if lookup is None or lookup.key() in turn_actions(messages):
+        return None
+    return lookup
 
 
 def _size(path: Path) -> int:

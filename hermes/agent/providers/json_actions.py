@@ -84,6 +84,7 @@ from hermes.agent.providers.action_steering import (
     LOOP_NOTE,
     align_patch,
     edit_repair,
+    failure_lookup,
     fit_context,
     is_loop,
     latest_request,
@@ -237,7 +238,9 @@ class JsonActionProvider(Provider):
             return
         names = allowed_names(request)
         repair = (
-            edit_repair(request.messages, names) or opening_step(request.messages, names)
+            edit_repair(request.messages, names)
+            or opening_step(request.messages, names)
+            or failure_lookup(request.messages, names)
             if self.assist and steps_allowed(request)
             else None
         )
@@ -348,7 +351,9 @@ class JsonActionProvider(Provider):
             return await self.inner.complete(request)
         names = allowed_names(request)
         repair = (
-            edit_repair(request.messages, names) or opening_step(request.messages, names)
+            edit_repair(request.messages, names)
+            or opening_step(request.messages, names)
+            or failure_lookup(request.messages, names)
             if self.assist and steps_allowed(request)
             else None
         )
