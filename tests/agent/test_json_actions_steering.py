@@ -332,3 +332,31 @@ async def test_an_edit_that_drops_a_definition_is_pointed_out(upstream: Scripted
     renamed = [{**messages[0], "content": "Rename square to is_even in mathx.py"}, *messages[1:]]
     body = await inner_request(upstream, renamed)
     assert "took `square` out" not in body["messages"][-1]["content"]  # the request names it: meant
+
+
+async def test_a_crash_is_followed_into_the_module_it_happens_in(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("from pricing import total\nprint(total())\n")
+    (tmp_path / "pricing.py").write_text("def total():\n    return 1 - '2'\n")
+    crash = (
+        "exit code: 1\n--- stderr ---\nTraceback (most recent call last):\n"
+        f'  File "{tmp_path}/app.py", line 2, in <module>\n    print(total())\n'
+        f'  File "{tmp_path}/pricing.py", line 2, in total\n    return 1 - \'2\'\n'
+        "TypeError: unsupported operand type(s) for -: 'int' and 'str'"
+    )
+    steps = await _opening_steps(
+        upstream, tmp_path, "python app.py crashes, please fix it", [crash, "1|def total():", "1|from pricing"]
+    )
+    assert steps == [
+        ("terminal", {"command": "python app.py"}),
+        ("read_file", {"path": "pricing.py"}),
+        ("read_file", {"path": "app.py"}),
+    ]
+
+
+async def test_every_caller_is_searched_for_even_when_files_are_named(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    (tmp_path / "money.py").write_text("def format_price(amount):\n    return f'{amount:.2f}'\n")
+    request = "Give `format_price` in money.py a currency parameter and update every caller."
+    steps = await _opening_steps(upstream, tmp_path, request, ["1|def format_price(amount):", "3 matches"])
+    assert steps == [("read_file", {"path": "money.py"}), ("search_files", {"pattern": r"\bformat_price\b"})]

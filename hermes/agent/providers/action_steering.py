@@ -27,7 +27,14 @@ from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
 from hermes.agent.prompt import working_directory_of
 from hermes.agent.provider import ModelRequest
 from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, choice_mode, first_sentence
-from hermes.agent.providers.task_cues import WRITE_TOOLS, existing_files, named_check, named_identifiers, wants_change
+from hermes.agent.providers.task_cues import (
+    WRITE_TOOLS,
+    asks_for_every_use,
+    existing_files,
+    named_check,
+    named_identifiers,
+    wants_change,
+)
 from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.types import ChatMessage
 
@@ -380,34 +387,75 @@ def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Acti
 
 
 def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list[str]) -> list[Action]:
-    """The opening steps for `request`, as far as the results so far (`results`, in order) decide them."""
+    """The opening steps for `request`, as far as the results so far (`results`, in order)
+    decide them. A file is read once: a later read of a file already read is left out."""
     planned: list[Action] = []
+
+    def add(action: Action) -> None:
+        path = action.args.get("path")
+        if action.name == READ_TOOL and any(k.name == READ_TOOL and k.args.get("path") == path for k in planned):
+            return
+        if action.key() not in {k.key() for k in planned}:
+            planned.append(action)
+
+    def result_of_last() -> str | None:
+        return results[len(planned) - 1] if len(results) >= len(planned) else None
+
     check = named_check(request, cwd)
     if check is not None and "terminal" in names and wants_change(request):
-        planned.append(Action("terminal", {"command": check}))
-        if len(results) < len(planned):
-            return planned
-        lookup = _lookup_for(results[0], names)
-        if lookup is not None:
-            planned.append(lookup)
+        add(Action("terminal", {"command": check}))
+        failure = result_of_last()
+        if failure is None:
+            return planned  # what comes next depends on how the check ends
+        follow = _lookup_for(failure, names)
+        if follow is None and cwd is not None and READ_TOOL in names:
+            follow = _failing_frame(failure, cwd)
+        if follow is not None:
+            add(follow)
     if cwd is None:
         return planned
     files = existing_files(request, cwd)[:OPENING_FILES] if READ_TOOL in names else []
     identifiers = named_identifiers(request) if SEARCH_TOOL in names else []
     for path in files:
         if identifiers and _size(cwd / path) > LONG_FILE_BYTES:
-            planned.append(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b", "path": path}))
-            if len(results) < len(planned):
+            add(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b", "path": path}))
+            found = result_of_last()
+            if found is None:
                 return planned  # where to read depends on what the search finds
-            hit = _HIT.search(results[len(planned) - 1])
+            hit = _HIT.search(found)
             if hit is not None:
                 offset = max(1, int(hit.group(1)) - WINDOW_BEFORE)
-                planned.append(Action(READ_TOOL, {"path": path, "offset": offset, "limit": WINDOW_LINES}))
+                add(Action(READ_TOOL, {"path": path, "offset": offset, "limit": WINDOW_LINES}))
                 continue
-        planned.append(Action(READ_TOOL, {"path": path}))
-    if not files and identifiers:
-        planned.append(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
+        add(Action(READ_TOOL, {"path": path}))
+    if identifiers and (not files or asks_for_every_use(request)):
+        add(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
     return planned
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _failing_frame(result: str, cwd: Path) -> Action | None:
+    """A read of the file a failed command's traceback ends in, when it is in `cwd` (around
+    the line, when the file is long); None without such a traceback."""
+    run = command_result(result)
+    if run is None or not run.failed:
+        return None
+    frames = _FRAME.findall(run.output)
+    if not frames:
+        return None
+    path, line = frames[-1]
+    try:
+        relative = Path(path).resolve().relative_to(cwd.resolve()) if Path(path).is_absolute() else Path(path)
+    except ValueError:
+        return None  # the failure is in a library, not the project
+    if relative.parts and relative.parts[0] in (".venv", "venv", "site-packages"):
+        return None
+    if _size(cwd / relative) > LONG_FILE_BYTES:
+        offset = max(1, int(line) - WINDOW_BEFORE)
+        return Action(READ_TOOL, {"path": str(relative), "offset": offset, "limit": WINDOW_LINES})
+    return Action(READ_TOOL, {"path": str(relative)})
 
 
 LIST_TOOL = "list_files"

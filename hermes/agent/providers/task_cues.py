@@ -98,15 +98,29 @@ _IDENTIFIER = re.compile(
 _NOT_IDENTIFIERS = re.compile(r"(Error|Exception|Warning)$|^(JavaScript|TypeScript|GitHub|PyPI|README)$")
 
 
+_TICKED_NAME = re.compile(r"`([A-Za-z_]\w*)(?:\([^`]*\))?`")
+_EVERYWHERE = re.compile(
+    r"\b(every|all) (callers?|call sites?|uses?|usages?|places?|references?)\b|\beverywhere\b|\bcallers\b",
+    re.IGNORECASE,
+)
+
+
 def named_identifiers(request: str) -> list[str]:
-    """Code names the request mentions (`fetch_rows`, `InvoiceBuilder`, `mean(`), in order,
-    once each; file names, flags and exception names are not among them."""
-    found: list[str] = []
-    for match in _IDENTIFIER.finditer(request):
-        name = match.group(1)
-        if not _NOT_IDENTIFIERS.search(name) and name not in found:
-            found.append(name)
-    return found
+    """Code names the request mentions (`fetch_rows`, `InvoiceBuilder`, `mean(`, a name in
+    backticks), in order of appearance, once each; file names, flags and exception names are
+    not among them."""
+    found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in _IDENTIFIER.finditer(request)]
+    found += [(m.start(), m.group(1)) for m in _TICKED_NAME.finditer(request)]
+    names: list[str] = []
+    for _, name in sorted(found):
+        if not _NOT_IDENTIFIERS.search(name) and name not in names:
+            names.append(name)
+    return names
+
+
+def asks_for_every_use(request: str) -> bool:
+    """The request is about every place a name is used ("update every caller", "everywhere")."""
+    return _EVERYWHERE.search(request) is not None
 
 
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
