@@ -1,17 +1,32 @@
 """The JSON-action adapter's steering: what the small model reads, and the steps the
 adapter takes itself (see `hermes.agent.providers.json_actions` for the why).
 
+What a step does is read from what the request means (`task_cues`: a check it names in
+any wording, the files and code names it mentions, whether it asks for a change) and from
+what the tools returned (a failed command's essential lines, `hermes.agent.check_output`),
+never from how the request is typed.
+
 - `rewrite_messages`: the transcript as the model sees it: a short system prompt plus the
   protocol and the tool catalogue, earlier calls as the actions the model would have
-  written, tool results as user messages that restate the request (or, after a change,
-  ask for the check the request names; after a failed edit and its re-read, ask to retry).
-  Deterministic, and earlier messages render the same on every step (prompt cache).
+  written, tool results as user messages ending in one note (`_reminder`, most pressing
+  first): retry a failed edit after its re-read; put back a definition an edit dropped;
+  a check that still fails after an edit, with its essential lines next to that edit
+  (change the edit, do not undo it); a failing check before any edit (find the cause);
+  a check that passes now (say what changed); run the named check after a change; else
+  restate the request. Deterministic, and earlier messages render the same on every step
+  (prompt cache). With `assist` off, only the restatement.
 - `fit_context`: the oldest exchanges left out to fit a character budget.
-- `opening_step` / `edit_repair`: tool calls the adapter answers a step with, without a
-  model call (the named check and file first; a re-read after a failed edit, at most
-  `MAX_EDIT_REPAIRS` per turn). `steps_allowed` says when it may (not under a
-  `tool_choice` of ``none`` or a named function).
+- `opening_step` / `edit_repair` / `failure_lookup`: tool calls the adapter answers a step
+  with, without a model call: the named check first when a change is asked for (and, when
+  it fails, the Python files for a missing module, a search for a missing name, or the
+  file its traceback ends in), then the named files (a long one around the code name the
+  request mentions), then a search for that code name when no file is named or every use
+  is asked about; a re-read after a failed edit (at most `MAX_EDIT_REPAIRS` per turn); a
+  lookup after a command the model ran fails for something missing (once per turn).
+  `steps_allowed` says when it may (not under a `tool_choice` of ``none`` or a named function).
 - `align_patch`: a `patch` fitted to the text the model last read; `is_loop`: a repeated call.
+- `steering_notes`: the notes the model read this turn (a reply that only repeats them,
+  or the request, is not an answer: `json_actions` asks again).
 """
 
 from __future__ import annotations
