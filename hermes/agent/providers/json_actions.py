@@ -42,6 +42,16 @@ request ends with a note to retry the edit using the text it now sees. At most
 A `patch` on a file the model has read is first fitted to that text (`align_patch`:
 copied "N|" line prefixes dropped, indentation taken from the file).
 
+Echoes: once a tool ran in the turn, a reply that only hands back the request or the notes
+the model read (`repeats_text`: most of its word 4-grams are theirs) is not an answer. The
+first `HOLD_CHARS` of every reply are held back until that is known, so an echo is never
+shown; the model is asked again (`ECHO_NOTE`), and if it still has no answer of its own
+the adapter ends the step with no text, and the engine writes the answer from the facts
+of the turn (`hermes.agent.turn_facts`).
+
+`assist` (the `small_model_assist` setting) turns the steps read from the request off:
+opening steps, re-reads, lookups, fitted patches, notes, withheld write tools.
+
 This module is the adapter (the `Provider`); the grammar (the action schema,
 `tool_choice`, parsing) is `hermes.agent.providers.action_grammar`, the prompt rewriting
 and the adapter's own steps are `hermes.agent.providers.action_steering`.
