@@ -138,6 +138,39 @@ async def test_the_prompt_prefix_is_saved_and_restored_across_providers(
     assert sorted(local_server.slot_dir.glob("prompt-*.bin")) == saved  # restored, not saved again
 
 
+async def test_a_session_continued_by_a_new_process_reads_none_of_its_turns_again(
+    local_server: LocalServer, core_tools: ToolRegistry
+) -> None:
+    """The slot is saved when a turn ends; a new provider (process) continuing the session restores it."""
+    assert local_server.slot_dir is not None
+    system = "You are a terse assistant. Test conversation 11."
+    first = LocalProvider(local_server, local_server.alias, owns_server=False)
+    try:
+        _, one = await run(make_agent(first, core_tools), TurnRequest(input="Say hello.", persist=False,
+                                                                      system_prompt=system))
+    finally:
+        await first.aclose()  # waits for the save
+    assert one.status == "completed"
+    assert list(local_server.slot_dir.glob("turn-*.bin")), "the conversation was not saved"
+
+    # Something else uses the one slot in between (another session's request).
+    other = LocalProvider(local_server, local_server.alias, owns_server=False)
+    try:
+        await run(make_agent(other, core_tools), TurnRequest(input="Name a colour.", persist=False))
+    finally:
+        await other.aclose()
+
+    second = LocalProvider(local_server, local_server.alias, owns_server=False)
+    request = TurnRequest(input="Say goodbye.", persist=False, system_prompt=system, history=one.messages)
+    try:
+        _, two = await run(make_agent(second, core_tools), request)
+    finally:
+        await second.aclose()
+    assert two.status == "completed"
+    # The first turn's prompt and answer came from the restored cache, not read again.
+    assert two.usage.cached_input_tokens >= one.usage.input_tokens, (two.usage, one.usage)
+
+
 async def test_fixes_the_calc_add_bug_from_issue_12(
     local_provider: LocalProvider, core_tools: ToolRegistry, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

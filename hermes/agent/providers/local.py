@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 
-from hermes.agent.provider import ModelRequest, ProgressChunk, Provider, ProviderEvent
+from hermes.agent.provider import ModelRequest, ProgressChunk, Provider, ProviderEvent, TextChunk, ToolCallChunk
+from hermes.agent.providers.action_steering import text_of
 from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
@@ -46,6 +47,7 @@ from hermes.agent.providers.local_model import (
     models_dir,
 )
 from hermes.agent.providers.metered import MeteredProvider
+from hermes.agent.types import ChatMessage
 from hermes.config import Settings
 from hermes.errors import ProviderError
 
@@ -62,6 +64,9 @@ DEFAULT_SAMPLING: dict[str, float] = {
 }
 SAVED_PROMPTS = 8
 """Saved prompt caches kept in slot_dir (~14 MB each); the least recently used go first."""
+SAVED_CONVERSATIONS = 2
+"""Saved conversation caches (`turn-*.bin`, about 28 KB per token: a 3,000-token session
+is ~85 MB) kept in slot_dir; the least recently used go first."""
 DEFAULT_CONTEXT = 16384
 """Tokens of context: room for a few file reads (tool results are clipped to 4,000 chars)."""
 
@@ -241,6 +246,46 @@ class LocalProvider(Provider):
         )
         self._warmed: set[str] = set()
         self._warm_lock = asyncio.Lock()
+        self._resumed = False
+        """The first request of this provider looked for a saved conversation to resume."""
+        self._saving: set[asyncio.Task[None]] = set()
+
+    def _key(self, parts: object) -> str:
+        identity = [str(self.server.model_path), self.server.n_ctx, parts]
+        return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+
+    def _conversation_key(self, messages: list[ChatMessage]) -> str:
+        return self._key([(m.get("role"), text_of(m.get("content"))) for m in messages])
+
+    async def _resume(self, rendered: list[ChatMessage]) -> bool:
+        """Restore the longest saved conversation that `rendered` begins with (the turns of a
+        session an earlier process answered); True when one was restored."""
+        assert self.server.slot_dir is not None
+        for end in range(len(rendered) - 1, 1, -1):
+            filename = f"turn-{self._conversation_key(rendered[:end])}.bin"
+            saved = self.server.slot_dir / filename
+            if saved.is_file():
+                await self._slot_action("restore", filename)
+                saved.touch()
+                return True
+        return False
+
+    def _save_conversation(self, rendered: list[ChatMessage]) -> None:
+        """Save the slot (this request's prompt and the answer just written) in the background,
+        so that a later process continuing the session reads none of it again."""
+        if self.server.slot_dir is None or len(rendered) < 2:
+            return
+        filename = f"turn-{self._conversation_key(rendered)}.bin"
+        slot_dir = self.server.slot_dir
+
+        async def save() -> None:
+            with contextlib.suppress(ProviderError, aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                await self._slot_action("save", filename)
+                _prune(slot_dir, keep=SAVED_CONVERSATIONS, glob="turn-*.bin")
+
+        task = asyncio.create_task(save())
+        self._saving.add(task)
+        task.add_done_callback(self._saving.discard)
 
     async def warm_up(self, request: ModelRequest) -> None:
         """Put the prompt prefix of `request` (system prompt + tool catalogue) in the cache.
@@ -253,12 +298,18 @@ class LocalProvider(Provider):
         """
         if self.server.slot_dir is None or not request.tools:
             return
-        system = self._provider.action_request(request).messages[0]
-        identity = [str(self.server.model_path), self.server.n_ctx, system["content"]]
-        key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
-        if key in self._warmed:
+        rendered = self._provider.action_request(request).messages
+        system = rendered[0]
+        key = self._key(system["content"])
+        if key in self._warmed and self._resumed:
             return
         async with self._warm_lock:
+            if not self._resumed:
+                self._resumed = True
+                with contextlib.suppress(ProviderError, aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                    if await self._resume(rendered):
+                        self._warmed.add(key)  # a conversation holds the system prompt too
+                        return
             if key in self._warmed:
                 return
             self._warmed.add(key)
@@ -332,22 +383,30 @@ class LocalProvider(Provider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         yield ProgressChunk("reading")  # warm_up may read the prompt's prefix first (seconds)
         await self.warm_up(request)
+        answered = False
         async with closing_stream(self._provider.stream(request)) as events:
             async for event in events:
+                answered = answered or isinstance(event, TextChunk)
+                if isinstance(event, ToolCallChunk):
+                    answered = False
                 yield event
+        if answered and request.tools:  # an answer ends the turn: the next one starts from here
+            self._save_conversation(self._provider.action_request(request).messages)
 
     async def complete(self, request: ModelRequest) -> list[ProviderEvent]:
         await self.warm_up(request)
         return await self._provider.complete(request)
 
     async def aclose(self) -> None:
+        if self._saving:  # a conversation being saved: let it finish (bounded)
+            await asyncio.wait(self._saving, timeout=30)
         await self._provider.aclose()
         if self.owns_server and self.server.running:
             await asyncio.to_thread(self.server.close)
 
 
-def _prune(folder: Path, keep: int) -> None:
-    files = sorted(folder.glob("prompt-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
+def _prune(folder: Path, keep: int, glob: str = "prompt-*.bin") -> None:
+    files = sorted(folder.glob(glob), key=lambda p: p.stat().st_mtime, reverse=True)
     for stale in files[keep:]:
         stale.unlink(missing_ok=True)
 
