@@ -328,6 +328,27 @@ def verify_tasks(tasks: list[SuiteTask], work: Path) -> None:
     sys.exit(1 if bad else 0)
 
 
+def follow_up(env: dict[str, str], folder: Path, limit: float) -> str:
+    """Two turns of one session in two processes (`chat -q`, then `chat -q -c`): how much of
+    the second turn's prompt came from the cache, and how long it took."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "server.ini").write_text("[http]\nhost = 0.0.0.0\nport = 8317\n\n[admin]\nport = 9090\n")
+    rows = []
+    for argv in (["What port does server.ini configure for http?"], ["-c", "And the admin port?"]):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "hermes", "chat", "-q", *argv, "--yolo", "--json"],
+            cwd=folder, env=env, capture_output=True, text=True, timeout=limit, check=False,
+        )  # fmt: skip
+        seconds = time.perf_counter() - started
+        result = next((json.loads(line) for line in done.stdout.splitlines() if '"type": "result"' in line), {})
+        usage = result.get("usage") or {}
+        rows.append(f"{seconds:.0f} s, {usage.get('cached_input_tokens', 0)}/{usage.get('input_tokens', 0)} "
+                    f"prompt tokens cached, exit {done.returncode}")
+    return f"first turn: {rows[0]}; continued in a new process: {rows[1]}"
+
+
 def suite(args: argparse.Namespace) -> None:
     only = set(args.tasks.split(",")) if args.tasks else None
     sets = task_sets()
@@ -382,6 +403,8 @@ def suite(args: argparse.Namespace) -> None:
                 cached = f"{run.cached_tokens}/{run.prompt_tokens} prompt tokens cached"
                 print(f"{task.name:<22} {'ok  ' if run.ok else 'FAIL'} exit {run.exit_code}  {run.seconds:6.1f} s  "
                       f"{run.tool_calls} tool calls  {cached}{speed}  {run.answer_by}'s answer  {run.why}", flush=True)
+            if args.follow_up:
+                print(f"follow-up ({via}): {follow_up(env, work / via / 'follow-up', args.limit)}", flush=True)
         finally:
             if server is not None:
                 server.close()
@@ -497,6 +520,7 @@ def main() -> None:
     parser.add_argument("--tasks", help="comma-separated edit (or, with --suite, suite) task names (default: all)")
     parser.add_argument("--suite", action="store_true", help="run the task suite through `hermes chat -q`")
     parser.add_argument("--set", default="own", help="with --suite: task sets (own, reworded, other, unseen)")
+    parser.add_argument("--follow-up", action="store_true", help="with --suite: also a session continued by -c")
     parser.add_argument("--verify-tasks", action="store_true", help="with --suite: check the tasks, no model")
     parser.add_argument("--via", default="bundled,server", help="with --suite: bundled, server or both")
     parser.add_argument("--limit", type=float, default=240.0, help="with --suite: seconds a task may take")
