@@ -46,6 +46,7 @@ from hermes.agent.providers.task_cues import (
     WRITE_TOOLS,
     asks_for_every_use,
     existing_files,
+    looks_like_check,
     named_check,
     named_identifiers,
     wants_change,
@@ -148,7 +149,9 @@ class _RequestState:
 
     request: str = ""
     check: str | None = None
-    """The check the request names."""
+    """The check the request names, else the command its turn opened with."""
+    acted: bool = False
+    """A tool ran since the request."""
     unchecked: bool = False
     """A file changed since the check last ran."""
     last_edit: tuple[str, str] | None = None
@@ -185,8 +188,6 @@ def rewrite_messages(
     if marker:
         base += "\n\n" + (marker + project).strip()
     system = base + "\n\n" + PROTOCOL.format(catalogue=catalogue(tools or []))
-    cwd_text = working_directory_of(original_system)
-    cwd = Path(cwd_text) if cwd_text else None
     out: list[ChatMessage] = [{"role": "system", "content": system}]
     calls_by_id: dict[str, Action] = {}
     pending_results: list[str] = []
@@ -228,7 +229,9 @@ def rewrite_messages(
             out.append({"role": "assistant", "content": "\n".join(rendered)})
         else:
             request = text_of(message.get("content"))
-            state = _RequestState(request=request, check=named_check(request, cwd))
+            # Only the transcript decides (not the folder, which changes): a check inferred from
+            # the folder (`named_check` with a cwd) is the command the turn opened with.
+            state = _RequestState(request=request, check=named_check(request))
             out.append({"role": "user", "content": request})
     flush_results()
     return out
@@ -242,8 +245,11 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
         state.last_edit = (path, _describe_edit(call))
         gone = [name for name in removed_definitions(call) if name not in state.request]
         state.removed = (path, gone) if gone else None
+    opened, state.acted = not state.acted, True
     if call.name == "terminal":
         command = str(call.args.get("command") or "")
+        if state.check is None and opened and looks_like_check(command):
+            state.check = command
         if state.check and state.check in command:
             state.unchecked = False
         run = command_result(content)

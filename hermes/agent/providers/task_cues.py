@@ -64,6 +64,11 @@ def named_check(request: str, cwd: Path | None = None) -> str | None:
     return None
 
 
+def looks_like_check(command: str) -> bool:
+    """A command that runs the project's code or tests (`python main.py`, `pytest -q`, `npm test`)."""
+    return _CHECK_START.match(command.strip()) is not None and not command.strip().startswith(("bash", "sh"))
+
+
 def _has_tests(cwd: Path) -> bool:
     try:
         return any(cwd.glob("test_*.py")) or any(cwd.glob("tests/test_*.py")) or any(cwd.glob("*_test.py"))
