@@ -360,3 +360,26 @@ async def test_every_caller_is_searched_for_even_when_files_are_named(
     request = "Give `format_price` in money.py a currency parameter and update every caller."
     steps = await _opening_steps(upstream, tmp_path, request, ["1|def format_price(amount):", "3 matches"])
     assert steps == [("read_file", {"path": "money.py"}), ("search_files", {"pattern": r"\bformat_price\b"})]
+
+
+def test_the_rendered_transcript_depends_on_the_transcript_not_the_folder(tmp_path: Path) -> None:
+    from hermes.agent.prompt import default_system_prompt
+    from hermes.agent.providers.action_steering import rewrite_messages
+
+    def call(n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": default_system_prompt(str(tmp_path))},
+        {"role": "user", "content": "the tests fail, please fix stats.py"},
+        {"role": "assistant", "content": None, "tool_calls": [call(1, "terminal", {"command": "python -m pytest -q"})]},
+        {"role": "tool", "tool_call_id": "c1", "content": "exit code: 1\n--- stdout ---\nE   assert 3 == 4"},
+        {"role": "assistant", "content": None, "tool_calls": [call(2, "patch", {"path": "stats.py"})]},
+        {"role": "tool", "tool_call_id": "c2", "content": "Patched stats.py: replaced 1 occurrence."},
+    ]
+    before = rewrite_messages(messages, TOOLS)
+    (tmp_path / "test_stats.py").write_text("def test_x():\n    pass\n")  # the folder changes
+    assert rewrite_messages(messages, TOOLS) == before
+    # The command the turn opened with is its check: it is asked for again after the change.
+    assert "run the check the request names with terminal: python -m pytest -q" in before[-1]["content"]
+    assert "`python -m pytest -q` fails:\nE   assert 3 == 4" in before[-3]["content"]
