@@ -207,6 +207,10 @@ def build_agent(
         # The bundled server serves one model; a slow CPU may read a long prompt for minutes.
         resolved_model = model or local_model
         options.stale_timeout = max(options.stale_timeout, getattr(provider, "recommended_stale_timeout", 0.0))
+        if settings.max_iterations == Settings.__dataclass_fields__["max_iterations"].default:
+            # Unless set: a CPU model call takes 5 to 20 s, so a turn stops (and says what
+            # it did) within minutes rather than running on for 90 calls.
+            options.max_iterations = getattr(provider, "recommended_max_iterations", options.max_iterations)
     default_tools = tools is None
     if tools is None:
         from hermes.agent.safety.launch import ToolLauncher

@@ -217,3 +217,26 @@ async def test_running_out_of_steps_says_what_changed_and_what_still_fails(
     assert "stopped after 4 model calls" in result.final_text
     assert "Changed: stats.py." in result.final_text
     assert "failed (exit code 1)" in result.final_text
+
+
+class _LocalLike(OpenAICompatProvider):
+    """A provider that names itself "local", as the bundled model's does."""
+
+    name = "local"
+    model_name = "tiny"
+    recommended_max_iterations = 14
+
+
+@pytest.mark.parametrize(("configured", "expected"), [(None, 14), ("40", 40)])
+async def test_the_local_model_gets_a_short_turn_unless_max_iterations_is_set(
+    tmp_path: Path, configured: str | None, expected: int
+) -> None:
+    from hermes.agent.factory import build_agent
+    from hermes.config import Settings
+
+    env = {"HERMES_HOME": str(tmp_path)} | ({"HERMES_MAX_ITERATIONS": configured} if configured else {})
+    agent = build_agent(Settings.load(env=env), None, provider=_LocalLike(base_url="http://127.0.0.1:9/v1"))
+    try:
+        assert agent.options.max_iterations == expected
+    finally:
+        await agent.aclose()
