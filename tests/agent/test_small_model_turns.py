@@ -87,7 +87,8 @@ async def test_a_failed_check_after_an_edit_leads_to_a_second_edit(upstream: Scr
     events, result = await run(make_agent(upstream), project)
 
     assert result.status == "completed", result.error
-    assert (project / "stats.py").read_text(encoding="utf-8") == "def mean(values):\n    return sum(values) / len(values)\n"
+    fixed = "def mean(values):\n    return sum(values) / len(values)\n"
+    assert (project / "stats.py").read_text(encoding="utf-8") == fixed
     assert result.final_text.startswith("mean divided by len - 1")
     assert result.answer_by == "model"
     # The step after the failed check saw its essential lines next to the edit it made.
