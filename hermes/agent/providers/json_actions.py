@@ -261,6 +261,7 @@ class JsonActionProvider(Provider):
         previous = turn_actions(request.messages)
         formatted = request.output_format is not None
         sources = self._echo_sources(request)
+        hold = HOLD_CHARS if sources else 0  # nothing to tell an echo from: stream at once
         extra_messages: list[ChatMessage] = []
         usage = Usage()
         saw_usage = False
@@ -281,7 +282,7 @@ class JsonActionProvider(Provider):
                             yield TextChunk(text)
                         elif text:
                             held += text
-                            if len(held) >= HOLD_CHARS:
+                            if len(held) >= hold:
                                 if repeats_text(held, sources):
                                     echoed = True
                                     break
