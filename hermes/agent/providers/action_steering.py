@@ -67,7 +67,8 @@ PROTOCOL = (
     "and the answer once tool results are in.\n"
     "{catalogue}\n"
     "Use a tool only for files, code or commands on this computer, with paths relative to the "
-    "working directory; never invent them. Change files only when asked to. "
+    "working directory; never invent them. Change files only when asked to. To add code with patch, "
+    "new_string is old_string with the new lines added: the old lines stay. "
     "Reply as soon as you can answer. Never repeat an action with the same args."
 )
 
