@@ -5,7 +5,7 @@
     facts.last_command                   # the last `terminal` call and its result, or None
     facts.ran_tools                      # whether any tool ran
     fallback_answer(facts)               # the answer when the model gave none (marked as hermes')
-    unusable_answer(text, messages)      # empty, or hermes' own words / the request handed back
+    unusable_answer(text, request, ours) # empty, a bare refusal, or hermes' words / the request handed back
 
 A model that stops without an answer of its own (nothing, the user's prompt echoed back,
 or hermes' steering text repeated) leaves the user nothing true to read. hermes then
@@ -151,11 +151,19 @@ def repeats_text(answer: str, sources: Sequence[str]) -> bool:
     return False
 
 
+_CANNED_REFUSAL = re.compile(
+    r"^\W*(?:I'?m sorry|sorry|I apologi[sz]e)\b[^.!?]{0,40}\b(?:can(?:no|')?t|unable to|not able to) "
+    r"(?:assist|help)(?: you)?(?: with (?:that|this|the|your)(?: request| task)?)?\W*$",
+    re.IGNORECASE,
+)
+
+
 def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> bool:
     """An answer that tells the user nothing of its own: empty, the request handed back,
-    or hermes' words to the model (`hermes_texts`) repeated."""
+    hermes' words to the model (`hermes_texts`) repeated, or a bare "I'm sorry, but I can't
+    assist with that." after tools ran (it says nothing of what they did)."""
     stripped = text.strip()
-    if not stripped:
+    if not stripped or _CANNED_REFUSAL.match(stripped):
         return True
     if request.strip() and " ".join(stripped.split()).lower() == " ".join(request.split()).lower():
         return True

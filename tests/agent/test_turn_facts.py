@@ -1,0 +1,76 @@
+"""What a turn did, read from its transcript, and when an answer tells the user nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hermes.agent.turn_facts import HERMES_MARK, fallback_answer, turn_facts, unusable_answer
+
+
+def call(n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def exchange(n: int, name: str, args: dict[str, Any], result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call(n, name, args)]},
+        {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+    ]
+
+
+def test_facts_count_only_carried_out_writes_and_the_last_command() -> None:
+    messages = [
+        {"role": "user", "content": "fix it"},
+        *exchange(1, "patch", {"path": "a.py"}, "Patched a.py: replaced 1 occurrence."),
+        *exchange(2, "patch", {"path": "b.py"}, "Error: old_string not found in b.py"),
+        *exchange(3, "patch", {"path": "c.py"}, "Not patched: this would undo your own edit of c.py"),
+        *exchange(4, "write_file", {"path": "NOTES.md"}, "Created NOTES.md (3 lines)."),
+        *exchange(5, "patch", {"path": "a.py"}, "Patched a.py: replaced 1 occurrence."),
+        *exchange(6, "terminal", {"command": "ls"}, "exit code: 0\n--- stdout ---\na.py"),
+        *exchange(7, "terminal", {"command": "pytest -q"}, "exit code: 1\n--- stdout ---\nE   assert 1 == 2"),
+    ]
+    facts = turn_facts(messages)
+    assert facts.changed == ("a.py", "NOTES.md")
+    assert facts.ran_tools
+    assert facts.last_command is not None and facts.last_command.command == "pytest -q"
+    assert facts.last_command.result.exit_code == 1
+    assert len(facts.guidance) == 2  # the error and the refusal: hermes' words, never an answer
+
+    text = fallback_answer(facts, stopped_early="stopped after 14 model calls")
+    assert text.splitlines() == [
+        f"{HERMES_MARK} the model ended the turn without an answer of its own (stopped after 14 model calls)."
+        " What the turn did:",
+        "Changed: a.py, NOTES.md.",
+        "Last command: `pytest -q` failed (exit code 1):",
+        "    E   assert 1 == 2",
+    ]
+
+
+def test_a_turn_that_only_read_says_so() -> None:
+    facts = turn_facts([{"role": "user", "content": "q"}, *exchange(1, "read_file", {"path": "a"}, "1|x")])
+    assert fallback_answer(facts).splitlines()[1:] == ["No file was changed."]
+
+
+@pytest.mark.parametrize(
+    ("answer", "unusable"),
+    [
+        ("", True),
+        ("   \n", True),
+        ("The tests fail. Fix the bug in stats.py so that pytest passes.", True),  # the request handed back
+        ("the tests fail. fix the bug in stats.py   so that pytest passes", True),
+        ("I'm sorry, but I can't assist with that.", True),
+        ("Sorry, I cannot help with this request.", True),
+        ("Fixed: mean divides by len(values); pytest passes.", False),
+        ("I'm sorry, the check still fails: helper.py does not exist and I could not find answer().", False),
+        ("Do not run it again: use the result to reply.", True),  # hermes' note repeated
+        ("42", False),
+    ],
+)
+def test_an_answer_that_tells_nothing_is_told_apart(answer: str, unusable: bool) -> None:
+    request = "The tests fail. Fix the bug in stats.py so that pytest passes."
+    notes = ["You already ran patch with exactly these args; its result is above. Do not run it again: use the "
+             "result to reply, or choose a different action."]
+    assert unusable_answer(answer, request, notes) is unusable
