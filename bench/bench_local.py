@@ -335,7 +335,7 @@ def follow_up(env: dict[str, str], folder: Path, limit: float) -> str:
     folder.mkdir(parents=True)
     (folder / "server.ini").write_text("[http]\nhost = 0.0.0.0\nport = 8317\n\n[admin]\nport = 9090\n")
     rows = []
-    for argv in (["What port does server.ini configure for http?"], ["-c", "And the admin port?"]):
+    for argv in (["What port does server.ini configure for http?"], ["And the admin port?", "-c"]):
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "hermes", "chat", "-q", *argv, "--yolo", "--json"],
