@@ -193,6 +193,7 @@ def hermes_answer(turn: TurnState, outcome: CallOutcome, ending: Ending, max_ite
 
     Only a whole answer counts: a cut-off one (output limit, broken stream) is left as it is.
     """
+    turn.answer_by = "model"  # a Stop hook may have made the turn go on after hermes' answer
     if outcome.stalled or outcome.finish_reason == "length" or outcome.tool_calls:
         return None
     facts = turn_facts(turn.messages)

@@ -158,6 +158,22 @@ _CANNED_REFUSAL = re.compile(
 )
 
 
+def _plain(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .!?\"'`")
+
+
+def echoes_request(answer: str, request: str) -> bool:
+    """True when `answer` is the request handed back: the same words, or the request with a
+    few characters around it, or most of it cut short. A reply that restates it in other
+    words ("Renamed fetch_rows…" for "Rename fetch_rows…") is an answer, not an echo."""
+    said, asked = _plain(answer), _plain(request)
+    if not said or not asked:
+        return False
+    if said == asked or (asked in said and len(said) <= len(asked) + 40):
+        return True
+    return said in asked and len(said) >= 0.6 * len(asked)
+
+
 def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> bool:
     """An answer that tells the user nothing of its own: empty, the request handed back,
     hermes' words to the model (`hermes_texts`) repeated, or a bare "I'm sorry, but I can't
@@ -165,6 +181,4 @@ def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> boo
     stripped = text.strip()
     if not stripped or _CANNED_REFUSAL.match(stripped):
         return True
-    if request.strip() and " ".join(stripped.split()).lower() == " ".join(request.split()).lower():
-        return True
-    return repeats_text(stripped, [request, *hermes_texts])
+    return echoes_request(stripped, request) or repeats_text(stripped, hermes_texts)

@@ -52,6 +52,12 @@ async def inner_request(upstream: ScriptedUpstream, messages: list[dict[str, Any
         ("give me a one-line summary of ratelimit.py", False),
         ("where is parse_duration defined?", False),
         ("Which functions call send_alert?", False),
+        # A change named anywhere is a change, whatever the first word.
+        ("Find and replace foo with bar in app.py", True),
+        ("Where parse_config opens the file, add a try/except", True),
+        ("List the TODOs in app.py and remove them", True),
+        ("When the config file is missing, fall back to defaults in config.py", True),
+        ("set DEBUG to False in settings.py", True),
     ],
 )
 async def test_a_question_is_offered_no_write_tools(
@@ -81,6 +87,8 @@ def test_the_check_a_request_names() -> None:
         ("make the tests pass with pytest -q", "pytest -q"),
         ("the tests fail, please fix stats.py", "python -m pytest -q"),  # a folder with tests
         ("summarise python.md", None),
+        ("Make python app.py --verbose print the config", "python app.py --verbose"),  # "print" is English
+        ("Fix it so python main.py -v works", "python main.py -v"),
     ],
 )
 def test_the_check_is_found_in_any_wording(tmp_path: Path, request_text: str, check: str | None) -> None:

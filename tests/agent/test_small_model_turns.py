@@ -179,6 +179,24 @@ async def test_an_echo_followed_by_a_real_answer_keeps_the_model_answer(
     assert REQUEST not in "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
+async def test_a_reply_that_restates_the_request_before_answering_is_the_model_answer(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    reply = f"{REQUEST} Done: mean now divides by len(values), and check_stats.py prints mean ok."
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "len(values)")),
+        text_reply(RUN_CHECK),
+        text_reply(action("reply", {"text": reply})),
+    )
+
+    events, result = await run(make_agent(upstream), project)
+
+    assert result.answer_by == "model"
+    assert result.final_text == reply
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == reply  # held, then shown whole
+    assert len(upstream.requests) == 3  # not asked again
+
+
 async def test_an_empty_answer_after_tools_gets_hermes_answer(upstream: ScriptedUpstream, project: Path) -> None:
     upstream.enqueue(text_reply(RUN_CHECK), text_reply(action("reply", {"text": ""})))
 

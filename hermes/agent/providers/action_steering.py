@@ -307,19 +307,22 @@ def _describe_edit(call: Action) -> str:
     return "you wrote the whole file"
 
 
-def steering_notes(rewritten: list[ChatMessage]) -> list[str]:
-    """The notes the adapter added after tool results since the latest request (for telling
-    an answer that only repeats them from one of the model's own)."""
+def steering_notes(rewritten: list[ChatMessage]) -> tuple[str, list[str]]:
+    """(the latest request, the notes the adapter added after tool results since it), each
+    note with the request it quotes taken out: for telling an answer that only repeats them
+    from one of the model's own, which may well restate the request in its own words."""
     notes: list[str] = []
+    request = ""
     for message in reversed(rewritten):
         content = text_of(message.get("content"))
         if message.get("role") != "user":
             continue
         if not content.startswith("Result of "):
-            notes.append(content)  # the request itself
+            request = content
             break
         notes.append(content.rsplit("\n\n", 1)[-1])
-    return notes
+    quoted = _clip_line(request, 300)
+    return request, [note.replace(quoted, "") for note in notes]
 
 
 def _changed_a_file(result: str) -> bool:
@@ -468,11 +471,14 @@ def _failing_frame(result: str, cwd: Path) -> Action | None:
     if not frames:
         return None
     path, line = frames[-1]
-    try:
-        relative = Path(path).resolve().relative_to(cwd.resolve()) if Path(path).is_absolute() else Path(path)
-    except ValueError:
-        return None  # the failure is in a library, not the project
-    if relative.parts and relative.parts[0] in (".venv", "venv", "site-packages"):
+    if path.startswith("<"):
+        return None  # "<string>", "<frozen …>": no file
+    root = cwd.resolve()
+    target = (cwd / path).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        return None  # the failure is outside the project (a library), or in no file
+    relative = target.relative_to(root)
+    if relative.parts and relative.parts[0] in (".venv", "venv", "site-packages", "node_modules"):
         return None
     if _size(cwd / relative) > LONG_FILE_BYTES:
         offset = max(1, int(line) - WINDOW_BEFORE)

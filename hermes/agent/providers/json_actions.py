@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hermes.agent.provider import (
@@ -107,7 +108,7 @@ from hermes.agent.providers.action_steering import (
 )
 from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
 from hermes.agent.providers.task_cues import WRITE_TOOLS, wants_change
-from hermes.agent.turn_facts import repeats_text
+from hermes.agent.turn_facts import echoes_request, repeats_text
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
 from hermes.ids import new_call_id
@@ -260,8 +261,9 @@ class JsonActionProvider(Provider):
             return
         previous = turn_actions(request.messages)
         formatted = request.output_format is not None
-        sources = self._echo_sources(request)
-        hold = HOLD_CHARS if sources else 0  # nothing to tell an echo from: stream at once
+        echo = self._echo_check(request)
+        # Nothing to tell an echo from (no tool ran, or a formatted answer): stream at once.
+        hold = HOLD_CHARS if echo.active and not formatted else 0
         extra_messages: list[ChatMessage] = []
         usage = Usage()
         saw_usage = False
@@ -282,10 +284,9 @@ class JsonActionProvider(Provider):
                             yield TextChunk(text)
                         elif text:
                             held += text
-                            if len(held) >= hold:
-                                if repeats_text(held, sources):
-                                    echoed = True
-                                    break
+                            # A beginning that repeats the notes is held to the end: the
+                            # whole reply decides (a restated request may lead to an answer).
+                            if len(held) >= hold and not echo.suspect(held):
                                 shown = True
                                 yield TextChunk(held)
                                 held = ""
@@ -305,17 +306,19 @@ class JsonActionProvider(Provider):
                         yield event
                     # ToolCallChunk: impossible without `tools`; ignored if a server sends one.
             if held and not echoed:
-                if repeats_text(held, sources):
+                if echo.repeats(held):
                     echoed = True
                 else:
                     shown = True
                     yield TextChunk(held)
+            echo_text = held
             if not echoed and not shown and not streamer.done:
                 action = _parse(streamer.raw, names, formatted)
-                echoed = action.is_reply and repeats_text(action.text, sources)
+                echoed = not formatted and action.is_reply and echo.repeats(action.text)
+                echo_text = action.text
             if echoed:
                 if attempt < 2:
-                    extra_messages += self._echo_messages(held or streamer.text)
+                    extra_messages += self._echo_messages(echo_text)
                     continue
                 break  # no answer of the model's own: the engine writes one from the turn's facts
             if shown or streamer.done:
@@ -339,13 +342,13 @@ class JsonActionProvider(Provider):
             yield UsageChunk(usage)
         yield FinishChunk("length" if finish == "length" else "stop")
 
-    def _echo_sources(self, request: ModelRequest) -> list[str]:
-        """Texts a reply must not merely repeat: the request and the notes the model read, once
+    def _echo_check(self, request: ModelRequest) -> EchoCheck:
+        """What a reply must not merely repeat: the request and the notes the model read, once
         a tool ran this turn (before that nothing steered the model: "say it back" is answered)."""
         if not turn_actions(request.messages):
-            return []
-        rewritten = rewrite_messages(request.messages, request.tools, assist=self.assist)
-        return [*steering_notes(rewritten), LOOP_NOTE, FORCE_REPLY_NOTE, ECHO_NOTE]
+            return EchoCheck("", [])
+        asked, notes = steering_notes(rewrite_messages(request.messages, request.tools, assist=self.assist))
+        return EchoCheck(asked, [*notes, LOOP_NOTE, FORCE_REPLY_NOTE, ECHO_NOTE])
 
     @staticmethod
     def _echo_messages(text: str) -> list[ChatMessage]:
@@ -371,7 +374,7 @@ class JsonActionProvider(Provider):
         if repair is not None:
             return self._call_events(repair)
         previous = turn_actions(request.messages)
-        sources = self._echo_sources(request)
+        echo = self._echo_check(request)
         extra_messages: list[ChatMessage] = []
         usage = Usage()
         saw_usage = False
@@ -390,7 +393,7 @@ class JsonActionProvider(Provider):
                 elif isinstance(event, ReasoningChunk):
                     events.append(event)
             action = _parse(raw, names, formatted)
-            if not formatted and action.is_reply and repeats_text(action.text, sources):
+            if not formatted and action.is_reply and echo.repeats(action.text):
                 if attempt < 2:
                     extra_messages += self._echo_messages(action.text)
                     continue
@@ -408,6 +411,29 @@ class JsonActionProvider(Provider):
         if saw_usage:
             events.append(UsageChunk(usage))
         return events
+
+
+@dataclass(frozen=True, slots=True)
+class EchoCheck:
+    """Tells a reply that only repeats the request or the notes from one of the model's own."""
+
+    request: str
+    notes: list[str]
+
+    @property
+    def active(self) -> bool:
+        return bool(self.request or self.notes)
+
+    def repeats(self, reply: str) -> bool:
+        """The whole reply is the request handed back or hermes' notes said again."""
+        return self.active and (echoes_request(reply, self.request) or repeats_text(reply, self.notes))
+
+    def suspect(self, beginning: str) -> bool:
+        """The reply's beginning could be an echo: hold it until the whole reply is in."""
+        if not self.active:
+            return False
+        asked, said = " ".join(self.request.lower().split()), " ".join(beginning.lower().split())
+        return asked.startswith(said) or said.startswith(asked) or repeats_text(beginning, self.notes)
 
 
 def _parse(raw: str, names: set[str], formatted: bool) -> Action:

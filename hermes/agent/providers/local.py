@@ -400,8 +400,10 @@ class LocalProvider(Provider):
         return await self._provider.complete(request)
 
     async def aclose(self) -> None:
-        if self._saving:  # a conversation being saved: let it finish (bounded)
-            await asyncio.wait(self._saving, timeout=30)
+        if self._saving:  # a conversation being saved: let it finish (bounded), then stop it
+            _, late = await asyncio.wait(self._saving, timeout=30)
+            for task in late:
+                task.cancel()
         await self._provider.aclose()
         if self.owns_server and self.server.running:
             await asyncio.to_thread(self.server.close)

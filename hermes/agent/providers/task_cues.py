@@ -24,8 +24,16 @@ _PROBLEM_WORDS = re.compile(
     r"blows? up|wrong|does(?:n't| not) work|not working|raises?)\b|\w+Error\b",
     re.IGNORECASE,
 )
+_CHANGE_VERBS = re.compile(
+    r"\b(fix|change|edit|modify|update|add|append|insert|create|write|rename|replace|remove|delete|refactor|"
+    r"implement|rewrite|move|convert|bump|correct|patch|wire|repair|rework|extend|split|merge)\b"
+    r"|\bset \S+(?: \S+)? to\b|\bturn (?:on|off)\b",
+    re.IGNORECASE,
+)
+"""Verbs that ask for a change wherever they stand ("set" only as "set X to Y": "the port set in
+app.ini" is a question)."""
 _READ_ONLY = re.compile(
-    r"^\s*(what|which|where|who|whom|whose|why|how|when|is|are|does|do|did|can you (?:tell|explain|show|find)|"
+    r"^\s*(what|which|where|who|whom|whose|why|how|is|are|does|did|can you (?:tell|explain|show|find)|"
     r"could you (?:tell|explain|show|find)|tell me|show me|explain|describe|summari[sz]e|list|find|count|"
     r"give me (?:a|an|the) (?:one-line |short |brief )?(?:summary|overview|list|explanation))\b",
     re.IGNORECASE,
@@ -40,7 +48,10 @@ _CHECK_PLAIN = re.compile(
     r"cargo test|go test \./\.\.\.)"
 )
 _SCRIPT_PLAIN = re.compile(
-    r"(?<![\w`])(python3? [\w./-]+\.py(?: (?:--?[\w-]+(?:[ =][\w./-]+)?|[\w./-]+\.\w+))*)(?![\w/-])"
+    # A flag takes a value after "=", or a number or a path after a space; other words are English.
+    r"(?<![\w`])(python3? [\w./-]+\.py"
+    r"(?: (?:--?[\w-]+(?:=[\w./-]+| \d+(?:\.\d+)?(?![\w.])| [\w-]*[./][\w./-]+)?|(?:[\w-]+/)*[\w-]+\.\w+))*)"
+    r"(?![\w/-])"
 )
 _TESTS_MENTIONED = re.compile(r"\b(tests?|test suite|unit tests?|pytest)\b", re.IGNORECASE)
 
@@ -79,9 +90,10 @@ def _has_tests(cwd: Path) -> bool:
 def wants_change(request: str) -> bool:
     """False only when the request reads as a question or a request to read, find or explain
     ("Which file defines X?", "Summarise jobs.py", "what's the port set in app.ini?") and
-    names no problem to fix; True otherwise, when unsure too (withholding the write tools
-    from a change request costs the task, offering them to a question costs nothing)."""
-    if _PROBLEM_WORDS.search(request):
+    names no problem to fix and no change anywhere ("…, add a try/except"); True otherwise,
+    when unsure too (withholding the write tools from a change request costs the task,
+    offering them to a question costs nothing)."""
+    if _PROBLEM_WORDS.search(request) or _CHANGE_VERBS.search(request):
         return True
     if _READ_ONLY.search(request):
         return False
@@ -96,7 +108,7 @@ def names_a_problem(request: str) -> bool:
 _IDENTIFIER = re.compile(
     r"(?<![\w./-])("
     r"[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+"  # snake_case: fetch_rows, send_alert
-    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"  # CamelCase: InvoiceBuilder
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+"  # CamelCase: InvoiceBuilder (not OpenAI, PostgreSQL)
     r"|[a-z][a-zA-Z0-9]*(?=\()"  # called: mean(
     r")(?![\w/-]|\.[A-Za-z])"
 )
