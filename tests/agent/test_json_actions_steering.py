@@ -391,3 +391,33 @@ def test_the_rendered_transcript_depends_on_the_transcript_not_the_folder(tmp_pa
     # The command the turn opened with is its check: it is asked for again after the change.
     assert "run the check the request names with terminal: python -m pytest -q" in before[-1]["content"]
     assert "`python -m pytest -q` fails:\nE   assert 3 == 4" in before[-3]["content"]
+
+
+async def test_an_edit_that_takes_a_named_code_name_out_is_followed_by_a_search_for_it(
+    upstream: ScriptedUpstream,
+) -> None:
+    from hermes.agent.provider import ToolCallChunk
+
+    def edited(old: str, new: str, request: str) -> list[dict[str, Any]]:
+        args = json.dumps({"path": "db.py", "old_string": old, "new_string": new})
+        edit = {"id": "c1", "type": "function", "function": {"name": "patch", "arguments": args}}
+        return [
+            {"role": "user", "content": request},
+            {"role": "assistant", "content": None, "tool_calls": [edit]},
+            {"role": "tool", "tool_call_id": "c1", "content": "Patched db.py: replaced 1 occurrence."},
+        ]
+
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
+    try:
+        rename = edited("def fetch_rows():", "def load_rows():", "Rename fetch_rows to load_rows in db.py and report.py")
+        events = [e async for e in provider.stream(ModelRequest(model="m", messages=rename, tools=TOOLS))]
+        (chunk,) = [e for e in events if isinstance(e, ToolCallChunk)]
+        assert (chunk.name, json.loads(chunk.arguments)) == ("search_files", {"pattern": r"\bfetch_rows\b"})
+        assert upstream.requests == []
+        # An edit that keeps the name (or one the request does not name) asks the model.
+        kept = edited("def fetch_rows():", "def fetch_rows(limit=None):", "Give fetch_rows a limit in db.py")
+        upstream.enqueue(text_reply(json.dumps({"action": "reply", "args": {"text": "done"}})))
+        [e async for e in provider.stream(ModelRequest(model="m", messages=kept, tools=TOOLS))]
+        assert len(upstream.requests) == 1
+    finally:
+        await provider.aclose()

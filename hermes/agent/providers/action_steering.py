@@ -524,6 +524,35 @@ def failure_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Ac
     return lookup
 
 
+def leftover_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """After an edit took a code name the request mentions out of a file (a rename, a changed
+    signature), the search that shows where else it is still used; None when it is not due.
+
+    Taken by the adapter (no model call) right after each such edit: the model then sees
+    what is left to change, or that nothing is.
+    """
+    if SEARCH_TOOL not in set(tool_names):
+        return None
+    start = _turn_start(messages)
+    turn = messages[start:]
+    if not turn or turn[-1].get("role") != "tool" or start == 0:
+        return None
+    calls: dict[str, Action] = {}
+    for message in turn:
+        for raw in message.get("tool_calls") or ():
+            fn = raw.get("function") or {}
+            calls[raw.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
+    last = calls.get(turn[-1].get("tool_call_id") or "")
+    if last is None or last.name not in EDIT_TOOLS or not _changed_a_file(text_of(turn[-1].get("content"))):
+        return None
+    old, new = str(last.args.get("old_string") or ""), str(last.args.get("new_string") or "")
+    request = text_of(messages[start - 1].get("content"))
+    gone = [n for n in named_identifiers(request) if re.search(rf"\b{n}\b", old) and not re.search(rf"\b{n}\b", new)]
+    if not gone:
+        return None
+    return Action(SEARCH_TOOL, {"pattern": rf"\b{gone[0]}\b"})
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size

@@ -99,6 +99,7 @@ from hermes.agent.providers.action_steering import (
     fit_context,
     is_loop,
     latest_request,
+    leftover_lookup,
     opening_step,
     rewrite_messages,
     steering_notes,
@@ -252,6 +253,7 @@ class JsonActionProvider(Provider):
             edit_repair(request.messages, names)
             or opening_step(request.messages, names)
             or failure_lookup(request.messages, names)
+            or leftover_lookup(request.messages, names)
             if self.assist and steps_allowed(request)
             else None
         )
@@ -368,6 +370,7 @@ class JsonActionProvider(Provider):
             edit_repair(request.messages, names)
             or opening_step(request.messages, names)
             or failure_lookup(request.messages, names)
+            or leftover_lookup(request.messages, names)
             if self.assist and steps_allowed(request)
             else None
         )
