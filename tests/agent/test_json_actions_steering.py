@@ -409,7 +409,8 @@ async def test_an_edit_that_takes_a_named_code_name_out_is_followed_by_a_search_
 
     provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
     try:
-        rename = edited("def fetch_rows():", "def load_rows():", "Rename fetch_rows to load_rows in db.py and report.py")
+        request = "Rename fetch_rows to load_rows in db.py and report.py"
+        rename = edited("def fetch_rows():", "def load_rows():", request)
         events = [e async for e in provider.stream(ModelRequest(model="m", messages=rename, tools=TOOLS))]
         (chunk,) = [e for e in events if isinstance(e, ToolCallChunk)]
         assert (chunk.name, json.loads(chunk.arguments)) == ("search_files", {"pattern": r"\bfetch_rows\b"})
