@@ -422,3 +422,24 @@ async def test_an_edit_that_takes_a_named_code_name_out_is_followed_by_a_search_
         assert len(upstream.requests) == 1
     finally:
         await provider.aclose()
+
+
+async def test_a_failed_edit_after_the_check_passed_is_told_the_work_is_in(upstream: ScriptedUpstream) -> None:
+    def step(n: int, name: str, args: dict[str, Any], result: str) -> list[dict[str, Any]]:
+        raw = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [raw]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+        ]
+
+    fix = {"path": "stats.py", "old_string": "(len(values) - 1)", "new_string": "len(values)"}
+    messages = [
+        {"role": "user", "content": "Fix stats.py so that `python -m pytest -q` passes"},
+        *step(1, "patch", fix, "Patched stats.py: replaced 1 occurrence."),
+        *step(2, "terminal", {"command": "python -m pytest -q"}, "exit code: 0\n--- stdout ---\n1 passed"),
+        *step(3, "patch", fix, "Error: no match for old_string in stats.py"),
+    ]
+    body = await inner_request(upstream, messages)  # no re-read first: the model is asked
+    note = body["messages"][-1]["content"]
+    assert "`python -m pytest -q` already passed after your last change" in note
+    assert "call patch again" not in note

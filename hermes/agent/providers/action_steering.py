@@ -103,6 +103,11 @@ REMOVED_NOTE = (
     "patch {path} again so new_string keeps that definition and adds what was asked. "
     'The request: "{request}"'
 )
+SETTLED_NOTE = (
+    "`{command}` already passed after your last change: the files have your fix. Do not edit them again "
+    'unless the request "{request}" asks for more; otherwise reply to the user: say which files you '
+    "changed and what the check printed."
+)
 PASSED_AFTER_EDIT_NOTE = (
     "`{command}` passes now. If the request \"{request}\" is done, reply to the user: say which files "
     "you changed and what the check printed; otherwise take the next step."
@@ -165,6 +170,10 @@ class _RequestState:
     """The latest command in the pending results: (command, failed, why, after a change)."""
     removed: tuple[str, list[str]] | None = None
     """(path, names) when the latest change took out definitions the request does not name."""
+    passed: str | None = None
+    """A check that passed after the latest change (the work is in)."""
+    settled: bool = False
+    """An edit failed after `passed`: the model is editing work that is done."""
 
 
 def rewrite_messages(
@@ -201,6 +210,7 @@ def rewrite_messages(
             out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
             pending_results.clear()
             state.reread = state.command = state.removed = None
+            state.settled = False
 
     for message in messages:
         role = message.get("role")
@@ -242,6 +252,7 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
     """Update `state` with one tool call and its result."""
     path = str(call.args.get("path", ""))
     if call.name in WRITE_TOOLS and _changed_a_file(content):
+        state.passed = None
         state.unchecked = True
         state.last_edit = (path, _describe_edit(call))
         gone = [name for name in removed_definitions(call) if name not in state.request]
@@ -256,8 +267,11 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
         run = command_result(content)
         if run is not None:
             state.command = (command, run.failed, essential_lines(run.output), state.last_edit is not None)
+            if not run.failed and state.last_edit is not None and looks_like_check(command):
+                state.passed = command
     if call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
         state.failed_edit = (path, content)
+        state.settled = state.passed is not None
     elif call.name == READ_TOOL and state.failed_edit and call.args.get("path") == state.failed_edit[0]:
         state.reread, state.failed_edit = state.failed_edit, None
 
@@ -265,6 +279,8 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
 def _reminder(state: _RequestState) -> str:
     """The note after a batch of results: the most pressing of retry, failure, check, restatement."""
     request = _clip_line(state.request, 300)
+    if state.settled and state.passed is not None:
+        return SETTLED_NOTE.format(command=_clip_line(state.passed, 120), request=request)
     if state.reread is not None:
         reason = first_sentence(state.reread[1].removeprefix(ERROR_PREFIX).strip(), 200)
         return EDIT_RETRY_NOTE.format(path=state.reread[0], reason=reason, request=request)
@@ -578,6 +594,7 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
     calls: dict[str, Action] = {}
     failures: list[Action] = []
     latest_failed: Action | None = None
+    passed = False  # a command passed after the latest change: the work is in, nothing to repair
     for message in turn:
         if message.get("role") == "assistant":
             latest_failed = None
@@ -586,11 +603,18 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
                 calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
         elif message.get("role") == "tool":
             call = calls.get(message.get("tool_call_id") or "")
-            failed = text_of(message.get("content")).startswith(ERROR_PREFIX)
+            content = text_of(message.get("content"))
+            failed = content.startswith(ERROR_PREFIX)
             if call is not None and call.name in EDIT_TOOLS and failed:
                 failures.append(call)
                 latest_failed = call
-    if latest_failed is None or len(failures) > MAX_EDIT_REPAIRS:
+            elif call is not None and call.name in WRITE_TOOLS and _changed_a_file(content):
+                passed = False
+            elif call is not None and call.name == "terminal":
+                run = command_result(content)
+                checked = run is not None and not run.failed and looks_like_check(str(call.args.get("command")))
+                passed = passed or checked
+    if latest_failed is None or len(failures) > MAX_EDIT_REPAIRS or passed:
         return None
     path = latest_failed.args.get("path")
     if not isinstance(path, str) or not path:
