@@ -33,8 +33,8 @@ CHANGED_PREFIXES = ("Patched ", "Created ", "Overwrote ")
 HERMES_MARK = "hermes (not the model):"
 """How the first line of an answer hermes wrote itself begins."""
 ECHO_NGRAM = 4
-ECHO_SHARE = 0.6
-"""An answer whose word 4-grams are at least this share another text's repeats that text."""
+ECHO_SHARE = 0.7
+"""An answer whose word 4-grams are at least this share of another text's repeats that text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,15 +140,21 @@ def _ngrams(text: str, n: int = ECHO_NGRAM) -> list[tuple[str, ...]]:
 
 
 def repeats_text(answer: str, sources: Sequence[str]) -> bool:
-    """True when `answer` is mostly one of `sources` said again (word 4-grams shared)."""
+    """True when `answer` is one of `sources` said again: most of its word 4-grams are the
+    source's (an answer of at least 8 words: shorter ones share a command line and no more),
+    or its first sentence, of 5 words or more, stands in the source word for word."""
     grams = _ngrams(answer)
-    if not grams:
-        return False
+    first = _plain(_SENTENCE_END.split(answer.strip(), maxsplit=1)[0])
     for source in sources:
         known = set(_ngrams(source))
-        if known and sum(gram in known for gram in grams) >= ECHO_SHARE * len(grams):
+        if len(grams) >= 5 and known and sum(gram in known for gram in grams) >= ECHO_SHARE * len(grams):
+            return True
+        if len(first.split()) >= 5 and first in _plain(source):
             return True
     return False
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 _CANNED_REFUSAL = re.compile(

@@ -443,3 +443,31 @@ async def test_a_failed_edit_after_the_check_passed_is_told_the_work_is_in(upstr
     note = body["messages"][-1]["content"]
     assert "`python -m pytest -q` already passed after your last change" in note
     assert "call patch again" not in note
+
+
+async def test_a_missing_module_with_a_near_name_is_named_to_the_model(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    (tmp_path / "main.py").write_text("from helper import answer\n")
+    missing = "exit code: 1\n--- stderr ---\nModuleNotFoundError: No module named 'helper'"
+    listing = f"2 files under {tmp_path} matching '*.py':\nhelpers.py\nmain.py"
+    request = "main.py fails. Fix the import so that python main.py prints 42."
+    steps = await _opening_steps(upstream, tmp_path, request, [missing, listing, "1|from helper import answer"])
+    assert [name for name, _ in steps] == ["terminal", "list_files", "read_file"]
+
+    from hermes.agent.prompt import default_system_prompt
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": default_system_prompt(str(tmp_path))},
+        {"role": "user", "content": request},
+    ]
+    for n, ((name, args), result) in enumerate(zip(steps, [missing, listing, "1|from helper import answer"])):
+        raw = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [raw]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+        ]
+    body = await inner_request(upstream, messages)
+    note = body["messages"][-1]["content"]
+    assert "`python main.py` fails:\nModuleNotFoundError: No module named 'helper'" in note  # still, after the reads
+    assert "There is no module `helper` here, but there is `helpers` (helpers.py)." in note

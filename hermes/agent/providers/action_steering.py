@@ -31,6 +31,7 @@ never from how the request is typed.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -167,7 +168,11 @@ class _RequestState:
     reread: tuple[str, str] | None = None
     """A failed edit whose file was read back in the results now pending."""
     command: tuple[str, bool, list[str], bool] | None = None
-    """The latest command in the pending results: (command, failed, why, after a change)."""
+    """The latest command since the latest change: (command, failed, why, after a change)."""
+    missing: str | None = None
+    """The module a failed command could not import (`No module named 'helper'`)."""
+    near: str | None = None
+    """A Python module here whose name is close to `missing` (from a listing)."""
     removed: tuple[str, list[str]] | None = None
     """(path, names) when the latest change took out definitions the request does not name."""
     passed: str | None = None
@@ -209,7 +214,9 @@ def rewrite_messages(
             reminder = _reminder(state) if assist else RESULT_REMINDER.format(request=_clip_line(state.request, 300))
             out.append({"role": "user", "content": "\n\n".join([*pending_results, reminder])})
             pending_results.clear()
-            state.reread = state.command = state.removed = None
+            # The latest command's note stays until a change or another command: the opening
+            # steps' reads after a failing check keep showing why it failed.
+            state.reread = state.removed = None
             state.settled = False
 
     for message in messages:
@@ -252,7 +259,7 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
     """Update `state` with one tool call and its result."""
     path = str(call.args.get("path", ""))
     if call.name in WRITE_TOOLS and _changed_a_file(content):
-        state.passed = None
+        state.passed = state.command = None
         state.unchecked = True
         state.last_edit = (path, _describe_edit(call))
         gone = [name for name in removed_definitions(call) if name not in state.request]
@@ -265,10 +272,16 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
         if state.check and state.check in command:
             state.unchecked = False
         run = command_result(content)
-        if run is not None:
+        if run is not None and (looks_like_check(command) or command == state.check):
             state.command = (command, run.failed, essential_lines(run.output), state.last_edit is not None)
+            missing = _MISSING_MODULE.search(run.output) if run.failed else None
+            state.missing = missing.group(1) if missing else None
             if not run.failed and state.last_edit is not None and looks_like_check(command):
                 state.passed = command
+    if call.name == LIST_TOOL and state.missing is not None:
+        stems = [Path(line.strip()).stem for line in content.splitlines()[1:] if line.strip().endswith(".py")]
+        close = difflib.get_close_matches(state.missing.rsplit(".", 1)[-1], stems, n=1, cutoff=0.6)
+        state.near = close[0] if close else None
     if call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
         state.failed_edit = (path, content)
         state.settled = state.passed is not None
@@ -291,6 +304,8 @@ def _reminder(state: _RequestState) -> str:
         command, failed, why, after_edit = state.command
         shown = _clip_line(command, 120)
         lines = "\n".join(why) or "(no output)"
+        if failed and state.missing and state.near and state.near != state.missing:
+            lines += f"\nThere is no module `{state.missing}` here, but there is `{state.near}` ({state.near}.py)."
         if failed and after_edit and state.last_edit is not None:
             path, edit = state.last_edit
             return FAILED_AFTER_EDIT_NOTE.format(command=shown, path=path, edit=edit, why=lines, request=request)

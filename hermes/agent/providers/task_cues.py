@@ -77,7 +77,13 @@ def named_check(request: str, cwd: Path | None = None) -> str | None:
 
 def looks_like_check(command: str) -> bool:
     """A command that runs the project's code or tests (`python main.py`, `pytest -q`, `npm test`)."""
-    return _CHECK_START.match(command.strip()) is not None and not command.strip().startswith(("bash", "sh"))
+    words = command.strip().split(maxsplit=1)
+    if not words:
+        return False
+    program = words[0].rsplit("/", 1)[-1] if words[0].startswith(("/", "~")) else words[0]  # /usr/bin/python3
+    program = re.sub(r"^(python3?)\.\d+$", r"\1", program)
+    shown = " ".join([program, *words[1:]])
+    return _CHECK_START.match(shown) is not None and program not in ("bash", "sh")
 
 
 def _has_tests(cwd: Path) -> bool:
