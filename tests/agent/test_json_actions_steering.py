@@ -461,7 +461,8 @@ async def test_a_missing_module_with_a_near_name_is_named_to_the_model(
         {"role": "system", "content": default_system_prompt(str(tmp_path))},
         {"role": "user", "content": request},
     ]
-    for n, ((name, args), result) in enumerate(zip(steps, [missing, listing, "1|from helper import answer"])):
+    results = [missing, listing, "1|from helper import answer"]
+    for n, ((name, args), result) in enumerate(zip(steps, results, strict=True)):
         raw = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
         messages += [
             {"role": "assistant", "content": None, "tool_calls": [raw]},
