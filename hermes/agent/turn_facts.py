@@ -175,9 +175,14 @@ def echoes_request(answer: str, request: str) -> bool:
     said, asked = _plain(answer), _plain(request)
     if not said or not asked:
         return False
-    if said == asked or (asked in said and len(said) <= len(asked) + 40):
+    if said == asked:
         return True
-    return said in asked and len(said) >= 0.6 * len(asked)
+    if len(asked.split()) < 4:
+        return False  # "go" answered "All good.": a short request is only echoed word for word
+    # Whole words: the request inside the answer, or most of the request cut short.
+    if f" {asked} " in f" {said} " and len(said) <= len(asked) + 40:
+        return True
+    return f" {said} " in f" {asked} " and len(said) >= 0.6 * len(asked)
 
 
 def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> bool:

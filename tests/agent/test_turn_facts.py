@@ -67,6 +67,7 @@ def test_a_turn_that_only_read_says_so() -> None:
         ("I'm sorry, the check still fails: helper.py does not exist and I could not find answer().", False),
         ("Do not run it again: use the result to reply.", True),  # hermes' note repeated
         ("42", False),
+        ("All good.", False),
         ("Fixed the bug in stats.py so that pytest passes.", False),  # the request, in the model's own words
         ("The tests fail. Fix the bug in stats.py so", True),  # cut short
     ],
