@@ -472,3 +472,36 @@ async def test_a_missing_module_with_a_near_name_is_named_to_the_model(
     note = body["messages"][-1]["content"]
     assert "`python main.py` fails:\nModuleNotFoundError: No module named 'helper'" in note  # still, after the reads
     assert "There is no module `helper` here, but there is `helpers` (helpers.py)." in note
+
+
+@pytest.mark.parametrize(
+    ("request_text", "names"),
+    [
+        ("Which file defines the Scheduler class?", ["Scheduler"]),
+        ("where is the class named Scheduler defined", ["Scheduler"]),
+        ("Which file has the function parse?", ["parse"]),
+        ("What does the class do?", []),
+        ("use OpenAI and PostgreSQL for InvoiceBuilder", ["InvoiceBuilder"]),
+        ("Give `format_price` a currency", ["format_price"]),
+    ],
+)
+def test_code_names_in_a_request(request_text: str, names: list[str]) -> None:
+    from hermes.agent.providers.task_cues import named_identifiers
+
+    assert named_identifiers(request_text) == names
+
+
+async def test_an_add_request_whose_edit_drops_a_named_function_is_told_not_searched(
+    upstream: ScriptedUpstream,
+) -> None:
+    dropped = json.dumps(
+        {"path": "colors.py", "old_string": "def hex_to_rgb(value):", "new_string": "def rgb_to_hex(r, g, b):"}
+    )
+    edit = {"id": "c1", "type": "function", "function": {"name": "patch", "arguments": dropped}}
+    messages = [
+        {"role": "user", "content": "Add rgb_to_hex to colors.py, the inverse of hex_to_rgb"},
+        {"role": "assistant", "content": None, "tool_calls": [edit]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Patched colors.py: replaced 1 occurrence."},
+    ]
+    body = await inner_request(upstream, messages)  # the model is asked: no search for hex_to_rgb's callers
+    assert "Your edit took `hex_to_rgb` out of colors.py" in body["messages"][-1]["content"]

@@ -46,6 +46,7 @@ from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalo
 from hermes.agent.providers.task_cues import (
     WRITE_TOOLS,
     asks_for_every_use,
+    asks_to_rename,
     existing_files,
     looks_like_check,
     named_check,
@@ -262,7 +263,8 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
         state.passed = state.command = None
         state.unchecked = True
         state.last_edit = (path, _describe_edit(call))
-        gone = [name for name in removed_definitions(call) if name not in state.request]
+        renames = asks_to_rename(state.request)
+        gone = [name for name in removed_definitions(call) if not (renames and name in state.request)]
         state.removed = (path, gone) if gone else None
     opened, state.acted = not state.acted, True
     if call.name == "terminal":
@@ -578,6 +580,8 @@ def leftover_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> A
         return None
     old, new = str(last.args.get("old_string") or ""), str(last.args.get("new_string") or "")
     request = text_of(messages[start - 1].get("content"))
+    if not asks_to_rename(request):
+        return None  # an edit that takes a name out unasked is pointed out instead (REMOVED_NOTE)
     gone = [n for n in named_identifiers(request) if re.search(rf"\b{n}\b", old) and not re.search(rf"\b{n}\b", new)]
     if not gone:
         return None

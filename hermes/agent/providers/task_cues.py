@@ -122,6 +122,19 @@ _NOT_IDENTIFIERS = re.compile(r"(Error|Exception|Warning)$|^(JavaScript|TypeScri
 
 
 _TICKED_NAME = re.compile(r"`([A-Za-z_]\w*)(?:\([^`]*\))?`")
+_KIND_NAME = re.compile(
+    r"\b(?:class|function|method|def|constant|variable)\s+(?:named\s+|called\s+)?`?([A-Za-z_]\w*)"
+    r"|\b([A-Z]\w*|[a-z]\w*_\w*)\s+(?:class|function|method)\b"
+)
+"""A name said to be code ("the class Scheduler", "the Scheduler class")."""
+_NOT_NAMES = frozenset(
+    "the a an this that these those which what is are was be do does did it its here there of to in on at for "
+    "with and or from by as defined definition file files name named called".split()
+)
+_RENAMES = re.compile(
+    r"\b(rename|renames|renaming|replace|remove|delete|drop|move|signature|parameters?|arguments?|callers?)\b",
+    re.IGNORECASE,
+)
 _EVERYWHERE = re.compile(
     r"\b(every|all) (callers?|call sites?|uses?|usages?|places?|references?)\b|\beverywhere\b|\bcallers\b",
     re.IGNORECASE,
@@ -134,11 +147,18 @@ def named_identifiers(request: str) -> list[str]:
     not among them."""
     found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in _IDENTIFIER.finditer(request)]
     found += [(m.start(), m.group(1)) for m in _TICKED_NAME.finditer(request)]
+    found += [(m.start(), m.group(1) or m.group(2)) for m in _KIND_NAME.finditer(request)]
     names: list[str] = []
     for _, name in sorted(found):
-        if not _NOT_IDENTIFIERS.search(name) and name not in names:
+        if not _NOT_IDENTIFIERS.search(name) and name.lower() not in _NOT_NAMES and name not in names:
             names.append(name)
     return names
+
+
+def asks_to_rename(request: str) -> bool:
+    """The request changes how a name is defined or used (rename, replace, remove, a
+    signature, its callers): taking that name out of a file is then meant."""
+    return _RENAMES.search(request) is not None
 
 
 def asks_for_every_use(request: str) -> bool:
