@@ -505,3 +505,22 @@ async def test_an_add_request_whose_edit_drops_a_named_function_is_told_not_sear
     ]
     body = await inner_request(upstream, messages)  # the model is asked: no search for hex_to_rgb's callers
     assert "Your edit took `hex_to_rgb` out of colors.py" in body["messages"][-1]["content"]
+
+
+async def test_a_question_about_the_files_naming_none_opens_with_a_listing(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    request = "how many retries does the uploader get? it's set somewhere in the deploy settings"
+    steps = await _opening_steps(upstream, tmp_path, request, ["deploy/settings.toml"])
+    assert steps == [("list_files", {})]
+
+
+async def test_a_chat_question_opens_with_nothing(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    from hermes.agent.prompt import default_system_prompt
+
+    messages = [
+        {"role": "system", "content": default_system_prompt(str(tmp_path))},
+        {"role": "user", "content": "What can you help me with?"},
+    ]
+    await inner_request(upstream, messages)
+    assert len(upstream.requests) == 1  # the model was asked at once

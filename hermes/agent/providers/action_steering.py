@@ -45,6 +45,7 @@ from hermes.agent.provider import ModelRequest
 from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, choice_mode, first_sentence
 from hermes.agent.providers.task_cues import (
     WRITE_TOOLS,
+    about_the_files,
     asks_for_every_use,
     asks_to_rename,
     existing_files,
@@ -488,6 +489,8 @@ def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list
         add(Action(READ_TOOL, {"path": path}))
     if identifiers and (not files or asks_for_every_use(request)):
         add(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
+    elif not files and not identifiers and LIST_TOOL in names and about_the_files(request) and not planned:
+        add(Action(LIST_TOOL, {}))  # "somewhere in the deploy settings": what is here, before a guess
     return planned
 
 

@@ -155,6 +155,18 @@ def named_identifiers(request: str) -> list[str]:
     return names
 
 
+_ABOUT_FILES = re.compile(
+    r"\b(settings|config(?:uration)?|files?|folders?|director(?:y|ies)|project|code ?base|code|modules?|scripts?|"
+    r"repo(?:sitory)?|package)\b",
+    re.IGNORECASE,
+)
+
+
+def about_the_files(request: str) -> bool:
+    """The request is about what is in this folder (its settings, files, code), not a chat."""
+    return _ABOUT_FILES.search(request) is not None
+
+
 def asks_to_rename(request: str) -> bool:
     """The request changes how a name is defined or used (rename, replace, remove, a
     signature, its callers): taking that name out of a file is then meant."""
