@@ -20,12 +20,13 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hermes.agent.check_output import CommandResult, command_result, essential_lines
+from hermes.agent.providers.action_grammar import as_args
 from hermes.messages import ChatMessage
 
 WRITE_TOOLS = frozenset({"write_file", "patch"})
@@ -52,27 +53,20 @@ class TurnFacts:
     """Tool results that are hermes' words to the model (refusals, errors): never an answer."""
 
 
-def _arguments(raw: object) -> dict[str, object]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _text(content: object) -> str:
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string as is, the text parts of a list joined."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return "" if content is None else str(content)
 
 
 def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
     """The files changed, the last command run and hermes' own guidance of a turn's messages."""
-    calls: dict[str, tuple[str, dict[str, object]]] = {}
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
     changed: list[str] = []
     last: CommandRun | None = None
     ran = False
@@ -81,11 +75,11 @@ def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
         if message.get("role") == "assistant":
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
-                calls[str(call.get("id"))] = (str(function.get("name") or ""), _arguments(function.get("arguments")))
+                calls[str(call.get("id"))] = (str(function.get("name") or ""), as_args(function.get("arguments")) or {})
         elif message.get("role") == "tool":
             ran = True
             name, args = calls.get(str(message.get("tool_call_id")), (str(message.get("name") or ""), {}))
-            result = _text(message.get("content"))
+            result = text_of(message.get("content"))
             if result.startswith(("Error:", "Not patched:", "Not written:")):
                 guidance.append(result)
             if name in WRITE_TOOLS and result.startswith(CHANGED_PREFIXES):

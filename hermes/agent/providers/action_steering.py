@@ -55,6 +55,7 @@ from hermes.agent.providers.task_cues import (
     wants_change,
 )
 from hermes.agent.tools.edit_match import fit_edit
+from hermes.agent.turn_facts import text_of
 from hermes.agent.types import ChatMessage
 
 DEFAULT_BASE_PROMPT = (
@@ -129,16 +130,6 @@ def steps_allowed(request: ModelRequest) -> bool:
     """Whether the adapter may take a step of its own (opening, edit repair) this call."""
     mode, named = choice_mode(request.tool_choice)
     return mode != "none" and named is None
-
-
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return "" if content is None else str(content)
 
 
 def _clip(text: str, limit: int) -> str:

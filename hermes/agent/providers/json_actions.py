@@ -104,12 +104,11 @@ from hermes.agent.providers.action_steering import (
     rewrite_messages,
     steering_notes,
     steps_allowed,
-    text_of,
     turn_actions,
 )
 from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
 from hermes.agent.providers.task_cues import WRITE_TOOLS, wants_change
-from hermes.agent.turn_facts import echoes_request, repeats_text
+from hermes.agent.turn_facts import echoes_request, repeats_text, text_of
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
 from hermes.ids import new_call_id

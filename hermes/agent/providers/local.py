@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import aiohttp
 
 from hermes.agent.provider import ModelRequest, ProgressChunk, Provider, ProviderEvent, TextChunk, ToolCallChunk
-from hermes.agent.providers.action_steering import text_of
 from hermes.agent.providers.json_actions import JsonActionProvider, closing_stream
 from hermes.agent.providers.local_model import (
     BUNDLED,
@@ -47,6 +46,7 @@ from hermes.agent.providers.local_model import (
     models_dir,
 )
 from hermes.agent.providers.metered import MeteredProvider
+from hermes.agent.turn_facts import text_of
 from hermes.agent.types import ChatMessage
 from hermes.config import Settings
 from hermes.errors import ProviderError
