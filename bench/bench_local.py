@@ -519,7 +519,7 @@ def main() -> None:
     parser.add_argument("--tasks-only", action="store_true", help="run only the edit tasks")
     parser.add_argument("--tasks", help="comma-separated edit (or, with --suite, suite) task names (default: all)")
     parser.add_argument("--suite", action="store_true", help="run the task suite through `hermes chat -q`")
-    parser.add_argument("--set", default="own", help="with --suite: task sets (own, reworded, other, unseen)")
+    parser.add_argument("--set", default="own", help="with --suite: task sets (own, reworded, other, unseen, fresh)")
     parser.add_argument("--follow-up", action="store_true", help="with --suite: also a session continued by -c")
     parser.add_argument("--verify-tasks", action="store_true", help="with --suite: check the tasks, no model")
     parser.add_argument("--via", default="bundled,server", help="with --suite: bundled, server or both")

@@ -15,6 +15,7 @@ answer must contain), `unchanged` (a question: every file must be left as it was
                  signature change with its callers, a fix noted in a changelog)
     UNSEEN       `bench/local_suite_unseen.py`: written by someone who did not read the
                  adapter's code, and not used while tuning it
+    FRESH        `bench/local_suite_fresh.py`: written after the adapter's last change by someone who did not read it
 """
 
 from __future__ import annotations
@@ -791,7 +792,8 @@ OTHER_KINDS: tuple[SuiteTask, ...] = (
 
 
 def task_sets() -> dict[str, tuple[SuiteTask, ...]]:
-    """Every set by name (`--set own,reworded,other,unseen`)."""
+    """Every set by name (`--set own,reworded,other,unseen,fresh`)."""
+    from local_suite_fresh import FRESH
     from local_suite_unseen import UNSEEN
 
-    return {"own": OWN, "reworded": REWORDED, "other": OTHER_KINDS, "unseen": UNSEEN}
+    return {"own": OWN, "reworded": REWORDED, "other": OTHER_KINDS, "unseen": UNSEEN, "fresh": FRESH}
