@@ -15,7 +15,8 @@ under a first line that says the words are hermes', not the model's.
 Invariants:
 - Only the transcript decides; no file is read.
 - A file counts as changed when its write call's result says so ("Patched", "Created",
-  "Overwrote"); a refused or failed write does not count.
+  "Overwrote"); a refused or failed write does not count, nor one hermes undid
+  (`HERMES_UNDO_PREFIX`) with no later change of that file.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from hermes.agent.check_output import CommandResult, command_result, essential_lines
 from hermes.agent.providers.action_grammar import as_args
+from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.messages import ChatMessage
 
 WRITE_TOOLS = frozenset({"write_file", "patch"})
@@ -36,6 +38,8 @@ HERMES_MARK = "hermes (not the model):"
 ECHO_NGRAM = 4
 ECHO_SHARE = 0.7
 """An answer whose word 4-grams are at least this share of another text's repeats that text."""
+NOTES_SHARE = 0.3
+"""With the request's 4-grams counted too, at least this share must still be hermes' own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +71,7 @@ def text_of(content: Any) -> str:
 def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
     """The files changed, the last command run and hermes' own guidance of a turn's messages."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    changed: list[str] = []
+    changes: dict[str, int] = {}  # path -> changes the model made, less those hermes undid (in order)
     last: CommandRun | None = None
     ran = False
     guidance: list[str] = []
@@ -84,13 +88,15 @@ def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
                 guidance.append(result)
             if name in WRITE_TOOLS and result.startswith(CHANGED_PREFIXES):
                 path = args.get("path")
-                if isinstance(path, str) and path and path not in changed:
-                    changed.append(path)
+                if isinstance(path, str) and path:
+                    undo = str(message.get("tool_call_id")).startswith(HERMES_UNDO_PREFIX)
+                    changes[path] = changes.get(path, 0) + (-1 if undo else 1)
             elif name == "terminal":
                 parsed = command_result(result)
                 if parsed is not None:
                     last = CommandRun(str(args.get("command") or ""), parsed)
-    return TurnFacts(tuple(changed), last, ran, tuple(guidance))
+    changed = tuple(path for path, count in changes.items() if count > 0)
+    return TurnFacts(changed, last, ran, tuple(guidance))
 
 
 def describe_command(run: CommandRun) -> list[str]:
@@ -133,19 +139,28 @@ def _ngrams(text: str, n: int = ECHO_NGRAM) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
-def repeats_text(answer: str, sources: Sequence[str]) -> bool:
-    """True when `answer` is one of `sources` said again: most of its word 4-grams are the
-    source's (an answer of at least 8 words: shorter ones share a command line and no more),
-    or its first sentence, of 5 words or more, stands in the source word for word."""
+def repeats_text(answer: str, sources: Sequence[str], request: str = "") -> bool:
+    """True when `answer` is `sources` said again: most of its word 4-grams are one source's,
+    or are the sources' and the request's together with a good part from the sources (hermes'
+    notes pieced together around the quoted request; a restatement of the request alone is
+    an answer), for an answer of at least 8 words (shorter ones share a command line and no
+    more); or its first sentence, of 5 words or more, stands in a source word for word."""
     grams = _ngrams(answer)
     first = _plain(_SENTENCE_END.split(answer.strip(), maxsplit=1)[0])
+    enough = len(grams) >= 5
+    pooled: set[tuple[str, ...]] = set()
     for source in sources:
         known = set(_ngrams(source))
-        if len(grams) >= 5 and known and sum(gram in known for gram in grams) >= ECHO_SHARE * len(grams):
+        pooled |= known
+        if enough and known and sum(gram in known for gram in grams) >= ECHO_SHARE * len(grams):
             return True
         if len(first.split()) >= 5 and first in _plain(source):
             return True
-    return False
+    if not enough or not pooled:
+        return False
+    ours = sum(gram in pooled for gram in grams)
+    asked = set(_ngrams(request))
+    return ours >= NOTES_SHARE * len(grams) and sum(g in pooled or g in asked for g in grams) >= ECHO_SHARE * len(grams)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -186,4 +201,4 @@ def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> boo
     stripped = text.strip()
     if not stripped or _CANNED_REFUSAL.match(stripped):
         return True
-    return echoes_request(stripped, request) or repeats_text(stripped, hermes_texts)
+    return echoes_request(stripped, request) or repeats_text(stripped, hermes_texts, request)

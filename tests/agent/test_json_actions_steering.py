@@ -111,10 +111,24 @@ def _edit_then(request: str, *after: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-async def test_after_an_edit_the_named_check_is_asked_for(upstream: ScriptedUpstream) -> None:
-    body = await inner_request(upstream, _edit_then("Fix calc.py so `python -m pytest -q` passes"))
+async def test_after_an_edit_hermes_runs_the_named_check_itself(upstream: ScriptedUpstream) -> None:
+    from hermes.agent.provider import ToolCallChunk
 
-    assert "run the check the request names with terminal: python -m pytest -q" in body["messages"][-1]["content"]
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url))
+    messages = _edit_then("Fix calc.py so `python -m pytest -q` passes")
+    try:
+        events = [e async for e in provider.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+        # With the help off, the model is asked to run it instead.
+        upstream.enqueue(text_reply(json.dumps({"action": "reply", "args": {"text": "ok"}})))
+        plain = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url), assist=False)
+        [e async for e in plain.stream(ModelRequest(model="m", messages=messages, tools=TOOLS))]
+        await plain.aclose()
+    finally:
+        await provider.aclose()
+
+    (chunk,) = [e for e in events if isinstance(e, ToolCallChunk)]
+    assert (chunk.name, json.loads(chunk.arguments)) == ("terminal", {"command": "python -m pytest -q"})
+    assert len(upstream.requests) == 1  # only the assist-off provider called the model
 
 
 async def test_once_the_check_ran_the_model_is_left_to_answer(upstream: ScriptedUpstream) -> None:
@@ -348,7 +362,7 @@ async def test_a_crash_is_followed_into_the_module_it_happens_in(upstream: Scrip
     crash = (
         "exit code: 1\n--- stderr ---\nTraceback (most recent call last):\n"
         f'  File "{tmp_path}/app.py", line 2, in <module>\n    print(total())\n'
-        f'  File "{tmp_path}/pricing.py", line 2, in total\n    return 1 - \'2\'\n'
+        f"  File \"{tmp_path}/pricing.py\", line 2, in total\n    return 1 - '2'\n"
         "TypeError: unsupported operand type(s) for -: 'int' and 'str'"
     )
     steps = await _opening_steps(

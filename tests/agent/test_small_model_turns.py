@@ -17,10 +17,11 @@ import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import AgentEvent, TextDelta, ToolCompleted, TurnCompleted
-from hermes.agent.providers.action_steering import FAILED_AFTER_EDIT_NOTE
-from hermes.agent.providers.json_actions import ECHO_NOTE, JsonActionProvider
+from hermes.agent.providers.action_steering import FAILED_AFTER_EDIT_NOTE, MAX_UNDOS
+from hermes.agent.providers.json_actions import ECHO_NOTE, RETRY_TEMPERATURE, JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
 from hermes.agent.tools import default_registry
+from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.turn_facts import HERMES_MARK
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.testing.upstream import ScriptedUpstream, text_reply
@@ -226,7 +227,6 @@ async def test_running_out_of_steps_says_what_changed_and_what_still_fails(
         text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),
         text_reply(RUN_CHECK),
         text_reply(""),  # the tool-less summary call: the model writes nothing
-
     )
 
     _, result = await run(make_agent(upstream, max_iterations=4), project)
@@ -259,3 +259,134 @@ async def test_the_local_model_gets_a_short_turn_unless_max_iterations_is_set(
         assert agent.options.max_iterations == expected
     finally:
         await agent.aclose()
+
+
+NAMED = f"mean in stats.py is off. Fix it so `{CHECK_COMMAND}` passes."
+
+
+async def test_an_edit_the_check_shows_did_not_help_is_undone_and_a_fresh_one_made(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    # hermes runs the named check first, reads the file, and after each edit runs the check
+    # itself: the model only edits and answers.
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),  # fails the same way: undone
+        text_reply(patch("(len(values) - 1)", "len(values)")),  # from the file as it was
+        text_reply(action("reply", {"text": "mean divided by len - 1; it divides by len now."})),
+    )
+
+    events, result = await run(make_agent(upstream), project, NAMED)
+
+    assert result.status == "completed", result.error
+    assert (project / "stats.py").read_text(encoding="utf-8") == STATS.replace("(len(values) - 1)", "len(values)")
+    assert result.final_text.startswith("mean divided by len - 1") and result.answer_by == "model"
+    assert len(upstream.requests) == 3  # the check runs and the undo took no model call
+    calls = [(e.name, e.call_id.startswith(HERMES_UNDO_PREFIX)) for e in events if isinstance(e, ToolCompleted)]
+    assert calls.count(("patch", True)) == 1
+    # The model's next step reads why, with the file back as it was; it did not write the undo.
+    retry = upstream.requests[1].body
+    note = last_user_text(retry)
+    assert "That edit did not fix it, so hermes undid it: stats.py is as it was before" in note
+    assert "you replaced `(len(values) - 1)` with `(len(values) - 2)`" in note
+    assert "AssertionError" in note
+    assert '(len(values) - 2)", "new_string"' not in json.dumps(retry["messages"])  # no undo action shown
+    assert retry["temperature"] == RETRY_TEMPERATURE and upstream.requests[0].body["temperature"] < RETRY_TEMPERATURE
+    # The first request's text renders the same in the next one (the prompt cache holds).
+    first, second = upstream.requests[0].body["messages"], retry["messages"]
+    assert second[: len(first) - 1] == first[:-1]
+
+
+async def test_an_edit_that_changes_the_failure_is_kept(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    # Two bugs: fixing one moves the failure on. That edit is progress: it stays.
+    (tmp_path / "stats.py").write_text(STATS + "\n\ndef total(values):\n    return sum(values) + 1\n")
+    check = CHECK + "from stats import total\n\nassert total([1, 2]) == 3, total([1, 2])\n"
+    (tmp_path / "check_stats.py").write_text(check, encoding="utf-8")
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "len(values)")),
+        text_reply(patch("sum(values) + 1", "sum(values)")),
+        text_reply(action("reply", {"text": "Fixed mean and total."})),
+    )
+
+    events, result = await run(make_agent(upstream), tmp_path, NAMED)
+
+    assert not any(isinstance(e, ToolCompleted) and e.call_id.startswith(HERMES_UNDO_PREFIX) for e in events)
+    assert "len(values)\n" in (tmp_path / "stats.py").read_text(encoding="utf-8")
+    assert "still fails after your edit of stats.py" in last_user_text(upstream.requests[1].body)
+    assert result.final_text == "Fixed mean and total."
+
+
+async def test_undone_edits_are_not_reported_as_changes(upstream: ScriptedUpstream, project: Path) -> None:
+    wrong = [patch("(len(values) - 1)", f"(len(values) - {n})") for n in (2, 3, 4, 5)]
+    upstream.enqueue(*(text_reply(w) for w in wrong), text_reply(action("reply", {"text": ""})))
+
+    events, result = await run(make_agent(upstream, max_iterations=30), project, NAMED)
+
+    undos = [e for e in events if isinstance(e, ToolCompleted) and e.call_id.startswith(HERMES_UNDO_PREFIX)]
+    assert len(undos) == MAX_UNDOS  # the fourth wrong edit stays: hermes stops undoing
+    assert "(len(values) - 5)" in (project / "stats.py").read_text(encoding="utf-8")
+    assert result.answer_by == "hermes"
+    assert "Changed: stats.py." in result.final_text
+    # Each later note lists what was tried before.
+    assert "Edits already tried and undone: in stats.py, you replaced `(len(values) - 1)` with `(len(values) - 2)`" in (
+        last_user_text(upstream.requests[2].body)
+    )
+
+
+async def test_an_undone_edit_alone_leaves_no_change_in_hermes_answer(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")), text_reply(action("reply", {"text": ""}))
+    )
+
+    _, result = await run(make_agent(upstream), project, NAMED)
+
+    assert (project / "stats.py").read_text(encoding="utf-8") == STATS
+    assert result.answer_by == "hermes"
+    assert "No file was changed." in result.final_text
+
+
+async def test_the_models_own_revert_is_still_refused_once(upstream: ScriptedUpstream, project: Path) -> None:
+    # Only hermes' own step passes the edit guard: the same undo written by the model is refused.
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "len(values)")),
+        text_reply(patch("len(values)", "(len(values) - 1)")),  # "fixes" the fix back
+        text_reply(action("reply", {"text": "mean divides by len."})),
+    )
+
+    events, _ = await run(make_agent(upstream), project, NAMED)
+
+    refused = [e for e in events if isinstance(e, ToolCompleted) and e.name == "patch" and "would undo" in e.result]
+    assert len(refused) == 1
+    assert (project / "stats.py").read_text(encoding="utf-8") == STATS.replace("(len(values) - 1)", "len(values)")
+
+
+COLORS = (
+    'def hex_to_rgb(value):\n    value = value.lstrip("#")\n'
+    "    return tuple(int(value[i : i + 2], 16) for i in (0, 2, 4))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "kept"),
+    [
+        ("Add an rgb_to_hex(r, g, b) function to colors.py, the reverse of hex_to_rgb.", True),
+        ("Replace hex_to_rgb in colors.py with rgb_to_hex(r, g, b).", False),  # meant: it goes
+    ],
+)
+async def test_a_new_function_written_over_an_old_one_goes_in_before_it(
+    upstream: ScriptedUpstream, tmp_path: Path, request_text: str, kept: bool
+) -> None:
+    (tmp_path / "colors.py").write_text(COLORS, encoding="utf-8")
+    new = "def rgb_to_hex(r, g, b):\n    return f'#{r:02x}{g:02x}{b:02x}'"
+    over = action("patch", {"path": "colors.py", "old_string": "def hex_to_rgb(value):", "new_string": new})
+    upstream.enqueue(text_reply(over), text_reply(action("reply", {"text": "Done."})))
+
+    await run(make_agent(upstream), tmp_path, request_text)
+
+    namespace: dict[str, Any] = {}
+    exec((tmp_path / "colors.py").read_text(encoding="utf-8"), namespace)
+    assert namespace["rgb_to_hex"](26, 43, 60) == "#1a2b3c"
+    assert ("hex_to_rgb" in namespace) is kept
+    if kept:
+        assert namespace["hex_to_rgb"]("#1a2b3c") == (26, 43, 60)

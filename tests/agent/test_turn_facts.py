@@ -74,6 +74,39 @@ def test_a_turn_that_only_read_says_so() -> None:
 )
 def test_an_answer_that_tells_nothing_is_told_apart(answer: str, unusable: bool) -> None:
     request = "The tests fail. Fix the bug in stats.py so that pytest passes."
-    notes = ["You already ran patch with exactly these args; its result is above. Do not run it again: use the "
-             "result to reply, or choose a different action."]
+    notes = [
+        "You already ran patch with exactly these args; its result is above. Do not run it again: use the "
+        "result to reply, or choose a different action."
+    ]
     assert unusable_answer(answer, request, notes) is unusable
+
+
+def test_hermes_notes_pieced_together_around_the_request_are_not_an_answer() -> None:
+    # Seen with the bundled model: two of the turn's notes said again, the request quoted inside.
+    from hermes.agent.providers.action_steering import EDIT_RETRY_NOTE, FAILED_AFTER_EDIT_NOTE
+
+    request = "pytest is failing on test_remainder, looks like an off-by-one in chunks.py. Can you fix it?"
+    notes = [
+        FAILED_AFTER_EDIT_NOTE.format(
+            command="pytest",
+            path="chunks.py",
+            edit="you replaced `a` with `b`",
+            why="E assert [[1, 2]] == [[1, 2], [5]]",
+            request="",
+        ),
+        EDIT_RETRY_NOTE.format(path="chunks.py", reason="old_string and new_string are identical.", request=""),
+    ]
+    answer = (
+        f"pytest is still failing after your edit of chunks.py. The current content of chunks.py is above. "
+        f'Do the request "{request}" now: call patch chunks.py again with old_string copied exactly from that '
+        "content (without the line-number prefixes), or reply if the file already does what was asked."
+    )
+    assert unusable_answer(answer, request, notes)
+    # Neither source alone is most of it: only the two together tell.
+    assert not unusable_answer(answer, "", notes)
+    # The request restated in the model's words, with a few of the notes' words, is an answer.
+    own = (
+        "I fixed the off-by-one in chunks.py: the loop now runs to len(items), so test_remainder "
+        "passes; pytest is failing no more after your edit of chunks.py."
+    )
+    assert not unusable_answer(own, request, notes)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from hermes.agent.providers.task_cues import (
     named_identifiers,
     wants_change,
 )
+from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.tools.edit_match import fit_edit
 from hermes.agent.turn_facts import text_of
 from hermes.agent.types import ChatMessage
@@ -102,6 +103,13 @@ FAILING_NOTE = (
     "`{command}` fails:\n{why}\n"
     'Find the cause in the files (read the one the failure points to), then fix it for the request "{request}".'
 )
+FAILED_ATTEMPT_NOTE = (
+    "`{command}` still failed after your edit of {path} ({edit}):\n{why}\n"
+    "That edit did not fix it, so hermes undid it: {path} is as it was before. Find the cause in "
+    "the failure's lines and the code, then make a different edit.{tried} "
+    'The request: "{request}"'
+)
+TRIED_NOTE = " Edits already tried and undone: {edits}."
 REMOVED_NOTE = (
     "Your edit took {names} out of {path}, and the request does not ask to remove it. Put it back: "
     "patch {path} again so new_string keeps that definition and adds what was asked. "
@@ -113,7 +121,7 @@ SETTLED_NOTE = (
     "changed and what the check printed."
 )
 PASSED_AFTER_EDIT_NOTE = (
-    "`{command}` passes now. If the request \"{request}\" is done, reply to the user: say which files "
+    '`{command}` passes now. If the request "{request}" is done, reply to the user: say which files '
     "you changed and what the check printed; otherwise take the next step."
 )
 
@@ -172,6 +180,10 @@ class _RequestState:
     """A check that passed after the latest change (the work is in)."""
     settled: bool = False
     """An edit failed after `passed`: the model is editing work that is done."""
+    undone: list[str] = field(default_factory=list)
+    """What each edit hermes undid this request did (`undo_failed_edit`), oldest first."""
+    undo_note: tuple[str, str, str, list[str]] | None = None
+    """(command, path, edit, why) of the latest undo, until the next change or command."""
 
 
 def rewrite_messages(
@@ -216,6 +228,11 @@ def rewrite_messages(
         role = message.get("role")
         if role == "system":
             continue
+        if role == "tool" and str(message.get("tool_call_id") or "").startswith(HERMES_UNDO_PREFIX):
+            _observe_undo(state, text_of(message.get("content")))  # told in the next note, not shown
+            continue
+        if role == "assistant" and _only_undos(message):
+            continue  # hermes' own step: the model did not write it
         if role == "tool":
             call = calls_by_id.get(message.get("tool_call_id") or "")
             name = call.name if call is not None else message.get("name") or "tool"
@@ -248,9 +265,29 @@ def rewrite_messages(
     return out
 
 
+def _only_undos(message: ChatMessage) -> bool:
+    calls = message.get("tool_calls") or []
+    return bool(calls) and all(str(call.get("id") or "").startswith(HERMES_UNDO_PREFIX) for call in calls)
+
+
+def _observe_undo(state: _RequestState, content: str) -> None:
+    """hermes undid the latest edit (`undo_failed_edit`): the note says so, and why."""
+    if not _changed_a_file(content) or state.last_edit is None or state.command is None:
+        return  # the undo did not apply: the edit and its failing check stand
+    path, edit = state.last_edit
+    command, _failed, why, _after = state.command
+    state.undone.append(f"in {path}, {edit}")
+    state.undo_note = (command, path, edit, why)
+    state.last_edit = None
+    state.unchecked = False
+    state.command = (command, True, why, False)
+
+
 def _observe(state: _RequestState, call: Action, content: str) -> None:
     """Update `state` with one tool call and its result."""
     path = str(call.args.get("path", ""))
+    if call.name == "terminal" or (call.name in WRITE_TOOLS and _changed_a_file(content)):
+        state.undo_note = None
     if call.name in WRITE_TOOLS and _changed_a_file(content):
         state.passed = state.command = None
         state.unchecked = True
@@ -294,6 +331,18 @@ def _reminder(state: _RequestState) -> str:
     if state.removed is not None:
         path, names = state.removed
         return REMOVED_NOTE.format(path=path, names=", ".join(f"`{name}`" for name in names), request=request)
+    if state.undo_note is not None:
+        command, path, edit, why = state.undo_note
+        earlier = state.undone[:-1]
+        tried = TRIED_NOTE.format(edits="; ".join(earlier)) if earlier else ""
+        return FAILED_ATTEMPT_NOTE.format(
+            command=_clip_line(command, 120),
+            path=path,
+            edit=edit,
+            why="\n".join(why) or "(no output)",
+            tried=tried,
+            request=request,
+        )
     if state.command is not None:
         command, failed, why, after_edit = state.command
         shown = _clip_line(command, 120)
@@ -664,6 +713,7 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     old_string becomes the file's own text, with new_string indented like the file.
     Anything else is left for the tool (which fits against the file itself) to refuse.
     """
+    action = _kept_definitions(action, latest_request(messages))
     path, old, new = action.args.get("path"), action.args.get("old_string"), action.args.get("new_string")
     if action.name not in EDIT_TOOLS or not isinstance(path, str) or not isinstance(old, str) or not old.strip():
         return action
@@ -678,9 +728,165 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     return Action(action.name, {**action.args, "old_string": fit.old, "new_string": fit.new})
 
 
+def _kept_definitions(action: Action, request: str) -> Action:
+    """A `patch` that writes a new definition the request names over an existing one it does
+    not ask to change: the new code goes in before the old, which stays.
+
+    Asked to add `rgb_to_hex`, a small model replaces `def hex_to_rgb(value):` with the new
+    function; a request to add keeps what is there. Not for a request that renames, replaces
+    or removes (`asks_to_rename`), nor when the old definition's name is kept.
+    """
+    old, new = action.args.get("old_string"), action.args.get("new_string")
+    if action.name not in EDIT_TOOLS or not isinstance(old, str) or not isinstance(new, str):
+        return action
+    if not removed_definitions(action) or asks_to_rename(request) or not wants_change(request):
+        return action
+    added = set(_DEFINITION.findall(new)) - set(_DEFINITION.findall(old))
+    if not added & set(named_identifiers(request)) or not re.match(r"\s*(?:async\s+)?(?:def|class)\s", old):
+        return action
+    return Action(action.name, {**action.args, "new_string": new.rstrip("\n") + "\n\n\n" + old})
+
+
 def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
     """Same tool and arguments as the last call of the turn, or made twice already."""
     if action.is_reply:
         return False
     key = action.key()
     return bool(previous) and (previous[-1] == key or previous.count(key) >= 2)
+
+
+MAX_UNDOS = 3
+"""Edits hermes undoes in one turn (`undo_failed_edit`); after that a failed one stays."""
+_FAILED_COUNT = re.compile(r"\b(\d+) (?:failed|errors?)\b")
+_BROKEN_SOURCE = re.compile(r"^\s*(?:SyntaxError|IndentationError|TabError)\b", re.MULTILINE)
+_SUMMARY_ID = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+_EXCEPTION_NAME = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Failure)):.*$")
+_ONE_REPLACED = re.compile(r"^Patched [^\n]*: replaced 1 occurrence")
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One tool call of the turn and its result."""
+
+    call_id: str
+    action: Action
+    result: str
+
+
+def _turn_steps(messages: list[ChatMessage]) -> list[_Step]:
+    calls: dict[str, Action] = {}
+    steps: list[_Step] = []
+    for message in messages[_turn_start(messages) :]:
+        for raw in message.get("tool_calls") or ():
+            fn = raw.get("function") or {}
+            calls[raw.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id") or ""
+            action = calls.get(call_id)
+            if action is not None:
+                steps.append(_Step(call_id, action, text_of(message.get("content"))))
+    return steps
+
+
+def _failing_count(output: str) -> int:
+    return sum(int(n) for n in _FAILED_COUNT.findall(output))
+
+
+def _failed_tests(output: str) -> set[str]:
+    """pytest's short summary ids (`FAILED test_x.py::test_y`), without their messages."""
+    return {match.group(1) for match in _SUMMARY_ID.finditer(output)}
+
+
+def _where_and_what(output: str) -> list[str]:
+    """A failure's essential lines with exception messages cut to the exception's name: where
+    it fails and how, not the values (a wrong fix changes `12.0` to `6.0`)."""
+    return [_EXCEPTION_NAME.sub(r"\1", line) for line in essential_lines(output)]
+
+
+def no_better(before: str, after: str) -> bool:
+    """Whether a check's output `after` an edit shows no progress over `before` it: a file that
+    no longer parses; more failing tests, or every test that failed still failing; or, with no
+    test summary, the same place and exception."""
+    if _BROKEN_SOURCE.search(after) and not _BROKEN_SOURCE.search(before):
+        return True
+    if _failing_count(after) > _failing_count(before):
+        return True
+    failed_before, failed_after = _failed_tests(before), _failed_tests(after)
+    if failed_before or failed_after:
+        return bool(failed_before) and failed_before <= failed_after
+    return _where_and_what(before) == _where_and_what(after)
+
+
+def undo_failed_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """hermes' undo of the model's edit that a check showed did not help, or None.
+
+    Due when the latest result is a failing check, the same command failed before the
+    turn's one change since then, that change was one replacement by `patch`, and the failure
+    is `no_better`; at most `MAX_UNDOS` a turn. A small model asked to change a wrong edit
+    piles a second guess on the first (or patches a line to itself); from the file as it was,
+    and told what did not work, it makes a fresh attempt. The call's id begins with
+    `HERMES_UNDO_PREFIX`: the edit guard lets it through, and the model's transcript shows
+    the undo only as the note that follows (`FAILED_ATTEMPT_NOTE`).
+    """
+    if "patch" not in set(tool_names):
+        return None
+    steps = _turn_steps(messages)
+    if not steps or sum(step.call_id.startswith(HERMES_UNDO_PREFIX) for step in steps) >= MAX_UNDOS:
+        return None
+    last = steps[-1]
+    command = str(last.action.args.get("command") or "")
+    after = command_result(last.result) if last.action.name == "terminal" else None
+    if after is None or not after.failed or not looks_like_check(command):
+        return None
+    # The check's result for the files as they were before the latest changes: a run is
+    # forgotten once hermes undid the edit before it (the files are back as at the run before).
+    runs: list[str] = []
+    changes: list[_Step] = []
+    for step in steps[:-1]:
+        if step.call_id.startswith(HERMES_UNDO_PREFIX):
+            if _changed_a_file(step.result) and runs:
+                runs.pop()
+                changes = []
+        elif step.action.name == "terminal" and str(step.action.args.get("command") or "") == command:
+            runs.append(step.result)
+            changes = []
+        elif step.action.name in WRITE_TOOLS and _changed_a_file(step.result):
+            changes.append(step)
+    before = command_result(runs[-1]) if runs else None
+    if before is None or not before.failed or len(changes) != 1 or not no_better(before.output, after.output):
+        return None
+    edit = changes[0]
+    path, old, new = (edit.action.args.get(key) for key in ("path", "old_string", "new_string"))
+    if edit.call_id.startswith(HERMES_UNDO_PREFIX) or not _ONE_REPLACED.match(edit.result):
+        return None
+    if not isinstance(path, str) or not isinstance(old, str) or not isinstance(new, str) or not new.strip():
+        return None
+    return Action("patch", {"path": path, "old_string": new, "new_string": old})
+
+
+def check_after_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
+    """The turn's check, run by hermes right after the model changed a file, or None.
+
+    The check is the one the request names, else the command the turn opened with when it
+    reads as one; due after each change the model made (not after hermes' undo) while the
+    request asks for a change. Its result is what the next note reads (pass: say what
+    changed; fail: `undo_failed_edit` or the failure next to the edit).
+    """
+    if "terminal" not in set(tool_names):
+        return None
+    steps = _turn_steps(messages)
+    if not steps:
+        return None
+    last = steps[-1]
+    if last.call_id.startswith(HERMES_UNDO_PREFIX) or last.action.name not in WRITE_TOOLS:
+        return None
+    if not _changed_a_file(last.result):
+        return None
+    start = _turn_start(messages)
+    request = text_of(messages[start - 1].get("content"))
+    if not wants_change(request):
+        return None
+    first = steps[0].action
+    opened = str(first.args.get("command") or "") if first.name == "terminal" else ""
+    check = opened if looks_like_check(opened) else named_check(request)
+    return Action("terminal", {"command": check}) if check else None

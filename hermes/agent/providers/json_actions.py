@@ -94,6 +94,7 @@ from hermes.agent.providers.action_steering import (
     FORCE_REPLY_NOTE,
     LOOP_NOTE,
     align_patch,
+    check_after_edit,
     edit_repair,
     failure_lookup,
     fit_context,
@@ -105,9 +106,11 @@ from hermes.agent.providers.action_steering import (
     steering_notes,
     steps_allowed,
     turn_actions,
+    undo_failed_edit,
 )
 from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
 from hermes.agent.providers.task_cues import WRITE_TOOLS, wants_change
+from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.turn_facts import echoes_request, repeats_text, text_of
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
@@ -201,6 +204,9 @@ class JsonActionProvider(Provider):
         if self.context_chars is not None:
             messages = fit_context(messages, self.context_chars)
         extra = {**self.sampling, **request.extra}
+        if "temperature" not in request.extra and undos_this_turn(request.messages):
+            # After an attempt that did not work, a fresh one, not the same guess again.
+            extra["temperature"] = max(float(extra.get("temperature", 0.0)), RETRY_TEMPERATURE)
         # A question gets no write tools (in the grammar only: the prompt, and so the cache, stay).
         offered = request.tools
         mode, named = choice_mode(request.tool_choice)
@@ -234,8 +240,8 @@ class JsonActionProvider(Provider):
         return [{"role": "assistant", "content": action.to_json()}, {"role": "user", "content": note}]
 
     @staticmethod
-    def _call_events(action: Action) -> list[ProviderEvent]:
-        call_id = new_call_id()
+    def _call_events(action: Action, call_id: str | None = None) -> list[ProviderEvent]:
+        call_id = call_id or new_call_id()
         arguments = json.dumps(action.args, ensure_ascii=False)
         return [ToolCallChunk(index=0, id=call_id, name=action.name, arguments=arguments), FinishChunk("tool_calls")]
 
@@ -248,16 +254,9 @@ class JsonActionProvider(Provider):
                     yield event
             return
         names = allowed_names(request)
-        repair = (
-            edit_repair(request.messages, names)
-            or opening_step(request.messages, names)
-            or failure_lookup(request.messages, names)
-            or leftover_lookup(request.messages, names)
-            if self.assist and steps_allowed(request)
-            else None
-        )
+        repair = own_step(request.messages, names) if self.assist and steps_allowed(request) else None
         if repair is not None:
-            for event in self._call_events(repair):
+            for event in self._call_events(*repair):
                 yield event
             return
         previous = turn_actions(request.messages)
@@ -365,16 +364,9 @@ class JsonActionProvider(Provider):
         if not tool_functions(request.tools):
             return await self.inner.complete(request)
         names = allowed_names(request)
-        repair = (
-            edit_repair(request.messages, names)
-            or opening_step(request.messages, names)
-            or failure_lookup(request.messages, names)
-            or leftover_lookup(request.messages, names)
-            if self.assist and steps_allowed(request)
-            else None
-        )
+        repair = own_step(request.messages, names) if self.assist and steps_allowed(request) else None
         if repair is not None:
-            return self._call_events(repair)
+            return self._call_events(*repair)
         previous = turn_actions(request.messages)
         echo = self._echo_check(request)
         extra_messages: list[ChatMessage] = []
@@ -415,6 +407,38 @@ class JsonActionProvider(Provider):
         return events
 
 
+RETRY_TEMPERATURE = 0.6
+"""Sampling temperature of a turn's model calls after hermes undid a failed edit in it."""
+
+
+def own_step(messages: list[ChatMessage], names: set[str]) -> tuple[Action, str | None] | None:
+    """The adapter's own next step (no model call) and its call id (None: a fresh one), or None.
+
+    hermes' undo of a failed attempt gets an id the edit guard knows (`HERMES_UNDO_PREFIX`).
+    """
+    undo = undo_failed_edit(messages, names)
+    if undo is not None:
+        return undo, HERMES_UNDO_PREFIX + new_call_id().removeprefix("call_")
+    step = (
+        edit_repair(messages, names)
+        or opening_step(messages, names)
+        or failure_lookup(messages, names)
+        or leftover_lookup(messages, names)
+        or check_after_edit(messages, names)
+    )
+    return (step, None) if step is not None else None
+
+
+def undos_this_turn(messages: list[ChatMessage]) -> int:
+    """How many edits hermes undid since the latest user message."""
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
+    return sum(
+        str(m.get("tool_call_id") or "").startswith(HERMES_UNDO_PREFIX)
+        for m in messages[start:]
+        if m.get("role") == "tool"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class EchoCheck:
     """Tells a reply that only repeats the request or the notes from one of the model's own."""
@@ -428,7 +452,7 @@ class EchoCheck:
 
     def repeats(self, reply: str) -> bool:
         """The whole reply is the request handed back or hermes' notes said again."""
-        return self.active and (echoes_request(reply, self.request) or repeats_text(reply, self.notes))
+        return self.active and (echoes_request(reply, self.request) or repeats_text(reply, self.notes, self.request))
 
     def suspect(self, beginning: str) -> bool:
         """The reply's beginning could be an echo: hold it until the whole reply is in."""

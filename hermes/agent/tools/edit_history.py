@@ -5,7 +5,10 @@ user's description of the bug for the file's present state and "fixes" it back: 
 whose old_string is what an earlier patch of the same file in this turn wrote and whose
 new_string is what that patch replaced. The first such call is not carried out; its
 result names the earlier edit and says how to go on. The same call made again after that
-refusal is carried out: a revert the model means stays possible.
+refusal is carried out: a revert the model means stays possible. A call whose id begins
+with `HERMES_UNDO_PREFIX` is hermes' own undo of an edit a check showed did not help (the
+JSON-action adapter's step, `action_steering.undo_failed_edit`): never refused. The guard
+steers a model; it protects nothing, so an id a remote model chose itself gains it nothing.
 
 Invariants:
 - Only the transcript decides (`ToolContext.transcript`: this turn's messages as the
@@ -25,7 +28,10 @@ from hermes.agent.tools.base import ToolContext
 from hermes.agent.tools.fsutil import resolve
 from hermes.messages import ChatMessage
 
-__all__ = ["REFUSAL_PREFIX", "undoing_refusal"]
+__all__ = ["HERMES_UNDO_PREFIX", "REFUSAL_PREFIX", "undoing_refusal"]
+
+HERMES_UNDO_PREFIX = "call_hermes_undo_"
+"""How the id of hermes' own undo of a failed attempt begins."""
 
 REFUSAL_PREFIX = "Not patched: this would undo"
 PATCHED_PREFIX = "Patched "
@@ -58,7 +64,7 @@ def undoing_refusal(ctx: ToolContext, path: Path, old: str, new: str) -> str | N
     """The refusal for a patch of `path` (old -> new) that undoes this turn's own earlier
     edit of it, the first time it is asked for; None otherwise (see the module docstring)."""
     transcript = ctx.transcript
-    if not transcript:
+    if not transcript or ctx.call_id.startswith(HERMES_UNDO_PREFIX):
         return None
     undone: dict[str, Any] | None = None
     for arguments, result in _patch_calls(transcript):
