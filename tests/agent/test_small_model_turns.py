@@ -316,14 +316,14 @@ async def test_an_edit_that_changes_the_failure_is_kept(upstream: ScriptedUpstre
 
 
 async def test_undone_edits_are_not_reported_as_changes(upstream: ScriptedUpstream, project: Path) -> None:
-    wrong = [patch("(len(values) - 1)", f"(len(values) - {n})") for n in (2, 3, 4, 5)]
+    wrong = [patch("(len(values) - 1)", f"(len(values) - {n})") for n in (2, 4, 5, 6)]
     upstream.enqueue(*(text_reply(w) for w in wrong), text_reply(action("reply", {"text": ""})))
 
     events, result = await run(make_agent(upstream, max_iterations=30), project, NAMED)
 
     undos = [e for e in events if isinstance(e, ToolCompleted) and e.call_id.startswith(HERMES_UNDO_PREFIX)]
     assert len(undos) == MAX_UNDOS  # the fourth wrong edit stays: hermes stops undoing
-    assert "(len(values) - 5)" in (project / "stats.py").read_text(encoding="utf-8")
+    assert "(len(values) - 6)" in (project / "stats.py").read_text(encoding="utf-8")
     assert result.answer_by == "hermes"
     assert "Changed: stats.py." in result.final_text
     # Each later note lists what was tried before.
@@ -390,3 +390,51 @@ async def test_a_new_function_written_over_an_old_one_goes_in_before_it(
     assert ("hex_to_rgb" in namespace) is kept
     if kept:
         assert namespace["hex_to_rgb"]("#1a2b3c") == (26, 43, 60)
+
+
+async def test_a_patch_that_changes_nothing_is_not_run_and_the_model_is_asked_again(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    same = patch("(len(values) - 1)", "(len(values) - 1)")
+    upstream.enqueue(
+        text_reply(same),
+        text_reply(patch("(len(values) - 1)", "len(values)")),
+        text_reply(action("reply", {"text": "mean divides by len now."})),
+    )
+
+    events, result = await run(make_agent(upstream), project, "mean in stats.py divides by the wrong count. fix it")
+
+    assert not any(isinstance(e, ToolCompleted) and "identical" in e.result for e in events)
+    assert "That patch changes nothing" in last_user_text(upstream.requests[1].body)
+    assert (project / "stats.py").read_text(encoding="utf-8") == STATS.replace("(len(values) - 1)", "len(values)")
+    assert result.final_text == "mean divides by len now."
+
+
+async def test_a_file_written_with_read_files_line_numbers_gets_them_taken_out(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## Unreleased\n", encoding="utf-8")
+    numbered = "1|# Changelog\n2|\n3|## Unreleased\n4|\n5|- Fixed mean.\n"
+    upstream.enqueue(
+        text_reply(action("write_file", {"path": "CHANGELOG.md", "content": numbered})),
+        text_reply(action("reply", {"text": "Noted in CHANGELOG.md."})),
+    )
+
+    await run(make_agent(upstream), tmp_path, "add a line 'Fixed mean.' to CHANGELOG.md under Unreleased")
+
+    text = (tmp_path / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text == "# Changelog\n\n## Unreleased\n\n- Fixed mean.\n"
+
+
+def test_only_content_numbered_line_by_line_counts_as_copied_line_numbers() -> None:
+    from hermes.agent.providers.action_grammar import Action
+    from hermes.agent.providers.action_steering import align_patch
+
+    def written(content: str) -> str:
+        fitted = align_patch(Action("write_file", {"path": "t.md", "content": content}), [])
+        return str(fitted.args["content"])
+
+    assert written("7|a\n8|b") == "a\nb\n"
+    assert written("1|only\n") == "only\n"
+    for kept in ("1|a\n3|b\n", "1|a\nb\n", "| a | b |\n|---|---|\n", "2024|x\n"):
+        assert written(kept) == kept

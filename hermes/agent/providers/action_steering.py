@@ -82,6 +82,11 @@ LOOP_NOTE = (
     "You already ran {name} with exactly these args; its result is above. "
     "Do not run it again: use the result to reply, or choose a different action."
 )
+NO_OP_NOTE = (
+    "That patch changes nothing: its old_string and new_string are the same. If {path} already "
+    "does what the request asks, reply to the user; otherwise make the change that is still "
+    "missing, in this file or another."
+)
 FORCE_REPLY_NOTE = "Stop using tools now. Reply to the user with what you know."
 EDIT_RETRY_NOTE = (
     'Your patch of {path} failed: {reason} The current content of {path} is above. Do the request "{request}" '
@@ -713,7 +718,7 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     old_string becomes the file's own text, with new_string indented like the file.
     Anything else is left for the tool (which fits against the file itself) to refuse.
     """
-    action = _kept_definitions(action, latest_request(messages))
+    action = _kept_definitions(_without_line_numbers(action), latest_request(messages))
     path, old, new = action.args.get("path"), action.args.get("old_string"), action.args.get("new_string")
     if action.name not in EDIT_TOOLS or not isinstance(path, str) or not isinstance(old, str) or not old.strip():
         return action
@@ -726,6 +731,30 @@ def align_patch(action: Action, messages: list[ChatMessage]) -> Action:
     if fit is None:
         return action
     return Action(action.name, {**action.args, "old_string": fit.old, "new_string": fit.new})
+
+
+_LINE_PREFIX = re.compile(r"^(\d+)\|")
+
+
+def _without_line_numbers(action: Action) -> Action:
+    """A `write_file` whose content is read_file's output copied, "N|" prefixes and all
+    (every line, numbered one by one; a single line only as line 1): the content without them."""
+    content = action.args.get("content")
+    if action.name != "write_file" or not isinstance(content, str):
+        return action
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    numbers = [_LINE_PREFIX.match(line) for line in lines]
+    if not lines or any(m is None for m in numbers):
+        return action
+    first = int(numbers[0].group(1)) if numbers[0] else 0
+    if [int(m.group(1)) for m in numbers if m] != list(range(first, first + len(lines))):
+        return action
+    if len(lines) == 1 and first != 1:
+        return action  # "2024|x" alone is a line of data more likely than a copied read
+    stripped = [line[m.end() :] for line, m in zip(lines, numbers, strict=True) if m]
+    return Action(action.name, {**action.args, "content": "\n".join(stripped) + "\n"})
 
 
 def _kept_definitions(action: Action, request: str) -> Action:
@@ -745,6 +774,12 @@ def _kept_definitions(action: Action, request: str) -> Action:
     if not added & set(named_identifiers(request)) or not re.match(r"\s*(?:async\s+)?(?:def|class)\s", old):
         return action
     return Action(action.name, {**action.args, "new_string": new.rstrip("\n") + "\n\n\n" + old})
+
+
+def no_op_edit(action: Action) -> bool:
+    """A `patch` whose new_string is its old_string: it can only fail ("nothing to change")."""
+    old, new = action.args.get("old_string"), action.args.get("new_string")
+    return action.name in EDIT_TOOLS and isinstance(old, str) and old == new
 
 
 def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:

@@ -93,6 +93,7 @@ from hermes.agent.providers.action_grammar import (
 from hermes.agent.providers.action_steering import (
     FORCE_REPLY_NOTE,
     LOOP_NOTE,
+    NO_OP_NOTE,
     align_patch,
     check_after_edit,
     edit_repair,
@@ -101,6 +102,7 @@ from hermes.agent.providers.action_steering import (
     is_loop,
     latest_request,
     leftover_lookup,
+    no_op_edit,
     opening_step,
     rewrite_messages,
     steering_notes,
@@ -236,7 +238,12 @@ class JsonActionProvider(Provider):
 
     @staticmethod
     def _loop_messages(action: Action, force_reply: bool) -> list[ChatMessage]:
-        note = FORCE_REPLY_NOTE if force_reply else LOOP_NOTE.format(name=action.name)
+        if force_reply:
+            note = FORCE_REPLY_NOTE
+        elif no_op_edit(action):
+            note = NO_OP_NOTE.format(path=action.args.get("path") or "the file")
+        else:
+            note = LOOP_NOTE.format(name=action.name)
         return [{"role": "assistant", "content": action.to_json()}, {"role": "user", "content": note}]
 
     @staticmethod
@@ -323,7 +330,7 @@ class JsonActionProvider(Provider):
                 break  # no answer of the model's own: the engine writes one from the turn's facts
             if shown or streamer.done:
                 break  # the reply text is out already
-            if attempt < 2 and is_loop(action, previous):
+            if attempt < 2 and (is_loop(action, previous) or no_op_edit(action)):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
             if action.is_reply:
@@ -348,7 +355,7 @@ class JsonActionProvider(Provider):
         if not turn_actions(request.messages):
             return EchoCheck("", [])
         asked, notes = steering_notes(rewrite_messages(request.messages, request.tools, assist=self.assist))
-        return EchoCheck(asked, [*notes, LOOP_NOTE, FORCE_REPLY_NOTE, ECHO_NOTE])
+        return EchoCheck(asked, [*notes, LOOP_NOTE, NO_OP_NOTE, FORCE_REPLY_NOTE, ECHO_NOTE])
 
     @staticmethod
     def _echo_messages(text: str) -> list[ChatMessage]:
@@ -392,7 +399,7 @@ class JsonActionProvider(Provider):
                     extra_messages += self._echo_messages(action.text)
                     continue
                 action = Action(REPLY, {"text": ""})  # the engine writes the answer from the turn's facts
-            if attempt < 2 and is_loop(action, previous):
+            if attempt < 2 and (is_loop(action, previous) or no_op_edit(action)):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
             if action.is_reply or finish == "length":
