@@ -40,7 +40,7 @@ from hermes.agent.events import AgentEvent, SegmentEnd, Status
 from hermes.agent.output_format import OutputFormat
 from hermes.agent.provider import ModelRequest
 from hermes.agent.tools.base import ToolContext, ToolRegistry
-from hermes.agent.turn_facts import fallback_answer, turn_facts, unusable_answer
+from hermes.agent.turn_facts import failed_check_note, fallback_answer, turn_facts, unusable_answer
 from hermes.agent.types import ChatMessage, TurnResult
 from hermes.error_codes import MAX_ITERATIONS, OUTPUT_TRUNCATED, STREAM_STALLED
 from hermes.store.records import NewMessage
@@ -207,6 +207,15 @@ def hermes_answer(turn: TurnState, outcome: CallOutcome, ending: Ending, max_ite
     turn.answer_by = "hermes"
     early = f"stopped after {max_iterations} model calls" if ending == "max_iterations" else None
     return fallback_answer(facts, stopped_early=early)
+
+
+def hermes_postscript(turn: TurnState, outcome: CallOutcome) -> str | None:
+    """hermes' marked line after the model's own answer when the turn's check, run after its
+    last change, failed (`turn_facts.failed_check_note`); None otherwise. The answer stays
+    the model's (`answer_by` "model"): the line only keeps "done" from being the last word."""
+    if outcome.stalled or outcome.finish_reason == "length" or outcome.tool_calls or turn.answer_by != "model":
+        return None
+    return failed_check_note(turn_facts(turn.messages))
 
 
 def assistant_message(outcome: CallOutcome, *, with_calls: bool) -> ChatMessage:

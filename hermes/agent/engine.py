@@ -67,6 +67,7 @@ from hermes.agent._steps import (
     ToolRun,
     answer,
     hermes_answer,
+    hermes_postscript,
     model_done,
     model_request,
     model_streamed,
@@ -423,6 +424,11 @@ class Agent:
                 model_streamed(turn, TextDelta(shown))
                 await _emit(handle, TextDelta(shown))
                 outcome.text = written
+            elif call.output_format is None and (postscript := hermes_postscript(turn, outcome)) is not None:
+                shown = "\n\n" + postscript
+                model_streamed(turn, TextDelta(shown))
+                await _emit(handle, TextDelta(shown))
+                outcome.text += shown
             result = answer(turn, context, outcome, ending, max_iterations)
             if ending == "answer" and result.status == "completed" and tool_ctx.hooks is not None:
                 reason = await _stop_hooks(tool_ctx.hooks, stops, handle)

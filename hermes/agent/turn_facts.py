@@ -5,6 +5,7 @@
     facts.last_command                   # the last `terminal` call and its result, or None
     facts.ran_tools                      # whether any tool ran
     fallback_answer(facts)               # the answer when the model gave none (marked as hermes')
+    failed_check_note(facts)             # the line after the model's answer when the last check failed
     unusable_answer(text, request, ours) # empty, a bare refusal, or hermes' words / the request handed back
 
 A model that stops without an answer of its own (nothing, the user's prompt echoed back,
@@ -28,6 +29,7 @@ from typing import Any
 
 from hermes.agent.check_output import CommandResult, command_result, essential_lines
 from hermes.agent.providers.action_grammar import as_args
+from hermes.agent.providers.task_cues import looks_like_check
 from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.messages import ChatMessage
 
@@ -55,6 +57,10 @@ class TurnFacts:
     ran_tools: bool = False
     guidance: tuple[str, ...] = field(default_factory=tuple)
     """Tool results that are hermes' words to the model (refusals, errors): never an answer."""
+    last_check: CommandRun | None = None
+    """The last command that reads as a check (`task_cues.looks_like_check`: tests, a script)."""
+    checked_after_change: bool = False
+    """`last_check` ran after the turn's last change of a file (it tells how the changes fared)."""
 
 
 def text_of(content: Any) -> str:
@@ -74,6 +80,8 @@ def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
     changes: dict[str, int] = {}  # path -> changes the model made, less those hermes undid (in order)
     last: CommandRun | None = None
     ran = False
+    check: CommandRun | None = None
+    after_change = False
     guidance: list[str] = []
     for message in messages:
         if message.get("role") == "assistant":
@@ -91,12 +99,15 @@ def turn_facts(messages: Iterable[ChatMessage]) -> TurnFacts:
                 if isinstance(path, str) and path:
                     undo = str(message.get("tool_call_id")).startswith(HERMES_UNDO_PREFIX)
                     changes[path] = changes.get(path, 0) + (-1 if undo else 1)
+                    after_change = False
             elif name == "terminal":
                 parsed = command_result(result)
                 if parsed is not None:
                     last = CommandRun(str(args.get("command") or ""), parsed)
+                    if looks_like_check(last.command):
+                        check, after_change = last, True
     changed = tuple(path for path, count in changes.items() if count > 0)
-    return TurnFacts(changed, last, ran, tuple(guidance))
+    return TurnFacts(changed, last, ran, tuple(guidance), check, after_change and bool(changed))
 
 
 def describe_command(run: CommandRun) -> list[str]:
@@ -129,6 +140,17 @@ def fallback_answer(facts: TurnFacts, *, stopped_early: str | None = None) -> st
     if facts.last_command is not None:
         lines += ["Last command: " + describe_command(facts.last_command)[0], *describe_command(facts.last_command)[1:]]
     return "\n".join(lines)
+
+
+def failed_check_note(facts: TurnFacts) -> str | None:
+    """hermes' line after the model's own answer when the turn changed files and the check
+    run after the last change failed (a model that says "done" then is not the last word);
+    None otherwise."""
+    run = facts.last_check
+    if run is None or not run.result.failed or not facts.checked_after_change:
+        return None
+    head, *why = describe_command(run)
+    return "\n".join([f"{HERMES_MARK} after the changes ({', '.join(facts.changed)}), {head}", *why[:4]])
 
 
 _WORD = re.compile(r"[\w'.-]+")

@@ -438,3 +438,32 @@ def test_only_content_numbered_line_by_line_counts_as_copied_line_numbers() -> N
     assert written("1|only\n") == "only\n"
     for kept in ("1|a\n3|b\n", "1|a\nb\n", "| a | b |\n|---|---|\n", "2024|x\n"):
         assert written(kept) == kept
+
+
+@pytest.mark.parametrize(
+    ("fix", "noted"),
+    [("(len(values) - 2)", True), ("len(values)", False)],
+)
+async def test_a_done_said_over_a_failing_check_gets_hermes_line_after_it(
+    upstream: ScriptedUpstream, project: Path, fix: str, noted: bool
+) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", fix)),
+        text_reply(RUN_CHECK),
+        text_reply(action("terminal", {"command": "grep -c nothing-here stats.py"})),  # fails; not a check
+        text_reply(action("reply", {"text": "Fixed: mean is right now."})),
+    )
+
+    events, result = await run(make_agent(upstream), project)
+
+    assert result.answer_by == "model"
+    assert result.final_text.startswith("Fixed: mean is right now.")
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == result.final_text  # what was shown is what is kept
+    if noted:
+        assert result.final_text.splitlines()[2] == (
+            f"{HERMES_MARK} after the changes (stats.py), `{CHECK_COMMAND}` failed (exit code 1):"
+        )
+        assert "AssertionError: 12.0" in result.final_text
+    else:
+        assert HERMES_MARK not in result.final_text
