@@ -538,3 +538,38 @@ async def test_a_chat_question_opens_with_nothing(upstream: ScriptedUpstream, tm
     ]
     await inner_request(upstream, messages)
     assert len(upstream.requests) == 1  # the model was asked at once
+
+
+@pytest.mark.parametrize(
+    ("found", "then"),
+    [
+        ("1 matches for /…/ in .:\napp/core/timing.py:4: class Scheduler:", []),
+        ("No matches for /…/ in .; 6 files searched.", [("search_files", {"pattern": r"\bScheduler\b"})]),
+    ],
+)
+async def test_where_a_name_is_defined_opens_with_a_search_for_its_definition(
+    upstream: ScriptedUpstream, tmp_path: Path, found: str, then: list[tuple[str, dict[str, Any]]]
+) -> None:
+    from hermes.agent.providers.task_cues import definition_pattern
+
+    request = "Where is the Scheduler class defined? Just tell me the file."
+    steps = await _opening_steps(upstream, tmp_path, request, [found] + ["1 matches"] * len(then))
+    assert steps == [("search_files", {"pattern": definition_pattern("Scheduler")}), *then]
+
+
+def test_the_definition_pattern_finds_definitions_not_uses(tmp_path: Path) -> None:
+    import re
+
+    from hermes.agent.providers.task_cues import asks_for_definition, definition_pattern
+
+    pattern = re.compile(definition_pattern("Scheduler"))
+    assert [line for line in (
+        "class Scheduler:", "    class Scheduler(Base):", "def Scheduler():", "export function Scheduler() {",
+        "type Scheduler struct {", "Scheduler = make_scheduler()",
+    ) if not pattern.search(line)] == []  # fmt: skip
+    assert [line for line in (
+        "from app.core.timing import Scheduler", "scheduler = Scheduler(60)", "# the Scheduler runs these",
+        "class SchedulerError(Exception):",
+    ) if pattern.search(line)] == []  # fmt: skip
+    assert asks_for_definition("which file defines parse_args?")
+    assert not asks_for_definition("Which functions call send_alert?")

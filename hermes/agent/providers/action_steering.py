@@ -46,8 +46,10 @@ from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalo
 from hermes.agent.providers.task_cues import (
     WRITE_TOOLS,
     about_the_files,
+    asks_for_definition,
     asks_for_every_use,
     asks_to_rename,
+    definition_pattern,
     existing_files,
     looks_like_check,
     named_check,
@@ -532,6 +534,12 @@ def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list
                 add(Action(READ_TOOL, {"path": path, "offset": offset, "limit": WINDOW_LINES}))
                 continue
         add(Action(READ_TOOL, {"path": path}))
+    if identifiers and not files and asks_for_definition(request) and not wants_change(request):
+        # "Where is the Scheduler class defined?": the definition first, not every mention.
+        add(Action(SEARCH_TOOL, {"pattern": definition_pattern(identifiers[0])}))
+        found = result_of_last()
+        if found is None or _HIT.search(found) is not None:
+            return planned
     if identifiers and (not files or asks_for_every_use(request)):
         add(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
     elif not files and not identifiers and LIST_TOOL in names and about_the_files(request) and not planned:

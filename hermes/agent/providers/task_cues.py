@@ -173,6 +173,21 @@ def asks_to_rename(request: str) -> bool:
     return _RENAMES.search(request) is not None
 
 
+_DEFINITION_ASKED = re.compile(
+    r"\b(defin(?:e|es|ed|ing|ition)|declar(?:e|es|ed|ation)|implement(?:s|ed)?)\b", re.IGNORECASE
+)
+
+
+def asks_for_definition(request: str) -> bool:
+    """The request is about where a name is defined ("where is X defined", "which file defines X")."""
+    return _DEFINITION_ASKED.search(request) is not None
+
+
+def definition_pattern(name: str) -> str:
+    """A search pattern for where `name` is defined: a def, class, function, type or assignment."""
+    return rf"\b(?:class|def|function|func|fn|type|interface|struct|enum|trait)\s+{name}\b|^\s*{name}\s*="
+
+
 def asks_for_every_use(request: str) -> bool:
     """The request is about every place a name is used ("update every caller", "everywhere")."""
     return _EVERYWHERE.search(request) is not None
