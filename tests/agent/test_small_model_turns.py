@@ -467,3 +467,29 @@ async def test_a_done_said_over_a_failing_check_gets_hermes_line_after_it(
         assert "AssertionError: 12.0" in result.final_text
     else:
         assert HERMES_MARK not in result.final_text
+
+
+async def test_once_a_renamed_name_is_found_nowhere_the_model_is_told_the_rename_is_done(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    (tmp_path / "db.py").write_text("def fetch_rows():\n    return [1, 2]\n", encoding="utf-8")
+    (tmp_path / "report.py").write_text("from db import fetch_rows\n\nprint(fetch_rows())\n", encoding="utf-8")
+
+    def rename(path: str) -> str:
+        return action(
+            "patch", {"path": path, "old_string": "fetch_rows", "new_string": "load_rows", "replace_all": True}
+        )
+
+    upstream.enqueue(
+        text_reply(rename("db.py")),
+        text_reply(rename("report.py")),
+        text_reply(action("reply", {"text": "Renamed fetch_rows to load_rows in db.py and report.py."})),
+    )
+
+    events, result = await run(make_agent(upstream), tmp_path, "rename fetch_rows to load_rows everywhere")
+
+    searches = [e.result for e in events if isinstance(e, ToolCompleted) and e.name == "search_files"]
+    assert searches[-1].startswith("No matches for /\\bfetch_rows\\b/")
+    assert "No `fetch_rows` is left in any file" not in last_user_text(upstream.requests[1].body)  # report.py left
+    assert "No `fetch_rows` is left in any file: every use is changed." in last_user_text(upstream.requests[2].body)
+    assert result.final_text.startswith("Renamed")

@@ -127,6 +127,10 @@ SETTLED_NOTE = (
     'unless the request "{request}" asks for more; otherwise reply to the user: say which files you '
     "changed and what the check printed."
 )
+GONE_NOTE = (
+    "No `{name}` is left in any file: every use is changed. If the request \"{request}\" is done, "
+    "reply to the user: say which files you changed; otherwise take the next step."
+)
 PASSED_AFTER_EDIT_NOTE = (
     '`{command}` passes now. If the request "{request}" is done, reply to the user: say which files '
     "you changed and what the check printed; otherwise take the next step."
@@ -187,6 +191,8 @@ class _RequestState:
     """A check that passed after the latest change (the work is in)."""
     settled: bool = False
     """An edit failed after `passed`: the model is editing work that is done."""
+    gone: str | None = None
+    """A name the request renames or removes that a search after the latest change found nowhere."""
     undone: list[str] = field(default_factory=list)
     """What each edit hermes undid this request did (`undo_failed_edit`), oldest first."""
     undo_note: tuple[str, str, str, list[str]] | None = None
@@ -296,7 +302,7 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
     if call.name == "terminal" or (call.name in WRITE_TOOLS and _changed_a_file(content)):
         state.undo_note = None
     if call.name in WRITE_TOOLS and _changed_a_file(content):
-        state.passed = state.command = None
+        state.passed = state.command = state.gone = None
         state.unchecked = True
         state.last_edit = (path, _describe_edit(call))
         renames = asks_to_rename(state.request)
@@ -320,6 +326,11 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
         stems = [Path(line.strip()).stem for line in content.splitlines()[1:] if line.strip().endswith(".py")]
         close = difflib.get_close_matches(state.missing.rsplit(".", 1)[-1], stems, n=1, cutoff=0.6)
         state.near = close[0] if close else None
+    if call.name == SEARCH_TOOL and state.last_edit is not None and content.startswith(NO_MATCHES):
+        pattern = str(call.args.get("pattern") or "")
+        named = [n for n in named_identifiers(state.request) if pattern == rf"\b{n}\b"]
+        if named and asks_to_rename(state.request) and not call.args.get("path"):
+            state.gone = named[0]
     if call.name in EDIT_TOOLS and content.startswith(ERROR_PREFIX):
         state.failed_edit = (path, content)
         state.settled = state.passed is not None
@@ -365,6 +376,8 @@ def _reminder(state: _RequestState) -> str:
             return PASSED_AFTER_EDIT_NOTE.format(command=shown, request=request)
     if state.check is not None and state.unchecked:
         return CHECK_NOTE.format(check=state.check, request=request)
+    if state.gone is not None:
+        return GONE_NOTE.format(name=state.gone, request=request)
     return RESULT_REMINDER.format(request=request)
 
 
@@ -459,6 +472,8 @@ def _turn_start(messages: list[ChatMessage]) -> int:
 
 
 SEARCH_TOOL = "search_files"
+NO_MATCHES = "No matches for "
+"""How a search that found nothing begins (hermes.agent.tools.file_search)."""
 LONG_FILE_BYTES = 3500
 """A named file longer than this (about what the model reads of one result) is read around
 the code name the request mentions, found by a search of that file, rather than from its top."""
