@@ -189,10 +189,20 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 _CANNED_REFUSAL = re.compile(
-    r"^\W*(?:I'?m sorry|sorry|I apologi[sz]e)\b[^.!?]{0,40}\b(?:can(?:no|')?t|unable to|not able to) "
-    r"(?:assist|help)(?: you)?(?: with (?:that|this|the|your)(?: request| task)?)?\W*$",
+    r"^\W*(?:I'?m sorry|I am sorry|sorry|I apologi[sz]e)\b[^.!?]{0,40}\b(?:can(?:no|')?t|unable to|not able to) "
+    r"(?:assist|help|perform|do|complete|fulfil?l)(?: you)?"
+    r"(?: (?:with )?(?:that|this|the|your)(?: (?:request|task|action))?)?\W*$",
     re.IGNORECASE,
 )
+_HELP_OFFER = re.compile(
+    r"^\W*(?:please )?(?:let me know|is there anything|if you (?:have|need))\b[^.!?]{0,80}[.!?]?\W*$", re.IGNORECASE
+)
+
+
+def _canned_refusal(text: str) -> bool:
+    """A bare "I'm sorry, but I can't assist with that.", alone or with an offer of help after it."""
+    first, *rest = _SENTENCE_END.split(text)
+    return _CANNED_REFUSAL.match(first) is not None and all(_HELP_OFFER.match(sentence) for sentence in rest)
 
 
 def _plain(text: str) -> str:
@@ -221,6 +231,6 @@ def unusable_answer(text: str, request: str, hermes_texts: Sequence[str]) -> boo
     hermes' words to the model (`hermes_texts`) repeated, or a bare "I'm sorry, but I can't
     assist with that." after tools ran (it says nothing of what they did)."""
     stripped = text.strip()
-    if not stripped or _CANNED_REFUSAL.match(stripped):
+    if not stripped or _canned_refusal(stripped):
         return True
     return echoes_request(stripped, request) or repeats_text(stripped, hermes_texts, request)

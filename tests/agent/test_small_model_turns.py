@@ -493,3 +493,20 @@ async def test_once_a_renamed_name_is_found_nowhere_the_model_is_told_the_rename
     assert "No `fetch_rows` is left in any file" not in last_user_text(upstream.requests[1].body)  # report.py left
     assert "No `fetch_rows` is left in any file: every use is changed." in last_user_text(upstream.requests[2].body)
     assert result.final_text.startswith("Renamed")
+
+
+async def test_a_patch_that_the_fit_to_the_file_makes_a_no_op_is_not_run(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    # Seen with the bundled model after hermes undid its edit: old_string is the line as its edit
+    # left it, new_string the line as the file has it again; fitted to the file, they are the same.
+    same = patch("    return sum(values) / (len(values) - 2)", "    return sum(values) / (len(values) - 1)")
+    upstream.enqueue(
+        text_reply(same),
+        text_reply(action("reply", {"text": "stats.py already divides by len - 1; I changed nothing."})),
+    )
+
+    events, _ = await run(make_agent(upstream), project, "look at mean in stats.py and fix it if needed")
+
+    assert [e.name for e in events if isinstance(e, ToolCompleted)] == ["read_file"]  # hermes' read of stats.py
+    assert "That patch changes nothing" in last_user_text(upstream.requests[1].body)

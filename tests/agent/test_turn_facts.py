@@ -63,6 +63,8 @@ def test_a_turn_that_only_read_says_so() -> None:
         ("the tests fail. fix the bug in stats.py   so that pytest passes", True),
         ("I'm sorry, but I can't assist with that.", True),
         ("Sorry, I cannot help with this request.", True),
+        ("I am sorry, but I cannot perform that action. Please let me know what you need assistance with.", True),
+        ("I am sorry, but I cannot perform that action. stats.py divides by len - 1.", False),
         ("Fixed: mean divides by len(values); pytest passes.", False),
         ("I'm sorry, the check still fails: helper.py does not exist and I could not find answer().", False),
         ("Do not run it again: use the result to reply.", True),  # hermes' note repeated

@@ -330,6 +330,8 @@ class JsonActionProvider(Provider):
                 break  # no answer of the model's own: the engine writes one from the turn's facts
             if shown or streamer.done:
                 break  # the reply text is out already
+            if not action.is_reply:
+                action = self._aligned(action, request)  # fitted first: a fit can make old and new the same
             if attempt < 2 and (is_loop(action, previous) or no_op_edit(action)):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
@@ -339,7 +341,7 @@ class JsonActionProvider(Provider):
             elif finish == "length":
                 pass  # a half-written action: nothing to run; the engine sees the truncation
             else:
-                for event in self._call_events(self._aligned(action, request)):
+                for event in self._call_events(action):
                     yield event
                 if saw_usage:
                     yield UsageChunk(usage)
@@ -399,6 +401,8 @@ class JsonActionProvider(Provider):
                     extra_messages += self._echo_messages(action.text)
                     continue
                 action = Action(REPLY, {"text": ""})  # the engine writes the answer from the turn's facts
+            if not action.is_reply:
+                action = self._aligned(action, request)  # fitted first: a fit can make old and new the same
             if attempt < 2 and (is_loop(action, previous) or no_op_edit(action)):
                 extra_messages += self._loop_messages(action, force_reply=attempt == 1)
                 continue
@@ -407,7 +411,7 @@ class JsonActionProvider(Provider):
                     events.append(TextChunk(action.text))
                 events.append(FinishChunk("length" if finish == "length" else "stop"))
             else:
-                events += self._call_events(self._aligned(action, request))
+                events += self._call_events(action)
             break
         if saw_usage:
             events.append(UsageChunk(usage))
