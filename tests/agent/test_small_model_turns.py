@@ -510,3 +510,17 @@ async def test_a_patch_that_the_fit_to_the_file_makes_a_no_op_is_not_run(
 
     assert [e.name for e in events if isinstance(e, ToolCompleted)] == ["read_file"]  # hermes' read of stats.py
     assert "That patch changes nothing" in last_user_text(upstream.requests[1].body)
+
+
+async def test_a_test_file_without_tests_is_explained(upstream: ScriptedUpstream, tmp_path: Path) -> None:
+    (tmp_path / "slug.py").write_text("def slugify(text):\n    return text.lower()\n", encoding="utf-8")
+    upstream.enqueue(
+        text_reply(action("write_file", {"path": "test_slug.py", "content": "from slug import slugify\n"})),
+        text_reply(action("reply", {"text": "Wrote test_slug.py."})),
+    )
+    request = f"Write a pytest file test_slug.py for slugify in slug.py, so `{sys.executable} -m pytest -q` checks it."
+
+    await run(make_agent(upstream), tmp_path, request)
+
+    note = last_user_text(upstream.requests[1].body)
+    assert "(exit code 5: pytest found no tests. It runs functions named test_…" in note

@@ -127,6 +127,12 @@ SETTLED_NOTE = (
     'unless the request "{request}" asks for more; otherwise reply to the user: say which files you '
     "changed and what the check printed."
 )
+PYTEST_NO_TESTS = 5
+"""pytest's exit code when it collected no tests."""
+NO_TESTS_HINT = (
+    "(exit code 5: pytest found no tests. It runs functions named test_… in files named test_*.py; "
+    "each imports the code it tests and asserts what that code returns.)"
+)
 GONE_NOTE = (
     "No `{name}` is left in any file: every use is changed. If the request \"{request}\" is done, "
     "reply to the user: say which files you changed; otherwise take the next step."
@@ -317,7 +323,10 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
             state.unchecked = False
         run = command_result(content)
         if run is not None and (looks_like_check(command) or command == state.check):
-            state.command = (command, run.failed, essential_lines(run.output), state.last_edit is not None)
+            why = essential_lines(run.output)
+            if run.exit_code == PYTEST_NO_TESTS and "pytest" in command:
+                why.append(NO_TESTS_HINT)
+            state.command = (command, run.failed, why, state.last_edit is not None)
             missing = _MISSING_MODULE.search(run.output) if run.failed else None
             state.missing = missing.group(1) if missing else None
             if not run.failed and state.last_edit is not None and looks_like_check(command):
