@@ -524,3 +524,45 @@ async def test_a_test_file_without_tests_is_explained(upstream: ScriptedUpstream
 
     note = last_user_text(upstream.requests[1].body)
     assert "(exit code 5: pytest found no tests. It runs functions named test_…" in note
+
+
+async def test_after_a_failed_patch_a_long_file_is_read_around_the_edit(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    body = "".join(f"def helper_{n}(x):\n    return x + {n}\n\n\n" for n in range(100))
+    (tmp_path / "big.py").write_text(body, encoding="utf-8")  # 400 lines, over LONG_FILE_BYTES
+    upstream.enqueue(
+        text_reply(action("patch", {"path": "big.py", "old_string": "return x + 41", "new_string": "return x - 41"})),
+        text_reply(
+            action("patch", {"path": "big.py", "old_string": "return x", "new_string": "return -x"})
+        ),  # 100 matches
+        text_reply(action("reply", {"text": "Done."})),
+    )
+
+    events, _ = await run(make_agent(upstream), tmp_path, "in big.py make helper_41 and helper_42 subtract")
+
+    reads = [e.arguments for e in events if isinstance(e, ToolCompleted) and e.name == "read_file"]
+    # After the ambiguous patch: around the line the change before it made (helper_41's return).
+    assert reads[-1] == {"path": "big.py", "offset": 166 - 20, "limit": 60}
+
+
+def test_after_a_patch_that_matched_nothing_a_long_file_is_read_around_the_lines_most_like_it(
+    tmp_path: Path,
+) -> None:
+    from hermes.agent.prompt import default_system_prompt
+    from hermes.agent.providers.action_steering import edit_repair
+
+    (tmp_path / "big.py").write_text("x = 1\n" * 1000, encoding="utf-8")
+    error = "Error: no match for old_string in big.py; … The lines of the file most like it are:\n170|x = 1\nCopy …"
+    call = {"id": "c1", "type": "function", "function": {"name": "patch", "arguments": '{"path": "big.py"}'}}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": default_system_prompt(str(tmp_path))},
+        {"role": "user", "content": "fix big.py"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": error},
+    ]
+    repair = edit_repair(messages, {"read_file", "patch"})  # type: ignore[arg-type]
+    assert repair is not None and repair.args == {"path": "big.py", "offset": 150, "limit": 60}
+    (tmp_path / "big.py").write_text("x = 1\n", encoding="utf-8")  # short: read whole
+    repair = edit_repair(messages, {"read_file", "patch"})  # type: ignore[arg-type]
+    assert repair is not None and repair.args == {"path": "big.py"}

@@ -99,7 +99,8 @@ def test_hermes_notes_pieced_together_around_the_request_are_not_an_answer() -> 
         EDIT_RETRY_NOTE.format(path="chunks.py", reason="old_string and new_string are identical.", request=""),
     ]
     answer = (
-        f"pytest is still failing after your edit of chunks.py. The current content of chunks.py is above. "
+        "pytest is still failing after your edit of chunks.py. "
+        "The current content of chunks.py (around your edit, when it is long) is above. "
         f'Do the request "{request}" now: call patch chunks.py again with old_string copied exactly from that '
         "content (without the line-number prefixes), or reply if the file already does what was asked."
     )

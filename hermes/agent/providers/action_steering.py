@@ -91,7 +91,8 @@ NO_OP_NOTE = (
 )
 FORCE_REPLY_NOTE = "Stop using tools now. Reply to the user with what you know."
 EDIT_RETRY_NOTE = (
-    'Your patch of {path} failed: {reason} The current content of {path} is above. Do the request "{request}" '
+    "Your patch of {path} failed: {reason} The current content of {path} (around your edit, when it is long) "
+    'is above. Do the request "{request}" '
     "now: call patch again with old_string copied exactly from that content (without the line-number "
     "prefixes), or reply if the file already does what was asked."
 )
@@ -134,7 +135,7 @@ NO_TESTS_HINT = (
     "each imports the code it tests and asserts what that code returns.)"
 )
 GONE_NOTE = (
-    "No `{name}` is left in any file: every use is changed. If the request \"{request}\" is done, "
+    'No `{name}` is left in any file: every use is changed. If the request "{request}" is done, '
     "reply to the user: say which files you changed; otherwise take the next step."
 )
 PASSED_AFTER_EDIT_NOTE = (
@@ -685,7 +686,10 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
 
     Due when the latest step of the turn was an edit (`EDIT_TOOLS`) whose result is an
     error, `read_file` is offered, and fewer than `MAX_EDIT_REPAIRS` failed edits came
-    before it in this turn (so a model that keeps failing gets to answer).
+    before it in this turn (so a model that keeps failing gets to answer). A file longer
+    than `LONG_FILE_BYTES` is read around the lines the error shows (the ones most like
+    old_string), else around the turn's latest change to it (the model's place in it), so
+    a 200-line module is not read whole after each slip (each read is ~2,500 prompt tokens).
     """
     if READ_TOOL not in set(tool_names):
         return None
@@ -693,6 +697,8 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
     calls: dict[str, Action] = {}
     failures: list[Action] = []
     latest_failed: Action | None = None
+    error = ""
+    anchors: dict[str, int] = {}  # path -> first line of the latest change made to it this turn
     passed = False  # a command passed after the latest change: the work is in, nothing to repair
     for message in turn:
         if message.get("role") == "assistant":
@@ -706,9 +712,12 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
             failed = content.startswith(ERROR_PREFIX)
             if call is not None and call.name in EDIT_TOOLS and failed:
                 failures.append(call)
-                latest_failed = call
+                latest_failed, error = call, content
             elif call is not None and call.name in WRITE_TOOLS and _changed_a_file(content):
                 passed = False
+                changed_at = _first_changed_line(content)
+                if changed_at is not None:
+                    anchors[str(call.args.get("path"))] = changed_at
             elif call is not None and call.name == "terminal":
                 run = command_result(content)
                 checked = run is not None and not run.failed and looks_like_check(str(call.args.get("command")))
@@ -718,7 +727,34 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
     path = latest_failed.args.get("path")
     if not isinstance(path, str) or not path:
         return None
-    return Action(READ_TOOL, {"path": path})
+    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    cwd = working_directory_of(system)
+    if cwd is None or _size(Path(cwd) / path) <= LONG_FILE_BYTES:
+        return Action(READ_TOOL, {"path": path})
+    # A long file is read around the lines the error shows, else around the latest change to it.
+    shown = _SHOWN_LINE.search(error)
+    anchor = int(shown.group(1)) if shown is not None else anchors.get(path)
+    if anchor is None:
+        return Action(READ_TOOL, {"path": path})
+    return Action(READ_TOOL, {"path": path, "offset": max(1, anchor - WINDOW_BEFORE), "limit": WINDOW_LINES})
+
+
+_HUNK = re.compile(r"^@@ -(\d+)")
+
+
+def _first_changed_line(result: str) -> int | None:
+    """The line number (before the change) of the first line a write's diff removes or adds."""
+    line: int | None = None
+    for text in result.splitlines():
+        hunk = _HUNK.match(text)
+        if hunk is not None:
+            line = int(hunk.group(1))
+        elif line is not None and text.startswith(("-", "+")) and not text.startswith(("---", "+++")):
+            return line
+        elif line is not None and text.startswith(" "):
+            line += 1
+    return None
+_SHOWN_LINE = re.compile(r"^(\d+)\|", re.MULTILINE)
 
 
 _NUMBERED_LINE = re.compile(r"^(\d+)\|(.*)$")
