@@ -182,8 +182,15 @@ def answer(
     if outcome.finish_reason == "length":
         return turn.result("partial", error="the model hit its output limit", error_code=OUTPUT_TRUNCATED)
     if ending == "max_iterations":
-        return turn.result("partial", error=f"stopped after {max_iterations} model calls", error_code=MAX_ITERATIONS)
+        return turn.result("partial", error=stopped_early(turn, max_iterations), error_code=MAX_ITERATIONS)
     return turn.result("completed")
+
+
+def stopped_early(turn: TurnState, max_iterations: int) -> str:
+    """Why a turn ended on its summary call: its time limit, else its number of model calls."""
+    if turn.out_of_time is not None:
+        return f"stopped at its time limit of {turn.out_of_time:.0f} s"
+    return f"stopped after {max_iterations} model calls"
 
 
 def hermes_answer(turn: TurnState, outcome: CallOutcome, ending: Ending, max_iterations: int) -> str | None:
@@ -205,7 +212,7 @@ def hermes_answer(turn: TurnState, outcome: CallOutcome, ending: Ending, max_ite
     if not unusable_answer(outcome.text, request if isinstance(request, str) else "", ours):
         return None
     turn.answer_by = "hermes"
-    early = f"stopped after {max_iterations} model calls" if ending == "max_iterations" else None
+    early = stopped_early(turn, max_iterations) if ending == "max_iterations" else None
     return fallback_answer(facts, stopped_early=early)
 
 

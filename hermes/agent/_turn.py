@@ -74,6 +74,8 @@ class TurnState:
     """Who wrote the answer (`TurnResult.answer_by`)."""
     wrap_up: str | None = None
     """Why the next model call is a tool-less summary ahead of max_iterations ("repeated")."""
+    out_of_time: float | None = None
+    """The turn's time limit in seconds, once it has passed it (`EngineOptions.turn_seconds`)."""
 
     def add_usage(self, usage: Usage) -> None:
         """Count another turn's model usage in this one's (a subagent's, run by a tool call)."""

@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -136,6 +137,9 @@ class EngineOptions:
     """Compact a request estimated above compact_at × context_window (see hermes/agent/context.py)."""
     fallback: tuple[str, ...] = ()
     """Models a model call goes on with when it fails with a server error (hermes/agent/_call.py)."""
+    turn_seconds: float | None = None
+    """Seconds after which a turn's next model call is the tool-less summary, as at
+    `max_iterations` (None: no time limit; the local model's provider recommends one)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> EngineOptions:
@@ -358,10 +362,18 @@ class Agent:
         call = ModelCall(self._caller, policy, budget, request.output_format)
         run = ToolRun(registry, tool_ctx, self.options.tool_output_limit)
         stops = 0  # times a Stop hook made this turn go on
+        seconds = self.options.turn_seconds
+        deadline = None if seconds is None else time.monotonic() + seconds
         while True:
-            summary_call = turn.api_calls >= max_iterations or turn.wrap_up is not None
+            if deadline is not None and turn.api_calls < max_iterations and time.monotonic() >= deadline:
+                turn.out_of_time = seconds
+            summary_call = turn.api_calls >= max_iterations or turn.out_of_time is not None or turn.wrap_up is not None
             if summary_call and turn.wrap_up is None and context[-1].get("content") != SUMMARY_NUDGE:
-                limit = f"reached the limit of {max_iterations} model calls; asking for a summary"
+                limit = (
+                    f"reached the turn's time limit of {turn.out_of_time:.0f} s; asking for a summary"
+                    if turn.out_of_time is not None
+                    else f"reached the limit of {max_iterations} model calls; asking for a summary"
+                )
                 await _emit(handle, Status("max_iterations", limit))
                 context = [*context, {"role": "user", "content": SUMMARY_NUDGE}]
             request_tools = None if summary_call else tools

@@ -211,6 +211,7 @@ def build_agent(
             # Unless set: a CPU model call takes 5 to 20 s, so a turn stops (and says what
             # it did) within minutes rather than running on for 90 calls.
             options.max_iterations = getattr(provider, "recommended_max_iterations", options.max_iterations)
+            options.turn_seconds = getattr(provider, "recommended_turn_seconds", options.turn_seconds)
     default_tools = tools is None
     if tools is None:
         from hermes.agent.safety.launch import ToolLauncher

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
-from hermes.agent.events import AgentEvent, TextDelta, ToolCompleted, TurnCompleted
+from hermes.agent.events import AgentEvent, Status, TextDelta, ToolCompleted, TurnCompleted
 from hermes.agent.providers.action_steering import FAILED_AFTER_EDIT_NOTE, MAX_UNDOS
 from hermes.agent.providers.json_actions import ECHO_NOTE, RETRY_TEMPERATURE, JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
@@ -244,11 +244,12 @@ class _LocalLike(OpenAICompatProvider):
     name = "local"
     model_name = "tiny"
     recommended_max_iterations = 14
+    recommended_turn_seconds = 170.0
 
 
-@pytest.mark.parametrize(("configured", "expected"), [(None, 14), ("40", 40)])
+@pytest.mark.parametrize(("configured", "expected", "seconds"), [(None, 14, 170.0), ("40", 40, None)])
 async def test_the_local_model_gets_a_short_turn_unless_max_iterations_is_set(
-    tmp_path: Path, configured: str | None, expected: int
+    tmp_path: Path, configured: str | None, expected: int, seconds: float | None
 ) -> None:
     from hermes.agent.factory import build_agent
     from hermes.config import Settings
@@ -257,8 +258,33 @@ async def test_the_local_model_gets_a_short_turn_unless_max_iterations_is_set(
     agent = build_agent(Settings.load(env=env), None, provider=_LocalLike(base_url="http://127.0.0.1:9/v1"))
     try:
         assert agent.options.max_iterations == expected
+        assert agent.options.turn_seconds == seconds
     finally:
         await agent.aclose()
+
+
+async def test_a_turn_past_its_time_limit_ends_on_a_summary_that_says_so(
+    upstream: ScriptedUpstream, project: Path
+) -> None:
+    upstream.enqueue(
+        text_reply(patch("(len(values) - 1)", "(len(values) - 2)")),
+        text_reply(action("terminal", {"command": "sleep 1.5"})),  # the time goes by
+        text_reply(""),  # the summary call: the model writes nothing
+    )
+    provider = JsonActionProvider(OpenAICompatProvider(base_url=upstream.base_url, api_key="k"))
+    options = EngineOptions(max_iterations=30, turn_seconds=1.0)
+    agent = Agent(provider, store=None, model="m", tools=default_registry(), options=options)
+
+    events, result = await run(agent, project)
+
+    assert len(upstream.requests) == 3
+    assert upstream.requests[2].body.get("response_format") is None  # the summary call offers no tools
+    statuses = [e.text for e in events if isinstance(e, Status)]
+    assert "reached the turn's time limit of 1 s; asking for a summary" in statuses
+    assert result.status == "partial" and result.error == "stopped at its time limit of 1 s"
+    assert result.answer_by == "hermes"
+    assert "(stopped at its time limit of 1 s)" in result.final_text.splitlines()[0]
+    assert "Changed: stats.py." in result.final_text
 
 
 NAMED = f"mean in stats.py is off. Fix it so `{CHECK_COMMAND}` passes."

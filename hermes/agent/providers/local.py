@@ -217,6 +217,9 @@ class LocalProvider(Provider):
     name: ClassVar[str] = "local"
     recommended_stale_timeout: ClassVar[float] = 900.0
     """Reading a long prompt on a CPU takes minutes before the first token: use at least this."""
+    recommended_turn_seconds: ClassVar[float] = 170.0
+    """Unless `max_iterations` is set, a turn's next model call after this many seconds is the
+    tool-less summary (itself 10 to 30 s): a turn ends, saying what it did, within 4 minutes."""
     recommended_max_iterations: ClassVar[int] = 16
     """Model calls per turn unless `max_iterations` is set. The adapter's own steps count too
     (reads, checks, undos: no model call, so ~0 s each); the model's own are 5 to 20 s each."""
