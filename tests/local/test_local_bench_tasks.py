@@ -30,6 +30,10 @@ STEERING_WORDS = (
     "Your edit is kept",
     "with reply if this result is enough",
     "Answer every message with exactly one JSON object",
+    "so hermes undid it",
+    "That patch changes nothing",
+    "every use is changed",
+    "pytest found no tests. It runs functions",
 )
 
 
