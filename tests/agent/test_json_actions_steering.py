@@ -58,6 +58,10 @@ async def inner_request(upstream: ScriptedUpstream, messages: list[dict[str, Any
         ("List the TODOs in app.py and remove them", True),
         ("When the config file is missing, fall back to defaults in config.py", True),
         ("set DEBUG to False in settings.py", True),
+        # A change verb inside an opening question asks for nothing to be changed.
+        ("which functions write to the audit trail? I need the function names and their files", False),
+        ("how do I add a flag to cli.py?", False),
+        ("What does main.py print? Then add a --quiet flag.", True),
     ],
 )
 async def test_a_question_is_offered_no_write_tools(
@@ -497,6 +501,7 @@ async def test_a_missing_module_with_a_near_name_is_named_to_the_model(
         ("What does the class do?", []),
         ("use OpenAI and PostgreSQL for InvoiceBuilder", ["InvoiceBuilder"]),
         ("Give `format_price` a currency", ["format_price"]),
+        ("I need the function names and the file each one is in", []),
     ],
 )
 def test_code_names_in_a_request(request_text: str, names: list[str]) -> None:

@@ -96,14 +96,25 @@ def _has_tests(cwd: Path) -> bool:
 def wants_change(request: str) -> bool:
     """False only when the request reads as a question or a request to read, find or explain
     ("Which file defines X?", "Summarise jobs.py", "what's the port set in app.ini?") and
-    names no problem to fix and no change anywhere ("…, add a try/except"); True otherwise,
+    names no problem to fix and no change outside its opening question ("…, add a
+    try/except"; "which functions write to the log?" asks nothing to be written); True otherwise,
     when unsure too (withholding the write tools from a change request costs the task,
     offering them to a question costs nothing)."""
-    if _PROBLEM_WORDS.search(request) or _CHANGE_VERBS.search(request):
+    if _PROBLEM_WORDS.search(request) or _CHANGE_VERBS.search(_after_opening_question(request)):
         return True
     if _READ_ONLY.search(request):
         return False
     return True
+
+
+def _after_opening_question(request: str) -> str:
+    """The request past its opening question, when it opens with one ("which functions write
+    to the audit trail? I need their names": a verb inside the question asks nothing of us);
+    else all of it ("Where parse_config opens the file, add a try/except")."""
+    if _READ_ONLY.search(request) is None:
+        return request
+    question, mark, rest = request.partition("?")
+    return rest if mark and "\n" not in question.strip() else request
 
 
 def names_a_problem(request: str) -> bool:
@@ -129,7 +140,8 @@ _KIND_NAME = re.compile(
 """A name said to be code ("the class Scheduler", "the Scheduler class")."""
 _NOT_NAMES = frozenset(
     "the a an this that these those which what is are was be do does did it its here there of to in on at for "
-    "with and or from by as defined definition file files name named called".split()
+    "with and or from by as defined definition file files name named called names calls call signature "
+    "signatures body bodies arguments parameters returns return code tests test that".split()
 )
 _RENAMES = re.compile(
     r"\b(rename|renames|renaming|replace|remove|delete|drop|move|signature|parameters?|arguments?|callers?)\b",
