@@ -578,3 +578,59 @@ def test_the_definition_pattern_finds_definitions_not_uses(tmp_path: Path) -> No
     ) if pattern.search(line)] == []  # fmt: skip
     assert asks_for_definition("which file defines parse_args?")
     assert not asks_for_definition("Which functions call send_alert?")
+
+
+async def test_a_name_that_cannot_be_imported_is_followed_by_what_its_module_defines(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    from hermes.agent.providers.action_steering import DEFINED_NAMES
+
+    (tmp_path / "money.py").write_text("VAT = 0.2\n\n\ndef gross_price(net):\n    return net * (1 + VAT)\n")
+    (tmp_path / "shop.py").write_text("from money import price_with_vat\n")
+    failed = (
+        "exit code: 1\n--- stderr ---\nTraceback (most recent call last):\n"
+        f'  File "{tmp_path}/shop.py", line 1, in <module>\n    from money import price_with_vat\n'
+        f"ImportError: cannot import name 'price_with_vat' from 'money' ({tmp_path}/money.py)"
+    )
+    steps = await _opening_steps(upstream, tmp_path, "`python shop.py` dies with an ImportError. fix it", [failed, "…"])
+    assert steps == [
+        ("terminal", {"command": "python shop.py"}),
+        ("search_files", {"pattern": DEFINED_NAMES, "path": "money.py"}),
+    ]
+    # What the search finds there: the module's own names, not its uses.
+    import re
+
+    defined = [line for line in (tmp_path / "money.py").read_text().splitlines() if re.search(DEFINED_NAMES, line)]
+    assert defined == ["VAT = 0.2", "def gross_price(net):"]
+
+
+def test_a_module_outside_the_project_is_not_searched(tmp_path: Path) -> None:
+    from hermes.agent.providers.action_steering import _lookup_for
+
+    failed = (
+        "exit code: 1\n--- stderr ---\n"
+        "ImportError: cannot import name 'nope' from 'json' (/usr/lib/python3.11/json/__init__.py)"
+    )
+    lookup = _lookup_for(failed, {"search_files"}, tmp_path)
+    assert lookup is not None and lookup.args == {"pattern": r"\b(def|class) nope\b"}
+
+
+@pytest.mark.parametrize(
+    ("after", "no_progress"),
+    [
+        (
+            "  File \"/w/shop.py\", line 1, in <module>\n    from money import price\nImportError: no 'price'",
+            True,
+        ),
+        ("  File \"/w/shop.py\", line 4, in <module>\n    print(total)\nNameError: name 'total' is not defined", False),
+        ("  File \"/w/shop.py\", line 1\n    from money import (\nSyntaxError: '(' was never closed", True),
+    ],
+)
+def test_an_edit_made_no_progress_when_it_fails_in_the_same_place_the_same_way(after: str, no_progress: bool) -> None:
+    from hermes.agent.providers.action_steering import no_better
+
+    before = (
+        'Traceback (most recent call last):\n  File "/w/shop.py", line 1, in <module>\n'
+        "    from money import price_with_vat\nImportError: cannot import name 'price_with_vat'"
+    )
+    assert no_better(before, "Traceback (most recent call last):\n" + after) is no_progress

@@ -538,7 +538,7 @@ def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list
         failure = result_of_last()
         if failure is None:
             return planned  # what comes next depends on how the check ends
-        follow = _lookup_for(failure, names)
+        follow = _lookup_for(failure, names, cwd)
         if follow is None and cwd is not None and READ_TOOL in names:
             follow = _failing_frame(failure, cwd)
         if follow is not None:
@@ -605,18 +605,30 @@ _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 _MISSING_NAME = re.compile(r"cannot import name '(\w+)'")
 
 
-def _lookup_for(result: str, names: set[str]) -> Action | None:
+def _lookup_for(result: str, names: set[str], cwd: Path | None = None) -> Action | None:
     """What finds the thing a failed command says is missing: the Python files for a module
-    that is not there, a search for a name that cannot be imported; None for other results."""
+    that is not there; for a name that cannot be imported from a module of the project,
+    the names that module does define, else a search for the name; None for other results."""
     run = command_result(result)
     if run is None or not run.failed:
         return None
     if _MISSING_MODULE.search(run.output) and LIST_TOOL in names:
         return Action(LIST_TOOL, {"pattern": "*.py"})
     missing = _MISSING_NAME.search(run.output)
-    if missing is not None and SEARCH_TOOL in names:
-        return Action(SEARCH_TOOL, {"pattern": rf"\b(def|class) {missing.group(1)}\b"})
-    return None
+    if missing is None or SEARCH_TOOL not in names:
+        return None
+    source = _MODULE_FILE.search(run.output)
+    if source is not None and cwd is not None:
+        root, module = cwd.resolve(), Path(source.group(1)).resolve()
+        if module.is_relative_to(root) and module.is_file() and not _SITE.intersection(module.parts):
+            return Action(SEARCH_TOOL, {"pattern": DEFINED_NAMES, "path": str(module.relative_to(root))})
+    return Action(SEARCH_TOOL, {"pattern": rf"\b(def|class) {missing.group(1)}\b"})
+
+
+_MODULE_FILE = re.compile(r"cannot import name '\w+' from '[\w.]+' \(([^()\n]+\.py)\)")
+_SITE = frozenset({".venv", "venv", "site-packages", "node_modules"})
+DEFINED_NAMES = r"^(?:async\s+)?(?:def|class)\s+\w+|^[A-Za-z_]\w*\s*[:=]"
+"""A search pattern for what a Python module defines at its top level (functions, classes, names)."""
 
 
 def failure_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
@@ -632,7 +644,9 @@ def failure_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Ac
     }
     if calls.get(turn[-1].get("tool_call_id") or "") != "terminal":
         return None
-    lookup = _lookup_for(text_of(turn[-1].get("content")), set(tool_names))
+    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    cwd = working_directory_of(system)
+    lookup = _lookup_for(text_of(turn[-1].get("content")), set(tool_names), Path(cwd) if cwd else None)
     if lookup is None or lookup.key() in turn_actions(messages):
         return None
     return lookup
@@ -754,6 +768,8 @@ def _first_changed_line(result: str) -> int | None:
         elif line is not None and text.startswith(" "):
             line += 1
     return None
+
+
 _SHOWN_LINE = re.compile(r"^(\d+)\|", re.MULTILINE)
 
 
@@ -901,9 +917,18 @@ def _failed_tests(output: str) -> set[str]:
 
 
 def _where_and_what(output: str) -> list[str]:
-    """A failure's essential lines with exception messages cut to the exception's name: where
-    it fails and how, not the values (a wrong fix changes `12.0` to `6.0`)."""
-    return [_EXCEPTION_NAME.sub(r"\1", line) for line in essential_lines(output)]
+    """Where a failure happens and how: a traceback's last frame (file and line, not its code,
+    which the edit may have changed) and the exception's name (not its message: a wrong fix
+    changes `12.0` to `6.0`); else its essential lines."""
+    lines = essential_lines(output)
+    if not any(_FRAME_LINE.match(line) for line in lines):
+        return lines
+    return [
+        _EXCEPTION_NAME.sub(r"\1", line) for line in lines if _FRAME_LINE.match(line) or _EXCEPTION_NAME.match(line)
+    ]
+
+
+_FRAME_LINE = re.compile(r'^File "[^"]+", line \d+')
 
 
 def no_better(before: str, after: str) -> bool:
