@@ -221,7 +221,7 @@ class Settings:
     tool_protocol: str = "native"
     small_model_assist: bool = True
     """With JSON actions (the local model, tool_protocol = json): the adapter's own steps
-    (hermes/agent/providers/action_steering.py); false leaves only the protocol."""
+    (hermes/agent/providers/action_steering.py, own_steps.py); false leaves only the protocol."""
     yolo: bool = False
     local_model_path: Path | None = None
     model_cache: Path = field(default_factory=lambda: default_model_cache())

@@ -583,7 +583,7 @@ def test_the_definition_pattern_finds_definitions_not_uses(tmp_path: Path) -> No
 async def test_a_name_that_cannot_be_imported_is_followed_by_what_its_module_defines(
     upstream: ScriptedUpstream, tmp_path: Path
 ) -> None:
-    from hermes.agent.providers.action_steering import DEFINED_NAMES
+    from hermes.agent.providers.own_steps import DEFINED_NAMES
 
     (tmp_path / "money.py").write_text("VAT = 0.2\n\n\ndef gross_price(net):\n    return net * (1 + VAT)\n")
     (tmp_path / "shop.py").write_text("from money import price_with_vat\n")
@@ -605,7 +605,7 @@ async def test_a_name_that_cannot_be_imported_is_followed_by_what_its_module_def
 
 
 def test_a_module_outside_the_project_is_not_searched(tmp_path: Path) -> None:
-    from hermes.agent.providers.action_steering import _lookup_for
+    from hermes.agent.providers.own_steps import _lookup_for
 
     failed = (
         "exit code: 1\n--- stderr ---\n"
@@ -627,7 +627,7 @@ def test_a_module_outside_the_project_is_not_searched(tmp_path: Path) -> None:
     ],
 )
 def test_an_edit_made_no_progress_when_it_fails_in_the_same_place_the_same_way(after: str, no_progress: bool) -> None:
-    from hermes.agent.providers.action_steering import no_better
+    from hermes.agent.providers.own_steps import no_better
 
     before = (
         'Traceback (most recent call last):\n  File "/w/shop.py", line 1, in <module>\n'

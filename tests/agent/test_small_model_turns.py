@@ -17,9 +17,10 @@ import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import AgentEvent, Status, TextDelta, ToolCompleted, TurnCompleted
-from hermes.agent.providers.action_steering import FAILED_AFTER_EDIT_NOTE, MAX_UNDOS
+from hermes.agent.providers.action_steering import FAILED_AFTER_EDIT_NOTE
 from hermes.agent.providers.json_actions import ECHO_NOTE, RETRY_TEMPERATURE, JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
+from hermes.agent.providers.own_steps import MAX_UNDOS
 from hermes.agent.tools import default_registry
 from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.turn_facts import HERMES_MARK
@@ -576,7 +577,7 @@ def test_after_a_patch_that_matched_nothing_a_long_file_is_read_around_the_lines
     tmp_path: Path,
 ) -> None:
     from hermes.agent.prompt import default_system_prompt
-    from hermes.agent.providers.action_steering import edit_repair
+    from hermes.agent.providers.own_steps import edit_repair
 
     (tmp_path / "big.py").write_text("x = 1\n" * 1000, encoding="utf-8")
     error = "Error: no match for old_string in big.py; … The lines of the file most like it are:\n170|x = 1\nCopy …"

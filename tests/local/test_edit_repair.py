@@ -15,9 +15,9 @@ import pytest
 
 from hermes.agent.engine import Agent, EngineOptions
 from hermes.agent.events import AgentEvent, ToolCompleted, ToolStarted, TurnCompleted
-from hermes.agent.providers.action_steering import MAX_EDIT_REPAIRS, edit_repair
 from hermes.agent.providers.json_actions import JsonActionProvider
 from hermes.agent.providers.openai_compat import OpenAICompatProvider
+from hermes.agent.providers.own_steps import MAX_EDIT_REPAIRS, edit_repair
 from hermes.agent.tools import default_registry
 from hermes.agent.types import TurnRequest, TurnResult
 from hermes.testing.upstream import ScriptedUpstream, text_reply
@@ -125,7 +125,9 @@ def _turn(*steps: tuple[str, dict[str, Any], str]) -> list[dict[str, Any]]:
 
 
 FAILED = (
-    "patch", {"path": "calc.py", "old_string": "x", "new_string": "y"}, "Error: no match for old_string in /t/calc.py"
+    "patch",
+    {"path": "calc.py", "old_string": "x", "new_string": "y"},
+    "Error: no match for old_string in /t/calc.py",
 )
 NAMES = {"read_file", "patch"}
 
@@ -146,7 +148,9 @@ def test_repair_is_due_only_right_after_a_failed_patch() -> None:
 
 
 READ = (
-    "read_file", {"path": "calc.py"}, "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b"
+    "read_file",
+    {"path": "calc.py"},
+    "1|def add(a, b):\n2|    return a - b\n3|\n4|def mul(a, b):\n5|    return a * b",
 )
 
 
@@ -197,6 +201,9 @@ async def test_the_retry_after_a_re_read_is_fitted_before_it_runs(
 
     assert result.final_text == "Fixed."
     assert [(e.name, e.is_error) for e in events if isinstance(e, ToolCompleted)] == [
-        ("read_file", False), ("patch", True), ("read_file", False), ("patch", False),
+        ("read_file", False),
+        ("patch", True),
+        ("read_file", False),
+        ("patch", False),
     ]
     assert (tmp_path / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a + b\n"

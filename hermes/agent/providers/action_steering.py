@@ -1,30 +1,27 @@
-"""The JSON-action adapter's steering: what the small model reads, and the steps the
-adapter takes itself (see `hermes.agent.providers.json_actions` for the why).
+"""The JSON-action adapter's steering: what the small model reads (see
+`hermes.agent.providers.json_actions` for the why; the steps the adapter takes itself, with
+no model call, are in `hermes.agent.providers.own_steps`).
 
-What a step does is read from what the request means (`task_cues`: a check it names in
-any wording, the files and code names it mentions, whether it asks for a change) and from
+What the model reads is decided by what the request means (`task_cues`: a check it names in
+any wording, the files and code names it mentions, whether it asks for a change) and by
 what the tools returned (a failed command's essential lines, `hermes.agent.check_output`),
-never from how the request is typed.
+never by how the request is typed.
 
 - `rewrite_messages`: the transcript as the model sees it: a short system prompt plus the
   protocol and the tool catalogue, earlier calls as the actions the model would have
   written, tool results as user messages ending in one note (`_reminder`, most pressing
-  first): retry a failed edit after its re-read; put back a definition an edit dropped;
-  a check that still fails after an edit, with its essential lines next to that edit
-  (change the edit, do not undo it); a failing check before any edit (find the cause);
-  a check that passes now (say what changed); run the named check after a change; else
-  restate the request. Deterministic, and earlier messages render the same on every step
-  (prompt cache). With `assist` off, only the restatement.
+  first): retry a failed edit after its re-read; put back a definition an edit dropped; an
+  edit hermes undid and why; a check that still fails after an edit, with its essential
+  lines next to that edit (change the edit, do not undo it); a failing check before any
+  edit (find the cause); a check that passes now (say what changed); run the named check
+  after a change; a renamed name found nowhere now; else restate the request.
+  Deterministic, and earlier messages render the same on every step (prompt cache); hermes'
+  own undo calls are not shown, only the note after them. With `assist` off, only the
+  restatement.
 - `fit_context`: the oldest exchanges left out to fit a character budget.
-- `opening_step` / `edit_repair` / `failure_lookup`: tool calls the adapter answers a step
-  with, without a model call: the named check first when a change is asked for (and, when
-  it fails, the Python files for a missing module, a search for a missing name, or the
-  file its traceback ends in), then the named files (a long one around the code name the
-  request mentions), then a search for that code name when no file is named or every use
-  is asked about; a re-read after a failed edit (at most `MAX_EDIT_REPAIRS` per turn); a
-  lookup after a command the model ran fails for something missing (once per turn).
-  `steps_allowed` says when it may (not under a `tool_choice` of ``none`` or a named function).
-- `align_patch`: a `patch` fitted to the text the model last read; `is_loop`: a repeated call.
+- `align_patch`: a `patch` fitted to the text the model last read (and a new definition
+  written over an old one put in before it; a `write_file` of numbered lines unnumbered);
+  `is_loop`: a repeated call; `no_op_edit`: a patch that changes nothing.
 - `steering_notes`: the notes the model read this turn (a reply that only repeats them,
   or the request, is not an answer: `json_actions` asks again).
 """
@@ -33,24 +30,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes.agent.check_output import command_result, essential_lines
 from hermes.agent.instructions import HEADER as INSTRUCTIONS_HEADER
-from hermes.agent.prompt import working_directory_of
-from hermes.agent.provider import ModelRequest
-from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, choice_mode, first_sentence
+from hermes.agent.providers.action_grammar import REPLY, Action, as_args, catalogue, first_sentence
 from hermes.agent.providers.task_cues import (
     WRITE_TOOLS,
-    about_the_files,
-    asks_for_definition,
-    asks_for_every_use,
     asks_to_rename,
-    definition_pattern,
-    existing_files,
     looks_like_check,
     named_check,
     named_identifiers,
@@ -146,16 +135,8 @@ PASSED_AFTER_EDIT_NOTE = (
 EDIT_TOOLS = frozenset({"patch"})
 """Edit tools whose failure a fresh read can fix: their arguments quote the file's text."""
 READ_TOOL = "read_file"
-MAX_EDIT_REPAIRS = 2
-"""Re-reads the adapter starts after failed edits in one turn before letting the model answer."""
 ERROR_PREFIX = "Error:"
 """How the engine starts the result of a tool call that failed."""
-
-
-def steps_allowed(request: ModelRequest) -> bool:
-    """Whether the adapter may take a step of its own (opening, edit repair) this call."""
-    mode, named = choice_mode(request.tool_choice)
-    return mode != "none" and named is None
 
 
 def _clip(text: str, limit: int) -> str:
@@ -292,7 +273,7 @@ def _only_undos(message: ChatMessage) -> bool:
 
 def _observe_undo(state: _RequestState, content: str) -> None:
     """hermes undid the latest edit (`undo_failed_edit`): the note says so, and why."""
-    if not _changed_a_file(content) or state.last_edit is None or state.command is None:
+    if not changed_a_file(content) or state.last_edit is None or state.command is None:
         return  # the undo did not apply: the edit and its failing check stand
     path, edit = state.last_edit
     command, _failed, why, _after = state.command
@@ -306,9 +287,9 @@ def _observe_undo(state: _RequestState, content: str) -> None:
 def _observe(state: _RequestState, call: Action, content: str) -> None:
     """Update `state` with one tool call and its result."""
     path = str(call.args.get("path", ""))
-    if call.name == "terminal" or (call.name in WRITE_TOOLS and _changed_a_file(content)):
+    if call.name == "terminal" or (call.name in WRITE_TOOLS and changed_a_file(content)):
         state.undo_note = None
-    if call.name in WRITE_TOOLS and _changed_a_file(content):
+    if call.name in WRITE_TOOLS and changed_a_file(content):
         state.passed = state.command = state.gone = None
         state.unchecked = True
         state.last_edit = (path, _describe_edit(call))
@@ -328,7 +309,7 @@ def _observe(state: _RequestState, call: Action, content: str) -> None:
             if run.exit_code == PYTEST_NO_TESTS and "pytest" in command:
                 why.append(NO_TESTS_HINT)
             state.command = (command, run.failed, why, state.last_edit is not None)
-            missing = _MISSING_MODULE.search(run.output) if run.failed else None
+            missing = MISSING_MODULE.search(run.output) if run.failed else None
             state.missing = missing.group(1) if missing else None
             if not run.failed and state.last_edit is not None and looks_like_check(command):
                 state.passed = command
@@ -429,7 +410,7 @@ def steering_notes(rewritten: list[ChatMessage]) -> tuple[str, list[str]]:
     return request, [note.replace(quoted, "") for note in notes]
 
 
-def _changed_a_file(result: str) -> bool:
+def changed_a_file(result: str) -> bool:
     return result.startswith(("Patched ", "Created ", "Overwrote "))
 
 
@@ -470,309 +451,22 @@ def fit_context(messages: list[ChatMessage], budget_chars: int) -> list[ChatMess
 def turn_actions(messages: list[ChatMessage]) -> list[tuple[str, str]]:
     """(name, canonical args) of every tool call since the last user message."""
     keys = []
-    for message in messages[_turn_start(messages) :]:
+    for message in messages[turn_start(messages) :]:
         for call in message.get("tool_calls") or ():
             fn = call.get("function") or {}
             keys.append(Action(fn.get("name") or "", as_args(fn.get("arguments")) or {}).key())
     return keys
 
 
-def _turn_start(messages: list[ChatMessage]) -> int:
+def turn_start(messages: list[ChatMessage]) -> int:
     return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
 
 
 SEARCH_TOOL = "search_files"
 NO_MATCHES = "No matches for "
 """How a search that found nothing begins (hermes.agent.tools.file_search)."""
-LONG_FILE_BYTES = 3500
-"""A named file longer than this (about what the model reads of one result) is read around
-the code name the request mentions, found by a search of that file, rather than from its top."""
-WINDOW_BEFORE, WINDOW_LINES = 20, 60
-OPENING_FILES = 2
-"""Named files read first (a rename across two files needs both)."""
-_HIT = re.compile(r"^[^\n:]*:(\d+): ", re.MULTILINE)
-
-
-def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """The next of the turn's opening steps the adapter takes itself (no model call), or None.
-
-    A small model asked to fix something answers or patches from memory. So a turn opens
-    with what a careful person does first (`_opening_plan`): run the check the request
-    names when it asks for a change (`python main.py` shows the ImportError), read the files
-    it names that exist (a long one around the code name it mentions), or, when it names no
-    file, search for the code name it mentions. Each is taken only while every tool call of
-    the turn so far was one of them, in order.
-    """
-    start = _turn_start(messages)
-    if start == 0:
-        return None
-    request = text_of(messages[start - 1].get("content"))
-    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    cwd = working_directory_of(system)
-    done = turn_actions(messages)
-    results = _turn_results(messages)
-    planned = _opening_plan(request, Path(cwd) if cwd is not None else None, set(tool_names), results)
-    if len(done) < len(planned) and done == [action.key() for action in planned[: len(done)]]:
-        return planned[len(done)]
-    return None
-
-
-def _opening_plan(request: str, cwd: Path | None, names: set[str], results: list[str]) -> list[Action]:
-    """The opening steps for `request`, as far as the results so far (`results`, in order)
-    decide them. A file is read once: a later read of a file already read is left out."""
-    planned: list[Action] = []
-
-    def add(action: Action) -> None:
-        path = action.args.get("path")
-        if action.name == READ_TOOL and any(k.name == READ_TOOL and k.args.get("path") == path for k in planned):
-            return
-        if action.key() not in {k.key() for k in planned}:
-            planned.append(action)
-
-    def result_of_last() -> str | None:
-        return results[len(planned) - 1] if len(results) >= len(planned) else None
-
-    check = named_check(request, cwd)
-    if check is not None and "terminal" in names and wants_change(request):
-        add(Action("terminal", {"command": check}))
-        failure = result_of_last()
-        if failure is None:
-            return planned  # what comes next depends on how the check ends
-        follow = _lookup_for(failure, names, cwd)
-        if follow is None and cwd is not None and READ_TOOL in names:
-            follow = _failing_frame(failure, cwd)
-        if follow is not None:
-            add(follow)
-    if cwd is None:
-        return planned
-    files = existing_files(request, cwd)[:OPENING_FILES] if READ_TOOL in names else []
-    identifiers = named_identifiers(request) if SEARCH_TOOL in names else []
-    for path in files:
-        if identifiers and _size(cwd / path) > LONG_FILE_BYTES:
-            add(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b", "path": path}))
-            found = result_of_last()
-            if found is None:
-                return planned  # where to read depends on what the search finds
-            hit = _HIT.search(found)
-            if hit is not None:
-                offset = max(1, int(hit.group(1)) - WINDOW_BEFORE)
-                add(Action(READ_TOOL, {"path": path, "offset": offset, "limit": WINDOW_LINES}))
-                continue
-        add(Action(READ_TOOL, {"path": path}))
-    if identifiers and not files and asks_for_definition(request) and not wants_change(request):
-        # "Where is the Scheduler class defined?": the definition first, not every mention.
-        add(Action(SEARCH_TOOL, {"pattern": definition_pattern(identifiers[0])}))
-        found = result_of_last()
-        if found is None or _HIT.search(found) is not None:
-            return planned
-    if identifiers and (not files or asks_for_every_use(request)):
-        add(Action(SEARCH_TOOL, {"pattern": rf"\b{identifiers[0]}\b"}))
-    elif not files and not identifiers and LIST_TOOL in names and about_the_files(request) and not planned:
-        add(Action(LIST_TOOL, {}))  # "somewhere in the deploy settings": what is here, before a guess
-    return planned
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def _failing_frame(result: str, cwd: Path) -> Action | None:
-    """A read of the file a failed command's traceback ends in, when it is in `cwd` (around
-    the line, when the file is long); None without such a traceback."""
-    run = command_result(result)
-    if run is None or not run.failed:
-        return None
-    frames = _FRAME.findall(run.output)
-    if not frames:
-        return None
-    path, line = frames[-1]
-    if path.startswith("<"):
-        return None  # "<string>", "<frozen …>": no file
-    root = cwd.resolve()
-    target = (cwd / path).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        return None  # the failure is outside the project (a library), or in no file
-    relative = target.relative_to(root)
-    if relative.parts and relative.parts[0] in (".venv", "venv", "site-packages", "node_modules"):
-        return None
-    if _size(cwd / relative) > LONG_FILE_BYTES:
-        offset = max(1, int(line) - WINDOW_BEFORE)
-        return Action(READ_TOOL, {"path": str(relative), "offset": offset, "limit": WINDOW_LINES})
-    return Action(READ_TOOL, {"path": str(relative)})
-
-
 LIST_TOOL = "list_files"
-_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
-_MISSING_NAME = re.compile(r"cannot import name '(\w+)'")
-
-
-def _lookup_for(result: str, names: set[str], cwd: Path | None = None) -> Action | None:
-    """What finds the thing a failed command says is missing: the Python files for a module
-    that is not there; for a name that cannot be imported from a module of the project,
-    the names that module does define, else a search for the name; None for other results."""
-    run = command_result(result)
-    if run is None or not run.failed:
-        return None
-    if _MISSING_MODULE.search(run.output) and LIST_TOOL in names:
-        return Action(LIST_TOOL, {"pattern": "*.py"})
-    missing = _MISSING_NAME.search(run.output)
-    if missing is None or SEARCH_TOOL not in names:
-        return None
-    source = _MODULE_FILE.search(run.output)
-    if source is not None and cwd is not None:
-        root, module = cwd.resolve(), Path(source.group(1)).resolve()
-        if module.is_relative_to(root) and module.is_file() and not _SITE.intersection(module.parts):
-            return Action(SEARCH_TOOL, {"pattern": DEFINED_NAMES, "path": str(module.relative_to(root))})
-    return Action(SEARCH_TOOL, {"pattern": rf"\b(def|class) {missing.group(1)}\b"})
-
-
-_MODULE_FILE = re.compile(r"cannot import name '\w+' from '[\w.]+' \(([^()\n]+\.py)\)")
-_SITE = frozenset({".venv", "venv", "site-packages", "node_modules"})
-DEFINED_NAMES = r"^(?:async\s+)?(?:def|class)\s+\w+|^[A-Za-z_]\w*\s*[:=]"
-"""A search pattern for what a Python module defines at its top level (functions, classes, names)."""
-
-
-def failure_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """After a command the model ran fails for something missing (`No module named 'helper'`),
-    the step that shows what exists (`_lookup_for`), taken by the adapter once per turn."""
-    turn = messages[_turn_start(messages) :]
-    if not turn or turn[-1].get("role") != "tool":
-        return None
-    calls = {
-        raw.get("id") or "": (raw.get("function") or {}).get("name")
-        for message in turn
-        for raw in message.get("tool_calls") or ()
-    }
-    if calls.get(turn[-1].get("tool_call_id") or "") != "terminal":
-        return None
-    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    cwd = working_directory_of(system)
-    lookup = _lookup_for(text_of(turn[-1].get("content")), set(tool_names), Path(cwd) if cwd else None)
-    if lookup is None or lookup.key() in turn_actions(messages):
-        return None
-    return lookup
-
-
-def leftover_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """After an edit took a code name the request mentions out of a file (a rename, a changed
-    signature), the search that shows where else it is still used; None when it is not due.
-
-    Taken by the adapter (no model call) right after each such edit: the model then sees
-    what is left to change, or that nothing is.
-    """
-    if SEARCH_TOOL not in set(tool_names):
-        return None
-    start = _turn_start(messages)
-    turn = messages[start:]
-    if not turn or turn[-1].get("role") != "tool" or start == 0:
-        return None
-    calls: dict[str, Action] = {}
-    for message in turn:
-        for raw in message.get("tool_calls") or ():
-            fn = raw.get("function") or {}
-            calls[raw.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
-    last = calls.get(turn[-1].get("tool_call_id") or "")
-    if last is None or last.name not in EDIT_TOOLS or not _changed_a_file(text_of(turn[-1].get("content"))):
-        return None
-    old, new = str(last.args.get("old_string") or ""), str(last.args.get("new_string") or "")
-    request = text_of(messages[start - 1].get("content"))
-    if not asks_to_rename(request):
-        return None  # an edit that takes a name out unasked is pointed out instead (REMOVED_NOTE)
-    gone = [n for n in named_identifiers(request) if re.search(rf"\b{n}\b", old) and not re.search(rf"\b{n}\b", new)]
-    if not gone:
-        return None
-    return Action(SEARCH_TOOL, {"pattern": rf"\b{gone[0]}\b"})
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _turn_results(messages: list[ChatMessage]) -> list[str]:
-    """The text of every tool result since the last user message, in order."""
-    return [text_of(m.get("content")) for m in messages[_turn_start(messages) :] if m.get("role") == "tool"]
-
-
-def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """The `read_file` call that follows a failed edit, or None when the model should answer.
-
-    Due when the latest step of the turn was an edit (`EDIT_TOOLS`) whose result is an
-    error, `read_file` is offered, and fewer than `MAX_EDIT_REPAIRS` failed edits came
-    before it in this turn (so a model that keeps failing gets to answer). A file longer
-    than `LONG_FILE_BYTES` is read around the lines the error shows (the ones most like
-    old_string), else around the turn's latest change to it (the model's place in it), so
-    a 200-line module is not read whole after each slip (each read is ~2,500 prompt tokens).
-    """
-    if READ_TOOL not in set(tool_names):
-        return None
-    turn = messages[_turn_start(messages) :]
-    calls: dict[str, Action] = {}
-    failures: list[Action] = []
-    latest_failed: Action | None = None
-    error = ""
-    anchors: dict[str, int] = {}  # path -> first line of the latest change made to it this turn
-    passed = False  # a command passed after the latest change: the work is in, nothing to repair
-    for message in turn:
-        if message.get("role") == "assistant":
-            latest_failed = None
-            for raw_call in message.get("tool_calls") or ():
-                fn = raw_call.get("function") or {}
-                calls[raw_call.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
-        elif message.get("role") == "tool":
-            call = calls.get(message.get("tool_call_id") or "")
-            content = text_of(message.get("content"))
-            failed = content.startswith(ERROR_PREFIX)
-            if call is not None and call.name in EDIT_TOOLS and failed:
-                failures.append(call)
-                latest_failed, error = call, content
-            elif call is not None and call.name in WRITE_TOOLS and _changed_a_file(content):
-                passed = False
-                changed_at = _first_changed_line(content)
-                if changed_at is not None:
-                    anchors[str(call.args.get("path"))] = changed_at
-            elif call is not None and call.name == "terminal":
-                run = command_result(content)
-                checked = run is not None and not run.failed and looks_like_check(str(call.args.get("command")))
-                passed = passed or checked
-    if latest_failed is None or len(failures) > MAX_EDIT_REPAIRS or passed:
-        return None
-    path = latest_failed.args.get("path")
-    if not isinstance(path, str) or not path:
-        return None
-    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    cwd = working_directory_of(system)
-    if cwd is None or _size(Path(cwd) / path) <= LONG_FILE_BYTES:
-        return Action(READ_TOOL, {"path": path})
-    # A long file is read around the lines the error shows, else around the latest change to it.
-    shown = _SHOWN_LINE.search(error)
-    anchor = int(shown.group(1)) if shown is not None else anchors.get(path)
-    if anchor is None:
-        return Action(READ_TOOL, {"path": path})
-    return Action(READ_TOOL, {"path": path, "offset": max(1, anchor - WINDOW_BEFORE), "limit": WINDOW_LINES})
-
-
-_HUNK = re.compile(r"^@@ -(\d+)")
-
-
-def _first_changed_line(result: str) -> int | None:
-    """The line number (before the change) of the first line a write's diff removes or adds."""
-    line: int | None = None
-    for text in result.splitlines():
-        hunk = _HUNK.match(text)
-        if hunk is not None:
-            line = int(hunk.group(1))
-        elif line is not None and text.startswith(("-", "+")) and not text.startswith(("---", "+++")):
-            return line
-        elif line is not None and text.startswith(" "):
-            line += 1
-    return None
-
-
-_SHOWN_LINE = re.compile(r"^(\d+)\|", re.MULTILINE)
-
-
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 _NUMBERED_LINE = re.compile(r"^(\d+)\|(.*)$")
 
 
@@ -872,149 +566,3 @@ def is_loop(action: Action, previous: list[tuple[str, str]]) -> bool:
         return False
     key = action.key()
     return bool(previous) and (previous[-1] == key or previous.count(key) >= 2)
-
-
-MAX_UNDOS = 3
-"""Edits hermes undoes in one turn (`undo_failed_edit`); after that a failed one stays."""
-_FAILED_COUNT = re.compile(r"\b(\d+) (?:failed|errors?)\b")
-_BROKEN_SOURCE = re.compile(r"^\s*(?:SyntaxError|IndentationError|TabError)\b", re.MULTILINE)
-_SUMMARY_ID = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
-_EXCEPTION_NAME = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Failure)):.*$")
-_ONE_REPLACED = re.compile(r"^Patched [^\n]*: replaced 1 occurrence")
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """One tool call of the turn and its result."""
-
-    call_id: str
-    action: Action
-    result: str
-
-
-def _turn_steps(messages: list[ChatMessage]) -> list[_Step]:
-    calls: dict[str, Action] = {}
-    steps: list[_Step] = []
-    for message in messages[_turn_start(messages) :]:
-        for raw in message.get("tool_calls") or ():
-            fn = raw.get("function") or {}
-            calls[raw.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
-        if message.get("role") == "tool":
-            call_id = message.get("tool_call_id") or ""
-            action = calls.get(call_id)
-            if action is not None:
-                steps.append(_Step(call_id, action, text_of(message.get("content"))))
-    return steps
-
-
-def _failing_count(output: str) -> int:
-    return sum(int(n) for n in _FAILED_COUNT.findall(output))
-
-
-def _failed_tests(output: str) -> set[str]:
-    """pytest's short summary ids (`FAILED test_x.py::test_y`), without their messages."""
-    return {match.group(1) for match in _SUMMARY_ID.finditer(output)}
-
-
-def _where_and_what(output: str) -> list[str]:
-    """Where a failure happens and how: a traceback's last frame (file and line, not its code,
-    which the edit may have changed) and the exception's name (not its message: a wrong fix
-    changes `12.0` to `6.0`); else its essential lines."""
-    lines = essential_lines(output)
-    if not any(_FRAME_LINE.match(line) for line in lines):
-        return lines
-    return [
-        _EXCEPTION_NAME.sub(r"\1", line) for line in lines if _FRAME_LINE.match(line) or _EXCEPTION_NAME.match(line)
-    ]
-
-
-_FRAME_LINE = re.compile(r'^File "[^"]+", line \d+')
-
-
-def no_better(before: str, after: str) -> bool:
-    """Whether a check's output `after` an edit shows no progress over `before` it: a file that
-    no longer parses; more failing tests, or every test that failed still failing; or, with no
-    test summary, the same place and exception."""
-    if _BROKEN_SOURCE.search(after) and not _BROKEN_SOURCE.search(before):
-        return True
-    if _failing_count(after) > _failing_count(before):
-        return True
-    failed_before, failed_after = _failed_tests(before), _failed_tests(after)
-    if failed_before or failed_after:
-        return bool(failed_before) and failed_before <= failed_after
-    return _where_and_what(before) == _where_and_what(after)
-
-
-def undo_failed_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """hermes' undo of the model's edit that a check showed did not help, or None.
-
-    Due when the latest result is a failing check, the same command failed before the
-    turn's one change since then, that change was one replacement by `patch`, and the failure
-    is `no_better`; at most `MAX_UNDOS` a turn. A small model asked to change a wrong edit
-    piles a second guess on the first (or patches a line to itself); from the file as it was,
-    and told what did not work, it makes a fresh attempt. The call's id begins with
-    `HERMES_UNDO_PREFIX`: the edit guard lets it through, and the model's transcript shows
-    the undo only as the note that follows (`FAILED_ATTEMPT_NOTE`).
-    """
-    if "patch" not in set(tool_names):
-        return None
-    steps = _turn_steps(messages)
-    if not steps or sum(step.call_id.startswith(HERMES_UNDO_PREFIX) for step in steps) >= MAX_UNDOS:
-        return None
-    last = steps[-1]
-    command = str(last.action.args.get("command") or "")
-    after = command_result(last.result) if last.action.name == "terminal" else None
-    if after is None or not after.failed or not looks_like_check(command):
-        return None
-    # The check's result for the files as they were before the latest changes: a run is
-    # forgotten once hermes undid the edit before it (the files are back as at the run before).
-    runs: list[str] = []
-    changes: list[_Step] = []
-    for step in steps[:-1]:
-        if step.call_id.startswith(HERMES_UNDO_PREFIX):
-            if _changed_a_file(step.result) and runs:
-                runs.pop()
-                changes = []
-        elif step.action.name == "terminal" and str(step.action.args.get("command") or "") == command:
-            runs.append(step.result)
-            changes = []
-        elif step.action.name in WRITE_TOOLS and _changed_a_file(step.result):
-            changes.append(step)
-    before = command_result(runs[-1]) if runs else None
-    if before is None or not before.failed or len(changes) != 1 or not no_better(before.output, after.output):
-        return None
-    edit = changes[0]
-    path, old, new = (edit.action.args.get(key) for key in ("path", "old_string", "new_string"))
-    if edit.call_id.startswith(HERMES_UNDO_PREFIX) or not _ONE_REPLACED.match(edit.result):
-        return None
-    if not isinstance(path, str) or not isinstance(old, str) or not isinstance(new, str) or not new.strip():
-        return None
-    return Action("patch", {"path": path, "old_string": new, "new_string": old})
-
-
-def check_after_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
-    """The turn's check, run by hermes right after the model changed a file, or None.
-
-    The check is the one the request names, else the command the turn opened with when it
-    reads as one; due after each change the model made (not after hermes' undo) while the
-    request asks for a change. Its result is what the next note reads (pass: say what
-    changed; fail: `undo_failed_edit` or the failure next to the edit).
-    """
-    if "terminal" not in set(tool_names):
-        return None
-    steps = _turn_steps(messages)
-    if not steps:
-        return None
-    last = steps[-1]
-    if last.call_id.startswith(HERMES_UNDO_PREFIX) or last.action.name not in WRITE_TOOLS:
-        return None
-    if not _changed_a_file(last.result):
-        return None
-    start = _turn_start(messages)
-    request = text_of(messages[start - 1].get("content"))
-    if not wants_change(request):
-        return None
-    first = steps[0].action
-    opened = str(first.args.get("command") or "") if first.name == "terminal" else ""
-    check = opened if looks_like_check(opened) else named_check(request)
-    return Action("terminal", {"command": check}) if check else None

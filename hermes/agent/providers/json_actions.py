@@ -95,22 +95,24 @@ from hermes.agent.providers.action_steering import (
     LOOP_NOTE,
     NO_OP_NOTE,
     align_patch,
-    check_after_edit,
-    edit_repair,
-    failure_lookup,
     fit_context,
     is_loop,
     latest_request,
-    leftover_lookup,
     no_op_edit,
-    opening_step,
     rewrite_messages,
     steering_notes,
-    steps_allowed,
     turn_actions,
-    undo_failed_edit,
 )
 from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
+from hermes.agent.providers.own_steps import (
+    check_after_edit,
+    edit_repair,
+    failure_lookup,
+    leftover_lookup,
+    opening_step,
+    steps_allowed,
+    undo_failed_edit,
+)
 from hermes.agent.providers.task_cues import WRITE_TOOLS, wants_change
 from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.turn_facts import echoes_request, repeats_text, text_of

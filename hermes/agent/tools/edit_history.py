@@ -7,7 +7,7 @@ new_string is what that patch replaced. The first such call is not carried out; 
 result names the earlier edit and says how to go on. The same call made again after that
 refusal is carried out: a revert the model means stays possible. A call whose id begins
 with `HERMES_UNDO_PREFIX` is hermes' own undo of an edit a check showed did not help (the
-JSON-action adapter's step, `action_steering.undo_failed_edit`): never refused. The guard
+JSON-action adapter's step, `own_steps.undo_failed_edit`): never refused. The guard
 steers a model; it protects nothing, so an id a remote model chose itself gains it nothing.
 
 Invariants:
