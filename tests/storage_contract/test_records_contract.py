@@ -161,7 +161,9 @@ async def test_leases_and_orphaned_runs(storage: Storage) -> None:
     leases = storage.leases
     alive = await leases.register_instance("alive", ttl=300, host="h1", pid=11)
     assert alive.expires_at > alive.heartbeat_at
-    await leases.register_instance("dead", ttl=0, host="h2", pid=22)
+    # Expired a second ago: ttl=0 expires at this very millisecond of the database's clock, and a
+    # query in the same millisecond still counts that lease as held (expires_at >= now).
+    await leases.register_instance("dead", ttl=-1, host="h2", pid=22)
     await storage.runs.put(run("r_alive", owner_instance="alive"))
     await storage.runs.put(run("r_dead", owner_instance="dead"))
     await storage.runs.put(run("r_dead_done", status="completed", owner_instance="dead"))
@@ -182,7 +184,7 @@ async def test_leases_and_orphaned_runs(storage: Storage) -> None:
     assert others == ["dead"]
     revived = await leases.heartbeat("alive", ttl=300)  # a pruned lease is re-created
     assert revived.instance_id == "alive"
-    await leases.register_instance("old", ttl=0, host="h3", pid=33)
+    await leases.register_instance("old", ttl=-1, host="h3", pid=33)
     assert await leases.prune_instances(expired_for=3600) == 0
     assert await leases.prune_instances(expired_for=-1) == 1
     assert {lease.instance_id for lease in await leases.list_instances()} - {storage.instance_id} == {"alive", "dead"}
