@@ -104,17 +104,8 @@ from hermes.agent.providers.action_steering import (
     turn_actions,
 )
 from hermes.agent.providers.format_actions import format_note, formatted_reply_text, reply_branch, root_definitions
-from hermes.agent.providers.own_steps import (
-    check_after_edit,
-    edit_repair,
-    failure_lookup,
-    leftover_lookup,
-    opening_step,
-    steps_allowed,
-    undo_failed_edit,
-)
+from hermes.agent.providers.own_steps import next_own_step, steps_allowed, turn_steps, undos_this_turn
 from hermes.agent.providers.task_cues import WRITE_TOOLS, wants_change
-from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.turn_facts import echoes_request, repeats_text, text_of
 from hermes.agent.types import ChatMessage, Usage
 from hermes.errors import ConfigError
@@ -208,7 +199,7 @@ class JsonActionProvider(Provider):
         if self.context_chars is not None:
             messages = fit_context(messages, self.context_chars)
         extra = {**self.sampling, **request.extra}
-        if "temperature" not in request.extra and undos_this_turn(request.messages):
+        if "temperature" not in request.extra and undos_this_turn(turn_steps(request.messages)):
             # After an attempt that did not work, a fresh one, not the same guess again.
             extra["temperature"] = max(float(extra.get("temperature", 0.0)), RETRY_TEMPERATURE)
         # A question gets no write tools (in the grammar only: the prompt, and so the cache, stay).
@@ -263,7 +254,7 @@ class JsonActionProvider(Provider):
                     yield event
             return
         names = allowed_names(request)
-        repair = own_step(request.messages, names) if self.assist and steps_allowed(request) else None
+        repair = next_own_step(request.messages, names) if self.assist and steps_allowed(request) else None
         if repair is not None:
             for event in self._call_events(*repair):
                 yield event
@@ -375,7 +366,7 @@ class JsonActionProvider(Provider):
         if not tool_functions(request.tools):
             return await self.inner.complete(request)
         names = allowed_names(request)
-        repair = own_step(request.messages, names) if self.assist and steps_allowed(request) else None
+        repair = next_own_step(request.messages, names) if self.assist and steps_allowed(request) else None
         if repair is not None:
             return self._call_events(*repair)
         previous = turn_actions(request.messages)
@@ -422,34 +413,6 @@ class JsonActionProvider(Provider):
 
 RETRY_TEMPERATURE = 0.6
 """Sampling temperature of a turn's model calls after hermes undid a failed edit in it."""
-
-
-def own_step(messages: list[ChatMessage], names: set[str]) -> tuple[Action, str | None] | None:
-    """The adapter's own next step (no model call) and its call id (None: a fresh one), or None.
-
-    hermes' undo of a failed attempt gets an id the edit guard knows (`HERMES_UNDO_PREFIX`).
-    """
-    undo = undo_failed_edit(messages, names)
-    if undo is not None:
-        return undo, HERMES_UNDO_PREFIX + new_call_id().removeprefix("call_")
-    step = (
-        edit_repair(messages, names)
-        or opening_step(messages, names)
-        or failure_lookup(messages, names)
-        or leftover_lookup(messages, names)
-        or check_after_edit(messages, names)
-    )
-    return (step, None) if step is not None else None
-
-
-def undos_this_turn(messages: list[ChatMessage]) -> int:
-    """How many edits hermes undid since the latest user message."""
-    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
-    return sum(
-        str(m.get("tool_call_id") or "").startswith(HERMES_UNDO_PREFIX)
-        for m in messages[start:]
-        if m.get("role") == "tool"
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ from hermes.agent.providers.task_cues import (
 from hermes.agent.tools.edit_history import HERMES_UNDO_PREFIX
 from hermes.agent.turn_facts import text_of
 from hermes.agent.types import ChatMessage
+from hermes.ids import new_call_id
 
 MAX_EDIT_REPAIRS = 2
 """Re-reads the adapter starts after failed edits in one turn before letting the model answer."""
@@ -93,11 +94,10 @@ def opening_step(messages: list[ChatMessage], tool_names: Iterable[str]) -> Acti
     if start == 0:
         return None
     request = text_of(messages[start - 1].get("content"))
-    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    cwd = working_directory_of(system)
+    cwd = _cwd_of(messages)
     done = turn_actions(messages)
     results = _turn_results(messages)
-    planned = _opening_plan(request, Path(cwd) if cwd is not None else None, set(tool_names), results)
+    planned = _opening_plan(request, cwd, set(tool_names), results)
     if len(done) < len(planned) and done == [action.key() for action in planned[: len(done)]]:
         return planned[len(done)]
     return None
@@ -218,19 +218,10 @@ DEFINED_NAMES = r"^(?:async\s+)?(?:def|class)\s+\w+|^[A-Za-z_]\w*\s*[:=]"
 def failure_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> Action | None:
     """After a command the model ran fails for something missing (`No module named 'helper'`),
     the step that shows what exists (`_lookup_for`), taken by the adapter once per turn."""
-    turn = messages[turn_start(messages) :]
-    if not turn or turn[-1].get("role") != "tool":
+    last = _latest_step(messages)
+    if last is None or last.action.name != "terminal":
         return None
-    calls = {
-        raw.get("id") or "": (raw.get("function") or {}).get("name")
-        for message in turn
-        for raw in message.get("tool_calls") or ()
-    }
-    if calls.get(turn[-1].get("tool_call_id") or "") != "terminal":
-        return None
-    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    cwd = working_directory_of(system)
-    lookup = _lookup_for(text_of(turn[-1].get("content")), set(tool_names), Path(cwd) if cwd else None)
+    lookup = _lookup_for(last.result, set(tool_names), _cwd_of(messages))
     if lookup is None or lookup.key() in turn_actions(messages):
         return None
     return lookup
@@ -246,17 +237,10 @@ def leftover_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> A
     if SEARCH_TOOL not in set(tool_names):
         return None
     start = turn_start(messages)
-    turn = messages[start:]
-    if not turn or turn[-1].get("role") != "tool" or start == 0:
+    step = _latest_step(messages) if start > 0 else None
+    if step is None or step.action.name not in EDIT_TOOLS or not changed_a_file(step.result):
         return None
-    calls: dict[str, Action] = {}
-    for message in turn:
-        for raw in message.get("tool_calls") or ():
-            fn = raw.get("function") or {}
-            calls[raw.get("id") or ""] = Action(fn.get("name") or "", as_args(fn.get("arguments")) or {})
-    last = calls.get(turn[-1].get("tool_call_id") or "")
-    if last is None or last.name not in EDIT_TOOLS or not changed_a_file(text_of(turn[-1].get("content"))):
-        return None
+    last = step.action
     old, new = str(last.args.get("old_string") or ""), str(last.args.get("new_string") or "")
     request = text_of(messages[start - 1].get("content"))
     if not asks_to_rename(request):
@@ -265,6 +249,22 @@ def leftover_lookup(messages: list[ChatMessage], tool_names: Iterable[str]) -> A
     if not gone:
         return None
     return Action(SEARCH_TOOL, {"pattern": rf"\b{gone[0]}\b"})
+
+
+def _latest_step(messages: list[ChatMessage]) -> _Step | None:
+    """The step whose result is the transcript's last message, or None."""
+    steps = turn_steps(messages)
+    last = messages[-1] if messages else {}
+    if not steps or last.get("role") != "tool" or steps[-1].call_id != (last.get("tool_call_id") or ""):
+        return None
+    return steps[-1]
+
+
+def _cwd_of(messages: list[ChatMessage]) -> Path | None:
+    """The working folder the system prompt names, or None."""
+    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    cwd = working_directory_of(system)
+    return Path(cwd) if cwd else None
 
 
 def _size(path: Path) -> int:
@@ -325,9 +325,8 @@ def edit_repair(messages: list[ChatMessage], tool_names: Iterable[str]) -> Actio
     path = latest_failed.args.get("path")
     if not isinstance(path, str) or not path:
         return None
-    system = next((text_of(m.get("content")) for m in messages if m.get("role") == "system"), "")
-    cwd = working_directory_of(system)
-    if cwd is None or _size(Path(cwd) / path) <= LONG_FILE_BYTES:
+    cwd = _cwd_of(messages)
+    if cwd is None or _size(cwd / path) <= LONG_FILE_BYTES:
         return Action(READ_TOOL, {"path": path})
     # A long file is read around the lines the error shows, else around the latest change to it.
     shown = _SHOWN_LINE.search(error)
@@ -375,7 +374,7 @@ class _Step:
     result: str
 
 
-def _turn_steps(messages: list[ChatMessage]) -> list[_Step]:
+def turn_steps(messages: list[ChatMessage]) -> list[_Step]:
     calls: dict[str, Action] = {}
     steps: list[_Step] = []
     for message in messages[turn_start(messages) :]:
@@ -441,8 +440,8 @@ def undo_failed_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> 
     """
     if "patch" not in set(tool_names):
         return None
-    steps = _turn_steps(messages)
-    if not steps or sum(step.call_id.startswith(HERMES_UNDO_PREFIX) for step in steps) >= MAX_UNDOS:
+    steps = turn_steps(messages)
+    if not steps or undos_this_turn(steps) >= MAX_UNDOS:
         return None
     last = steps[-1]
     command = str(last.action.args.get("command") or "")
@@ -485,7 +484,7 @@ def check_after_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> 
     """
     if "terminal" not in set(tool_names):
         return None
-    steps = _turn_steps(messages)
+    steps = turn_steps(messages)
     if not steps:
         return None
     last = steps[-1]
@@ -501,3 +500,28 @@ def check_after_edit(messages: list[ChatMessage], tool_names: Iterable[str]) -> 
     opened = str(first.args.get("command") or "") if first.name == "terminal" else ""
     check = opened if looks_like_check(opened) else named_check(request)
     return Action("terminal", {"command": check}) if check else None
+
+
+def undos_this_turn(steps: list[_Step]) -> int:
+    """How many of the turn's steps (`turn_steps`) were hermes' undos."""
+    return sum(step.call_id.startswith(HERMES_UNDO_PREFIX) for step in steps)
+
+
+def next_own_step(messages: list[ChatMessage], names: set[str]) -> tuple[Action, str | None] | None:
+    """The adapter's own next step (no model call) and its call id (None: a fresh one), or
+    None: an undo first, then a re-read after a failed edit, the opening steps, a lookup after
+    a failure, a leftover search after a rename, the check after an edit.
+
+    hermes' undo of a failed attempt gets an id the edit guard knows (`HERMES_UNDO_PREFIX`).
+    """
+    undo = undo_failed_edit(messages, names)
+    if undo is not None:
+        return undo, HERMES_UNDO_PREFIX + new_call_id().removeprefix("call_")
+    step = (
+        edit_repair(messages, names)
+        or opening_step(messages, names)
+        or failure_lookup(messages, names)
+        or leftover_lookup(messages, names)
+        or check_after_edit(messages, names)
+    )
+    return (step, None) if step is not None else None
