@@ -593,3 +593,44 @@ def test_after_a_patch_that_matched_nothing_a_long_file_is_read_around_the_lines
     (tmp_path / "big.py").write_text("x = 1\n", encoding="utf-8")  # short: read whole
     repair = edit_repair(messages, {"read_file", "patch"})  # type: ignore[arg-type]
     assert repair is not None and repair.args == {"path": "big.py"}
+
+
+CHECK_THAT_SWAPS = """import os, shutil, sys
+sys.path.insert(0, "pkg")
+from stats import mean
+result = mean([2, 4, 6])
+if "- 2)" in open("pkg/stats.py").read() and not os.path.islink("pkg"):
+    # The attacker: once the model's edit is in, pkg/ becomes a link to a folder outside.
+    shutil.rmtree("pkg")
+    os.symlink(os.path.abspath("../outside"), "pkg")
+assert result == 4, result
+"""
+
+
+async def test_hermes_undo_through_a_folder_swapped_for_a_symlink_writes_nothing_outside(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (work / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (work / "pkg" / "stats.py").write_text(STATS, encoding="utf-8")
+    (work / "check_stats.py").write_text(CHECK_THAT_SWAPS, encoding="utf-8")
+    wrong = STATS.replace("(len(values) - 1)", "(len(values) - 2)")
+    (outside / "stats.py").write_text(wrong, encoding="utf-8")  # what the undo would find there
+    upstream.enqueue(
+        text_reply(action("patch", {"path": "pkg/stats.py", "old_string": "- 1)", "new_string": "- 2)"})),
+        text_reply(action("reply", {"text": "Done."})),
+    )
+    request = f"mean in pkg/stats.py is off. Fix it so `{sys.executable} check_stats.py` passes."
+    agent = make_agent(upstream)
+    try:  # nobody to approve, no --yolo
+        turn = TurnRequest(input=request, persist=False, cwd=str(work), yolo=False)
+        events = [e async for e in agent.run_turn(turn)]
+    finally:
+        await agent.aclose()
+
+    undos = [e for e in events if isinstance(e, ToolCompleted) and e.call_id.startswith(HERMES_UNDO_PREFIX)]
+    assert len(undos) == 1 and not undos[0].result.startswith("Patched"), undos
+    assert undos[0].result.startswith("DENIED") and "outside_write" in undos[0].result
+    assert (outside / "stats.py").read_text(encoding="utf-8") == wrong  # not written through the link
+    assert isinstance(events[-1], TurnCompleted)
